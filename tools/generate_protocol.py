@@ -112,7 +112,13 @@ class ModuleWriter:
 
     def _read_tags(self, tagged: list[Field], v: int) -> list[str]:
         if not tagged:
-            return ["    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)"]
+            # An empty tag section is one zero byte: skip it without a call.
+            return [
+                "    if r[p] == 0:",
+                "        p += 1",
+                "    else:",
+                "        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)",
+            ]
         lines = [
             "    n, p = read_unsigned_varint(r, p)",
             "    for _ in range(n):",

@@ -45,7 +45,7 @@ class FrameParser:
             self._pos = 0
         self._buf += data
 
-    def next_frame(self) -> bytes | None:
+    def next_frame(self) -> bytearray | None:
         """The next complete frame, or None until more bytes are fed."""
         buf = self._buf
         available = len(buf) - self._pos
@@ -62,7 +62,8 @@ class FrameParser:
             return None
         start = self._pos
         end = start + self._need
-        frame = bytes(memoryview(buf)[start:end])  # one copy, not two
+        # One copy, into a writable buffer: the broker patches batch offsets in place.
+        frame = bytearray(memoryview(buf)[start:end])
         self._pos = end
         self._need = -1
         if self._pos > 1 << 20 and self._pos * 2 > len(buf):

@@ -224,3 +224,19 @@ def update_crc(buf, pos: int = 0, size: int | None = None) -> int:
     crc = compute_crc(buf, pos, size)
     _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
     return crc
+
+
+_ATTRIBUTES = struct.Struct(">h")
+
+
+def set_log_append_time(buf, pos: int, size: int, timestamp: int) -> None:
+    """Mark the batch at ``pos`` as LogAppendTime with ``max_timestamp = timestamp``.
+
+    The attributes and max timestamp are covered by the CRC, so it is recomputed: a per-batch
+    cost, never per record (consumers take every record's timestamp from max_timestamp when
+    the LogAppendTime bit is set).
+    """
+    (attributes,) = _ATTRIBUTES.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_BIT)
+    _INT64.pack_into(buf, pos + 35, timestamp)
+    struct.pack_into(">I", buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))

@@ -52,7 +52,10 @@ def _read_AddOffsetsToTxnRequest_v3(r, p):
     p += 10
     f_group_id, p = read_compact_string(r, p)
     o = AddOffsetsToTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, group_id=f_group_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

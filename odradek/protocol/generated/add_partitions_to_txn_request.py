@@ -91,7 +91,10 @@ def _read_AddPartitionsToTxnTopic_v3(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = AddPartitionsToTxnTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -108,7 +111,10 @@ def _read_AddPartitionsToTxnRequest_v3(r, p):
             e, p = _read_AddPartitionsToTxnTopic_v3(r, p)
             f_v3_and_below_topics.append(e)
     o = AddPartitionsToTxnRequest(v3_and_below_transactional_id=f_v3_and_below_transactional_id, v3_and_below_producer_id=f_v3_and_below_producer_id, v3_and_below_producer_epoch=f_v3_and_below_producer_epoch, v3_and_below_topics=f_v3_and_below_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -125,7 +131,10 @@ def _read_AddPartitionsToTxnTransaction_v4(r, p):
             e, p = _read_AddPartitionsToTxnTopic_v3(r, p)
             f_topics.append(e)
     o = AddPartitionsToTxnTransaction(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, verify_only=f_verify_only, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -139,7 +148,10 @@ def _read_AddPartitionsToTxnRequest_v4(r, p):
             e, p = _read_AddPartitionsToTxnTransaction_v4(r, p)
             f_transactions.append(e)
     o = AddPartitionsToTxnRequest(transactions=f_transactions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -99,7 +99,10 @@ def _read_AddPartitionsToTxnPartitionResult_v3(r, p):
     f_partition_index, f_partition_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = AddPartitionsToTxnPartitionResult(partition_index=f_partition_index, partition_error_code=f_partition_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -114,7 +117,10 @@ def _read_AddPartitionsToTxnTopicResult_v3(r, p):
             e, p = _read_AddPartitionsToTxnPartitionResult_v3(r, p)
             f_results_by_partition.append(e)
     o = AddPartitionsToTxnTopicResult(name=f_name, results_by_partition=f_results_by_partition)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -130,7 +136,10 @@ def _read_AddPartitionsToTxnResponse_v3(r, p):
             e, p = _read_AddPartitionsToTxnTopicResult_v3(r, p)
             f_results_by_topic_v3_and_below.append(e)
     o = AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, results_by_topic_v3_and_below=f_results_by_topic_v3_and_below)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -145,7 +154,10 @@ def _read_AddPartitionsToTxnResult_v4(r, p):
             e, p = _read_AddPartitionsToTxnTopicResult_v3(r, p)
             f_topic_results.append(e)
     o = AddPartitionsToTxnResult(transactional_id=f_transactional_id, topic_results=f_topic_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -161,7 +173,10 @@ def _read_AddPartitionsToTxnResponse_v4(r, p):
             e, p = _read_AddPartitionsToTxnResult_v4(r, p)
             f_results_by_transaction.append(e)
     o = AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results_by_transaction=f_results_by_transaction)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -53,7 +53,10 @@ def _read_Listener_v0(r, p):
     f_port, = _S_H.unpack_from(r, p)
     p += 2
     o = Listener(name=f_name, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -71,7 +74,10 @@ def _read_AddRaftVoterRequest_v0(r, p):
             e, p = _read_Listener_v0(r, p)
             f_listeners.append(e)
     o = AddRaftVoterRequest(cluster_id=f_cluster_id, timeout_ms=f_timeout_ms, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -113,7 +113,10 @@ def _read_EntityData_v1(r, p):
     f_entity_type, p = read_compact_string(r, p)
     f_entity_name, p = read_compact_nullable_string(r, p)
     o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -122,7 +125,10 @@ def _read_OpData_v1(r, p):
     f_value, f_remove = _S_do.unpack_from(r, p)
     p += 9
     o = OpData(key=f_key, value=f_value, remove=f_remove)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -144,7 +150,10 @@ def _read_EntryData_v1(r, p):
             e, p = _read_OpData_v1(r, p)
             f_ops.append(e)
     o = EntryData(entity=f_entity, ops=f_ops)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -160,7 +169,10 @@ def _read_AlterClientQuotasRequest_v1(r, p):
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
     o = AlterClientQuotasRequest(entries=f_entries, validate_only=f_validate_only)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

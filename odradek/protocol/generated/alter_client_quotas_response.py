@@ -93,7 +93,10 @@ def _read_EntityData_v1(r, p):
     f_entity_type, p = read_compact_string(r, p)
     f_entity_name, p = read_compact_nullable_string(r, p)
     o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -110,7 +113,10 @@ def _read_EntryData_v1(r, p):
             e, p = _read_EntityData_v1(r, p)
             f_entity.append(e)
     o = EntryData(error_code=f_error_code, error_message=f_error_message, entity=f_entity)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -126,7 +132,10 @@ def _read_AlterClientQuotasResponse_v1(r, p):
             e, p = _read_EntryData_v1(r, p)
             f_entries.append(e)
     o = AlterClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, entries=f_entries)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

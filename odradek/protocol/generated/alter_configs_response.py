@@ -80,7 +80,10 @@ def _read_AlterConfigsResourceResponse_v2(r, p):
     p += 1
     f_resource_name, p = read_compact_string(r, p)
     o = AlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -96,7 +99,10 @@ def _read_AlterConfigsResponse_v2(r, p):
             e, p = _read_AlterConfigsResourceResponse_v2(r, p)
             f_responses.append(e)
     o = AlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -58,7 +58,10 @@ def _read_ReassignablePartition_v0(r, p):
     else:
         f_replicas, p = read_int_array(r, p, n, 'i', 4)
     o = ReassignablePartition(partition_index=f_partition_index, replicas=f_replicas)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -73,7 +76,10 @@ def _read_ReassignableTopic_v0(r, p):
             e, p = _read_ReassignablePartition_v0(r, p)
             f_partitions.append(e)
     o = ReassignableTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -89,7 +95,10 @@ def _read_AlterPartitionReassignmentsRequest_v0(r, p):
             e, p = _read_ReassignableTopic_v0(r, p)
             f_topics.append(e)
     o = AlterPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

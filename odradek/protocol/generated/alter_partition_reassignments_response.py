@@ -57,7 +57,10 @@ def _read_ReassignablePartitionResponse_v0(r, p):
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
     o = ReassignablePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -72,7 +75,10 @@ def _read_ReassignableTopicResponse_v0(r, p):
             e, p = _read_ReassignablePartitionResponse_v0(r, p)
             f_partitions.append(e)
     o = ReassignableTopicResponse(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -89,7 +95,10 @@ def _read_AlterPartitionReassignmentsResponse_v0(r, p):
             e, p = _read_ReassignableTopicResponse_v0(r, p)
             f_responses.append(e)
     o = AlterPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -76,7 +76,10 @@ def _read_PartitionData_v0(r, p):
     f_partition_epoch, = _S_i.unpack_from(r, p)
     p += 4
     o = PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr=f_new_isr, partition_epoch=f_partition_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -91,7 +94,10 @@ def _read_TopicData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -107,7 +113,10 @@ def _read_AlterPartitionRequest_v0(r, p):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
     o = AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -122,7 +131,10 @@ def _read_PartitionData_v1(r, p):
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(r, p)
     p += 5
     o = PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr=f_new_isr, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -137,7 +149,10 @@ def _read_TopicData_v1(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -153,7 +168,10 @@ def _read_AlterPartitionRequest_v1(r, p):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
     o = AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -168,7 +186,10 @@ def _read_TopicData_v2(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -184,7 +205,10 @@ def _read_AlterPartitionRequest_v2(r, p):
             e, p = _read_TopicData_v2(r, p)
             f_topics.append(e)
     o = AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -192,7 +216,10 @@ def _read_BrokerState_v3(r, p):
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(r, p)
     p += 12
     o = BrokerState(broker_id=f_broker_id, broker_epoch=f_broker_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -210,7 +237,10 @@ def _read_PartitionData_v3(r, p):
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(r, p)
     p += 5
     o = PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr_with_epochs=f_new_isr_with_epochs, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -225,7 +255,10 @@ def _read_TopicData_v3(r, p):
             e, p = _read_PartitionData_v3(r, p)
             f_partitions.append(e)
     o = TopicData(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -241,7 +274,10 @@ def _read_AlterPartitionRequest_v3(r, p):
             e, p = _read_TopicData_v3(r, p)
             f_topics.append(e)
     o = AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

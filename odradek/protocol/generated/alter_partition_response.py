@@ -70,7 +70,10 @@ def _read_PartitionData_v0(r, p):
     f_partition_epoch, = _S_i.unpack_from(r, p)
     p += 4
     o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -85,7 +88,10 @@ def _read_TopicData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -101,7 +107,10 @@ def _read_AlterPartitionResponse_v0(r, p):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
     o = AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -116,7 +125,10 @@ def _read_PartitionData_v1(r, p):
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(r, p)
     p += 5
     o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, isr=f_isr, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -131,7 +143,10 @@ def _read_TopicData_v1(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -147,7 +162,10 @@ def _read_AlterPartitionResponse_v1(r, p):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
     o = AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -162,7 +180,10 @@ def _read_TopicData_v2(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -178,7 +199,10 @@ def _read_AlterPartitionResponse_v2(r, p):
             e, p = _read_TopicData_v2(r, p)
             f_topics.append(e)
     o = AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -94,7 +94,10 @@ def _read_AlterReplicaLogDirTopic_v2(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = AlterReplicaLogDirTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -109,7 +112,10 @@ def _read_AlterReplicaLogDir_v2(r, p):
             e, p = _read_AlterReplicaLogDirTopic_v2(r, p)
             f_topics.append(e)
     o = AlterReplicaLogDir(path=f_path, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -123,7 +129,10 @@ def _read_AlterReplicaLogDirsRequest_v2(r, p):
             e, p = _read_AlterReplicaLogDir_v2(r, p)
             f_dirs.append(e)
     o = AlterReplicaLogDirsRequest(dirs=f_dirs)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

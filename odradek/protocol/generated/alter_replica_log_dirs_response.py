@@ -90,7 +90,10 @@ def _read_AlterReplicaLogDirPartitionResult_v2(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = AlterReplicaLogDirPartitionResult(partition_index=f_partition_index, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -105,7 +108,10 @@ def _read_AlterReplicaLogDirTopicResult_v2(r, p):
             e, p = _read_AlterReplicaLogDirPartitionResult_v2(r, p)
             f_partitions.append(e)
     o = AlterReplicaLogDirTopicResult(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -121,7 +127,10 @@ def _read_AlterReplicaLogDirsResponse_v2(r, p):
             e, p = _read_AlterReplicaLogDirTopicResult_v2(r, p)
             f_results.append(e)
     o = AlterReplicaLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

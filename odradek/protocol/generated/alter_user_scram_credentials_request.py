@@ -58,7 +58,10 @@ def _read_ScramCredentialDeletion_v0(r, p):
     f_mechanism, = _S_b.unpack_from(r, p)
     p += 1
     o = ScramCredentialDeletion(name=f_name, mechanism=f_mechanism)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -69,7 +72,10 @@ def _read_ScramCredentialUpsertion_v0(r, p):
     f_salt, p = read_compact_bytes(r, p)
     f_salted_password, p = read_compact_bytes(r, p)
     o = ScramCredentialUpsertion(name=f_name, mechanism=f_mechanism, iterations=f_iterations, salt=f_salt, salted_password=f_salted_password)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -91,7 +97,10 @@ def _read_AlterUserScramCredentialsRequest_v0(r, p):
             e, p = _read_ScramCredentialUpsertion_v0(r, p)
             f_upsertions.append(e)
     o = AlterUserScramCredentialsRequest(deletions=f_deletions, upsertions=f_upsertions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -44,7 +44,10 @@ def _read_ApiVersionsRequest_v3(r, p):
     f_client_software_name, p = read_compact_string(r, p)
     f_client_software_version, p = read_compact_string(r, p)
     o = ApiVersionsRequest(client_software_name=f_client_software_name, client_software_version=f_client_software_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

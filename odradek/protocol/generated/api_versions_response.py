@@ -112,7 +112,10 @@ def _read_ApiVersion_v3(r, p):
     f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(r, p)
     p += 6
     o = ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -121,7 +124,10 @@ def _read_SupportedFeatureKey_v3(r, p):
     f_min_version, f_max_version = _S_hh.unpack_from(r, p)
     p += 4
     o = SupportedFeatureKey(name=f_name, min_version=f_min_version, max_version=f_max_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -130,7 +136,10 @@ def _read_FinalizedFeatureKey_v3(r, p):
     f_max_version_level, f_min_version_level = _S_hh.unpack_from(r, p)
     p += 4
     o = FinalizedFeatureKey(name=f_name, max_version_level=f_max_version_level, min_version_level=f_min_version_level)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

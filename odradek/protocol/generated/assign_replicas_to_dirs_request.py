@@ -61,7 +61,10 @@ def _read_PartitionData_v0(r, p):
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
     o = PartitionData(partition_index=f_partition_index)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -76,7 +79,10 @@ def _read_TopicData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = TopicData(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -91,7 +97,10 @@ def _read_DirectoryData_v0(r, p):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
     o = DirectoryData(id=f_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -107,7 +116,10 @@ def _read_AssignReplicasToDirsRequest_v0(r, p):
             e, p = _read_DirectoryData_v0(r, p)
             f_directories.append(e)
     o = AssignReplicasToDirsRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, directories=f_directories)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

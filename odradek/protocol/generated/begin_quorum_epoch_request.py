@@ -106,7 +106,10 @@ def _read_PartitionData_v1(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
     o = PartitionData(partition_index=f_partition_index, voter_directory_id=f_voter_directory_id, leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -121,7 +124,10 @@ def _read_TopicData_v1(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -131,7 +137,10 @@ def _read_LeaderEndpoint_v1(r, p):
     f_port, = _S_H.unpack_from(r, p)
     p += 2
     o = LeaderEndpoint(name=f_name, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -156,7 +165,10 @@ def _read_BeginQuorumEpochRequest_v1(r, p):
             e, p = _read_LeaderEndpoint_v1(r, p)
             f_leader_endpoints.append(e)
     o = BeginQuorumEpochRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, leader_endpoints=f_leader_endpoints)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

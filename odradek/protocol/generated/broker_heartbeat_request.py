@@ -43,7 +43,10 @@ def _read_BrokerHeartbeatRequest_v0(r, p):
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S_iqqoo.unpack_from(r, p)
     p += 22
     o = BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

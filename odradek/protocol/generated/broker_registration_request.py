@@ -69,7 +69,10 @@ def _read_Listener_v0(r, p):
     f_port, f_security_protocol = _S_Hh.unpack_from(r, p)
     p += 4
     o = Listener(name=f_name, host=f_host, port=f_port, security_protocol=f_security_protocol)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -78,7 +81,10 @@ def _read_Feature_v0(r, p):
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(r, p)
     p += 4
     o = Feature(name=f_name, min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -105,7 +111,10 @@ def _read_BrokerRegistrationRequest_v0(r, p):
             f_features.append(e)
     f_rack, p = read_compact_nullable_string(r, p)
     o = BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -134,7 +143,10 @@ def _read_BrokerRegistrationRequest_v1(r, p):
     f_is_migrating_zk_broker, = _S_o.unpack_from(r, p)
     p += 1
     o = BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -171,7 +183,10 @@ def _read_BrokerRegistrationRequest_v2(r, p):
             e, p = read_uuid(r, p)
             f_log_dirs.append(e)
     o = BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, log_dirs=f_log_dirs)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -210,7 +225,10 @@ def _read_BrokerRegistrationRequest_v3(r, p):
     f_previous_broker_epoch, = _S_q.unpack_from(r, p)
     p += 8
     o = BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, log_dirs=f_log_dirs, previous_broker_epoch=f_previous_broker_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

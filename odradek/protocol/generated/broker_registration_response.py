@@ -40,7 +40,10 @@ def _read_BrokerRegistrationResponse_v0(r, p):
     f_throttle_time_ms, f_error_code, f_broker_epoch = _S_ihq.unpack_from(r, p)
     p += 14
     o = BrokerRegistrationResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, broker_epoch=f_broker_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -53,7 +53,10 @@ def _read_TopicPartitions_v0(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = TopicPartitions(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -77,7 +80,10 @@ def _read_ConsumerGroupCurrentMemberAssignmentValue_v0(r, p):
             e, p = _read_TopicPartitions_v0(r, p)
             f_partitions_pending_revocation.append(e)
     o = ConsumerGroupCurrentMemberAssignmentValue(member_epoch=f_member_epoch, previous_member_epoch=f_previous_member_epoch, state=f_state, assigned_partitions=f_assigned_partitions, partitions_pending_revocation=f_partitions_pending_revocation)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -47,7 +47,10 @@ def _read_ConsumerGroupDescribeRequest_v0(r, p):
     f_include_authorized_operations, = _S_o.unpack_from(r, p)
     p += 1
     o = ConsumerGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

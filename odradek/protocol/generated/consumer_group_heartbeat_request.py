@@ -58,7 +58,10 @@ def _read_TopicPartitions_v0(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = TopicPartitions(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -89,7 +92,10 @@ def _read_ConsumerGroupHeartbeatRequest_v0(r, p):
             e, p = _read_TopicPartitions_v0(r, p)
             f_topic_partitions.append(e)
     o = ConsumerGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, subscribed_topic_names=f_subscribed_topic_names, server_assignor=f_server_assignor, topic_partitions=f_topic_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -121,7 +127,10 @@ def _read_ConsumerGroupHeartbeatRequest_v1(r, p):
             e, p = _read_TopicPartitions_v0(r, p)
             f_topic_partitions.append(e)
     o = ConsumerGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, server_assignor=f_server_assignor, topic_partitions=f_topic_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -63,7 +63,10 @@ def _read_TopicPartitions_v0(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = TopicPartitions(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -77,7 +80,10 @@ def _read_Assignment_v0(r, p):
             e, p = _read_TopicPartitions_v0(r, p)
             f_topic_partitions.append(e)
     o = Assignment(topic_partitions=f_topic_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -93,7 +99,10 @@ def _read_ConsumerGroupHeartbeatResponse_v0(r, p):
     else:
         f_assignment, p = _read_Assignment_v0(r, p + 1)
     o = ConsumerGroupHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, member_id=f_member_id, member_epoch=f_member_epoch, heartbeat_interval_ms=f_heartbeat_interval_ms, assignment=f_assignment)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -64,7 +64,10 @@ def _read_ClassicProtocol_v0(r, p):
     f_name, p = read_compact_string(r, p)
     f_metadata, p = read_compact_bytes(r, p)
     o = ClassicProtocol(name=f_name, metadata=f_metadata)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -80,7 +83,10 @@ def _read_ClassicMemberMetadata_v0(r, p):
             e, p = _read_ClassicProtocol_v0(r, p)
             f_supported_protocols.append(e)
     o = ClassicMemberMetadata(session_timeout_ms=f_session_timeout_ms, supported_protocols=f_supported_protocols)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

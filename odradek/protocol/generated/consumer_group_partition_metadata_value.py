@@ -62,7 +62,10 @@ def _read_PartitionMetadata_v0(r, p):
             e, p = read_compact_string(r, p)
             f_racks.append(e)
     o = PartitionMetadata(partition=f_partition, racks=f_racks)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -80,7 +83,10 @@ def _read_TopicMetadata_v0(r, p):
             e, p = _read_PartitionMetadata_v0(r, p)
             f_partition_metadata.append(e)
     o = TopicMetadata(topic_id=f_topic_id, topic_name=f_topic_name, num_partitions=f_num_partitions, partition_metadata=f_partition_metadata)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -94,7 +100,10 @@ def _read_ConsumerGroupPartitionMetadataValue_v0(r, p):
             e, p = _read_TopicMetadata_v0(r, p)
             f_topics.append(e)
     o = ConsumerGroupPartitionMetadataValue(topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -49,7 +49,10 @@ def _read_TopicPartition_v0(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = TopicPartition(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -63,7 +66,10 @@ def _read_ConsumerGroupTargetAssignmentMemberValue_v0(r, p):
             e, p = _read_TopicPartition_v0(r, p)
             f_topic_partitions.append(e)
     o = ConsumerGroupTargetAssignmentMemberValue(topic_partitions=f_topic_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

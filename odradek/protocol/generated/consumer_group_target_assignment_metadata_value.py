@@ -38,7 +38,10 @@ def _read_ConsumerGroupTargetAssignmentMetadataValue_v0(r, p):
     f_assignment_epoch, = _S_i.unpack_from(r, p)
     p += 4
     o = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=f_assignment_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

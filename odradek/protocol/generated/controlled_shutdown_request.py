@@ -54,7 +54,10 @@ def _read_ControlledShutdownRequest_v3(r, p):
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(r, p)
     p += 12
     o = ControlledShutdownRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

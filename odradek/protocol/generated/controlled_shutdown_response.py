@@ -71,7 +71,10 @@ def _read_RemainingPartition_v3(r, p):
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
     o = RemainingPartition(topic_name=f_topic_name, partition_index=f_partition_index)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -87,7 +90,10 @@ def _read_ControlledShutdownResponse_v3(r, p):
             e, p = _read_RemainingPartition_v3(r, p)
             f_remaining_partitions.append(e)
     o = ControlledShutdownResponse(error_code=f_error_code, remaining_partitions=f_remaining_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

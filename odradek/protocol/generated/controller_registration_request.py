@@ -64,7 +64,10 @@ def _read_Listener_v0(r, p):
     f_port, f_security_protocol = _S_Hh.unpack_from(r, p)
     p += 4
     o = Listener(name=f_name, host=f_host, port=f_port, security_protocol=f_security_protocol)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -73,7 +76,10 @@ def _read_Feature_v0(r, p):
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(r, p)
     p += 4
     o = Feature(name=f_name, min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -100,7 +106,10 @@ def _read_ControllerRegistrationRequest_v0(r, p):
             e, p = _read_Feature_v0(r, p)
             f_features.append(e)
     o = ControllerRegistrationRequest(controller_id=f_controller_id, incarnation_id=f_incarnation_id, zk_migration_ready=f_zk_migration_ready, listeners=f_listeners, features=f_features)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

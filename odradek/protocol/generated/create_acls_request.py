@@ -110,7 +110,10 @@ def _read_AclCreation_v2(r, p):
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
     o = AclCreation(resource_type=f_resource_type, resource_name=f_resource_name, resource_pattern_type=f_resource_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -124,7 +127,10 @@ def _read_CreateAclsRequest_v2(r, p):
             e, p = _read_AclCreation_v2(r, p)
             f_creations.append(e)
     o = CreateAclsRequest(creations=f_creations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

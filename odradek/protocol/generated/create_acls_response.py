@@ -71,7 +71,10 @@ def _read_AclCreationResult_v2(r, p):
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
     o = AclCreationResult(error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -87,7 +90,10 @@ def _read_CreateAclsResponse_v2(r, p):
             e, p = _read_AclCreationResult_v2(r, p)
             f_results.append(e)
     o = CreateAclsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -70,7 +70,10 @@ def _read_CreatableRenewers_v2(r, p):
     f_principal_type, p = read_compact_string(r, p)
     f_principal_name, p = read_compact_string(r, p)
     o = CreatableRenewers(principal_type=f_principal_type, principal_name=f_principal_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -86,7 +89,10 @@ def _read_CreateDelegationTokenRequest_v2(r, p):
     f_max_lifetime_ms, = _S_q.unpack_from(r, p)
     p += 8
     o = CreateDelegationTokenRequest(renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -104,7 +110,10 @@ def _read_CreateDelegationTokenRequest_v3(r, p):
     f_max_lifetime_ms, = _S_q.unpack_from(r, p)
     p += 8
     o = CreateDelegationTokenRequest(owner_principal_type=f_owner_principal_type, owner_principal_name=f_owner_principal_name, renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -99,7 +99,10 @@ def _read_CreatePartitionsAssignment_v2(r, p):
     else:
         f_broker_ids, p = read_int_array(r, p, n, 'i', 4)
     o = CreatePartitionsAssignment(broker_ids=f_broker_ids)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -116,7 +119,10 @@ def _read_CreatePartitionsTopic_v2(r, p):
             e, p = _read_CreatePartitionsAssignment_v2(r, p)
             f_assignments.append(e)
     o = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -132,7 +138,10 @@ def _read_CreatePartitionsRequest_v2(r, p):
     f_timeout_ms, f_validate_only = _S_io.unpack_from(r, p)
     p += 5
     o = CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -144,7 +144,10 @@ def _read_CreatableReplicaAssignment_v5(r, p):
     else:
         f_broker_ids, p = read_int_array(r, p, n, 'i', 4)
     o = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -152,7 +155,10 @@ def _read_CreatableTopicConfig_v5(r, p):
     f_name, p = read_compact_string(r, p)
     f_value, p = read_compact_nullable_string(r, p)
     o = CreatableTopicConfig(name=f_name, value=f_value)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -177,7 +183,10 @@ def _read_CreatableTopic_v5(r, p):
             e, p = _read_CreatableTopicConfig_v5(r, p)
             f_configs.append(e)
     o = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -193,7 +202,10 @@ def _read_CreateTopicsRequest_v5(r, p):
     f_timeout_ms, f_validate_only = _S_io.unpack_from(r, p)
     p += 5
     o = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

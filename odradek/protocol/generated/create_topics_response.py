@@ -125,7 +125,10 @@ def _read_CreatableTopicConfigs_v5(r, p):
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(r, p)
     p += 3
     o = CreatableTopicConfigs(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -172,7 +175,10 @@ def _read_CreateTopicsResponse_v5(r, p):
             e, p = _read_CreatableTopicResult_v5(r, p)
             f_topics.append(e)
     o = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -220,7 +226,10 @@ def _read_CreateTopicsResponse_v7(r, p):
             e, p = _read_CreatableTopicResult_v7(r, p)
             f_topics.append(e)
     o = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -42,7 +42,10 @@ def _read_DefaultPrincipalData_v0(r, p):
     f_token_authenticated, = _S_o.unpack_from(r, p)
     p += 1
     o = DefaultPrincipalData(type=f_type, name=f_name, token_authenticated=f_token_authenticated)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

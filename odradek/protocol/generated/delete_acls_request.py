@@ -110,7 +110,10 @@ def _read_DeleteAclsFilter_v2(r, p):
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
     o = DeleteAclsFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -124,7 +127,10 @@ def _read_DeleteAclsRequest_v2(r, p):
             e, p = _read_DeleteAclsFilter_v2(r, p)
             f_filters.append(e)
     o = DeleteAclsRequest(filters=f_filters)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -168,7 +168,10 @@ def _read_DeleteAclsMatchingAcl_v2(r, p):
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
     o = DeleteAclsMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -185,7 +188,10 @@ def _read_DeleteAclsFilterResult_v2(r, p):
             e, p = _read_DeleteAclsMatchingAcl_v2(r, p)
             f_matching_acls.append(e)
     o = DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -201,7 +207,10 @@ def _read_DeleteAclsResponse_v2(r, p):
             e, p = _read_DeleteAclsFilterResult_v2(r, p)
             f_filter_results.append(e)
     o = DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -57,7 +57,10 @@ def _read_DeleteGroupsRequest_v2(r, p):
             e, p = read_compact_string(r, p)
             f_groups_names.append(e)
     o = DeleteGroupsRequest(groups_names=f_groups_names)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

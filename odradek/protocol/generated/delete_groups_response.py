@@ -71,7 +71,10 @@ def _read_DeletableGroupResult_v2(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     o = DeletableGroupResult(group_id=f_group_id, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -87,7 +90,10 @@ def _read_DeleteGroupsResponse_v2(r, p):
             e, p = _read_DeletableGroupResult_v2(r, p)
             f_results.append(e)
     o = DeleteGroupsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

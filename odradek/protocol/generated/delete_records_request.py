@@ -90,7 +90,10 @@ def _read_DeleteRecordsPartition_v2(r, p):
     f_partition_index, f_offset = _S_iq.unpack_from(r, p)
     p += 12
     o = DeleteRecordsPartition(partition_index=f_partition_index, offset=f_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -105,7 +108,10 @@ def _read_DeleteRecordsTopic_v2(r, p):
             e, p = _read_DeleteRecordsPartition_v2(r, p)
             f_partitions.append(e)
     o = DeleteRecordsTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -121,7 +127,10 @@ def _read_DeleteRecordsRequest_v2(r, p):
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = DeleteRecordsRequest(topics=f_topics, timeout_ms=f_timeout_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -91,7 +91,10 @@ def _read_DeleteRecordsPartitionResult_v2(r, p):
     f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(r, p)
     p += 14
     o = DeleteRecordsPartitionResult(partition_index=f_partition_index, low_watermark=f_low_watermark, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -106,7 +109,10 @@ def _read_DeleteRecordsTopicResult_v2(r, p):
             e, p = _read_DeleteRecordsPartitionResult_v2(r, p)
             f_partitions.append(e)
     o = DeleteRecordsTopicResult(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -122,7 +128,10 @@ def _read_DeleteRecordsResponse_v2(r, p):
             e, p = _read_DeleteRecordsTopicResult_v2(r, p)
             f_topics.append(e)
     o = DeleteRecordsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

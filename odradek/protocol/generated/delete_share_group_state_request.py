@@ -52,7 +52,10 @@ def _read_PartitionData_v0(r, p):
     f_partition, = _S_i.unpack_from(r, p)
     p += 4
     o = PartitionData(partition=f_partition)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -67,7 +70,10 @@ def _read_DeleteStateData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = DeleteStateData(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -82,7 +88,10 @@ def _read_DeleteShareGroupStateRequest_v0(r, p):
             e, p = _read_DeleteStateData_v0(r, p)
             f_topics.append(e)
     o = DeleteShareGroupStateRequest(group_id=f_group_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -70,7 +70,10 @@ def _read_DeleteTopicsRequest_v4(r, p):
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -78,7 +81,10 @@ def _read_DeleteTopicState_v6(r, p):
     f_name, p = read_compact_nullable_string(r, p)
     f_topic_id, p = read_uuid(r, p)
     o = DeleteTopicState(name=f_name, topic_id=f_topic_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -94,7 +100,10 @@ def _read_DeleteTopicsRequest_v6(r, p):
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = DeleteTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -86,7 +86,10 @@ def _read_DeletableTopicResult_v4(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     o = DeletableTopicResult(name=f_name, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -102,7 +105,10 @@ def _read_DeleteTopicsResponse_v4(r, p):
             e, p = _read_DeletableTopicResult_v4(r, p)
             f_responses.append(e)
     o = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -112,7 +118,10 @@ def _read_DeletableTopicResult_v5(r, p):
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
     o = DeletableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -128,7 +137,10 @@ def _read_DeleteTopicsResponse_v5(r, p):
             e, p = _read_DeletableTopicResult_v5(r, p)
             f_responses.append(e)
     o = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -139,7 +151,10 @@ def _read_DeletableTopicResult_v6(r, p):
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
     o = DeletableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -155,7 +170,10 @@ def _read_DeleteTopicsResponse_v6(r, p):
             e, p = _read_DeletableTopicResult_v6(r, p)
             f_responses.append(e)
     o = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -138,7 +138,10 @@ def _read_AclDescription_v2(r, p):
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
     o = AclDescription(principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -157,7 +160,10 @@ def _read_DescribeAclsResource_v2(r, p):
             e, p = _read_AclDescription_v2(r, p)
             f_acls.append(e)
     o = DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, acls=f_acls)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -174,7 +180,10 @@ def _read_DescribeAclsResponse_v2(r, p):
             e, p = _read_DescribeAclsResource_v2(r, p)
             f_resources.append(e)
     o = DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -74,7 +74,10 @@ def _read_ComponentData_v1(r, p):
     p += 1
     f_match, p = read_compact_nullable_string(r, p)
     o = ComponentData(entity_type=f_entity_type, match_type=f_match_type, match=f_match)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -90,7 +93,10 @@ def _read_DescribeClientQuotasRequest_v1(r, p):
     f_strict, = _S_o.unpack_from(r, p)
     p += 1
     o = DescribeClientQuotasRequest(components=f_components, strict=f_strict)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -115,7 +115,10 @@ def _read_EntityData_v1(r, p):
     f_entity_type, p = read_compact_string(r, p)
     f_entity_name, p = read_compact_nullable_string(r, p)
     o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -124,7 +127,10 @@ def _read_ValueData_v1(r, p):
     f_value, = _S_d.unpack_from(r, p)
     p += 8
     o = ValueData(key=f_key, value=f_value)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -146,7 +152,10 @@ def _read_EntryData_v1(r, p):
             e, p = _read_ValueData_v1(r, p)
             f_values.append(e)
     o = EntryData(entity=f_entity, values=f_values)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -163,7 +172,10 @@ def _read_DescribeClientQuotasResponse_v1(r, p):
             e, p = _read_EntryData_v1(r, p)
             f_entries.append(e)
     o = DescribeClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, entries=f_entries)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

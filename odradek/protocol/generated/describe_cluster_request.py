@@ -40,7 +40,10 @@ def _read_DescribeClusterRequest_v0(r, p):
     f_include_cluster_authorized_operations, = _S_o.unpack_from(r, p)
     p += 1
     o = DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -48,7 +51,10 @@ def _read_DescribeClusterRequest_v1(r, p):
     f_include_cluster_authorized_operations, f_endpoint_type = _S_ob.unpack_from(r, p)
     p += 2
     o = DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, endpoint_type=f_endpoint_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

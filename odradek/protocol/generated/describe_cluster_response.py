@@ -60,7 +60,10 @@ def _read_DescribeClusterBroker_v0(r, p):
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
     o = DescribeClusterBroker(broker_id=f_broker_id, host=f_host, port=f_port, rack=f_rack)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -82,7 +85,10 @@ def _read_DescribeClusterResponse_v0(r, p):
     f_cluster_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
     o = DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -106,7 +112,10 @@ def _read_DescribeClusterResponse_v1(r, p):
     f_cluster_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
     o = DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, endpoint_type=f_endpoint_type, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -118,7 +118,10 @@ def _read_DescribeConfigsResource_v4(r, p):
             e, p = read_compact_string(r, p)
             f_configuration_keys.append(e)
     o = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -134,7 +137,10 @@ def _read_DescribeConfigsRequest_v4(r, p):
     f_include_synonyms, f_include_documentation = _S_oo.unpack_from(r, p)
     p += 2
     o = DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -234,7 +234,10 @@ def _read_DescribeConfigsSynonym_v4(r, p):
     f_source, = _S_b.unpack_from(r, p)
     p += 1
     o = DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -255,7 +258,10 @@ def _read_DescribeConfigsResourceResult_v4(r, p):
     p += 1
     f_documentation, p = read_compact_nullable_string(r, p)
     o = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -275,7 +281,10 @@ def _read_DescribeConfigsResult_v4(r, p):
             e, p = _read_DescribeConfigsResourceResult_v4(r, p)
             f_configs.append(e)
     o = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -291,7 +300,10 @@ def _read_DescribeConfigsResponse_v4(r, p):
             e, p = _read_DescribeConfigsResult_v4(r, p)
             f_results.append(e)
     o = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

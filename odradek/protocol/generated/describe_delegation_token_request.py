@@ -65,7 +65,10 @@ def _read_DescribeDelegationTokenOwner_v2(r, p):
     f_principal_type, p = read_compact_string(r, p)
     f_principal_name, p = read_compact_string(r, p)
     o = DescribeDelegationTokenOwner(principal_type=f_principal_type, principal_name=f_principal_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -79,7 +82,10 @@ def _read_DescribeDelegationTokenRequest_v2(r, p):
             e, p = _read_DescribeDelegationTokenOwner_v2(r, p)
             f_owners.append(e)
     o = DescribeDelegationTokenRequest(owners=f_owners)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -107,7 +107,10 @@ def _read_DescribedDelegationTokenRenewer_v2(r, p):
     f_principal_type, p = read_compact_string(r, p)
     f_principal_name, p = read_compact_string(r, p)
     o = DescribedDelegationTokenRenewer(principal_type=f_principal_type, principal_name=f_principal_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -127,7 +130,10 @@ def _read_DescribedDelegationToken_v2(r, p):
             e, p = _read_DescribedDelegationTokenRenewer_v2(r, p)
             f_renewers.append(e)
     o = DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -145,7 +151,10 @@ def _read_DescribeDelegationTokenResponse_v2(r, p):
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -167,7 +176,10 @@ def _read_DescribedDelegationToken_v3(r, p):
             e, p = _read_DescribedDelegationTokenRenewer_v2(r, p)
             f_renewers.append(e)
     o = DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, token_requester_principal_type=f_token_requester_principal_type, token_requester_principal_name=f_token_requester_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -185,7 +197,10 @@ def _read_DescribeDelegationTokenResponse_v3(r, p):
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -75,7 +75,10 @@ def _read_DescribeGroupsRequest_v5(r, p):
     f_include_authorized_operations, = _S_o.unpack_from(r, p)
     p += 1
     o = DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

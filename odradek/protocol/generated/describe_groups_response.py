@@ -207,7 +207,10 @@ def _read_DescribedGroupMember_v5(r, p):
     f_member_metadata, p = read_compact_bytes(r, p)
     f_member_assignment, p = read_compact_bytes(r, p)
     o = DescribedGroupMember(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -229,7 +232,10 @@ def _read_DescribedGroup_v5(r, p):
     f_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
     o = DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -245,7 +251,10 @@ def _read_DescribeGroupsResponse_v5(r, p):
             e, p = _read_DescribedGroup_v5(r, p)
             f_groups.append(e)
     o = DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

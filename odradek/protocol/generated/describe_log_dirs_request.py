@@ -73,7 +73,10 @@ def _read_DescribableLogDirTopic_v2(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = DescribableLogDirTopic(topic=f_topic, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -87,7 +90,10 @@ def _read_DescribeLogDirsRequest_v2(r, p):
             e, p = _read_DescribableLogDirTopic_v2(r, p)
             f_topics.append(e)
     o = DescribeLogDirsRequest(topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -122,7 +122,10 @@ def _read_DescribeLogDirsPartition_v2(r, p):
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqo.unpack_from(r, p)
     p += 21
     o = DescribeLogDirsPartition(partition_index=f_partition_index, partition_size=f_partition_size, offset_lag=f_offset_lag, is_future_key=f_is_future_key)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -137,7 +140,10 @@ def _read_DescribeLogDirsTopic_v2(r, p):
             e, p = _read_DescribeLogDirsPartition_v2(r, p)
             f_partitions.append(e)
     o = DescribeLogDirsTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -154,7 +160,10 @@ def _read_DescribeLogDirsResult_v2(r, p):
             e, p = _read_DescribeLogDirsTopic_v2(r, p)
             f_topics.append(e)
     o = DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -170,7 +179,10 @@ def _read_DescribeLogDirsResponse_v2(r, p):
             e, p = _read_DescribeLogDirsResult_v2(r, p)
             f_results.append(e)
     o = DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -186,7 +198,10 @@ def _read_DescribeLogDirsResponse_v3(r, p):
             e, p = _read_DescribeLogDirsResult_v2(r, p)
             f_results.append(e)
     o = DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -205,7 +220,10 @@ def _read_DescribeLogDirsResult_v4(r, p):
     f_total_bytes, f_usable_bytes = _S_qq.unpack_from(r, p)
     p += 16
     o = DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, total_bytes=f_total_bytes, usable_bytes=f_usable_bytes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -221,7 +239,10 @@ def _read_DescribeLogDirsResponse_v4(r, p):
             e, p = _read_DescribeLogDirsResult_v4(r, p)
             f_results.append(e)
     o = DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -49,7 +49,10 @@ def _read_TopicRequest_v0(r, p):
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
     o = TopicRequest(name=f_name, partition_indexes=f_partition_indexes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -63,7 +66,10 @@ def _read_DescribeProducersRequest_v0(r, p):
             e, p = _read_TopicRequest_v0(r, p)
             f_topics.append(e)
     o = DescribeProducersRequest(topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -51,7 +51,10 @@ def _read_PartitionData_v0(r, p):
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
     o = PartitionData(partition_index=f_partition_index)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -66,7 +69,10 @@ def _read_TopicData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -80,7 +86,10 @@ def _read_DescribeQuorumRequest_v0(r, p):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
     o = DescribeQuorumRequest(topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

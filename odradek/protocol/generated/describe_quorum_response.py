@@ -94,7 +94,10 @@ def _read_ReplicaState_v0(r, p):
     f_replica_id, f_log_end_offset = _S_iq.unpack_from(r, p)
     p += 12
     o = ReplicaState(replica_id=f_replica_id, log_end_offset=f_log_end_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -118,7 +121,10 @@ def _read_PartitionData_v0(r, p):
             e, p = _read_ReplicaState_v0(r, p)
             f_observers.append(e)
     o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -133,7 +139,10 @@ def _read_TopicData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -149,7 +158,10 @@ def _read_DescribeQuorumResponse_v0(r, p):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
     o = DescribeQuorumResponse(error_code=f_error_code, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -157,7 +169,10 @@ def _read_ReplicaState_v1(r, p):
     f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_iqqq.unpack_from(r, p)
     p += 28
     o = ReplicaState(replica_id=f_replica_id, log_end_offset=f_log_end_offset, last_fetch_timestamp=f_last_fetch_timestamp, last_caught_up_timestamp=f_last_caught_up_timestamp)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -181,7 +196,10 @@ def _read_PartitionData_v1(r, p):
             e, p = _read_ReplicaState_v1(r, p)
             f_observers.append(e)
     o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -196,7 +214,10 @@ def _read_TopicData_v1(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -212,7 +233,10 @@ def _read_DescribeQuorumResponse_v1(r, p):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
     o = DescribeQuorumResponse(error_code=f_error_code, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -223,7 +247,10 @@ def _read_ReplicaState_v2(r, p):
     f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_qqq.unpack_from(r, p)
     p += 24
     o = ReplicaState(replica_id=f_replica_id, replica_directory_id=f_replica_directory_id, log_end_offset=f_log_end_offset, last_fetch_timestamp=f_last_fetch_timestamp, last_caught_up_timestamp=f_last_caught_up_timestamp)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -250,7 +277,10 @@ def _read_PartitionData_v2(r, p):
             e, p = _read_ReplicaState_v2(r, p)
             f_observers.append(e)
     o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -265,7 +295,10 @@ def _read_TopicData_v2(r, p):
             e, p = _read_PartitionData_v2(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -275,7 +308,10 @@ def _read_Listener_v2(r, p):
     f_port, = _S_H.unpack_from(r, p)
     p += 2
     o = Listener(name=f_name, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -291,7 +327,10 @@ def _read_Node_v2(r, p):
             e, p = _read_Listener_v2(r, p)
             f_listeners.append(e)
     o = Node(node_id=f_node_id, listeners=f_listeners)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -316,7 +355,10 @@ def _read_DescribeQuorumResponse_v2(r, p):
             e, p = _read_Node_v2(r, p)
             f_nodes.append(e)
     o = DescribeQuorumResponse(error_code=f_error_code, error_message=f_error_message, topics=f_topics, nodes=f_nodes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

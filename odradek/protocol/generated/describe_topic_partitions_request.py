@@ -53,7 +53,10 @@ class DescribeTopicPartitionsRequest:
 def _read_TopicRequest_v0(r, p):
     f_name, p = read_compact_string(r, p)
     o = TopicRequest(name=f_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -62,7 +65,10 @@ def _read_Cursor_v0(r, p):
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
     o = Cursor(topic_name=f_topic_name, partition_index=f_partition_index)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -82,7 +88,10 @@ def _read_DescribeTopicPartitionsRequest_v0(r, p):
     else:
         f_cursor, p = _read_Cursor_v0(r, p + 1)
     o = DescribeTopicPartitionsRequest(topics=f_topics, response_partition_limit=f_response_partition_limit, cursor=f_cursor)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -101,7 +101,10 @@ def _read_DescribeTopicPartitionsResponsePartition_v0(r, p):
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
     o = DescribeTopicPartitionsResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, eligible_leader_replicas=f_eligible_leader_replicas, last_known_elr=f_last_known_elr, offline_replicas=f_offline_replicas)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -123,7 +126,10 @@ def _read_DescribeTopicPartitionsResponseTopic_v0(r, p):
     f_topic_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
     o = DescribeTopicPartitionsResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -132,7 +138,10 @@ def _read_Cursor_v0(r, p):
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
     o = Cursor(topic_name=f_topic_name, partition_index=f_partition_index)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -152,7 +161,10 @@ def _read_DescribeTopicPartitionsResponse_v0(r, p):
     else:
         f_next_cursor, p = _read_Cursor_v0(r, p + 1)
     o = DescribeTopicPartitionsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, next_cursor=f_next_cursor)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -44,7 +44,10 @@ def _read_DescribeTransactionsRequest_v0(r, p):
             e, p = read_compact_string(r, p)
             f_transactional_ids.append(e)
     o = DescribeTransactionsRequest(transactional_ids=f_transactional_ids)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -65,7 +65,10 @@ def _read_TopicData_v0(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = TopicData(topic=f_topic, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -85,7 +88,10 @@ def _read_TransactionState_v0(r, p):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
     o = TransactionState(error_code=f_error_code, transactional_id=f_transactional_id, transaction_state=f_transaction_state, transaction_timeout_ms=f_transaction_timeout_ms, transaction_start_time_ms=f_transaction_start_time_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -101,7 +107,10 @@ def _read_DescribeTransactionsResponse_v0(r, p):
             e, p = _read_TransactionState_v0(r, p)
             f_transaction_states.append(e)
     o = DescribeTransactionsResponse(throttle_time_ms=f_throttle_time_ms, transaction_states=f_transaction_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -43,7 +43,10 @@ class DescribeUserScramCredentialsRequest:
 def _read_UserName_v0(r, p):
     f_name, p = read_compact_string(r, p)
     o = UserName(name=f_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -57,7 +60,10 @@ def _read_DescribeUserScramCredentialsRequest_v0(r, p):
             e, p = _read_UserName_v0(r, p)
             f_users.append(e)
     o = DescribeUserScramCredentialsRequest(users=f_users)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -59,7 +59,10 @@ def _read_CredentialInfo_v0(r, p):
     f_mechanism, f_iterations = _S_bi.unpack_from(r, p)
     p += 5
     o = CredentialInfo(mechanism=f_mechanism, iterations=f_iterations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -77,7 +80,10 @@ def _read_DescribeUserScramCredentialsResult_v0(r, p):
             e, p = _read_CredentialInfo_v0(r, p)
             f_credential_infos.append(e)
     o = DescribeUserScramCredentialsResult(user=f_user, error_code=f_error_code, error_message=f_error_message, credential_infos=f_credential_infos)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -94,7 +100,10 @@ def _read_DescribeUserScramCredentialsResponse_v0(r, p):
             e, p = _read_DescribeUserScramCredentialsResult_v0(r, p)
             f_results.append(e)
     o = DescribeUserScramCredentialsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -95,7 +95,10 @@ def _read_TopicPartitions_v2(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = TopicPartitions(topic=f_topic, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -113,7 +116,10 @@ def _read_ElectLeadersRequest_v2(r, p):
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = ElectLeadersRequest(election_type=f_election_type, topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

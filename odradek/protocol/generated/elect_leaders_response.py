@@ -109,7 +109,10 @@ def _read_PartitionResult_v2(r, p):
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
     o = PartitionResult(partition_id=f_partition_id, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -124,7 +127,10 @@ def _read_ReplicaElectionResult_v2(r, p):
             e, p = _read_PartitionResult_v2(r, p)
             f_partition_result.append(e)
     o = ReplicaElectionResult(topic=f_topic, partition_result=f_partition_result)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -140,7 +146,10 @@ def _read_ElectLeadersResponse_v2(r, p):
             e, p = _read_ReplicaElectionResult_v2(r, p)
             f_replica_election_results.append(e)
     o = ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, replica_election_results=f_replica_election_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

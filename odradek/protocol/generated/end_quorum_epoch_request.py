@@ -115,7 +115,10 @@ def _read_ReplicaInfo_v1(r, p):
     p += 4
     f_candidate_directory_id, p = read_uuid(r, p)
     o = ReplicaInfo(candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -131,7 +134,10 @@ def _read_PartitionData_v1(r, p):
             e, p = _read_ReplicaInfo_v1(r, p)
             f_preferred_candidates.append(e)
     o = PartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, preferred_candidates=f_preferred_candidates)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -146,7 +152,10 @@ def _read_TopicData_v1(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -156,7 +165,10 @@ def _read_LeaderEndpoint_v1(r, p):
     f_port, = _S_H.unpack_from(r, p)
     p += 2
     o = LeaderEndpoint(name=f_name, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -179,7 +191,10 @@ def _read_EndQuorumEpochRequest_v1(r, p):
             e, p = _read_LeaderEndpoint_v1(r, p)
             f_leader_endpoints.append(e)
     o = EndQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics, leader_endpoints=f_leader_endpoints)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

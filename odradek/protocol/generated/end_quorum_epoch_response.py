@@ -103,7 +103,10 @@ def _read_PartitionData_v1(r, p):
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(r, p)
     p += 14
     o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -118,7 +121,10 @@ def _read_TopicData_v1(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -129,7 +135,10 @@ def _read_NodeEndpoint_v1(r, p):
     f_port, = _S_H.unpack_from(r, p)
     p += 2
     o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -50,7 +50,10 @@ def _read_EndTxnRequest_v3(r, p):
     f_producer_id, f_producer_epoch, f_committed = _S_qho.unpack_from(r, p)
     p += 11
     o = EndTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, committed=f_committed)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -41,7 +41,10 @@ def _read_EnvelopeRequest_v0(r, p):
     f_request_principal, p = read_compact_nullable_bytes(r, p)
     f_client_host_address, p = read_compact_bytes(r, p)
     o = EnvelopeRequest(request_data=f_request_data, request_principal=f_request_principal, client_host_address=f_client_host_address)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

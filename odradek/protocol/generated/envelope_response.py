@@ -40,7 +40,10 @@ def _read_EnvelopeResponse_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     o = EnvelopeResponse(response_data=f_response_data, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -48,7 +48,10 @@ def _read_ExpireDelegationTokenRequest_v2(r, p):
     f_expiry_time_period_ms, = _S_q.unpack_from(r, p)
     p += 8
     o = ExpireDelegationTokenRequest(hmac=f_hmac, expiry_time_period_ms=f_expiry_time_period_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

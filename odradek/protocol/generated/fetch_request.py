@@ -300,7 +300,10 @@ def _read_FetchPartition_v12(r, p):
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(r, p)
     p += 32
     o = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -315,7 +318,10 @@ def _read_FetchTopic_v12(r, p):
             e, p = _read_FetchPartition_v12(r, p)
             f_partitions.append(e)
     o = FetchTopic(topic=f_topic, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -327,7 +333,10 @@ def _read_ForgottenTopic_v12(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = ForgottenTopic(topic=f_topic, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -377,7 +386,10 @@ def _read_FetchTopic_v13(r, p):
             e, p = _read_FetchPartition_v12(r, p)
             f_partitions.append(e)
     o = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -389,7 +401,10 @@ def _read_ForgottenTopic_v13(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -432,7 +447,10 @@ def _read_ReplicaState_v15(r, p):
     f_replica_id, f_replica_epoch = _S_iq.unpack_from(r, p)
     p += 12
     o = ReplicaState(replica_id=f_replica_id, replica_epoch=f_replica_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -503,7 +521,10 @@ def _read_FetchTopic_v17(r, p):
             e, p = _read_FetchPartition_v17(r, p)
             f_partitions.append(e)
     o = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -325,7 +325,10 @@ def _read_AbortedTransaction_v12(r, p):
     f_producer_id, f_first_offset = _S_qq.unpack_from(r, p)
     p += 16
     o = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -333,7 +336,10 @@ def _read_EpochEndOffset_v12(r, p):
     f_epoch, f_end_offset = _S_iq.unpack_from(r, p)
     p += 12
     o = EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -341,7 +347,10 @@ def _read_LeaderIdAndEpoch_v12(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
     o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -349,7 +358,10 @@ def _read_SnapshotId_v12(r, p):
     f_end_offset, f_epoch = _S_qi.unpack_from(r, p)
     p += 12
     o = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -399,7 +411,10 @@ def _read_FetchableTopicResponse_v12(r, p):
             e, p = _read_PartitionData_v12(r, p)
             f_partitions.append(e)
     o = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -415,7 +430,10 @@ def _read_FetchResponse_v12(r, p):
             e, p = _read_FetchableTopicResponse_v12(r, p)
             f_responses.append(e)
     o = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -430,7 +448,10 @@ def _read_FetchableTopicResponse_v13(r, p):
             e, p = _read_PartitionData_v12(r, p)
             f_partitions.append(e)
     o = FetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -446,7 +467,10 @@ def _read_FetchResponse_v13(r, p):
             e, p = _read_FetchableTopicResponse_v13(r, p)
             f_responses.append(e)
     o = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -458,7 +482,10 @@ def _read_NodeEndpoint_v16(r, p):
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
     o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -67,7 +67,10 @@ def _read_SnapshotId_v0(r, p):
     f_end_offset, f_epoch = _S_qi.unpack_from(r, p)
     p += 12
     o = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -78,7 +81,10 @@ def _read_PartitionSnapshot_v0(r, p):
     f_position, = _S_q.unpack_from(r, p)
     p += 8
     o = PartitionSnapshot(partition=f_partition, current_leader_epoch=f_current_leader_epoch, snapshot_id=f_snapshot_id, position=f_position)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -93,7 +99,10 @@ def _read_TopicSnapshot_v0(r, p):
             e, p = _read_PartitionSnapshot_v0(r, p)
             f_partitions.append(e)
     o = TopicSnapshot(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -155,7 +164,10 @@ def _read_TopicSnapshot_v1(r, p):
             e, p = _read_PartitionSnapshot_v1(r, p)
             f_partitions.append(e)
     o = TopicSnapshot(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -90,7 +90,10 @@ def _read_SnapshotId_v0(r, p):
     f_end_offset, f_epoch = _S_qi.unpack_from(r, p)
     p += 12
     o = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -98,7 +101,10 @@ def _read_LeaderIdAndEpoch_v0(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
     o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -135,7 +141,10 @@ def _read_TopicSnapshot_v0(r, p):
             e, p = _read_PartitionSnapshot_v0(r, p)
             f_partitions.append(e)
     o = TopicSnapshot(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -151,7 +160,10 @@ def _read_FetchSnapshotResponse_v0(r, p):
             e, p = _read_TopicSnapshot_v0(r, p)
             f_topics.append(e)
     o = FetchSnapshotResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -162,7 +174,10 @@ def _read_NodeEndpoint_v1(r, p):
     f_port, = _S_H.unpack_from(r, p)
     p += 2
     o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

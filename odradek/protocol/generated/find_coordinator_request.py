@@ -55,7 +55,10 @@ def _read_FindCoordinatorRequest_v3(r, p):
     f_key_type, = _S_b.unpack_from(r, p)
     p += 1
     o = FindCoordinatorRequest(key=f_key, key_type=f_key_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -71,7 +74,10 @@ def _read_FindCoordinatorRequest_v4(r, p):
             e, p = read_compact_string(r, p)
             f_coordinator_keys.append(e)
     o = FindCoordinatorRequest(key_type=f_key_type, coordinator_keys=f_coordinator_keys)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

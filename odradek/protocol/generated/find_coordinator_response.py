@@ -86,7 +86,10 @@ def _read_FindCoordinatorResponse_v3(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     o = FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, node_id=f_node_id, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -99,7 +102,10 @@ def _read_Coordinator_v4(r, p):
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
     o = Coordinator(key=f_key, node_id=f_node_id, host=f_host, port=f_port, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -115,7 +121,10 @@ def _read_FindCoordinatorResponse_v4(r, p):
             e, p = _read_Coordinator_v4(r, p)
             f_coordinators.append(e)
     o = FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, coordinators=f_coordinators)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

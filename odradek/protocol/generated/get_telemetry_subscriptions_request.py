@@ -37,7 +37,10 @@ class GetTelemetrySubscriptionsRequest:
 def _read_GetTelemetrySubscriptionsRequest_v0(r, p):
     f_client_instance_id, p = read_uuid(r, p)
     o = GetTelemetrySubscriptionsRequest(client_instance_id=f_client_instance_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -66,7 +66,10 @@ def _read_GetTelemetrySubscriptionsResponse_v0(r, p):
             e, p = read_compact_string(r, p)
             f_requested_metrics.append(e)
     o = GetTelemetrySubscriptionsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, client_instance_id=f_client_instance_id, subscription_id=f_subscription_id, accepted_compression_types=f_accepted_compression_types, push_interval_ms=f_push_interval_ms, telemetry_max_bytes=f_telemetry_max_bytes, delta_temporality=f_delta_temporality, requested_metrics=f_requested_metrics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -177,7 +177,10 @@ def _read_MemberMetadata_v4(r, p):
     f_subscription, p = read_compact_bytes(r, p)
     f_assignment, p = read_compact_bytes(r, p)
     o = MemberMetadata(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, rebalance_timeout=f_rebalance_timeout, session_timeout=f_session_timeout, subscription=f_subscription, assignment=f_assignment)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -198,7 +201,10 @@ def _read_GroupMetadataValue_v4(r, p):
             e, p = _read_MemberMetadata_v4(r, p)
             f_members.append(e)
     o = GroupMetadataValue(protocol_type=f_protocol_type, generation=f_generation, protocol=f_protocol, leader=f_leader, current_state_timestamp=f_current_state_timestamp, members=f_members)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -63,7 +63,10 @@ def _read_HeartbeatRequest_v4(r, p):
     f_member_id, p = read_compact_string(r, p)
     f_group_instance_id, p = read_compact_nullable_string(r, p)
     o = HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

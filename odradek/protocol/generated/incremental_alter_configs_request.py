@@ -98,7 +98,10 @@ def _read_AlterableConfig_v1(r, p):
     p += 1
     f_value, p = read_compact_nullable_string(r, p)
     o = AlterableConfig(name=f_name, config_operation=f_config_operation, value=f_value)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -115,7 +118,10 @@ def _read_AlterConfigsResource_v1(r, p):
             e, p = _read_AlterableConfig_v1(r, p)
             f_configs.append(e)
     o = AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -131,7 +137,10 @@ def _read_IncrementalAlterConfigsRequest_v1(r, p):
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
     o = IncrementalAlterConfigsRequest(resources=f_resources, validate_only=f_validate_only)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

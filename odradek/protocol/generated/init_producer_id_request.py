@@ -51,7 +51,10 @@ def _read_InitProducerIdRequest_v2(r, p):
     f_transaction_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -60,7 +63,10 @@ def _read_InitProducerIdRequest_v3(r, p):
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S_iqh.unpack_from(r, p)
     p += 14
     o = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -54,7 +54,10 @@ def _read_PartitionData_v0(r, p):
     f_partition, f_state_epoch, f_start_offset = _S_iiq.unpack_from(r, p)
     p += 16
     o = PartitionData(partition=f_partition, state_epoch=f_state_epoch, start_offset=f_start_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -69,7 +72,10 @@ def _read_InitializeStateData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = InitializeStateData(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -84,7 +90,10 @@ def _read_InitializeShareGroupStateRequest_v0(r, p):
             e, p = _read_InitializeStateData_v0(r, p)
             f_topics.append(e)
     o = InitializeShareGroupStateRequest(group_id=f_group_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

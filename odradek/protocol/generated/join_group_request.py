@@ -115,7 +115,10 @@ def _read_JoinGroupRequestProtocol_v6(r, p):
     f_name, p = read_compact_string(r, p)
     f_metadata, p = read_compact_bytes(r, p)
     o = JoinGroupRequestProtocol(name=f_name, metadata=f_metadata)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -135,7 +138,10 @@ def _read_JoinGroupRequest_v6(r, p):
             e, p = _read_JoinGroupRequestProtocol_v6(r, p)
             f_protocols.append(e)
     o = JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -156,7 +162,10 @@ def _read_JoinGroupRequest_v8(r, p):
             f_protocols.append(e)
     f_reason, p = read_compact_nullable_string(r, p)
     o = JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols, reason=f_reason)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

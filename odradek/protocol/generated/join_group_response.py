@@ -126,7 +126,10 @@ def _read_JoinGroupResponseMember_v6(r, p):
     f_group_instance_id, p = read_compact_nullable_string(r, p)
     f_metadata, p = read_compact_bytes(r, p)
     o = JoinGroupResponseMember(member_id=f_member_id, group_instance_id=f_group_instance_id, metadata=f_metadata)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -145,7 +148,10 @@ def _read_JoinGroupResponse_v6(r, p):
             e, p = _read_JoinGroupResponseMember_v6(r, p)
             f_members.append(e)
     o = JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -165,7 +171,10 @@ def _read_JoinGroupResponse_v7(r, p):
             e, p = _read_JoinGroupResponseMember_v6(r, p)
             f_members.append(e)
     o = JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -187,7 +196,10 @@ def _read_JoinGroupResponse_v9(r, p):
             e, p = _read_JoinGroupResponseMember_v6(r, p)
             f_members.append(e)
     o = JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, leader=f_leader, skip_assignment=f_skip_assignment, member_id=f_member_id, members=f_members)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

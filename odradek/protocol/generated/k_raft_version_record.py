@@ -39,7 +39,10 @@ def _read_KRaftVersionRecord_v0(r, p):
     f_version, f_k_raft_version = _S_hh.unpack_from(r, p)
     p += 4
     o = KRaftVersionRecord(version=f_version, k_raft_version=f_k_raft_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -333,7 +333,10 @@ def _read_LeaderAndIsrPartitionState_v4(r, p):
     f_is_new, = _S_o.unpack_from(r, p)
     p += 1
     o = LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -348,7 +351,10 @@ def _read_LeaderAndIsrTopicState_v4(r, p):
             e, p = _read_LeaderAndIsrPartitionState_v4(r, p)
             f_partition_states.append(e)
     o = LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -359,7 +365,10 @@ def _read_LeaderAndIsrLiveLeader_v4(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     o = LeaderAndIsrLiveLeader(broker_id=f_broker_id, host_name=f_host_name, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -383,7 +392,10 @@ def _read_LeaderAndIsrRequest_v4(r, p):
             e, p = _read_LeaderAndIsrLiveLeader_v4(r, p)
             f_live_leaders.append(e)
     o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -399,7 +411,10 @@ def _read_LeaderAndIsrTopicState_v5(r, p):
             e, p = _read_LeaderAndIsrPartitionState_v4(r, p)
             f_partition_states.append(e)
     o = LeaderAndIsrTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -423,7 +438,10 @@ def _read_LeaderAndIsrRequest_v5(r, p):
             e, p = _read_LeaderAndIsrLiveLeader_v4(r, p)
             f_live_leaders.append(e)
     o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -455,7 +473,10 @@ def _read_LeaderAndIsrPartitionState_v6(r, p):
     f_is_new, f_leader_recovery_state = _S_ob.unpack_from(r, p)
     p += 2
     o = LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new, leader_recovery_state=f_leader_recovery_state)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -471,7 +492,10 @@ def _read_LeaderAndIsrTopicState_v6(r, p):
             e, p = _read_LeaderAndIsrPartitionState_v6(r, p)
             f_partition_states.append(e)
     o = LeaderAndIsrTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -495,7 +519,10 @@ def _read_LeaderAndIsrRequest_v6(r, p):
             e, p = _read_LeaderAndIsrLiveLeader_v4(r, p)
             f_live_leaders.append(e)
     o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -519,7 +546,10 @@ def _read_LeaderAndIsrRequest_v7(r, p):
             e, p = _read_LeaderAndIsrLiveLeader_v4(r, p)
             f_live_leaders.append(e)
     o = LeaderAndIsrRequest(controller_id=f_controller_id, is_k_raft_controller=f_is_k_raft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

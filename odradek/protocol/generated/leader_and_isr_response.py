@@ -80,7 +80,10 @@ def _read_LeaderAndIsrPartitionError_v4(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = LeaderAndIsrPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -96,7 +99,10 @@ def _read_LeaderAndIsrResponse_v4(r, p):
             e, p = _read_LeaderAndIsrPartitionError_v4(r, p)
             f_partition_errors.append(e)
     o = LeaderAndIsrResponse(error_code=f_error_code, partition_errors=f_partition_errors)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -104,7 +110,10 @@ def _read_LeaderAndIsrPartitionError_v5(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = LeaderAndIsrPartitionError(partition_index=f_partition_index, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -119,7 +128,10 @@ def _read_LeaderAndIsrTopicError_v5(r, p):
             e, p = _read_LeaderAndIsrPartitionError_v5(r, p)
             f_partition_errors.append(e)
     o = LeaderAndIsrTopicError(topic_id=f_topic_id, partition_errors=f_partition_errors)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -135,7 +147,10 @@ def _read_LeaderAndIsrResponse_v5(r, p):
             e, p = _read_LeaderAndIsrTopicError_v5(r, p)
             f_topics.append(e)
     o = LeaderAndIsrResponse(error_code=f_error_code, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -49,7 +49,10 @@ def _read_Voter_v0(r, p):
     f_voter_id, = _S_i.unpack_from(r, p)
     p += 4
     o = Voter(voter_id=f_voter_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -73,7 +76,10 @@ def _read_LeaderChangeMessage_v0(r, p):
             e, p = _read_Voter_v0(r, p)
             f_granting_voters.append(e)
     o = LeaderChangeMessage(version=f_version, leader_id=f_leader_id, voters=f_voters, granting_voters=f_granting_voters)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -82,7 +88,10 @@ def _read_Voter_v1(r, p):
     p += 4
     f_voter_directory_id, p = read_uuid(r, p)
     o = Voter(voter_id=f_voter_id, voter_directory_id=f_voter_directory_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -106,7 +115,10 @@ def _read_LeaderChangeMessage_v1(r, p):
             e, p = _read_Voter_v1(r, p)
             f_granting_voters.append(e)
     o = LeaderChangeMessage(version=f_version, leader_id=f_leader_id, voters=f_voters, granting_voters=f_granting_voters)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

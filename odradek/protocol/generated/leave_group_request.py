@@ -76,7 +76,10 @@ def _read_MemberIdentity_v4(r, p):
     f_member_id, p = read_compact_string(r, p)
     f_group_instance_id, p = read_compact_nullable_string(r, p)
     o = MemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -91,7 +94,10 @@ def _read_LeaveGroupRequest_v4(r, p):
             e, p = _read_MemberIdentity_v4(r, p)
             f_members.append(e)
     o = LeaveGroupRequest(group_id=f_group_id, members=f_members)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -100,7 +106,10 @@ def _read_MemberIdentity_v5(r, p):
     f_group_instance_id, p = read_compact_nullable_string(r, p)
     f_reason, p = read_compact_nullable_string(r, p)
     o = MemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id, reason=f_reason)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -115,7 +124,10 @@ def _read_LeaveGroupRequest_v5(r, p):
             e, p = _read_MemberIdentity_v5(r, p)
             f_members.append(e)
     o = LeaveGroupRequest(group_id=f_group_id, members=f_members)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

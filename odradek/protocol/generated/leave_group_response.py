@@ -89,7 +89,10 @@ def _read_MemberResponse_v4(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     o = MemberResponse(member_id=f_member_id, group_instance_id=f_group_instance_id, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -105,7 +108,10 @@ def _read_LeaveGroupResponse_v4(r, p):
             e, p = _read_MemberResponse_v4(r, p)
             f_members.append(e)
     o = LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, members=f_members)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -35,7 +35,10 @@ class ListClientMetricsResourcesRequest:
 
 def _read_ListClientMetricsResourcesRequest_v0(r, p):
     o = ListClientMetricsResourcesRequest()
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

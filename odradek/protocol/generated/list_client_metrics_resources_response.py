@@ -45,7 +45,10 @@ class ListClientMetricsResourcesResponse:
 def _read_ClientMetricsResource_v0(r, p):
     f_name, p = read_compact_string(r, p)
     o = ClientMetricsResource(name=f_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -61,7 +64,10 @@ def _read_ListClientMetricsResourcesResponse_v0(r, p):
             e, p = _read_ClientMetricsResource_v0(r, p)
             f_client_metrics_resources.append(e)
     o = ListClientMetricsResourcesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, client_metrics_resources=f_client_metrics_resources)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

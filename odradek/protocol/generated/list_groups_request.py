@@ -42,7 +42,10 @@ def _read_ListGroupsRequest_v0(r, p):
 
 def _read_ListGroupsRequest_v3(r, p):
     o = ListGroupsRequest()
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -56,7 +59,10 @@ def _read_ListGroupsRequest_v4(r, p):
             e, p = read_compact_string(r, p)
             f_states_filter.append(e)
     o = ListGroupsRequest(states_filter=f_states_filter)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -78,7 +84,10 @@ def _read_ListGroupsRequest_v5(r, p):
             e, p = read_compact_string(r, p)
             f_types_filter.append(e)
     o = ListGroupsRequest(states_filter=f_states_filter, types_filter=f_types_filter)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -87,7 +87,10 @@ def _read_ListedGroup_v3(r, p):
     f_group_id, p = read_compact_string(r, p)
     f_protocol_type, p = read_compact_string(r, p)
     o = ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -103,7 +106,10 @@ def _read_ListGroupsResponse_v3(r, p):
             e, p = _read_ListedGroup_v3(r, p)
             f_groups.append(e)
     o = ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -112,7 +118,10 @@ def _read_ListedGroup_v4(r, p):
     f_protocol_type, p = read_compact_string(r, p)
     f_group_state, p = read_compact_string(r, p)
     o = ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, group_state=f_group_state)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -128,7 +137,10 @@ def _read_ListGroupsResponse_v4(r, p):
             e, p = _read_ListedGroup_v4(r, p)
             f_groups.append(e)
     o = ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -138,7 +150,10 @@ def _read_ListedGroup_v5(r, p):
     f_group_state, p = read_compact_string(r, p)
     f_group_type, p = read_compact_string(r, p)
     o = ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, group_state=f_group_state, group_type=f_group_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -154,7 +169,10 @@ def _read_ListGroupsResponse_v5(r, p):
             e, p = _read_ListedGroup_v5(r, p)
             f_groups.append(e)
     o = ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

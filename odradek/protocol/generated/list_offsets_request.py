@@ -184,7 +184,10 @@ def _read_ListOffsetsPartition_v6(r, p):
     f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(r, p)
     p += 16
     o = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -199,7 +202,10 @@ def _read_ListOffsetsTopic_v6(r, p):
             e, p = _read_ListOffsetsPartition_v6(r, p)
             f_partitions.append(e)
     o = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -215,7 +221,10 @@ def _read_ListOffsetsRequest_v6(r, p):
             e, p = _read_ListOffsetsTopic_v6(r, p)
             f_topics.append(e)
     o = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -233,7 +242,10 @@ def _read_ListOffsetsRequest_v10(r, p):
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, timeout_ms=f_timeout_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -184,7 +184,10 @@ def _read_ListOffsetsPartitionResponse_v6(r, p):
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(r, p)
     p += 26
     o = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -199,7 +202,10 @@ def _read_ListOffsetsTopicResponse_v6(r, p):
             e, p = _read_ListOffsetsPartitionResponse_v6(r, p)
             f_partitions.append(e)
     o = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -215,7 +221,10 @@ def _read_ListOffsetsResponse_v6(r, p):
             e, p = _read_ListOffsetsTopicResponse_v6(r, p)
             f_topics.append(e)
     o = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -50,7 +50,10 @@ def _read_ListPartitionReassignmentsTopics_v0(r, p):
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
     o = ListPartitionReassignmentsTopics(name=f_name, partition_indexes=f_partition_indexes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -66,7 +69,10 @@ def _read_ListPartitionReassignmentsRequest_v0(r, p):
             e, p = _read_ListPartitionReassignmentsTopics_v0(r, p)
             f_topics.append(e)
     o = ListPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

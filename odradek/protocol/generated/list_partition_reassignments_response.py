@@ -73,7 +73,10 @@ def _read_OngoingPartitionReassignment_v0(r, p):
     else:
         f_removing_replicas, p = read_int_array(r, p, n, 'i', 4)
     o = OngoingPartitionReassignment(partition_index=f_partition_index, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -88,7 +91,10 @@ def _read_OngoingTopicReassignment_v0(r, p):
             e, p = _read_OngoingPartitionReassignment_v0(r, p)
             f_partitions.append(e)
     o = OngoingTopicReassignment(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -105,7 +111,10 @@ def _read_ListPartitionReassignmentsResponse_v0(r, p):
             e, p = _read_OngoingTopicReassignment_v0(r, p)
             f_topics.append(e)
     o = ListPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -51,7 +51,10 @@ def _read_ListTransactionsRequest_v0(r, p):
     else:
         f_producer_id_filters, p = read_int_array(r, p, n, 'q', 8)
     o = ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -72,7 +75,10 @@ def _read_ListTransactionsRequest_v1(r, p):
     f_duration_filter, = _S_q.unpack_from(r, p)
     p += 8
     o = ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, duration_filter=f_duration_filter)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

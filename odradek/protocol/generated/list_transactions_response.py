@@ -52,7 +52,10 @@ def _read_TransactionState_v0(r, p):
     p += 8
     f_transaction_state, p = read_compact_string(r, p)
     o = TransactionState(transactional_id=f_transactional_id, producer_id=f_producer_id, transaction_state=f_transaction_state)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -76,7 +79,10 @@ def _read_ListTransactionsResponse_v0(r, p):
             e, p = _read_TransactionState_v0(r, p)
             f_transaction_states.append(e)
     o = ListTransactionsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_state_filters=f_unknown_state_filters, transaction_states=f_transaction_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -111,7 +111,10 @@ def _read_MetadataRequest_v8(r, p):
 def _read_MetadataRequestTopic_v9(r, p):
     f_name, p = read_compact_string(r, p)
     o = MetadataRequestTopic(name=f_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -127,7 +130,10 @@ def _read_MetadataRequest_v9(r, p):
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(r, p)
     p += 3
     o = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -135,7 +141,10 @@ def _read_MetadataRequestTopic_v10(r, p):
     f_topic_id, p = read_uuid(r, p)
     f_name, p = read_compact_nullable_string(r, p)
     o = MetadataRequestTopic(topic_id=f_topic_id, name=f_name)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -151,7 +160,10 @@ def _read_MetadataRequest_v10(r, p):
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(r, p)
     p += 3
     o = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -167,7 +179,10 @@ def _read_MetadataRequest_v11(r, p):
     f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S_oo.unpack_from(r, p)
     p += 2
     o = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

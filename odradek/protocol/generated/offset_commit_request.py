@@ -233,7 +233,10 @@ def _read_OffsetCommitRequestPartition_v8(r, p):
     p += 16
     f_committed_metadata, p = read_compact_nullable_string(r, p)
     o = OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -248,7 +251,10 @@ def _read_OffsetCommitRequestTopic_v8(r, p):
             e, p = _read_OffsetCommitRequestPartition_v8(r, p)
             f_partitions.append(e)
     o = OffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -267,7 +273,10 @@ def _read_OffsetCommitRequest_v8(r, p):
             e, p = _read_OffsetCommitRequestTopic_v8(r, p)
             f_topics.append(e)
     o = OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

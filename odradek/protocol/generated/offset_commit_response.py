@@ -103,7 +103,10 @@ def _read_OffsetCommitResponsePartition_v8(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = OffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -118,7 +121,10 @@ def _read_OffsetCommitResponseTopic_v8(r, p):
             e, p = _read_OffsetCommitResponsePartition_v8(r, p)
             f_partitions.append(e)
     o = OffsetCommitResponseTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -134,7 +140,10 @@ def _read_OffsetCommitResponse_v8(r, p):
             e, p = _read_OffsetCommitResponseTopic_v8(r, p)
             f_topics.append(e)
     o = OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

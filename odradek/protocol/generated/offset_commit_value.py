@@ -77,7 +77,10 @@ def _read_OffsetCommitValue_v4(r, p):
     f_commit_timestamp, = _S_q.unpack_from(r, p)
     p += 8
     o = OffsetCommitValue(offset=f_offset, leader_epoch=f_leader_epoch, metadata=f_metadata, commit_timestamp=f_commit_timestamp)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -108,7 +108,10 @@ def _read_OffsetFetchRequestTopic_v6(r, p):
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
     o = OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -123,7 +126,10 @@ def _read_OffsetFetchRequest_v6(r, p):
             e, p = _read_OffsetFetchRequestTopic_v6(r, p)
             f_topics.append(e)
     o = OffsetFetchRequest(group_id=f_group_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -140,7 +146,10 @@ def _read_OffsetFetchRequest_v7(r, p):
     f_require_stable, = _S_o.unpack_from(r, p)
     p += 1
     o = OffsetFetchRequest(group_id=f_group_id, topics=f_topics, require_stable=f_require_stable)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -152,7 +161,10 @@ def _read_OffsetFetchRequestTopics_v8(r, p):
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
     o = OffsetFetchRequestTopics(name=f_name, partition_indexes=f_partition_indexes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -167,7 +179,10 @@ def _read_OffsetFetchRequestGroup_v8(r, p):
             e, p = _read_OffsetFetchRequestTopics_v8(r, p)
             f_topics.append(e)
     o = OffsetFetchRequestGroup(group_id=f_group_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -183,7 +198,10 @@ def _read_OffsetFetchRequest_v8(r, p):
     f_require_stable, = _S_o.unpack_from(r, p)
     p += 1
     o = OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -201,7 +219,10 @@ def _read_OffsetFetchRequestGroup_v9(r, p):
             e, p = _read_OffsetFetchRequestTopics_v8(r, p)
             f_topics.append(e)
     o = OffsetFetchRequestGroup(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -217,7 +238,10 @@ def _read_OffsetFetchRequest_v9(r, p):
     f_require_stable, = _S_o.unpack_from(r, p)
     p += 1
     o = OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -199,7 +199,10 @@ def _read_OffsetFetchResponsePartition_v6(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     o = OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -214,7 +217,10 @@ def _read_OffsetFetchResponseTopic_v6(r, p):
             e, p = _read_OffsetFetchResponsePartition_v6(r, p)
             f_partitions.append(e)
     o = OffsetFetchResponseTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -232,7 +238,10 @@ def _read_OffsetFetchResponse_v6(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     o = OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -243,7 +252,10 @@ def _read_OffsetFetchResponsePartitions_v8(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     o = OffsetFetchResponsePartitions(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -258,7 +270,10 @@ def _read_OffsetFetchResponseTopics_v8(r, p):
             e, p = _read_OffsetFetchResponsePartitions_v8(r, p)
             f_partitions.append(e)
     o = OffsetFetchResponseTopics(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -275,7 +290,10 @@ def _read_OffsetFetchResponseGroup_v8(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     o = OffsetFetchResponseGroup(group_id=f_group_id, topics=f_topics, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -291,7 +309,10 @@ def _read_OffsetFetchResponse_v8(r, p):
             e, p = _read_OffsetFetchResponseGroup_v8(r, p)
             f_groups.append(e)
     o = OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

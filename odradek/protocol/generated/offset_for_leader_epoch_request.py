@@ -139,7 +139,10 @@ def _read_OffsetForLeaderPartition_v4(r, p):
     f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(r, p)
     p += 12
     o = OffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -154,7 +157,10 @@ def _read_OffsetForLeaderTopic_v4(r, p):
             e, p = _read_OffsetForLeaderPartition_v4(r, p)
             f_partitions.append(e)
     o = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -170,7 +176,10 @@ def _read_OffsetForLeaderEpochRequest_v4(r, p):
             e, p = _read_OffsetForLeaderTopic_v4(r, p)
             f_topics.append(e)
     o = OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

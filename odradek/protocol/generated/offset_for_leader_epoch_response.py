@@ -140,7 +140,10 @@ def _read_EpochEndOffset_v4(r, p):
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(r, p)
     p += 18
     o = EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -155,7 +158,10 @@ def _read_OffsetForLeaderTopicResult_v4(r, p):
             e, p = _read_EpochEndOffset_v4(r, p)
             f_partitions.append(e)
     o = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -171,7 +177,10 @@ def _read_OffsetForLeaderEpochResponse_v4(r, p):
             e, p = _read_OffsetForLeaderTopicResult_v4(r, p)
             f_topics.append(e)
     o = OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

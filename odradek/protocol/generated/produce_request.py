@@ -110,7 +110,10 @@ def _read_PartitionProduceData_v9(r, p):
     p += 4
     f_records, p = read_compact_records(r, p)
     o = PartitionProduceData(index=f_index, records=f_records)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -125,7 +128,10 @@ def _read_TopicProduceData_v9(r, p):
             e, p = _read_PartitionProduceData_v9(r, p)
             f_partition_data.append(e)
     o = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -142,7 +148,10 @@ def _read_ProduceRequest_v9(r, p):
             e, p = _read_TopicProduceData_v9(r, p)
             f_topic_data.append(e)
     o = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

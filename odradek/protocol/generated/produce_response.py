@@ -265,7 +265,10 @@ def _read_BatchIndexAndErrorMessage_v9(r, p):
     p += 4
     f_batch_index_error_message, p = read_compact_nullable_string(r, p)
     o = BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -282,7 +285,10 @@ def _read_PartitionProduceResponse_v9(r, p):
             f_record_errors.append(e)
     f_error_message, p = read_compact_nullable_string(r, p)
     o = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -297,7 +303,10 @@ def _read_TopicProduceResponse_v9(r, p):
             e, p = _read_PartitionProduceResponse_v9(r, p)
             f_partition_responses.append(e)
     o = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -313,7 +322,10 @@ def _read_ProduceResponse_v9(r, p):
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
     o = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -321,7 +333,10 @@ def _read_LeaderIdAndEpoch_v10(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
     o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -363,7 +378,10 @@ def _read_TopicProduceResponse_v10(r, p):
             e, p = _read_PartitionProduceResponse_v10(r, p)
             f_partition_responses.append(e)
     o = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -375,7 +393,10 @@ def _read_NodeEndpoint_v10(r, p):
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
     o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

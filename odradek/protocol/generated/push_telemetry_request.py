@@ -44,7 +44,10 @@ def _read_PushTelemetryRequest_v0(r, p):
     p += 6
     f_metrics, p = read_compact_bytes(r, p)
     o = PushTelemetryRequest(client_instance_id=f_client_instance_id, subscription_id=f_subscription_id, terminating=f_terminating, compression_type=f_compression_type, metrics=f_metrics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

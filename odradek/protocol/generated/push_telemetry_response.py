@@ -39,7 +39,10 @@ def _read_PushTelemetryResponse_v0(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = PushTelemetryResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -67,7 +67,10 @@ def _read_StateBatch_v0(r, p):
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S_qqbh.unpack_from(r, p)
     p += 19
     o = StateBatch(first_offset=f_first_offset, last_offset=f_last_offset, delivery_state=f_delivery_state, delivery_count=f_delivery_count)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -86,7 +89,10 @@ def _read_PartitionResult_v0(r, p):
             e, p = _read_StateBatch_v0(r, p)
             f_state_batches.append(e)
     o = PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, start_offset=f_start_offset, state_batches=f_state_batches)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -101,7 +107,10 @@ def _read_ReadStateResult_v0(r, p):
             e, p = _read_PartitionResult_v0(r, p)
             f_partitions.append(e)
     o = ReadStateResult(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -115,7 +124,10 @@ def _read_ReadShareGroupStateResponse_v0(r, p):
             e, p = _read_ReadStateResult_v0(r, p)
             f_results.append(e)
     o = ReadShareGroupStateResponse(results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

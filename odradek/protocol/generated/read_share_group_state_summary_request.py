@@ -53,7 +53,10 @@ def _read_PartitionData_v0(r, p):
     f_partition, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
     o = PartitionData(partition=f_partition, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -68,7 +71,10 @@ def _read_ReadStateSummaryData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = ReadStateSummaryData(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -83,7 +89,10 @@ def _read_ReadShareGroupStateSummaryRequest_v0(r, p):
             e, p = _read_ReadStateSummaryData_v0(r, p)
             f_topics.append(e)
     o = ReadShareGroupStateSummaryRequest(group_id=f_group_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -59,7 +59,10 @@ def _read_PartitionResult_v0(r, p):
     f_state_epoch, f_start_offset = _S_iq.unpack_from(r, p)
     p += 12
     o = PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, start_offset=f_start_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -74,7 +77,10 @@ def _read_ReadStateSummaryResult_v0(r, p):
             e, p = _read_PartitionResult_v0(r, p)
             f_partitions.append(e)
     o = ReadStateSummaryResult(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -88,7 +94,10 @@ def _read_ReadShareGroupStateSummaryResponse_v0(r, p):
             e, p = _read_ReadStateSummaryResult_v0(r, p)
             f_results.append(e)
     o = ReadShareGroupStateSummaryResponse(results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -42,7 +42,10 @@ def _read_RemoveRaftVoterRequest_v0(r, p):
     p += 4
     f_voter_directory_id, p = read_uuid(r, p)
     o = RemoveRaftVoterRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

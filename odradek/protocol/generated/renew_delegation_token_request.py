@@ -48,7 +48,10 @@ def _read_RenewDelegationTokenRequest_v2(r, p):
     f_renew_period_ms, = _S_q.unpack_from(r, p)
     p += 8
     o = RenewDelegationTokenRequest(hmac=f_hmac, renew_period_ms=f_renew_period_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

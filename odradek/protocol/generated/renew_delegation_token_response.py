@@ -47,7 +47,10 @@ def _read_RenewDelegationTokenResponse_v2(r, p):
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S_hqi.unpack_from(r, p)
     p += 14
     o = RenewDelegationTokenResponse(error_code=f_error_code, expiry_timestamp_ms=f_expiry_timestamp_ms, throttle_time_ms=f_throttle_time_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

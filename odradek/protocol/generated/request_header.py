@@ -57,7 +57,10 @@ def _read_RequestHeader_v2(r, p):
     p += 8
     f_client_id, p = read_nullable_string(r, p)
     o = RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id, client_id=f_client_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -45,7 +45,10 @@ def _read_ResponseHeader_v1(r, p):
     f_correlation_id, = _S_i.unpack_from(r, p)
     p += 4
     o = ResponseHeader(correlation_id=f_correlation_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

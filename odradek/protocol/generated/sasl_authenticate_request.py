@@ -43,7 +43,10 @@ def _read_SaslAuthenticateRequest_v0(r, p):
 def _read_SaslAuthenticateRequest_v2(r, p):
     f_auth_bytes, p = read_compact_bytes(r, p)
     o = SaslAuthenticateRequest(auth_bytes=f_auth_bytes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -66,7 +66,10 @@ def _read_SaslAuthenticateResponse_v2(r, p):
     f_session_lifetime_ms, = _S_q.unpack_from(r, p)
     p += 8
     o = SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes, session_lifetime_ms=f_session_lifetime_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -69,7 +69,10 @@ def _read_AcknowledgementBatch_v0(r, p):
     else:
         f_acknowledge_types, p = read_int_array(r, p, n, 'b', 1)
     o = AcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -85,7 +88,10 @@ def _read_AcknowledgePartition_v0(r, p):
             e, p = _read_AcknowledgementBatch_v0(r, p)
             f_acknowledgement_batches.append(e)
     o = AcknowledgePartition(partition_index=f_partition_index, acknowledgement_batches=f_acknowledgement_batches)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -100,7 +106,10 @@ def _read_AcknowledgeTopic_v0(r, p):
             e, p = _read_AcknowledgePartition_v0(r, p)
             f_partitions.append(e)
     o = AcknowledgeTopic(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -118,7 +127,10 @@ def _read_ShareAcknowledgeRequest_v0(r, p):
             e, p = _read_AcknowledgeTopic_v0(r, p)
             f_topics.append(e)
     o = ShareAcknowledgeRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

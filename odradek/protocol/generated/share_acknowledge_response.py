@@ -76,7 +76,10 @@ def _read_LeaderIdAndEpoch_v0(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
     o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -86,7 +89,10 @@ def _read_PartitionData_v0(r, p):
     f_error_message, p = read_compact_nullable_string(r, p)
     f_current_leader, p = _read_LeaderIdAndEpoch_v0(r, p)
     o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, current_leader=f_current_leader)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -101,7 +107,10 @@ def _read_ShareAcknowledgeTopicResponse_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = ShareAcknowledgeTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -113,7 +122,10 @@ def _read_NodeEndpoint_v0(r, p):
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
     o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -138,7 +150,10 @@ def _read_ShareAcknowledgeResponse_v0(r, p):
             e, p = _read_NodeEndpoint_v0(r, p)
             f_node_endpoints.append(e)
     o = ShareAcknowledgeResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, node_endpoints=f_node_endpoints)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

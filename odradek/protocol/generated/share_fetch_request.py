@@ -82,7 +82,10 @@ def _read_AcknowledgementBatch_v0(r, p):
     else:
         f_acknowledge_types, p = read_int_array(r, p, n, 'b', 1)
     o = AcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -98,7 +101,10 @@ def _read_FetchPartition_v0(r, p):
             e, p = _read_AcknowledgementBatch_v0(r, p)
             f_acknowledgement_batches.append(e)
     o = FetchPartition(partition_index=f_partition_index, partition_max_bytes=f_partition_max_bytes, acknowledgement_batches=f_acknowledgement_batches)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -113,7 +119,10 @@ def _read_FetchTopic_v0(r, p):
             e, p = _read_FetchPartition_v0(r, p)
             f_partitions.append(e)
     o = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -125,7 +134,10 @@ def _read_ForgottenTopic_v0(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -151,7 +163,10 @@ def _read_ShareFetchRequest_v0(r, p):
             e, p = _read_ForgottenTopic_v0(r, p)
             f_forgotten_topics_data.append(e)
     o = ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

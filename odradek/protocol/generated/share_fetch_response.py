@@ -90,7 +90,10 @@ def _read_LeaderIdAndEpoch_v0(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
     o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -98,7 +101,10 @@ def _read_AcquiredRecords_v0(r, p):
     f_first_offset, f_last_offset, f_delivery_count = _S_qqh.unpack_from(r, p)
     p += 18
     o = AcquiredRecords(first_offset=f_first_offset, last_offset=f_last_offset, delivery_count=f_delivery_count)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -120,7 +126,10 @@ def _read_PartitionData_v0(r, p):
             e, p = _read_AcquiredRecords_v0(r, p)
             f_acquired_records.append(e)
     o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, acknowledge_error_code=f_acknowledge_error_code, acknowledge_error_message=f_acknowledge_error_message, current_leader=f_current_leader, records=f_records, acquired_records=f_acquired_records)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -135,7 +144,10 @@ def _read_ShareFetchableTopicResponse_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = ShareFetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -147,7 +159,10 @@ def _read_NodeEndpoint_v0(r, p):
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
     o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -172,7 +187,10 @@ def _read_ShareFetchResponse_v0(r, p):
             e, p = _read_NodeEndpoint_v0(r, p)
             f_node_endpoints.append(e)
     o = ShareFetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, node_endpoints=f_node_endpoints)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

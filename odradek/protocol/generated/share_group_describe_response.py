@@ -86,7 +86,10 @@ def _read_TopicPartitions_v0(r, p):
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
     o = TopicPartitions(topic_id=f_topic_id, topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -100,7 +103,10 @@ def _read_Assignment_v0(r, p):
             e, p = _read_TopicPartitions_v0(r, p)
             f_topic_partitions.append(e)
     o = Assignment(topic_partitions=f_topic_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -121,7 +127,10 @@ def _read_Member_v0(r, p):
             f_subscribed_topic_names.append(e)
     f_assignment, p = _read_Assignment_v0(r, p)
     o = Member(member_id=f_member_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, assignment=f_assignment)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -145,7 +154,10 @@ def _read_DescribedGroup_v0(r, p):
     f_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
     o = DescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -161,7 +173,10 @@ def _read_ShareGroupDescribeResponse_v0(r, p):
             e, p = _read_DescribedGroup_v0(r, p)
             f_groups.append(e)
     o = ShareGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

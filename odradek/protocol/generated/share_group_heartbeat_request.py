@@ -53,7 +53,10 @@ def _read_ShareGroupHeartbeatRequest_v0(r, p):
             e, p = read_compact_string(r, p)
             f_subscribed_topic_names.append(e)
     o = ShareGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, rack_id=f_rack_id, subscribed_topic_names=f_subscribed_topic_names)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

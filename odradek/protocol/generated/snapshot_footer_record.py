@@ -38,7 +38,10 @@ def _read_SnapshotFooterRecord_v0(r, p):
     f_version, = _S_h.unpack_from(r, p)
     p += 2
     o = SnapshotFooterRecord(version=f_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

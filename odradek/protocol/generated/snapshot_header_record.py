@@ -39,7 +39,10 @@ def _read_SnapshotHeaderRecord_v0(r, p):
     f_version, f_last_contained_log_timestamp = _S_hq.unpack_from(r, p)
     p += 10
     o = SnapshotHeaderRecord(version=f_version, last_contained_log_timestamp=f_last_contained_log_timestamp)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -131,7 +131,10 @@ def _read_StopReplicaTopicV1_v2(r, p):
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
     o = StopReplicaTopicV1(name=f_name, partition_indexes=f_partition_indexes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -147,7 +150,10 @@ def _read_StopReplicaRequest_v2(r, p):
             e, p = _read_StopReplicaTopicV1_v2(r, p)
             f_topics.append(e)
     o = StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, delete_partitions=f_delete_partitions, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -155,7 +161,10 @@ def _read_StopReplicaPartitionState_v3(r, p):
     f_partition_index, f_leader_epoch, f_delete_partition = _S_iio.unpack_from(r, p)
     p += 9
     o = StopReplicaPartitionState(partition_index=f_partition_index, leader_epoch=f_leader_epoch, delete_partition=f_delete_partition)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -170,7 +179,10 @@ def _read_StopReplicaTopicState_v3(r, p):
             e, p = _read_StopReplicaPartitionState_v3(r, p)
             f_partition_states.append(e)
     o = StopReplicaTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -186,7 +198,10 @@ def _read_StopReplicaRequest_v3(r, p):
             e, p = _read_StopReplicaTopicState_v3(r, p)
             f_topic_states.append(e)
     o = StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -202,7 +217,10 @@ def _read_StopReplicaRequest_v4(r, p):
             e, p = _read_StopReplicaTopicState_v3(r, p)
             f_topic_states.append(e)
     o = StopReplicaRequest(controller_id=f_controller_id, is_k_raft_controller=f_is_k_raft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

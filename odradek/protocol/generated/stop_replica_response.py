@@ -72,7 +72,10 @@ def _read_StopReplicaPartitionError_v2(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = StopReplicaPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -88,7 +91,10 @@ def _read_StopReplicaResponse_v2(r, p):
             e, p = _read_StopReplicaPartitionError_v2(r, p)
             f_partition_errors.append(e)
     o = StopReplicaResponse(error_code=f_error_code, partition_errors=f_partition_errors)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

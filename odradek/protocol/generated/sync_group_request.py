@@ -93,7 +93,10 @@ def _read_SyncGroupRequestAssignment_v4(r, p):
     f_member_id, p = read_compact_string(r, p)
     f_assignment, p = read_compact_bytes(r, p)
     o = SyncGroupRequestAssignment(member_id=f_member_id, assignment=f_assignment)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -112,7 +115,10 @@ def _read_SyncGroupRequest_v4(r, p):
             e, p = _read_SyncGroupRequestAssignment_v4(r, p)
             f_assignments.append(e)
     o = SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, assignments=f_assignments)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -133,7 +139,10 @@ def _read_SyncGroupRequest_v5(r, p):
             e, p = _read_SyncGroupRequestAssignment_v4(r, p)
             f_assignments.append(e)
     o = SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, assignments=f_assignments)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

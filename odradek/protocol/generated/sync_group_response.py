@@ -60,7 +60,10 @@ def _read_SyncGroupResponse_v4(r, p):
     p += 6
     f_assignment, p = read_compact_bytes(r, p)
     o = SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, assignment=f_assignment)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -71,7 +74,10 @@ def _read_SyncGroupResponse_v5(r, p):
     f_protocol_name, p = read_compact_nullable_string(r, p)
     f_assignment, p = read_compact_bytes(r, p)
     o = SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, protocol_type=f_protocol_type, protocol_name=f_protocol_name, assignment=f_assignment)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

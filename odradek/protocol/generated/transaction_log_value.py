@@ -87,7 +87,10 @@ def _read_PartitionsSchema_v1(r, p):
     else:
         f_partition_ids, p = read_int_array(r, p, n, 'i', 4)
     o = PartitionsSchema(topic=f_topic, partition_ids=f_partition_ids)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -105,7 +108,10 @@ def _read_TransactionLogValue_v1(r, p):
     f_transaction_last_update_timestamp_ms, f_transaction_start_timestamp_ms = _S_qq.unpack_from(r, p)
     p += 16
     o = TransactionLogValue(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_timeout_ms=f_transaction_timeout_ms, transaction_status=f_transaction_status, transaction_partitions=f_transaction_partitions, transaction_last_update_timestamp_ms=f_transaction_last_update_timestamp_ms, transaction_start_timestamp_ms=f_transaction_start_timestamp_ms)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -143,7 +143,10 @@ def _read_TxnOffsetCommitRequestPartition_v3(r, p):
     p += 16
     f_committed_metadata, p = read_compact_nullable_string(r, p)
     o = TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -158,7 +161,10 @@ def _read_TxnOffsetCommitRequestTopic_v3(r, p):
             e, p = _read_TxnOffsetCommitRequestPartition_v3(r, p)
             f_partitions.append(e)
     o = TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -178,7 +184,10 @@ def _read_TxnOffsetCommitRequest_v3(r, p):
             e, p = _read_TxnOffsetCommitRequestTopic_v3(r, p)
             f_topics.append(e)
     o = TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

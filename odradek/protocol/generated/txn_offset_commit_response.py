@@ -90,7 +90,10 @@ def _read_TxnOffsetCommitResponsePartition_v3(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = TxnOffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -105,7 +108,10 @@ def _read_TxnOffsetCommitResponseTopic_v3(r, p):
             e, p = _read_TxnOffsetCommitResponsePartition_v3(r, p)
             f_partitions.append(e)
     o = TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -121,7 +127,10 @@ def _read_TxnOffsetCommitResponse_v3(r, p):
             e, p = _read_TxnOffsetCommitResponseTopic_v3(r, p)
             f_topics.append(e)
     o = TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

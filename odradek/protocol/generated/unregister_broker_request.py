@@ -38,7 +38,10 @@ def _read_UnregisterBrokerRequest_v0(r, p):
     f_broker_id, = _S_i.unpack_from(r, p)
     p += 4
     o = UnregisterBrokerRequest(broker_id=f_broker_id)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

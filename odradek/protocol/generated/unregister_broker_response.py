@@ -41,7 +41,10 @@ def _read_UnregisterBrokerResponse_v0(r, p):
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
     o = UnregisterBrokerResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

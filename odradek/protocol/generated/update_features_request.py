@@ -53,7 +53,10 @@ def _read_FeatureUpdateKey_v0(r, p):
     f_max_version_level, f_allow_downgrade = _S_ho.unpack_from(r, p)
     p += 3
     o = FeatureUpdateKey(feature=f_feature, max_version_level=f_max_version_level, allow_downgrade=f_allow_downgrade)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -69,7 +72,10 @@ def _read_UpdateFeaturesRequest_v0(r, p):
             e, p = _read_FeatureUpdateKey_v0(r, p)
             f_feature_updates.append(e)
     o = UpdateFeaturesRequest(timeout_ms=f_timeout_ms, feature_updates=f_feature_updates)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -78,7 +84,10 @@ def _read_FeatureUpdateKey_v1(r, p):
     f_max_version_level, f_upgrade_type = _S_hb.unpack_from(r, p)
     p += 3
     o = FeatureUpdateKey(feature=f_feature, max_version_level=f_max_version_level, upgrade_type=f_upgrade_type)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -96,7 +105,10 @@ def _read_UpdateFeaturesRequest_v1(r, p):
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
     o = UpdateFeaturesRequest(timeout_ms=f_timeout_ms, feature_updates=f_feature_updates, validate_only=f_validate_only)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -52,7 +52,10 @@ def _read_UpdatableFeatureResult_v0(r, p):
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
     o = UpdatableFeatureResult(feature=f_feature, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -69,7 +72,10 @@ def _read_UpdateFeaturesResponse_v0(r, p):
             e, p = _read_UpdatableFeatureResult_v0(r, p)
             f_results.append(e)
     o = UpdateFeaturesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -78,7 +84,10 @@ def _read_UpdateFeaturesResponse_v2(r, p):
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
     o = UpdateFeaturesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

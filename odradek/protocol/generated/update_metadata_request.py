@@ -408,7 +408,10 @@ def _read_UpdateMetadataPartitionState_v6(r, p):
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
     o = UpdateMetadataPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -423,7 +426,10 @@ def _read_UpdateMetadataTopicState_v6(r, p):
             e, p = _read_UpdateMetadataPartitionState_v6(r, p)
             f_partition_states.append(e)
     o = UpdateMetadataTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -435,7 +441,10 @@ def _read_UpdateMetadataEndpoint_v6(r, p):
     f_security_protocol, = _S_h.unpack_from(r, p)
     p += 2
     o = UpdateMetadataEndpoint(port=f_port, host=f_host, listener=f_listener, security_protocol=f_security_protocol)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -452,7 +461,10 @@ def _read_UpdateMetadataBroker_v6(r, p):
             f_endpoints.append(e)
     f_rack, p = read_compact_nullable_string(r, p)
     o = UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -476,7 +488,10 @@ def _read_UpdateMetadataRequest_v6(r, p):
             e, p = _read_UpdateMetadataBroker_v6(r, p)
             f_live_brokers.append(e)
     o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -492,7 +507,10 @@ def _read_UpdateMetadataTopicState_v7(r, p):
             e, p = _read_UpdateMetadataPartitionState_v6(r, p)
             f_partition_states.append(e)
     o = UpdateMetadataTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -516,7 +534,10 @@ def _read_UpdateMetadataRequest_v7(r, p):
             e, p = _read_UpdateMetadataBroker_v6(r, p)
             f_live_brokers.append(e)
     o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -62,7 +62,10 @@ def _read_Listener_v0(r, p):
     f_port, = _S_H.unpack_from(r, p)
     p += 2
     o = Listener(name=f_name, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -70,7 +73,10 @@ def _read_KRaftVersionFeature_v0(r, p):
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(r, p)
     p += 4
     o = KRaftVersionFeature(min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -89,7 +95,10 @@ def _read_UpdateRaftVoterRequest_v0(r, p):
             f_listeners.append(e)
     f_k_raft_version_feature, p = _read_KRaftVersionFeature_v0(r, p)
     o = UpdateRaftVoterRequest(cluster_id=f_cluster_id, current_leader_epoch=f_current_leader_epoch, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, k_raft_version_feature=f_k_raft_version_feature)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

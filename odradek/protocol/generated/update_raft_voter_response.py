@@ -57,7 +57,10 @@ def _read_CurrentLeader_v0(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     o = CurrentLeader(leader_id=f_leader_id, leader_epoch=f_leader_epoch, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -62,7 +62,10 @@ def _read_PartitionData_v0(r, p):
     f_partition_index, f_candidate_epoch, f_candidate_id, f_last_offset_epoch, f_last_offset = _S_iiiiq.unpack_from(r, p)
     p += 24
     o = PartitionData(partition_index=f_partition_index, candidate_epoch=f_candidate_epoch, candidate_id=f_candidate_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -77,7 +80,10 @@ def _read_TopicData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -92,7 +98,10 @@ def _read_VoteRequest_v0(r, p):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
     o = VoteRequest(cluster_id=f_cluster_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -104,7 +113,10 @@ def _read_PartitionData_v1(r, p):
     f_last_offset_epoch, f_last_offset = _S_iq.unpack_from(r, p)
     p += 12
     o = PartitionData(partition_index=f_partition_index, candidate_epoch=f_candidate_epoch, candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id, voter_directory_id=f_voter_directory_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -119,7 +131,10 @@ def _read_TopicData_v1(r, p):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
     o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -136,7 +151,10 @@ def _read_VoteRequest_v1(r, p):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
     o = VoteRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

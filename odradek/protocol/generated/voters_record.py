@@ -68,7 +68,10 @@ def _read_Endpoint_v0(r, p):
     f_port, = _S_H.unpack_from(r, p)
     p += 2
     o = Endpoint(name=f_name, host=f_host, port=f_port)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -76,7 +79,10 @@ def _read_KRaftVersionFeature_v0(r, p):
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(r, p)
     p += 4
     o = KRaftVersionFeature(min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -94,7 +100,10 @@ def _read_Voter_v0(r, p):
             f_endpoints.append(e)
     f_k_raft_version_feature, p = _read_KRaftVersionFeature_v0(r, p)
     o = Voter(voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, endpoints=f_endpoints, k_raft_version_feature=f_k_raft_version_feature)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -110,7 +119,10 @@ def _read_VotersRecord_v0(r, p):
             e, p = _read_Voter_v0(r, p)
             f_voters.append(e)
     o = VotersRecord(version=f_version, voters=f_voters)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

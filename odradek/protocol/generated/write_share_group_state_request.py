@@ -66,7 +66,10 @@ def _read_StateBatch_v0(r, p):
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S_qqbh.unpack_from(r, p)
     p += 19
     o = StateBatch(first_offset=f_first_offset, last_offset=f_last_offset, delivery_state=f_delivery_state, delivery_count=f_delivery_count)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -82,7 +85,10 @@ def _read_PartitionData_v0(r, p):
             e, p = _read_StateBatch_v0(r, p)
             f_state_batches.append(e)
     o = PartitionData(partition=f_partition, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, state_batches=f_state_batches)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -97,7 +103,10 @@ def _read_WriteStateData_v0(r, p):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
     o = WriteStateData(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -112,7 +121,10 @@ def _read_WriteShareGroupStateRequest_v0(r, p):
             e, p = _read_WriteStateData_v0(r, p)
             f_topics.append(e)
     o = WriteShareGroupStateRequest(group_id=f_group_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -54,7 +54,10 @@ def _read_PartitionResult_v0(r, p):
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
     o = PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -69,7 +72,10 @@ def _read_WriteStateResult_v0(r, p):
             e, p = _read_PartitionResult_v0(r, p)
             f_partitions.append(e)
     o = WriteStateResult(topic_id=f_topic_id, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -83,7 +89,10 @@ def _read_WriteShareGroupStateResponse_v0(r, p):
             e, p = _read_WriteStateResult_v0(r, p)
             f_results.append(e)
     o = WriteShareGroupStateResponse(results=f_results)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

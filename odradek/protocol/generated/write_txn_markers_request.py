@@ -101,7 +101,10 @@ def _read_WritableTxnMarkerTopic_v1(r, p):
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
     o = WritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -119,7 +122,10 @@ def _read_WritableTxnMarker_v1(r, p):
     f_coordinator_epoch, = _S_i.unpack_from(r, p)
     p += 4
     o = WritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -133,7 +139,10 @@ def _read_WriteTxnMarkersRequest_v1(r, p):
             e, p = _read_WritableTxnMarker_v1(r, p)
             f_markers.append(e)
     o = WriteTxnMarkersRequest(markers=f_markers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -109,7 +109,10 @@ def _read_WritableTxnMarkerPartitionResult_v1(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     o = WritableTxnMarkerPartitionResult(partition_index=f_partition_index, error_code=f_error_code)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -124,7 +127,10 @@ def _read_WritableTxnMarkerTopicResult_v1(r, p):
             e, p = _read_WritableTxnMarkerPartitionResult_v1(r, p)
             f_partitions.append(e)
     o = WritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -140,7 +146,10 @@ def _read_WritableTxnMarkerResult_v1(r, p):
             e, p = _read_WritableTxnMarkerTopicResult_v1(r, p)
             f_topics.append(e)
     o = WritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 
@@ -154,7 +163,10 @@ def _read_WriteTxnMarkersResponse_v1(r, p):
             e, p = _read_WritableTxnMarkerResult_v1(r, p)
             f_markers.append(e)
     o = WriteTxnMarkersResponse(markers=f_markers)
-    o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
+    if r[p] == 0:
+        p += 1
+    else:
+        o.unknown_tagged_fields, p = read_unknown_tagged_fields(r, p)
     return o, p
 
 

@@ -1,0 +1,38 @@
+"""The APIs odradek's broker serves and the version range of each, in one place.
+
+Ranges are what the ApiVersions response advertises. They start where odradek can answer
+correctly: Fetch starts at v4 because odradek never down-converts record batches to the
+legacy v0/v1 message formats that Fetch v0-v3 return (Kafka 4.0 made the same cut); Produce
+keeps v0-v2 because legacy message sets are converted to v2 batches on the way in.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.generated import APIS, ApiKey
+
+__all__ = ["ApiKey", "SUPPORTED", "supported_range", "is_supported"]
+
+# Each API's full spec range unless narrowed here.
+_NARROWED: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.FETCH: (4, APIS[ApiKey.FETCH][4]),
+}
+
+_SERVED = [
+    ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.API_VERSIONS,
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_RECORDS, ApiKey.INIT_PRODUCER_ID,
+    ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_CLUSTER,
+]
+
+SUPPORTED: dict[ApiKey, tuple[int, int]] = {
+    key: _NARROWED.get(key, (APIS[key][3], APIS[key][4])) for key in _SERVED
+}
+
+
+def supported_range(api_key: int) -> tuple[int, int] | None:
+    return SUPPORTED.get(api_key)
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    r = SUPPORTED.get(api_key)
+    return r is not None and r[0] <= api_version <= r[1]

@@ -1,0 +1,47 @@
+"""The incremental frame parser."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from odradek.protocol.framing import FrameParser, FrameTooLargeError, frame
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.data())
+def test_frames_survive_any_split(payloads, data):
+    stream = b"".join(frame(p) for p in payloads)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=6)))
+    parser = FrameParser(max_size=1000)
+    got = []
+    start = 0
+    for cut in cuts + [len(stream)]:
+        parser.feed(stream[start:cut])
+        start = cut
+        got.extend(bytes(f) for f in parser.frames())
+    assert got == payloads
+    assert parser.buffered == 0
+
+
+def test_partial_frame_waits():
+    parser = FrameParser()
+    parser.feed(frame(b"hello")[:6])
+    assert parser.next_frame() is None
+    parser.feed(b"llo")
+    assert parser.next_frame() == b"hello"
+
+
+@pytest.mark.parametrize("size", [-1, -(2**31), 1001, 2**31 - 1])
+def test_oversized_or_negative_frame_is_refused_before_buffering(size):
+    parser = FrameParser(max_size=1000)
+    parser.feed(size.to_bytes(4, "big", signed=True))
+    with pytest.raises(FrameTooLargeError):
+        parser.next_frame()
+    assert parser.buffered <= 4
+
+
+def test_frames_are_writable_copies():
+    parser = FrameParser()
+    parser.feed(frame(b"abc") + frame(b"de"))
+    first = parser.next_frame()
+    first[0] = 0x7A
+    assert parser.next_frame() == b"de"
