@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
-exec .venv/bin/odradek demo "$@"
+# The demo pipeline (issue 7) replaces this; until then the main job is a broker.
+exec .venv/bin/odradek broker "$@"

@@ -1,0 +1,30 @@
+"""One handler module per API family; ``HANDLERS`` maps each served API key to its handler.
+
+A handler is ``handle(ctx, request) -> response`` or an ``async`` function for requests that
+may wait (long-poll fetch, acks=all produce); returning ``request.NO_RESPONSE`` sends nothing.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.api_keys import ApiKey
+from odradek.server.handlers import (
+    alter_configs, api_versions, create_partitions, create_topics, delete_records, delete_topics,
+    describe_cluster, describe_configs, fetch, init_producer_id, list_offsets, metadata, produce,
+)
+
+HANDLERS = {
+    ApiKey.API_VERSIONS: api_versions.handle,
+    ApiKey.METADATA: metadata.handle,
+    ApiKey.PRODUCE: produce.handle,
+    ApiKey.FETCH: fetch.handle,
+    ApiKey.LIST_OFFSETS: list_offsets.handle,
+    ApiKey.CREATE_TOPICS: create_topics.handle,
+    ApiKey.DELETE_TOPICS: delete_topics.handle,
+    ApiKey.CREATE_PARTITIONS: create_partitions.handle,
+    ApiKey.DELETE_RECORDS: delete_records.handle,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
+    ApiKey.ALTER_CONFIGS: alter_configs.handle,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.handle_incremental,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
+}

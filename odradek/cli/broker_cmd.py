@@ -1,0 +1,70 @@
+"""``odradek broker [server.properties] [--override key=value ...]``: run one broker.
+
+With no arguments: one broker on 127.0.0.1:9092, data in the default directory, the embedded
+metadata store (no ZooKeeper). SIGTERM and SIGINT stop it cleanly (flush, checkpoints,
+clean-shutdown marker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from odradek.server.config import BrokerConfig, ConfigError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("broker", help="run a broker", description=__doc__.split("\n\n")[0])
+    p.add_argument("properties", nargs="?", help="a server.properties file")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a config (Kafka's names), repeatable")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override needs KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def run(args) -> int:
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = BrokerConfig.load(args.properties, parse_overrides(args.override))
+    except (ConfigError, OSError) as e:
+        print(f"odradek broker: invalid configuration: {e}", file=sys.stderr)
+        return 1
+    for key in config.unknown:
+        logging.getLogger("odradek.config").warning("unknown configuration key %r (ignored)", key)
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover
+        return asyncio.run(serve(config))
+    return uvloop.run(serve(config))
+
+
+async def serve(config: BrokerConfig, ready=None) -> int:
+    from odradek.server.broker import Broker
+
+    broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await broker.start()
+    endpoints = ", ".join(f"{host}:{port}" for _, host, port in broker.advertised())
+    print(f"odradek broker {broker.broker_id} ready; cluster id {broker.cluster_id}", flush=True)
+    print(f"  connect with: --bootstrap-server {endpoints}", flush=True)
+    print(f"  data in: {', '.join(config.log_dirs)}", flush=True)
+    if ready is not None:
+        ready(broker)
+    await stop.wait()
+    await broker.stop()
+    return 0

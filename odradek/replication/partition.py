@@ -1,0 +1,182 @@
+"""A partition this broker hosts: its log, its role, its high watermark, its producers.
+
+The produce path (``append_records_as_leader``) does per-batch work only, never per-record:
+
+1. split the request's records into batches by their length fields; the bytes must be whole
+   batches (else CORRUPT_MESSAGE);
+2. legacy message sets (magic 0/1) are converted to v2 batches first (the one place where
+   records are touched, for clients that old);
+3. validate each batch: CRC-32C, magic, ``last_offset_delta + 1 == records_count``, size
+   within ``max.message.bytes``, no control batches from clients;
+4. check idempotent producers' sequence numbers (duplicates are acknowledged with the offsets
+   they were first written at, and not appended again);
+5. assign offsets by patching each batch's base offset and partition leader epoch in place
+   (and, for LogAppendTime topics, its max timestamp and CRC);
+6. append the bytes to the log as they are, update producer state, advance the high
+   watermark (the lowest log end offset in the ISR) and wake waiting fetches.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from odradek.coordinator.producer_state import ProducerStateManager
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.records import batch as rb
+from odradek.records.conversion import legacy_to_v2
+from odradek.records.errors import CorruptRecordError, InvalidRecordError
+from odradek.storage.append_info import LogAppendInfo
+from odradek.storage.config import LOG_APPEND_TIME
+
+
+class ProduceError(Exception):
+    """A produce to one partition failed with a Kafka error code."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+@dataclass
+class Partition:
+    topic: str
+    index: int
+    topic_id: uuid.UUID
+    log: object  # odradek.storage.log.Log
+    leader_id: int = -1
+    leader_epoch: int = 0
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    high_watermark: int = 0
+    producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
+    # Log end offsets of followers, by broker id (for the high watermark).
+    follower_end_offsets: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.index)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    def is_leader(self, broker_id: int) -> bool:
+        return self.leader_id == broker_id
+
+    # --- produce ----------------------------------------------------------------------------
+    def append_records_as_leader(self, records, now_ms: int) -> ProduceResult:
+        """Validate, assign offsets to and append the batches in ``records`` (writable).
+
+        Raises ProduceError with the Kafka error code when nothing was appended.
+        """
+        config = self.log.config
+        try:
+            buf, batches = _split_batches(records)
+        except CorruptRecordError as e:
+            raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+        except InvalidRecordError as e:
+            raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
+        for pos, size, header in batches:
+            _validate_client_batch(header, size, config.max_message_bytes)
+        duplicate = self._check_producers(batches)
+        if duplicate is not None:
+            return ProduceResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
+        append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
+        info = self._assign_offsets(buf, batches, append_time)
+        self.log.append(buf, info)
+        for pos, size, header in batches:
+            self.producer_state.update(rb.read_header(buf, pos))
+        self.maybe_advance_high_watermark()
+        return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
+
+    def _check_producers(self, batches):
+        duplicate = None
+        for _, _, header in batches:
+            if header.producer_id < 0:
+                continue
+            verdict = self.producer_state.check(header)
+            if verdict.is_duplicate:
+                duplicate = verdict.duplicate
+            elif not verdict.ok:
+                raise ProduceError(verdict.error, verdict.message or verdict.error.name)
+        if duplicate is not None and len(batches) > 1:
+            raise ProduceError(ErrorCode.INVALID_RECORD, "duplicate batch among several")
+        return duplicate
+
+    def _assign_offsets(self, buf, batches, append_time: int) -> LogAppendInfo:
+        next_offset = self.log_end_offset
+        first = next_offset
+        max_ts, max_ts_offset = rb.NO_TIMESTAMP, -1
+        for pos, size, header in batches:
+            rb.set_base_offset(buf, pos, next_offset)
+            rb.set_partition_leader_epoch(buf, pos, self.leader_epoch)
+            if append_time >= 0:
+                rb.set_log_append_time(buf, pos, size, append_time)
+            last = next_offset + header.last_offset_delta
+            ts = append_time if append_time >= 0 else header.max_timestamp
+            if ts > max_ts:
+                max_ts, max_ts_offset = ts, last
+            next_offset = last + 1
+        return LogAppendInfo(first, next_offset - 1, max_ts, max_ts_offset if max_ts_offset >= 0 else next_offset - 1)
+
+    # --- replication state ----------------------------------------------------------------
+    def maybe_advance_high_watermark(self) -> bool:
+        """HW = the lowest log end offset among ISR members; returns True when it moved."""
+        leo = self.log_end_offset
+        for replica in self.isr:
+            if replica != self.leader_id:
+                leo = min(leo, self.follower_end_offsets.get(replica, 0))
+        if leo > self.high_watermark:
+            self.high_watermark = leo
+            return True
+        return False
+
+    def last_stable_offset(self) -> int:
+        """No transactions yet: everything below the high watermark is stable."""
+        return self.high_watermark
+
+
+def _split_batches(records):
+    """``(buffer, [(pos, size, header)])`` for the whole batches of a produce request.
+
+    Legacy message sets (magic 0 or 1) are converted to v2 batches; the returned buffer is
+    then the converted one.
+    """
+    if records is None or len(records) == 0:
+        raise CorruptRecordError("no records")
+    buf = records
+    if len(buf) > rb.MAGIC_OFFSET and buf[rb.MAGIC_OFFSET] < 2:
+        buf = memoryview(bytearray(legacy_to_v2(bytes(buf))))
+    batches = []
+    pos, end = 0, len(buf)
+    while pos < end:
+        size = rb.batch_size_at(buf, pos)
+        if pos + size > end:
+            raise CorruptRecordError("produce request ends inside a batch")
+        batches.append((pos, size, rb.validate(buf, pos, size)))
+        pos += size
+    return buf, batches
+
+
+def _validate_client_batch(header: rb.BatchHeader, size: int, max_message_bytes: int) -> None:
+    if size > max_message_bytes:
+        raise ProduceError(
+            ErrorCode.MESSAGE_TOO_LARGE, f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes}"
+        )
+    if header.last_offset_delta + 1 != header.records_count:
+        raise ProduceError(ErrorCode.INVALID_RECORD, "record count does not match offset delta")
+    if header.is_control:
+        raise ProduceError(ErrorCode.INVALID_RECORD, "clients may not write control batches")

@@ -1,0 +1,165 @@
+"""The partitions this broker hosts, their roles, and the operations that wait on them.
+
+``ReplicaManager`` maps ``(topic, partition)`` to a ``Partition``, creates and removes their
+logs through the log manager, appends as leader, and lets fetches wait for data: a long-poll
+fetch that has fewer than ``fetch.min.bytes`` waits in ``wait_for_appends`` until an append to
+one of its partitions (or its ``max.wait.ms``) wakes it, then reads again (Kafka's delayed
+fetch, without a purgatory timer wheel: one future per waiting fetch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+
+from odradek.coordinator.producer_state import CorruptSnapshotError, ProducerStateManager
+from odradek.replication.partition import Partition, ProduceResult
+
+log = logging.getLogger("odradek.replication")
+
+PRODUCER_SNAPSHOT = "producer-state.snapshot"
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, log_manager, clock) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.clock = clock
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    # --- roles ------------------------------------------------------------------------------
+    def make_leader(
+        self, topic: str, index: int, topic_id: uuid.UUID, replicas, isr, leader_epoch: int,
+        config,
+    ) -> Partition:
+        """Become (or stay) leader of a partition, creating its log when it has none."""
+        part = self.partitions.get((topic, index))
+        if part is None:
+            plog = self.log_manager.get_or_create_log(topic, index, config)
+            part = Partition(topic, index, topic_id, plog)
+            _restore_producer_state(part)
+            self.partitions[part.key] = part
+        part.leader_id = self.broker_id
+        part.leader_epoch = leader_epoch
+        part.replicas = tuple(replicas)
+        part.isr = tuple(isr)
+        part.high_watermark = max(part.high_watermark, 0)
+        part.maybe_advance_high_watermark()
+        return part
+
+    def remove(self, topic: str, index: int, delete: bool) -> None:
+        part = self.partitions.pop((topic, index), None)
+        if part is not None:
+            if delete:
+                self.log_manager.delete_log(topic, index)
+            self.notify(part.key)
+
+    def update_config(self, topic: str, config) -> None:
+        for (name, _), part in self.partitions.items():
+            if name == topic:
+                part.log.update_config(config)
+
+    # --- produce ----------------------------------------------------------------------------
+    def append(self, part: Partition, records) -> ProduceResult:
+        result = part.append_records_as_leader(records, self.clock.milliseconds())
+        self.notify(part.key)
+        return result
+
+    def is_replicated(self, topic: str, index: int, last_offset: int) -> bool:
+        part = self.partitions.get((topic, index))
+        return part is not None and part.high_watermark > last_offset
+
+    def all_replicated(self, waits) -> bool:
+        return all(self.is_replicated(t, i, last) for t, i, last, _ in waits)
+
+    async def wait_for_replication(self, waits, timeout_s: float) -> bool:
+        """Wait until every ``(topic, index, last_offset, _)`` is below its high watermark."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        keys = {(t, i) for t, i, _, _ in waits}
+        while not self.all_replicated(waits):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await self.wait_for_appends(keys, remaining)
+        return True
+
+    # --- waiting ----------------------------------------------------------------------------
+    def notify(self, key: tuple[str, int]) -> None:
+        waiters = self._waiters.pop(key, None)
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    async def wait_for_appends(self, keys, timeout_s: float) -> None:
+        """Return after an append to any of ``keys``, or after ``timeout_s`` seconds."""
+        if timeout_s <= 0:
+            return
+        fut = asyncio.get_running_loop().create_future()
+        for key in keys:
+            self._waiters.setdefault(key, []).append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            for key in keys:
+                waiters = self._waiters.get(key)
+                if waiters and fut in waiters:
+                    waiters.remove(fut)
+                    if not waiters:
+                        del self._waiters[key]
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def wake_all(self) -> None:
+        """Wake every waiting operation (the broker is stopping)."""
+        for key in list(self._waiters):
+            self.notify(key)
+
+    def shutdown(self) -> None:
+        """Snapshot producer state next to each log (the log manager closes the logs)."""
+        self.wake_all()
+        for part in self.partitions.values():
+            try:
+                _write_producer_snapshot(part)
+            except OSError as e:
+                log.warning("could not snapshot producer state of %s-%d: %s", part.topic, part.index, e)
+
+
+def _snapshot_path(part: Partition) -> str:
+    return os.path.join(part.log.directory, PRODUCER_SNAPSHOT)
+
+
+def _write_producer_snapshot(part: Partition) -> None:
+    path = _snapshot_path(part)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(part.producer_state.snapshot())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _restore_producer_state(part: Partition) -> None:
+    """Load the snapshot (if any, and not beyond the log end) and replay later batches."""
+    state = ProducerStateManager(part.log.log_start_offset)
+    try:
+        with open(_snapshot_path(part), "rb") as f:
+            loaded = ProducerStateManager.load(f.read())
+        if loaded.map_end_offset <= part.log.log_end_offset:
+            state = loaded
+    except FileNotFoundError:
+        pass
+    except (OSError, CorruptSnapshotError) as e:
+        log.warning("ignoring producer snapshot of %s-%d: %s", part.topic, part.index, e)
+    start = max(state.map_end_offset, part.log.log_start_offset)
+    if start < part.log.log_end_offset:
+        state.rebuild(part.log.batch_headers(start))
+    part.producer_state = state

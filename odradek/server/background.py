@@ -1,0 +1,74 @@
+"""The broker's periodic work, each an asyncio task that runs until cancelled.
+
+- retention (``log.retention.check.interval.ms``): delete segments past ``retention.ms`` /
+  ``retention.bytes``, erase retired files;
+- flush (``log.flush.scheduler.interval.ms``): run the flushes the policy asks for, each fsync
+  in a worker thread so the event loop (and every other partition) keeps appending;
+- checkpoints (``log.flush.offset.checkpoint.interval.ms``): recovery points and log start
+  offsets;
+- cleaner (``log.cleaner.backoff.ms``): compact ``cleanup.policy=compact`` logs in a worker
+  thread;
+- idle connections (``connections.max.idle.ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+log = logging.getLogger("odradek.background")
+
+
+def background_tasks(broker):
+    cfg = broker.config
+    yield _every(cfg["log.retention.check.interval.ms"], lambda: _retention(broker), "retention")
+    yield _every(cfg["log.flush.scheduler.interval.ms"], lambda: _flush(broker), "flush")
+    yield _every(cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
+                 lambda: _in_thread(broker.log_manager.checkpoint), "checkpoint")
+    if cfg["log.cleaner.enable"]:
+        yield _every(cfg["log.cleaner.backoff.ms"], lambda: _clean(broker), "cleaner")
+    idle_ms = cfg["connections.max.idle.ms"]
+    if idle_ms > 0:
+        yield _every(min(idle_ms, 10_000), lambda: _close_idle(broker, idle_ms / 1000), "idle connections")
+
+
+async def _every(interval_ms: int, step, name: str) -> None:
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        try:
+            result = step()
+            if asyncio.iscoroutine(result):
+                await result
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s pass failed", name)
+
+
+async def _in_thread(fn, *args):
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+async def _retention(broker) -> None:
+    now = broker.clock.milliseconds()
+    deleted = broker.log_manager.run_retention(now)
+    broker.log_manager.remove_deleted(now)
+    if deleted:
+        log.info("retention deleted %d segment(s)", deleted)
+
+
+async def _flush(broker) -> None:
+    for task in broker.log_manager.flush_due(broker.clock.milliseconds()):
+        await _in_thread(task.run)
+
+
+async def _clean(broker) -> None:
+    await _in_thread(broker.log_manager.run_cleaner, broker.clock.milliseconds())
+
+
+def _close_idle(broker, idle_s: float) -> None:
+    now = time.monotonic()
+    for conn in list(broker.connections):
+        if not conn.pending and now - conn.last_active > idle_s:
+            conn.close(f"idle for more than {idle_s:.0f} s (connections.max.idle.ms)")

@@ -1,0 +1,191 @@
+"""The broker: its lifecycle, its parts, and request dispatch.
+
+Start-up order: metadata store (embedded, or ZooKeeper when ``zookeeper.connect`` is set) and
+the cluster id; the logs of every data directory (recovering after an unclean stop); the
+partitions this broker leads; the listeners (port 0 binds an ephemeral port, which is then
+what is advertised); registration under ``/brokers/ids``; background tasks (retention, flush,
+checkpoints, idle connections). ``stop()`` undoes it in reverse and leaves a clean-shutdown
+marker, so the next start skips recovery.
+
+Everything runs on one asyncio event loop; only fsync runs in a worker thread (flushing one
+partition never blocks appends to others).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+
+from odradek.coordinator.producer_ids import ProducerIdManager
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.config import BrokerConfig, ConfigError
+from odradek.server.connection import Connection
+from odradek.server.handlers import HANDLERS
+from odradek.server.topics import TopicError, TopicManager
+from odradek.storage.clock import SystemClock
+from odradek.storage.config import LogConfig
+
+log = logging.getLogger("odradek.broker")
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, clock=None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.broker_id = config.broker_id
+        self.connections: set[Connection] = set()
+        self.servers: list[asyncio.AbstractServer] = []
+        self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, port)
+        self.stopping = False
+        self.allow_internal_writes = False
+        self._tasks: list[asyncio.Task] = []
+        self._handler_tasks: set[asyncio.Future] = set()
+        self._last_bad_input_log = 0.0
+        self.metadata = None
+        self.log_manager = None
+        self.replica_manager = None
+        self.topics: TopicManager | None = None
+        self.group_coordinator = None
+        self.producer_ids: ProducerIdManager | None = None
+        self._log_defaults: LogConfig | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        from odradek.replication.replica_manager import ReplicaManager
+        from odradek.server.metadata_setup import open_metadata, open_producer_ids
+        from odradek.storage.log_manager import LogManager
+
+        self.loop = asyncio.get_running_loop()
+        self.metadata = open_metadata(self.config)
+        self.cluster_id = self.metadata.cluster_id()
+        self.topics = TopicManager(self)
+        self.log_manager = LogManager(self.config.log_dirs, self.log_defaults(), self.clock,
+                                      config_for_topic=self.topics.topic_log_config)
+        await self.loop.run_in_executor(None, self.log_manager.startup)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock)
+        self.producer_ids = open_producer_ids(self.metadata, self.broker_id)
+        await self._listen()
+        self.metadata.register_broker(self.broker_info())
+        self.topics.become_leader_of_assigned()
+        self._start_background()
+        log.info("broker %d up: cluster %s, listening on %s, data in %s", self.broker_id,
+                 self.cluster_id, self.advertised(), ", ".join(self.config.log_dirs))
+
+    async def _listen(self) -> None:
+        for listener in self.config.listeners:
+            host = listener.host or None
+            server = await self.loop.create_server(
+                lambda name=listener.name: Connection(self, name), host, listener.port,
+                reuse_address=True, backlog=1024,
+            )
+            sock = server.sockets[0]
+            self.bound[listener.name] = (listener.host or socket.gethostname(), sock.getsockname()[1])
+            self.servers.append(server)
+
+    def advertised(self) -> list[tuple[str, str, int]]:
+        """``(listener, host, port)`` that clients are told, with bound ports filled in."""
+        out = []
+        for listener in self.config.advertised_listeners:
+            host, port = listener.host, listener.port
+            bound = self.bound.get(listener.name)
+            if port == 0 and bound:
+                port = bound[1]
+            if not host or host == "0.0.0.0":
+                host = bound[0] if bound and bound[0] != "0.0.0.0" else socket.gethostname()
+            out.append((listener.name, host, port))
+        return out
+
+    def broker_info(self):
+        from odradek.metadata.layout import BrokerInfo, Endpoint
+
+        endpoints = tuple(Endpoint(name, host, port, "PLAINTEXT") for name, host, port in self.advertised())
+        return BrokerInfo(self.broker_id, endpoints, self.config["broker.rack"])
+
+    @property
+    def port(self) -> int:
+        """The first listener's bound port (tests bind port 0)."""
+        return next(iter(self.bound.values()))[1]
+
+    def _start_background(self) -> None:
+        from odradek.server.background import background_tasks
+
+        for coro in background_tasks(self):
+            self._tasks.append(self.loop.create_task(coro))
+
+    async def stop(self) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        for server in self.servers:
+            server.close()
+        for conn in list(self.connections):
+            conn.close()
+        if self.replica_manager is not None:
+            self.replica_manager.wake_all()
+        tasks = self._tasks + list(self._handler_tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.log_manager is not None:
+            self.log_manager.shutdown()
+        if self.metadata is not None:
+            self.metadata.close()
+        log.info("broker %d stopped cleanly", self.broker_id)
+
+    # --- requests ---------------------------------------------------------------------------
+    def dispatch(self, ctx, body):
+        return HANDLERS[ctx.api_key](ctx, body)
+
+    def track(self, task: asyncio.Future) -> None:
+        """Keep a waiting handler's task so that stop() can finish it."""
+        self._handler_tasks.add(task)
+        task.add_done_callback(self._handler_tasks.discard)
+
+    def metadata_image(self):
+        return self.metadata.snapshot()
+
+    # --- dynamic broker configs -----------------------------------------------------------
+    def dynamic_broker_config(self) -> dict[str, str]:
+        """Cluster-wide dynamic defaults overlaid with this broker's own dynamic configs."""
+        return {**self.metadata.broker_config(None), **self.metadata.broker_config(self.broker_id)}
+
+    def log_defaults(self) -> LogConfig:
+        """Topic config defaults: Kafka's, then server.properties, then dynamic broker configs."""
+        if self._log_defaults is None:
+            props = {**self.config.props, **self.dynamic_broker_config()}
+            self._log_defaults = LogConfig.from_properties(props)
+        return self._log_defaults
+
+    def validate_dynamic_broker_config(self, new: dict[str, str]) -> None:
+        try:
+            BrokerConfig.from_props({**self.config.props, **new})
+        except ConfigError as e:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
+
+    def set_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
+        self.metadata.set_broker_config(broker_id, new)
+        self._log_defaults = None
+        for name in self.metadata_image().topics:
+            self.replica_manager.update_config(name, self.topics.topic_log_config(name))
+
+    def is_internal_topic(self, topic: str) -> bool:
+        return topic in INTERNAL_TOPICS
+
+    def loop_time(self) -> float:
+        return self.loop.time()
+
+    def log_bad_input(self, message: str) -> None:
+        """One line per bad request, rate-limited so a flood cannot flood the log."""
+        now = time.monotonic()
+        if now - self._last_bad_input_log >= 0.1:
+            self._last_bad_input_log = now
+            log.warning("%s", message)
+

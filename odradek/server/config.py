@@ -1,0 +1,222 @@
+"""Broker configuration under Kafka's own names (``server.properties`` + ``--override``).
+
+``BrokerConfig.load(path, overrides)`` reads a Java-properties file, applies ``key=value``
+overrides, validates every known key and returns the config. Unknown keys are kept and
+reported in ``unknown`` (the CLI warns about them); a value that does not parse or is out of
+range raises ``ConfigError`` naming the key. Topic-level defaults (``log.segment.bytes`` and
+friends) are validated by ``LogConfig`` from the same properties.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
+from odradek.storage.errors import InvalidConfigError
+
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid."""
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: str  # int | long | bool | string | list | double | password
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    doc: str = ""
+
+
+def _k(name, type_, default, low=None, high=None, doc=""):
+    return Key(name, type_, default, low, high, doc)
+
+
+# The broker-level keys odradek understands, with Kafka's defaults except where noted.
+KEYS: dict[str, Key] = {k.name: k for k in [
+    _k("node.id", "int", 1, 0, 2**31 - 1, "this broker's id (synonym: broker.id)"),
+    _k("broker.id", "int", None, 0, 2**31 - 1, "synonym of node.id"),
+    _k("listeners", "list", "PLAINTEXT://127.0.0.1:9092", doc="where the broker listens"),
+    _k("advertised.listeners", "list", None, doc="what clients are told; default: listeners"),
+    _k("listener.security.protocol.map", "string",
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+    _k("broker.rack", "string", None),
+    _k("log.dirs", "list", None, doc="data directories (synonym: log.dir)"),
+    _k("log.dir", "string", os.path.join(tempfile.gettempdir(), "odradek-logs")),
+    _k("zookeeper.connect", "string", None, doc="ZooKeeper hosts; unset = embedded metadata"),
+    _k("num.partitions", "int", 1, 1),
+    _k("default.replication.factor", "int", 1, 1),
+    _k("auto.create.topics.enable", "bool", True),
+    _k("delete.topic.enable", "bool", True),
+    _k("message.max.bytes", "int", 1048588, 0),
+    _k("socket.request.max.bytes", "int", 104857600, 1),
+    _k("socket.send.buffer.bytes", "int", 102400, -1),
+    _k("socket.receive.buffer.bytes", "int", 102400, -1),
+    _k("connections.max.idle.ms", "long", 600000, -1),
+    _k("queued.max.requests", "int", 500, 1, doc="requests in flight per connection"),
+    _k("num.network.threads", "int", 3, 1, doc="accepted for compatibility; asyncio edge"),
+    _k("num.io.threads", "int", 8, 1, doc="accepted for compatibility"),
+    _k("num.recovery.threads.per.data.dir", "int", 1, 1),
+    _k("log.segment.bytes", "int", 1073741824, 14),
+    _k("log.roll.ms", "long", None, 1),
+    _k("log.roll.hours", "int", 168, 1),
+    _k("log.retention.ms", "long", None, -1),
+    _k("log.retention.minutes", "int", None, -1),
+    _k("log.retention.hours", "int", 168, -1),
+    _k("log.retention.bytes", "long", -1),
+    _k("log.retention.check.interval.ms", "long", 300000, 1),
+    _k("log.segment.delete.delay.ms", "long", 60000, 0),
+    _k("log.flush.interval.messages", "long", LONG_MAX, 1),
+    _k("log.flush.interval.ms", "long", None, 0),
+    _k("log.flush.scheduler.interval.ms", "long", 1000, 1, doc="odradek: 1 s (Kafka: never)"),
+    _k("log.flush.offset.checkpoint.interval.ms", "int", 60000, 0),
+    _k("log.index.interval.bytes", "int", 4096, 0),
+    _k("log.index.size.max.bytes", "int", 10485760, 4),
+    _k("log.cleanup.policy", "list", "delete"),
+    _k("log.cleaner.enable", "bool", True),
+    _k("log.cleaner.backoff.ms", "long", 15000, 0),
+    _k("log.cleaner.delete.retention.ms", "long", 86400000, 0),
+    _k("log.cleaner.min.compaction.lag.ms", "long", 0, 0),
+    _k("log.cleaner.min.cleanable.ratio", "double", 0.5, 0, 1),
+    _k("log.message.timestamp.type", "string", "CreateTime"),
+    _k("offsets.topic.num.partitions", "int", 50, 1),
+    _k("offsets.topic.replication.factor", "int", 3, 1, doc="capped at the live brokers"),
+    _k("offsets.topic.segment.bytes", "int", 104857600, 1),
+    _k("offsets.retention.minutes", "int", 10080, 1),
+    _k("offsets.retention.check.interval.ms", "long", 600000, 1),
+    _k("offsets.commit.timeout.ms", "int", 5000, 1),
+    _k("group.initial.rebalance.delay.ms", "int", 3000, 0),
+    _k("group.min.session.timeout.ms", "int", 6000, 0),
+    _k("group.max.session.timeout.ms", "int", 1800000, 0),
+    _k("producer.id.expiration.ms", "int", 86400000, 1),
+    _k("transactional.id.expiration.ms", "int", 604800000, 1),
+    _k("transaction.state.log.replication.factor", "int", 3, 1),
+    _k("transaction.state.log.min.isr", "int", 2, 1),
+    _k("min.insync.replicas", "int", 1, 1),
+    _k("unclean.leader.election.enable", "bool", False),
+    _k("replica.lag.time.max.ms", "long", 30000, 0),
+    _k("compression.type", "string", "producer"),
+    _k("process.roles", "string", None, doc="accepted for compatibility (KRaft); ignored"),
+    _k("controller.quorum.voters", "string", None, doc="accepted for compatibility; ignored"),
+    _k("controller.listener.names", "string", None, doc="accepted for compatibility; ignored"),
+    _k("inter.broker.listener.name", "string", None),
+]}
+
+
+def _convert(key: Key, raw: Any) -> Any:
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    try:
+        if key.type in ("int", "long"):
+            value = int(text)
+        elif key.type == "double":
+            value = float(text)
+        elif key.type == "bool":
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+        elif key.type == "list":
+            return [item.strip() for item in text.split(",") if item.strip()]
+        else:
+            return text
+    except ValueError:
+        raise ConfigError(f"{key.name}: invalid {key.type} value {raw!r}") from None
+    if key.low is not None and value < key.low or key.high is not None and value > key.high:
+        raise ConfigError(f"{key.name}: {value} is outside [{key.low}, {key.high}]")
+    return value
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    """Parse a Java-style properties file (``key=value`` or ``key: value``, ``#`` comments)."""
+    props: dict[str, str] = {}
+    for raw in Path(path).read_text().splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"{path}: cannot parse line {raw!r}")
+        props[line[:sep].strip()] = line[sep + 1 :].strip()
+    return props
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listener(text: str) -> Listener:
+    """``NAME://host:port`` (an empty host means all interfaces)."""
+    name, sep, rest = text.partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not sep or not colon or not port.isdigit():
+        raise ConfigError(f"listeners: cannot parse {text!r} (expected NAME://host:port)")
+    return Listener(name.upper(), host.strip("[]"), int(port))
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Validated broker configuration; ``props`` holds what was explicitly set."""
+
+    props: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    unknown: tuple[str, ...] = ()
+    log_config: LogConfig = field(default_factory=LogConfig)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> "BrokerConfig":
+        props = read_properties(path) if path else {}
+        props.update(overrides or {})
+        return cls.from_props(props)
+
+    @classmethod
+    def from_props(cls, props: dict[str, Any]) -> "BrokerConfig":
+        props = {k: str(v) for k, v in props.items()}
+        values = {name: _convert(key, props.get(name, key.default)) for name, key in KEYS.items()}
+        unknown = tuple(sorted(k for k in props if k not in KEYS and not _is_topic_key(k)))
+        try:
+            log_config = LogConfig.from_properties(props)
+        except InvalidConfigError as e:
+            raise ConfigError(str(e)) from None
+        for text in values["listeners"] + (values["advertised.listeners"] or []):
+            parse_listener(text)
+        return cls(props, values, unknown, log_config)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def broker_id(self) -> int:
+        explicit = self.values["broker.id"]
+        return explicit if explicit is not None and "node.id" not in self.props else self.values["node.id"]
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return self.values["log.dirs"] or [self.values["log.dir"]]
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return [parse_listener(t) for t in self.values["listeners"]]
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        advertised = self.values["advertised.listeners"]
+        return [parse_listener(t) for t in advertised] if advertised else self.listeners
+
+    def source_of(self, name: str) -> str:
+        """``static`` when set in the file or overrides, else ``default``."""
+        return "static" if name in self.props else "default"
+
+
+def _is_topic_key(name: str) -> bool:
+    return name in TOPIC_CONFIG_NAMES

@@ -1,0 +1,188 @@
+"""One client connection: frames in, responses out, in order.
+
+Requests on a connection are answered in the order they arrived (Kafka's guarantee), but a
+request does not wait for earlier responses to be written: every complete frame of a read is
+decoded and dispatched at once, and a handler that has to wait (a long-poll fetch, an
+acks=all produce) returns an awaitable. Responses are queued in arrival order and everything
+that is ready at the head of the queue goes out in one ``writelines`` (one send per read, not
+per response: LIMITS.md measures that at 4-5x the throughput).
+
+Backpressure: reading pauses while more than ``queued.max.requests`` responses are pending or
+while the transport's write buffer is above its high-water mark (a slow reader), so one
+client can neither grow the broker's memory without bound nor slow other connections down.
+
+Bad input: an oversized or negative frame size, an unknown API key, an unsupported version
+(other than of ApiVersions, which gets UNSUPPORTED_VERSION in the v0 layout) or a body that
+does not decode closes this connection after one log line; nothing else is disturbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+
+from odradek.protocol import codec
+from odradek.protocol.api_keys import ApiKey, is_supported
+from odradek.protocol.framing import FrameParser, FrameTooLargeError, size_prefix
+from odradek.protocol.primitives import DecodeError
+from odradek.server.handlers import api_versions
+from odradek.server.request import NO_RESPONSE, RequestContext
+
+log = logging.getLogger("odradek.server")
+
+
+class Connection(asyncio.Protocol):
+    """asyncio protocol for one client; ``dispatch(ctx, body)`` comes from the broker."""
+
+    def __init__(self, broker, listener_name: str) -> None:
+        self.broker = broker
+        self.listener_name = listener_name
+        self.parser = FrameParser(broker.config["socket.request.max.bytes"])
+        self.max_queued = broker.config["queued.max.requests"]
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.pending: collections.deque = collections.deque()  # [ctx, result|future]
+        self.last_active = time.monotonic()
+        self.closed = False
+        self._reading_paused = False
+        self._writing_paused = False
+
+    # --- asyncio callbacks ----------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.broker.connections.add(self)
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self.broker.connections.discard(self)
+        for _, result in self.pending:
+            if isinstance(result, asyncio.Future):
+                result.cancel()
+        self.pending.clear()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = time.monotonic()
+        try:
+            self.parser.feed(data)
+            while not self.closed and (frame := self.parser.next_frame()) is not None:
+                self._handle_frame(frame)
+        except FrameTooLargeError as e:
+            self.close(f"{e} (socket.request.max.bytes)")
+            return
+        self._flush()
+
+    # --- requests -------------------------------------------------------------------------
+    def _handle_frame(self, frame: bytearray) -> None:
+        try:
+            header, pos = codec.decode_request_header(frame)
+        except codec.UnsupportedVersionError as e:
+            if e.header.request_api_key == ApiKey.API_VERSIONS:
+                self._queue(RequestContext.for_header(self, e.header, 0), api_versions.unsupported())
+                return
+            self.close(f"unsupported request {e}")
+            return
+        except DecodeError as e:
+            self.close(f"bad request header: {e}")
+            return
+        if not is_supported(header.request_api_key, header.request_api_version):
+            if header.request_api_key == ApiKey.API_VERSIONS:
+                self._queue(RequestContext.for_header(self, header, 0), api_versions.unsupported())
+            else:
+                self.close(f"unsupported API {header.request_api_key} v{header.request_api_version}")
+            return
+        try:
+            body = codec.decode_request_body(header, frame, pos)
+        except DecodeError as e:
+            self.close(f"malformed {ApiKey(header.request_api_key).name} v{header.request_api_version}: {e}")
+            return
+        ctx = RequestContext.for_header(self, header)
+        try:
+            result = self.broker.dispatch(ctx, body)
+        except Exception:
+            log.exception("handler for %s failed; closing %s", ctx.api_name, self.peer)
+            self.close("handler error")
+            return
+        if result is NO_RESPONSE:
+            return
+        if asyncio.iscoroutine(result):
+            result = asyncio.ensure_future(result)
+            result.add_done_callback(self._on_done)
+            self.broker.track(result)
+        self._queue(ctx, result)
+
+    def _queue(self, ctx: RequestContext, result) -> None:
+        self.pending.append((ctx, result))
+        self._update_reading()
+
+    def _on_done(self, future: asyncio.Future) -> None:
+        if not self.closed:
+            self._flush()
+
+    # --- responses ------------------------------------------------------------------------
+    def _flush(self) -> None:
+        """Write every response that is ready at the head of the queue."""
+        parts: list = []
+        while self.pending and not self.closed:
+            ctx, result = self.pending[0]
+            if isinstance(result, asyncio.Future):
+                if not result.done():
+                    break
+                if result.cancelled() or result.exception() is not None:
+                    exc = None if result.cancelled() else result.exception()
+                    log.error("handler for %s failed: %r; closing %s", ctx.api_name, exc, self.peer)
+                    self.close("handler error")
+                    return
+                result = result.result()
+            self.pending.popleft()
+            if result is NO_RESPONSE:
+                continue
+            self._encode_into(parts, ctx, result)
+        if parts and self.transport is not None:
+            self.transport.writelines(parts)
+            self.last_active = time.monotonic()
+        self._update_reading()
+
+    def _encode_into(self, parts: list, ctx: RequestContext, body) -> None:
+        header = codec.ResponseHeader(correlation_id=ctx.correlation_id)
+        version = ctx.response_version
+        buf = codec.encode_response_buffer(ctx.api_key, version, header, body)
+        parts.append(size_prefix(buf.total_size()))
+        for part in buf.parts():
+            parts.append(part if isinstance(part, (bytes, bytearray, memoryview)) else _read_region(part))
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self.closed:
+            return
+        want_pause = self._writing_paused or len(self.pending) >= self.max_queued
+        if want_pause and not self._reading_paused:
+            self.transport.pause_reading()
+            self._reading_paused = True
+        elif not want_pause and self._reading_paused:
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    def close(self, reason: str | None = None) -> None:
+        if self.closed:
+            return
+        if reason:
+            log.warning("closing connection from %s: %s", self.peer, reason)
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _read_region(region) -> bytes:
+    """Bytes of a file region (storage's read result) for the transport."""
+    return region.read()

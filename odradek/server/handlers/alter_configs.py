@@ -1,0 +1,106 @@
+"""AlterConfigs (key 33) and IncrementalAlterConfigs (key 44).
+
+AlterConfigs replaces a resource's whole set of overrides; IncrementalAlterConfigs applies
+SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) to single keys (APPEND and SUBTRACT only on
+list configs such as ``cleanup.policy``). Topics take topic-level names; brokers (name "" for
+the cluster-wide default, or this broker's id) take the dynamic broker keys. Values are
+validated before anything is written; ``validate_only`` writes nothing.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
+from odradek.server import configs
+from odradek.server.topics import TopicError
+
+TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def handle(ctx, request):
+    results = [_alter(ctx.broker, r, request.validate_only, incremental=False) for r in request.resources]
+    return AlterConfigsResponse(throttle_time_ms=0, responses=results)
+
+
+def handle_incremental(ctx, request):
+    results = [_alter(ctx.broker, r, request.validate_only, incremental=True) for r in request.resources]
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=results)
+
+
+def _alter(broker, resource, validate_only: bool, incremental: bool):
+    result = AlterConfigsResourceResponse(resource_type=resource.resource_type,
+                                          resource_name=resource.resource_name, error_message=None)
+    try:
+        if resource.resource_type == TOPIC:
+            _alter_topic(broker, resource, validate_only, incremental)
+        elif resource.resource_type == BROKER:
+            _alter_broker(broker, resource, validate_only, incremental)
+        else:
+            raise TopicError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}")
+    except TopicError as e:
+        result.error_code, result.error_message = e.error, e.message
+    return result
+
+
+def _apply(current: dict[str, str], resource, incremental: bool) -> dict[str, str]:
+    if not incremental:
+        new = {}
+        for c in resource.configs:
+            if c.value is None:
+                raise TopicError(ErrorCode.INVALID_REQUEST, f"Null value not supported for {c.name}")
+            new[c.name] = c.value
+        return new
+    new = dict(current)
+    for c in resource.configs:
+        op = c.config_operation
+        if op == SET:
+            if c.value is None:
+                raise TopicError(ErrorCode.INVALID_REQUEST, f"Null value not supported for {c.name}")
+            new[c.name] = c.value
+        elif op == DELETE:
+            new.pop(c.name, None)
+        elif op in (APPEND, SUBTRACT):
+            new[c.name] = _list_op(c.name, new.get(c.name), c.value, op)
+        else:
+            raise TopicError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+    return new
+
+
+def _list_op(name: str, current: str | None, value: str | None, op: int) -> str:
+    spec = configs.TOPIC_CONFIGS.get(name)
+    if spec is None or spec[1] != configs.LIST:
+        raise TopicError(ErrorCode.INVALID_CONFIG, f"Config {name} is not a list; APPEND/SUBTRACT need one")
+    base = current if current is not None else spec[2]
+    items = [i for i in base.split(",") if i]
+    changes = [i.strip() for i in (value or "").split(",") if i.strip()]
+    if op == APPEND:
+        items += [i for i in changes if i not in items]
+    else:
+        items = [i for i in items if i not in changes]
+    return ",".join(items)
+
+
+def _alter_topic(broker, resource, validate_only: bool, incremental: bool) -> None:
+    name = resource.resource_name
+    if broker.metadata_image().topic(name) is None:
+        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+    new = _apply(broker.metadata.topic_config(name), resource, incremental)
+    broker.topics.log_config_for(new)  # validates
+    if not validate_only:
+        broker.topics.set_topic_config(name, new)
+
+
+def _alter_broker(broker, resource, validate_only: bool, incremental: bool) -> None:
+    target = None if resource.resource_name == "" else resource.resource_name
+    if target is not None and target != str(broker.broker_id):
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id {target}")
+    current = broker.metadata.broker_config(None if target is None else broker.broker_id)
+    new = _apply(current, resource, incremental)
+    bad = [k for k in new if k not in configs.DYNAMIC_BROKER_KEYS]
+    if bad:
+        raise TopicError(ErrorCode.INVALID_CONFIG, f"Cannot update config {bad[0]} dynamically")
+    broker.validate_dynamic_broker_config(new)
+    if not validate_only:
+        broker.set_dynamic_broker_config(None if target is None else broker.broker_id, new)

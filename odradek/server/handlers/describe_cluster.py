@@ -1,0 +1,23 @@
+"""DescribeCluster (key 60): cluster id, controller and brokers."""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+from odradek.protocol.generated.error_codes import ErrorCode
+
+BROKERS = 1
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    image = broker.metadata_image()
+    if request.endpoint_type != BROKERS:
+        return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                                       endpoint_type=request.endpoint_type, cluster_id=broker.cluster_id)
+    brokers = []
+    for info in sorted(image.brokers.values(), key=lambda b: b.broker_id):
+        endpoint = next((e for e in info.endpoints if e.listener == ctx.connection.listener_name), info.endpoints[0])
+        brokers.append(DescribeClusterBroker(broker_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack))
+    controller = image.controller_id if image.controller_id >= 0 else broker.broker_id
+    return DescribeClusterResponse(error_code=ErrorCode.NONE, cluster_id=broker.cluster_id,
+                                   controller_id=controller, brokers=brokers)

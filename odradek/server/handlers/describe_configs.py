@@ -1,0 +1,56 @@
+"""DescribeConfigs (key 32): the configs of topics and brokers, with sources and synonyms."""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.describe_configs_response import (
+    DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym,
+)
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import configs
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+
+def topic_config_entries(broker, overrides: dict[str, str]) -> list[configs.Entry]:
+    return configs.topic_entries(broker.config.props, broker.dynamic_broker_config(), overrides)
+
+
+def handle(ctx, request):
+    results = [_describe(ctx, r, request.include_synonyms) for r in request.resources]
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+def _describe(ctx, resource, include_synonyms: bool) -> DescribeConfigsResult:
+    broker = ctx.broker
+    result = DescribeConfigsResult(resource_type=resource.resource_type, resource_name=resource.resource_name,
+                                   error_message=None)
+    if resource.resource_type == TOPIC:
+        if broker.metadata_image().topic(resource.resource_name) is None:
+            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result.error_message = f"Topic {resource.resource_name} does not exist"
+            return result
+        entries = topic_config_entries(broker, broker.metadata.topic_config(resource.resource_name))
+    elif resource.resource_type == BROKER:
+        if resource.resource_name not in ("", str(broker.broker_id)):
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"Unexpected broker id {resource.resource_name}"
+            return result
+        entries = configs.broker_entries(broker.config.props, broker.dynamic_broker_config())
+    else:
+        result.error_code = ErrorCode.INVALID_REQUEST
+        result.error_message = f"Unsupported resource type {resource.resource_type}"
+        return result
+    wanted = resource.configuration_keys
+    result.configs = [_entry(e, ctx.api_version, include_synonyms) for e in entries if not wanted or e.name in wanted]
+    return result
+
+
+def _entry(e: configs.Entry, version: int, include_synonyms: bool) -> DescribeConfigsResourceResult:
+    out = DescribeConfigsResourceResult(
+        name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default,
+        config_source=e.config_source if version >= 1 else -1, is_sensitive=e.is_sensitive,
+        config_type=e.config_type, documentation=None,
+    )
+    if include_synonyms and version >= 1:
+        out.synonyms = [DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms]
+    return out

@@ -1,0 +1,65 @@
+"""ListOffsets (key 2): offsets by time, and the earliest and latest offsets.
+
+Special timestamps: -2 earliest (the log start offset), -1 latest (the high watermark for
+``read_uncommitted``, the last stable offset for ``read_committed``; the log end offset for a
+follower asking), -3 the record with the largest timestamp (v7+), -4 earliest local (v8+; all of
+odradek's log is local, so the log start offset). Any other timestamp t gives the first offset
+whose record timestamp is at least t, or -1 (with timestamp -1) when there is none. Version 0
+answers in ``old_style_offsets``.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.list_offsets_response import (
+    ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
+)
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+READ_COMMITTED = 1
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    topics = []
+    for topic in request.topics:
+        parts = [_one(broker, ctx.api_version, request, topic.name, p) for p in topic.partitions]
+        topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=parts))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+def _one(broker, version: int, request, topic: str, p) -> ListOffsetsPartitionResponse:
+    resp = ListOffsetsPartitionResponse(partition_index=p.partition_index)
+    part = broker.replica_manager.get(topic, p.partition_index)
+    if part is None:
+        known = broker.metadata_image().topic(topic) is not None
+        resp.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return resp
+    if p.current_leader_epoch >= 0 and p.current_leader_epoch != part.leader_epoch:
+        newer = p.current_leader_epoch < part.leader_epoch
+        resp.error_code = ErrorCode.FENCED_LEADER_EPOCH if newer else ErrorCode.UNKNOWN_LEADER_EPOCH
+        return resp
+    timestamp, offset = _lookup(part, request, p.timestamp)
+    if version == 0:
+        resp.old_style_offsets = [offset] if offset >= 0 else []
+    else:
+        resp.timestamp, resp.offset = timestamp, offset
+        resp.leader_epoch = part.leader_epoch
+    return resp
+
+
+def _lookup(part, request, ts: int) -> tuple[int, int]:
+    """``(timestamp, offset)`` for one partition; timestamp -1 for the special lookups."""
+    if ts in (EARLIEST, EARLIEST_LOCAL):
+        return -1, part.log_start_offset
+    if ts in (LATEST, LATEST_TIERED):
+        if request.replica_id >= 0:
+            return -1, part.log_end_offset
+        return -1, part.last_stable_offset() if request.isolation_level == READ_COMMITTED else part.high_watermark
+    if ts == MAX_TIMESTAMP:
+        found = part.log.max_timestamp()
+        return found.timestamp, found.offset
+    found = part.log.offset_for_timestamp(ts)
+    if found is None or found.offset >= part.high_watermark:
+        return -1, -1
+    return found.timestamp, found.offset

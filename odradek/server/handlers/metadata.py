@@ -1,0 +1,104 @@
+"""Metadata (key 3): brokers, cluster id, controller, and topics with their partitions.
+
+A null topic list (v1+) or an empty one at v0 means every topic. Unknown topics are created
+with the broker defaults when the request allows it (v4+ ``allow_auto_topic_creation``;
+always before v4) and ``auto.create.topics.enable`` is on, as Kafka does. Where Kafka
+answers LEADER_NOT_AVAILABLE for a topic it just created, odradek's embedded controller has
+already made this broker its leader, so the new topic is answered complete. v10+ may name
+topics by id.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.metadata_response import (
+    MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+)
+from odradek.protocol.primitives import ZERO_UUID
+from odradek.server.topics import TopicError
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    image = broker.metadata_image()
+    names = _requested_names(ctx.api_version, request, image)
+    topics = []
+    for name, topic_id in names:
+        assignment = image.topic(name) if name is not None else None
+        if assignment is None and name is not None and _may_create(ctx, request):
+            error = _auto_create(broker, name)
+            image = broker.metadata_image()
+            assignment = image.topic(name)
+            if assignment is None:
+                topics.append(MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID))
+                continue
+        if assignment is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            topics.append(MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id or ZERO_UUID))
+            continue
+        topics.append(_topic(broker, image, assignment))
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[_broker(b, ctx.connection.listener_name) for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)],
+        cluster_id=broker.cluster_id,
+        controller_id=image.controller_id if image.controller_id >= 0 else broker.broker_id,
+        topics=topics,
+    )
+
+
+def _requested_names(version: int, request, image):
+    """``[(name or None, topic_id or None)]`` of the topics asked for."""
+    if request.topics is None or (version == 0 and not request.topics):
+        return [(name, None) for name in sorted(image.topics)]
+    out = []
+    for t in request.topics:
+        if t.name is None:
+            found = image.topic_by_id(t.topic_id)
+            out.append((found.name if found else None, t.topic_id))
+        else:
+            out.append((t.name, None))
+    return out
+
+
+def _may_create(ctx, request) -> bool:
+    allowed = ctx.api_version < 4 or request.allow_auto_topic_creation
+    return allowed and ctx.broker.config["auto.create.topics.enable"]
+
+
+def _auto_create(broker, name: str) -> int:
+    try:
+        broker.topics.auto_create(name)
+        return ErrorCode.NONE
+    except TopicError as e:
+        if e.error == ErrorCode.TOPIC_ALREADY_EXISTS:
+            return ErrorCode.NONE
+        if e.error == ErrorCode.INVALID_TOPIC_EXCEPTION:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+
+def _broker(info, listener_name: str) -> MetadataResponseBroker:
+    endpoint = next((e for e in info.endpoints if e.listener == listener_name), info.endpoints[0])
+    return MetadataResponseBroker(node_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack)
+
+
+def _topic(broker, image, assignment) -> MetadataResponseTopic:
+    live = set(image.brokers)
+    partitions = []
+    for index in sorted(assignment.partitions):
+        replicas = list(assignment.partitions[index])
+        state = image.partition_state(assignment.name, index)
+        p = MetadataResponsePartition(partition_index=index, replica_nodes=replicas,
+                                      offline_replicas=[r for r in replicas if r not in live])
+        if state is None or state.leader < 0 or state.leader not in live:
+            p.error_code = ErrorCode.LEADER_NOT_AVAILABLE
+            p.leader_id = -1
+            p.isr_nodes = list(state.isr) if state else []
+            p.leader_epoch = state.leader_epoch if state else -1
+        else:
+            p.leader_id, p.leader_epoch, p.isr_nodes = state.leader, state.leader_epoch, list(state.isr)
+        partitions.append(p)
+    return MetadataResponseTopic(
+        error_code=ErrorCode.NONE, name=assignment.name, topic_id=assignment.topic_id,
+        is_internal=broker.is_internal_topic(assignment.name), partitions=partitions,
+    )

@@ -1,0 +1,82 @@
+"""Produce (key 0): append the batches of each partition, answer with their base offsets.
+
+acks=0 gets no response at all. acks=1 is answered once the leader appended. acks=-1 (all) is
+answered once every in-sync replica has the batches, i.e. when the high watermark passed them;
+with a single replica in the ISR that is at once. Errors are per partition; a partition that
+fails does not stop the others.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.produce_response import (
+    PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+)
+from odradek.replication.partition import ProduceError
+from odradek.server.request import NO_RESPONSE
+
+_VALID_ACKS = (-1, 0, 1)
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    topics = []
+    waits = []
+    for topic in request.topic_data:
+        responses = []
+        for data in topic.partition_data:
+            resp, last_offset = _produce_one(broker, request, topic.name, data)
+            responses.append(resp)
+            if request.acks == -1 and resp.error_code == ErrorCode.NONE:
+                waits.append((topic.name, data.index, last_offset, resp))
+        topics.append(TopicProduceResponse(name=topic.name, partition_responses=responses))
+    if request.acks == 0:
+        return NO_RESPONSE
+    response = ProduceResponse(responses=topics, throttle_time_ms=0)
+    if waits and not broker.replica_manager.all_replicated(waits):
+        return _await_replication(broker, waits, request.timeout_ms, response)
+    return response
+
+
+def _produce_one(broker, request, topic: str, data) -> tuple[PartitionProduceResponse, int]:
+    """The partition's response and the last offset appended (-1 when none)."""
+
+    def error(code: ErrorCode, message: str | None = None):
+        resp = PartitionProduceResponse(index=data.index, error_code=code, base_offset=-1, error_message=message)
+        return resp, -1
+
+    if request.acks not in _VALID_ACKS:
+        return error(ErrorCode.INVALID_REQUIRED_ACKS)
+    if request.transactional_id is not None:
+        return error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
+    if broker.is_internal_topic(topic) and not broker.allow_internal_writes:
+        return error(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{topic} is internal")
+    part = broker.replica_manager.get(topic, data.index)
+    if part is None:
+        known = broker.metadata_image().topic(topic) is not None
+        return error(ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not part.is_leader(broker.broker_id):
+        return error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    try:
+        result = broker.replica_manager.append(part, data.records)
+    except ProduceError as e:
+        broker.log_bad_input(f"produce to {topic}-{data.index} refused: {e.error.name}: {e}")
+        return error(e.error, str(e))
+    resp = PartitionProduceResponse(
+        index=data.index,
+        error_code=ErrorCode.NONE,
+        base_offset=result.base_offset,
+        log_append_time_ms=result.log_append_time,
+        log_start_offset=result.log_start_offset,
+    )
+    return resp, result.last_offset
+
+
+async def _await_replication(broker, waits, timeout_ms: int, response):
+    """acks=all: hold the response until the high watermarks cover the appends."""
+    done = await broker.replica_manager.wait_for_replication(waits, timeout_ms / 1000)
+    if not done:
+        for topic, index, last_offset, resp in waits:
+            if not broker.replica_manager.is_replicated(topic, index, last_offset):
+                resp.error_code = ErrorCode.REQUEST_TIMED_OUT
+    return response

@@ -1,0 +1,223 @@
+"""Topic administration on the broker: create, delete, add partitions, configure.
+
+Requests are checked the way Kafka checks them (names, partition counts, replication factors,
+explicit assignments, configs), replica assignments come from the seeds' algorithm
+(``controller.assignment``), and the result is written to the metadata store as the znodes of
+seed 000. The broker then takes up its role for each partition of the new assignment: with the
+embedded store this broker is the controller, so it makes itself leader of what it was
+assigned right away.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from odradek.controller.assignment import assign_new_partitions, assign_replicas_to_brokers
+from odradek.metadata import errors as merr
+from odradek.metadata.topic_name import validate_topic_name
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
+from odradek.storage.errors import InvalidConfigError
+
+log = logging.getLogger("odradek.topics")
+
+
+class TopicError(Exception):
+    def __init__(self, error: ErrorCode, message: str = "") -> None:
+        super().__init__(message or error.name)
+        self.error = error
+        self.message = message or None
+
+
+@dataclass(frozen=True)
+class TopicPlan:
+    """A checked topic creation: what would be (or was) written."""
+
+    name: str
+    assignment: dict[int, list[int]]
+    configs: dict[str, str]
+    topic_id: object = None
+
+
+class TopicManager:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.metadata = broker.metadata
+
+    # --- create ---------------------------------------------------------------------------
+    def plan_topic(self, name: str, num_partitions: int, replication_factor: int,
+                   assignments: dict[int, list[int]] | None, configs: dict[str, str]) -> TopicPlan:
+        """Check a creation request; raise TopicError with Kafka's error code if it is bad."""
+        with _metadata_errors():
+            validate_topic_name(name)
+        if self.broker.metadata_image().topic(name) is not None:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        self.log_config_for(configs)  # validates
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise TopicError(ErrorCode.INVALID_REQUEST,
+                                 "both numPartitions/replicationFactor and replicasAssignments were set")
+            return TopicPlan(name, self._check_assignment(assignments), configs)
+        n = self.broker.config["num.partitions"] if num_partitions == -1 else num_partitions
+        rf = self.broker.config["default.replication.factor"] if replication_factor == -1 else replication_factor
+        if n <= 0:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if rf <= 0:
+            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+        racks = self._broker_racks()
+        if rf > len(racks):
+            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Replication factor: {rf} larger than available brokers: {len(racks)}.")
+        with _metadata_errors():
+            assignment = assign_replicas_to_brokers(racks, n, rf)
+        return TopicPlan(name, {p: list(r) for p, r in assignment.items()}, configs)
+
+    def _broker_racks(self) -> dict[int, str | None]:
+        return {b.broker_id: b.rack for b in self.broker.metadata_image().brokers.values()}
+
+    def _check_assignment(self, assignments: dict[int, list[int]]) -> dict[int, list[int]]:
+        live = set(self.broker.metadata_image().brokers)
+        if sorted(assignments) != list(range(len(assignments))):
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0..n-1")
+        sizes = {len(r) for r in assignments.values()}
+        if len(sizes) != 1 or 0 in sizes:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "all partitions need the same replica count")
+        for p, replicas in assignments.items():
+            if len(set(replicas)) != len(replicas):
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition {p} repeats a broker")
+            unknown = [b for b in replicas if b not in live]
+            if unknown:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"unknown broker(s) {unknown} for partition {p}")
+        return {p: list(r) for p, r in assignments.items()}
+
+    def create(self, plan: TopicPlan):
+        with _metadata_errors():
+            created = self.metadata.create_topic(plan.name, plan.assignment, plan.configs)
+        log.info("created topic %s with %d partitions", plan.name, len(plan.assignment))
+        self.become_leader_of_assigned(plan.name)
+        return created
+
+    def auto_create(self, name: str):
+        """Create a topic with the broker defaults (Metadata with auto-creation allowed)."""
+        plan = self.plan_topic(name, -1, -1, None, {})
+        return self.create(plan)
+
+    # --- configs ----------------------------------------------------------------------------
+    def log_config_for(self, overrides: dict[str, str]) -> LogConfig:
+        unknown = [k for k in overrides if k not in TOPIC_CONFIG_NAMES and k not in EXTRA_TOPIC_CONFIGS]
+        if unknown:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
+        try:
+            return LogConfig.from_properties(overrides, base=self.broker.log_defaults())
+        except (InvalidConfigError, ValueError) as e:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
+
+    def topic_log_config(self, name: str) -> LogConfig:
+        return self.log_config_for(self.metadata.topic_config(name))
+
+    def set_topic_config(self, name: str, configs: dict[str, str]) -> None:
+        self.log_config_for(configs)
+        self.metadata.set_topic_config(name, configs)
+        self.broker.replica_manager.update_config(name, self.topic_log_config(name))
+
+    # --- delete and grow ------------------------------------------------------------------
+    def delete(self, name: str) -> None:
+        image = self.broker.metadata_image()
+        assignment = image.topic(name)
+        if assignment is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+        if not self.broker.config["delete.topic.enable"]:
+            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED)
+        with _metadata_errors():
+            self.metadata.delete_topic(name)
+        for index in assignment.partitions:
+            self.broker.replica_manager.remove(name, index, delete=True)
+        log.info("deleted topic %s", name)
+
+    def add_partitions(self, name: str, count: int, assignments: list[list[int]] | None, validate_only: bool) -> None:
+        current = self.broker.metadata_image().topic(name)
+        if current is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        have = len(current.partitions)
+        if count <= have:
+            code = ErrorCode.INVALID_PARTITIONS
+            raise TopicError(code, f"Topic currently has {have} partitions, {count} would not be an increase.")
+        if assignments:
+            if len(assignments) != count - have:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Increasing the number of partitions by {count - have} but {len(assignments)} assignments provided.")
+            new = self._check_assignment({i: list(r) for i, r in enumerate(assignments)})
+            new = {have + i: r for i, r in new.items()}
+        else:
+            with _metadata_errors():
+                grown = assign_new_partitions(self._broker_racks(), current.partitions, count)
+            new = {p: list(r) for p, r in grown.items()}
+        if validate_only:
+            return
+        with _metadata_errors():
+            self.metadata.add_partitions(name, new)
+        self.become_leader_of_assigned(name)
+
+    # --- roles ------------------------------------------------------------------------------
+    def become_leader_of_assigned(self, only_topic: str | None = None) -> None:
+        """Lead every partition whose state names this broker as leader."""
+        image = self.broker.metadata_image()
+        me = self.broker.broker_id
+        for name, assignment in image.topics.items():
+            if only_topic is not None and name != only_topic:
+                continue
+            config = None
+            for index, replicas in assignment.partitions.items():
+                state = image.partition_state(name, index)
+                if state is None or state.leader != me:
+                    continue
+                if config is None:
+                    config = self.topic_log_config(name)
+                self.broker.replica_manager.make_leader(
+                    name, index, assignment.topic_id, replicas, state.isr, state.leader_epoch, config)
+
+
+_ERRORS = [
+    (merr.TopicExistsError, ErrorCode.TOPIC_ALREADY_EXISTS),
+    (merr.InvalidTopicError, ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (merr.UnknownTopicError, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    (merr.InvalidPartitionsError, ErrorCode.INVALID_PARTITIONS),
+    (merr.InvalidReplicationFactorError, ErrorCode.INVALID_REPLICATION_FACTOR),
+    (merr.InvalidReplicaAssignmentError, ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (merr.InvalidConfigError, ErrorCode.INVALID_CONFIG),
+]
+
+
+@contextmanager
+def _metadata_errors():
+    """Translate the metadata layer's errors into Kafka error codes at this boundary."""
+    try:
+        yield
+    except merr.MetadataError as e:
+        for kind, code in _ERRORS:
+            if isinstance(e, kind):
+                raise TopicError(code, str(e)) from None
+        raise
+
+
+# Topic configs Kafka defines that odradek accepts and reports but that do not change how the
+# log behaves (replication and message-format settings handled elsewhere or not applicable).
+EXTRA_TOPIC_CONFIGS = {
+    "min.insync.replicas": "1",
+    "unclean.leader.election.enable": "false",
+    "compression.type": "producer",
+    "preallocate": "false",
+    "message.downconversion.enable": "true",
+    "follower.replication.throttled.replicas": "",
+    "leader.replication.throttled.replicas": "",
+    "segment.jitter.ms": "0",
+    "max.compaction.lag.ms": "9223372036854775807",
+    "message.timestamp.difference.max.ms": "9223372036854775807",
+    "message.timestamp.before.max.ms": "9223372036854775807",
+    "message.timestamp.after.max.ms": "9223372036854775807",
+    "local.retention.ms": "-2",
+    "local.retention.bytes": "-2",
+    "remote.storage.enable": "false",
+}
