@@ -8,14 +8,14 @@ extras="${1:-dev}"
 
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
-if [[ ",$extras," == *",spark,"* ]] && ! command -v java >/dev/null 2>&1; then
-  need_apt+=(default-jre-headless)
-fi
+# ZooKeeper's server jar, for the tests of the ZooKeeper-backed metadata store.
+[ -f /usr/share/java/zookeeper.jar ] || need_apt+=(libzookeeper-java)
+command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 if ((${#need_apt[@]})); then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing Debian packages: ${need_apt[*]}"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
 python=${PYTHON:-python3}

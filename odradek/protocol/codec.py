@@ -126,6 +126,8 @@ def decode_request_header(frame) -> tuple[RequestHeader, int]:
         header_version = 1
     try:
         header, pos = _request_header.READERS[header_version](buf, 0)
+    except DecodeError:
+        raise
     except (struct.error, ValueError, IndexError) as e:
         raise DecodeError(f"bad request header: {e}") from None
     if not known:

@@ -1,0 +1,1 @@
+"""The controller: replica assignment, partition and replica state machines, election."""

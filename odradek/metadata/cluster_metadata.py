@@ -1,0 +1,474 @@
+"""`ClusterMetadata`: the broker's one door to cluster metadata (synchronous).
+
+Reads come from the watch-driven `MetadataCache` (`snapshot()` returns an immutable
+`MetadataImage`), so the hot paths never touch the store; writes go to the store in Kafka's
+znode layout (`layout`) and then refresh the cache, so a caller reads its own writes.
+
+Topic creation writes, as Kafka's controller does once it has an assignment: the config
+``/config/topics/<t>``, the assignment ``/brokers/topics/<t>`` (version 3, with the topic id),
+and for every partition ``.../partitions/<p>/state`` with the first live replica of the
+assignment as leader, the live replicas as ISR, leader epoch 0 and the current controller
+epoch. A partition none of whose replicas is alive gets no state znode (no leader yet), as
+Kafka leaves such a partition in its NewPartition state until a replica comes up. Writes are
+batched into `multi`s of at most ``MAX_OPS_PER_MULTI`` ops, which keeps each far below
+ZooKeeper's 1 MiB request limit; a topic of up to 999 partitions is created atomically.
+
+Topic deletion first marks ``/admin/delete_topics/<t>`` (watchers start deleting logs), then
+removes the assignment, the partition states and the config, then the mark. A deletion cut
+short by a crash is finished by `resume_topic_deletions`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping
+
+from odradek.metadata import layout
+from odradek.metadata.errors import (
+    BadVersionError,
+    BrokerIdInUseError,
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidTopicError,
+    NodeExistsError,
+    NoNodeError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from odradek.metadata.image import MetadataImage
+from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
+from odradek.metadata.metadata_cache import MetadataCache
+from odradek.metadata.store import CreateOp, MetadataStore, Op, SetOp
+from odradek.metadata.topic_name import collision_key, has_collision_chars, validate_topic_name
+
+MAX_OPS_PER_MULTI = 2000
+_CAS_RETRIES = 5
+
+
+def validate_replica_assignment(
+    assignment: Mapping[int, list[int] | tuple[int, ...]], first_partition: int = 0
+) -> dict[int, tuple[int, ...]]:
+    """Check a manual assignment as Kafka's admin code does; return it normalised.
+
+    Partitions must be exactly ``first_partition, first_partition + 1, ...``; every partition
+    needs at least one replica, no broker twice, and all the same number of replicas.
+    """
+    if not assignment:
+        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+    try:
+        replicas = {int(p): tuple(int(b) for b in r) for p, r in assignment.items()}
+    except (TypeError, ValueError) as exc:
+        raise InvalidReplicaAssignmentError(f"replica assignment is not numeric: {exc}") from exc
+    expected = list(range(first_partition, first_partition + len(replicas)))
+    if sorted(replicas) != expected:
+        raise InvalidReplicaAssignmentError(
+            f"partitions should be a consecutive integer sequence from {first_partition}, "
+            f"got {sorted(replicas)}"
+        )
+    for partition, brokers in replicas.items():
+        if not brokers:
+            raise InvalidReplicaAssignmentError(f"partition {partition} has no replicas")
+        if len(set(brokers)) != len(brokers):
+            raise InvalidReplicaAssignmentError(
+                f"Duplicate replica assignment found: {partition} -> {list(brokers)}"
+            )
+        if min(brokers) < 0:
+            raise InvalidReplicaAssignmentError(f"partition {partition}: negative broker id")
+    if len({len(b) for b in replicas.values()}) != 1:
+        raise InvalidReplicaAssignmentError(
+            "All partitions should have the same number of replicas"
+        )
+    return dict(sorted(replicas.items()))
+
+
+def validate_configs(configs: Mapping[str, str] | None) -> dict[str, str]:
+    """Configs are string pairs (their meaning is checked where they are used)."""
+    out = dict(configs or {})
+    for key, value in out.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise InvalidConfigError(
+                f"config entries must be non-empty string keys and string values: {key!r}"
+            )
+    return out
+
+
+class ClusterMetadata:
+    """Cluster metadata over a `MetadataStore`; see the module docstring."""
+
+    def __init__(self, store: MetadataStore, *, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self._clock = clock
+        self._registered: BrokerInfo | None = None
+        self._closed = False
+        self.ensure_paths()
+        self.cache = MetadataCache(store)
+        self.cache.start()
+        store.add_session_listener(self._on_new_session)
+
+    def ensure_paths(self) -> None:
+        """Create Kafka's persistent top-level znodes that are missing."""
+        for path in layout.PERSISTENT_PATHS:
+            if self.store.exists(path) is None:
+                try:
+                    self.store.create(path, make_parents=True)
+                except NodeExistsError:
+                    pass
+
+    def close(self) -> None:
+        """Stop following the store (the store itself stays open)."""
+        self._closed = True
+        self.cache.close()
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # -- reads (from the cache) --------------------------------------------------------------
+
+    def snapshot(self) -> MetadataImage:
+        return self.cache.image
+
+    def add_listener(self, listener: Callable[[MetadataImage], None]) -> None:
+        """Call ``listener(image)`` after each change; see `MetadataCache` for the rules."""
+        self.cache.add_listener(listener)
+
+    def brokers(self) -> list[BrokerInfo]:
+        image = self.cache.image
+        return [image.brokers[b] for b in sorted(image.brokers)]
+
+    def topics(self) -> dict[str, TopicAssignment]:
+        return dict(self.cache.image.topics)
+
+    def topic(self, name: str) -> TopicAssignment | None:
+        return self.cache.image.topic(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicAssignment | None:
+        return self.cache.image.topic_by_id(topic_id)
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        return self.cache.image.partition_state(topic, partition)
+
+    def controller_id(self) -> int:
+        return self.cache.image.controller_id
+
+    # -- cluster id and brokers --------------------------------------------------------------
+
+    def cluster_id(self) -> str:
+        """The cluster's id, generated and stored at ``/cluster/id`` by the first broker."""
+        known = self.cache.image.cluster_id
+        if known is not None:
+            return known
+        while True:
+            try:
+                cluster_id = layout.decode_cluster_id(self.store.get(layout.CLUSTER_ID)[0])
+                break
+            except NoNodeError:
+                fresh = layout.uuid_to_kafka(layout.new_kafka_uuid())
+                try:
+                    self.store.create(
+                        layout.CLUSTER_ID, layout.encode_cluster_id(fresh), make_parents=True
+                    )
+                except NodeExistsError:
+                    continue  # another broker won the race: read its id
+                cluster_id = fresh
+                break
+        self.cache.set_cluster_id(cluster_id)
+        return cluster_id
+
+    def register_broker(self, info: BrokerInfo) -> None:
+        """Register this broker (ephemeral, so it vanishes with the session).
+
+        Re-registered automatically when the store opens a new session.
+        """
+        try:
+            self.store.create(
+                layout.broker_path(info.broker_id), info.to_json(self._now_ms()), ephemeral=True
+            )
+        except NodeExistsError:
+            raise BrokerIdInUseError(
+                f"broker id {info.broker_id} is registered by a live broker"
+            ) from None
+        self._registered = info
+        self.cache.refresh_brokers()
+
+    def unregister_broker(self, broker_id: int) -> None:
+        if self._registered is not None and self._registered.broker_id == broker_id:
+            self._registered = None
+        try:
+            self.store.delete(layout.broker_path(broker_id))
+        except NoNodeError:
+            pass
+        self.cache.refresh_brokers()
+
+    def _on_new_session(self) -> None:
+        info = self._registered
+        if info is not None and not self._closed:
+            try:
+                self.store.create(
+                    layout.broker_path(info.broker_id), info.to_json(self._now_ms()), ephemeral=True
+                )
+            except NodeExistsError:
+                pass
+            self.cache.refresh_brokers()
+
+    # -- controller --------------------------------------------------------------------------
+
+    def controller_epoch(self) -> tuple[int, int]:
+        """``(epoch, zk_version)`` of ``/controller_epoch``; ``(0, -1)`` before any election."""
+        try:
+            data, version = self.store.get(layout.CONTROLLER_EPOCH)
+        except NoNodeError:
+            return 0, -1
+        return layout.decode_controller_epoch(data), version
+
+    def try_become_controller(self, broker_id: int) -> int | None:
+        """Claim ``/controller`` (ephemeral) and bump the controller epoch in one `multi`.
+
+        Returns the new epoch, or None if another broker is controller.
+        """
+        for _ in range(_CAS_RETRIES):
+            epoch, version = self.controller_epoch()
+            if version < 0:
+                try:
+                    self.store.create(layout.CONTROLLER_EPOCH, layout.encode_controller_epoch(0))
+                except NodeExistsError:
+                    pass
+                continue
+            claim = layout.encode_controller(broker_id, self._now_ms())
+            bump = layout.encode_controller_epoch(epoch + 1)
+            try:
+                self.store.multi(
+                    [
+                        CreateOp(layout.CONTROLLER, claim, ephemeral=True),
+                        SetOp(layout.CONTROLLER_EPOCH, bump, version),
+                    ]
+                )
+            except NodeExistsError:
+                self.cache.refresh_controller()
+                return None
+            except BadVersionError:
+                continue
+            self.cache.refresh_controller()
+            return epoch + 1
+        return None
+
+    def resign_controller(self, broker_id: int) -> None:
+        """Delete ``/controller`` if it names ``broker_id``."""
+        try:
+            data, version = self.store.get(layout.CONTROLLER)
+            if layout.decode_controller(data) == broker_id:
+                self.store.delete(layout.CONTROLLER, version)
+        except (NoNodeError, BadVersionError):
+            pass
+        self.cache.refresh_controller()
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        assignment: Mapping[int, list[int] | tuple[int, ...]],
+        configs: Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> TopicAssignment:
+        """Create a topic with a complete replica assignment; see the module docstring.
+
+        Raises InvalidTopicError (bad name, or a '.'/'_' collision with an existing topic),
+        TopicExistsError (the name, or ``topic_id``, is taken, or the topic is being deleted),
+        InvalidReplicaAssignmentError, InvalidPartitionsError, InvalidConfigError.
+        """
+        validate_topic_name(name)
+        replicas = validate_replica_assignment(assignment)
+        config = validate_configs(configs)
+        topic = TopicAssignment(name, self._check_new_topic(name, topic_id), replicas)
+        config_path = layout.topic_config_path(name)
+        config_op: Op = (
+            CreateOp(config_path, layout.encode_config(config))
+            if self.store.exists(config_path) is None
+            else SetOp(config_path, layout.encode_config(config))
+        )
+        ops = [
+            config_op,
+            CreateOp(layout.topic_path(name), topic.to_json()),
+            CreateOp(layout.partitions_path(name)),
+        ]
+        ops += self._new_partition_ops(name, replicas)
+        try:
+            self._multi_in_batches(ops)
+        except NodeExistsError:
+            raise TopicExistsError(f"Topic '{name}' already exists.") from None
+        self.cache.refresh_topics()
+        self.cache.refresh_topic(name)
+        return self.cache.image.topic(name) or topic
+
+    def _check_new_topic(self, name: str, topic_id: uuid.UUID | None) -> uuid.UUID:
+        """Refuse a taken, doomed or colliding name, or a taken id; return the id to use."""
+        existing = self.store.children(layout.BROKER_TOPICS)
+        if name in existing:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        if self.store.exists(layout.delete_topic_path(name)) is not None:
+            raise TopicExistsError(f"Topic '{name}' is marked for deletion.")
+        if has_collision_chars(name):
+            clash = [t for t in existing if collision_key(t) == collision_key(name)]
+            if clash:
+                raise InvalidTopicError(
+                    f"Topic '{name}' collides with existing topics: {', '.join(clash)}"
+                )
+        if topic_id is None:
+            return layout.new_kafka_uuid()
+        if topic_id == layout.ZERO_UUID or self.cache.image.topic_by_id(topic_id) is not None:
+            raise TopicExistsError(f"topic id {layout.uuid_to_kafka(topic_id)} is not available")
+        return topic_id
+
+    def _new_partition_ops(self, name: str, replicas: Mapping[int, tuple[int, ...]]) -> list[Op]:
+        live = set(self.cache.image.brokers)
+        epoch = self.controller_epoch()[0]
+        ops: list[Op] = []
+        for partition, brokers in replicas.items():
+            ops.append(CreateOp(layout.partition_path(name, partition)))
+            isr = tuple(b for b in brokers if b in live)
+            if isr:
+                state = PartitionState(isr[0], 0, isr, epoch)
+                ops.append(CreateOp(layout.partition_state_path(name, partition), state.to_json()))
+        return ops
+
+    def _multi_in_batches(self, ops: list[Op]) -> None:
+        with self.cache.batch():
+            for start in range(0, len(ops), MAX_OPS_PER_MULTI):
+                self.store.multi(ops[start : start + MAX_OPS_PER_MULTI])
+
+    def add_partitions(
+        self, name: str, new: Mapping[int, list[int] | tuple[int, ...]]
+    ) -> TopicAssignment:
+        """Add partitions (numbered on from the current count) with the topic's replication
+        factor. Raises UnknownTopicError, InvalidPartitionsError, InvalidReplicaAssignmentError.
+        """
+        for _ in range(_CAS_RETRIES):
+            try:
+                data, version = self.store.get(layout.topic_path(name))
+            except NoNodeError:
+                raise UnknownTopicError(f"Topic '{name}' does not exist.") from None
+            current = TopicAssignment.from_json(name, data, version)
+            if not new:
+                raise InvalidPartitionsError("no partitions to add")
+            added = validate_replica_assignment(new, first_partition=len(current.partitions))
+            rf = current.replication_factor
+            odd = {p: len(r) for p, r in added.items() if len(r) != rf}
+            if odd:
+                raise InvalidReplicaAssignmentError(
+                    f"Inconsistent replication factor between partitions, partition 0 has {rf} "
+                    f"while partitions {sorted(odd)} have replication factors "
+                    f"{sorted(set(odd.values()))}"
+                )
+            updated = TopicAssignment(
+                name,
+                current.topic_id,
+                {**current.partitions, **added},
+                current.adding_replicas,
+                current.removing_replicas,
+            )
+            ops: list[Op] = [SetOp(layout.topic_path(name), updated.to_json(), version)]
+            ops += self._new_partition_ops(name, added)
+            try:
+                self._multi_in_batches(ops)
+            except BadVersionError:
+                continue  # the assignment changed under us: look again
+            self.cache.refresh_topic(name)
+            return self.cache.image.topic(name) or updated
+        raise InvalidPartitionsError(f"topic '{name}' kept changing while adding partitions")
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic's assignment, partition states and config. Raises UnknownTopicError."""
+        if self.store.exists(layout.topic_path(name)) is None:
+            raise UnknownTopicError(f"Topic '{name}' does not exist.")
+        mark = layout.delete_topic_path(name)
+        try:
+            self.store.create(mark)
+        except NodeExistsError:
+            pass
+        self._finish_deletion(name)
+
+    def _finish_deletion(self, name: str) -> None:
+        for path in (layout.topic_path(name), layout.topic_config_path(name)):
+            try:
+                self.store.delete(path, recursive=True)
+            except NoNodeError:
+                pass
+        try:
+            self.store.delete(layout.delete_topic_path(name))
+        except NoNodeError:
+            pass
+        self.cache.refresh_topics()
+        self.cache.refresh_deletions()
+
+    def resume_topic_deletions(self) -> list[str]:
+        """Finish deletions marked in ``/admin/delete_topics``; return the topics deleted."""
+        names = self.store.children(layout.DELETE_TOPICS)
+        for name in names:
+            self._finish_deletion(name)
+        return names
+
+    def set_partition_state(
+        self, topic: str, partition: int, state: PartitionState, expected_version: int
+    ) -> PartitionState:
+        """Write a partition's state if its znode is at ``expected_version`` (-1: any, and
+        create it if missing). Returns the state with its new ``zk_version``.
+
+        Raises BadVersionError when someone else wrote it first, UnknownTopicError.
+        """
+        path = layout.partition_state_path(topic, partition)
+        try:
+            version = self.store.set(path, state.to_json(), expected_version)
+        except NoNodeError:
+            if expected_version != -1:
+                raise BadVersionError(
+                    f"{path} does not exist (expected version {expected_version})"
+                ) from None
+            if self.store.exists(layout.topic_path(topic)) is None:
+                raise UnknownTopicError(f"Topic '{topic}' does not exist.") from None
+            self.store.create(path, state.to_json(), make_parents=True)
+            version = 0
+        self.cache.refresh_partition_state(topic, partition)
+        return PartitionState(
+            state.leader, state.leader_epoch, state.isr, state.controller_epoch, version
+        )
+
+    # -- configs -----------------------------------------------------------------------------
+
+    def topic_config(self, name: str) -> dict[str, str]:
+        image = self.cache.image
+        if name in image.topics:
+            return dict(image.topic_config(name))
+        return self._read_config(layout.topic_config_path(name))
+
+    def set_topic_config(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace a topic's config overrides. Raises UnknownTopicError, InvalidConfigError."""
+        config = validate_configs(configs)
+        if self.store.exists(layout.topic_path(name)) is None:
+            raise UnknownTopicError(f"Topic '{name}' does not exist.")
+        self._write_config(layout.topic_config_path(name), config)
+        self.cache.refresh_topic_config(name)
+
+    def broker_config(self, broker_id: int | None) -> dict[str, str]:
+        """A broker's dynamic config overrides; None means the cluster-wide ``<default>``."""
+        return self._read_config(layout.broker_config_path(broker_id))
+
+    def set_broker_config(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
+        self._write_config(layout.broker_config_path(broker_id), validate_configs(configs))
+
+    def _read_config(self, path: str) -> dict[str, str]:
+        try:
+            return layout.decode_config(self.store.get(path)[0], path)
+        except NoNodeError:
+            return {}
+
+    def _write_config(self, path: str, config: dict[str, str]) -> None:
+        data = layout.encode_config(config)
+        try:
+            self.store.set(path, data)
+        except NoNodeError:
+            try:
+                self.store.create(path, data, make_parents=True)
+            except NodeExistsError:
+                self.store.set(path, data)

@@ -1,0 +1,359 @@
+"""`MetadataCache`: keeps a `MetadataImage` in step with the store through watches.
+
+Watches set (all persistent; see `store`):
+
+* children of ``/brokers/ids`` and data of each ``/brokers/ids/<id>``: the live brokers;
+* children of ``/brokers/topics``; per topic, data of ``/brokers/topics/<t>``, of
+  ``/config/topics/<t>`` and of each ``.../partitions/<p>/state``;
+* data of ``/controller``; children of ``/admin/delete_topics``.
+
+Every watch callback re-reads what it covers and swaps in a new image (copy-on-write). Each
+refresh reads the store and swaps the image under one lock, so refreshes are serialised and a
+later refresh always read later data: callbacks arriving late or twice are harmless. A watch
+is set *before* the first read of its path, so no change falls between the two.
+
+Writers (`ClusterMetadata`) call the same refresh methods right after their own writes, so a
+broker reads its own writes even where the store reports changes asynchronously (ZooKeeper).
+
+Listeners added with `add_listener` are called with each new image, on the thread that saw the
+change and with the cache's lock held: they must not block (hand the image to your own thread
+or event loop, e.g. with ``loop.call_soon_threadsafe``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import contextmanager
+from collections.abc import Callable
+from dataclasses import replace
+from types import MappingProxyType
+
+from odradek.metadata import layout
+from odradek.metadata.errors import MalformedMetadataError, NoNodeError
+from odradek.metadata.image import EMPTY_IMAGE, MetadataImage, with_entry, without_entry
+from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
+from odradek.metadata.store import MetadataStore, WatchHandle
+
+log = logging.getLogger(__name__)
+
+
+class MetadataCache:
+    """The watch-driven image of one store; `image` is the current `MetadataImage`."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+        self.image: MetadataImage = EMPTY_IMAGE
+        self._lock = threading.RLock()
+        self._listeners: list[Callable[[MetadataImage], None]] = []
+        self._watches: list[WatchHandle] = []
+        self._broker_watches: dict[int, WatchHandle] = {}
+        self._topic_watches: dict[str, list[WatchHandle]] = {}
+        self._state_watches: dict[str, dict[int, WatchHandle]] = {}
+        self._closed = False
+        # Inside ``batch()``, partition-state changes are collected here and published once
+        # per topic at the end: a topic created with n partitions fires n state watches, and
+        # applying each with a copy of the topic's state map would cost O(n^2).
+        self._batch_depth = 0
+        self._dirty_states: dict[str, set[int]] = {}
+
+    def start(self) -> None:
+        """Set the top-level watches and load everything."""
+        with self._lock:
+            self._watches += [
+                self.store.watch_children(layout.BROKER_IDS, lambda _: self.refresh_brokers()),
+                self.store.watch_children(layout.BROKER_TOPICS, lambda _: self.refresh_topics()),
+                self.store.watch_data(layout.CONTROLLER, lambda _: self.refresh_controller()),
+                self.store.watch_children(layout.DELETE_TOPICS, lambda _: self.refresh_deletions()),
+            ]
+            self.refresh_brokers()
+            self.refresh_topics()
+            self.refresh_controller()
+            self.refresh_deletions()
+
+    def add_listener(self, listener: Callable[[MetadataImage], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def close(self) -> None:
+        """Cancel every watch; the image stays readable. Idempotent."""
+        with self._lock:
+            self._closed = True
+            handles = list(self._watches) + list(self._broker_watches.values())
+            for topic_handles in self._topic_watches.values():
+                handles += topic_handles
+            for states in self._state_watches.values():
+                handles += states.values()
+            for handle in handles:
+                handle.cancel()
+            self._watches.clear()
+            self._broker_watches.clear()
+            self._topic_watches.clear()
+            self._state_watches.clear()
+
+    def _publish(self, image: MetadataImage) -> None:
+        self.image = image
+        for listener in self._listeners:
+            try:
+                listener(image)
+            except Exception:
+                log.exception("metadata listener failed")
+
+    # -- cluster-wide ------------------------------------------------------------------------
+
+    def set_cluster_id(self, cluster_id: str) -> None:
+        with self._lock:
+            if self.image.cluster_id != cluster_id:
+                self._publish(replace(self.image, cluster_id=cluster_id))
+
+    def refresh_controller(self) -> None:
+        with self._lock:
+            controller = layout.NO_LEADER
+            data = self._read(layout.CONTROLLER)
+            if data is not None:
+                try:
+                    controller = layout.decode_controller(data[0])
+                except MalformedMetadataError:
+                    log.warning("ignoring a malformed %s", layout.CONTROLLER)
+            if controller != self.image.controller_id:
+                self._publish(replace(self.image, controller_id=controller))
+
+    def refresh_deletions(self) -> None:
+        with self._lock:
+            names = frozenset(self._children(layout.DELETE_TOPICS))
+            if names != self.image.topics_being_deleted:
+                self._publish(replace(self.image, topics_being_deleted=names))
+
+    def _read(self, path: str) -> tuple[bytes, int] | None:
+        if self._closed:
+            return None
+        try:
+            return self.store.get(path)
+        except NoNodeError:
+            return None
+
+    def _children(self, path: str) -> list[str]:
+        if self._closed:
+            return []
+        try:
+            return self.store.children(path)
+        except NoNodeError:
+            return []
+
+    # -- brokers -----------------------------------------------------------------------------
+
+    def refresh_brokers(self) -> None:
+        with self._lock:
+            ids = {int(n) for n in self._children(layout.BROKER_IDS) if n.isdigit()}
+            for gone in set(self._broker_watches) - ids:
+                self._broker_watches.pop(gone).cancel()
+            for broker_id in sorted(ids - set(self._broker_watches)):
+                if not self._closed:
+                    self._broker_watches[broker_id] = self.store.watch_data(
+                        layout.broker_path(broker_id),
+                        lambda _, b=broker_id: self.refresh_broker(b),
+                    )
+            brokers = {}
+            for broker_id in sorted(ids):
+                info = self._read_broker(broker_id)
+                if info is not None:
+                    brokers[broker_id] = info
+            if brokers != dict(self.image.brokers):
+                self._publish(replace(self.image, brokers=MappingProxyType(brokers)))
+
+    def refresh_broker(self, broker_id: int) -> None:
+        with self._lock:
+            info = self._read_broker(broker_id)
+            if info is None:
+                brokers = without_entry(self.image.brokers, broker_id)
+            elif self.image.brokers.get(broker_id) != info:
+                brokers = with_entry(self.image.brokers, broker_id, info)
+            else:
+                return
+            if brokers is not self.image.brokers:
+                self._publish(replace(self.image, brokers=brokers))
+
+    def _read_broker(self, broker_id: int) -> BrokerInfo | None:
+        found = self._read(layout.broker_path(broker_id))
+        if found is None:
+            return None
+        try:
+            return BrokerInfo.from_json(broker_id, found[0])
+        except MalformedMetadataError:
+            log.warning("ignoring the malformed registration of broker %d", broker_id)
+            return None
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def refresh_topics(self) -> None:
+        """Follow the topic list: watch new topics, forget deleted ones."""
+        with self._lock:
+            names = set(self._children(layout.BROKER_TOPICS))
+            for gone in set(self._topic_watches) - names:
+                for handle in self._topic_watches.pop(gone):
+                    handle.cancel()
+                self._drop_topic(gone)
+            for name in sorted(names - set(self._topic_watches)):
+                if self._closed:
+                    break
+                self._topic_watches[name] = [
+                    self.store.watch_data(
+                        layout.topic_path(name), lambda _, t=name: self.refresh_topic(t)
+                    ),
+                    self.store.watch_data(
+                        layout.topic_config_path(name),
+                        lambda _, t=name: self.refresh_topic_config(t),
+                    ),
+                ]
+                self.refresh_topic(name)
+
+    def refresh_topic(self, name: str) -> None:
+        """Re-read a topic's assignment and config, and the states of partitions new to us."""
+        with self._lock:
+            found = self._read(layout.topic_path(name))
+            topic = None
+            if found is not None:
+                try:
+                    topic = TopicAssignment.from_json(name, found[0], found[1])
+                except MalformedMetadataError:
+                    log.warning("ignoring the malformed assignment of topic %r", name)
+            if topic is None:
+                self._drop_topic(name)
+                return
+            old = self.image.topics.get(name)
+            reborn = old is not None and old.topic_id != topic.topic_id
+            if reborn:  # deleted and created again between two looks: forget the old one
+                for handle in self._state_watches.pop(name, {}).values():
+                    handle.cancel()
+            states = self._refresh_new_states(topic, keep=not reborn)
+            image = self.image
+            topic_ids = image.topic_ids
+            if reborn:
+                topic_ids = without_entry(topic_ids, old.topic_id)
+            if topic.topic_id != layout.ZERO_UUID:
+                topic_ids = with_entry(topic_ids, topic.topic_id, name)
+            self._publish(
+                replace(
+                    image,
+                    topics=with_entry(image.topics, name, topic),
+                    topic_ids=topic_ids,
+                    partition_states=with_entry(image.partition_states, name, states),
+                    topic_configs=with_entry(image.topic_configs, name, self._read_config(name)),
+                )
+            )
+
+    def _refresh_new_states(self, topic: TopicAssignment, keep: bool) -> MappingProxyType:
+        """Watch and read the state of each partition not yet watched; ``keep`` the others."""
+        watched = self._state_watches.setdefault(topic.name, {})
+        known = self.image.partition_states.get(topic.name, {}) if keep else {}
+        states = {p: s for p, s in known.items() if p in topic.partitions}
+        for partition in topic.partitions:
+            if partition in watched or self._closed:
+                continue
+            watched[partition] = self.store.watch_data(
+                layout.partition_state_path(topic.name, partition),
+                lambda _, t=topic.name, p=partition: self.refresh_partition_state(t, p),
+            )
+            state = self._read_state(topic.name, partition)
+            if state is not None:
+                states[partition] = state
+        return MappingProxyType(states)
+
+    @contextmanager
+    def batch(self):
+        """Collect partition-state refreshes and publish them once, when the block ends."""
+        with self._lock:
+            self._batch_depth += 1
+            try:
+                yield
+            finally:
+                self._batch_depth -= 1
+                if self._batch_depth == 0:
+                    dirty, self._dirty_states = self._dirty_states, {}
+                    for topic, partitions in dirty.items():
+                        self._refresh_states(topic, partitions)
+
+    def refresh_partition_state(self, topic: str, partition: int) -> None:
+        with self._lock:
+            if self._batch_depth:
+                self._dirty_states.setdefault(topic, set()).add(partition)
+                return
+            self._refresh_states(topic, (partition,))
+
+    def _refresh_states(self, topic: str, partitions) -> None:
+        """Re-read the states of ``partitions`` of ``topic`` and publish one new image."""
+        if topic not in self.image.topics:
+            return
+        current = self.image.partition_states.get(topic, MappingProxyType({}))
+        changed: dict[int, PartitionState | None] = {}
+        for partition in partitions:
+            state = self._read_state(topic, partition)
+            old = current.get(partition)
+            if state is None:
+                if old is not None:
+                    changed[partition] = None
+            elif old != state or old.zk_version != state.zk_version:
+                changed[partition] = state
+        if not changed:
+            return
+        states = dict(current)
+        for partition, state in changed.items():
+            if state is None:
+                states.pop(partition, None)
+            else:
+                states[partition] = state
+        image = self.image
+        self._publish(
+            replace(
+                image,
+                partition_states=with_entry(image.partition_states, topic, MappingProxyType(states)),
+            )
+        )
+
+    def _read_state(self, topic: str, partition: int) -> PartitionState | None:
+        found = self._read(layout.partition_state_path(topic, partition))
+        if found is None:
+            return None
+        try:
+            return PartitionState.from_json(found[0], found[1], f"state of {topic}-{partition}")
+        except MalformedMetadataError:
+            log.warning("ignoring the malformed state of %s-%d", topic, partition)
+            return None
+
+    def refresh_topic_config(self, name: str) -> None:
+        with self._lock:
+            if name not in self.image.topics:
+                return
+            config = self._read_config(name)
+            if dict(self.image.topic_config(name)) != dict(config):
+                image = self.image
+                self._publish(
+                    replace(image, topic_configs=with_entry(image.topic_configs, name, config))
+                )
+
+    def _read_config(self, name: str) -> MappingProxyType:
+        found = self._read(layout.topic_config_path(name))
+        if found is None:
+            return MappingProxyType({})
+        try:
+            return MappingProxyType(layout.decode_config(found[0], f"config of topic {name!r}"))
+        except MalformedMetadataError:
+            log.warning("ignoring the malformed config of topic %r", name)
+            return MappingProxyType({})
+
+    def _drop_topic(self, name: str) -> None:
+        for handle in self._state_watches.pop(name, {}).values():
+            handle.cancel()
+        image = self.image
+        old = image.topics.get(name)
+        if old is None:
+            return
+        self._publish(
+            replace(
+                image,
+                topics=without_entry(image.topics, name),
+                topic_ids=without_entry(image.topic_ids, old.topic_id),
+                partition_states=without_entry(image.partition_states, name),
+                topic_configs=without_entry(image.topic_configs, name),
+            )
+        )

@@ -1,0 +1,195 @@
+"""The metadata store interface: a tree of znodes with ZooKeeper's semantics.
+
+Everything above this interface (cluster metadata, the controller) is written against it, so a
+single broker runs on the embedded file-backed store and a cluster on ZooKeeper (via kazoo)
+with the same code. The contract, tested by ``tests/metadata/store_contract.py`` on every
+backend:
+
+* Paths are absolute, ``/``-separated, without empty, ``.`` or ``..`` components and without a
+  trailing slash; ``/`` always exists and cannot be deleted.
+* Every znode has ``data`` (bytes, at most `MAX_DATA_BYTES`) and a ``version`` that is 0 at
+  creation and grows by one on every `set`. Writes that name a version other than -1 fail with
+  `BadVersionError` unless it is the current version (compare-and-set).
+* A sequential create appends a 10-digit, zero-padded counter to the name: the number of
+  children created under the parent before it (deletions do not count, as in ZooKeeper 3.8),
+  so names sort by age and are never reused.
+* Ephemeral znodes belong to the session (the store object): they vanish when it closes and
+  cannot have children.
+* Watches are persistent: a data watch fires after the znode at its path is created, changed
+  or deleted; a children watch fires after a child of its path is created or deleted, and when
+  the path itself is created or deleted. Watches may be set on paths that do not exist yet.
+  The callback receives the watched path and must re-read what it needs: the store promises
+  that a callback runs after every change it reports, not one callback per change (ZooKeeper
+  coalesces), nor the data that changed.
+* `multi` applies a list of operations atomically: all or none, watches fired once after.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from odradek.metadata.errors import InvalidPathError
+
+MAX_DATA_BYTES = 1024 * 1024 - 1024
+"""ZooKeeper's default jute.maxbuffer is 1 MiB for a whole packet; keep 1 KiB for the header."""
+
+WatchCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOp:
+    """Create ``path`` (in `multi`); the result is the created path (with its sequence suffix)."""
+
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+    sequential: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetOp:
+    """Replace the data of ``path``; the result is the new version."""
+
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp:
+    """Delete the childless znode ``path``; the result is None."""
+
+    path: str
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOp:
+    """Fail the whole `multi` with `BadVersionError` unless ``path`` is at ``version``."""
+
+    path: str
+    version: int
+
+
+Op = CreateOp | SetOp | DeleteOp | CheckOp
+
+
+class WatchHandle:
+    """Returned by the watch methods; `cancel()` stops further callbacks (idempotent)."""
+
+    __slots__ = ("_cancel", "cancelled")
+
+    def __init__(self, cancel: Callable[[], None]) -> None:
+        self._cancel = cancel
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True
+            self._cancel()
+
+
+class MetadataStore(abc.ABC):
+    """A synchronous znode store; see the module docstring for the contract."""
+
+    @abc.abstractmethod
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
+        """Create a znode and return its path (with the sequence suffix, if sequential).
+
+        Raises NodeExistsError, NoNodeError (parent missing and not ``make_parents``),
+        NoChildrenForEphemeralsError. Parents made by ``make_parents`` are persistent and empty.
+        """
+
+    @abc.abstractmethod
+    def get(self, path: str) -> tuple[bytes, int]:
+        """Return ``(data, version)``; raises NoNodeError."""
+
+    @abc.abstractmethod
+    def set(self, path: str, data: bytes, version: int = -1) -> int:
+        """Replace the data and return the new version; raises NoNodeError, BadVersionError."""
+
+    @abc.abstractmethod
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        """Delete a znode; raises NoNodeError, BadVersionError, NotEmptyError.
+
+        With ``recursive`` the whole subtree goes (children first); ``version`` then applies to
+        ``path`` itself.
+        """
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> int | None:
+        """Return the znode's version, or None if there is no znode at ``path``."""
+
+    @abc.abstractmethod
+    def children(self, path: str) -> list[str]:
+        """Return the names (not paths) of the children, sorted; raises NoNodeError."""
+
+    @abc.abstractmethod
+    def multi(self, ops: Sequence[Op]) -> list[str | int | None]:
+        """Apply ``ops`` atomically and return one result per op (see the op classes).
+
+        On failure nothing is applied and the first failing op's error is raised.
+        """
+
+    @abc.abstractmethod
+    def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:
+        """Call ``callback(path)`` after each creation, change or deletion of ``path``."""
+
+    @abc.abstractmethod
+    def watch_children(self, path: str, callback: WatchCallback) -> WatchHandle:
+        """Call ``callback(path)`` after the children of ``path`` change."""
+
+    def add_session_listener(self, callback: Callable[[], None]) -> None:  # noqa: B027
+        """Call ``callback()`` after the store opened a new session (ephemerals were lost).
+
+        The embedded store never loses its session, so by default this does nothing.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """End the session: ephemeral znodes vanish, watches stop. Idempotent."""
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def validate_path(path: str) -> str:
+    """Return ``path`` if it is a valid znode path, else raise InvalidPathError."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise InvalidPathError(f"znode path must be an absolute str: {path!r}")
+    if path == "/":
+        return path
+    parts = path[1:].split("/")
+    for part in parts:
+        if part in ("", ".", "..") or "\x00" in part:
+            raise InvalidPathError(f"invalid znode path: {path!r}")
+    return path
+
+
+def parent_path(path: str) -> str:
+    """The parent of a valid, non-root path: ``/a/b`` -> ``/a``, ``/a`` -> ``/``."""
+    cut = path.rindex("/")
+    return path[:cut] if cut > 0 else "/"
+
+
+def join_path(parent: str, name: str) -> str:
+    """``join_path('/a', 'b') == '/a/b'``, ``join_path('/', 'b') == '/b'``."""
+    return parent + name if parent == "/" else f"{parent}/{name}"
+
+
+def sequence_name(path: str, counter: int) -> str:
+    """Append ZooKeeper's sequence suffix: 10 digits of the (32-bit signed) counter."""
+    return f"{path}{counter:010d}"

@@ -1,0 +1,353 @@
+"""The `MetadataStore` of a cluster: a ZooKeeper ensemble, through kazoo.
+
+`ZooKeeperStore(hosts, chroot)` speaks to ZooKeeper with a kazoo client and translates kazoo's
+exceptions into `odradek.metadata.errors` at this boundary, so callers see the same errors as
+on the embedded store. ``chroot`` (e.g. ``/odradek``) roots every path of this store under that
+znode, created if missing, as Kafka's ``zookeeper.connect=host:2181/chroot`` does.
+
+Persistent watches are built from ZooKeeper's one-shot watches (kazoo 2.11 has no
+``addWatch``): when a watch fires it is set again *before* the callback runs, and the callback
+re-reads, so no change is missed, only coalesced. A children watch on a path that does not
+exist waits for the path to appear with an ``exists`` watch. Callbacks run on kazoo's callback
+thread.
+
+Session: the store's ephemeral znodes live as long as the ZooKeeper session. When the session
+expires kazoo opens a new one; the store then sets every watch again, runs every watch
+callback once (changes made meanwhile were not reported) and calls the session listeners,
+whose job is to re-create their ephemeral znodes (a broker re-registers itself, as Kafka does).
+
+Reads are retried across a connection loss or a session expiry; writes are not (a retried
+sequential create could create twice): they raise `StoreUnavailableError` and the caller decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+from kazoo import exceptions as kz
+from kazoo.client import KazooClient, KazooState
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import EventType, WatchedEvent
+from kazoo.retry import KazooRetry
+
+from odradek.metadata import errors
+from odradek.metadata.store import (
+    MAX_DATA_BYTES,
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    MetadataStore,
+    Op,
+    SetOp,
+    WatchCallback,
+    WatchHandle,
+    validate_path,
+)
+
+log = logging.getLogger(__name__)
+
+_TRANSLATION: tuple[tuple[type[Exception], type[errors.StoreError]], ...] = (
+    (kz.NoNodeError, errors.NoNodeError),
+    (kz.NodeExistsError, errors.NodeExistsError),
+    (kz.BadVersionError, errors.BadVersionError),
+    (kz.NotEmptyError, errors.NotEmptyError),
+    (kz.NoChildrenForEphemeralsError, errors.NoChildrenForEphemeralsError),
+    (kz.BadArgumentsError, errors.InvalidPathError),
+    (kz.ConnectionClosedError, errors.StoreUnavailableError),
+    (kz.ConnectionLoss, errors.StoreUnavailableError),
+    (kz.SessionExpiredError, errors.StoreUnavailableError),
+    (kz.OperationTimeoutError, errors.StoreUnavailableError),
+    (KazooTimeoutError, errors.StoreUnavailableError),
+)
+_RECURSIVE_DELETE_BATCH = 1000  # deletes per multi: ~60 KB, far below ZooKeeper's 1 MiB packet
+
+
+def translate(exc: Exception) -> Exception:
+    """The odradek error for a kazoo exception (the exception itself if unknown)."""
+    for source, target in _TRANSLATION:
+        if isinstance(exc, source):
+            return target(str(exc) or type(exc).__name__)
+    return exc
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except errors.StoreError:
+        raise
+    except Exception as exc:
+        mapped = translate(exc)
+        if mapped is exc:
+            raise
+        raise mapped from exc
+
+
+def _check_data(data: bytes) -> bytes:
+    data = bytes(data)
+    if len(data) > MAX_DATA_BYTES:
+        raise errors.DataTooLargeError(f"znode data of {len(data)} bytes exceeds {MAX_DATA_BYTES}")
+    return data
+
+
+class _Rewatch:
+    """A persistent watch made of one-shot watches; see the module docstring."""
+
+    def __init__(self, store: ZooKeeperStore, kind: str, path: str, callback: WatchCallback):
+        self.store, self.kind, self.path, self.callback = store, kind, path, callback
+        self.handle = WatchHandle(lambda: store._forget(self))
+
+    def arm(self) -> None:
+        client = self.store._client
+        if self.kind == "data":
+            client.exists(self.path, watch=self.fired)
+            return
+        try:
+            client.get_children(self.path, watch=self.fired)
+        except kz.NoNodeError:
+            if client.exists(self.path, watch=self.fired) is not None:
+                client.get_children(self.path, watch=self.fired)  # created meanwhile
+
+    def fired(self, event: WatchedEvent) -> None:
+        if self.handle.cancelled or event.type == EventType.NONE:
+            return  # NONE: kazoo dropped the watch with its session; _on_new_session re-arms
+        try:
+            self.arm()
+        except Exception as exc:  # the connection is gone: re-armed on reconnection
+            log.debug("could not re-arm the watch on %s: %r", self.path, exc)
+        if self.kind == "children" and event.type == EventType.CHANGED:
+            return  # the existence watch saw a data change, which children watches ignore
+        self.run()
+
+    def run(self) -> None:
+        if self.handle.cancelled:
+            return
+        try:
+            self.callback(self.path)
+        except Exception:
+            log.exception("metadata watch callback for %s failed", self.path)
+
+
+class ZooKeeperStore(MetadataStore):
+    """A `MetadataStore` on a ZooKeeper ensemble (``hosts`` as ``"h1:2181,h2:2181"``)."""
+
+    def __init__(
+        self,
+        hosts: str,
+        chroot: str | None = None,
+        *,
+        connect_timeout: float = 15.0,
+        session_timeout: float = 18.0,
+    ) -> None:
+        self._client = KazooClient(hosts=hosts, timeout=session_timeout)
+        self._read_retry = KazooRetry(max_tries=5, delay=0.1, max_delay=2.0, ignore_expire=True)
+        self._watches: list[_Rewatch] = []
+        self._session_listeners: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._lost = False
+        with _translated():
+            self._client.start(timeout=connect_timeout)
+            if chroot not in (None, "", "/"):
+                self._client.ensure_path(validate_path(chroot))
+                self._client.chroot = chroot
+        self._client.add_listener(self._on_state)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _read(self, func: Callable, *args: object) -> object:
+        self._check_open()
+        with _translated():
+            return self._read_retry(func, *args)
+
+    def get(self, path: str) -> tuple[bytes, int]:
+        data, stat = self._read(self._client.get, validate_path(path))
+        return data or b"", stat.version
+
+    def exists(self, path: str) -> int | None:
+        stat = self._read(self._client.exists, validate_path(path))
+        return None if stat is None else stat.version
+
+    def children(self, path: str) -> list[str]:
+        return sorted(self._read(self._client.get_children, validate_path(path)))
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
+        self._check_open()
+        validate_path(path + "0" if sequential else path)
+        if path == "/":
+            raise errors.NodeExistsError("/")
+        with _translated():
+            return self._client.create(
+                path,
+                _check_data(data),
+                ephemeral=ephemeral,
+                sequence=sequential,
+                makepath=make_parents,
+            )
+
+    def set(self, path: str, data: bytes, version: int = -1) -> int:
+        self._check_open()
+        with _translated():
+            return self._client.set(validate_path(path), _check_data(data), version).version
+
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        self._check_open()
+        if validate_path(path) == "/":
+            raise errors.InvalidPathError("the root znode cannot be deleted")
+        if not recursive:
+            with _translated():
+                self._client.delete(path, version)
+            return
+        current = self.exists(path)
+        if current is None:
+            raise errors.NoNodeError(path)
+        if version not in (-1, current):
+            raise errors.BadVersionError(f"{path}: expected version {version}, found {current}")
+        doomed = self._subtree_post_order(path)
+        ops: list[Op] = [DeleteOp(p) for p in doomed[:-1]] + [DeleteOp(path, version)]
+        for start in range(0, len(ops), _RECURSIVE_DELETE_BATCH):
+            self.multi(ops[start : start + _RECURSIVE_DELETE_BATCH])
+
+    def _subtree_post_order(self, path: str) -> list[str]:
+        out: list[str] = []
+        stack = [(path, False)]
+        while stack:
+            current, expanded = stack.pop()
+            if expanded:
+                out.append(current)
+                continue
+            stack.append((current, True))
+            try:
+                names = self.children(current)
+            except errors.NoNodeError:
+                stack.pop()  # vanished meanwhile: nothing left to delete there
+                continue
+            stack += [(f"{current}/{name}", False) for name in names]
+        return out
+
+    def multi(self, ops: Sequence[Op]) -> list[str | int | None]:
+        self._check_open()
+        ops = list(ops)
+        if not ops:
+            return []
+        transaction = self._client.transaction()
+        for op in ops:
+            self._add_op(transaction, op)
+        with _translated():
+            results = transaction.commit()
+        failures = [r for r in results if isinstance(r, Exception)]
+        if failures:
+            cause = next(
+                (r for r in failures if not isinstance(r, kz.RolledBackError)), failures[0]
+            )
+            raise translate(cause)
+        return [self._result(op, r) for op, r in zip(ops, results)]
+
+    @staticmethod
+    def _add_op(transaction, op: Op) -> None:
+        if isinstance(op, CreateOp):
+            validate_path(op.path + "0" if op.sequential else op.path)
+            transaction.create(
+                op.path, _check_data(op.data), ephemeral=op.ephemeral, sequence=op.sequential
+            )
+        elif isinstance(op, SetOp):
+            transaction.set_data(validate_path(op.path), _check_data(op.data), op.version)
+        elif isinstance(op, DeleteOp):
+            if validate_path(op.path) == "/":
+                raise errors.InvalidPathError("the root znode cannot be deleted")
+            transaction.delete(op.path, op.version)
+        elif isinstance(op, CheckOp):
+            transaction.check(validate_path(op.path), op.version)
+        else:
+            raise TypeError(f"not a store operation: {op!r}")
+
+    @staticmethod
+    def _result(op: Op, result: object) -> str | int | None:
+        if isinstance(op, CreateOp):
+            return result
+        if isinstance(op, SetOp):
+            return result.version
+        return None
+
+    # -- watches and sessions ----------------------------------------------------------------
+
+    def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:
+        return self._watch("data", path, callback)
+
+    def watch_children(self, path: str, callback: WatchCallback) -> WatchHandle:
+        return self._watch("children", path, callback)
+
+    def _watch(self, kind: str, path: str, callback: WatchCallback) -> WatchHandle:
+        self._check_open()
+        watch = _Rewatch(self, kind, validate_path(path), callback)
+        with self._lock:
+            self._watches.append(watch)
+        with _translated():
+            watch.arm()
+        return watch.handle
+
+    def _forget(self, watch: _Rewatch) -> None:
+        with self._lock:
+            if watch in self._watches:
+                self._watches.remove(watch)
+
+    def add_session_listener(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            self._session_listeners.append(callback)
+
+    def _on_state(self, state: str) -> None:
+        # Runs on kazoo's connection thread, which must not block: hand the work over.
+        if state == KazooState.LOST:
+            self._lost = True
+        elif state == KazooState.CONNECTED and not self._closed:
+            new_session, self._lost = self._lost, False
+            self._client.handler.spawn(self._on_reconnected, new_session)
+
+    def _on_reconnected(self, new_session: bool) -> None:
+        with self._lock:
+            watches = list(self._watches)
+            listeners = list(self._session_listeners) if new_session else []
+        for watch in watches:
+            try:
+                watch.arm()
+            except Exception as exc:
+                log.warning("could not re-arm the watch on %s: %r", watch.path, exc)
+            watch.run()
+        for listener in listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("metadata session listener failed")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise errors.StoreClosedError("the metadata store is closed")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            for watch in self._watches:
+                watch.handle.cancelled = True
+            self._watches.clear()
+        self._client.remove_listener(self._on_state)
+        try:
+            self._client.stop()
+        finally:
+            self._client.close()

@@ -1,0 +1,62 @@
+"""ClusterMetadata on ZooKeeper: two brokers' caches follow each other's writes through watches,
+and a broker whose session expired registers itself again."""
+
+from __future__ import annotations
+
+import pytest
+
+from odradek.metadata.cluster_metadata import ClusterMetadata
+from odradek.metadata.layout import BrokerInfo, Endpoint, PartitionState
+from odradek.metadata.zookeeper_store import ZooKeeperStore
+from tests.metadata.store_contract import wait_for
+from tests.metadata.test_zookeeper_store import _expire_session
+
+
+def broker(broker_id: int) -> BrokerInfo:
+    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id % 1000),))
+
+
+@pytest.fixture
+def two_brokers(zookeeper, chroot):
+    stores = [ZooKeeperStore(zookeeper.hosts, chroot) for _ in range(2)]
+    members = [ClusterMetadata(store) for store in stores]
+    for broker_id, member in zip((1000, 1001), members):
+        member.register_broker(broker(broker_id))
+    yield members
+    for member, store in zip(members, stores):
+        member.close()
+        store.close()
+
+
+def test_caches_follow_each_others_writes(two_brokers):
+    first, second = two_brokers
+    wait_for(lambda: len(first.brokers()) == 2, "both registrations")
+    assert first.cluster_id() == second.cluster_id()
+    topic = first.create_topic("t", {0: [1000, 1001], 1: [1001, 1000]}, {"k": "v"})
+    wait_for(lambda: second.topic("t") == topic, "the new topic")
+    wait_for(lambda: second.partition_state("t", 1) is not None, "the partition states")
+    assert second.topic_by_id(topic.topic_id) == topic
+    assert second.topic_config("t") == {"k": "v"}
+    state = second.partition_state("t", 0)
+    second.set_partition_state("t", 0, PartitionState(1001, 1, (1001,), 0), state.zk_version)
+    wait_for(lambda: first.partition_state("t", 0).leader == 1001, "the leader change")
+    first.add_partitions("t", {2: [1000, 1001]})
+    wait_for(lambda: second.partition_state("t", 2) is not None, "the added partition")
+    assert first.try_become_controller(1000) == 1
+    wait_for(lambda: second.controller_id() == 1000, "the controller")
+    second.delete_topic("t")
+    wait_for(lambda: first.topic("t") is None, "the deletion")
+    assert first.snapshot().partition_state("t", 0) is None
+
+
+def test_a_broker_registers_again_after_its_session_expired(zookeeper, two_brokers):
+    first, second = two_brokers
+    wait_for(lambda: len(second.brokers()) == 2, "both registrations")
+    _expire_session(zookeeper.hosts, first.store)
+    wait_for(
+        lambda: (
+            first.store.exists("/brokers/ids/1000") is not None
+            and [b.broker_id for b in second.brokers()] == [1000, 1001]
+        ),
+        "the re-registration",
+    )
