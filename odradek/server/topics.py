@@ -10,6 +10,7 @@ assigned right away.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ class TopicManager:
         rf = self.broker.config["default.replication.factor"] if replication_factor == -1 else replication_factor
         if n <= 0:
             raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        _check_partition_count(n)
         if rf <= 0:
             raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
         racks = self._broker_racks()
@@ -78,6 +80,7 @@ class TopicManager:
         return {b.broker_id: b.rack for b in self.broker.metadata_image().brokers.values()}
 
     def _check_assignment(self, assignments: dict[int, list[int]]) -> dict[int, list[int]]:
+        _check_partition_count(len(assignments))
         live = set(self.broker.metadata_image().brokers)
         if sorted(assignments) != list(range(len(assignments))):
             raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0..n-1")
@@ -92,17 +95,18 @@ class TopicManager:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"unknown broker(s) {unknown} for partition {p}")
         return {p: list(r) for p, r in assignments.items()}
 
-    def create(self, plan: TopicPlan):
+    async def create(self, plan: TopicPlan):
+        """Write the topic (off the event loop: metadata writes fsync) and lead what is ours."""
         with _metadata_errors():
-            created = self.metadata.create_topic(plan.name, plan.assignment, plan.configs)
+            created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
         log.info("created topic %s with %d partitions", plan.name, len(plan.assignment))
         self.become_leader_of_assigned(plan.name)
         return created
 
-    def auto_create(self, name: str):
+    async def auto_create(self, name: str):
         """Create a topic with the broker defaults (Metadata with auto-creation allowed)."""
         plan = self.plan_topic(name, -1, -1, None, {})
-        return self.create(plan)
+        return await self.create(plan)
 
     # --- configs ----------------------------------------------------------------------------
     def log_config_for(self, overrides: dict[str, str]) -> LogConfig:
@@ -123,7 +127,7 @@ class TopicManager:
         self.broker.replica_manager.update_config(name, self.topic_log_config(name))
 
     # --- delete and grow ------------------------------------------------------------------
-    def delete(self, name: str) -> None:
+    async def delete(self, name: str) -> None:
         image = self.broker.metadata_image()
         assignment = image.topic(name)
         if assignment is None:
@@ -131,12 +135,13 @@ class TopicManager:
         if not self.broker.config["delete.topic.enable"]:
             raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED)
         with _metadata_errors():
-            self.metadata.delete_topic(name)
+            await _off_loop(self.metadata.delete_topic, name)
         for index in assignment.partitions:
             self.broker.replica_manager.remove(name, index, delete=True)
         log.info("deleted topic %s", name)
 
-    def add_partitions(self, name: str, count: int, assignments: list[list[int]] | None, validate_only: bool) -> None:
+    async def add_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                             validate_only: bool) -> None:
         current = self.broker.metadata_image().topic(name)
         if current is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
@@ -144,6 +149,7 @@ class TopicManager:
         if count <= have:
             code = ErrorCode.INVALID_PARTITIONS
             raise TopicError(code, f"Topic currently has {have} partitions, {count} would not be an increase.")
+        _check_partition_count(count)
         if assignments:
             if len(assignments) != count - have:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -157,7 +163,7 @@ class TopicManager:
         if validate_only:
             return
         with _metadata_errors():
-            self.metadata.add_partitions(name, new)
+            await _off_loop(self.metadata.add_partitions, name, new)
         self.become_leader_of_assigned(name)
 
     # --- roles ------------------------------------------------------------------------------
@@ -177,6 +183,23 @@ class TopicManager:
                     config = self.topic_log_config(name)
                 self.broker.replica_manager.make_leader(
                     name, index, assignment.topic_id, replicas, state.isr, state.leader_epoch, config)
+
+
+# A topic's assignment lives in one znode, and ZooKeeper (and the embedded store, which keeps
+# its semantics) refuses znodes over 1 MiB: at about 20 bytes per partition
+# ("12345":[1001,1002,1003],) that is near 50,000 partitions. Refusing more up front gives a
+# clear error instead of a failed write after minutes of assignment work.
+MAX_PARTITIONS_PER_TOPIC = 50_000
+
+
+def _check_partition_count(n: int) -> None:
+    if n > MAX_PARTITIONS_PER_TOPIC:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS,
+                         f"{n} partitions exceed the {MAX_PARTITIONS_PER_TOPIC} one topic's metadata can hold")
+
+
+async def _off_loop(fn, *args):
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
 
 _ERRORS = [

@@ -8,13 +8,13 @@ from odradek.protocol.generated.create_partitions_response import (
 from odradek.server.topics import TopicError
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     results = []
     for topic in request.topics:
         result = CreatePartitionsTopicResult(name=topic.name)
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         try:
-            ctx.broker.topics.add_partitions(topic.name, topic.count, assignments, request.validate_only)
+            await ctx.broker.topics.add_partitions(topic.name, topic.count, assignments, request.validate_only)
         except TopicError as e:
             result.error_code, result.error_message = e.error, e.message
         results.append(result)

@@ -17,7 +17,7 @@ from odradek.server.handlers.describe_configs import topic_config_entries
 from odradek.server.topics import TopicError
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     broker = ctx.broker
     counts = Counter(t.name for t in request.topics)
     results = []
@@ -29,7 +29,7 @@ def handle(ctx, request):
             results.append(result)
             continue
         try:
-            _create(broker, request, topic, result)
+            await _create(broker, request, topic, result)
         except TopicError as e:
             result.error_code, result.error_message = e.error, e.message
             result.configs = None if ctx.api_version >= 5 else []
@@ -37,7 +37,7 @@ def handle(ctx, request):
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-def _create(broker, request, topic, result) -> None:
+async def _create(broker, request, topic, result) -> None:
     assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
     configs = {}
     for c in topic.configs:
@@ -46,7 +46,7 @@ def _create(broker, request, topic, result) -> None:
         configs[c.name] = c.value
     plan = broker.topics.plan_topic(topic.name, topic.num_partitions, topic.replication_factor, assignments, configs)
     if not request.validate_only:
-        created = broker.topics.create(plan)
+        created = await broker.topics.create(plan)
         result.topic_id = created.topic_id
     result.num_partitions = len(plan.assignment)
     result.replication_factor = len(plan.assignment[0])

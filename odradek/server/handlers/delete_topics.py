@@ -8,7 +8,7 @@ from odradek.protocol.primitives import ZERO_UUID
 from odradek.server.topics import TopicError
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     broker = ctx.broker
     wanted = [(name, None) for name in request.topic_names]
     wanted += [(t.name, t.topic_id) for t in request.topics]
@@ -29,7 +29,7 @@ def handle(ctx, request):
                 result.topic_id = assignment.topic_id
             if broker.is_internal_topic(name):
                 raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic {name} is internal")
-            broker.topics.delete(name)
+            await broker.topics.delete(name)
         except TopicError as e:
             result.error_code, result.error_message = e.error, e.message
         results.append(result)

@@ -19,19 +19,29 @@ from odradek.server.topics import TopicError
 
 
 def handle(ctx, request):
+    """Answered at once, unless a topic must be created first."""
+    image = ctx.broker.metadata_image()
+    names = _requested_names(ctx.api_version, request, image)
+    missing = [n for n, _ in names if n is not None and image.topic(n) is None]
+    if missing and _may_create(ctx, request):
+        return _create_then_answer(ctx, request, names, missing)
+    return _answer(ctx, names, {})
+
+
+async def _create_then_answer(ctx, request, names, missing):
+    errors = {name: await _auto_create(ctx.broker, name) for name in dict.fromkeys(missing)}
+    return _answer(ctx, names, errors)
+
+
+def _answer(ctx, names, create_errors: dict[str, int]):
     broker = ctx.broker
     image = broker.metadata_image()
-    names = _requested_names(ctx.api_version, request, image)
     topics = []
     for name, topic_id in names:
         assignment = image.topic(name) if name is not None else None
-        if assignment is None and name is not None and _may_create(ctx, request):
-            error = _auto_create(broker, name)
-            image = broker.metadata_image()
-            assignment = image.topic(name)
-            if assignment is None:
-                topics.append(MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID))
-                continue
+        if assignment is None and create_errors.get(name):
+            topics.append(MetadataResponseTopic(error_code=create_errors[name], name=name, topic_id=ZERO_UUID))
+            continue
         if assignment is None:
             code = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             topics.append(MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id or ZERO_UUID))
@@ -65,9 +75,9 @@ def _may_create(ctx, request) -> bool:
     return allowed and ctx.broker.config["auto.create.topics.enable"]
 
 
-def _auto_create(broker, name: str) -> int:
+async def _auto_create(broker, name: str) -> int:
     try:
-        broker.topics.auto_create(name)
+        await broker.topics.auto_create(name)
         return ErrorCode.NONE
     except TopicError as e:
         if e.error == ErrorCode.TOPIC_ALREADY_EXISTS:
