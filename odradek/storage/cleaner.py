@@ -1,0 +1,332 @@
+"""``LogCleaner``: compaction of logs whose ``cleanup.policy`` includes ``compact``.
+
+A pass over one log:
+
+1. The cleanable range is the run of inactive segments from the start of the log up to the
+   first segment holding a record younger than ``min.compaction.lag.ms``; the pass runs when
+   the dirty part (segments at or past the cleaner checkpoint) is at least
+   ``min.cleanable.dirty.ratio`` of it (or when forced).
+2. An offset map ``key -> last offset`` is built over the range (control batches aside);
+   at most ``max_map_keys`` keys: a range that would need more is cut after the segment
+   that crossed the limit, as Kafka's dedupe buffer does. The same scan notes each producer
+   id's last batch.
+3. Consecutive segments are grouped (at most ``segment.bytes`` together) and each group is
+   rewritten into one ``.cleaned`` segment named after the group's first base offset. Per
+   batch (seed 001):
+
+   - a record survives if it is the latest for its key; a keyless record does not (brokers
+     refuse them on compacted topics, and Kafka's cleaner drops them);
+   - a surviving tombstone (null value) is kept until its batch's delete horizon, then
+     dropped. The horizon (KIP-534) is set the first time a pass keeps a tombstone:
+     attributes bit 6 is set and ``base_timestamp`` becomes ``now + delete.retention.ms``
+     (record timestamp deltas are re-encoded relative to it, so timestamps are unchanged);
+   - a batch whose records all survive and that needs no horizon is copied verbatim;
+     otherwise it is re-encoded with the same base offset, last offset delta, producer
+     id/epoch, base sequence, partition leader epoch, codec and flags, so offsets, batch
+     boundaries and producer state survive (``firstTimestamp`` is not kept, as seed 001
+     notes);
+   - a batch left with no records is dropped, unless it is its producer's last batch in the
+     range: then an empty batch (no records, same base/last offset and sequence numbers)
+     keeps the producer's last sequence for when the log is reloaded;
+   - control batches (transaction markers) are kept verbatim. Aborted transactional
+     records are not removed: the log keeps no transaction index yet.
+
+4. The cleaned segment is fsynced and swapped in through ``Log.replace_segments`` (a
+   copy-on-write replacement; a crash-safe rename protocol). If the log changed under the
+   cleaner (retention, truncation), the cleaned files are thrown away instead.
+
+The cleaner reads sealed segments only and takes the log's lock only for the swap, so it never
+blocks appends or reads; run it in its own thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from odradek.records import compression as codecs
+from odradek.records.batch import (
+    BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
+    DELETE_HORIZON_BIT,
+    LOG_OVERHEAD,
+    NO_PRODUCER_ID,
+    BatchHeader,
+    read_header,
+    update_crc,
+    write_header,
+)
+from odradek.records.builder import LOG_APPEND_TIME
+from odradek.records.errors import CorruptRecordError
+from odradek.records.reader import RecordBatch
+from odradek.records.record import Record, encode_record
+from odradek.storage.append_info import LogAppendInfo
+from odradek.storage.config import LogConfig
+from odradek.storage.errors import CorruptSegmentError
+from odradek.storage.log import Log, settings_of
+from odradek.storage.segment import CLEANED_SUFFIX, LogSegment
+
+logger = logging.getLogger(__name__)
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerStats:
+    """What one pass did; ``end_offset`` is where the next pass's dirty part starts."""
+
+    segments_cleaned: int
+    bytes_read: int
+    bytes_written: int
+    records_removed: int
+    end_offset: int
+
+
+@dataclass
+class _Plan:
+    segments: tuple[LogSegment, ...]
+    end_offset: int
+    offset_map: dict[bytes, int]
+    last_batch_of_producer: dict[int, int]
+
+
+class LogCleaner:
+    """Compacts logs, one pass per ``clean`` call."""
+
+    def __init__(self, max_map_keys: int = 4_000_000) -> None:
+        self.max_map_keys = max_map_keys
+
+    def cleanable_segments(self, log: Log, now_ms: int) -> tuple[tuple[LogSegment, ...], int]:
+        """The inactive segments old enough to clean, and the offset where they end."""
+        segments = log.segments
+        lag = log.config.min_compaction_lag_ms
+        count = len(segments) - 1
+        for i, segment in enumerate(segments[:-1]):
+            if lag > 0 and segment.max_timestamp[0] > now_ms - lag:
+                count = i
+                break
+        return segments[:count], segments[count].base_offset
+
+    def dirty_ratio(self, log: Log, now_ms: int, first_dirty_offset: int) -> float:
+        """Bytes of the cleanable range at or past ``first_dirty_offset`` over its total."""
+        segments, end = self.cleanable_segments(log, now_ms)
+        total = sum(s.size for s in segments)
+        if not total:
+            return 0.0
+        nexts = [s.base_offset for s in segments[1:]] + [end]
+        dirty = sum(s.size for s, nxt in zip(segments, nexts) if nxt > first_dirty_offset)
+        return dirty / total
+
+    def clean(
+        self, log: Log, now_ms: int, first_dirty_offset: int = 0, force: bool = False
+    ) -> CleanerStats | None:
+        """One compaction pass over ``log``; None when nothing was (or could be) done."""
+        if not log.config.compact_enabled:
+            return None
+        if not force:
+            ratio = self.dirty_ratio(log, now_ms, first_dirty_offset)
+            if ratio <= 0 or ratio < log.config.min_cleanable_dirty_ratio:
+                return None
+        try:
+            plan = self._plan(log, now_ms)
+            if plan is None:
+                return None
+            return self._clean_groups(log, plan, now_ms)
+        except (FileNotFoundError, CorruptSegmentError, CorruptRecordError) as exc:
+            # A segment vanished (retention) or holds bad data: skip this pass.
+            logger.warning("cleaning %s-%s skipped: %s", log.topic, log.partition, exc)
+            return None
+
+    # -- planning ---------------------------------------------------------------------------
+
+    def _plan(self, log: Log, now_ms: int) -> _Plan | None:
+        segments, end = self.cleanable_segments(log, now_ms)
+        offset_map: dict[bytes, int] = {}
+        last_batch: dict[int, int] = {}
+        for i, segment in enumerate(segments):
+            for position, header in segment.iter_batches():
+                if header.has_producer_id:
+                    last_batch[header.producer_id] = header.base_offset
+                if header.is_control or header.records_count == 0:
+                    continue
+                batch = _read_batch(segment, position, header)
+                for record in batch.records():
+                    if record.key is not None:
+                        offset_map[record.key] = record.offset
+            if len(offset_map) > self.max_map_keys and i + 1 < len(segments):
+                segments, end = segments[: i + 1], segments[i + 1].base_offset
+                break
+        if not segments:
+            return None
+        return _Plan(segments, end, offset_map, last_batch)
+
+    def _groups(self, log: Log, plan: _Plan) -> list[tuple[LogSegment, ...]]:
+        """Consecutive segments whose total size fits one segment and whose offsets fit
+        int32 deltas from the group's base offset."""
+        limit = log.config.segment_bytes
+        segments = plan.segments
+        nexts = [s.base_offset for s in segments[1:]] + [plan.end_offset]
+        groups: list[tuple[LogSegment, ...]] = []
+        group: list[LogSegment] = []
+        size = 0
+        for segment, nxt in zip(segments, nexts):
+            if group and (
+                size + segment.size > limit or nxt - 1 - group[0].base_offset > INT32_MAX
+            ):
+                groups.append(tuple(group))
+                group, size = [], 0
+            group.append(segment)
+            size += segment.size
+        if group:
+            groups.append(tuple(group))
+        return groups
+
+    # -- rewriting --------------------------------------------------------------------------
+
+    def _clean_groups(self, log: Log, plan: _Plan, now_ms: int) -> CleanerStats:
+        read = written = removed = cleaned = 0
+        for group in self._groups(log, plan):
+            sizes = tuple(s.size for s in group)
+            try:
+                new, group_removed = self._rewrite(log, group, plan, now_ms)
+            except (OSError, EOFError, CorruptSegmentError, CorruptRecordError) as exc:
+                # Truncation or retention changed the segments under us; the swap would be
+                # refused anyway. Stop here; the next pass starts over.
+                logger.info("cleaning %s-%s stopped: %s", log.topic, log.partition, exc)
+                break
+            if log.replace_segments(group, sizes, new):
+                cleaned += len(group)
+                read += sum(sizes)
+                written += new.size
+                removed += group_removed
+            else:
+                new.delete_files()
+        return CleanerStats(cleaned, read, written, removed, plan.end_offset)
+
+    def _rewrite(
+        self, log: Log, group: tuple[LogSegment, ...], plan: _Plan, now_ms: int
+    ) -> tuple[LogSegment, int]:
+        config = log.config
+        new = LogSegment.create(
+            log.directory,
+            group[0].base_offset,
+            log.file_cache,
+            settings_of(config),
+            now_ms,
+            suffix=CLEANED_SUFFIX,
+        )
+        removed = 0
+        try:
+            for segment in group:
+                for position, header in segment.iter_batches():
+                    data = segment.handle().read_exact(position, header.size)
+                    out, dropped = self._clean_batch(data, header, plan, now_ms, config)
+                    removed += dropped
+                    if out is not None:
+                        new.append(out, _append_info(out, header))
+            new.seal()
+            new.flush()
+        except BaseException:
+            new.delete_files()
+            raise
+        return new, removed
+
+    def _clean_batch(
+        self, data: bytes, header: BatchHeader, plan: _Plan, now_ms: int, config: LogConfig
+    ) -> tuple[bytes | None, int]:
+        """The batch to write for ``data`` (None: drop it) and how many records went."""
+        if header.is_control:
+            return data, 0
+        records = RecordBatch(data).records() if header.records_count else []
+        has_horizon = bool(header.attributes & DELETE_HORIZON_BIT)
+        horizon = header.base_timestamp if has_horizon else None
+        kept = []
+        for r in records:
+            if r.key is None or plan.offset_map.get(r.key, -1) > r.offset:
+                continue
+            if r.value is None and horizon is not None and now_ms >= horizon:
+                continue
+            kept.append(r)
+        dropped = len(records) - len(kept)
+        if not kept:
+            if header.producer_id != NO_PRODUCER_ID and (
+                plan.last_batch_of_producer.get(header.producer_id) == header.base_offset
+            ):
+                return (data if not records else encode_empty_batch(header)), dropped
+            return None, dropped
+        tombstones = any(r.value is None for r in kept)
+        if tombstones and horizon is None:
+            horizon = now_ms + config.delete_retention_ms
+        if not tombstones:
+            horizon = None
+        if not dropped and has_horizon == (horizon is not None):
+            return data, 0
+        return encode_compacted_batch(header, kept, horizon), dropped
+
+
+def _read_batch(segment: LogSegment, position: int, header: BatchHeader) -> RecordBatch:
+    return RecordBatch(segment.handle().read_exact(position, header.size))
+
+
+def _append_info(data: bytes, original: BatchHeader) -> LogAppendInfo:
+    max_ts = read_header(data).max_timestamp
+    return LogAppendInfo(original.base_offset, original.last_offset, max_ts, original.last_offset)
+
+
+def encode_compacted_batch(
+    header: BatchHeader, records: list[Record], delete_horizon: int | None
+) -> bytes:
+    """Re-encode ``header``'s batch holding only ``records`` (a non-empty, ordered subset).
+
+    Keeps base offset, last offset delta, leader epoch, codec, timestamp type, flags and
+    producer fields. ``base_timestamp`` is the first record's timestamp, or the delete
+    horizon (with attributes bit 6 set) when one is given.
+    """
+    base_ts = delete_horizon if delete_horizon is not None else records[0].timestamp
+    body = bytearray()
+    for r in records:
+        body += encode_record(
+            r.offset - header.base_offset, r.timestamp - base_ts, r.key, r.value, r.headers
+        )
+    if header.timestamp_type == LOG_APPEND_TIME:
+        max_ts = header.max_timestamp
+    else:
+        max_ts = max(r.timestamp for r in records)
+    attributes = header.attributes & ~DELETE_HORIZON_BIT
+    if delete_horizon is not None:
+        attributes |= DELETE_HORIZON_BIT
+    payload = codecs.compress(header.compression, body)
+    return _assemble(header, attributes, base_ts, max_ts, len(records), payload)
+
+
+def encode_empty_batch(header: BatchHeader) -> bytes:
+    """A batch with no records that keeps ``header``'s offsets and producer fields (seed
+    001: a batch kept only to preserve the producer's last sequence)."""
+    attributes = header.attributes & ~(COMPRESSION_MASK | DELETE_HORIZON_BIT)
+    ts = header.max_timestamp
+    return _assemble(header, attributes, ts, ts, 0, b"")
+
+
+def _assemble(
+    header: BatchHeader, attributes: int, base_ts: int, max_ts: int, count: int, payload
+) -> bytes:
+    out = bytearray(BATCH_HEADER_SIZE)
+    out += payload
+    new_header = BatchHeader(
+        base_offset=header.base_offset,
+        batch_length=len(out) - LOG_OVERHEAD,
+        partition_leader_epoch=header.partition_leader_epoch,
+        magic=2,
+        crc=0,
+        attributes=attributes,
+        last_offset_delta=header.last_offset_delta,
+        base_timestamp=base_ts,
+        max_timestamp=max_ts,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        records_count=count,
+    )
+    write_header(out, 0, new_header)
+    update_crc(out, 0, len(out))
+    return bytes(out)

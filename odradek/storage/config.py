@@ -1,0 +1,199 @@
+"""``LogConfig``: the per-log settings, under Kafka's names.
+
+Every field has a topic-level name (``segment.bytes``) and usually a broker-level default
+(``log.segment.bytes``); ``LogConfig.from_properties`` reads either from a flat ``dict`` of
+strings or numbers, topic-level names winning over broker-level ones, and validates ranges
+the way Kafka's ``LogConfig`` does. Keys it does not know are ignored, because the same
+``server.properties`` dictionary carries every other broker setting too.
+
+Defaults are Kafka's: 1 GiB segments rolled after 7 days, 10 MiB index limit with an entry per
+4096 bytes, 7 days of retention by time and none by size, ``delete`` policy, and flushing left
+to the OS (``Long.MAX_VALUE`` messages and milliseconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from odradek.storage.errors import InvalidConfigError
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+_LONG_MIN = -(2**63)
+_INT_MIN = -(2**31)
+
+DELETE = "delete"
+COMPACT = "compact"
+CREATE_TIME = "CreateTime"
+LOG_APPEND_TIME = "LogAppendTime"
+
+_HOUR_MS = 3_600_000
+_MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Settings of one partition log; field comments give the Kafka topic-level name."""
+
+    segment_bytes: int = 1_073_741_824  # segment.bytes
+    segment_ms: int = 7 * 24 * _HOUR_MS  # segment.ms
+    segment_index_bytes: int = 10_485_760  # segment.index.bytes
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    retention_ms: int = 7 * 24 * _HOUR_MS  # retention.ms (-1: keep forever)
+    retention_bytes: int = -1  # retention.bytes (-1: no size limit)
+    cleanup_policy: tuple[str, ...] = (DELETE,)  # cleanup.policy
+    delete_retention_ms: int = 24 * _HOUR_MS  # delete.retention.ms
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    flush_messages: int = LONG_MAX  # flush.messages
+    flush_ms: int = LONG_MAX  # flush.ms
+    max_message_bytes: int = 1_048_588  # max.message.bytes
+    message_timestamp_type: str = CREATE_TIME  # message.timestamp.type
+    file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check_field(f.name, getattr(self, f.name))
+
+    @property
+    def delete_enabled(self) -> bool:
+        """True when retention by time/size deletes old segments."""
+        return DELETE in self.cleanup_policy
+
+    @property
+    def compact_enabled(self) -> bool:
+        """True when the cleaner compacts the log."""
+        return COMPACT in self.cleanup_policy
+
+    @classmethod
+    def from_properties(
+        cls, props: Mapping[str, Any], base: LogConfig | None = None
+    ) -> LogConfig:
+        """Build a config from Kafka property names, starting from ``base`` (or defaults).
+
+        For each field the first name present wins, in this order: the topic-level name, then
+        the broker-level names (for durations, ``.ms`` before ``.minutes`` before ``.hours``).
+        Raises InvalidConfigError on an unparsable or out-of-range value.
+        """
+        changes: dict[str, Any] = {}
+        for name, keys in _PROPERTY_NAMES.items():
+            for key, scale in keys:
+                if key in props:
+                    changes[name] = _parse(name, key, props[key], scale)
+                    break
+        return replace(base if base is not None else cls(), **changes)
+
+
+# field -> [(property name, multiplier)], in order of precedence.
+_PROPERTY_NAMES: dict[str, list[tuple[str, int]]] = {
+    "segment_bytes": [("segment.bytes", 1), ("log.segment.bytes", 1)],
+    "segment_ms": [("segment.ms", 1), ("log.roll.ms", 1), ("log.roll.hours", _HOUR_MS)],
+    "segment_index_bytes": [("segment.index.bytes", 1), ("log.index.size.max.bytes", 1)],
+    "index_interval_bytes": [("index.interval.bytes", 1), ("log.index.interval.bytes", 1)],
+    "retention_ms": [
+        ("retention.ms", 1),
+        ("log.retention.ms", 1),
+        ("log.retention.minutes", _MINUTE_MS),
+        ("log.retention.hours", _HOUR_MS),
+    ],
+    "retention_bytes": [("retention.bytes", 1), ("log.retention.bytes", 1)],
+    "cleanup_policy": [("cleanup.policy", 1), ("log.cleanup.policy", 1)],
+    "delete_retention_ms": [("delete.retention.ms", 1), ("log.cleaner.delete.retention.ms", 1)],
+    "min_compaction_lag_ms": [
+        ("min.compaction.lag.ms", 1),
+        ("log.cleaner.min.compaction.lag.ms", 1),
+    ],
+    "min_cleanable_dirty_ratio": [
+        ("min.cleanable.dirty.ratio", 1),
+        ("log.cleaner.min.cleanable.ratio", 1),
+    ],
+    "flush_messages": [("flush.messages", 1), ("log.flush.interval.messages", 1)],
+    "flush_ms": [("flush.ms", 1), ("log.flush.interval.ms", 1)],
+    "max_message_bytes": [("max.message.bytes", 1), ("message.max.bytes", 1)],
+    "message_timestamp_type": [
+        ("message.timestamp.type", 1),
+        ("log.message.timestamp.type", 1),
+    ],
+    "file_delete_delay_ms": [("file.delete.delay.ms", 1), ("log.segment.delete.delay.ms", 1)],
+}
+
+# The Kafka topic-level names this config understands (for DescribeConfigs/AlterConfigs).
+TOPIC_CONFIG_NAMES: tuple[str, ...] = tuple(keys[0][0] for keys in _PROPERTY_NAMES.values())
+
+
+def _parse(name: str, key: str, raw: Any, scale: int) -> Any:
+    if name == "cleanup_policy":
+        return _parse_policy(key, raw)
+    if name == "message_timestamp_type":
+        return str(raw).strip() if isinstance(raw, str) else raw
+    if name == "min_cleanable_dirty_ratio":
+        return _parse_number(key, raw, float)
+    value = _parse_number(key, raw, int)
+    # -1 means "unlimited" for the durations that allow it; keep it unscaled.
+    return value * scale if value >= 0 else value
+
+
+def _parse_number(key: str, raw: Any, kind: Callable[[str], Any]) -> Any:
+    if isinstance(raw, bool):
+        raise InvalidConfigError(f"{key}: expected a number, got {raw!r}")
+    if isinstance(raw, (int, float)) and not (kind is int and isinstance(raw, float)):
+        return kind(raw)
+    if isinstance(raw, str):
+        try:
+            return kind(raw.strip())
+        except ValueError:
+            pass
+    raise InvalidConfigError(f"{key}: expected {kind.__name__}, got {raw!r}")
+
+
+def _parse_policy(key: str, raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        items = [p.strip() for p in raw.split(",") if p.strip()]
+    elif isinstance(raw, (list, tuple)):
+        items = [str(p).strip() for p in raw]
+    else:
+        raise InvalidConfigError(f"{key}: expected a list of policies, got {raw!r}")
+    return tuple(items)
+
+
+# field -> (lowest, highest) allowed, as Kafka's ConfigDef validators state them.
+_RANGES: dict[str, tuple[float, float]] = {
+    "segment_bytes": (14, INT_MAX),
+    "segment_ms": (1, LONG_MAX),
+    "segment_index_bytes": (4, INT_MAX),
+    "index_interval_bytes": (0, INT_MAX),
+    "retention_ms": (-1, LONG_MAX),
+    "retention_bytes": (_LONG_MIN, LONG_MAX),
+    "delete_retention_ms": (0, LONG_MAX),
+    "min_compaction_lag_ms": (0, LONG_MAX),
+    "min_cleanable_dirty_ratio": (0.0, 1.0),
+    "flush_messages": (1, LONG_MAX),
+    "flush_ms": (0, LONG_MAX),
+    "max_message_bytes": (0, INT_MAX),
+    "file_delete_delay_ms": (0, LONG_MAX),
+}
+
+
+def _check_field(name: str, value: Any) -> None:
+    if name == "cleanup_policy":
+        if not isinstance(value, tuple) or not value:
+            raise InvalidConfigError("cleanup.policy: expected a non-empty list")
+        bad = [p for p in value if p not in (DELETE, COMPACT)]
+        if bad:
+            raise InvalidConfigError(f"cleanup.policy: unknown policy {bad[0]!r}")
+        return
+    if name == "message_timestamp_type":
+        if value not in (CREATE_TIME, LOG_APPEND_TIME):
+            raise InvalidConfigError(f"message.timestamp.type: unknown type {value!r}")
+        return
+    low, high = _RANGES[name]
+    kind = float if name == "min_cleanable_dirty_ratio" else int
+    key = _PROPERTY_NAMES[name][0][0]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+        kind is int and not isinstance(value, int)
+    ):
+        raise InvalidConfigError(f"{key}: expected {kind.__name__}, got {value!r}")
+    if not low <= value <= high:
+        raise InvalidConfigError(f"{key}: {value} not in [{low}, {high}]")

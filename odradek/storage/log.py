@@ -1,0 +1,534 @@
+"""``Log``: one partition's log, a list of segments in one directory.
+
+The directory is ``<topic>-<partition>``; the segments' files are described in ``segment``.
+The log end offset (LEO) is the offset the next batch gets; the log start offset is the
+first offset a reader may ask for; the recovery point is the offset below which everything
+is known to be on disk (flushed), so recovery after a crash starts there.
+
+Concurrency (seed 003's copy-on-write segment list):
+
+- Appends, rolls, truncation, retention, DeleteRecords and the cleaner's swap take the log's
+  lock, briefly. Each change to the segment list builds a new immutable ``SegmentList``
+  and replaces the old one in one assignment.
+- Reads take no lock: they read the offsets, then the current view, and binary-search that
+  static snapshot while deletes proceed. A segment removed from the list has its files
+  renamed ``.deleted`` and erased ``file.delete.delay.ms`` later; a reader that already
+  holds a ``FileRegion`` keeps its descriptor (an unlinked file stays readable on Linux),
+  and a read that finds the file gone retries on a fresh view.
+- ``flush`` (an fsync, slow) holds the lock only to pick the segments and to move the
+  recovery point: appends go on while older data is being synced.
+
+Time comes from the injected clock (``segment.ms`` rolls, ``flush.ms``); passes that act on
+time (``delete_old_segments``, ``flush_due``) take ``now_ms`` from the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from odradek.records.reader import RecordBatch
+from odradek.storage.append_info import AppendResult, LogAppendInfo, TimestampOffset
+from odradek.storage.clock import Clock
+from odradek.storage.config import LogConfig
+from odradek.storage.errors import (
+    InvalidAppendOffsetError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+)
+from odradek.storage.file_handle_cache import FileHandleCache
+from odradek.storage.file_ops import fsync_directory
+from odradek.storage.file_region import EMPTY_REGION, FileRegion
+from odradek.storage.log_loader import LoadedLog, load_log
+from odradek.storage.retention import deletable_prefix
+from odradek.storage.segment import DELETED_SUFFIX, LogSegment
+from odradek.storage.segment_index import SegmentSettings
+from odradek.storage.segment_list import SegmentList
+
+logger = logging.getLogger(__name__)
+
+INT32_MAX = 2**31 - 1
+# A read that finds its segment deleted under it retries on a fresh view this many times.
+_READ_ATTEMPTS = 4
+
+
+def settings_of(config: LogConfig) -> SegmentSettings:
+    return SegmentSettings(config.index_interval_bytes, config.segment_index_bytes)
+
+
+class Log:
+    """A partition log. Construct with ``Log.open``."""
+
+    def __init__(
+        self,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        clock: Clock,
+        cache: FileHandleCache,
+        loaded: LoadedLog,
+    ) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self._clock = clock
+        self._cache = cache
+        self._view = SegmentList.of(loaded.segments)
+        self._log_start = loaded.log_start_offset
+        self._leo = loaded.log_end_offset
+        self._recovery_point = loaded.recovery_point
+        self._lock = threading.RLock()
+        self._flush_lock = threading.Lock()
+        self._last_flush_ms = clock.milliseconds()
+        self._dir_dirty = False
+        self._truncations = 0
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        clock: Clock,
+        cache: FileHandleCache,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = False,
+    ) -> Log:
+        """Open (creating if needed) the log in ``directory``, recovering it if the last
+        stop was unclean (see ``log_loader``)."""
+        os.makedirs(directory, exist_ok=True)
+        loaded = load_log(
+            directory,
+            settings_of(config),
+            cache,
+            clock.milliseconds(),
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            clean_shutdown=clean_shutdown,
+        )
+        return cls(directory, topic, partition, config, clock, cache, loaded)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic}-{self.partition}, start={self._log_start}, end={self._leo}, "
+            f"segments={len(self._view.segments)})"
+        )
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        """The current segment list (an immutable snapshot; the last one is active)."""
+        return self._view.segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._view.segments[-1]
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments."""
+        return sum(s.size for s in self._view.segments)
+
+    @property
+    def file_cache(self) -> FileHandleCache:
+        return self._cache
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply new settings (index sizes apply to segments created from now on)."""
+        with self._lock:
+            self.config = config
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.topic}-{self.partition} is closed")
+
+    def _set_view(self, segments) -> None:
+        self._view = SegmentList.of(segments)
+
+    # -- append -----------------------------------------------------------------------------
+
+    def append(self, data, info: LogAppendInfo) -> AppendResult:
+        """Append the bytes of one or more validated batches whose offsets the caller
+        assigned, summarized by ``info``; roll first when the active segment is full, too
+        old, or its index is full.
+
+        Raises InvalidAppendOffsetError if ``info.first_offset`` is below the log end
+        offset, RecordBatchTooLargeError if the bytes cannot fit in one segment.
+        """
+        size = len(data)
+        if size == 0:
+            raise ValueError("nothing to append")
+        with self._lock:
+            self._check_open()
+            if info.first_offset < self._leo:
+                raise InvalidAppendOffsetError(
+                    f"append at {info.first_offset} below log end offset {self._leo}"
+                )
+            if size > self.config.segment_bytes:
+                raise RecordBatchTooLargeError(
+                    f"{size} bytes exceed segment.bytes {self.config.segment_bytes}"
+                )
+            if info.last_offset - info.first_offset > INT32_MAX:
+                raise InvalidAppendOffsetError("offsets of one append span more than 2**31")
+            segment = self._maybe_roll(size, info)
+            segment.append(data, info)
+            self._leo = info.last_offset + 1
+            return AppendResult(info.first_offset, info.last_offset, self._log_start, self._leo)
+
+    def _maybe_roll(self, size: int, info: LogAppendInfo) -> LogSegment:
+        segment = self._view.segments[-1]
+        config = self.config
+        now = self._clock.milliseconds()
+        if (
+            segment.size > config.segment_bytes - size
+            or (
+                segment.size > 0
+                and segment.time_waited_for_roll(now, info.max_timestamp) >= config.segment_ms
+            )
+            or segment.index_full()
+            or info.last_offset - segment.base_offset > INT32_MAX
+        ):
+            return self._roll(info.first_offset, now)
+        return segment
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op on an empty one)."""
+        with self._lock:
+            self._check_open()
+            return self._roll(self._leo, self._clock.milliseconds())
+
+    def _roll(self, base_offset: int, now_ms: int) -> LogSegment:
+        view = self._view
+        active = view.segments[-1]
+        if active.size == 0:
+            if active.base_offset == base_offset:
+                return active
+            kept = view.segments[:-1]
+            self._retire(active, now_ms)
+        else:
+            active.seal()
+            kept = view.segments
+        segment = LogSegment.create(
+            self.directory, base_offset, self._cache, settings_of(self.config), now_ms
+        )
+        self._set_view(kept + (segment,))
+        self._dir_dirty = True
+        return segment
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one: bool = True,
+    ) -> FileRegion:
+        """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them but
+        at least one whole batch when ``min_one`` (Kafka's ``minOneMessage``), none holding
+        an offset at or above ``max_offset`` (the high watermark, for consumers).
+
+        Raises OffsetOutOfRangeError outside [log start offset, log end offset]; returns an
+        empty region at the log end offset or at/above ``max_offset``.
+        """
+        for _ in range(_READ_ATTEMPTS):
+            # This order, with writers raising the log start before publishing a shorter
+            # list, guarantees the view holds every batch in [start, end).
+            end = self._leo
+            view = self._view
+            start = self._log_start
+            if offset < start or offset > end:
+                raise OffsetOutOfRangeError(offset, start, end)
+            if offset == end or (max_offset is not None and offset >= max_offset):
+                return EMPTY_REGION
+            try:
+                for segment in view.segments[view.floor(offset) :]:
+                    region = segment.read(offset, max_bytes, max_offset, min_one)
+                    if region is not None:
+                        return region
+                return EMPTY_REGION
+            except FileNotFoundError:
+                continue  # the segment was deleted under us: take a fresh view
+        raise OffsetOutOfRangeError(offset, self._log_start, self._leo)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first record (at or above the log start offset) with a timestamp at or above
+        ``timestamp``, through each segment's time index; None when there is none."""
+        start = self._log_start
+        for segment in self._view.segments:
+            if segment.max_timestamp[0] < timestamp:
+                continue
+            for position, header in segment.batches_from_timestamp(timestamp, start):
+                if header.records_count == 0:
+                    continue
+                data = segment.handle().read_exact(position, header.size)
+                for record in RecordBatch(data).records():
+                    if record.timestamp >= timestamp and record.offset >= start:
+                        return TimestampOffset(record.timestamp, record.offset)
+        return None
+
+    def max_timestamp(self) -> TimestampOffset:
+        """The largest timestamp in the log and an offset of the batch holding it (the
+        record's offset when the appender gave it); (-1, -1) when no batch has one."""
+        best = TimestampOffset(-1, -1)
+        for segment in self._view.segments:
+            ts, offset = segment.max_timestamp
+            if ts > best.timestamp and offset >= self._log_start:
+                best = TimestampOffset(ts, offset)
+        return best
+
+    # -- flush ------------------------------------------------------------------------------
+
+    def flush_due(self, now_ms: int) -> int | None:
+        """The offset to flush up to now, or None: all unflushed data once
+        ``flush.messages`` offsets or ``flush.ms`` milliseconds have accumulated, else the
+        segments rolled since the last flush (as Kafka flushes a segment when it rolls)."""
+        unflushed = self._leo - self._recovery_point
+        if unflushed <= 0:
+            return None
+        config = self.config
+        if unflushed >= config.flush_messages or now_ms - self._last_flush_ms >= config.flush_ms:
+            return self._leo
+        active_base = self._view.segments[-1].base_offset
+        if self._recovery_point < active_base:
+            return active_base
+        return None
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """Make every batch below ``up_to_offset`` (default: all) durable, then move the
+        recovery point there. Safe to run in another thread while appends continue."""
+        with self._flush_lock:
+            with self._lock:
+                target = self._leo if up_to_offset is None else min(up_to_offset, self._leo)
+                point = self._recovery_point
+                view = self._view
+                chosen = [
+                    s
+                    for s, nxt in zip(view.segments, view.next_bases())
+                    if s.needs_index_sync
+                    or (target > point and s.base_offset < target and (nxt is None or nxt > point))
+                ]
+                sync_dir, self._dir_dirty = self._dir_dirty, False
+                truncations = self._truncations
+            for segment in chosen:
+                try:
+                    segment.flush()
+                except FileNotFoundError:
+                    pass  # deleted meanwhile
+            if sync_dir:
+                fsync_directory(self.directory)
+            with self._lock:
+                if truncations == self._truncations:
+                    self._recovery_point = max(self._recovery_point, min(target, self._leo))
+                else:
+                    self._dir_dirty = True  # a truncation raced us: flush again later
+                self._last_flush_ms = self._clock.milliseconds()
+
+    # -- deletion ---------------------------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Retention: delete whole non-active segments from the oldest while any rule
+        applies; return how many. Rules: the segment is wholly below the log start offset
+        (any policy); with ``delete`` in cleanup.policy, its largest timestamp is more than
+        ``retention.ms`` old, or the log exceeds ``retention.bytes`` by at least its size."""
+        with self._lock:
+            if self._closed:
+                return 0
+            count = deletable_prefix(self._view, self._log_start, self.config, now_ms)
+            if count:
+                self._remove_prefix(count, now_ms)
+            return count
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: raise the log start offset to ``offset`` and drop the segments
+        wholly below it; return the new log start offset. OffsetOutOfRangeError above the
+        log end offset."""
+        with self._lock:
+            self._check_open()
+            if offset > self._leo or offset < 0:
+                raise OffsetOutOfRangeError(offset, self._log_start, self._leo)
+            if offset > self._log_start:
+                self._log_start = offset
+                count = self._view.wholly_below(offset)
+                if count:
+                    self._remove_prefix(count, self._clock.milliseconds())
+            return self._log_start
+
+    def _remove_prefix(self, count: int, now_ms: int) -> None:
+        segments = self._view.segments
+        self._log_start = max(self._log_start, segments[count].base_offset)
+        self._set_view(segments[count:])
+        for segment in segments[:count]:
+            self._retire(segment, now_ms)
+
+    def _retire(self, segment: LogSegment, now_ms: int) -> None:
+        """Take a segment out of service: rename its files ``.deleted``, erase them after
+        ``file.delete.delay.ms`` (readers holding its descriptor keep working meanwhile)."""
+        try:
+            segment.change_suffix(DELETED_SUFFIX)
+        except OSError as exc:
+            logger.warning("could not rename %s for deletion: %s", segment.log_path, exc)
+        self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, segment))
+        self._dir_dirty = True
+
+    def remove_deleted_files(self, now_ms: int) -> int:
+        """Erase the files of retired segments whose delay has passed; return how many."""
+        with self._lock:
+            due = [s for t, s in self._pending_deletes if t <= now_ms]
+            self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now_ms]
+        for segment in due:
+            segment.delete_files()
+        return len(due)
+
+    # -- truncation -------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch holding an offset at or above ``offset`` (replication). A batch
+        that straddles ``offset`` goes whole, and the log end offset becomes its base offset
+        (never below the log start offset); return whether anything changed. The caller must
+        checkpoint the recovery point before appending again (LogManager.truncate_to does).
+
+        Example, with batches [0..9] [10..19] [20..29]: ``truncate_to(25)`` and
+        ``truncate_to(20)`` both leave [0..9] [10..19] and an end offset of 20;
+        ``truncate_to(10)`` leaves [0..9]; ``truncate_to(0)`` empties the log.
+
+        When ``offset`` falls in a gap after the last remaining batch of a non-empty
+        segment (offsets a compaction removed), the end offset is ``offset`` until a
+        restart, which reads it back from the data as the offset after the last batch.
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        with self._lock:
+            self._check_open()
+            if offset >= self._leo:
+                return False
+            view = self._view
+            if offset < self._log_start or offset <= view.bases[0]:
+                self._truncate_fully(offset)
+                return True
+            now = self._clock.milliseconds()
+            i = view.floor(offset)
+            for segment in view.segments[i + 1 :]:
+                self._retire(segment, now)
+            self._set_view(view.segments[: i + 1])
+            segment = view.segments[i]
+            new_end = segment.truncate_to(offset)
+            segment.unseal()
+            self._leo = max(offset if new_end is None else new_end, self._log_start)
+            if segment.size == 0 and segment.base_offset < self._leo:
+                # An empty active segment named at the new end keeps that end across a
+                # restart (the end offset of a log is read back from its data).
+                self._roll(self._leo, now)
+            self._recovery_point = min(self._recovery_point, self._leo)
+            self._truncations += 1
+            self._dir_dirty = True
+            return True
+
+    def truncate_fully(self, new_start_offset: int) -> None:
+        """Delete all data; the log restarts empty at ``new_start_offset`` (start = end)."""
+        if new_start_offset < 0:
+            raise ValueError(f"negative offset {new_start_offset}")
+        with self._lock:
+            self._check_open()
+            self._truncate_fully(new_start_offset)
+
+    def _truncate_fully(self, new_start: int) -> None:
+        now = self._clock.milliseconds()
+        for segment in self._view.segments:
+            self._retire(segment, now)
+        segment = LogSegment.create(
+            self.directory, new_start, self._cache, settings_of(self.config), now
+        )
+        self._set_view((segment,))
+        self._log_start = self._leo = self._recovery_point = new_start
+        self._truncations += 1
+        self._dir_dirty = True
+
+    # -- the cleaner's swap -----------------------------------------------------------------
+
+    def replace_segments(
+        self, old: tuple[LogSegment, ...], sizes: tuple[int, ...], new: LogSegment
+    ) -> bool:
+        """Swap the cleaned segment ``new`` (files suffixed ``.cleaned``) in for the run
+        ``old`` if that run is still in the log unchanged: the same objects with the same
+        sizes, none of them active. Return whether the swap happened.
+
+        The swap is crash-safe (see ``LogSegment.commit_cleaned``): the rename of the
+        cleaned ``.log`` to ``.swap`` is the commit point that recovery completes.
+        """
+        with self._lock:
+            if self._closed:
+                return False
+            segments = self._view.segments
+            try:
+                i = segments.index(old[0])
+            except ValueError:
+                return False
+            run = segments[i : i + len(old)]
+            if (
+                run != old
+                or i + len(old) >= len(segments)
+                or tuple(s.size for s in run) != sizes
+            ):
+                return False
+            now = self._clock.milliseconds()
+            new.commit_cleaned(lambda: [self._retire(s, now) for s in old])
+            self._set_view(segments[:i] + (new,) + segments[i + len(old) :])
+            self._dir_dirty = True
+            return True
+
+    # -- shutdown ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Clean close: write the active segment's indexes, make everything durable, drop
+        descriptors and erase retired segments' files."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            active = self._view.segments[-1]
+            active.seal()
+        self.flush()
+        active.flush()  # its index files, written by seal()
+        for segment in self._view.segments:
+            segment.close()
+        for _, segment in self._pending_deletes:
+            segment.delete_files()
+        self._pending_deletes = []
+
+    def abandon(self) -> None:
+        """Close without flushing (the directory is being deleted)."""
+        with self._lock:
+            self._closed = True
+            segments = self._view.segments + tuple(s for _, s in self._pending_deletes)
+            self._pending_deletes = []
+        for segment in segments:
+            segment.release_handles()
+            self._cache.discard(segment)
+

@@ -1,0 +1,347 @@
+"""``LogManager``: every partition log of a broker, spread over the ``log.dirs``.
+
+Each log directory holds one sub-directory per partition, ``<topic>-<partition>``, and
+these files of its own::
+
+    recovery-point-offset-checkpoint   where recovery of each log starts after a crash
+    log-start-offset-checkpoint        each log's start offset (retention, DeleteRecords)
+    cleaner-offset-checkpoint          where each compacted log's dirty part starts
+    .kafka_cleanshutdown               present only between a clean shutdown and startup
+
+Lifecycle: ``startup`` loads every log (recovering those of a directory without the
+clean-shutdown marker, each from its checkpointed recovery point), then removes the marker;
+``shutdown`` flushes and closes every log, writes the checkpoints, then the marker. In
+between, the broker calls the periodic passes with the current time: ``run_retention``,
+``flush_due`` (which says what to flush, so the broker can fsync off its event loop),
+``checkpoint`` and ``remove_deleted``. Deleting a partition renames its directory
+``<topic>-<partition>.<uuid>-delete`` at once and erases it ``file.delete.delay.ms`` later.
+
+New partitions go to the directory holding the fewest partitions (Kafka's rule). All open
+descriptors go through one shared FileHandleCache.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from odradek.storage.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    OffsetCheckpointFile,
+    TopicPartition,
+)
+from odradek.storage.cleaner import CleanerStats, LogCleaner
+from odradek.storage.clock import Clock
+from odradek.storage.config import LogConfig
+from odradek.storage.errors import CheckpointError, LogClosedError, StorageError
+from odradek.storage.file_handle_cache import FileHandleCache
+from odradek.storage.file_ops import fsync_directory
+from odradek.storage.log import Log
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+# Kafka's legal topic names: 1-249 of these characters ("." and ".." excluded).
+_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_PARTITION_DIR = re.compile(r"^([a-zA-Z0-9._-]{1,249})-(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class FlushTask:
+    """A flush the broker should run (in a thread): ``log.flush(up_to_offset)``."""
+
+    log: Log
+    up_to_offset: int
+
+    def run(self) -> None:
+        self.log.flush(self.up_to_offset)
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>``; ValueError for an illegal topic name or partition."""
+    if not _TOPIC.match(topic) or topic in (".", ".."):
+        raise ValueError(f"illegal topic name {topic!r}")
+    if partition < 0:
+        raise ValueError(f"illegal partition {partition}")
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    """(topic, partition) of a partition directory name, or None."""
+    m = _PARTITION_DIR.match(name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+class LogManager:
+    """The set of partition logs over ``log_dirs``."""
+
+    def __init__(
+        self,
+        log_dirs: list[str],
+        default_config: LogConfig,
+        clock: Clock,
+        *,
+        config_for_topic: Callable[[str], LogConfig] | None = None,
+        max_open_files: int = 1024,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log directory is needed")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = default_config
+        self.clock = clock
+        self.cache = FileHandleCache(max_open_files)
+        self._config_for_topic = config_for_topic
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self._cleaner_offsets: dict[TopicPartition, int] = {}
+        self._pending_dir_deletes: list[tuple[int, str]] = []
+        self._lock = threading.RLock()
+        self._running = False
+        self.cleaner = LogCleaner()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        if self._config_for_topic is not None:
+            return self._config_for_topic(topic)
+        return self.default_config
+
+    def startup(self) -> None:
+        """Load every log of every directory, then remove the clean-shutdown markers."""
+        with self._lock:
+            for directory in self.log_dirs:
+                os.makedirs(directory, exist_ok=True)
+                self._load_dir(directory)
+            for directory in self.log_dirs:
+                marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
+                if os.path.exists(marker):
+                    os.unlink(marker)
+                    fsync_directory(directory)
+            self._running = True
+
+    def _load_dir(self, directory: str) -> None:
+        clean = os.path.exists(os.path.join(directory, CLEAN_SHUTDOWN_FILE))
+        points = _read_checkpoint(directory, RECOVERY_POINT_CHECKPOINT)
+        starts = _read_checkpoint(directory, LOG_START_OFFSET_CHECKPOINT)
+        self._cleaner_offsets.update(_read_checkpoint(directory, CLEANER_OFFSET_CHECKPOINT))
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            tp = parse_partition_dir(name)
+            if tp is None:
+                continue
+            if tp in self._logs:
+                raise StorageError(f"{tp[0]}-{tp[1]} found in {self._dir_of[tp]} and {directory}")
+            self._logs[tp] = Log.open(
+                path,
+                tp[0],
+                tp[1],
+                self.config_for(tp[0]),
+                self.clock,
+                self.cache,
+                recovery_point=points.get(tp, 0),
+                log_start_offset=starts.get(tp, 0),
+                clean_shutdown=clean,
+            )
+            self._dir_of[tp] = directory
+        logger.info("loaded logs of %s (%s shutdown)", directory, "clean" if clean else "unclean")
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write the checkpoints, then the clean-shutdown
+        markers (only after everything they vouch for is on disk)."""
+        with self._lock:
+            if not self._running:
+                return
+            for log in self._logs.values():
+                log.close()
+            self.checkpoint()
+            for _, path in self._pending_dir_deletes:
+                shutil.rmtree(path, ignore_errors=True)
+            self._pending_dir_deletes = []
+            for directory in self.log_dirs:
+                marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
+                with open(marker, "wb") as f:
+                    os.fsync(f.fileno())
+                fsync_directory(directory)
+            self._running = False
+
+    # -- logs -------------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def get_or_create_log(
+        self, topic: str, partition: int, config: LogConfig | None = None
+    ) -> Log:
+        """The partition's log, created (empty) in the least loaded directory if absent."""
+        name = partition_dir_name(topic, partition)
+        with self._lock:
+            tp = (topic, partition)
+            log = self._logs.get(tp)
+            if log is not None:
+                return log
+            directory = self._next_log_dir()
+            log = Log.open(
+                os.path.join(directory, name),
+                topic,
+                partition,
+                config or self.config_for(topic),
+                self.clock,
+                self.cache,
+                clean_shutdown=True,
+            )
+            fsync_directory(directory)
+            self._logs[tp] = log
+            self._dir_of[tp] = directory
+            return log
+
+    def _next_log_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove a partition: rename its directory ``<name>.<uuid>-delete`` now, erase it
+        after ``file.delete.delay.ms``. Return whether the log existed."""
+        with self._lock:
+            tp = (topic, partition)
+            log = self._logs.pop(tp, None)
+            if log is None:
+                return False
+            directory = self._dir_of.pop(tp)
+            self._cleaner_offsets.pop(tp, None)
+            log.abandon()
+            target = f"{log.directory}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            os.rename(log.directory, target)
+            fsync_directory(directory)
+            deadline = self.clock.milliseconds() + log.config.file_delete_delay_ms
+            self._pending_dir_deletes.append((deadline, target))
+            self.checkpoint()
+            return True
+
+    def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
+        """Truncate a log and checkpoint its lowered recovery point at once, so recovery
+        after a crash re-checks whatever is appended after the truncation."""
+        log = self._require(topic, partition)
+        changed = log.truncate_to(offset)
+        if changed:
+            self.checkpoint_dir(self._dir_of[(topic, partition)])
+        return changed
+
+    def truncate_fully(self, topic: str, partition: int, new_start_offset: int) -> None:
+        log = self._require(topic, partition)
+        log.truncate_fully(new_start_offset)
+        self.checkpoint_dir(self._dir_of[(topic, partition)])
+
+    def _require(self, topic: str, partition: int) -> Log:
+        log = self._logs.get((topic, partition))
+        if log is None:
+            raise LogClosedError(f"no log for {topic}-{partition}")
+        return log
+
+    # -- periodic passes --------------------------------------------------------------------
+
+    def run_retention(self, now_ms: int) -> int:
+        """Delete segments past retention in every log; return how many were deleted."""
+        return sum(log.delete_old_segments(now_ms) for log in self.all_logs().values())
+
+    def flush_due(self, now_ms: int) -> list[FlushTask]:
+        """The flushes the policy asks for now; the broker runs each ``task.run()`` in a
+        worker thread (a flush never blocks appends, to its log or any other)."""
+        tasks = []
+        for log in self.all_logs().values():
+            up_to = log.flush_due(now_ms)
+            if up_to is not None:
+                tasks.append(FlushTask(log, up_to))
+        return tasks
+
+    def run_flush(self, now_ms: int) -> int:
+        """Run the due flushes in the calling thread; return how many ran."""
+        tasks = self.flush_due(now_ms)
+        for task in tasks:
+            task.run()
+        return len(tasks)
+
+    def remove_deleted(self, now_ms: int) -> int:
+        """Erase retired segment files and deleted partition directories whose delay has
+        passed; return how many were erased."""
+        count = sum(log.remove_deleted_files(now_ms) for log in self.all_logs().values())
+        with self._lock:
+            due = [p for t, p in self._pending_dir_deletes if t <= now_ms]
+            self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now_ms]
+        for path in due:
+            shutil.rmtree(path, ignore_errors=True)
+        return count + len(due)
+
+    def run_cleaner(self, now_ms: int, force: bool = False) -> dict[TopicPartition, CleanerStats]:
+        """One compaction pass over each compacted log whose dirty ratio calls for it (all
+        of them when ``force``); the broker runs this in the cleaner thread."""
+        done = {}
+        for tp, log in self.all_logs().items():
+            if not log.config.compact_enabled:
+                continue
+            stats = self.cleaner.clean(log, now_ms, self.cleaner_offset(*tp), force)
+            if stats is not None:
+                self.set_cleaner_offset(tp[0], tp[1], stats.end_offset)
+                done[tp] = stats
+        return done
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Write the recovery-point, log-start-offset and cleaner checkpoints of every
+        directory."""
+        with self._lock:
+            for directory in self.log_dirs:
+                self.checkpoint_dir(directory)
+
+    def checkpoint_dir(self, directory: str) -> None:
+        with self._lock:
+            tps = [tp for tp, d in self._dir_of.items() if d == directory]
+            logs = {tp: self._logs[tp] for tp in tps}
+            cleaner = {tp: o for tp, o in self._cleaner_offsets.items() if tp in logs}
+        path = os.path.join
+        OffsetCheckpointFile(path(directory, RECOVERY_POINT_CHECKPOINT)).write(
+            {tp: log.recovery_point for tp, log in logs.items()}
+        )
+        OffsetCheckpointFile(path(directory, LOG_START_OFFSET_CHECKPOINT)).write(
+            {tp: log.log_start_offset for tp, log in logs.items()}
+        )
+        OffsetCheckpointFile(path(directory, CLEANER_OFFSET_CHECKPOINT)).write(cleaner)
+
+    def cleaner_offset(self, topic: str, partition: int) -> int:
+        """Where the dirty (never cleaned) part of a compacted log starts."""
+        return self._cleaner_offsets.get((topic, partition), 0)
+
+    def set_cleaner_offset(self, topic: str, partition: int, offset: int) -> None:
+        with self._lock:
+            if (topic, partition) in self._logs:
+                self._cleaner_offsets[(topic, partition)] = offset
+
+
+def _read_checkpoint(directory: str, name: str) -> dict[TopicPartition, int]:
+    path = os.path.join(directory, name)
+    try:
+        return OffsetCheckpointFile(path).read()
+    except CheckpointError as exc:
+        # Safe fallbacks: recover from offset 0, start at the first segment, clean all.
+        logger.warning("ignoring malformed checkpoint: %s", exc)
+        return {}

@@ -1,0 +1,503 @@
+"""``LogSegment``: one ``.log`` file of batches with its offset and time indexes.
+
+Files of a segment whose base offset is 368769, in its partition directory (seed 003: a
+file is named by the first offset it holds, zero-padded to 20 digits)::
+
+    00000000000000368769.log        batches verbatim (layout: records.batch)
+    00000000000000368769.index      offset -> position (layout: offset_index)
+    00000000000000368769.timeindex  timestamp -> offset (layout: time_index)
+
+A suffix after the extension marks a file in transition: ``.deleted`` (removed from the log,
+erased later), ``.cleaned`` (being written by the cleaner), ``.swap`` (cleaned and ready
+to replace the segments it covers).
+
+Invariants: the ``.log`` file holds ``size`` bytes of whole batches whose offsets strictly
+increase and are all at or above ``base_offset``, with last offsets no more than 2**31 - 1
+above it. Only the log's active segment is appended to (under the log's lock), and ``size``
+grows only after the bytes are written, so a reader that reads ``size`` first sees whole
+batches only. A segment is *sealed* once it stops being active: its index files are then
+complete on disk and its in-memory indexes may be dropped and reloaded at will.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+
+from odradek.records.batch import (
+    BATCH_HEADER_SIZE,
+    NO_TIMESTAMP,
+    BatchHeader,
+    read_header,
+)
+from odradek.records.errors import CorruptRecordError
+from odradek.storage.append_info import LogAppendInfo
+from odradek.storage.errors import CorruptIndexError, CorruptSegmentError
+from odradek.storage.file_handle_cache import FileHandleCache, SegmentFile
+from odradek.storage.file_ops import fsync_path, unlink_quietly
+from odradek.storage.file_records import (
+    SCAN_CHUNK,
+    iter_bounds,
+    iter_headers,
+    iter_valid_batches,
+)
+from odradek.storage.file_region import EMPTY_REGION, FileRegion
+from odradek.storage.segment_index import SegmentIndex, SegmentSettings
+
+LOG_EXT = ".log"
+INDEX_EXT = ".index"
+TIME_INDEX_EXT = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+
+def segment_name(base_offset: int) -> str:
+    """The 20-digit file name stem of a segment."""
+    return f"{base_offset:020d}"
+
+
+class LogSegment:
+    """A segment: the ``.log`` file, its indexes, and the facts the log needs about it."""
+
+    def __init__(
+        self,
+        directory: str,
+        base_offset: int,
+        cache: FileHandleCache,
+        settings: SegmentSettings,
+        size: int,
+        created_ms: int,
+        suffix: str = "",
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.settings = settings
+        self.size = size
+        self.created_ms = created_ms
+        self.suffix = suffix
+        self.sealed = True
+        self._cache = cache
+        self._file: SegmentFile | None = None
+        self._index: SegmentIndex | None = None
+        self._index_lock = threading.Lock()
+        # Index files found on disk were synced before the recovery point passed them.
+        self._index_synced = True
+        # The largest timestamp, kept when a sealed segment's index is evicted.
+        self._max_ts: tuple[int, int] | None = None
+        self._first_batch_ts: int | None = None
+        self._rebuilt_on_error = False
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path!r}, size={self.size}, sealed={self.sealed})"
+
+    # -- creation -------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        directory: str,
+        base_offset: int,
+        cache: FileHandleCache,
+        settings: SegmentSettings,
+        now_ms: int,
+        suffix: str = "",
+    ) -> LogSegment:
+        """A new, empty, active segment (any stale files of the same name are replaced)."""
+        seg = cls(directory, base_offset, cache, settings, 0, now_ms, suffix)
+        for path in (seg.index_path, seg.time_index_path):
+            unlink_quietly(path)
+        file = SegmentFile(seg.log_path, create=True)
+        os.ftruncate(file.fd, 0)
+        seg._file = file
+        seg._index = SegmentIndex(base_offset, settings)
+        seg.sealed = False
+        cache.touch(seg)
+        return seg
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        base_offset: int,
+        cache: FileHandleCache,
+        settings: SegmentSettings,
+        now_ms: int,
+        suffix: str = "",
+    ) -> LogSegment:
+        """An existing segment, sealed; its indexes load (and are checked) on first use."""
+        path = os.path.join(directory, segment_name(base_offset) + LOG_EXT + suffix)
+        return cls(directory, base_offset, cache, settings, os.stat(path).st_size, now_ms, suffix)
+
+    # -- paths and files --------------------------------------------------------------------
+
+    def _path(self, ext: str) -> str:
+        return os.path.join(self.directory, segment_name(self.base_offset) + ext + self.suffix)
+
+    @property
+    def log_path(self) -> str:
+        return self._path(LOG_EXT)
+
+    @property
+    def index_path(self) -> str:
+        return self._path(INDEX_EXT)
+
+    @property
+    def time_index_path(self) -> str:
+        return self._path(TIME_INDEX_EXT)
+
+    def handle(self) -> SegmentFile:
+        """The open ``.log`` file (opened now if the cache had evicted it)."""
+        file = self._file
+        if file is None:
+            file = SegmentFile(self.log_path)
+            self._file = file
+        self._cache.touch(self)
+        return file
+
+    def release_handles(self) -> None:
+        """FileHandleCache eviction: drop the descriptor and, if sealed, the indexes."""
+        self._file = None
+        index = self._index
+        if self.sealed and index is not None:
+            self._max_ts = index.max_timestamp
+            self._index = None
+
+    def change_suffix(self, suffix: str) -> None:
+        """Rename the segment's files (those that exist) to carry ``suffix``."""
+        old = (self.log_path, self.index_path, self.time_index_path)
+        self.suffix = suffix
+        for src, dst in zip(old, (self.log_path, self.index_path, self.time_index_path)):
+            try:
+                os.rename(src, dst)
+            except FileNotFoundError:
+                if src == old[0]:
+                    raise
+
+    def delete_files(self) -> None:
+        """Erase the segment's files (open descriptors keep working until dropped)."""
+        self._cache.discard(self)
+        self._file = None
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            unlink_quietly(path)
+
+    # -- indexes ----------------------------------------------------------------------------
+
+    def index(self) -> SegmentIndex:
+        """The segment's indexes, loaded and sanity-checked on first use."""
+        index = self._index
+        if index is None:
+            with self._index_lock:
+                index = self._index
+                if index is None:
+                    index = self._load_index()
+                    self._index = index
+        self._cache.touch(self)
+        return index
+
+    def _load_index(self) -> SegmentIndex:
+        """Load the index files; rebuild them from the log when missing or failing a check:
+        the sanity checks of the files, the last offset entry pointing at a batch that can
+        hold its offset, and a readable run of batches after the last time index entry."""
+        try:
+            index = SegmentIndex.from_files(
+                self.base_offset, self.settings, self.index_path, self.time_index_path, self.size
+            )
+            self._check_index_target(index)
+            self._fold_timestamps_after_last_entry(index)
+        except (OSError, EOFError, CorruptIndexError, CorruptRecordError, CorruptSegmentError):
+            return self._rebuild_index()
+        return index
+
+    def _check_index_target(self, index: SegmentIndex) -> None:
+        if not len(index.offsets):
+            return
+        offset, position = index.offsets.last_entry()
+        header = read_header(self.handle().read_exact(position, BATCH_HEADER_SIZE))
+        if header.magic != 2 or not self.base_offset <= header.base_offset <= offset:
+            raise CorruptIndexError(f"{self.index_path}: entry ({offset}, {position}) is stale")
+
+    def _fold_timestamps_after_last_entry(self, index: SegmentIndex) -> None:
+        """Kafka's ``loadLargestTimestamp``: batches after the time index's last entry may
+        hold a larger timestamp (a short or emptied time index cannot hide one)."""
+        _, position = index.offsets.lookup(index.max_timestamp[1])
+        for _, header in iter_headers(self.handle(), position, self.size):
+            if header.max_timestamp > index.max_timestamp[0]:
+                index.max_timestamp = (header.max_timestamp, header.last_offset)
+
+    def _rebuild_index(self) -> SegmentIndex:
+        """Rebuild both indexes from the valid prefix of the ``.log`` file (no truncation)."""
+        index, _ = self._scan_valid(self.handle(), self.size)
+        if self.sealed and self.suffix != DELETED_SUFFIX:
+            self._write_index(index)  # (a retired segment's files must not come back)
+        return index
+
+    def _scan_valid(self, file: SegmentFile, size: int) -> tuple[SegmentIndex, int]:
+        """Index every valid batch from position 0; return the index and the valid end."""
+        index = SegmentIndex(self.base_offset, self.settings)
+        end = 0
+        self._first_batch_ts = None
+        for pos, h in iter_valid_batches(file, 0, size, self.base_offset):
+            if self._first_batch_ts is None:
+                self._first_batch_ts = h.max_timestamp
+            index.track(pos, h.size, h.last_offset, h.max_timestamp, h.last_offset)
+            end = pos + h.size
+        if self.sealed:
+            index.seal()
+        return index, end
+
+    def _write_index(self, index: SegmentIndex) -> None:
+        index.write(self.index_path, self.time_index_path)
+        self._index_synced = False
+
+    # -- facts ------------------------------------------------------------------------------
+
+    @property
+    def max_timestamp(self) -> tuple[int, int]:
+        """(largest timestamp, an offset of the batch holding it); (-1, base) when none."""
+        index = self._index
+        if index is not None:
+            return index.max_timestamp
+        if self._max_ts is not None:
+            return self._max_ts
+        return self.index().max_timestamp
+
+    def retention_timestamp(self) -> int:
+        """The timestamp retention.ms compares: the largest record timestamp, or the file's
+        modification time when no batch carries one (Kafka's ``largestTimestamp``)."""
+        ts = self.max_timestamp[0]
+        if ts >= 0:
+            return ts
+        try:
+            return os.stat(self.log_path).st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            return self.created_ms
+
+    def time_waited_for_roll(self, now_ms: int, incoming_max_ts: int) -> int:
+        """Kafka's roll clock: time from the first batch's timestamp to the incoming one
+        when both are known, else time since the segment was created or loaded."""
+        first = self._first_batch_ts
+        if first is None and self.size > 0:
+            first = read_header(self.handle().read_exact(0, BATCH_HEADER_SIZE)).max_timestamp
+            self._first_batch_ts = first
+        if first is not None and first >= 0 and incoming_max_ts >= 0:
+            return incoming_max_ts - first
+        return now_ms - self.created_ms
+
+    def index_full(self) -> bool:
+        return self.index().is_full
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch (the base offset when empty); scans from the last
+        index entry. Raises CorruptSegmentError if the tail is not whole batches."""
+        _, position = self.index().offsets.last_entry()
+        last: BatchHeader | None = None
+        for _, header in iter_headers(self.handle(), position, self.size):
+            last = header
+        return last.next_offset if last is not None else self.base_offset
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def append(self, data, info: LogAppendInfo) -> int:
+        """Write already-validated batches at the end; return their position. The index
+        gets entries by the rule in ``segment_index``."""
+        index = self._index
+        assert not self.sealed and index is not None, "append to a sealed segment"
+        position = self.size
+        self.handle().write_at(data, position)
+        self.size = position + len(data)
+        if self._first_batch_ts is None:
+            self._first_batch_ts = info.max_timestamp
+        ts_offset = min(max(info.offset_of_max_timestamp, info.first_offset), info.last_offset)
+        index.track(position, len(data), info.last_offset, info.max_timestamp, ts_offset)
+        return position
+
+    def seal(self) -> None:
+        """Stop being active: record the largest timestamp in the time index and write both
+        index files, trimmed to their entries."""
+        if self.sealed:
+            return
+        index = self.index()
+        index.seal()
+        self._write_index(index)
+        self.sealed = True
+
+    def unseal(self) -> None:
+        """Become the active segment again (after load or truncation): pin the indexes."""
+        if not self.sealed:
+            return
+        index = self.index()
+        self.sealed = False
+        self._index = index  # eviction may have dropped it between the two lines above
+        index.resume(self.size)
+
+    def recover(self) -> int:
+        """Validate every batch (size in file, CRC, offsets), truncate at the first invalid
+        byte, rebuild both indexes; return the number of bytes removed."""
+        file = self.handle()
+        file_size = file.size()
+        index, end = self._scan_valid(file, file_size)
+        if end < file_size:
+            os.ftruncate(file.fd, end)
+        self.size = end
+        self._index = index
+        if self.sealed:
+            self._write_index(index)
+        return file_size - end
+
+    def truncate_to(self, offset: int) -> int | None:
+        """Remove every batch holding an offset at or above ``offset``; the segment becomes
+        active. Return the new end offset: ``offset``, or the base offset of the first batch
+        removed if that batch began below ``offset``. None if nothing was removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return None
+        position, _, base, _ = found
+        new_end = min(offset, base)
+        self.unseal()
+        file = self.handle()
+        os.ftruncate(file.fd, position)
+        self.size = position
+        index = self.index()
+        if not index.truncate_to(new_end, position):
+            index.max_timestamp = (NO_TIMESTAMP, self.base_offset)
+            for _, h in iter_headers(file, 0, position):
+                if h.max_timestamp > index.max_timestamp[0]:
+                    index.max_timestamp = (h.max_timestamp, h.last_offset)
+        if position == 0:
+            self._first_batch_ts = None
+        return new_end
+
+    @property
+    def needs_index_sync(self) -> bool:
+        """True for a sealed segment whose index files were written but not fsynced."""
+        return self.sealed and not self._index_synced
+
+    def commit_cleaned(self, retire_old) -> None:
+        """Give a cleaned segment (suffix ``.cleaned``, all files fsynced) its final names.
+
+        Order, for crash safety: rename the ``.log`` to ``.swap`` (the commit point: from
+        here recovery finishes the swap), call ``retire_old()`` (the replaced segments'
+        files become ``.deleted``), then rename the ``.log`` and both index files to their
+        final names. A crash before the first rename leaves ``.cleaned`` files that loading
+        deletes; after it, loading drops the covered segments and renames the swap file,
+        rebuilding its indexes.
+        """
+        assert self.suffix == CLEANED_SUFFIX
+        swap = self._path(LOG_EXT).removesuffix(CLEANED_SUFFIX) + SWAP_SUFFIX
+        os.rename(self.log_path, swap)
+        retire_old()
+        cleaned = (self.index_path, self.time_index_path)
+        self.suffix = ""
+        os.rename(swap, self.log_path)
+        for src, dst in zip(cleaned, (self.index_path, self.time_index_path)):
+            os.rename(src, dst)
+
+    def flush(self) -> None:
+        """fsync the ``.log`` file, and a sealed segment's index files once."""
+        file = self.handle()  # a local reference keeps the descriptor open during fsync
+        os.fsync(file.fd)
+        if self.sealed and not self._index_synced:
+            for path in (self.index_path, self.time_index_path):
+                fsync_path(path)
+            self._index_synced = True
+
+    def close(self) -> None:
+        """Clean shutdown: write the indexes out (sealing), drop the descriptor."""
+        self.seal()
+        self._cache.discard(self)
+        self._file = None
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def translate_offset(
+        self, offset: int, size: int | None = None
+    ) -> tuple[int, int, int, int] | None:
+        """The first batch whose last offset is at or above ``offset``, within the first
+        ``size`` bytes, as (position, size, base offset, last offset); None if none."""
+        size = self.size if size is None else size
+        try:
+            return self._translate(offset, size)
+        except CorruptSegmentError:
+            if self._rebuilt_on_error or not self.sealed:
+                raise  # the active segment's index is built in memory, never stale
+            # A stale or damaged index can send the scan into the middle of a batch:
+            # rebuild the indexes from the log once before calling the data corrupt.
+            self._rebuilt_on_error = True
+            with self._index_lock:
+                self._index = self._rebuild_index()
+            return self._translate(offset, size)
+
+    def _translate(self, offset: int, size: int) -> tuple[int, int, int, int] | None:
+        _, start = self.index().offsets.lookup(offset)
+        if start >= size:
+            start = 0
+        for bounds in iter_bounds(self.handle(), start, size):
+            if bounds[3] >= offset:
+                return bounds
+        return None
+
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int | None, min_one: bool
+    ) -> FileRegion | None:
+        """Whole batches starting with the one holding ``offset`` (or the first after it).
+
+        At most ``max_bytes`` bytes, except one whole first batch when ``min_one``; no batch
+        holding an offset at or above ``max_offset``. None when this segment has no batch at
+        or after ``offset``; an empty region when a limit leaves nothing.
+        """
+        size = self.size
+        found = self.translate_offset(offset, size)
+        if found is None:
+            return None
+        start, first_size, first_base, first_last = found
+        if max_offset is not None and first_last >= max_offset:
+            return EMPTY_REGION
+        end_limit = size
+        if max_offset is not None:
+            bound = self.translate_offset(max_offset, size)
+            if bound is not None:
+                end_limit = bound[0]
+        file = self.handle()
+        if first_size > max_bytes:
+            if not min_one:
+                return EMPTY_REGION
+            return FileRegion(file, start, first_size, first_base)
+        end = self._boundary_at_or_before(file, start + max_bytes, start + first_size, end_limit)
+        return FileRegion(file, start, end - start, first_base)
+
+    def _boundary_at_or_before(
+        self, file: SegmentFile, limit: int, start: int, end_limit: int
+    ) -> int:
+        """The last batch boundary in ``[start, min(limit, end_limit)]``; ``start`` is one."""
+        if limit >= end_limit:
+            return end_limit
+        pos = start
+        if limit - start > SCAN_CHUNK:  # far away: start from the index, not from `start`
+            pos = max(self.index().offsets.lookup_position(limit)[1], start)
+        end = pos
+        for position, size, _, _ in iter_bounds(file, pos, end_limit):
+            if position + size > limit:
+                break
+            end = position + size
+        return end
+
+    def batches_from_timestamp(
+        self, timestamp: int, min_offset: int
+    ) -> Iterator[tuple[int, BatchHeader]]:
+        """Batches, in order, from the first that may hold a record with a timestamp at or
+        above ``timestamp`` and an offset at or above ``min_offset``; each yielded batch's
+        max timestamp is at or above ``timestamp``."""
+        start_offset = max(self.index().times.lookup_before(timestamp), min_offset)
+        size = self.size
+        found = self.translate_offset(start_offset, size)
+        if found is None:
+            return
+        for position, header in iter_headers(self.handle(), found[0], size):
+            if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
+                yield position, header
+
+    def iter_batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """Every batch header from position ``start`` (for the cleaner and tools)."""
+        return iter_headers(self.handle(), start, self.size)
