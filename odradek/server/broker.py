@@ -130,15 +130,18 @@ class Broker:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self.group_coordinator is not None:
-            self.group_coordinator.shutdown()
-        if self.replica_manager is not None:
-            self.replica_manager.shutdown()
-        if self.log_manager is not None:
-            self.log_manager.shutdown()
+        clean = True
+        for part in (self.group_coordinator, self.replica_manager, self.log_manager):
+            if part is not None:
+                try:
+                    part.shutdown()
+                except Exception:
+                    clean = False
+                    log.exception("%s failed to shut down", type(part).__name__)
         if self.metadata is not None:
             self.metadata.close()
-        log.info("broker %d stopped cleanly", self.broker_id)
+            self.metadata.store.close()
+        log.info("broker %d stopped%s", self.broker_id, " cleanly" if clean else " with errors")
 
     # --- requests ---------------------------------------------------------------------------
     def dispatch(self, ctx, body):

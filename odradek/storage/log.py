@@ -27,7 +27,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import Iterator
 
+from odradek.records.batch import BatchHeader
 from odradek.records.reader import RecordBatch
 from odradek.storage.append_info import AppendResult, LogAppendInfo, TimestampOffset
 from odradek.storage.clock import Clock
@@ -292,6 +294,21 @@ class Log:
                     if record.timestamp >= timestamp and record.offset >= start:
                         return TimestampOffset(record.timestamp, record.offset)
         return None
+
+    def batch_headers(self, start_offset: int = 0) -> Iterator[BatchHeader]:
+        """Headers of the batches holding offsets from ``start_offset`` on, in offset order.
+
+        For rebuilding state kept beside the log (producer state after a restart); only
+        headers are read, no record is decoded. Segments wholly below ``start_offset`` are
+        skipped.
+        """
+        segments = self.segments
+        for i, segment in enumerate(segments):
+            if i + 1 < len(segments) and segments[i + 1].base_offset <= start_offset:
+                continue
+            for _, header in segment.iter_batches():
+                if header.last_offset >= start_offset:
+                    yield header
 
     def max_timestamp(self) -> TimestampOffset:
         """The largest timestamp in the log and an offset of the batch holding it (the
