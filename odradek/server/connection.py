@@ -32,6 +32,10 @@ from odradek.server.request import NO_RESPONSE, RequestContext
 
 log = logging.getLogger("odradek.server")
 
+# Responses of one read are written together, but in chunks of at most this many bytes, so
+# that a slow reader's pause (pause_writing) takes effect between chunks.
+WRITE_CHUNK = 1 << 20
+
 
 class Connection(asyncio.Protocol):
     """asyncio protocol for one client; ``dispatch(ctx, body)`` comes from the broker."""
@@ -48,6 +52,8 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self._reading_paused = False
         self._writing_paused = False
+        self._process_scheduled = False
+        self._stalled = False
 
     # --- asyncio callbacks ----------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -70,13 +76,25 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        self._update_reading()
+        self._flush()
 
     def data_received(self, data: bytes) -> None:
         self.last_active = time.monotonic()
+        self.parser.feed(data)
+        self._process()
+
+    def _process(self) -> None:
+        """Handle buffered frames while fewer than ``queued.max.requests`` are pending."""
+        self._process_scheduled = False
+        self._stalled = False
         try:
-            self.parser.feed(data)
-            while not self.closed and (frame := self.parser.next_frame()) is not None:
+            while not self.closed:
+                if len(self.pending) >= self.max_queued:
+                    self._stalled = True  # frames may wait in the parser; see _flush
+                    break
+                frame = self.parser.next_frame()
+                if frame is None:
+                    break
                 self._handle_frame(frame)
         except FrameTooLargeError as e:
             self.close(f"{e} (socket.request.max.bytes)")
@@ -132,9 +150,15 @@ class Connection(asyncio.Protocol):
 
     # --- responses ------------------------------------------------------------------------
     def _flush(self) -> None:
-        """Write every response that is ready at the head of the queue."""
+        """Write the responses that are ready at the head of the queue.
+
+        Writing stops while the transport is paused (its buffer is above the high-water
+        mark: a slow reader), so memory per connection stays bounded by that buffer plus
+        ``queued.max.requests`` unencoded responses; ``resume_writing`` continues here.
+        """
         parts: list = []
-        while self.pending and not self.closed:
+        pending_bytes = 0
+        while self.pending and not self.closed and not self._writing_paused:
             ctx, result = self.pending[0]
             if isinstance(result, asyncio.Future):
                 if not result.done():
@@ -148,19 +172,35 @@ class Connection(asyncio.Protocol):
             self.pending.popleft()
             if result is NO_RESPONSE:
                 continue
-            self._encode_into(parts, ctx, result)
-        if parts and self.transport is not None:
-            self.transport.writelines(parts)
-            self.last_active = time.monotonic()
+            pending_bytes += self._encode_into(parts, ctx, result)
+            if pending_bytes >= WRITE_CHUNK:
+                self._write(parts)
+                parts, pending_bytes = [], 0
+        if parts:
+            self._write(parts)
+        if (self._stalled and len(self.pending) < self.max_queued and not self.closed
+                and not self._process_scheduled):
+            # Frames left unhandled while the queue was full: take them up again (later in
+            # this loop iteration, not recursively).
+            self._process_scheduled = True
+            asyncio.get_running_loop().call_soon(self._process)
         self._update_reading()
 
-    def _encode_into(self, parts: list, ctx: RequestContext, body) -> None:
+    def _write(self, parts: list) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.writelines(parts)
+            self.last_active = time.monotonic()
+
+    def _encode_into(self, parts: list, ctx: RequestContext, body) -> int:
+        """Append the response's frame to ``parts``; return its size."""
         header = codec.ResponseHeader(correlation_id=ctx.correlation_id)
         version = ctx.response_version
         buf = codec.encode_response_buffer(ctx.api_key, version, header, body)
-        parts.append(size_prefix(buf.total_size()))
+        size = buf.total_size()
+        parts.append(size_prefix(size))
         for part in buf.parts():
             parts.append(part if isinstance(part, (bytes, bytearray, memoryview)) else _read_region(part))
+        return size + 4
 
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:

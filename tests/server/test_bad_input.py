@@ -178,3 +178,38 @@ def test_fuzz_many_connections_then_clients_still_work(broker):
                              auto_offset_reset="earliest", consumer_timeout_ms=5000)
     assert [m.value for m in consumer][-1:] == [b"still here"]
     consumer.close()
+
+
+def test_slow_reader_does_not_block_others(tmp_path):
+    """A client that pipelines big fetches and never reads: others are still served."""
+    from odradek.testing.broker import InProcessBroker
+
+    with InProcessBroker(tmp_path / "data", queued_max_requests=20) as b:
+        c = WireClient(b.bootstrap)
+        create_topic(c, "big")
+        for _ in range(4):
+            c.request("Produce", 9, produce_body("big", 0, simple_batch([b"x" * 200_000])))
+        slow = WireClient(b.bootstrap)
+        slow.sock.setsockopt(__import__("socket").SOL_SOCKET, __import__("socket").SO_RCVBUF, 4096)
+        frame = slow.frame("Fetch", 11, fetch_body("big", 0, 0))
+        slow.sock.settimeout(2)
+        try:
+            for _ in range(2000):  # 1.6 GB of responses if the broker buffered them all
+                slow.send_raw(frame)
+        except (TimeoutError, OSError):
+            pass  # the broker stopped reading from us: backpressure
+        for _ in range(3):
+            _, resp = c.request("ApiVersions", 0, message("ApiVersionsRequest"))
+            assert resp.error_code == 0
+        conn = next(x for x in b.broker.connections if len(x.pending) > 0 or x._reading_paused)
+        assert conn.transport.get_write_buffer_size() < 8 << 20
+        assert len(conn.pending) <= 20
+
+
+def test_idle_connections_are_closed(tmp_path):
+    from odradek.testing.broker import InProcessBroker
+
+    with InProcessBroker(tmp_path / "data", connections_max_idle_ms=300) as b:
+        c = WireClient(b.bootstrap)
+        c.request("ApiVersions", 0, message("ApiVersionsRequest"))
+        assert c.is_closed(timeout=5)
