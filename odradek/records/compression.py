@@ -33,6 +33,7 @@ from __future__ import annotations
 import struct
 
 import cramjam
+import xxhash
 
 from odradek.records.errors import CorruptRecordError
 
@@ -116,6 +117,27 @@ def snappy_xerial_compress(data, block_size: int = XERIAL_BLOCK_SIZE) -> bytes:
         out += _INT32_BE.pack(len(block))
         out += block
     return bytes(out)
+
+
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+def fix_kafka08_lz4_header(data) -> bytes:
+    """Repair the LZ4 frame header checksum that Kafka clients before 0.10 wrote for magic-0
+    message sets (KAFKA-3160: they hashed the 4 magic bytes too); Kafka's broker accepts those
+    frames, so do we. The checksum byte (HC) is the second byte of xxh32 over the frame
+    descriptor (FLG, BD and the optional content size and dictionary id). Data that is not
+    an LZ4 frame is returned unchanged, for ``decompress`` to refuse.
+    """
+    data = bytes(data)
+    if len(data) < 7 or data[:4] != _LZ4_MAGIC:
+        return data
+    flg = data[4]
+    end = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)  # after BD, size, dict id
+    if len(data) <= end:
+        return data
+    checksum = (xxhash.xxh32_intdigest(data[4:end]) >> 8) & 0xFF
+    return data[:end] + bytes([checksum]) + data[end + 1 :]
 
 
 def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:

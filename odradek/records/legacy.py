@@ -170,7 +170,10 @@ class LegacyBatch:
             return [wrapper]
         if wrapper.value is None:
             raise CorruptRecordError("compressed legacy message without a value")
-        data = codecs.decompress(wrapper.compression, wrapper.value, max_decompressed)
+        value = wrapper.value
+        if wrapper.magic == 0 and wrapper.compression == codecs.LZ4:
+            value = codecs.fix_kafka08_lz4_header(value)
+        data = codecs.decompress(wrapper.compression, value, max_decompressed)
         inner = list(iter_messages(data))
         if not inner:
             raise CorruptRecordError("compressed legacy message holds no messages")

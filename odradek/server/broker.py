@@ -71,6 +71,8 @@ class Broker:
         await self._listen()
         self.metadata.register_broker(self.broker_info())
         self.topics.become_leader_of_assigned()
+        from odradek.coordinator.group import GroupCoordinator
+        self.group_coordinator = GroupCoordinator.start(self)
         self._start_background()
         log.info("broker %d up: cluster %s, listening on %s, data in %s", self.broker_id,
                  self.cluster_id, self.advertised(), ", ".join(self.config.log_dirs))
@@ -178,6 +180,18 @@ class Broker:
         self._log_defaults = None
         for name in self.metadata_image().topics:
             self.replica_manager.update_config(name, self.topics.topic_log_config(name))
+
+    def leader_partition(self, topic: str, index: int):
+        """``(partition, error)``: the partition this broker leads, or None and the error code
+        clients expect (UNKNOWN_TOPIC_OR_PARTITION for a topic or partition number that does
+        not exist, NOT_LEADER_OR_FOLLOWER when another broker leads it)."""
+        part = self.replica_manager.get(topic, index)
+        if part is not None and part.is_leader(self.broker_id):
+            return part, ErrorCode.NONE
+        assignment = self.metadata_image().topic(topic)
+        if assignment is None or index not in assignment.partitions:
+            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     def is_internal_topic(self, topic: str) -> bool:
         return topic in INTERNAL_TOPICS

@@ -46,6 +46,8 @@ class TopicManager:
     def __init__(self, broker) -> None:
         self.broker = broker
         self.metadata = broker.metadata
+        # Auto-creations under way, by topic name (creation awaits a metadata write).
+        self._auto_creating: dict[str, asyncio.Future] = {}
 
     # --- create ---------------------------------------------------------------------------
     def plan_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -104,15 +106,26 @@ class TopicManager:
         return created
 
     async def auto_create(self, name: str):
-        """Create a topic with the broker defaults (Metadata with auto-creation allowed)."""
-        plan = self.plan_topic(name, -1, -1, None, {})
-        return await self.create(plan)
+        """Create a topic with the broker defaults (Metadata with auto-creation allowed).
+
+        Requests that ask for the same new topic while it is being created wait for that one
+        creation: a second creation would fail with TOPIC_ALREADY_EXISTS before the topic is
+        in the metadata image, and its request would be answered as if the topic did not exist.
+        """
+        pending = self._auto_creating.get(name)
+        if pending is None:
+            pending = asyncio.ensure_future(self.create(self.plan_topic(name, -1, -1, None, {})))
+            self._auto_creating[name] = pending
+            pending.add_done_callback(lambda _: self._auto_creating.pop(name, None))
+        return await asyncio.shield(pending)
 
     # --- configs ----------------------------------------------------------------------------
     def log_config_for(self, overrides: dict[str, str]) -> LogConfig:
         unknown = [k for k in overrides if k not in TOPIC_CONFIG_NAMES and k not in EXTRA_TOPIC_CONFIGS]
         if unknown:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
+        if "min.insync.replicas" in overrides:
+            _min_insync_replicas(overrides["min.insync.replicas"])
         try:
             return LogConfig.from_properties(overrides, base=self.broker.log_defaults())
         except (InvalidConfigError, ValueError) as e:
@@ -120,6 +133,18 @@ class TopicManager:
 
     def topic_log_config(self, name: str) -> LogConfig:
         return self.log_config_for(self.metadata.topic_config(name))
+
+    def min_insync_replicas(self, name: str) -> int:
+        """The topic's ``min.insync.replicas``: its override, else the broker's static value.
+
+        (A dynamic broker default of it is not consulted: it is not part of ``LogConfig``.)
+        Cheap enough for every acks=all produce: the override comes from the in-memory image.
+        """
+        value = self.broker.metadata_image().topic_config(name).get("min.insync.replicas")
+        try:
+            return self.broker.config["min.insync.replicas"] if value is None else _min_insync_replicas(value)
+        except TopicError:  # written to the store by another tool, unchecked: the broker's value
+            return self.broker.config["min.insync.replicas"]
 
     def set_topic_config(self, name: str, configs: dict[str, str]) -> None:
         self.log_config_for(configs)
@@ -211,6 +236,18 @@ _ERRORS = [
     (merr.InvalidReplicaAssignmentError, ErrorCode.INVALID_REPLICA_ASSIGNMENT),
     (merr.InvalidConfigError, ErrorCode.INVALID_CONFIG),
 ]
+
+
+def _min_insync_replicas(value: str) -> int:
+    """Parse a topic's ``min.insync.replicas`` (an int of at least 1, as Kafka requires)."""
+    try:
+        parsed = int(value)
+    except (TypeError, ValueError):
+        parsed = 0
+    if parsed < 1:
+        raise TopicError(ErrorCode.INVALID_CONFIG,
+                         f"Invalid value {value} for configuration min.insync.replicas: Value must be at least 1")
+    return parsed
 
 
 @contextmanager

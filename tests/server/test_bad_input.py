@@ -213,3 +213,14 @@ def test_idle_connections_are_closed(tmp_path):
         c = WireClient(b.bootstrap)
         c.request("ApiVersions", 0, message("ApiVersionsRequest"))
         assert c.is_closed(timeout=5)
+
+
+def test_unknown_partition_number_is_unknown_topic_or_partition(broker):
+    c = WireClient(broker.bootstrap)
+    create_topic(c, "one")
+    _, resp = c.request("Produce", 9, produce_body("one", 7, simple_batch([b"x"])))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    _, resp = c.request("Fetch", 11, fetch_body("one", 7, 0))
+    assert resp.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    _, resp = c.request("Produce", 9, produce_body("nope", 0, simple_batch([b"x"])))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

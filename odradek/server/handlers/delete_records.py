@@ -22,10 +22,9 @@ def handle(ctx, request):
         results = []
         for p in topic.partitions:
             result = DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1)
-            part = broker.replica_manager.get(topic.name, p.partition_index)
+            part, error = broker.leader_partition(topic.name, p.partition_index)
             if part is None:
-                known = broker.metadata_image().topic(topic.name) is not None
-                result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_code = error
             else:
                 offset = part.high_watermark if p.offset == HIGH_WATERMARK else p.offset
                 if offset < 0 or offset > part.high_watermark:

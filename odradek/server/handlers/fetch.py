@@ -103,10 +103,9 @@ def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_byte
     resp = w.response
     resp.error_code = ErrorCode.NONE
     resp.records = b""
-    part = broker.replica_manager.get(w.topic, w.request.partition)
+    part, error = broker.leader_partition(w.topic, w.request.partition)
     if part is None:
-        known = broker.metadata_image().topic(w.topic) is not None
-        resp.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        resp.error_code = error
         return 0
     epoch = w.request.current_leader_epoch
     if epoch >= 0 and epoch != part.leader_epoch:

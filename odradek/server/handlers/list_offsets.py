@@ -30,10 +30,9 @@ def handle(ctx, request):
 
 def _one(broker, version: int, request, topic: str, p) -> ListOffsetsPartitionResponse:
     resp = ListOffsetsPartitionResponse(partition_index=p.partition_index)
-    part = broker.replica_manager.get(topic, p.partition_index)
+    part, error = broker.leader_partition(topic, p.partition_index)
     if part is None:
-        known = broker.metadata_image().topic(topic) is not None
-        resp.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        resp.error_code = error
         return resp
     if p.current_leader_epoch >= 0 and p.current_leader_epoch != part.leader_epoch:
         newer = p.current_leader_epoch < part.leader_epoch

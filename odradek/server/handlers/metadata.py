@@ -39,8 +39,12 @@ def _answer(ctx, names, create_errors: dict[str, int]):
     topics = []
     for name, topic_id in names:
         assignment = image.topic(name) if name is not None else None
-        if assignment is None and create_errors.get(name):
-            topics.append(MetadataResponseTopic(error_code=create_errors[name], name=name, topic_id=ZERO_UUID))
+        if assignment is None and name in create_errors:
+            # Not in the image although creation was attempted: it failed, or another request
+            # is creating it right now (ours then got TOPIC_ALREADY_EXISTS), which Kafka
+            # answers with the retriable LEADER_NOT_AVAILABLE, never "unknown topic".
+            code = create_errors[name] or ErrorCode.LEADER_NOT_AVAILABLE
+            topics.append(MetadataResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID))
             continue
         if assignment is None:
             code = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

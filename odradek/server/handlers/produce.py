@@ -1,9 +1,10 @@
 """Produce (key 0): append the batches of each partition, answer with their base offsets.
 
 acks=0 gets no response at all. acks=1 is answered once the leader appended. acks=-1 (all) is
-answered once every in-sync replica has the batches, i.e. when the high watermark passed them;
-with a single replica in the ISR that is at once. Errors are per partition; a partition that
-fails does not stop the others.
+refused with NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is smaller than the topic's
+``min.insync.replicas``, and otherwise answered once every in-sync replica has the batches,
+i.e. when the high watermark passed them; with a single replica in the ISR that is at once.
+Errors are per partition; a partition that fails does not stop the others.
 """
 
 from __future__ import annotations
@@ -51,12 +52,15 @@ def _produce_one(broker, request, topic: str, data) -> tuple[PartitionProduceRes
         return error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
     if broker.is_internal_topic(topic) and not broker.allow_internal_writes:
         return error(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{topic} is internal")
-    part = broker.replica_manager.get(topic, data.index)
+    part, code = broker.leader_partition(topic, data.index)
     if part is None:
-        known = broker.metadata_image().topic(topic) is not None
-        return error(ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if not part.is_leader(broker.broker_id):
-        return error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return error(code)
+    if request.acks == -1:
+        # Checked before appending, as Kafka does: acks=all promises min.insync.replicas copies.
+        min_isr = broker.topics.min_insync_replicas(topic)
+        if len(part.isr) < min_isr:
+            return error(ErrorCode.NOT_ENOUGH_REPLICAS, f"{len(part.isr)} in-sync replica(s) of "
+                         f"{topic}-{data.index}, min.insync.replicas is {min_isr}")
     try:
         result = broker.replica_manager.append(part, data.records)
     except ProduceError as e:
