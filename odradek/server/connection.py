@@ -33,7 +33,7 @@ from odradek.protocol.api_keys import ApiKey, is_supported
 from odradek.protocol.framing import FrameParser, FrameTooLargeError, size_prefix
 from odradek.protocol.primitives import DecodeError
 from odradek.server.handlers import api_versions
-from odradek.server.request import NO_RESPONSE, RequestContext
+from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 
 log = logging.getLogger("odradek.server")
 
@@ -179,6 +179,10 @@ class Connection(asyncio.Protocol):
             self.pending.popleft()
             if result is NO_RESPONSE:
                 continue
+            if result is CLOSE_CONNECTION:
+                self._write(parts)
+                self.close(f"{ctx.api_name} with acks=0 failed")
+                return
             pending_bytes += self._encode_into(parts, ctx, result)
             if pending_bytes >= WRITE_CHUNK:
                 self._write(parts)

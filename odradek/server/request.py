@@ -8,6 +8,9 @@ from odradek.protocol.api_keys import ApiKey
 
 # A handler returns this for requests that get no response (Produce with acks=0).
 NO_RESPONSE = object()
+# A handler returns this to close the connection once the responses queued before this
+# request are written (an acks=0 produce that failed: the client's only way to learn of it).
+CLOSE_CONNECTION = object()
 
 
 @dataclass(slots=True)

@@ -224,3 +224,13 @@ def test_unknown_partition_number_is_unknown_topic_or_partition(broker):
     assert resp.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     _, resp = c.request("Produce", 9, produce_body("nope", 0, simple_batch([b"x"])))
     assert resp.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_failed_acks_zero_produce_closes_the_connection(broker):
+    c = WireClient(broker.bootstrap)
+    create_topic(c, "zero")
+    c.send_raw(c.frame("ApiVersions", 0, message("ApiVersionsRequest")))
+    c.send_raw(c.frame("Produce", 9, produce_body("zero", 3, simple_batch([b"z"]), acks=0)))
+    cid, _ = c.response("ApiVersions", 0)  # what was queued before is still answered
+    assert cid == 2
+    assert c.is_closed()

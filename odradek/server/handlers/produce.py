@@ -14,7 +14,7 @@ from odradek.protocol.generated.produce_response import (
     PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
 )
 from odradek.replication.partition import ProduceError
-from odradek.server.request import NO_RESPONSE
+from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE
 
 _VALID_ACKS = (-1, 0, 1)
 
@@ -32,7 +32,10 @@ def handle(ctx, request):
                 waits.append((topic.name, data.index, last_offset, resp))
         topics.append(TopicProduceResponse(name=topic.name, partition_responses=responses))
     if request.acks == 0:
-        return NO_RESPONSE
+        # No response to carry an error: Kafka closes the connection instead, which makes
+        # the client refresh its metadata and notice.
+        failed = any(r.error_code for t in topics for r in t.partition_responses)
+        return CLOSE_CONNECTION if failed else NO_RESPONSE
     response = ProduceResponse(responses=topics, throttle_time_ms=0)
     if waits and not broker.replica_manager.all_replicated(waits):
         return _await_replication(broker, waits, request.timeout_ms, response)
