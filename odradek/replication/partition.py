@@ -102,6 +102,22 @@ class Partition:
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
 
+    def append_as_coordinator(self, batch, now_ms: int) -> ProduceResult:
+        """Append one v2 batch that a coordinator of this broker built (group metadata,
+        offsets): offsets and leader epoch are assigned here as for a client's batch; of the
+        client checks only ``max.message.bytes`` applies. Raises ProduceError when too large.
+        """
+        config = self.log.config
+        buf = memoryview(bytearray(batch))
+        if len(buf) > config.max_message_bytes:
+            raise ProduceError(ErrorCode.MESSAGE_TOO_LARGE,
+                               f"batch of {len(buf)} bytes exceeds max.message.bytes {config.max_message_bytes}")
+        append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
+        info = self._assign_offsets(buf, [(0, len(buf), rb.read_header(buf, 0))], append_time)
+        self.log.append(buf, info)
+        self.maybe_advance_high_watermark()
+        return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
+
     def _check_producers(self, batches):
         duplicate = None
         for _, _, header in batches:

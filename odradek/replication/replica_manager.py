@@ -71,6 +71,12 @@ class ReplicaManager:
         self.notify(part.key)
         return result
 
+    def append_as_coordinator(self, part: Partition, batch) -> ProduceResult:
+        """Append a batch built by a coordinator on this broker (see ``Partition``)."""
+        result = part.append_as_coordinator(batch, self.clock.milliseconds())
+        self.notify(part.key)
+        return result
+
     def is_replicated(self, topic: str, index: int, last_offset: int) -> bool:
         part = self.partitions.get((topic, index))
         return part is not None and part.high_watermark > last_offset

@@ -98,7 +98,14 @@ class TopicManager:
         return {p: list(r) for p, r in assignments.items()}
 
     async def create(self, plan: TopicPlan):
-        """Write the topic (off the event loop: metadata writes fsync) and lead what is ours."""
+        """Write the topic (off the event loop: metadata writes fsync) and lead what is ours.
+
+        Shielded: a request cancelled half-way (its client went away) must not leave a topic
+        written to the metadata but led by nobody.
+        """
+        return await asyncio.shield(self._create(plan))
+
+    async def _create(self, plan: TopicPlan):
         with _metadata_errors():
             created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
         log.info("created topic %s with %d partitions", plan.name, len(plan.assignment))

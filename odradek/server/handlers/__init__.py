@@ -11,6 +11,7 @@ from odradek.server.handlers import (
     alter_configs, api_versions, create_partitions, create_topics, delete_records, delete_topics,
     describe_cluster, describe_configs, fetch, init_producer_id, list_offsets, metadata, produce,
 )
+from odradek.server.handlers import find_coordinator, groups, offsets
 
 HANDLERS = {
     ApiKey.API_VERSIONS: api_versions.handle,
@@ -27,4 +28,15 @@ HANDLERS = {
     ApiKey.ALTER_CONFIGS: alter_configs.handle,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.handle_incremental,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
+    ApiKey.FIND_COORDINATOR: find_coordinator.handle,
+    ApiKey.JOIN_GROUP: groups.handle_join_group,
+    ApiKey.SYNC_GROUP: groups.handle_sync_group,
+    ApiKey.HEARTBEAT: groups.handle_heartbeat,
+    ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+    ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
+    ApiKey.LIST_GROUPS: groups.handle_list_groups,
+    ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
+    ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
+    ApiKey.OFFSET_DELETE: offsets.handle_offset_delete,
 }

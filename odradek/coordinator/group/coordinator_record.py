@@ -1,0 +1,150 @@
+"""The records of ``__consumer_offsets``: what the group coordinator writes and replays.
+
+Each record's key and value are ``int16 version`` followed by the struct of that version
+(Kafka's schemas in ``kafka-protocol/records``, generated into ``protocol.generated``), so tools
+that read Kafka's offsets topic read ours::
+
+    key version 0 or 1: OffsetCommitKey   group string, topic string, partition int32
+    key version 2:      GroupMetadataKey  group string
+    value (offset):     OffsetCommitValue v1 when the commit carries its own expire
+                        timestamp, else v3 (offset int64, leaderEpoch int32, metadata string,
+                        commitTimestamp int64) -- what Kafka writes
+    value (group):      GroupMetadataValue v3 (protocol type, generation, protocol, leader,
+                        current state timestamp, members with group.instance.id)
+    a null value is a tombstone: the offset or the group is gone
+
+Worked example, the key of group "g", topic "t", partition 3 (key version 1)::
+
+    00 01 | 00 01 67 | 00 01 74 | 00 00 00 03
+
+Key versions 3 and up are Kafka's newer group types (KIP-848 consumer groups, share groups);
+``decode_record`` returns None for them so a loader can skip them.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from odradek.coordinator.group.offset_and_metadata import OffsetAndMetadata
+from odradek.protocol.generated import (
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    offset_commit_value,
+)
+from odradek.protocol.generated.group_metadata_value import GroupMetadataValue
+from odradek.protocol.primitives import DecodeError, EncodeBuffer
+
+_VERSION = struct.Struct(">h")
+
+OFFSET_KEY_VERSION = 1
+GROUP_KEY_VERSION = 2
+OFFSET_VALUE_VERSION = 3
+OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
+GROUP_VALUE_VERSION = 3
+
+
+class CoordinatorRecordError(ValueError):
+    """A record of the offsets topic that does not decode."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRecord:
+    """A committed offset (``offset`` None: a tombstone, the offset was deleted or expired)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    offset: OffsetAndMetadata | None
+
+    def key_bytes(self) -> bytes:
+        key = offset_commit_key.OffsetCommitKey(group=self.group_id, topic=self.topic, partition=self.partition)
+        return _encode(offset_commit_key, OFFSET_KEY_VERSION, key)
+
+    def value_bytes(self) -> bytes | None:
+        o = self.offset
+        if o is None:
+            return None
+        value = offset_commit_value.OffsetCommitValue(
+            offset=o.offset, leader_epoch=o.leader_epoch, metadata=o.metadata,
+            commit_timestamp=o.commit_timestamp_ms,
+            expire_timestamp=-1 if o.expire_timestamp_ms is None else o.expire_timestamp_ms,
+        )
+        version = OFFSET_VALUE_VERSION if o.expire_timestamp_ms is None else OFFSET_VALUE_VERSION_WITH_EXPIRY
+        return _encode(offset_commit_value, version, value)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataRecord:
+    """A group's membership at a generation (``value`` None: a tombstone, the group is gone)."""
+
+    group_id: str
+    value: GroupMetadataValue | None
+
+    def key_bytes(self) -> bytes:
+        return _encode(group_metadata_key, GROUP_KEY_VERSION, group_metadata_key.GroupMetadataKey(group=self.group_id))
+
+    def value_bytes(self) -> bytes | None:
+        return None if self.value is None else _encode(group_metadata_value, GROUP_VALUE_VERSION, self.value)
+
+
+CoordinatorRecord = OffsetCommitRecord | GroupMetadataRecord
+
+
+def _encode(module, version: int, message) -> bytes:
+    out = EncodeBuffer()
+    out += _VERSION.pack(version)
+    module.WRITERS[version](message, out)
+    return bytes(out)
+
+
+def decode_record(key, value) -> CoordinatorRecord | None:
+    """The record with these key and value bytes (``value`` None for a tombstone); None for
+    record types this coordinator does not know. Raises CoordinatorRecordError when the bytes
+    are malformed."""
+    if key is None or len(key) < 2:
+        raise CoordinatorRecordError("record without a versioned key")
+    (version,) = _VERSION.unpack_from(key, 0)
+    if version in (0, 1):
+        k = _decode(offset_commit_key, version, key)
+        return OffsetCommitRecord(k.group, k.topic, k.partition, None if value is None else _offset_value(value))
+    if version == GROUP_KEY_VERSION:
+        k = _decode(group_metadata_key, version, key)
+        return GroupMetadataRecord(k.group, None if value is None else _group_value(value))
+    if version < 0:
+        raise CoordinatorRecordError(f"negative key version {version}")
+    return None
+
+
+def _decode(module, version: int, data):
+    """Decode the struct after the version prefix; the whole buffer must be consumed."""
+    if not module.VALID_VERSIONS[0] <= version <= module.VALID_VERSIONS[1]:
+        raise CoordinatorRecordError(f"{module.NAME} version {version} is unknown")
+    try:
+        message, end = module.READERS[version](memoryview(data), 2)
+    except (DecodeError, struct.error, ValueError, IndexError, TypeError) as e:
+        raise CoordinatorRecordError(f"bad {module.NAME} v{version}: {e}") from None
+    if end != len(data):
+        raise CoordinatorRecordError(f"{len(data) - end} trailing bytes after {module.NAME} v{version}")
+    return message
+
+
+def _value_version(value) -> int:
+    if len(value) < 2:
+        raise CoordinatorRecordError("value shorter than its version")
+    return _VERSION.unpack_from(value, 0)[0]
+
+
+def _offset_value(data) -> OffsetAndMetadata:
+    v = _decode(offset_commit_value, _value_version(data), data)
+    expire = v.expire_timestamp if v.expire_timestamp >= 0 else None
+    return OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, expire)
+
+
+def _group_value(data) -> GroupMetadataValue:
+    v = _decode(group_metadata_value, _value_version(data), data)
+    for m in v.members:  # decoded bytes are views into ``data``: own them
+        m.subscription = bytes(m.subscription)
+        m.assignment = bytes(m.assignment)
+    return v

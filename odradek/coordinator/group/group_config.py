@@ -1,0 +1,46 @@
+"""``GroupConfig``: the broker settings the group coordinator obeys, read once at start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    # group.min.session.timeout.ms / group.max.session.timeout.ms: the session timeouts a
+    # member may ask for (INVALID_SESSION_TIMEOUT outside).
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    # group.initial.rebalance.delay.ms: how long the first rebalance of an empty group waits
+    # for more members (extended while members keep arriving, up to the rebalance timeout).
+    initial_rebalance_delay_ms: int = 3000
+    # A member that joined but never completed a rebalance is dropped after this long (Kafka's
+    # fixed 5 minutes), so clients that gave up a JoinGroup do not pile up as phantoms.
+    new_member_join_timeout_ms: int = 300_000
+    # offsets.retention.minutes, in ms.
+    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    offsets_retention_check_interval_ms: int = 600_000
+    # offset.metadata.max.bytes (Kafka's default; not a broker key of odradek yet).
+    offset_metadata_max_bytes: int = 4096
+    # offsets.commit.timeout.ms: how long a write waits for the replicas.
+    commit_timeout_ms: int = 5000
+    # offsets.topic.num.partitions, .replication.factor, .segment.bytes: for creating the topic.
+    topic_partitions: int = 50
+    topic_replication_factor: int = 3
+    topic_segment_bytes: int = 104_857_600
+
+    @classmethod
+    def from_broker_config(cls, config) -> GroupConfig:
+        return cls(
+            min_session_timeout_ms=config["group.min.session.timeout.ms"],
+            max_session_timeout_ms=config["group.max.session.timeout.ms"],
+            initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+            offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
+            offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+            commit_timeout_ms=config["offsets.commit.timeout.ms"],
+            topic_partitions=config["offsets.topic.num.partitions"],
+            topic_replication_factor=config["offsets.topic.replication.factor"],
+            topic_segment_bytes=config["offsets.topic.segment.bytes"],
+        )

@@ -1,0 +1,410 @@
+"""``GroupCoordinator``: the group coordinator's runtime on the broker's event loop.
+
+It owns one ``GroupCoordinatorShard`` per ``__consumer_offsets`` partition this broker leads
+and does for them what they cannot do themselves:
+
+- **load**: a shard is built by replaying its partition (``loader``) in a worker thread; until
+  that is done its groups answer COORDINATOR_LOAD_IN_PROGRESS. Partitions are loaded at start,
+  when FindCoordinator names them, and whenever a request finds this broker leading a
+  partition it has no shard for (or a shard of an older leader epoch). A partition this broker
+  no longer leads is unloaded: its waiting requests get NOT_COORDINATOR.
+- **write**: the records of a ``CoordinatorResult`` become one v2 batch per ``Write``
+  (key and value bytes of ``coordinator_record``, CreateTime now), appended through the replica
+  manager; records marked for replay are replayed into the shard right after the local append;
+  ``on_written`` runs once the high watermark passes the batch (at once with one replica), or
+  with REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
+- **time**: one ``loop.call_at`` per shard, armed for the shard's next timer deadline, runs the
+  due timers and writes what they return; a task expires offsets every
+  ``offsets.retention.check.interval.ms``.
+
+Simplification against Kafka: a record is replayed when it is appended locally, not when the
+replicas have it, so with several replicas an offset can be visible before it is committed
+(Kafka keeps it pending until then). With one replica (today's clusters) the two are the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from odradek.coordinator.group.coordinator_result import (
+    CoordinatorResult,
+    offset_write_error,
+)
+from odradek.coordinator.group.group_config import OFFSETS_TOPIC, GroupConfig
+from odradek.coordinator.group.group_coordinator_shard import GroupCoordinatorShard
+from odradek.coordinator.group.group_results import (
+    GroupDescription,
+    JoinResult,
+    SyncResult,
+)
+from odradek.coordinator.group.loader import load_shard
+from odradek.coordinator.group.partitioner import partition_for
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.records.builder import BatchBuilder
+
+log = logging.getLogger("odradek.coordinator.group")
+
+
+class CoordinatorError(Exception):
+    """This broker cannot serve the group now (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+
+    def __init__(self, error: ErrorCode) -> None:
+        super().__init__(error.name)
+        self.error = error
+
+
+@dataclass(eq=False)
+class _Slot:
+    partition: int
+    leader_epoch: int
+    shard: GroupCoordinatorShard
+    loading: bool = True
+    timer: asyncio.TimerHandle | None = None
+    timer_deadline: int | None = None
+    tasks: set = field(default_factory=set)
+
+
+class GroupCoordinator:
+    def __init__(self, broker, config: GroupConfig) -> None:
+        self.broker = broker
+        self.config = config
+        self.clock = broker.clock
+        self.loop = broker.loop
+        self._slots: dict[int, _Slot] = {}
+        self._closed = False
+
+    @classmethod
+    def start(cls, broker) -> GroupCoordinator:
+        coordinator = cls(broker, GroupConfig.from_broker_config(broker.config))
+        coordinator.refresh()
+        coordinator._spawn(coordinator._expire_periodically())
+        return coordinator
+
+    def shutdown(self) -> None:
+        self._closed = True
+        for partition in list(self._slots):
+            self._unload(partition)
+
+    # --- partitions and shards ----------------------------------------------------------------
+    def partition_count(self) -> int | None:
+        topic = self.broker.metadata_image().topic(OFFSETS_TOPIC)
+        return len(topic.partitions) if topic is not None else None
+
+    def partition_for(self, group_id: str) -> int | None:
+        n = self.partition_count()
+        return None if n is None else partition_for(group_id, n)
+
+    def refresh(self) -> None:
+        """Load the partitions this broker now leads; unload those it no longer leads."""
+        n = self.partition_count() or 0
+        for p in range(n):
+            self.prepare(p)
+        for p in [p for p in self._slots if p >= n]:
+            self._unload(p)
+
+    def prepare(self, p: int) -> None:
+        """Start loading partition ``p`` if this broker leads it (FindCoordinator does this)."""
+        try:
+            self._slot(p)
+        except CoordinatorError:
+            pass
+
+    def is_loading(self) -> bool:
+        return any(slot.loading for slot in self._slots.values())
+
+    def _slot_for(self, group_id: str) -> _Slot:
+        p = self.partition_for(group_id)
+        if p is None:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR)
+        return self._slot(p)
+
+    def _slot(self, p: int) -> _Slot:
+        """The loaded shard of partition ``p``; starts loading it when needed."""
+        if self._closed:
+            raise CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        part = self.broker.replica_manager.get(OFFSETS_TOPIC, p)
+        slot = self._slots.get(p)
+        if part is None or not part.is_leader(self.broker.broker_id):
+            if slot is not None:
+                self._unload(p)
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR)
+        if slot is None or slot.leader_epoch != part.leader_epoch:
+            if slot is not None:
+                self._unload(p)
+            slot = self._begin_load(p, part)
+        if slot.loading:
+            raise CoordinatorError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return slot
+
+    def _begin_load(self, p: int, part) -> _Slot:
+        slot = _Slot(p, part.leader_epoch, GroupCoordinatorShard(p, self.config, self.clock))
+        self._slots[p] = slot
+        if part.log_end_offset == part.log_start_offset:
+            self._loaded(slot, None)  # nothing to replay
+        else:
+            self._spawn(self._load(slot, part), slot)
+        return slot
+
+    async def _load(self, slot: _Slot, part) -> None:
+        try:
+            stats = await self.loop.run_in_executor(None, load_shard, slot.shard, part.log)
+        except Exception:
+            log.exception("loading %s-%d failed; it is retried on the next request", OFFSETS_TOPIC, slot.partition)
+            if self._slots.get(slot.partition) is slot:
+                del self._slots[slot.partition]
+            return
+        if self._slots.get(slot.partition) is slot:
+            self._loaded(slot, stats)
+
+    def _loaded(self, slot: _Slot, stats) -> None:
+        slot.loading = False
+        slot.shard.on_loaded()
+        self._arm(slot)
+        if stats is not None:
+            log.info("loaded %s-%d: %d records up to offset %d, %d groups", OFFSETS_TOPIC, slot.partition,
+                     stats.records, stats.end_offset, len(slot.shard.groups.groups))
+
+    def _unload(self, p: int) -> None:
+        slot = self._slots.pop(p, None)
+        if slot is None:
+            return
+        if slot.timer is not None:
+            slot.timer.cancel()
+        for task in list(slot.tasks):
+            task.cancel()
+        slot.shard.unload()
+        log.debug("unloaded %s-%d", OFFSETS_TOPIC, p)
+
+    def _spawn(self, coro, slot: _Slot | None = None) -> asyncio.Task:
+        task = self.loop.create_task(coro)
+        self.broker.track(task)
+        if slot is not None:
+            slot.tasks.add(task)
+            task.add_done_callback(slot.tasks.discard)
+        return task
+
+    # --- writing ------------------------------------------------------------------------------
+    def _apply(self, slot: _Slot, result: CoordinatorResult | None) -> list[asyncio.Future]:
+        """Write ``result``'s records; one future per write, giving its error once replicated."""
+        done = []
+        for write in result.writes if result is not None else ():
+            error, last_offset = self._append(slot, write.records)
+            if error == ErrorCode.NONE and write.replay:
+                for record in write.records:
+                    slot.shard.replay(record)
+            future = self.loop.create_future()
+            done.append(future)
+            if error != ErrorCode.NONE or self._replicated(slot, last_offset):
+                self._written(slot, write, error, future)
+            else:
+                self._spawn(self._await_replication(slot, write, last_offset, future), slot)
+        self._arm(slot)
+        return done
+
+    def _append(self, slot: _Slot, records: list) -> tuple[ErrorCode, int]:
+        if not records:
+            return ErrorCode.NONE, -1
+        rm = self.broker.replica_manager
+        part = rm.get(OFFSETS_TOPIC, slot.partition)
+        if part is None or not part.is_leader(self.broker.broker_id) or part.leader_epoch != slot.leader_epoch:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+        now = self.clock.milliseconds()
+        builder = BatchBuilder()
+        for record in records:
+            builder.append(now, record.key_bytes(), record.value_bytes())
+        try:
+            appended = rm.append_as_coordinator(part, builder.build())
+        except Exception as e:
+            error = getattr(e, "error", None)
+            if not isinstance(error, ErrorCode):
+                log.exception("writing to %s-%d failed", OFFSETS_TOPIC, slot.partition)
+                error = ErrorCode.KAFKA_STORAGE_ERROR
+            return error, -1
+        return ErrorCode.NONE, appended.last_offset
+
+    def _replicated(self, slot: _Slot, last_offset: int) -> bool:
+        return last_offset < 0 or self.broker.replica_manager.is_replicated(OFFSETS_TOPIC, slot.partition, last_offset)
+
+    async def _await_replication(self, slot: _Slot, write, last_offset: int, future: asyncio.Future) -> None:
+        waits = [(OFFSETS_TOPIC, slot.partition, last_offset, None)]
+        error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # unless replicated: cancelled means unloaded
+        try:
+            ok = await self.broker.replica_manager.wait_for_replication(waits, self.config.commit_timeout_ms / 1000)
+            error = ErrorCode.NONE if ok else ErrorCode.REQUEST_TIMED_OUT
+        finally:
+            self._written(slot, write, error, future)
+            self._arm(slot)
+
+    def _written(self, slot: _Slot, write, error: ErrorCode, future: asyncio.Future) -> None:
+        if write.on_written is not None:
+            follow = write.on_written(error)
+            if follow is not None and follow.writes and self._slots.get(slot.partition) is slot:
+                self._apply(slot, follow)
+        if not future.done():
+            future.set_result(error)
+
+    # --- timers -------------------------------------------------------------------------------
+    def _arm(self, slot: _Slot) -> None:
+        """Make sure the loop wakes the shard at its next timer deadline."""
+        deadline = slot.shard.next_deadline()
+        if deadline == slot.timer_deadline and slot.timer is not None:
+            return
+        if slot.timer is not None:
+            slot.timer.cancel()
+            slot.timer = None
+        slot.timer_deadline = deadline
+        if deadline is not None and self._slots.get(slot.partition) is slot:
+            delay = max(deadline - self.clock.milliseconds(), 0) / 1000
+            slot.timer = self.loop.call_later(delay, self._fire, slot)
+
+    def _fire(self, slot: _Slot) -> None:
+        slot.timer = None
+        slot.timer_deadline = None
+        if self._slots.get(slot.partition) is not slot or slot.loading:
+            return
+        for result in slot.shard.run_due_timers(self.clock.milliseconds()):
+            self._apply(slot, result)
+        self._arm(slot)
+
+    async def _expire_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
+            try:
+                self.refresh()
+                self.expire_offsets()
+            except Exception:
+                log.exception("offset expiration pass failed")
+
+    def expire_offsets(self, now_ms: int | None = None) -> int:
+        """Expire offsets (and dead empty groups) of every loaded shard; return the number of
+        records written. ``now_ms`` lets tests look into the future."""
+        now = self.clock.milliseconds() if now_ms is None else now_ms
+        written = 0
+        for slot in list(self._slots.values()):
+            if not slot.loading:
+                result = slot.shard.expire_offsets(now)
+                written += sum(len(w.records) for w in result.writes)
+                self._apply(slot, result)
+        return written
+
+    # --- the group APIs -------------------------------------------------------------------------
+    async def join_group(self, req) -> JoinResult:
+        if not req.group_id:
+            return JoinResult.failed(req.member_id, ErrorCode.INVALID_GROUP_ID)
+        try:
+            slot = self._slot_for(req.group_id)
+        except CoordinatorError as e:
+            return JoinResult.failed(req.member_id, e.error)
+        answer = self.loop.create_future()
+        self._apply(slot, slot.shard.join_group(req, _answer_once(answer)))
+        return await answer
+
+    async def sync_group(self, req) -> SyncResult:
+        if not req.group_id:
+            return SyncResult(ErrorCode.INVALID_GROUP_ID)
+        try:
+            slot = self._slot_for(req.group_id)
+        except CoordinatorError as e:
+            return SyncResult(e.error)
+        answer = self.loop.create_future()
+        self._apply(slot, slot.shard.sync_group(req, _answer_once(answer)))
+        return await answer
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        try:
+            slot = self._slot_for(group_id)
+        except CoordinatorError as e:
+            # While loading, Kafka answers heartbeats blindly: the member's state is not known yet.
+            return ErrorCode.NONE if e.error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else e.error
+        result = slot.shard.heartbeat(group_id, member_id, instance_id, generation_id)
+        self._apply(slot, result)
+        return result.response
+
+    def leave_group(self, group_id: str, leaving) -> tuple[ErrorCode, list[ErrorCode]]:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        try:
+            slot = self._slot_for(group_id)
+        except CoordinatorError as e:
+            return e.error, []
+        result = slot.shard.leave_group(group_id, leaving)
+        self._apply(slot, result)
+        return result.response
+
+    async def commit_offsets(self, req) -> dict:
+        """``{(topic, partition): error}``, answered once the offsets are written and replicated."""
+        try:
+            slot = self._slot_for(req.group_id)
+        except CoordinatorError as e:
+            return {(p.topic, p.partition): e.error for p in req.partitions}
+        result = slot.shard.commit_offsets(req)
+        errors = [await f for f in self._apply(slot, result)]
+        failed = next((e for e in errors if e != ErrorCode.NONE), None)
+        if failed is None:
+            return result.response
+        mapped = offset_write_error(failed)
+        return {k: mapped if e == ErrorCode.NONE else e for k, e in result.response.items()}
+
+    def fetch_offsets(self, group_id: str, wanted) -> tuple[ErrorCode, list]:
+        try:
+            slot = self._slot_for(group_id)
+        except CoordinatorError as e:
+            return e.error, []
+        return ErrorCode.NONE, slot.shard.fetch_offsets(group_id, wanted)
+
+    async def delete_offsets(self, group_id: str, partitions) -> tuple[ErrorCode, dict]:
+        try:
+            slot = self._slot_for(group_id)
+        except CoordinatorError as e:
+            return e.error, {}
+        result = slot.shard.delete_offsets(group_id, partitions)
+        errors = [await f for f in self._apply(slot, result)]
+        failed = next((e for e in errors if e != ErrorCode.NONE), None)
+        if failed is not None:
+            return offset_write_error(failed), {}
+        return result.response
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        try:
+            slot = self._slot_for(group_id)
+        except CoordinatorError as e:
+            return GroupDescription(group_id, e.error, state="")
+        return slot.shard.describe_group(group_id)
+
+    def list_groups(self, states=None, types=None) -> tuple[ErrorCode, list]:
+        self.refresh()
+        groups = []
+        for slot in self._slots.values():
+            if not slot.loading:
+                groups += slot.shard.list_groups(states, types)
+        return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.is_loading() else ErrorCode.NONE), groups
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        errors: dict[str, ErrorCode] = {}
+        by_slot: dict[int, tuple[_Slot, list[str]]] = {}
+        for group_id in group_ids:
+            try:
+                slot = self._slot_for(group_id)
+            except CoordinatorError as e:
+                errors[group_id] = e.error
+                continue
+            by_slot.setdefault(slot.partition, (slot, []))[1].append(group_id)
+        for slot, ids in by_slot.values():
+            result = slot.shard.delete_groups(ids)
+            written = [await f for f in self._apply(slot, result)]
+            failed = next((e for e in written if e != ErrorCode.NONE), None)
+            for group_id, error in result.response.items():
+                errors[group_id] = offset_write_error(failed) if failed is not None and error == ErrorCode.NONE else error
+        return errors
+
+
+def _answer_once(future: asyncio.Future):
+    def answer(result) -> None:
+        if not future.done():
+            future.set_result(result)
+
+    return answer

@@ -1,0 +1,133 @@
+"""``GroupCoordinatorShard``: the group coordinator's state machine for one partition of
+``__consumer_offsets``: the groups that hash to it, their members and their offsets.
+
+It is sans-I/O: it reads time from the clock it is given, keeps its timers in a
+``TimerQueue`` for someone else to run, and never writes. Each operation returns a
+``CoordinatorResult`` (a response and the records to write); ``replay`` applies a record,
+whether it was just written or is being loaded after a restart. Replaying a partition's
+records from the start rebuilds the shard's groups and offsets: that is the whole recovery.
+
+The operations, and which part of the shard answers:
+
+==========================  ======================================================
+JoinGroup, SyncGroup,       ``groups`` (GroupMetadataManager): the rebalance protocol
+Heartbeat, LeaveGroup,
+DescribeGroups, ListGroups
+OffsetCommit, OffsetFetch,  ``offsets`` (OffsetMetadataManager)
+OffsetDelete
+DeleteGroups, expiry        here, as they touch both
+==========================  ======================================================
+"""
+
+from __future__ import annotations
+
+import logging
+
+from odradek.coordinator.group.coordinator_record import (
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+)
+from odradek.coordinator.group.coordinator_result import CoordinatorResult, Write
+from odradek.coordinator.group.group_config import GroupConfig
+from odradek.coordinator.group.group_metadata_manager import GroupMetadataManager
+from odradek.coordinator.group.group_state import GroupState
+from odradek.coordinator.group.offset_metadata_manager import OffsetMetadataManager
+from odradek.coordinator.group.timer_queue import TimerQueue
+from odradek.protocol.generated.error_codes import ErrorCode
+
+log = logging.getLogger("odradek.coordinator.group")
+
+
+class GroupCoordinatorShard:
+    def __init__(self, partition: int, config: GroupConfig, clock) -> None:
+        self.partition = partition
+        self.clock = clock
+        self.timer = TimerQueue()
+        self.groups = GroupMetadataManager(config, clock, self.timer)
+        self.offsets = OffsetMetadataManager(config, clock, self.groups)
+
+    # --- operations (see the table above) ---------------------------------------------------
+    def join_group(self, req, respond) -> CoordinatorResult:
+        return self.groups.join_group(req, respond)
+
+    def sync_group(self, req, respond) -> CoordinatorResult:
+        return self.groups.sync_group(req, respond)
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> CoordinatorResult:
+        return self.groups.heartbeat(group_id, member_id, instance_id, generation_id)
+
+    def leave_group(self, group_id: str, leaving) -> CoordinatorResult:
+        return self.groups.leave_group(group_id, leaving)
+
+    def commit_offsets(self, req) -> CoordinatorResult:
+        return self.offsets.commit(req)
+
+    def fetch_offsets(self, group_id: str, wanted):
+        return self.offsets.fetch(group_id, wanted)
+
+    def delete_offsets(self, group_id: str, partitions) -> CoordinatorResult:
+        return self.offsets.delete_offsets(group_id, partitions)
+
+    def describe_group(self, group_id: str):
+        return self.groups.describe(group_id)
+
+    def list_groups(self, states=None, types=None):
+        return self.groups.list_groups(states, types)
+
+    def delete_groups(self, group_ids: list[str]) -> CoordinatorResult:
+        """Response: ``{group_id: error}``; an empty group's offsets and the group itself get
+        tombstones (replayed, they remove it)."""
+        errors: dict[str, ErrorCode] = {}
+        records: list = []
+        for group_id in group_ids:
+            group = self.groups.group(group_id)
+            if group is None or group.is_(GroupState.DEAD):
+                errors[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_(GroupState.EMPTY):
+                errors[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                removed = sorted(self.offsets.committed(group_id))
+                records += [OffsetCommitRecord(group_id, t, p, None) for t, p in removed]
+                records.append(GroupMetadataRecord(group_id, None))
+                errors[group_id] = ErrorCode.NONE
+        return CoordinatorResult(errors, [Write(records)] if records else [])
+
+    def expire_offsets(self, now_ms: int) -> CoordinatorResult:
+        """Tombstones for offsets past their retention, and for empty groups left without
+        offsets (Kafka's periodic offsets cleanup)."""
+        records: list = []
+        for group in list(self.groups.groups.values()):
+            if group.is_(GroupState.DEAD):
+                continue
+            expired = self.offsets.expired(group, now_ms)
+            records += self.offsets.cleanup(group, expired)
+        if records:
+            log.info("partition %d: expiring %d offset/group record(s)", self.partition, len(records))
+        return CoordinatorResult(None, [Write(records)] if records else [])
+
+    # --- timers -----------------------------------------------------------------------------
+    def next_deadline(self) -> int | None:
+        return self.timer.next_deadline()
+
+    def run_due_timers(self, now_ms: int) -> list[CoordinatorResult]:
+        """Run every timer due at ``now_ms``; return what they want written, in order."""
+        return [result for fn in self.timer.pop_due(now_ms) if (result := fn()) is not None]
+
+    # --- replay -----------------------------------------------------------------------------
+    def replay(self, record) -> None:
+        """Apply one record of this partition (written just now, or loaded)."""
+        if isinstance(record, OffsetCommitRecord):
+            if record.offset is not None:
+                self.groups.get_or_create(record.group_id)
+            self.offsets.replay(record)
+        elif isinstance(record, GroupMetadataRecord):
+            self.groups.replay(record)
+        else:
+            raise TypeError(f"not a group coordinator record: {record!r}")
+
+    def on_loaded(self) -> None:
+        self.groups.on_loaded()
+
+    def unload(self) -> None:
+        self.groups.unload()
+        self.offsets.unload()

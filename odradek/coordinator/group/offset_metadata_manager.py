@@ -1,0 +1,172 @@
+"""``OffsetMetadataManager``: the committed offsets of the groups of one shard.
+
+Offsets change only by replaying records: a commit returns OffsetCommit records (and the
+response that holds if they are written); the runtime appends them and replays them here,
+exactly as loading the partition after a restart does. Deletions and expiry return tombstones
+(a null value), and when that leaves an empty group without offsets, a group tombstone too,
+which removes the group when replayed (Kafka's ``cleanupGroupMetadata``).
+
+Who may commit (Kafka's rules): a member of the current generation (its member id and
+generation must match: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID otherwise),
+or, with generation -1 and no member id, anyone while the group has no members (consumers
+that assign partitions themselves and only store offsets). A group that does not exist is
+created by such a commit. During CompletingRebalance commits get REBALANCE_IN_PROGRESS.
+
+Expiry (KIP-211): an offset with its own expire timestamp (OffsetCommit v2-v4 retention)
+expires then; otherwise, in an empty group, all offsets expire ``offsets.retention.minutes``
+after the group became empty; in a stable consumer group, offsets of topics no member
+subscribes to expire that long after their commit; a group that only stores offsets (no
+protocol type) loses each offset that long after its commit.
+"""
+
+from __future__ import annotations
+
+from odradek.coordinator.group.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from odradek.coordinator.group.coordinator_record import (
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+)
+from odradek.coordinator.group.coordinator_result import CoordinatorResult, Write
+from odradek.coordinator.group.group_config import GroupConfig
+from odradek.coordinator.group.group_metadata_manager import GroupMetadataManager
+from odradek.coordinator.group.group_requests import UNKNOWN_MEMBER_ID, CommitRequest
+from odradek.coordinator.group.group_state import GroupState
+from odradek.coordinator.group.offset_and_metadata import OffsetAndMetadata
+from odradek.protocol.generated.error_codes import ErrorCode
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetMetadataManager:
+    def __init__(self, config: GroupConfig, clock, groups: GroupMetadataManager) -> None:
+        self.config = config
+        self.clock = clock
+        self.groups = groups
+        self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+
+    def has_offsets(self, group_id: str) -> bool:
+        return bool(self.offsets.get(group_id))
+
+    def committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        return dict(self.offsets.get(group_id, {}))
+
+    # --- commit -----------------------------------------------------------------------------
+    def commit(self, req: CommitRequest) -> CoordinatorResult:
+        """Response: ``{(topic, partition): error}``, valid if the records get written."""
+        keys = [(p.topic, p.partition) for p in req.partitions]
+        error = self._check_commit(req)
+        if error is not None:
+            return CoordinatorResult({k: error for k in keys})
+        group = self.groups.get_or_create(req.group_id)
+        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            # Commits during PreparingRebalance are allowed: the member learns of the
+            # rebalance from its next heartbeat.
+            self.groups.touch(group, req.member_id)
+        now = self.clock.milliseconds()
+        expire = now + req.retention_time_ms if req.retention_time_ms >= 0 else None
+        response: dict[TopicPartition, ErrorCode] = {}
+        records = []
+        for p in req.partitions:
+            metadata = p.metadata or ""
+            if len(metadata.encode("utf-8", "surrogateescape")) > self.config.offset_metadata_max_bytes:
+                response[(p.topic, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            stamp = p.commit_timestamp_ms if p.commit_timestamp_ms >= 0 else now
+            value = OffsetAndMetadata(p.offset, p.leader_epoch, metadata, stamp, expire)
+            records.append(OffsetCommitRecord(req.group_id, p.topic, p.partition, value))
+            response[(p.topic, p.partition)] = ErrorCode.NONE
+        return CoordinatorResult(response, [Write(records)] if records else [])
+
+    def _check_commit(self, req: CommitRequest) -> ErrorCode | None:
+        group = self.groups.group(req.group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return None if req.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+        if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
+            if group.is_static_member_fenced(req.group_instance_id, req.member_id):
+                return ErrorCode.FENCED_INSTANCE_ID
+            if not group.has(req.member_id):
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if req.generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not group.is_(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return None
+
+    # --- fetch ------------------------------------------------------------------------------
+    def fetch(self, group_id: str, wanted: list[tuple[str, list[int]]] | None
+              ) -> list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]:
+        """Committed offsets by topic: of ``wanted`` (None where nothing is committed), or all
+        the group has when ``wanted`` is None."""
+        committed = self.offsets.get(group_id, {})
+        if wanted is None:
+            by_topic: dict[str, list] = {}
+            for (topic, partition), value in sorted(committed.items()):
+                by_topic.setdefault(topic, []).append((partition, value))
+            return list(by_topic.items())
+        return [(topic, [(p, committed.get((topic, p))) for p in partitions]) for topic, partitions in wanted]
+
+    # --- delete -----------------------------------------------------------------------------
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> CoordinatorResult:
+        """OffsetDelete. Response: ``(group error, {(topic, partition): error})``."""
+        group = self.groups.group(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return CoordinatorResult((ErrorCode.GROUP_ID_NOT_FOUND, {}))
+        errors: dict[TopicPartition, ErrorCode] = {}
+        if group.is_(GroupState.EMPTY):
+            eligible = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            eligible = [tp for tp in partitions if not group.is_subscribed_to(tp[0])]
+            errors.update({tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if group.is_subscribed_to(tp[0])})
+        else:
+            return CoordinatorResult((ErrorCode.NON_EMPTY_GROUP, {}))
+        errors.update({tp: ErrorCode.NONE for tp in eligible})
+        records = self.cleanup(group, [tp for tp in eligible if tp in self.offsets.get(group_id, {})])
+        return CoordinatorResult((ErrorCode.NONE, errors), [Write(records)] if records else [])
+
+    def cleanup(self, group: ClassicGroup, removed: list[TopicPartition]) -> list:
+        """Tombstones for ``removed``, and for the group itself if it is left empty with no
+        offsets (it is then Dead: Kafka's cleanupGroupMetadata)."""
+        records: list = [OffsetCommitRecord(group.group_id, t, p, None) for t, p in removed]
+        left = set(self.offsets.get(group.group_id, {})) - set(removed)
+        if group.is_(GroupState.EMPTY) and not left:
+            records.append(GroupMetadataRecord(group.group_id, None))
+        return records
+
+    # --- expiry -----------------------------------------------------------------------------
+    def expired(self, group: ClassicGroup, now_ms: int) -> list[TopicPartition]:
+        """The offsets of ``group`` whose retention has passed at ``now_ms``."""
+        offsets = self.offsets.get(group.group_id, {})
+        retention = self.config.offsets_retention_ms
+
+        def gone(value: OffsetAndMetadata, base_ms: int) -> bool:
+            if value.expire_timestamp_ms is not None:
+                return now_ms >= value.expire_timestamp_ms
+            return now_ms - base_ms >= retention
+
+        if group.protocol_type is not None and group.is_(GroupState.EMPTY):
+            since = group.state_timestamp_ms
+            return [tp for tp, v in offsets.items() if gone(v, v.commit_timestamp_ms if since is None else since)]
+        if (group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.subscribed_topics is not None
+                and group.is_(GroupState.STABLE)):
+            return [tp for tp, v in offsets.items()
+                    if tp[0] not in group.subscribed_topics and gone(v, v.commit_timestamp_ms)]
+        if group.protocol_type is None:
+            return [tp for tp, v in offsets.items() if gone(v, v.commit_timestamp_ms)]
+        return []
+
+    # --- replay -----------------------------------------------------------------------------
+    def replay(self, record: OffsetCommitRecord) -> None:
+        key = (record.topic, record.partition)
+        if record.offset is None:
+            group_offsets = self.offsets.get(record.group_id)
+            if group_offsets is not None:
+                group_offsets.pop(key, None)
+                if not group_offsets:
+                    del self.offsets[record.group_id]
+        else:
+            self.offsets.setdefault(record.group_id, {})[key] = record.offset
+
+    def unload(self) -> None:
+        self.offsets.clear()

@@ -1,0 +1,105 @@
+"""FindCoordinator (key 10): which broker coordinates a group (or a transactional id).
+
+A group's coordinator is the leader of its ``__consumer_offsets`` partition (Java's
+``String.hashCode`` of the group id, made non-negative, modulo the partition count: see
+``coordinator.group.partitioner``). The topic is created by the first FindCoordinator, as
+Kafka does: ``offsets.topic.num.partitions`` partitions, replication factor
+``offsets.topic.replication.factor`` capped at the live brokers, ``cleanup.policy=compact``
+and ``segment.bytes=offsets.topic.segment.bytes``. When this broker leads the partition it
+starts loading it right away, so the client's JoinGroup rarely meets
+COORDINATOR_LOAD_IN_PROGRESS.
+
+v0-v3 ask for one key and answer in the top-level fields; v4+ batch keys (KIP-699) and answer
+one ``Coordinator`` per key. Transaction coordinators (key type 1) do not exist yet: those keys
+get TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer InitProducerId gives transactional ids,
+so a transactional producer fails at once instead of retrying forever. Share groups (key type
+2) get INVALID_REQUEST. The handler is a coroutine because creating the topic writes metadata
+off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+
+from odradek.coordinator.group.group_config import OFFSETS_TOPIC
+from odradek.coordinator.group.partitioner import partition_for
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.find_coordinator_response import (
+    Coordinator,
+    FindCoordinatorResponse,
+)
+from odradek.server.topics import TopicError
+
+GROUP, TRANSACTION = 0, 1
+
+# broker -> its task creating the offsets topic: FindCoordinators that arrive meanwhile wait
+# for the same task, and a client that disconnects cannot cancel it halfway (the topic would
+# exist without a leader).
+_creating: weakref.WeakKeyDictionary[object, asyncio.Task] = weakref.WeakKeyDictionary()
+
+
+async def handle(ctx, request):
+    keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
+    found = [await _find(ctx, request.key_type, key) for key in keys]
+    if ctx.api_version >= 4:
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=found)
+    c = found[0]
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=c.error_code, error_message=c.error_message,
+                                   node_id=c.node_id, host=c.host, port=c.port)
+
+
+def _failed(key: str, error: ErrorCode, message: str | None = None) -> Coordinator:
+    return Coordinator(key=key, node_id=-1, host="", port=-1, error_code=error, error_message=message)
+
+
+async def _find(ctx, key_type: int, key: str) -> Coordinator:
+    if key_type == TRANSACTION:
+        return _failed(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
+    if key_type != GROUP:
+        return _failed(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    broker = ctx.broker
+    coordinator = broker.group_coordinator
+    if coordinator is None:
+        return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    image = broker.metadata_image()
+    topic = image.topic(OFFSETS_TOPIC)
+    if topic is None:
+        task = _creating.get(broker)
+        if task is None or task.done():
+            task = _creating[broker] = asyncio.ensure_future(_create_offsets_topic(broker))
+            broker.track(task)
+        error = await asyncio.shield(task)
+        image = broker.metadata_image()
+        topic = image.topic(OFFSETS_TOPIC)
+        if topic is None:
+            return _failed(key, error)
+    p = partition_for(key, len(topic.partitions))
+    leader = image.leader(OFFSETS_TOPIC, p)
+    info = image.broker(leader)
+    if info is None:
+        return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if leader == broker.broker_id:
+        coordinator.prepare(p)
+    endpoint = next((e for e in info.endpoints if e.listener == ctx.connection.listener_name), info.endpoints[0])
+    return Coordinator(key=key, node_id=leader, host=endpoint.host, port=endpoint.port,
+                       error_code=ErrorCode.NONE, error_message=None)
+
+
+async def _create_offsets_topic(broker) -> ErrorCode:
+    config = broker.config
+    live = len(broker.metadata_image().brokers)
+    rf = max(1, min(config["offsets.topic.replication.factor"], live))
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+        "compression.type": "producer",
+    }
+    try:
+        plan = broker.topics.plan_topic(OFFSETS_TOPIC, config["offsets.topic.num.partitions"], rf, None, configs)
+        await broker.topics.create(plan)
+    except TopicError as e:
+        if e.error != ErrorCode.TOPIC_ALREADY_EXISTS:
+            broker.log_bad_input(f"could not create {OFFSETS_TOPIC}: {e}")
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE
