@@ -1,0 +1,78 @@
+"""odradek's own Kafka client: asyncio first, with a synchronous wrapper.
+
+- ``AsyncProducer`` / ``Producer``: batching per partition, the Java default partitioner,
+  compression, acks, idempotence (``producer``, ``sender``, ``record_accumulator``).
+- ``AsyncConsumer`` / ``Consumer``: assign, seek, poll, offsets by time (``consumer``,
+  ``fetcher``, ``offset_fetcher``).
+- ``AsyncAdminClient`` / ``AdminClient``: topics, partitions, configs, cluster, records,
+  groups (``admin``, ``admin_groups``).
+- Underneath: ``connection`` (one broker connection, ApiVersions), ``cluster`` (connections,
+  metadata, retries), ``coordinator`` (a group's coordinator).
+
+It speaks only the Kafka protocol (``odradek.protocol``) and record format
+(``odradek.records``), so it works against any Kafka-compatible broker.
+"""
+
+from odradek.client.admin import AsyncAdminClient
+from odradek.client.admin_types import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+from odradek.client.consumer import AsyncConsumer
+from odradek.client.consumer_record import ConsumerRecord
+from odradek.client.errors import (
+    BrokerError,
+    BufferFullError,
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+    UnsupportedVersionError,
+)
+from odradek.client.producer import AsyncProducer
+from odradek.client.producer_batch import RecordMetadata
+from odradek.client.sync import AdminClient, Consumer, Producer
+from odradek.client.topic_partition import (
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
+
+__all__ = [
+    "AdminClient",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "AsyncAdminClient",
+    "AsyncConsumer",
+    "AsyncProducer",
+    "BrokerError",
+    "BufferFullError",
+    "ClientClosedError",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigSource",
+    "Consumer",
+    "ConsumerRecord",
+    "KafkaConnectionError",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "NewPartitions",
+    "NewTopic",
+    "NoOffsetForPartitionError",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "OffsetOutOfRangeError",
+    "Producer",
+    "RecordMetadata",
+    "ResourceType",
+    "TopicPartition",
+    "UnsupportedVersionError",
+]

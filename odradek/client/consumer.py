@@ -1,0 +1,334 @@
+"""The asyncio consumer, with the simple API of seed 004: assign partitions, seek, and fetch.
+
+    async with AsyncConsumer("127.0.0.1:9092", auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition("events", 0), TopicPartition("events", 1)])
+        batch = await consumer.poll(timeout_ms=1000)   # {TopicPartition: [Record, ...]}
+        async for record in consumer:                  # ConsumerRecord, one at a time
+            ...
+
+``poll`` returns at once when answers are buffered, else waits up to ``timeout_ms`` for one;
+before returning it sends the next Fetch requests (see ``fetcher``), so the network works
+while the application does. One Fetch per leader carries every assigned partition it leads.
+
+Positions: ``seek`` sets one; ``seek_to_beginning``/``seek_to_end`` ask for a lookup the next
+``poll`` (or ``position``) makes. A partition without a position starts at the group's
+committed offset when a ``group_id`` is given and has one, else by ``auto_offset_reset``
+("earliest", "latest", or "none": ``NoOffsetForPartitionError``); the same policy handles a
+position that falls out of the log (OFFSET_OUT_OF_RANGE), "none" raising
+``OffsetOutOfRangeError`` from ``poll``.
+
+Groups: with ``group_id`` the consumer commits (``commit``) and reads (``committed``) offsets
+as a standalone member of the group (generation -1), through a ``GroupCoordinatorClient``.
+Group *membership* (subscribe, rebalances, assignors, heartbeats) plugs in through the same
+coordinator client and ``SubscriptionState.assign``; this class only consumes what it is
+assigned.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Self
+
+from odradek.client.cluster import ClusterClient
+from odradek.client.consumer_record import consumer_records
+from odradek.client.coordinator import GroupCoordinatorClient
+from odradek.client.errors import ClientClosedError, NoOffsetForPartitionError
+from odradek.client.fetcher import Fetcher
+from odradek.client.offset_fetcher import (
+    EARLIEST,
+    LATEST,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    OffsetFetcher,
+)
+from odradek.client.subscription_state import NONE, SubscriptionState
+from odradek.client.topic_partition import (
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
+from odradek.records.record import Record
+
+__all__ = ["AsyncConsumer"]
+
+_ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
+_SPECS = {"earliest": EARLIEST, "latest": LATEST}
+
+
+class AsyncConsumer:
+    def __init__(
+        self,
+        bootstrap_servers,
+        *,
+        client_id: str = "odradek-consumer",
+        group_id: str | None = None,
+        auto_offset_reset: str = "latest",
+        fetch_min_bytes: int = 1,
+        fetch_max_wait_ms: int = 500,
+        fetch_max_bytes: int = 52_428_800,
+        max_partition_fetch_bytes: int = 1_048_576,
+        max_poll_records: int = 500,
+        isolation_level: str = "read_uncommitted",
+        key_deserializer=None,
+        value_deserializer=None,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
+        metadata_max_age_ms: int = 300_000,
+        default_api_timeout_ms: int = 60_000,
+    ) -> None:
+        if isolation_level not in _ISOLATION:
+            raise ValueError(f"isolation_level must be one of {sorted(_ISOLATION)}")
+        if max_poll_records <= 0:
+            raise ValueError("max_poll_records must be positive")
+        self._cluster = ClusterClient(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms, retry_backoff_max_ms=retry_backoff_max_ms,
+            metadata_max_age_ms=metadata_max_age_ms,
+        )
+        self._subs = SubscriptionState(auto_offset_reset)
+        self._fetcher = Fetcher(
+            self._cluster, self._subs, min_bytes=fetch_min_bytes, max_wait_ms=fetch_max_wait_ms,
+            max_bytes=fetch_max_bytes, max_partition_bytes=max_partition_fetch_bytes,
+            isolation_level=_ISOLATION[isolation_level],
+        )
+        self._offsets = OffsetFetcher(self._cluster, _ISOLATION[isolation_level])
+        self._coordinator = GroupCoordinatorClient(self._cluster, group_id) if group_id else None
+        self._committed_checked: set[TopicPartition] = set()
+        self._max_poll_records = max_poll_records
+        self._key_deserializer = key_deserializer
+        self._value_deserializer = value_deserializer
+        self._api_timeout = default_api_timeout_ms / 1000
+        self._iterating: deque = deque()
+        self._closed = False
+
+    @property
+    def cluster(self) -> ClusterClient:
+        return self._cluster
+
+    @property
+    def coordinator(self) -> GroupCoordinatorClient | None:
+        return self._coordinator
+
+    async def start(self) -> Self:
+        await self._cluster.start()
+        return self
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._fetcher.wake()
+        if self._coordinator is not None:
+            await self._coordinator.close()
+        await self._cluster.close()
+
+    # --- assignment and positions --------------------------------------------------------
+    def assign(self, partitions) -> None:
+        """Read exactly ``partitions`` (``TopicPartition``s or ``(topic, partition)`` pairs)."""
+        self._check_open()
+        self._subs.assign(partitions)
+        self._committed_checked &= set(self._subs.assignment)
+        self._fetcher.clear()
+        self._iterating.clear()
+        if self._cluster.add_topics(self._subs.topics()):
+            self._cluster.request_update()
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._subs.assignment)
+
+    def seek(self, tp, offset: int) -> None:
+        """Read ``tp`` from ``offset`` on at the next poll."""
+        tp = TopicPartition(*tp)
+        self._subs.seek(tp, offset)
+        self._committed_checked.add(tp)
+        self._forget_buffered(tp)
+
+    def seek_to_beginning(self, *partitions) -> None:
+        """Move to the log start of ``partitions`` (all assigned when none are given)."""
+        self._request_reset(partitions, "earliest")
+
+    def seek_to_end(self, *partitions) -> None:
+        """Move to the end (the high watermark) of ``partitions`` (all when none are given)."""
+        self._request_reset(partitions, "latest")
+
+    def _request_reset(self, partitions, how: str) -> None:
+        for tp in partitions or list(self._subs.assignment):
+            tp = TopicPartition(*tp)
+            self._subs.request_reset(tp, how)
+            self._committed_checked.add(tp)
+            self._forget_buffered(tp)
+
+    def _forget_buffered(self, tp: TopicPartition) -> None:
+        self._fetcher.clear(tp)
+        if self._iterating:
+            self._iterating = deque(r for r in self._iterating if (r.topic, r.partition) != tp)
+
+    async def position(self, tp) -> int:
+        """The offset of the next record ``poll`` returns for ``tp`` (looked up if needed)."""
+        tp = TopicPartition(*tp)
+        state = self._subs.state(tp)
+        if state.position is None:
+            await self._update_positions()
+        return state.position
+
+    def highwater(self, tp) -> int | None:
+        """The high watermark the last fetch of ``tp`` reported (None before one)."""
+        hw = self._subs.state(TopicPartition(*tp)).high_watermark
+        return hw if hw >= 0 else None
+
+    def pause(self, *partitions) -> None:
+        """Stop returning records of ``partitions`` (their buffered answers are kept)."""
+        self._subs.pause(partitions)
+
+    def resume(self, *partitions) -> None:
+        self._subs.resume(partitions)
+        self._fetcher.wake()
+
+    def paused(self) -> set[TopicPartition]:
+        return self._subs.paused()
+
+    async def _update_positions(self) -> None:
+        missing = self._subs.positions_missing()
+        if not missing:
+            return
+        if self._coordinator is not None:
+            unchecked = [tp for tp in missing if tp not in self._committed_checked]
+            if unchecked:
+                committed = await self._coordinator.fetch_offsets(unchecked)
+                for tp in unchecked:
+                    self._committed_checked.add(tp)
+                    if tp in committed:
+                        self._subs.seek(tp, committed[tp].offset)
+                missing = self._subs.positions_missing()
+        specs = {}
+        no_policy = []
+        for tp in missing:
+            how = self._subs.assignment[tp].reset or self._subs.default_reset
+            if how == NONE:
+                no_policy.append(tp)
+            else:
+                specs[tp] = _SPECS[how]
+        if no_policy:
+            raise NoOffsetForPartitionError(no_policy)
+        found = await self._offsets.list_offsets(specs, self._api_timeout)
+        for tp, answer in found.items():
+            state = self._subs.assignment.get(tp)
+            if state is not None and state.position is None and answer is not None:
+                self._subs.seek(tp, answer.offset)
+
+    # --- polling -------------------------------------------------------------------------
+    async def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> dict[TopicPartition, list[Record]]:
+        """Records of the assigned partitions, ``{TopicPartition: [Record, ...]}``: at most
+        ``max_records`` (default ``max_poll_records``), waiting up to ``timeout_ms`` for the
+        first. Raises a partition's pending error (e.g. OffsetOutOfRangeError)."""
+        self._check_open()
+        loop = self._cluster.loop
+        deadline = loop.time() + timeout_ms / 1000
+        limit = max_records or self._max_poll_records
+        fetcher = self._fetcher
+        while True:
+            self._raise_partition_errors()
+            await self._update_positions()
+            records = fetcher.collect(limit)
+            fetcher.send_fetches()
+            if records:
+                return self._deserialize(records)
+            self._raise_partition_errors()
+            remaining = deadline - loop.time()
+            if remaining <= 0 or self._closed:
+                return {}
+            await fetcher.wait(min(remaining, fetcher.retry_delay()))
+            self._cluster.maybe_update()
+
+    def _raise_partition_errors(self) -> None:
+        for state in self._subs.assignment.values():
+            if state.error is not None:
+                error, state.error = state.error, None
+                raise error
+
+    def _deserialize(self, records: dict) -> dict:
+        kd, vd = self._key_deserializer, self._value_deserializer
+        if kd is None and vd is None:
+            return records
+        out = {}
+        for tp, recs in records.items():
+            out[tp] = [
+                Record(r.offset, r.timestamp,
+                       kd(r.key) if kd is not None and r.key is not None else r.key,
+                       vd(r.value) if vd is not None and r.value is not None else r.value,
+                       r.headers)
+                for r in recs
+            ]
+        return out
+
+    def __aiter__(self) -> AsyncConsumer:
+        return self
+
+    async def __anext__(self):
+        """The next ``ConsumerRecord``; waits as long as it takes (ends when closed)."""
+        while not self._iterating:
+            if self._closed:
+                raise StopAsyncIteration
+            for tp, records in (await self.poll(timeout_ms=1000)).items():
+                self._iterating.extend(consumer_records(tp, records))
+        return self._iterating.popleft()
+
+    # --- offsets -------------------------------------------------------------------------
+    async def beginning_offsets(self, partitions) -> dict[TopicPartition, int]:
+        found = await self._offsets.list_offsets({TopicPartition(*tp): EARLIEST for tp in partitions}, self._api_timeout)
+        return {tp: v.offset for tp, v in found.items()}
+
+    async def end_offsets(self, partitions) -> dict[TopicPartition, int]:
+        """The high watermark (last stable offset under read_committed) of each partition."""
+        found = await self._offsets.list_offsets({TopicPartition(*tp): LATEST for tp in partitions}, self._api_timeout)
+        return {tp: v.offset for tp, v in found.items()}
+
+    async def offsets_for_times(self, timestamps: dict) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each ``TopicPartition -> timestamp`` (ms): the first offset whose record has a
+        timestamp at or after it, with that timestamp; None when there is none."""
+        for ts in timestamps.values():
+            if ts < 0:
+                raise ValueError(f"timestamp {ts} is negative")
+        return await self._offsets.list_offsets(timestamps, self._api_timeout)
+
+    async def partitions_for_topic(self, topic: str) -> list[int]:
+        self._cluster.add_topics([topic])
+        meta = await self._cluster.wait_for_topics([topic], self._cluster.loop.time() + self._api_timeout)
+        return list(range(meta.partition_count(topic)))
+
+    async def topics(self) -> set[str]:
+        """Every topic's name, internal ones included."""
+        meta = await self._cluster.refresh(None)
+        return set(meta.topics)
+
+    async def commit(self, offsets: dict | None = None) -> None:
+        """Commit ``offsets`` (``TopicPartition -> int | OffsetAndMetadata``), by default the
+        current positions, for ``group_id``."""
+        coordinator = self._require_group()
+        if offsets is None:
+            offsets = {tp: OffsetAndMetadata(s.position) for tp, s in self._subs.assignment.items()
+                       if s.position is not None}
+        if offsets:
+            await coordinator.commit_offsets(offsets)
+
+    async def committed(self, tp) -> OffsetAndMetadata | None:
+        """The committed offset of ``tp`` for ``group_id`` (None when there is none)."""
+        tp = TopicPartition(*tp)
+        found = await self._require_group().fetch_offsets([tp])
+        return found.get(tp)
+
+    def _require_group(self) -> GroupCoordinatorClient:
+        if self._coordinator is None:
+            raise ValueError("this consumer has no group_id")
+        return self._coordinator
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("consumer is closed")

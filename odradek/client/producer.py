@@ -1,0 +1,443 @@
+"""The asyncio producer: ``send`` puts a record into a batch and returns a future of where it
+landed; a background sender ships the batches.
+
+    async with AsyncProducer("127.0.0.1:9092", linger_ms=5) as producer:
+        future = producer.send("events", b"value", key=b"user-1")
+        metadata = await future          # RecordMetadata(topic, partition, offset, timestamp)
+        await producer.flush()
+
+``send`` never blocks and does no I/O: it serializes, picks the partition (see
+``partitioner``: murmur2 of the key like Java's default partitioner, sticky for unkeyed
+records, or a custom callable), and appends the record to its partition's open batch
+(``record_accumulator``, ``producer_batch``). It raises ``BufferFullError`` when
+``buffer_memory`` bytes are waiting already (``await wait_for_buffer()`` then), and
+``ClientClosedError`` after ``close``. A record for a topic whose metadata is not known yet is
+held until it is (auto-creating the topic when the broker allows), or failed with a timeout
+after ``max_block_ms``.
+
+Configuration follows the Java producer's names and defaults (``acks="all"``,
+``linger_ms=5``, ``batch_size=16384``, ``max_request_size=1048576``,
+``buffer_memory=33554432``, ``delivery_timeout_ms=120000``, ...). ``enable_idempotence``
+defaults to on when ``acks="all"`` (as in Kafka 3+) and quietly off against a broker without
+InitProducerId; asking for it explicitly with other acks is an error.
+
+Delivery callbacks: ``send(..., callback=f)`` calls ``f(metadata, None)`` or
+``f(None, exception)`` on the event loop when the record completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from functools import partial
+from typing import Self
+
+from odradek.client.cluster import ClusterClient
+from odradek.client.errors import (
+    BrokerError,
+    BufferFullError,
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+)
+from odradek.client.partitioner import murmur2, next_sticky
+from odradek.client.producer_batch import ProducerBatch, RecordMetadata
+from odradek.client.record_accumulator import RecordAccumulator, TopicState
+from odradek.client.sender import MAX_IN_FLIGHT_IDEMPOTENT, Sender
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.records import compression as codecs
+
+__all__ = ["COMPRESSION_TYPES", "AsyncProducer", "RecordMetadata"]
+
+COMPRESSION_TYPES = {"none": codecs.NONE, "gzip": codecs.GZIP, "snappy": codecs.SNAPPY,
+                     "lz4": codecs.LZ4, "zstd": codecs.ZSTD}
+_ACKS = {"all": -1, "-1": -1, -1: -1, "1": 1, 1: 1, "0": 0, 0: 0}
+_log = logging.getLogger("odradek.client.producer")
+_PARKED_OVERHEAD = 70  # what a held record is counted beyond its key and value
+_time_ns = time.time_ns
+
+
+def normalize_headers(headers) -> tuple:
+    """Headers as a tuple of ``(str, bytes | None)``: from a dict or ``(key, value)`` pairs;
+    str values are encoded as UTF-8."""
+    if isinstance(headers, dict):
+        headers = headers.items()
+    out = []
+    for key, value in headers:
+        if not isinstance(key, str):
+            raise TypeError(f"header key {key!r} is not a str")
+        if isinstance(value, str):
+            value = value.encode()
+        out.append((key, value))
+    return tuple(out)
+
+
+def _idempotence(wanted: bool | None, acks: int, retries: int, max_in_flight: int) -> bool | None:
+    """The idempotence setting: an explicit True must be possible; None (the default) stays
+    None ("if the broker can") only where Kafka's default would turn it on."""
+    possible = acks == -1 and retries > 0 and max_in_flight <= MAX_IN_FLIGHT_IDEMPOTENT
+    if wanted and not possible:
+        raise ValueError("enable_idempotence requires acks='all', retries > 0 and at most "
+                         f"{MAX_IN_FLIGHT_IDEMPOTENT} requests in flight")
+    if wanted is None and not possible:
+        return False
+    return wanted
+
+
+def _not_started():
+    raise RuntimeError("AsyncProducer.start() was not awaited (or use 'async with')")
+
+
+def fail_record(future, callback, error: BaseException) -> None:
+    """Fail one record that never reached a batch, as a batch failure would."""
+    if not future.done():
+        future.set_exception(error)
+        future.exception()  # fire-and-forget sends must not warn "never retrieved"
+    if callback is not None:
+        callback(None, error)
+
+
+class AsyncProducer:
+    def __init__(
+        self,
+        bootstrap_servers,
+        *,
+        client_id: str = "odradek-producer",
+        acks="all",
+        compression_type: str | None = "none",
+        compression_level: int | None = None,
+        linger_ms: float = 5,
+        batch_size: int = 16384,
+        max_request_size: int = 1048576,
+        buffer_memory: int = 33554432,
+        enable_idempotence: bool | None = None,
+        retries: int = 2147483647,
+        delivery_timeout_ms: int = 120_000,
+        request_timeout_ms: int = 30_000,
+        max_in_flight_requests_per_connection: int = 5,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        metadata_max_age_ms: int = 300_000,
+        max_block_ms: int = 60_000,
+        key_serializer=None,
+        value_serializer=None,
+        partitioner=None,
+        allow_auto_create_topics: bool = True,
+    ) -> None:
+        if acks not in _ACKS:
+            raise ValueError(f"acks must be 'all', -1, 0 or 1, not {acks!r}")
+        self.acks = _ACKS[acks]
+        if (compression_type or "none") not in COMPRESSION_TYPES:
+            raise ValueError(f"compression_type must be one of {sorted(COMPRESSION_TYPES)}")
+        if batch_size <= 0 or max_request_size <= 0 or buffer_memory <= 0:
+            raise ValueError("batch_size, max_request_size and buffer_memory must be positive")
+        enable_idempotence = _idempotence(enable_idempotence, self.acks, retries,
+                                          max_in_flight_requests_per_connection)
+        self._cluster = ClusterClient(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms, retry_backoff_max_ms=retry_backoff_max_ms,
+            metadata_max_age_ms=metadata_max_age_ms, allow_auto_create_topics=allow_auto_create_topics,
+        )
+        self._acc = RecordAccumulator(batch_size, linger_ms / 1000, buffer_memory)
+        self._topics = self._acc.topics
+        self._sender = Sender(
+            self._cluster, self._acc, acks=self.acks, request_timeout=request_timeout_ms / 1000,
+            max_in_flight=max_in_flight_requests_per_connection, retries=retries,
+            delivery_timeout=delivery_timeout_ms / 1000,
+            compression=COMPRESSION_TYPES[compression_type or "none"],
+            compression_level=compression_level, max_request_size=max_request_size,
+            idempotence=enable_idempotence,
+        )
+        self._max_request_size = max_request_size
+        self._max_block = max_block_ms / 1000
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self._partitioner = partitioner
+        # No serializers or partitioner to call: ``send`` may take its short path.
+        self._plain = key_serializer is None and value_serializer is None and partitioner is None
+        # False when a wrapper limits memory itself (the sync producer blocks its callers).
+        self._refuse_when_full = True
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._new_future = _not_started
+        self._task: asyncio.Task | None = None
+        self._closed = False
+
+    @property
+    def cluster(self) -> ClusterClient:
+        return self._cluster
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._acc.buffered
+
+    @property
+    def buffer_memory(self) -> int:
+        return self._acc.buffer_memory
+
+    async def start(self) -> Self:
+        """Connect to the cluster and start the sender."""
+        self._loop = asyncio.get_running_loop()
+        self._new_future = partial(asyncio.Future, loop=self._loop)
+        await self._cluster.start()
+        self._cluster.metadata_listeners.append(self._on_metadata)
+        self._task = self._loop.create_task(self._sender.run())
+        self._task.add_done_callback(self._sender_ended)
+        return self
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    # --- sending -------------------------------------------------------------------------
+    def send(self, topic: str, value=None, key=None, headers=None, partition: int | None = None,
+             timestamp: int | None = None, *, callback=None, future=None) -> asyncio.Future:
+        """Queue one record; return an asyncio future of its ``RecordMetadata``.
+
+        ``timestamp`` is milliseconds since the epoch (now when None). ``headers`` is a dict
+        or ``(str, bytes)`` pairs. ``future``: complete this future-like object (any with
+        ``set_result``/``set_exception``/``done``, e.g. a ``concurrent.futures.Future``)
+        instead of a new asyncio future. Raises BufferFullError, ClientClosedError, or
+        TypeError / ValueError for a record that cannot be serialized.
+        """
+        if future is None:
+            future = self._new_future()
+        # The common case in a few lines: plain record, known topic, an open batch with room.
+        # (Memory is reserved per batch, so appending to an open batch needs no check.)
+        if headers is None and partition is None and callback is None and self._plain:
+            state = self._topics.get(topic)
+            if state is not None:
+                if key is None:
+                    queue = state.sticky_queue
+                elif state.num_partitions:
+                    queue = state.queues[(murmur2(key) & 0x7FFFFFFF) % state.num_partitions]
+                else:
+                    queue = None
+                if queue is not None:
+                    batch = queue.open
+                    if batch is not None and batch.try_append(
+                            _time_ns() // 1_000_000 if timestamp is None else timestamp, key, value, None, future):
+                        return future
+        self.enqueue(topic, value, key, headers, partition, timestamp, callback, future, self._refuse_when_full)
+        return future
+
+    async def send_and_wait(self, topic: str, value=None, key=None, headers=None,
+                            partition: int | None = None, timestamp: int | None = None) -> RecordMetadata:
+        """Send one record (waiting for buffer space if needed) and wait for its metadata."""
+        while True:
+            try:
+                future = self.send(topic, value, key, headers, partition, timestamp)
+                break
+            except BufferFullError:
+                await self.wait_for_buffer()
+        return await future
+
+    def serialize(self, key, value, headers):
+        """Apply the serializers (None keys and values stay None) and normalize headers."""
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if value is not None and self._value_serializer is not None:
+            value = self._value_serializer(value)
+        return key, value, normalize_headers(headers) if headers else None
+
+    def enqueue(self, topic, value, key, headers, partition, timestamp, callback, future,
+                check_space: bool, serialized: bool = False) -> None:
+        """What ``send`` does, with any future-like object (the sync wrapper passes
+        ``concurrent.futures.Future``s); ``check_space=False`` skips the memory limit."""
+        if self._closed:
+            raise ClientClosedError("producer is closed")
+        if not serialized and (headers or self._key_serializer or self._value_serializer):
+            key, value, headers = self.serialize(key, value, headers)
+        if timestamp is None:
+            timestamp = _time_ns() // 1_000_000
+        acc = self._acc
+        if check_space and acc.buffered >= acc.buffer_memory:
+            raise BufferFullError(f"{acc.buffered} bytes buffered (buffer_memory {acc.buffer_memory})")
+        state = acc.topics.get(topic)
+        if state is None or not state.num_partitions:
+            self._park(topic, (value, key, headers, partition, timestamp, callback, future))
+            return
+        self._place(state, value, key, headers, partition, timestamp, callback, future)
+
+    def _place(self, state: TopicState, value, key, headers, partition, timestamp, callback, future) -> None:
+        n = state.num_partitions
+        if partition is None:
+            if self._partitioner is not None:
+                partition = self._partitioner(state.name, key, n)
+            if partition is None:
+                if key is None:
+                    self._place_sticky(state, value, headers, timestamp, callback, future)
+                    return
+                partition = (murmur2(key) & 0x7FFFFFFF) % n
+        if not 0 <= partition < n:
+            fail_record(future, callback, BrokerError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {partition} not in 0..{n - 1}", state.name))
+            return
+        queue = state.queues[partition]
+        batch = queue.open
+        if batch is None or not batch.try_append(timestamp, key, value, headers, future):
+            batch = self._append_new(queue, value, key, headers, timestamp, callback, future)
+        if batch is not None and callback is not None:
+            batch.add_callback(callback)
+
+    def _place_sticky(self, state: TopicState, value, headers, timestamp, callback, future) -> None:
+        """Unkeyed: the sticky partition's open batch, else a new partition and batch."""
+        queue = state.sticky_queue
+        batch = None if queue is None else queue.open
+        if batch is None or not batch.try_append(timestamp, None, value, headers, future):
+            state.set_sticky(next_sticky(state.sticky, state.available, state.num_partitions))
+            queue = state.sticky_queue
+            batch = queue.open
+            if batch is None or not batch.try_append(timestamp, None, value, headers, future):
+                batch = self._append_new(queue, value, None, headers, timestamp, callback, future)
+        if batch is not None and callback is not None:
+            batch.add_callback(callback)
+
+    def _append_new(self, queue, value, key, headers, timestamp, callback, future) -> ProducerBatch | None:
+        """A new batch for the queue holding the record (the previous one is sealed), or None
+        when the record alone exceeds ``max_request_size`` (its future then fails)."""
+        acc = self._acc
+        batch = ProducerBatch(queue.topic, queue.partition, self._loop.time(), acc.batch_size)
+        batch.try_append(timestamp, key, value, headers, future)
+        if len(batch.buf) > self._max_request_size:
+            fail_record(future, callback, BrokerError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"record of {len(batch.buf) - 61} bytes exceeds max_request_size {self._max_request_size}",
+                f"{queue.topic}-{queue.partition}"))
+            return None
+        queue.open, full = batch, queue.open
+        acc.incomplete.add(batch)
+        acc.active.add(queue)
+        # Memory is reserved per batch, as Java's pool allocates batch_size buffers.
+        batch.size = max(acc.batch_size, len(batch.buf))
+        acc.buffered += batch.size
+        if full is not None:
+            queue.sealed.append(full)
+            self._sender.wake()  # a full batch goes now
+        else:
+            self._sender.wake_by(batch.created + acc.linger)
+        return batch
+
+    # --- metadata ------------------------------------------------------------------------
+    def _park(self, topic: str, args: tuple) -> None:
+        state = self._acc.topic(topic)
+        state.waiting.append(args)
+        # Held records count against the buffer too, until they are placed in batches.
+        self._acc.buffered += _PARKED_OVERHEAD + len(args[0] or b"") + len(args[1] or b"")
+        if state.ready is None:
+            state.ready = self._loop.create_future()
+            self._loop.create_task(self._await_topic(state))
+
+    async def _await_topic(self, state: TopicState) -> None:
+        cluster = self._cluster
+        cluster.add_topics([state.name])
+        try:
+            await cluster.wait_for_topics([state.name], self._loop.time() + self._max_block)
+            self._on_metadata(cluster.metadata)
+        except (KafkaError, OSError) as e:
+            if isinstance(e, KafkaTimeoutError):
+                e = KafkaTimeoutError(f"topic {state.name} not in metadata after max_block_ms")
+            cluster.topics.discard(state.name)
+            waiting, state.waiting = state.waiting, []
+            self._unpark(waiting)
+            for args in waiting:
+                fail_record(args[-1], args[-2], e)
+        else:
+            waiting, state.waiting = state.waiting, []
+            self._unpark(waiting)
+            for args in waiting:
+                try:
+                    self._place(state, *args)
+                except Exception as e:  # noqa: BLE001 - belongs to that record's future
+                    fail_record(args[-1], args[-2], e)
+        finally:
+            ready, state.ready = state.ready, None
+            ready.set_result(None)
+
+    def _unpark(self, waiting: list) -> None:
+        self._acc.unreserve(sum(_PARKED_OVERHEAD + len(a[0] or b"") + len(a[1] or b"") for a in waiting))
+
+    def _on_metadata(self, snapshot) -> None:
+        for name, state in self._acc.topics.items():
+            count = snapshot.partition_count(name)
+            if count:
+                state.resize(count, snapshot.available_partitions(name))
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        """The partitions of ``topic`` (waiting up to ``max_block_ms`` for its metadata)."""
+        self._cluster.add_topics([topic])
+        meta = await self._cluster.wait_for_topics([topic], self._loop.time() + self._max_block)
+        return list(range(meta.partition_count(topic)))
+
+    # --- flushing and closing ------------------------------------------------------------
+    async def wait_for_buffer(self) -> None:
+        """Wait until the buffered bytes are below ``buffer_memory`` (the sender meanwhile
+        sends open batches without lingering)."""
+        if self._acc.has_space():
+            return
+        waiter = self._loop.create_future()
+        self._acc.on_space(waiter)
+        self._sender.wake()
+        await waiter
+
+    def on_buffer_space(self, callback) -> None:
+        """Call ``callback()`` (on the loop) once the buffer is below ``buffer_memory``."""
+        self._acc.on_space(callback)
+        self._sender.wake()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now, without waiting for linger, and wait until every
+        record sent before this call has completed (succeeded or failed)."""
+        deadline = None if timeout is None else self._loop.time() + timeout
+        parked = [s.ready for s in self._acc.topics.values() if s.ready is not None]
+        if parked:
+            await self._wait(parked, deadline)
+        self._acc.seal_all()
+        self._sender.wake()
+        waiters = []
+        for batch in list(self._acc.incomplete):
+            if batch.waiter is None:
+                batch.waiter = self._loop.create_future()
+            waiters.append(batch.waiter)
+        if waiters:
+            await self._wait(waiters, deadline)
+
+    async def _wait(self, futures, deadline) -> None:
+        timeout = None if deadline is None else max(deadline - self._loop.time(), 0)
+        _, pending = await asyncio.wait(futures, timeout=timeout)
+        if pending:
+            raise KafkaTimeoutError(f"flush timed out with {len(pending)} batches outstanding")
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (within ``timeout`` seconds, None: no limit), then close.
+        Records still unsent when time runs out fail with ClientClosedError."""
+        if self._closed:
+            return
+        self._closed = True
+        self._plain = False  # send's short path skips the closed check
+        if self._task is not None:
+            try:
+                await self.flush(timeout)
+            except KafkaTimeoutError:
+                self._sender.abort_all(ClientClosedError("producer closed before delivery"))
+            self._sender.closing = True
+            self._sender.wake()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), 5)
+            except TimeoutError:
+                self._task.cancel()
+        await self._cluster.close()
+
+    def _sender_ended(self, task: asyncio.Task) -> None:
+        if task.cancelled():
+            error: BaseException = ClientClosedError("producer closed")
+        else:
+            error = task.exception()
+            if error is None:
+                return
+            _log.error("producer sender failed", exc_info=error)
+        self._closed = True
+        self._plain = False
+        self._sender.abort_all(error if isinstance(error, KafkaError) else ClientClosedError(repr(error)))

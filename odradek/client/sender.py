@@ -1,0 +1,377 @@
+"""The producer's sender: a task that drains ready batches into Produce requests.
+
+Each pass over the partitions with batches (``RecordAccumulator.active``) takes at most one
+batch per partition whose leader is connected and has fewer than ``max_in_flight`` requests
+outstanding; a batch is ready when it is sealed (full), when ``linger`` has passed since its
+first record, or at once during a flush, a close, or while ``send`` waits for memory. Batches
+for the same leader go into one request (split at ``max_request_size``). Passes repeat until
+nothing more can go, then the task sleeps until the next linger deadline or until woken
+(a new or full batch, a response, a connection or metadata refresh).
+
+Answers, per partition: success completes the batch's futures; a retriable error (leader
+moved, connection lost, timeout, not enough replicas) puts the batch back in its queue, ahead
+of the batches filled after it, to be resent after a backoff, while ``retries`` and
+``delivery_timeout`` allow; anything else fails its futures. When the error says the leader
+may have moved (NOT_LEADER_OR_FOLLOWER, a lost connection, ...), the resend also waits for a
+metadata refresh, so it goes to the new leader rather than the old one again. The client's
+own wait for an answer is ``request_timeout``, the same value the request carries to the
+broker, as in the Java producer.
+
+Idempotence (``enable_idempotence``): the sender first gets a producer id and epoch
+(InitProducerId) and stamps each batch, when first sent, with the partition's next sequence
+number. At most 5 batches per partition are in flight. When one must be retried, the later
+in-flight ones will come back OUT_OF_ORDER_SEQUENCE_NUMBER (the broker refuses the gap): they
+are requeued by sequence behind it, and a partition whose head is a retry sends one batch at
+a time until the retries are through, so the log receives them in order and exactly once
+(a resent batch that had been appended is recognised by the broker as a duplicate and answered
+with its original offset). A sequence error with no earlier batch outstanding, an unknown
+producer id or a fenced epoch fail that batch and restart sequences under a new producer id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import partial
+
+from odradek.client.cluster import ClusterClient, stale_metadata
+from odradek.client.errors import (
+    BrokerError,
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+)
+from odradek.client.producer_batch import ProducerBatch
+from odradek.client.record_accumulator import (
+    SEQUENCE_MODULUS,
+    PartitionQueue,
+    RecordAccumulator,
+)
+from odradek.protocol.generated import ApiKey
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.init_producer_id_request import InitProducerIdRequest
+from odradek.protocol.generated.produce_request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+
+_log = logging.getLogger("odradek.client.producer")
+
+MAX_IN_FLIGHT_IDEMPOTENT = 5
+_RESET_PRODUCER = frozenset({
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID,
+    ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+})
+
+
+class Sender:
+    def __init__(self, cluster: ClusterClient, accumulator: RecordAccumulator, *, acks: int,
+                 request_timeout: float, max_in_flight: int, retries: int, delivery_timeout: float,
+                 compression: int, compression_level: int | None, max_request_size: int,
+                 idempotence: bool | None) -> None:
+        self.cluster = cluster
+        self.acc = accumulator
+        self.acks = acks
+        self.request_timeout = request_timeout
+        self.max_in_flight = max_in_flight
+        self.retries = retries
+        self.delivery_timeout = delivery_timeout
+        self.compression = compression
+        self.compression_level = compression_level
+        self.max_request_size = max_request_size
+        # None: on if the broker can (InitProducerId), as Kafka's default with acks=all.
+        self.idempotence = idempotence
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.closing = False
+        self.closing_hard = False  # a close ran out of time: retry nothing
+        self._in_flight: dict[int, int] = {}
+        self._wake: asyncio.Future | None = None
+        self._sleep_until = float("inf")  # when a sleeping sender's timer wakes it
+        self._pending_wake = False
+
+    @property
+    def idempotent(self) -> bool:
+        return bool(self.idempotence)
+
+    def wake(self) -> None:
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+        else:
+            self._pending_wake = True
+
+    def wake_by(self, deadline: float) -> None:
+        """Make sure the sender looks again by ``deadline`` (loop time): a new batch's linger
+        end. Costs nothing when it sleeps until then anyway."""
+        if self._wake is None or self._sleep_until > deadline:
+            self.wake()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.cluster.metadata_listeners.append(lambda _: self.wake())
+        while True:
+            if self.idempotence is not False and self.producer_id < 0 and self.acc.incomplete:
+                try:
+                    await self._init_producer_id()
+                except KafkaError as e:
+                    _log.warning("cannot get a producer id: %s", e)
+                    self.abort_all(e, hard=False)
+            now = loop.time()
+            self.cluster.maybe_update()
+            for batch in self.acc.expired(now, self.delivery_timeout):
+                self._fail(batch, KafkaTimeoutError(
+                    f"{batch!r} expired: not delivered within delivery_timeout_ms"))
+            delay = self._send_ready(now)
+            if self.closing and not self.acc.incomplete:
+                return
+            if self._pending_wake:
+                self._pending_wake = False
+                await asyncio.sleep(0)
+                continue
+            self._wake = wake = loop.create_future()
+            timer = loop.call_later(delay, self.wake) if delay is not None else None
+            self._sleep_until = now + delay if delay is not None else float("inf")
+            try:
+                await wake
+            finally:
+                self._wake = None
+                if timer is not None:
+                    timer.cancel()
+
+    # --- sending -------------------------------------------------------------------------
+    def _send_ready(self, now: float) -> float | None:
+        """Send every batch that can go; return seconds until one may become ready."""
+        next_delay = None
+        while True:
+            by_node, delay = self._collect(now)
+            if delay is not None and (next_delay is None or delay < next_delay):
+                next_delay = delay
+            if not by_node:
+                return next_delay
+            for node, batches in by_node.items():
+                self._send_request(node, batches)
+
+    def _collect(self, now: float):
+        acc, meta, cluster = self.acc, self.cluster.metadata, self.cluster
+        force = self.closing or acc.short_of_space
+        by_node: dict[int, list[ProducerBatch]] = {}
+        next_delay = None
+        need_update = False
+        for queue in list(acc.active):
+            batch = queue.head()
+            if batch is None:
+                acc.active.discard(queue)
+                continue
+            if batch.awaits_metadata >= 0:
+                # Sent to a leader that was not: wait for newer metadata (the refresh wakes
+                # us), but not forever if refreshes keep failing.
+                give_up = batch.retry_at + cluster.retry_backoff_max
+                if cluster.metadata_version > batch.awaits_metadata or now >= give_up:
+                    batch.awaits_metadata = -1
+                else:
+                    next_delay = give_up - now if next_delay is None else min(next_delay, give_up - now)
+                    continue
+            wait = batch.retry_at - now
+            if batch is queue.open and not force:
+                wait = max(wait, batch.created + acc.linger - now)
+            if wait > 0:
+                next_delay = wait if next_delay is None else min(next_delay, wait)
+                continue
+            if self.idempotent and queue.in_flight and (
+                    batch.attempts > 0 or len(queue.in_flight) >= MAX_IN_FLIGHT_IDEMPOTENT):
+                continue
+            leader = meta.leader(queue.topic, queue.partition)
+            if leader is None:
+                need_update = True
+                continue
+            if self._in_flight.get(leader, 0) >= self.max_in_flight:
+                continue
+            if cluster.connection_nowait(leader) is None:
+                waiting = cluster.connecting(leader)
+                if waiting is not None:
+                    waiting.add_done_callback(lambda _: self.wake())
+                continue
+            by_node.setdefault(leader, []).append(self._take(queue))
+        if need_update:
+            cluster.request_update()
+        return by_node, next_delay
+
+    def _take(self, queue: PartitionQueue) -> ProducerBatch:
+        batch = queue.take_head()
+        if self.idempotent and batch.base_sequence < 0:
+            batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
+            batch.base_sequence = queue.next_sequence
+            queue.next_sequence = (queue.next_sequence + batch.count) % SEQUENCE_MODULUS
+            if batch.data is not None:
+                batch.restamp(self.producer_id, self.producer_epoch, batch.base_sequence)
+        batch.seal(self.compression, self.compression_level)
+        batch.attempts += 1
+        if self.idempotent:
+            queue.in_flight.append(batch)
+            queue.in_flight.sort(key=lambda b: b.base_sequence)
+        return batch
+
+    def _send_request(self, node: int, batches: list[ProducerBatch]) -> None:
+        """One Produce request per ``max_request_size`` worth of batches."""
+        group: list[ProducerBatch] = []
+        size = 0
+        for batch in batches:
+            if group and size + len(batch.data) > self.max_request_size:
+                self._send_group(node, group)
+                group, size = [], 0
+            group.append(batch)
+            size += len(batch.data)
+        if group:
+            self._send_group(node, group)
+
+    def _send_group(self, node: int, batches: list[ProducerBatch]) -> None:
+        topics: dict[str, list[PartitionProduceData]] = {}
+        for batch in batches:
+            topics.setdefault(batch.topic, []).append(PartitionProduceData(batch.partition, batch.data))
+        request = ProduceRequest(
+            transactional_id=None, acks=self.acks, timeout_ms=int(self.request_timeout * 1000),
+            topic_data=[TopicProduceData(name, parts) for name, parts in topics.items()],
+        )
+        conn = self.cluster.connection_nowait(node)
+        future = conn.send(ApiKey.PRODUCE, request, expect_response=self.acks != 0,
+                           timeout=self.request_timeout)
+        self._in_flight[node] = self._in_flight.get(node, 0) + 1
+        future.add_done_callback(partial(self._on_response, node, batches))
+
+    # --- answers -------------------------------------------------------------------------
+    def _on_response(self, node: int, batches: list[ProducerBatch], future: asyncio.Future) -> None:
+        self._in_flight[node] -= 1
+        now = self.cluster.loop.time()
+        error = ClientClosedError("producer closed") if future.cancelled() else future.exception()
+        if error is not None:
+            for batch in batches:
+                self._retry_or_fail(batch, error, now)
+        elif self.acks == 0:
+            for batch in batches:
+                self._complete(batch, -1, -1)
+        else:
+            self._handle(future.result(), batches, now)
+        self.wake()
+
+    def _handle(self, response, batches: list[ProducerBatch], now: float) -> None:
+        by_partition = {(b.topic, b.partition): b for b in batches}
+        for topic in response.responses:
+            for p in topic.partition_responses:
+                batch = by_partition.pop((topic.name, p.index), None)
+                if batch is None:
+                    continue
+                code = p.error_code
+                if code == ErrorCode.NONE or code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                    self._complete(batch, p.base_offset, p.log_append_time_ms)
+                else:
+                    error = BrokerError(code, p.error_message, f"{topic.name}-{p.index}")
+                    self._retry_or_fail(batch, error, now)
+        for batch in by_partition.values():
+            self._retry_or_fail(batch, KafkaConnectionError("broker did not answer for the partition"), now)
+
+    def _queue(self, batch: ProducerBatch) -> PartitionQueue:
+        return self.acc.topics[batch.topic].queues[batch.partition]
+
+    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        if self.idempotent:
+            _remove(self._queue(batch).in_flight, batch)
+        batch.complete(base_offset, log_append_time)
+        self.acc.release(batch)
+
+    def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        if self.idempotent:
+            _remove(self._queue(batch).in_flight, batch)
+        batch.fail(error)
+        self.acc.release(batch)
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: BaseException, now: float) -> None:
+        queue = self._queue(batch)
+        if self.idempotent:
+            _remove(queue.in_flight, batch)
+        code = getattr(error, "code", None)
+        retriable = isinstance(error, KafkaError) and error.retriable
+        if self.idempotent and code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            # Expected while an earlier batch of the partition is being retried.
+            retriable = _earlier_outstanding(queue, batch)
+        if (retriable and not self.closing_hard and batch.attempts <= self.retries
+                and now - batch.created < self.delivery_timeout):
+            if self.idempotent and batch.producer_id != self.producer_id:
+                batch.base_sequence = -1  # stamped under a producer id since replaced
+            batch.retry_at = now + self.cluster.backoff(batch.attempts - 1)
+            queue.requeue(batch)
+            self.acc.active.add(queue)
+            if stale_metadata(error):
+                batch.awaits_metadata = self.cluster.metadata_version
+                self.cluster.request_update()
+            return
+        if self.idempotent and code in _RESET_PRODUCER:
+            self._reset_producer_id()
+        batch.fail(error)
+        self.acc.release(batch)
+
+    # --- idempotence ---------------------------------------------------------------------
+    async def _init_producer_id(self) -> None:
+        request = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000,
+                                        producer_id=-1, producer_epoch=-1)
+
+        async def attempt():
+            response = await self.cluster.send(None, ApiKey.INIT_PRODUCER_ID, request)
+            if response.error_code:
+                raise BrokerError(response.error_code, subject="InitProducerId")
+            return response
+
+        try:
+            response = await self.cluster.retry(attempt, self.cluster.loop.time() + self.delivery_timeout)
+        except UnsupportedVersionError:
+            if self.idempotence:
+                raise
+            self.idempotence = False  # auto mode against a broker without idempotence
+            return
+        self.idempotence = True
+        self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+        _log.debug("producer id %d epoch %d", self.producer_id, self.producer_epoch)
+
+    def _reset_producer_id(self) -> None:
+        """Start over with a new producer id: sequences restart at 0 on every partition."""
+        self.producer_id = -1
+        for state in self.acc.topics.values():
+            for queue in state.queues:
+                queue.next_sequence = 0
+                for batch in queue.sealed:
+                    batch.base_sequence = -1
+
+    # --- closing -------------------------------------------------------------------------
+    def abort_all(self, error: BaseException, hard: bool = True) -> None:
+        """Fail every batch not yet completed (a close that ran out of time, or no producer
+        id to be had)."""
+        self.closing_hard = hard
+        for batch in list(self.acc.incomplete):
+            batch.fail(error)
+            self.acc.release(batch)
+        for queue in self.acc.active:
+            queue.sealed.clear()
+            queue.open = None
+            queue.in_flight.clear()
+        self.acc.active.clear()
+
+
+def _remove(batches: list, batch) -> None:
+    try:
+        batches.remove(batch)
+    except ValueError:
+        pass
+
+
+def _earlier_outstanding(queue: PartitionQueue, batch: ProducerBatch) -> bool:
+    """Whether a batch with a lower sequence is in flight or waiting to be retried."""
+    for other in queue.in_flight:
+        if 0 <= other.base_sequence < batch.base_sequence:
+            return True
+    for other in queue.sealed:
+        if 0 <= other.base_sequence < batch.base_sequence:
+            return True
+    return False

@@ -1,0 +1,304 @@
+"""The synchronous client: the asyncio clients run on an event loop in a background thread.
+
+    with Producer("127.0.0.1:9092") as producer:
+        future = producer.send("events", b"value", key=b"k")   # a concurrent.futures.Future
+        print(future.result())                                   # RecordMetadata
+    with Consumer("127.0.0.1:9092", auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition("events", 0)])
+        for record in consumer:                                  # ConsumerRecord
+            ...
+
+Each client owns one thread running its own event loop (uvloop's when installed); every call
+is handed to that loop, so the asyncio objects are only ever touched from their own thread. ``Producer.send`` is the one hot
+path and is not a round trip: it serializes in the caller's thread, appends to a queue and
+wakes the loop once per burst (not per record); the loop moves queued records into batches.
+When ``buffer_memory`` is used up, ``send`` blocks up to ``max_block_ms`` (as the Java
+producer does) and then raises BufferFullError. Delivery callbacks run on the loop's thread.
+The futures are ``RecordFuture``s: ``concurrent.futures.Future``s that build their Condition
+only when someone waits (see ``record_future``).
+
+Configuration and semantics are those of ``AsyncProducer``, ``AsyncConsumer`` and
+``AsyncAdminClient``; timeouts given here are in seconds, like ``concurrent.futures``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections import deque
+
+from odradek.client.admin import AsyncAdminClient
+from odradek.client.consumer import AsyncConsumer
+from odradek.client.consumer_record import consumer_records
+from odradek.client.errors import BufferFullError, ClientClosedError
+from odradek.client.producer import AsyncProducer, fail_record, normalize_headers
+from odradek.client.record_future import RecordFuture
+
+__all__ = ["AdminClient", "Consumer", "EventLoopThread", "Producer"]
+
+# What a record waiting between the caller's thread and the loop counts beyond its key and value.
+_QUEUED_OVERHEAD = 70
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop when it is installed (a project dependency: cheaper futures, timers and
+    cross-thread wake-ups), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+class EventLoopThread:
+    """An event loop running forever in a daemon thread."""
+
+    def __init__(self, name: str, loop_factory=new_event_loop) -> None:
+        self.loop = loop_factory()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine, timeout: float | None = None):
+        """Run ``coroutine`` on the loop and return its result (raising its exception)."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
+
+    def call(self, fn, *args):
+        """Call ``fn(*args)`` on the loop's thread and return its result."""
+        async def call():
+            return fn(*args)
+
+        return self.run(call())
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()
+
+
+def _forward(name: str, target):
+    """A method that runs the async client's method ``name`` on the loop."""
+    def method(self, *args, **kwargs):
+        return self._thread.run(getattr(self._client, name)(*args, **kwargs))
+
+    method.__name__ = name
+    method.__doc__ = getattr(target, name).__doc__
+    return method
+
+
+def _forward_sync(name: str, target):
+    """A method that calls the async client's plain method ``name`` on the loop's thread."""
+    def method(self, *args, **kwargs):
+        return self._thread.call(lambda: getattr(self._client, name)(*args, **kwargs))
+
+    method.__name__ = name
+    method.__doc__ = getattr(target, name).__doc__
+    return method
+
+
+class _SyncClient:
+    _client = None
+
+    def __init__(self, client, name: str) -> None:
+        self._thread = EventLoopThread(name)
+        self._client = client
+        try:
+            self._thread.run(client.start())
+        except BaseException:
+            self._thread.stop()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self, timeout: float | None = None) -> None:
+        if self._thread.loop.is_closed():
+            return
+        try:
+            self._thread.run(self._client.close(), None if timeout is None else timeout + 5)
+        finally:
+            self._thread.stop()
+
+
+class Producer(_SyncClient):
+    def __init__(self, bootstrap_servers, **config) -> None:
+        self._max_block = config.get("max_block_ms", 60_000) / 1000
+        # Serializers run in the caller's thread, so their errors raise from send.
+        self._key_serializer = config.pop("key_serializer", None)
+        self._value_serializer = config.pop("value_serializer", None)
+        self._queue: deque = deque()
+        self._scheduled = False
+        super().__init__(AsyncProducer(bootstrap_servers, **config), "odradek-producer")
+        self._producer: AsyncProducer = self._client
+        self._producer._refuse_when_full = False  # send() below blocks instead
+
+    def send(self, topic: str, value=None, key=None, headers=None, partition: int | None = None,
+             timestamp: int | None = None, *, callback=None) -> concurrent.futures.Future:
+        """Queue one record; return a ``concurrent.futures.Future`` of its RecordMetadata."""
+        if self._thread.loop.is_closed():
+            raise ClientClosedError("producer is closed")
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if value is not None and self._value_serializer is not None:
+            value = self._value_serializer(value)
+        if headers:
+            headers = normalize_headers(headers)
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        # Queued records count as many records of this one's size (no shared counter to
+        # lock: deque appends and len are atomic).
+        size = _QUEUED_OVERHEAD + (0 if value is None else len(value)) + (0 if key is None else len(key))
+        if len(self._queue) * size + self._producer.buffered_bytes >= self._producer.buffer_memory:
+            self._wait_for_space(size)
+        future = RecordFuture()
+        self._queue.append((topic, value, key, headers or None, partition, timestamp, callback, future))
+        if not self._scheduled:
+            self._scheduled = True
+            self._thread.loop.call_soon_threadsafe(self._drain)
+        return future
+
+    def _drain(self) -> None:
+        """On the loop: move queued records into batches."""
+        self._scheduled = False
+        queue, send = self._queue, self._producer.send
+        while queue:
+            topic, value, key, headers, partition, timestamp, callback, future = queue.popleft()
+            try:
+                send(topic, value, key, headers, partition, timestamp, callback=callback, future=future)
+            except Exception as e:  # noqa: BLE001 - belongs to that record's future
+                fail_record(future, callback, e)
+
+    def _wait_for_space(self, size: int) -> None:
+        deadline = time.monotonic() + self._max_block
+        while True:
+            if self._thread.loop.is_closed():
+                raise ClientClosedError("producer is closed")
+            if len(self._queue) * size + self._producer.buffered_bytes < self._producer.buffer_memory:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise BufferFullError(f"no buffer space within max_block_ms ({self._max_block} s)")
+            room = threading.Event()
+            self._thread.loop.call_soon_threadsafe(self._notify_on_space, room)
+            room.wait(min(remaining, 0.05))
+
+    def _notify_on_space(self, room: threading.Event) -> None:
+        self._drain()
+        self._producer.on_buffer_space(room.set)
+
+    async def _flush(self, timeout: float | None) -> None:
+        self._drain()
+        await self._producer.flush(timeout)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything and wait until every record sent before completed."""
+        self._thread.run(self._flush(timeout))
+
+    async def _close(self, timeout: float | None) -> None:
+        self._drain()
+        await self._producer.close(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Deliver what is queued (within ``timeout`` seconds), then stop."""
+        if self._thread.loop.is_closed():
+            return
+        try:
+            self._thread.run(self._close(timeout))
+        finally:
+            self._thread.stop()
+
+    partitions_for = _forward("partitions_for", AsyncProducer)
+
+
+class Consumer(_SyncClient):
+    def __init__(self, bootstrap_servers, **config) -> None:
+        super().__init__(AsyncConsumer(bootstrap_servers, **config), "odradek-consumer")
+        self._iterating: deque = deque()
+
+    def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> dict:
+        """``{TopicPartition: [Record, ...]}``, waiting up to ``timeout_ms`` for records."""
+        return self._thread.run(self._client.poll(timeout_ms, max_records))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """The next ConsumerRecord; blocks until there is one (StopIteration once closed)."""
+        while not self._iterating:
+            if self._thread.loop.is_closed():
+                raise StopIteration
+            for tp, records in self.poll(1000).items():
+                self._iterating.extend(consumer_records(tp, records))
+        return self._iterating.popleft()
+
+    def assign(self, partitions) -> None:
+        self._iterating.clear()
+        self._thread.call(self._client.assign, list(partitions))
+
+    def seek(self, tp, offset: int) -> None:
+        self._drop_iterating([tp])
+        self._thread.call(self._client.seek, tp, offset)
+
+    def seek_to_beginning(self, *partitions) -> None:
+        self._drop_iterating(partitions)
+        self._thread.call(self._client.seek_to_beginning, *partitions)
+
+    def seek_to_end(self, *partitions) -> None:
+        self._drop_iterating(partitions)
+        self._thread.call(self._client.seek_to_end, *partitions)
+
+    def _drop_iterating(self, partitions) -> None:
+        if not partitions:
+            self._iterating.clear()
+            return
+        gone = {tuple(tp) for tp in partitions}
+        self._iterating = deque(r for r in self._iterating if (r.topic, r.partition) not in gone)
+
+    assignment = _forward_sync("assignment", AsyncConsumer)
+    pause = _forward_sync("pause", AsyncConsumer)
+    resume = _forward_sync("resume", AsyncConsumer)
+    paused = _forward_sync("paused", AsyncConsumer)
+    highwater = _forward_sync("highwater", AsyncConsumer)
+    position = _forward("position", AsyncConsumer)
+    beginning_offsets = _forward("beginning_offsets", AsyncConsumer)
+    end_offsets = _forward("end_offsets", AsyncConsumer)
+    offsets_for_times = _forward("offsets_for_times", AsyncConsumer)
+    partitions_for_topic = _forward("partitions_for_topic", AsyncConsumer)
+    topics = _forward("topics", AsyncConsumer)
+    commit = _forward("commit", AsyncConsumer)
+    committed = _forward("committed", AsyncConsumer)
+
+
+class AdminClient(_SyncClient):
+    def __init__(self, bootstrap_servers, **config) -> None:
+        super().__init__(AsyncAdminClient(bootstrap_servers, **config), "odradek-admin")
+
+    create_topics = _forward("create_topics", AsyncAdminClient)
+    delete_topics = _forward("delete_topics", AsyncAdminClient)
+    list_topics = _forward("list_topics", AsyncAdminClient)
+    describe_topics = _forward("describe_topics", AsyncAdminClient)
+    create_partitions = _forward("create_partitions", AsyncAdminClient)
+    describe_configs = _forward("describe_configs", AsyncAdminClient)
+    alter_configs = _forward("alter_configs", AsyncAdminClient)
+    incremental_alter_configs = _forward("incremental_alter_configs", AsyncAdminClient)
+    describe_cluster = _forward("describe_cluster", AsyncAdminClient)
+    delete_records = _forward("delete_records", AsyncAdminClient)
+    list_offsets = _forward("list_offsets", AsyncAdminClient)
+    list_groups = _forward("list_groups", AsyncAdminClient)
+    describe_groups = _forward("describe_groups", AsyncAdminClient)
+    delete_groups = _forward("delete_groups", AsyncAdminClient)
+    list_group_offsets = _forward("list_group_offsets", AsyncAdminClient)
+    alter_group_offsets = _forward("alter_group_offsets", AsyncAdminClient)
+    reset_group_offsets = _forward("reset_group_offsets", AsyncAdminClient)
+    delete_group_offsets = _forward("delete_group_offsets", AsyncAdminClient)
