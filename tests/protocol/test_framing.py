@@ -45,3 +45,34 @@ def test_frames_are_writable_copies():
     first = parser.next_frame()
     first[0] = 0x7A
     assert parser.next_frame() == b"de"
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.data())
+def test_frames_bigger_than_the_scratch_get_their_own_buffer(payloads, data):
+    """Received the BufferedProtocol way, in random pieces, with a 16-byte scratch buffer."""
+    stream = b"".join(frame(p) for p in payloads)
+    parser = FrameParser(max_size=1000, scratch_size=16)
+    got, pos = [], 0
+    while pos < len(stream):
+        buf = parser.get_buffer()
+        assert len(buf) > 0
+        n = min(len(buf), len(stream) - pos, data.draw(st.integers(1, 64)))
+        buf[:n] = stream[pos:pos + n]
+        parser.buffer_updated(n)
+        pos += n
+        got.extend(bytes(f) for f in parser.frames())
+    assert got == payloads
+    assert parser.buffered == 0
+
+
+def test_a_big_frame_is_received_in_place():
+    parser = FrameParser(scratch_size=64)
+    parser.feed(frame(b"x" * 10)[:8])
+    parser.feed(frame(b"y" * 1000)[:0])
+    parser.feed(frame(b"x" * 10)[8:] + frame(b"z" * 1000)[:100])
+    assert parser.next_frame() == b"x" * 10
+    target = parser.get_buffer()
+    assert len(target) == 1000 - 96  # the rest of the big frame, nothing else
+    target[:] = b"z" * len(target)
+    parser.buffer_updated(len(target))
+    assert parser.next_frame() == b"z" * 1000
