@@ -5,10 +5,29 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odradek.cli import broker_cmd
+from odradek.cli import (
+    broker_cmd,
+    configs_cmd,
+    consume_cmd,
+    demo_cmd,
+    dump_log_cmd,
+    groups_cmd,
+    perf_cmd,
+    produce_cmd,
+    topics_cmd,
+)
+from odradek.cli.common import CommandError as CliError  # one error type for every command
 
 COMMANDS = {
     "broker": broker_cmd,
+    "demo": demo_cmd,
+    "topics": topics_cmd,
+    "produce": produce_cmd,
+    "consume": consume_cmd,
+    "groups": groups_cmd,
+    "configs": configs_cmd,
+    "dump-log": dump_log_cmd,
+    "perf": perf_cmd,
 }
 
 
@@ -34,10 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as e:
         print(f"odradek {args.command}: {e}", file=sys.stderr)
         return 1
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit status 1."""
 
 
 if __name__ == "__main__":

@@ -92,13 +92,16 @@ def topic_entries(static: dict[str, str], dynamic: dict[str, str], overrides: di
     return out
 
 
-def broker_entries(static: dict[str, str], dynamic: dict[str, str]) -> list[Entry]:
-    """Every broker config odradek knows, with its value and source."""
+def broker_entries(static: dict[str, str], per_broker: dict[str, str], cluster_default: dict[str, str]) -> list[Entry]:
+    """Every broker config odradek knows, with its value and source: this broker's dynamic
+    value, then the cluster-wide dynamic default, then server.properties, then Kafka's default."""
     out = []
     for name, key in sorted(KEYS.items()):
         levels: list[tuple[str, str | None, int]] = []
-        if name in dynamic:
-            levels.append((name, dynamic[name], DYNAMIC_BROKER_CONFIG))
+        if name in per_broker:
+            levels.append((name, per_broker[name], DYNAMIC_BROKER_CONFIG))
+        if name in cluster_default:
+            levels.append((name, cluster_default[name], DYNAMIC_DEFAULT_BROKER_CONFIG))
         if name in static:
             levels.append((name, static[name], STATIC_BROKER_CONFIG))
         default = None if key.default is None else _to_text(key.default)

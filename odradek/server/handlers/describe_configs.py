@@ -35,7 +35,8 @@ def _describe(ctx, resource, include_synonyms: bool) -> DescribeConfigsResult:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Unexpected broker id {resource.resource_name}"
             return result
-        entries = configs.broker_entries(broker.config.props, broker.dynamic_broker_config())
+        entries = configs.broker_entries(broker.config.props, broker.metadata.broker_config(broker.broker_id),
+                                         broker.metadata.broker_config(None))
     else:
         result.error_code = ErrorCode.INVALID_REQUEST
         result.error_message = f"Unsupported resource type {resource.resource_type}"

@@ -1,0 +1,174 @@
+"""``odradek configs``: describe and change topic and broker configs (``kafka-configs.sh``).
+
+    odradek configs --entity-type topics --entity-name T --describe [--all]
+    odradek configs --entity-type topics --entity-name T --alter --add-config retention.ms=1000,cleanup.policy=[compact,delete]
+    odradek configs --entity-type brokers --entity-name 1000 --alter --delete-config log.cleaner.threads
+    odradek configs --entity-type brokers --entity-default --describe
+
+``--describe`` shows the configs set on the entity (a topic's overrides, a broker's dynamic
+settings); ``--all`` shows every config with its value and where that value comes from.
+Without ``--entity-name`` it describes every topic or broker. ``--alter`` sets
+(``--add-config``, commas between pairs, square brackets around list values) and removes
+(``--delete-config``, names joined by commas) keys in one IncrementalAlterConfigs request;
+a removed key falls back to the broker's (or Kafka's) default.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from odradek.cli.common import (
+    CommandError,
+    add_bootstrap,
+    add_output,
+    admin_client,
+    parse_pairs,
+    print_json,
+    print_table,
+    run_command,
+    split_top_level,
+)
+
+_TYPES = {"topics": "topic", "brokers": "broker"}
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("configs", help="describe and change topic and broker configs",
+                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_bootstrap(p)
+    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics or brokers")
+    p.add_argument("--entity-name", metavar="NAME", help="a topic name or broker id")
+    p.add_argument("--entity-default", action="store_true", help="brokers: the cluster-wide defaults")
+    p.add_argument("--topic", metavar="T", help="same as --entity-type topics --entity-name T")
+    p.add_argument("--broker", metavar="ID", help="same as --entity-type brokers --entity-name ID")
+    actions = p.add_mutually_exclusive_group(required=True)
+    actions.add_argument("--describe", action="store_true", help="show configs")
+    actions.add_argument("--alter", action="store_true", help="change configs")
+    p.add_argument("--all", action="store_true", help="--describe: every config, defaults included")
+    p.add_argument("--add-config", action="append", default=[], metavar="K=V[,K=V]",
+                   help="--alter: keys to set")
+    p.add_argument("--delete-config", action="append", default=[], metavar="K[,K]",
+                   help="--alter: keys to remove")
+    add_output(p)
+
+
+def run(args) -> int:
+    return run_command("configs", _run, args)
+
+
+def _entity(args) -> tuple[str, str | None]:
+    """``(entity type, name or None for all; "" for the broker defaults)``."""
+    given = [t for t in (args.entity_type, "topics" if args.topic else None, "brokers" if args.broker else None) if t]
+    if not given:
+        raise CommandError("give --entity-type (topics or brokers), or --topic / --broker")
+    if len(set(given)) > 1:
+        raise CommandError("--topic and --broker name different entity types")
+    kind = given[0]
+    names = [n for n in (args.entity_name, args.topic, args.broker) if n is not None]
+    if len(set(names)) > 1:
+        raise CommandError("the entity is named twice, differently")
+    if args.entity_default:
+        if kind != "brokers":
+            raise CommandError("--entity-default goes with --entity-type brokers")
+        if names:
+            raise CommandError("--entity-default and --entity-name cannot be used together")
+        return kind, ""
+    if kind == "brokers" and names and not names[0].isdigit():
+        raise CommandError(f"a broker's --entity-name is its id, not {names[0]!r}")
+    return kind, names[0] if names else None
+
+
+def _run(args) -> int:
+    kind, name = _entity(args)
+    if args.alter and name is None:
+        raise CommandError("--alter needs --entity-name (or --entity-default)")
+    if not args.alter and (args.add_config or args.delete_config):
+        raise CommandError("--add-config and --delete-config go with --alter")
+    with admin_client(args) as admin:
+        if args.alter:
+            return _alter(admin, kind, name, args)
+        return _describe(admin, kind, name, args)
+
+
+def _resource(kind: str, name: str):
+    from odradek.client import ConfigResource, ResourceType
+
+    return ConfigResource(ResourceType.TOPIC if kind == "topics" else ResourceType.BROKER, name)
+
+
+def _what(kind: str, name: str) -> str:
+    return "default config for brokers in the cluster" if name == "" else f"config for {_TYPES[kind]} {name}"
+
+
+def _alter(admin, kind: str, name: str, args) -> int:
+    from odradek.client import AlterConfigOp, AlterConfigOpType, UnsupportedVersionError
+
+    to_set = parse_pairs(args.add_config, "--add-config", split_commas=True)
+    to_delete = [k for item in args.delete_config for k in split_top_level(item)]
+    if not to_set and not to_delete:
+        raise CommandError("--alter needs --add-config or --delete-config")
+    both = sorted(set(to_set) & set(to_delete))
+    if both:
+        raise CommandError(f"{both[0]} is both added and deleted")
+    ops = [AlterConfigOp(k, v, AlterConfigOpType.SET) for k, v in to_set.items()]
+    ops += [AlterConfigOp(k, None, AlterConfigOpType.DELETE) for k in to_delete]
+    resource = _resource(kind, name)
+    try:
+        admin.incremental_alter_configs({resource: ops})
+    except UnsupportedVersionError:
+        # A broker older than IncrementalAlterConfigs: replace the whole set of overrides.
+        current = _dynamic(admin.describe_configs([resource])[resource], kind)
+        merged = {k: e.value for k, e in current.items() if k not in to_delete}
+        merged.update(to_set)
+        admin.alter_configs({resource: merged})
+    print(f"Completed updating {_what(kind, name)}.")
+    return 0
+
+
+def _dynamic(entries: dict, kind: str) -> dict:
+    """The entries set on the entity itself (what ``--describe`` shows without ``--all``)."""
+    from odradek.client import ConfigSource
+
+    wanted = ({ConfigSource.DYNAMIC_TOPIC_CONFIG} if kind == "topics"
+              else {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG})
+    return {k: e for k, e in entries.items() if e.source in wanted}
+
+
+def _describe(admin, kind: str, name: str | None, args) -> int:
+    if name is not None:
+        names = [name]
+    elif kind == "topics":
+        names = admin.list_topics()
+    else:
+        names = [str(b.node_id) for b in admin.describe_cluster().brokers]
+    if not names:
+        return 0
+    resources = [_resource(kind, n) for n in names]
+    found = admin.describe_configs(resources, include_synonyms=True)
+    for n, resource in zip(names, resources):
+        entries = found[resource]
+        _show(kind, n, entries if args.all else _dynamic(entries, kind), args)
+    return 0
+
+
+def _show(kind: str, name: str, entries: dict, args) -> None:
+    from odradek.client import ConfigSource
+
+    def source(e) -> str:
+        try:
+            return ConfigSource(e.source).name
+        except ValueError:
+            return str(e.source)
+
+    rows = sorted(entries.values(), key=lambda e: e.name)
+    if args.output == "json":
+        print_json({"entity_type": kind, "entity_name": name,
+                    "configs": [{"name": e.name, "value": None if e.is_sensitive else e.value, "source": source(e),
+                                 "sensitive": e.is_sensitive, "read_only": e.read_only} for e in rows]})
+        return
+    scope = "All" if args.all else "Dynamic"
+    title = ("Default configs for brokers in the cluster" if name == "" and not args.all
+             else f"{scope} configs for {_TYPES[kind]} {name}")
+    print_table(("NAME", "VALUE", "SOURCE", "SENSITIVE", "READ-ONLY"),
+                [(e.name, "<hidden>" if e.is_sensitive else e.value, source(e), str(e.is_sensitive).lower(),
+                  str(e.read_only).lower()) for e in rows], title=f"{title}:")

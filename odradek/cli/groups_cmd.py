@@ -1,0 +1,273 @@
+"""``odradek groups``: list, describe, reset and delete consumer groups
+(``kafka-consumer-groups.sh``).
+
+    odradek groups --list [--state]
+    odradek groups --describe --group G [--members | --state]
+    odradek groups --reset-offsets --group G --topic T[:P,P...] | --all-topics
+                   --to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO |
+                   --by-duration PnDTnHnMnS   [--dry-run | --execute]
+    odradek groups --delete --group G
+
+``--describe`` shows, per partition the group has committed offsets for or is assigned:
+the committed offset (CURRENT-OFFSET), the partition's end (LOG-END-OFFSET, its high
+watermark), the LAG between them, and the member that owns it. ``--members`` lists the
+members and their partitions instead, ``--state`` the group's state and protocol.
+
+``--reset-offsets`` prints the new offsets; it changes them only with ``--execute`` (a dry
+run otherwise), and only while the group has no active members. Every target is kept
+within the partition's log. ``--to-datetime`` takes ISO 8601 (``2024-05-01T12:00:00``,
+local time unless it names a zone, e.g. ``Z`` or ``+02:00``): the first offset whose record
+is at or after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from datetime import datetime
+
+from odradek.cli.common import (
+    CommandError,
+    add_bootstrap,
+    add_output,
+    admin_client,
+    print_json,
+    print_table,
+    run_command,
+)
+
+_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
+_INACTIVE = ("Empty", "Dead")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("groups", help="list, describe, reset offsets of and delete consumer groups",
+                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_bootstrap(p)
+    actions = p.add_mutually_exclusive_group(required=True)
+    actions.add_argument("--list", action="store_true", help="list the groups")
+    actions.add_argument("--describe", action="store_true", help="offsets, lag and members of groups")
+    actions.add_argument("--reset-offsets", action="store_true", help="move a group's committed offsets")
+    actions.add_argument("--delete", action="store_true", help="delete empty groups and their offsets")
+    p.add_argument("--group", action="append", default=[], metavar="GROUP", help="a group id, repeatable")
+    p.add_argument("--all-groups", action="store_true", help="every group")
+    p.add_argument("--members", action="store_true", help="--describe: the members")
+    p.add_argument("--state", action="store_true", help="--describe/--list: the group state")
+    p.add_argument("--verbose", action="store_true", help="--describe --members: each member's partitions")
+    p.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P...]",
+                   help="--reset-offsets: a topic, or some of its partitions; repeatable")
+    p.add_argument("--all-topics", action="store_true", help="--reset-offsets: every topic the group has offsets in")
+    targets = p.add_mutually_exclusive_group()
+    targets.add_argument("--to-earliest", action="store_true", help="reset to the log start")
+    targets.add_argument("--to-latest", action="store_true", help="reset to the log end")
+    targets.add_argument("--to-offset", type=int, metavar="N", help="reset to offset N")
+    targets.add_argument("--shift-by", type=int, metavar="N", help="move the committed offsets by N (may be negative)")
+    targets.add_argument("--to-datetime", metavar="ISO", help="reset to the first record at or after this time")
+    targets.add_argument("--by-duration", metavar="PnDTnHnMnS", help="reset to this long before now")
+    run_mode = p.add_mutually_exclusive_group()
+    run_mode.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
+    run_mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    add_output(p)
+
+
+def run(args) -> int:
+    return run_command("groups", _run, args)
+
+
+def _run(args) -> int:
+    if (args.describe or args.reset_offsets or args.delete) and not (args.group or args.all_groups):
+        raise CommandError("give --group (or --all-groups)")
+    with admin_client(args) as admin:
+        if args.list:
+            return _list(admin, args)
+        groups = [g.group_id for g in admin.list_groups()] if args.all_groups else list(dict.fromkeys(args.group))
+        if args.describe:
+            return _describe(admin, groups, args)
+        if args.reset_offsets:
+            return _reset(admin, groups, args)
+        return _delete(admin, groups)
+
+
+def _list(admin, args) -> int:
+    listed = admin.list_groups()
+    if args.output == "json":
+        for g in listed:
+            print_json({"group": g.group_id, "state": g.state or None, "protocol_type": g.protocol_type})
+    elif args.state:
+        print_table(("GROUP", "STATE", "PROTOCOL-TYPE"), [(g.group_id, g.state, g.protocol_type) for g in listed])
+    else:
+        for g in listed:
+            print(g.group_id)
+    return 0
+
+
+# --- describe ----------------------------------------------------------------------------
+def _describe(admin, groups: list[str], args) -> int:
+    descriptions = admin.describe_groups(groups)
+    for group in groups:
+        description = descriptions[group]
+        if description.state == "Dead":
+            raise CommandError(f"Consumer group '{group}' does not exist.")
+        if args.state:
+            _show_state(description, args.output)
+        elif args.members:
+            _show_members(description, args)
+        else:
+            _show_offsets(admin, description, args.output)
+    return 0
+
+
+def _show_state(d, output: str) -> None:
+    if output == "json":
+        print_json({"group": d.group_id, "state": d.state, "protocol_type": d.protocol_type,
+                    "assignment_strategy": d.protocol, "members": len(d.members)})
+        return
+    print_table(("GROUP", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
+                [(d.group_id, d.protocol, d.state, len(d.members))])
+
+
+def _show_members(d, args) -> None:
+    if args.output == "json":
+        for m in d.members:
+            print_json({"group": d.group_id, "member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id, "host": m.client_host,
+                        "partitions": [{"topic": t, "partition": p} for t, p in m.assignment]})
+        return
+    if not d.members:
+        print(f"Consumer group '{d.group_id}' has no active members.")
+        return
+    columns = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"] + (["ASSIGNMENT"] if args.verbose else [])
+    rows = []
+    for m in d.members:
+        row = [d.group_id, m.member_id, m.client_host, m.client_id, len(m.assignment)]
+        if args.verbose:
+            row.append(" ".join(f"{tp.topic}({tp.partition})" for tp in sorted(m.assignment)) or "-")
+        rows.append(row)
+    print_table(columns, rows)
+
+
+def group_offsets(admin, description) -> list[dict]:
+    """Per partition of the group: committed offset, log end, lag and owning member."""
+    committed = admin.list_group_offsets(description.group_id)
+    owners = {tp: m for m in description.members for tp in m.assignment}
+    partitions = sorted(set(committed) | set(owners))
+    ends = admin.list_offsets({tp: -1 for tp in partitions}) if partitions else {}
+    rows = []
+    for tp in partitions:
+        current = committed[tp].offset if tp in committed else None
+        end = ends[tp].offset if ends.get(tp) is not None else None
+        owner = owners.get(tp)
+        rows.append({
+            "group": description.group_id, "topic": tp.topic, "partition": tp.partition,
+            "current_offset": current, "log_end_offset": end,
+            "lag": None if current is None or end is None else max(end - current, 0),
+            "consumer_id": owner.member_id if owner else None, "host": owner.client_host if owner else None,
+            "client_id": owner.client_id if owner else None,
+        })
+    return rows
+
+
+def _show_offsets(admin, description, output: str) -> None:
+    rows = group_offsets(admin, description)
+    if output == "json":
+        for row in rows:
+            print_json(row)
+        return
+    if not description.members:
+        print(f"Consumer group '{description.group_id}' has no active members.")
+    keys = ("group", "topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id", "host",
+            "client_id")
+    print_table(("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                 "CLIENT-ID"), [[row[k] for k in keys] for row in rows])
+
+
+# --- reset -------------------------------------------------------------------------------
+def parse_duration(text: str) -> int:
+    """An ISO 8601 duration (``PnDTnHnMnS``, Kafka's ``--by-duration``) in milliseconds."""
+    m = _DURATION.fullmatch(text.strip())
+    if not m or text.strip().upper() in ("P", "PT"):
+        raise CommandError(f"--by-duration {text!r} is not a duration like P1DT2H30M or PT15M")
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+
+
+def parse_datetime(text: str) -> int:
+    """ISO 8601 date and time as milliseconds since the epoch (local time without a zone)."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise CommandError(f"--to-datetime {text!r} is not an ISO 8601 time like 2024-05-01T12:00:00") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return int(moment.timestamp() * 1000)
+
+
+def _target(args) -> dict:
+    if args.to_earliest:
+        return {"to_earliest": True}
+    if args.to_latest:
+        return {"to_latest": True}
+    if args.to_offset is not None:
+        return {"to_offset": args.to_offset}
+    if args.shift_by is not None:
+        return {"shift_by": args.shift_by}
+    if args.to_datetime is not None:
+        return {"to_timestamp": parse_datetime(args.to_datetime)}
+    if args.by_duration is not None:
+        return {"to_timestamp": int(time.time() * 1000) - parse_duration(args.by_duration)}
+    raise CommandError("--reset-offsets needs a target: --to-earliest, --to-latest, --to-offset, --shift-by, "
+                       "--to-datetime or --by-duration")
+
+
+def _partitions(admin, group: str, args) -> list:
+    from odradek.client import TopicPartition
+
+    if args.all_topics:
+        return sorted(admin.list_group_offsets(group))
+    out = []
+    for spec in args.topic:
+        topic, _, numbers = spec.partition(":")
+        if numbers:
+            try:
+                out += [TopicPartition(topic, int(p)) for p in numbers.split(",")]
+            except ValueError:
+                raise CommandError(f"--topic {spec!r}: partitions must be numbers joined by ','") from None
+        else:
+            count = len(admin.describe_topics([topic])[topic].partitions)
+            out += [TopicPartition(topic, p) for p in range(count)]
+    return sorted(set(out))
+
+
+def _reset(admin, groups: list[str], args) -> int:
+    target = _target(args)
+    if not args.topic and not args.all_topics:
+        raise CommandError("--reset-offsets needs --topic or --all-topics")
+    rows = []
+    descriptions = admin.describe_groups(groups)
+    for group in groups:
+        state = descriptions[group].state
+        if args.execute and state not in _INACTIVE:
+            raise CommandError(f"Assignments can only be reset if the group '{group}' is inactive, "
+                               f"but the current state is {state}.")
+        partitions = _partitions(admin, group, args)
+        if not partitions:
+            continue
+        new = admin.reset_group_offsets(group, partitions, dry_run=not args.execute, **target)
+        rows += [(group, tp.topic, tp.partition, offset) for tp, offset in sorted(new.items())]
+    if not args.execute and not args.dry_run:
+        print("WARN: no action is performed without --execute; showing the new offsets only.", file=sys.stderr)
+    if args.output == "json":
+        for group, topic, partition, offset in rows:
+            print_json({"group": group, "topic": topic, "partition": partition, "new_offset": offset})
+    else:
+        print_table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows)
+    return 0
+
+
+def _delete(admin, groups: list[str]) -> int:
+    admin.delete_groups(groups)
+    names = ", ".join(f"'{g}'" for g in groups)
+    print(f"Deletion of requested consumer groups ({names}) was successful.")
+    return 0

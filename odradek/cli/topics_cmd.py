@@ -1,0 +1,271 @@
+"""``odradek topics``: create, list, describe, alter and delete topics (``kafka-topics.sh``).
+
+    odradek topics --bootstrap-server H:P --create --topic T --partitions N --replication-factor R
+    odradek topics --bootstrap-server H:P --create --topic T --replica-assignment 1000:1001,1001:1002
+    odradek topics --list | --describe [--topic T] | --alter --topic T --partitions N | --delete --topic T
+
+``--replica-assignment`` is Kafka's syntax (seed 000): commas separate partitions, colons
+separate the replicas of one partition, preferred leader first. ``1000,1000,1000,1000,1000``
+is five partitions, each with one replica on broker 1000; ``1000:1001,1001:1002`` is two
+partitions with two replicas each. It replaces ``--partitions`` and
+``--replication-factor``. With ``--alter`` it lists every partition, and the entries
+beyond the current count place the new partitions.
+
+``--topic`` names one topic; a value with characters a topic name cannot hold (``*``, ``|``,
+``[`` ...) is a regular expression matched against every name, as Kafka's tool allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import re
+
+from odradek.cli.common import (
+    CommandError,
+    add_bootstrap,
+    add_output,
+    admin_client,
+    parse_pairs,
+    print_json,
+    print_table,
+    run_command,
+)
+
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+_ACTIONS = ("create", "list", "describe", "alter", "delete")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("topics", help="create, list, describe, alter and delete topics",
+                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_bootstrap(p)
+    actions = p.add_mutually_exclusive_group(required=True)
+    actions.add_argument("--create", action="store_true", help="create a topic")
+    actions.add_argument("--list", action="store_true", help="list topic names")
+    actions.add_argument("--describe", action="store_true", help="partitions, leaders, replicas, ISR, configs")
+    actions.add_argument("--alter", action="store_true", help="add partitions to a topic")
+    actions.add_argument("--delete", action="store_true", help="delete a topic")
+    p.add_argument("--topic", metavar="TOPIC", help="a topic name (or a regular expression, see above)")
+    p.add_argument("--partitions", type=int, metavar="N", help="partitions (create), new total (alter)")
+    p.add_argument("--replication-factor", type=int, metavar="R", help="replicas of each partition")
+    p.add_argument("--replica-assignment", metavar="B:B,B:B,...",
+                   help="explicit replicas: commas between partitions, colons between replicas")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a topic config for --create, repeatable")
+    p.add_argument("--if-not-exists", action="store_true", help="--create: no error if it exists")
+    p.add_argument("--if-exists", action="store_true", help="--alter/--delete/--describe: no error if absent")
+    p.add_argument("--exclude-internal", action="store_true", help="leave out internal topics")
+    p.add_argument("--under-replicated-partitions", action="store_true",
+                   help="--describe: only partitions whose ISR is smaller than their replicas")
+    p.add_argument("--unavailable-partitions", action="store_true",
+                   help="--describe: only partitions without a live leader")
+    add_output(p, ("table", "json", "text"))
+
+
+def run(args) -> int:
+    return run_command("topics", _run, args)
+
+
+def _run(args) -> int:
+    action = next(a for a in _ACTIONS if getattr(args, a))
+    if action in ("create", "alter", "delete") and not args.topic:
+        raise CommandError(f"--{action} needs --topic")
+    if args.config and action != "create":
+        raise CommandError("--config goes with --create (change configs with 'odradek configs')")
+    with admin_client(args) as admin:
+        return _HANDLERS[action](admin, args)
+
+
+# --- replica assignment ------------------------------------------------------------------
+def parse_replica_assignment(text: str) -> dict[int, list[int]]:
+    """Kafka's ``--replica-assignment`` as ``{partition: [broker, ...]}`` (see module doc).
+
+    Every partition must list the same number of replicas, each broker once."""
+    assignment: dict[int, list[int]] = {}
+    for partition, part in enumerate(text.split(",")):
+        try:
+            brokers = [int(b) for b in part.split(":")]
+        except ValueError:
+            raise CommandError(f"--replica-assignment: {part.strip()!r} (partition {partition}) "
+                               "is not broker ids joined by ':'") from None
+        if len(set(brokers)) != len(brokers):
+            raise CommandError(f"--replica-assignment: partition {partition} lists a broker twice: {part}")
+        if any(b < 0 for b in brokers):
+            raise CommandError(f"--replica-assignment: negative broker id in partition {partition}")
+        assignment[partition] = brokers
+    counts = {len(b) for b in assignment.values()}
+    if len(counts) > 1:
+        raise CommandError("--replica-assignment: partitions have different replica counts "
+                           f"({', '.join(str(c) for c in sorted(counts))})")
+    return assignment
+
+
+# --- actions -----------------------------------------------------------------------------
+def _create(admin, args) -> int:
+    from odradek.client import BrokerError, NewTopic
+    from odradek.protocol.generated.error_codes import ErrorCode
+
+    configs = parse_pairs(args.config, "--config")
+    if args.replica_assignment is not None:
+        if args.partitions is not None or args.replication_factor is not None:
+            raise CommandError("--replica-assignment replaces --partitions and --replication-factor")
+        topic = NewTopic(args.topic, replica_assignment=parse_replica_assignment(args.replica_assignment),
+                         configs=configs)
+    else:
+        for flag, value in (("--partitions", args.partitions), ("--replication-factor", args.replication_factor)):
+            if value is not None and value <= 0:
+                raise CommandError(f"{flag} must be positive, not {value}")
+        topic = NewTopic(args.topic, -1 if args.partitions is None else args.partitions,
+                         -1 if args.replication_factor is None else args.replication_factor, configs=configs)
+    try:
+        admin.create_topics([topic])
+    except BrokerError as e:
+        if args.if_not_exists and e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+            return 0
+        raise
+    print(f"Created topic {args.topic}.")
+    return 0
+
+
+def _list(admin, args) -> int:
+    names = admin.list_topics(include_internal=not args.exclude_internal)
+    if args.topic:
+        names = _matching(names, args.topic)
+    for name in names:
+        if args.output == "json":
+            print_json({"topic": name})
+        else:
+            print(name)
+    return 0
+
+
+def _matching(names, pattern: str) -> list[str]:
+    """The names ``pattern`` selects: itself when it is a legal name, else a regex match."""
+    if _LEGAL_NAME.fullmatch(pattern):
+        return [n for n in names if n == pattern]
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise CommandError(f"--topic {pattern!r} is neither a topic name nor a valid regex: {e}") from None
+    return [n for n in names if regex.fullmatch(n)]
+
+
+def _selected(admin, args) -> list[str]:
+    """The existing topics ``--topic`` selects (every topic without it)."""
+    names = admin.list_topics(include_internal=not args.exclude_internal)
+    if not args.topic:
+        return names
+    found = _matching(names, args.topic)
+    if not found and not args.if_exists:
+        raise CommandError(f"Topic '{args.topic}' does not exist as expected")
+    return found
+
+
+def _alter(admin, args) -> int:
+    from odradek.client import NewPartitions
+
+    if args.partitions is None:
+        raise CommandError("--alter needs --partitions (the new total)")
+    if args.replication_factor is not None:
+        raise CommandError("--alter cannot change the replication factor")
+    names = _selected(admin, args)
+    descriptions = admin.describe_topics(names) if names else {}
+    for name in names:
+        current = len(descriptions[name].partitions)
+        if args.partitions <= current:
+            raise CommandError(f"topic {name} has {current} partitions; --partitions must be more than that")
+        assignments = None
+        if args.replica_assignment is not None:
+            given = parse_replica_assignment(args.replica_assignment)
+            if len(given) != args.partitions:
+                raise CommandError(f"--replica-assignment lists {len(given)} partitions, "
+                                   f"--partitions says {args.partitions}")
+            assignments = [given[p] for p in range(current, args.partitions)]
+        admin.create_partitions({name: NewPartitions(args.partitions, assignments)})
+        print(f"Topic {name} now has {args.partitions} partitions.")
+    return 0
+
+
+def _delete(admin, args) -> int:
+    names = _selected(admin, args)
+    internal = [n for n in names if n.startswith("__")]
+    if internal:
+        raise CommandError(f"internal topic {internal[0]} cannot be deleted")
+    if names:
+        admin.delete_topics(names)
+    for name in names:
+        print(f"Deleted topic {name}.")
+    return 0
+
+
+def _describe(admin, args) -> int:
+    from odradek.client import ConfigResource, ConfigSource, ResourceType
+
+    names = _selected(admin, args)
+    if not names:
+        return 0
+    descriptions = admin.describe_topics(names)
+    resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+    configs = admin.describe_configs(resources)
+    live = {b.node_id for b in admin.describe_cluster().brokers}
+    for name in names:
+        topic = descriptions[name]
+        entries = configs.get(ConfigResource(ResourceType.TOPIC, name), {})
+        overrides = {k: e.value for k, e in sorted(entries.items())
+                     if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG}
+        partitions = [p for p in topic.partitions if _wanted(p, args, live)]
+        if (args.under_replicated_partitions or args.unavailable_partitions) and not partitions:
+            continue
+        _show_topic(topic, overrides, partitions, args.output)
+    return 0
+
+
+def _wanted(partition, args, live: set[int]) -> bool:
+    if args.under_replicated_partitions and len(partition.isr) >= len(partition.replicas):
+        return False
+    if args.unavailable_partitions and partition.leader in live:
+        return False
+    return True
+
+
+def kafka_topic_id(topic_id) -> str:
+    """A topic id as Kafka prints it: URL-safe base64 of its 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
+
+
+def _show_topic(topic, overrides: dict, partitions, output: str) -> None:
+    replication = len(topic.partitions[0].replicas) if topic.partitions else 0
+    config_text = ",".join(f"{k}={v}" for k, v in overrides.items())
+    if output == "json":
+        print_json({
+            "topic": topic.name, "topic_id": kafka_topic_id(topic.topic_id), "internal": topic.is_internal,
+            "partition_count": len(topic.partitions), "replication_factor": replication, "configs": overrides,
+            "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
+                            "isr": list(p.isr), "offline_replicas": list(p.offline_replicas)} for p in partitions],
+        })
+        return
+    summary = (f"Topic: {topic.name}\tTopicId: {kafka_topic_id(topic.topic_id)}\t"
+               f"PartitionCount: {len(topic.partitions)}\tReplicationFactor: {replication}\tConfigs: {config_text}")
+    if output == "text":  # kafka-topics.sh --describe, line for line
+        print(summary)
+        for p in partitions:
+            line = (f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {_leader(p.leader)}\t"
+                    f"Replicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}")
+            print(line + (f"\tOffline: {_ids(p.offline_replicas)}" if p.offline_replicas else ""))
+        return
+    title = summary.replace("\t", "   ")
+    rows = [(p.partition, _leader(p.leader), _ids(p.replicas), _ids(p.isr), _ids(p.offline_replicas) or "")
+            for p in partitions]
+    print_table(("PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"), rows, title=title)
+
+
+def _leader(leader: int) -> str:
+    return "none" if leader < 0 else str(leader)
+
+
+def _ids(ids) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+_HANDLERS = {"create": _create, "list": _list, "describe": _describe, "alter": _alter, "delete": _delete}
