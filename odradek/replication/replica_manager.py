@@ -77,6 +77,20 @@ class ReplicaManager:
         self.notify(part.key)
         return result
 
+    def flushes_due_by_messages(self, keys) -> list[tuple[object, int]]:
+        """``(log, up_to_offset)`` for the partitions among ``keys`` whose unflushed offsets
+        reached ``flush.messages``: Kafka flushes those before it acknowledges the append.
+        (The ``flush.ms`` policy and rolled segments are flushed by the background task.)"""
+        due = []
+        for key in keys:
+            part = self.partitions.get(key)
+            if part is None:
+                continue
+            plog = part.log
+            if plog.log_end_offset - plog.recovery_point >= plog.config.flush_messages:
+                due.append((plog, plog.log_end_offset))
+        return due
+
     def is_replicated(self, topic: str, index: int, last_offset: int) -> bool:
         part = self.partitions.get((topic, index))
         return part is not None and part.high_watermark > last_offset
@@ -145,6 +159,13 @@ def _snapshot_path(part: Partition) -> str:
 
 def _write_producer_snapshot(part: Partition) -> None:
     path = _snapshot_path(part)
+    if len(part.producer_state) == 0 and part.log.log_end_offset == 0:
+        # An empty log: nothing to keep and nothing to rescan at the next start.
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(part.producer_state.snapshot())

@@ -213,6 +213,8 @@ class LogManager:
             return log
 
     def _next_log_dir(self) -> str:
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]  # the common case, without counting every log
         counts = {d: 0 for d in self.log_dirs}
         for d in self._dir_of.values():
             counts[d] += 1

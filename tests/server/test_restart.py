@@ -119,3 +119,19 @@ def test_idempotent_retry_after_restart_is_a_duplicate(tmp_path):
         _, nxt = c.request("Produce", 9, produce_body("idem", 0, batch(1)))
         assert nxt.responses[0].partition_responses[0].base_offset == 1
         assert consume_all(b.bootstrap, "idem") == [b"once", b"once"]
+
+
+def test_flush_messages_one_fsyncs_before_acknowledging(tmp_path):
+    """With log.flush.interval.messages=1 the recovery point covers every acknowledged
+    record as soon as its response is received (not only when the background flush runs)."""
+    with InProcessBroker(tmp_path / "data", log_flush_interval_messages=1,
+                         log_flush_scheduler_interval_ms=3_600_000) as b:
+        create(b.bootstrap, "synced", partitions=1)
+        c = WireClient(b.bootstrap)
+        from tests.server.wire import simple_batch
+
+        for i in range(5):
+            _, resp = c.request("Produce", 9, produce_body("synced", 0, simple_batch([b"%d" % i])))
+            assert resp.responses[0].partition_responses[0].base_offset == i
+            plog = b.call(lambda: b.broker.replica_manager.get("synced", 0).log)
+            assert plog.recovery_point == i + 1

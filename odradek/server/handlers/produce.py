@@ -9,6 +9,8 @@ Errors are per partition; a partition that fails does not stop the others.
 
 from __future__ import annotations
 
+import asyncio
+
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.produce_response import (
     PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
@@ -23,22 +25,45 @@ def handle(ctx, request):
     broker = ctx.broker
     topics = []
     waits = []
+    appended = []
     for topic in request.topic_data:
         responses = []
         for data in topic.partition_data:
             resp, last_offset = _produce_one(broker, request, topic.name, data)
             responses.append(resp)
-            if request.acks == -1 and resp.error_code == ErrorCode.NONE:
-                waits.append((topic.name, data.index, last_offset, resp))
+            if resp.error_code == ErrorCode.NONE and last_offset >= 0:
+                appended.append((topic.name, data.index))
+                if request.acks == -1:
+                    waits.append((topic.name, data.index, last_offset, resp))
         topics.append(TopicProduceResponse(name=topic.name, partition_responses=responses))
+    flushes = broker.replica_manager.flushes_due_by_messages(appended)
     if request.acks == 0:
+        if flushes:
+            broker.track(asyncio.ensure_future(_flush(flushes)))
         # No response to carry an error: Kafka closes the connection instead, which makes
         # the client refresh its metadata and notice.
         failed = any(r.error_code for t in topics for r in t.partition_responses)
         return CLOSE_CONNECTION if failed else NO_RESPONSE
     response = ProduceResponse(responses=topics, throttle_time_ms=0)
+    if flushes or (waits and not broker.replica_manager.all_replicated(waits)):
+        return _complete(broker, flushes, waits, request.timeout_ms, response)
+    return response
+
+
+async def _flush(flushes) -> None:
+    """fsync in worker threads; appends to every partition go on meanwhile, and the next
+    flush covers all that arrived during this one (group commit)."""
+    loop = asyncio.get_running_loop()
+    await asyncio.gather(*(loop.run_in_executor(None, log.flush, up_to) for log, up_to in flushes))
+
+
+async def _complete(broker, flushes, waits, timeout_ms: int, response):
+    """Answer once the ``flush.messages`` policy's flushes are done (Kafka flushes inside the
+    append) and, for acks=all, once the high watermarks cover the appends."""
+    if flushes:
+        await _flush(flushes)
     if waits and not broker.replica_manager.all_replicated(waits):
-        return _await_replication(broker, waits, request.timeout_ms, response)
+        return await _await_replication(broker, waits, timeout_ms, response)
     return response
 
 
