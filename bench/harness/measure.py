@@ -1,0 +1,50 @@
+"""One measured run: what the broker, the client and everything else on the machine spent.
+
+``measured(pid, fn)`` runs ``fn()`` and reads, around it, the broker's CPU seconds
+(``/proc/<pid>/stat``), this process's and its reaped children's (kcat, the latency consumer:
+``getrusage``), and the whole machine's busy CPU seconds (``/proc/stat``). What the machine
+spent beyond those three is ``noise_cpu_s``: other engineers' test suites on a shared 2-core
+machine, which a reader of the results should see next to the numbers they disturbed.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .proc_stats import cpu_seconds, system_busy_seconds
+
+
+def _rusage_seconds(who: int) -> float:
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+@dataclass(frozen=True)
+class Measured:
+    value: Any  # what fn returned
+    wall_s: float
+    broker_cpu_s: float
+    client_cpu_s: float  # this process (in-process generators) + reaped children (kcat ...)
+    noise_cpu_s: float
+
+    def fields(self) -> dict[str, float]:
+        return {"wall_s": self.wall_s, "broker_cpu_s": self.broker_cpu_s,
+                "client_cpu_s": self.client_cpu_s, "noise_cpu_s": max(0.0, self.noise_cpu_s)}
+
+
+def measured(pid: int, fn: Callable[[], Any]) -> Measured:
+    broker0 = cpu_seconds(pid)
+    self0 = _rusage_seconds(resource.RUSAGE_SELF)
+    children0 = _rusage_seconds(resource.RUSAGE_CHILDREN)
+    busy0 = system_busy_seconds()
+    begin = time.perf_counter()
+    value = fn()
+    wall = time.perf_counter() - begin
+    busy = system_busy_seconds() - busy0
+    broker = cpu_seconds(pid) - broker0
+    client = (_rusage_seconds(resource.RUSAGE_SELF) - self0
+              + _rusage_seconds(resource.RUSAGE_CHILDREN) - children0)
+    return Measured(value, wall, broker, client, busy - broker - client)

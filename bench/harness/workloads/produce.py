@@ -1,0 +1,88 @@
+"""Produce workloads: 100-byte records through kcat, and 1 MiB batches through the raw generator.
+
+- ``produce_100b``: ``records`` records of 100 B, 1 and 8 partitions, acks=1 and acks=all,
+  kcat with linger 5 ms and 1 MB batches (``kcat.PRODUCER_CONFIG``); every run writes a new
+  topic, and afterwards the topic's high watermarks must add up to what was sent.
+- ``produce_bandwidth``: ``bandwidth_mib`` of pre-built ~1 MiB batches (1,000-byte records),
+  acks=1, one partition, ``window`` requests in flight: the broker's capacity into the page
+  cache, against the machine's loopback and page-cache limits measured in the same run.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .. import admin
+from ..comparison import Comparison, alternate
+from ..measure import measured
+from ..raw_produce import batch_of_size, pipelined_produce
+from ..wire import high_watermarks, produce_frame
+
+MIB = 1 << 20
+
+
+def kcat_produce(session, broker, topic: str, records: int, acks: str, partition: int | None):
+    """``records`` records through ``session.config.producers`` concurrent kcat processes."""
+    n = session.config.producers
+    share = records // n
+    path = session.records_file(share)
+    failures: list[BaseException] = []
+
+    def one():
+        try:
+            session.kcat.produce(broker.bootstrap, topic, path, share, acks, partition)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            failures.append(e)
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise failures[0]
+    return share * n
+
+
+def produce_100b(session) -> None:
+    cfg = session.config
+    for partitions in (1, 8):
+        for acks in ("1", "all"):
+            comp = Comparison(f"produce_100b_p{partitions}_acks{acks}",
+                              f"produce 100 B, {partitions} partition{'s' * (partitions > 1)}, acks={acks}",
+                              f"kcat x{cfg.producers}", "rec/s", "CPU-s/M rec")
+
+            def one(broker, rep, partitions=partitions, acks=acks):
+                topic = f"p100-p{partitions}-a{acks}-r{rep}"
+                admin.create_topic(broker.bootstrap, topic, partitions)
+                m = measured(broker.pid, lambda: kcat_produce(
+                    session, broker, topic, cfg.records, acks, 0 if partitions == 1 else None))
+                written = sum(high_watermarks(broker.bootstrap, topic, range(partitions)).values())
+                if written != m.value:
+                    raise RuntimeError(f"{broker.name} {topic}: {written} records, sent {m.value}")
+                return {"throughput": m.value / m.wall_s,
+                        "cpu_per_unit": m.broker_cpu_s / m.value * 1e6, **m.fields()}
+
+            session.comparisons.append(alternate(session.main_brokers(), cfg.reps, one, comp))
+            session.show(comp)
+
+
+def produce_bandwidth(session) -> None:
+    cfg = session.config
+    batch, per_batch = batch_of_size(MIB, 1000)
+    requests = max(1, cfg.bandwidth_mib * MIB // len(batch))
+    comp = Comparison("produce_1mib_batches", "produce ~1 MiB batches (bandwidth), acks=1",
+                      f"raw x1, window {cfg.window}", "GB/s", "CPU-s/GB")
+
+    def one(broker, rep):
+        topic = f"pbw-r{rep}"
+        admin.create_topic(broker.bootstrap, topic, 1)
+        frames = [produce_frame(topic, {0: batch}, acks=1)]
+        m = measured(broker.pid, lambda: pipelined_produce(
+            broker.bootstrap, frames, requests, cfg.window, len(batch), per_batch))
+        gb = m.value.bytes / 1e9
+        return {"throughput": gb / m.value.seconds, "cpu_per_unit": m.broker_cpu_s / gb,
+                "records_per_s": m.value.records / m.value.seconds, **m.fields()}
+
+    session.comparisons.append(alternate(session.main_brokers(), cfg.reps, one, comp))
+    session.show(comp)
