@@ -3,7 +3,8 @@
 - ``AsyncProducer`` / ``Producer``: batching per partition, the Java default partitioner,
   compression, acks, idempotence (``producer``, ``sender``, ``record_accumulator``).
 - ``AsyncConsumer`` / ``Consumer``: assign, seek, poll, offsets by time (``consumer``,
-  ``fetcher``, ``offset_fetcher``).
+  ``fetcher``, ``offset_fetcher``); group membership with ``subscribe`` to topics or a
+  pattern (``group_membership``, ``assignors``, ``topic_filter``, ``rebalance_listener``).
 - ``AsyncAdminClient`` / ``AdminClient``: topics, partitions, configs, cluster, records,
   groups (``admin``, ``admin_groups``).
 - Underneath: ``connection`` (one broker connection, ApiVersions), ``cluster`` (connections,
@@ -24,6 +25,7 @@ from odradek.client.admin_types import (
     NewTopic,
     ResourceType,
 )
+from odradek.client.assignors import RangeAssignor, RoundRobinAssignor
 from odradek.client.consumer import AsyncConsumer
 from odradek.client.consumer_record import ConsumerRecord
 from odradek.client.errors import (
@@ -37,9 +39,12 @@ from odradek.client.errors import (
     OffsetOutOfRangeError,
     UnsupportedVersionError,
 )
+from odradek.client.group_membership import CommitFailedError
 from odradek.client.producer import AsyncProducer
 from odradek.client.producer_batch import RecordMetadata
+from odradek.client.rebalance_listener import ConsumerRebalanceListener
 from odradek.client.sync import AdminClient, Consumer, Producer
+from odradek.client.topic_filter import Blacklist, TopicFilter, TopicList, Whitelist
 from odradek.client.topic_partition import (
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -53,13 +58,16 @@ __all__ = [
     "AsyncAdminClient",
     "AsyncConsumer",
     "AsyncProducer",
+    "Blacklist",
     "BrokerError",
     "BufferFullError",
     "ClientClosedError",
+    "CommitFailedError",
     "ConfigEntry",
     "ConfigResource",
     "ConfigSource",
     "Consumer",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
     "KafkaConnectionError",
     "KafkaError",
@@ -71,8 +79,13 @@ __all__ = [
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
     "Producer",
+    "RangeAssignor",
     "RecordMetadata",
     "ResourceType",
+    "RoundRobinAssignor",
+    "TopicFilter",
+    "TopicList",
     "TopicPartition",
     "UnsupportedVersionError",
+    "Whitelist",
 ]

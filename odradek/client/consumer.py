@@ -18,10 +18,18 @@ position that falls out of the log (OFFSET_OUT_OF_RANGE), "none" raising
 ``OffsetOutOfRangeError`` from ``poll``.
 
 Groups: with ``group_id`` the consumer commits (``commit``) and reads (``committed``) offsets
-as a standalone member of the group (generation -1), through a ``GroupCoordinatorClient``.
-Group *membership* (subscribe, rebalances, assignors, heartbeats) plugs in through the same
-coordinator client and ``SubscriptionState.assign``; this class only consumes what it is
-assigned.
+through a ``GroupCoordinatorClient``. After ``assign`` it does so as a standalone member of
+the group (generation -1), committing only when asked. After ``subscribe(topics=...)`` or
+``subscribe(pattern=...)`` it is a member of the group (``group_membership``): the group
+divides the topics' partitions among its members (``partition_assignment_strategy``, by
+default Kafka's "range" then "roundrobin"), rebalancing as members come and go; commits carry
+the member's generation; ``enable_auto_commit`` commits what ``poll`` returned every
+``auto_commit_interval_ms``, before partitions are revoked and on ``close``; a ``listener``
+hears of revoked and assigned partitions (``rebalance_listener``). ``assign`` and
+``subscribe`` exclude each other (``unsubscribe`` first).
+
+Offsets committed without arguments are those of records handed to the application: the
+position, or for records still waiting in the iteration buffer the first of them.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from odradek.client.consumer_record import consumer_records
 from odradek.client.coordinator import GroupCoordinatorClient
 from odradek.client.errors import ClientClosedError, NoOffsetForPartitionError
 from odradek.client.fetcher import Fetcher
+from odradek.client.group_membership import GroupMembership, MembershipConfig
 from odradek.client.offset_fetcher import (
     EARLIEST,
     LATEST,
@@ -42,6 +51,7 @@ from odradek.client.offset_fetcher import (
     OffsetFetcher,
 )
 from odradek.client.subscription_state import NONE, SubscriptionState
+from odradek.client.topic_filter import topic_filter
 from odradek.client.topic_partition import (
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -76,6 +86,13 @@ class AsyncConsumer:
         retry_backoff_max_ms: int = 1_000,
         metadata_max_age_ms: int = 300_000,
         default_api_timeout_ms: int = 60_000,
+        group_instance_id: str | None = None,
+        session_timeout_ms: int = 45_000,
+        heartbeat_interval_ms: int = 3_000,
+        max_poll_interval_ms: int = 300_000,
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5_000,
+        partition_assignment_strategy=("range", "roundrobin"),
     ) -> None:
         if isolation_level not in _ISOLATION:
             raise ValueError(f"isolation_level must be one of {sorted(_ISOLATION)}")
@@ -94,6 +111,15 @@ class AsyncConsumer:
         )
         self._offsets = OffsetFetcher(self._cluster, _ISOLATION[isolation_level])
         self._coordinator = GroupCoordinatorClient(self._cluster, group_id) if group_id else None
+        if group_instance_id is not None and not group_id:
+            raise ValueError("group_instance_id needs a group_id")
+        self._membership_config = MembershipConfig(
+            session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=max_poll_interval_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms, group_instance_id=group_instance_id,
+            assignors=tuple(partition_assignment_strategy), enable_auto_commit=enable_auto_commit,
+            auto_commit_interval_ms=auto_commit_interval_ms, metadata_max_age_ms=metadata_max_age_ms,
+        )
+        self._membership: GroupMembership | None = None
         self._committed_checked: set[TopicPartition] = set()
         self._max_poll_records = max_poll_records
         self._key_deserializer = key_deserializer
@@ -121,10 +147,14 @@ class AsyncConsumer:
         await self.close()
 
     async def close(self) -> None:
+        """Stop; a group member first commits (auto commit), hears of its revoked partitions
+        and leaves the group (dynamic members)."""
         if self._closed:
             return
         self._closed = True
         self._fetcher.wake()
+        if self._membership is not None:
+            await self._membership.close()
         if self._coordinator is not None:
             await self._coordinator.close()
         await self._cluster.close()
@@ -133,6 +163,11 @@ class AsyncConsumer:
     def assign(self, partitions) -> None:
         """Read exactly ``partitions`` (``TopicPartition``s or ``(topic, partition)`` pairs)."""
         self._check_open()
+        if self._membership is not None and self._membership.subscribed:
+            raise ValueError("the consumer is subscribed: unsubscribe() before assign()")
+        self._set_assignment(partitions)
+
+    def _set_assignment(self, partitions) -> None:
         self._subs.assign(partitions)
         self._committed_checked &= set(self._subs.assignment)
         self._fetcher.clear()
@@ -142,6 +177,53 @@ class AsyncConsumer:
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._subs.assignment)
+
+    # --- group membership ----------------------------------------------------------------
+    def subscribe(self, topics=None, pattern=None, listener=None) -> None:
+        """Join ``group_id`` to read its share of ``topics`` (a list, or one name) or of the
+        topics ``pattern`` lets through (a regex, or a ``TopicFilter`` such as
+        ``Blacklist``), now and as topics come; ``listener`` hears of rebalances (see
+        ``ConsumerRebalanceListener``). The group is joined by the next ``poll``."""
+        self._check_open()
+        subscription = topic_filter(topics, pattern)
+        coordinator = self._require_group()
+        if self._subs.assignment and (self._membership is None or not self._membership.subscribed):
+            raise ValueError("the consumer has assigned partitions: unsubscribe() before subscribe()")
+        if self._membership is None:
+            self._membership = GroupMembership(
+                coordinator, self._membership_config, assign=self._set_assignment,
+                consumed=self._consumed_offsets, wake=self._fetcher.wake)
+        self._membership.subscribe(subscription, listener)
+
+    async def unsubscribe(self) -> None:
+        """Stop reading: a group member gives up its partitions (auto commit, revoked
+        callback) and leaves the group; assigned partitions are dropped."""
+        if self._membership is not None and self._membership.subscribed:
+            await self._membership.unsubscribe()
+        self._set_assignment([])
+
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (for a pattern: those it matched last)."""
+        if self._membership is None or not self._membership.subscribed:
+            return set()
+        return set(self._membership.topics)
+
+    def _consumed_offsets(self, unread=()) -> dict[TopicPartition, OffsetAndMetadata]:
+        """What the application has been handed: positions, less the records still waiting in
+        the iteration buffer (and ``unread``, records another buffer still holds)."""
+        offsets = {tp: OffsetAndMetadata(s.position) for tp, s in self._subs.assignment.items()
+                   if s.position is not None}
+        for records in (unread, self._iterating):
+            for r in records:
+                tp = TopicPartition(r.topic, r.partition)
+                if tp in offsets and r.offset < offsets[tp].offset:
+                    offsets[tp] = OffsetAndMetadata(r.offset)
+        return offsets
+
+    def _unread(self, records) -> None:
+        """Put records handed out but not yet seen by the application back in front of the
+        iteration buffer (the synchronous consumer's buffer, before it closes)."""
+        self._iterating.extendleft(reversed(list(records)))
 
     def seek(self, tp, offset: int) -> None:
         """Read ``tp`` from ``offset`` on at the next poll."""
@@ -233,7 +315,10 @@ class AsyncConsumer:
         deadline = loop.time() + timeout_ms / 1000
         limit = max_records or self._max_poll_records
         fetcher = self._fetcher
+        membership = self._membership
         while True:
+            if membership is not None:
+                await membership.poll(deadline)
             self._raise_partition_errors()
             await self._update_positions()
             records = fetcher.collect(limit)
@@ -310,12 +395,17 @@ class AsyncConsumer:
 
     async def commit(self, offsets: dict | None = None) -> None:
         """Commit ``offsets`` (``TopicPartition -> int | OffsetAndMetadata``), by default the
-        current positions, for ``group_id``."""
+        offsets of the records handed out so far, for ``group_id``. A group member commits
+        as one of its generation (CommitFailedError when the group has moved on)."""
         coordinator = self._require_group()
         if offsets is None:
-            offsets = {tp: OffsetAndMetadata(s.position) for tp, s in self._subs.assignment.items()
-                       if s.position is not None}
-        if offsets:
+            offsets = self._consumed_offsets()
+        offsets = {TopicPartition(*tp): o for tp, o in offsets.items()}
+        if not offsets:
+            return
+        if self._membership is not None and self._membership.subscribed:
+            await self._membership.commit(offsets)
+        else:
             await coordinator.commit_offsets(offsets)
 
     async def committed(self, tp) -> OffsetAndMetadata | None:

@@ -19,12 +19,17 @@ only when someone waits (see ``record_future``).
 
 Configuration and semantics are those of ``AsyncProducer``, ``AsyncConsumer`` and
 ``AsyncAdminClient``; timeouts given here are in seconds, like ``concurrent.futures``.
+
+A group consumer's rebalance listener runs in the thread that called ``poll`` (or ``close``,
+``unsubscribe``), as in Kafka's Java client, so it may call the consumer: while the loop
+waits for a callback, that thread runs it (``Consumer._run``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import queue
 import threading
 import time
 from collections import deque
@@ -221,14 +226,109 @@ class Producer(_SyncClient):
     partitions_for = _forward("partitions_for", AsyncProducer)
 
 
+class _CallerThreadListener:
+    """A rebalance listener whose callbacks run in the thread blocked in ``Consumer._run``."""
+
+    def __init__(self, consumer: Consumer, listener) -> None:
+        self._consumer = consumer
+        self._listener = listener
+
+    async def _call(self, fn, partitions) -> None:
+        calls = self._consumer._callbacks
+        if calls is None:  # nobody waits in _run: run it here
+            fn(partitions)
+            return
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def settle(error):
+            if not done.done():
+                done.set_result(None) if error is None else done.set_exception(error)
+
+        def run():
+            try:
+                fn(partitions)
+            except BaseException as e:  # noqa: BLE001 - handed back to the loop
+                loop.call_soon_threadsafe(settle, e)
+            else:
+                loop.call_soon_threadsafe(settle, None)
+
+        calls.put(run)
+        await done
+
+    async def on_partitions_revoked(self, revoked) -> None:
+        fn = getattr(self._listener, "on_partitions_revoked", None)
+        if fn is not None:
+            await self._call(fn, revoked)
+
+    async def on_partitions_assigned(self, assigned) -> None:
+        fn = getattr(self._listener, "on_partitions_assigned", None)
+        if fn is not None:
+            await self._call(fn, assigned)
+
+    async def on_partitions_lost(self, lost) -> None:
+        fn = getattr(self._listener, "on_partitions_lost", None) or getattr(self._listener, "on_partitions_revoked", None)
+        if fn is not None:
+            await self._call(fn, lost)
+
+
 class Consumer(_SyncClient):
     def __init__(self, bootstrap_servers, **config) -> None:
+        self._callbacks: queue.SimpleQueue | None = None
         super().__init__(AsyncConsumer(bootstrap_servers, **config), "odradek-consumer")
         self._iterating: deque = deque()
 
+    def _run(self, coroutine):
+        """Run ``coroutine`` on the loop; meanwhile run the listener callbacks it hands to
+        this thread."""
+        calls: queue.SimpleQueue = queue.SimpleQueue()
+        outer, self._callbacks = self._callbacks, calls
+        try:
+            future = asyncio.run_coroutine_threadsafe(coroutine, self._thread.loop)
+            future.add_done_callback(lambda _: calls.put(None))
+            while (call := calls.get()) is not None:
+                call()
+        finally:
+            self._callbacks = outer
+        return future.result()
+
     def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> dict:
         """``{TopicPartition: [Record, ...]}``, waiting up to ``timeout_ms`` for records."""
-        return self._thread.run(self._client.poll(timeout_ms, max_records))
+        return self._run(self._client.poll(timeout_ms, max_records))
+
+    def subscribe(self, topics=None, pattern=None, listener=None) -> None:
+        """Join the group for ``topics`` or ``pattern`` (see ``AsyncConsumer.subscribe``);
+        ``listener``'s callbacks run in the thread that polls."""
+        wrapped = None if listener is None else _CallerThreadListener(self, listener)
+        self._thread.call(lambda: self._client.subscribe(topics, pattern, wrapped))
+
+    def unsubscribe(self) -> None:
+        self._hand_back()
+        self._run(self._client.unsubscribe())
+
+    def commit(self, offsets: dict | None = None) -> None:
+        """Commit ``offsets``, by default those of the records this consumer handed out."""
+        if offsets is None:
+            offsets = self._thread.call(self._client._consumed_offsets, list(self._iterating))
+        self._thread.run(self._client.commit(offsets))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop (a group member commits, hears of its revoked partitions and leaves first)."""
+        if self._thread.loop.is_closed():
+            return
+        try:
+            self._hand_back()
+            closing = self._client.close()
+            self._run(closing if timeout is None else asyncio.wait_for(closing, timeout + 5))
+        finally:
+            self._thread.stop()
+
+    def _hand_back(self) -> None:
+        """Records this consumer holds but did not hand out are not consumed: give them back
+        so that commits before revoking or closing do not count them."""
+        if self._iterating:
+            records, self._iterating = list(self._iterating), deque()
+            self._thread.call(self._client._unread, records)
 
     def __iter__(self):
         return self
@@ -276,8 +376,8 @@ class Consumer(_SyncClient):
     offsets_for_times = _forward("offsets_for_times", AsyncConsumer)
     partitions_for_topic = _forward("partitions_for_topic", AsyncConsumer)
     topics = _forward("topics", AsyncConsumer)
-    commit = _forward("commit", AsyncConsumer)
     committed = _forward("committed", AsyncConsumer)
+    subscription = _forward_sync("subscription", AsyncConsumer)
 
 
 class AdminClient(_SyncClient):
