@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets everything up (see setup.sh) and runs odradek's main job.
+# Sets everything up (see setup.sh) and runs odradek's main job: the activity-stream demo
+# (an embedded broker, a synthetic activity stream, a PySpark streaming job and batch loader,
+# and a report). Arguments go to `odradek demo` (--events N, --duration S, --follow, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev
-# The demo pipeline (issue 7) replaces this; until then the main job is a broker.
-exec .venv/bin/odradek broker "$@"
+bash scripts/setup.sh dev,spark
+exec .venv/bin/odradek demo "$@"

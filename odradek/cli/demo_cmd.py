@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from odradek.cli.common import CommandError as CliError
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="run the activity-stream pipeline demo",
@@ -26,8 +28,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from odradek.cli.main import CliError
-
     if args.events <= 0 or args.duration < 0 or args.members <= 0:
         raise CliError("--events and --members must be positive, --duration not negative")
     try:

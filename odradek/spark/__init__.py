@@ -1,0 +1,20 @@
+"""The PySpark data source ``odradek``: batch and streaming reads and writes of odradek
+topics, with the options and schema of Spark's Kafka source (see ``options``).
+
+- ``data_source``: the ``DataSource`` (registered as ``odradek`` through the top-level
+  module ``pyspark_odradek``);
+- reading: ``batch_reader``, ``stream_reader`` (offsets, admission control, AvailableNow),
+  ``offset_reader`` (partitions and offsets on the driver), ``offset_range`` (the unit of
+  parallelism), ``range_reader`` + ``record_columns`` (executors fetch and decode into
+  Arrow), ``rate_limit``;
+- writing: ``writers``, ``record_writer`` (executors send), ``exactly_once`` + ``publisher`` +
+  ``sink_log`` (the exactly-once streaming sink), ``failpoints`` (its failure tests);
+- ``client_pool``: odradek clients shared within a Python worker;
+- ``session``: a quiet local SparkSession for the demo, tests and benchmarks.
+
+Importing this package needs pyspark and pyarrow (``pip install odradek[spark]``).
+"""
+
+from odradek.spark.data_source import OdradekDataSource
+
+__all__ = ["OdradekDataSource"]

@@ -1,0 +1,6 @@
+"""The activity-stream demo (``odradek demo``): odradek as the pipe of seed 002, between a
+synthetic site's activity stream, a PySpark streaming job and an offline warehouse loader.
+
+Modules: ``pipeline`` (the steps, in order), ``activity`` (the events), ``produce``,
+``embedded_broker``, ``streaming_job``, ``batch_loader``, ``report``.
+"""

@@ -1,0 +1,173 @@
+"""``odradek demo``: the activity-stream pipeline of seed 002, end to end.
+
+1. an embedded broker (``embedded_broker``), unless a bootstrap server is given;
+2. the topics ``page_views`` and ``searches`` (keyed by member), ``page_view_counts`` and
+   the compacted ``member_visits``; a synthetic activity stream produced into the first two
+   (``activity``, ``produce``), with a progress bar;
+3. the Structured Streaming job (``streaming_job``) to the result topics and Parquet;
+4. the batch loader (``batch_loader``), then a second loader run that must find nothing new;
+5. a report (``report``).
+
+By default everything runs once and the demo exits: events are produced as fast as the
+producer goes with event times spread over the last ``events / 25`` seconds, then the
+queries run with Trigger.AvailableNow. With ``duration`` (seconds) events are paced over
+that time at the wall clock while the queries run every few seconds; ``follow`` keeps
+producing and streaming (loading every minute) until Ctrl-C. Either way the queries are
+finally run once more with AvailableNow, from their checkpoints, to drain what is left.
+State stays in ``directory`` (broker data, checkpoints, warehouse), so a second run adds to
+the first: new events, resumed queries, a load of only the new offsets.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from odradek.client import AdminClient, NewTopic
+from odradek.demo import batch_loader, report, streaming_job
+from odradek.demo.activity import PAGE_VIEWS, SEARCHES, ActivityGenerator
+from odradek.demo.embedded_broker import EmbeddedBroker
+from odradek.demo.produce import ProduceResult, produce
+from odradek.spark.sink_log import ensure_topic
+
+__all__ = ["DemoConfig", "run"]
+
+SIMULATED_EVENTS_PER_SECOND = 25
+FOLLOW_RATE = 200  # events per second when following without --duration
+LOAD_EVERY = 60.0
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    events: int = 20_000
+    duration: float = 0.0
+    follow: bool = False
+    bootstrap: str | None = None
+    directory: Path = Path("data/demo")
+    members: int = 1000
+    partitions: int = 4
+    seed: int | None = None      # None: a new stream each run
+
+
+def create_topics(bootstrap: str, partitions: int) -> None:
+    with AdminClient(bootstrap, client_id="odradek-demo") as admin:
+        for topic in (NewTopic(PAGE_VIEWS, partitions, -1), NewTopic(SEARCHES, partitions, -1),
+                      NewTopic(streaming_job.PAGE_VIEW_COUNTS, partitions, -1),
+                      NewTopic(streaming_job.MEMBER_VISITS, partitions, -1, configs={"cleanup.policy": "compact"})):
+            ensure_topic(admin, topic)
+
+
+def _spark():
+    """The session, made on the main thread: py4j pins each Python thread to a JVM thread,
+    and a data source registered from another thread was not found by the streaming
+    writer (DATA_SOURCE_NOT_FOUND)."""
+    from odradek.spark.session import local_session
+
+    return local_session("odradek-demo", shuffle_partitions=4)
+
+
+def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
+    """Run the pipeline; returns the report's numbers (for tests). A given SparkSession is
+    used and left running; else one is made, and stopped at the end."""
+    console = console or Console()
+    base = Path(config.directory).resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    broker = None
+    if config.bootstrap is None:
+        with console.status("starting the embedded broker"):
+            broker = EmbeddedBroker(base / "broker", config.partitions).start()
+    bootstrap = config.bootstrap or broker.bootstrap
+    console.print(f"broker at [bold]{bootstrap}[/]; demo state in {base}")
+    own_spark = spark is None
+    counter = streaming_job.RowCounter()
+    try:
+        create_topics(bootstrap, config.partitions)
+        generator = ActivityGenerator(config.members, seed=config.seed if config.seed is not None else time.time_ns())
+        if config.duration or config.follow:
+            produced, loads, spark = _run_live(config, console, bootstrap, base, generator, spark, counter)
+        else:
+            span = int(config.events / SIMULATED_EVENTS_PER_SECOND * 1000)
+            with ThreadPoolExecutor(1) as pool:  # events are produced while the JVM starts
+                producing = pool.submit(produce, bootstrap, generator, config.events, console=console, span_ms=span)
+                spark = spark or _spark()
+                produced = producing.result()
+            loads = []
+            _drain(console, spark, bootstrap, base, counter)
+        loads.append(_load(console, spark, bootstrap, base))
+        rerun = batch_loader.load(spark, bootstrap, [PAGE_VIEWS, SEARCHES], base / "warehouse")
+        with console.status("reading the outputs back"):
+            summary = report.summarize(spark, bootstrap, base)
+        report.print_report(console, base, produced, dict(counter.rows), loads, rerun, summary, bootstrap)
+        return dict(summary, produced=produced.total, processed=dict(counter.rows), loads=loads, rerun=rerun)
+    finally:
+        counter.stop()
+        if own_spark and spark is not None:
+            spark.stop()
+        if broker is not None:
+            broker.stop()
+
+
+def _drain(console: Console, spark, bootstrap: str, base: Path, counter) -> None:
+    with console.status("streaming job: processing what the topics hold (Trigger.AvailableNow)"):
+        counter.rows.update(streaming_job.run_available_now(spark, bootstrap, base))
+
+
+def _load(console: Console, spark, bootstrap: str, base: Path) -> batch_loader.LoadResult:
+    with console.status("batch loader: loading new offset ranges into Parquet"):
+        return batch_loader.load(spark, bootstrap, [PAGE_VIEWS, SEARCHES], base / "warehouse")
+
+
+def _run_live(config: DemoConfig, console: Console, bootstrap: str, base: Path, generator, spark, counter):
+    """Produce at the wall clock while the queries run; until done, or Ctrl-C."""
+    stop = threading.Event()
+    rate = config.events / config.duration if config.duration else FOLLOW_RATE
+    count = None if config.follow else config.events
+    result: dict = {}
+
+    def producer() -> None:
+        result["produced"] = produce(bootstrap, generator, count, console=console, rate=rate, stop=stop)
+
+    thread = threading.Thread(target=producer, name="demo-producer", daemon=True)
+    thread.start()
+    spark = spark or _spark()
+    counter.listen(spark)
+    queries: dict = {}
+    loads = []
+    last_load = time.monotonic()
+    with _first_interrupt_stops(stop, console):
+        streaming_job.start(spark, bootstrap, base, queries)
+        while thread.is_alive() and not stop.is_set():
+            thread.join(1.0)
+            if config.follow and time.monotonic() - last_load > LOAD_EVERY:
+                loads.append(batch_loader.load(spark, bootstrap, [PAGE_VIEWS, SEARCHES], base / "warehouse"))
+                last_load = time.monotonic()
+        stop.set()
+        thread.join()
+        streaming_job.stop_all(queries)
+        counter.stop()
+    _drain(console, spark, bootstrap, base, counter)
+    return result.get("produced", ProduceResult()), loads, spark
+
+
+@contextmanager
+def _first_interrupt_stops(stop: threading.Event, console: Console):
+    """The first Ctrl-C sets ``stop`` (the demo then drains, loads and reports), a second
+    one interrupts. PySpark's own handler would cancel every running Spark job instead."""
+    def handler(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        console.print("stopping: draining the streams, loading, reporting (Ctrl-C again to quit)")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,92 @@
+"""The demo's closing report: what was produced, what the streaming job and the loader
+made of it, the top pages, the busiest members, and where every output is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from rich.console import Console
+from rich.table import Table
+
+from odradek.demo.activity import PAGE_VIEWS
+from odradek.demo.batch_loader import LoadResult
+from odradek.demo.produce import ProduceResult
+from odradek.demo.streaming_job import MEMBER_VISITS, PAGE_VIEW_COUNTS
+
+__all__ = ["summarize", "print_report"]
+
+
+def summarize(spark: SparkSession, bootstrap: str, base: Path) -> dict:
+    """The numbers of the report, read back from the warehouse and the result topics."""
+    warehouse = base / "warehouse"
+    raw = spark.read.parquet(str(warehouse / "activity"))  # load=N/topic=T partitions; _* ignored
+    by_topic = {r["topic"]: r["count"] for r in raw.groupBy("topic").count().collect()}
+    duplicates = raw.count() - raw.select("topic", "partition", "offset").distinct().count()
+    top_pages = (raw.where(F.col("topic") == PAGE_VIEWS).groupBy("page").count()
+                 .orderBy(F.desc("count"), "page").limit(5).collect())
+    windows_path = warehouse / "page_views_per_minute"
+    windows = spark.read.parquet(str(windows_path)).select("window_start").distinct().count() \
+        if any(windows_path.glob("*.parquet")) else 0
+    visits = _latest_by_key(spark, bootstrap, MEMBER_VISITS)
+    busiest = sorted((json.loads(v) for v in visits.values()), key=lambda m: (-m["visits"], m["member"]))[:5]
+    counts_topic = _latest_by_key(spark, bootstrap, PAGE_VIEW_COUNTS, keep_all=True)
+    return {"by_topic": by_topic, "duplicates": duplicates, "top_pages": [(r["page"], r["count"]) for r in top_pages],
+            "windows": windows, "busiest": busiest, "members": len(visits), "count_records": len(counts_topic)}
+
+
+def _latest_by_key(spark: SparkSession, bootstrap: str, topic: str, keep_all: bool = False) -> dict:
+    """``{key: value}`` of the newest record per key of ``topic`` (or every record by
+    topic-partition-offset with ``keep_all``), read with the ``odradek`` batch source."""
+    df = (spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribe", topic).load())
+    if keep_all:
+        return {(r["partition"], r["offset"]): r["value"] for r in df.select("partition", "offset", "value").collect()}
+    latest = df.groupBy("key").agg(F.max_by("value", "offset").alias("value"))
+    return {bytes(r["key"]): bytes(r["value"]).decode() for r in latest.collect()}
+
+
+def print_report(console: Console, base: Path, produced: ProduceResult, processed: dict, loads: list[LoadResult],
+                 rerun: LoadResult, summary: dict, bootstrap: str) -> None:
+    console.rule("[bold]odradek demo: report")
+    rate = produced.total / produced.seconds if produced.seconds else 0
+    console.print(f"Produced [bold]{produced.total:,}[/] events this run "
+                  f"({produced.counts.get('page_views', 0):,} page views, {produced.counts.get('searches', 0):,} "
+                  f"searches) in {produced.seconds:.1f} s ({rate:,.0f}/s), keyed by member.")
+    console.print(f"Streaming job: {', '.join(f'{n} read {c:,}' for n, c in processed.items())} rows; "
+                  f"{summary['windows']} one-minute windows final in Parquet, "
+                  f"{summary['count_records']:,} window counts in topic {PAGE_VIEW_COUNTS}, "
+                  f"{summary['members']:,} members in topic {MEMBER_VISITS}.")
+    for result in loads:
+        if result.load:
+            console.print(f"Batch loader: {result.records:,} records from {result.partitions} topic-partitions "
+                          f"into {result.load}, offsets stored with them.")
+    console.print(f"Batch loader rerun: {'nothing new to load' if rerun.load is None else rerun.records} "
+                  f"(no duplicates: {summary['duplicates'] == 0}); warehouse holds "
+                  + ", ".join(f"{t} {c:,}" for t, c in sorted(summary["by_topic"].items())) + " records.")
+    pages = Table(title="Top pages", title_justify="left")
+    pages.add_column("page")
+    pages.add_column("views", justify="right")
+    for page, views in summary["top_pages"]:
+        pages.add_row(page, f"{views:,}")
+    members = Table(title="Busiest members", title_justify="left")
+    members.add_column("member")
+    members.add_column("visits", justify="right")
+    members.add_column("last seen (UTC)")
+    for m in summary["busiest"]:
+        members.add_row(m["member"], f"{m['visits']:,}", str(m.get("last_seen", ""))[:19])
+    console.print(pages)
+    console.print(members)
+    outputs = Table(title="Where the outputs are", title_justify="left")
+    outputs.add_column("output")
+    outputs.add_column("location")
+    outputs.add_row("broker", bootstrap)
+    outputs.add_row("window counts (exactly once)", f"topic {PAGE_VIEW_COUNTS}")
+    outputs.add_row("visits per member (compacted)", f"topic {MEMBER_VISITS}")
+    outputs.add_row("page views per minute", str(base / "warehouse" / "page_views_per_minute"))
+    outputs.add_row("visits per member", str(base / "warehouse" / "member_visits"))
+    outputs.add_row("raw activity + offsets", str(base / "warehouse" / "activity"))
+    outputs.add_row("streaming checkpoints", str(base / "checkpoints"))
+    console.print(outputs)

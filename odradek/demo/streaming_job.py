@@ -1,0 +1,156 @@
+"""The demo's PySpark Structured Streaming job over the ``page_views`` topic.
+
+Two aggregations, each written twice (four queries, each with its own checkpoint under
+``<dir>/checkpoints``, so a rerun resumes exactly where the last one stopped):
+
+- page views per page per one-minute event-time window, with a two-minute watermark
+  (events later than that are dropped; a window is final once the watermark passes its
+  end): to the topic ``page_view_counts`` through the exactly-once ``odradek`` sink
+  (key: page; value: JSON window, page, views), and appended to the Parquet table
+  ``warehouse/page_views_per_minute`` (Spark's file sink, exactly once by its own log);
+- visits (page views) per member: the whole table each micro-batch (complete mode; Python
+  data source sinks take append and complete, not update) to the compacted topic
+  ``member_visits`` (key: member; value: JSON member, visits, last_seen; compaction keeps
+  each member's latest count), and a snapshot in ``warehouse/member_visits`` (rewritten
+  each micro-batch).
+
+``run_available_now`` processes what is in the topic and stops (Trigger.AvailableNow);
+``start`` keeps the queries running every ``interval`` until ``stop_all``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from collections import Counter
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+from odradek.demo.activity import PAGE_VIEWS
+
+__all__ = ["PAGE_VIEW_COUNTS", "MEMBER_VISITS", "EVENT_SCHEMA", "RowCounter", "build_queries",
+           "run_available_now", "start", "stop_all"]
+
+PAGE_VIEW_COUNTS = "page_view_counts"
+MEMBER_VISITS = "member_visits"
+WATERMARK = "2 minutes"
+WINDOW = "1 minute"
+
+EVENT_SCHEMA = StructType([
+    StructField("type", StringType()), StructField("member", LongType()), StructField("page", StringType()),
+    StructField("referrer", StringType()), StructField("query", StringType()),
+    StructField("results", IntegerType()), StructField("ts", LongType()),
+])
+
+
+class RowCounter(StreamingQueryListener):
+    """Input rows per query name, summed over every micro-batch while registered (for
+    queries that run longer than the progress history Spark keeps)."""
+
+    def __init__(self) -> None:
+        self.rows: Counter = Counter()
+        self.spark: SparkSession | None = None
+
+    def listen(self, spark: SparkSession) -> None:
+        self.spark = spark
+        spark.streams.addListener(self)
+
+    def stop(self) -> None:
+        if self.spark is not None:
+            self.spark.streams.removeListener(self)
+            self.spark = None
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        self.rows[event.progress.name] += event.progress.numInputRows
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        pass
+
+
+def events(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
+    """The parsed events of ``topic``, with ``event_time`` from the event's own ``ts``."""
+    raw = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+           .option("subscribe", topic).option("startingOffsets", "earliest").load())
+    parsed = raw.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
+    return parsed.withColumn("event_time", F.timestamp_millis("ts"))
+
+
+def _page_counts(views: DataFrame) -> DataFrame:
+    windowed = views.withWatermark("event_time", WATERMARK).groupBy(F.window("event_time", WINDOW), "page")
+    return windowed.agg(F.count("*").alias("views")).select(
+        F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "page", "views")
+
+
+def _member_visits(views: DataFrame) -> DataFrame:
+    return views.groupBy("member").agg(F.count("*").alias("visits"), F.max("event_time").alias("last_seen"))
+
+
+def build_queries(spark: SparkSession, bootstrap: str, base: Path) -> dict:
+    """The four query definitions (``DataStreamWriter``s, not started), by name."""
+    warehouse, checkpoints = base / "warehouse", base / "checkpoints"
+
+    def source() -> DataFrame:
+        return events(spark, bootstrap, PAGE_VIEWS)
+
+    def to_topic(df: DataFrame, key: str, topic: str, mode: str, name: str):
+        out = df.select(F.col(key).cast("string").alias("key"), F.to_json(F.struct(*df.columns)).alias("value"))
+        return (out.writeStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+                .option("topic", topic).outputMode(mode).queryName(name)
+                .option("checkpointLocation", str(checkpoints / name)))
+
+    def snapshot(df: DataFrame, batch_id: int) -> None:
+        df.write.mode("overwrite").parquet(str(warehouse / "member_visits"))
+
+    return {
+        "page_view_counts_topic": to_topic(_page_counts(source()), "page", PAGE_VIEW_COUNTS, "append",
+                                           "page_view_counts_topic"),
+        "page_views_per_minute_parquet": (
+            _page_counts(source()).writeStream.format("parquet").outputMode("append")
+            .option("path", str(warehouse / "page_views_per_minute")).queryName("page_views_per_minute_parquet")
+            .option("checkpointLocation", str(checkpoints / "page_views_per_minute_parquet"))),
+        "member_visits_topic": to_topic(
+            _member_visits(source()).withColumn("member", F.concat(F.lit("member-"), F.col("member"))),
+            "member", MEMBER_VISITS, "complete", "member_visits_topic"),
+        "member_visits_parquet": (
+            _member_visits(source()).writeStream.outputMode("complete").foreachBatch(snapshot)
+            .queryName("member_visits_parquet")
+            .option("checkpointLocation", str(checkpoints / "member_visits_parquet"))),
+    }
+
+
+def run_available_now(spark: SparkSession, bootstrap: str, base: Path) -> Counter:
+    """Run every query over what the topic holds now, one after another (on two cores,
+    starting them together only makes Spark's Python planner workers miss their 10 s
+    connect-back deadline); the rows each read."""
+    rows: Counter = Counter()
+    for name, writer in build_queries(spark, bootstrap, base).items():
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(f"streaming query {name} failed: {query.exception()}")
+        rows[name] += sum(p["numInputRows"] for p in query.recentProgress)
+    return rows
+
+
+def start(spark: SparkSession, bootstrap: str, base: Path, queries: dict, interval: str = "5 seconds") -> None:
+    """Start every query with a processing-time trigger into ``queries`` (by name), each
+    once the previous one has reported its first micro-batch (see ``run_available_now`` for
+    why not all at once)."""
+    for name, writer in build_queries(spark, bootstrap, base).items():
+        query = queries[name] = writer.trigger(processingTime=interval).start()
+        while query.isActive and query.lastProgress is None:
+            query.awaitTermination(0.5)
+
+
+def stop_all(queries: dict) -> None:
+    for query in queries.values():
+        query.stop()

@@ -1,0 +1,89 @@
+"""odradek clients shared by everything running in one Python process of a Spark job.
+
+Spark reuses its Python workers across tasks, and a task only carries what its pickled
+reader or writer holds, so connections are not passed around: each process keeps one event
+loop thread and, per bootstrap address, one ``ClusterClient`` (connections and metadata)
+and one ``AsyncProducer``, created on first use. Tasks of the same worker then skip the
+connect and metadata round trips. A fork (Spark's daemon forks its workers) leaves threads
+behind, so the pool notices a new process id and starts afresh.
+
+Everything here is called from the task's thread; the asyncio objects are only touched on
+the loop's thread (``run``/``call``), as ``odradek.client.sync`` does.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+from odradek.client.cluster import ClusterClient
+from odradek.client.producer import AsyncProducer
+from odradek.client.sync import EventLoopThread
+
+__all__ = ["loop_thread", "cluster", "producer", "reset"]
+
+_lock = threading.Lock()
+_state: dict = {"pid": None, "thread": None, "clusters": {}, "producers": {}}
+
+
+def _fresh() -> dict:
+    """The pool of this process (a new, empty one after a fork)."""
+    if _state["pid"] != os.getpid():
+        _state.update(pid=os.getpid(), thread=None, clusters={}, producers={})
+    return _state
+
+
+def loop_thread() -> EventLoopThread:
+    with _lock:
+        state = _fresh()
+        if state["thread"] is None:
+            state["thread"] = EventLoopThread("odradek-spark")
+        return state["thread"]
+
+
+def cluster(bootstrap: str) -> ClusterClient:
+    """The started ``ClusterClient`` of ``bootstrap`` (use it through ``loop_thread()``)."""
+    thread = loop_thread()
+    with _lock:
+        client = _fresh()["clusters"].get(bootstrap)
+        if client is None:
+            client = ClusterClient(bootstrap, client_id="odradek-spark")
+            thread.run(client.start())
+            _state["clusters"][bootstrap] = client
+        return client
+
+
+def producer(bootstrap: str, **config) -> AsyncProducer:
+    """The started ``AsyncProducer`` of ``bootstrap`` with ``config`` (idempotent, acks=all
+    unless ``config`` says otherwise)."""
+    thread = loop_thread()
+    key = (bootstrap, tuple(sorted(config.items())))
+    with _lock:
+        client = _fresh()["producers"].get(key)
+        if client is None:
+            settings = {"acks": "all", "linger_ms": 5, "batch_size": 262_144, "client_id": "odradek-spark"}
+            settings.update(config)
+            client = AsyncProducer(bootstrap, **settings)
+            thread.run(client.start())
+            _state["producers"][key] = client
+        return client
+
+
+def reset() -> None:
+    """Close every client of this process (tests; and at exit, to deliver what is queued)."""
+    with _lock:
+        state = _fresh()
+        thread = state["thread"]
+        if thread is None:
+            return
+        for client in list(state["producers"].values()) + list(state["clusters"].values()):
+            try:
+                thread.run(client.close(), 30)
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        thread.stop()
+        state.update(thread=None, clusters={}, producers={})
+
+
+atexit.register(reset)

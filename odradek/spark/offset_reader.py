@@ -1,0 +1,108 @@
+"""Driver side: which topic-partitions a source reads, and offsets looked up in odradek.
+
+One ``OffsetReader`` per reader object on the driver, holding a synchronous ``AdminClient``
+opened on first use (never pickled: ``__getstate__`` drops it, as the reader travels to
+executors). Partitions come from Metadata (``subscribe``: those topics that exist;
+``subscribePattern``: every non-internal topic whose whole name matches; ``assign``: as
+given); offsets from ListOffsets at each partition's leader, all leaders at once.
+"""
+
+from __future__ import annotations
+
+import re
+
+from odradek.client import AdminClient
+from odradek.client.topic_partition import TopicPartition
+from odradek.spark.offsets import EARLIEST, LATEST, OffsetSpec
+from odradek.spark.options import SourceOptions
+
+__all__ = ["OffsetReader"]
+
+
+class OffsetReader:
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._admin: AdminClient | None = None
+
+    def __getstate__(self) -> dict:
+        return {"options": self.options, "_admin": None}
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self.options.bootstrap, client_id="odradek-spark-driver")
+        return self._admin
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    # --- partitions ----------------------------------------------------------------------
+    def partitions(self) -> list[TopicPartition]:
+        """The topic-partitions to read now, sorted."""
+        o = self.options
+        if o.assign:
+            return sorted(o.assign)
+        topics = self.admin.describe_topics(None)
+        if o.subscribe:
+            names = [t for t in o.subscribe if t in topics]
+        else:
+            pattern = re.compile(o.pattern)
+            names = [t for t, d in topics.items() if not d.is_internal and pattern.fullmatch(t)]
+        return sorted(TopicPartition(t, p.partition) for t in names for p in topics[t].partitions)
+
+    # --- offsets -------------------------------------------------------------------------
+    def earliest(self, partitions) -> dict[TopicPartition, int]:
+        return self._lookup({tp: EARLIEST for tp in partitions})
+
+    def latest(self, partitions) -> dict[TopicPartition, int]:
+        return self._lookup({tp: LATEST for tp in partitions})
+
+    def _lookup(self, specs: dict) -> dict[TopicPartition, int]:
+        if not specs:
+            return {}
+        answers = self.admin.list_offsets(specs)
+        return {tp: answers[tp].offset for tp in specs}
+
+    def resolve(self, spec: OffsetSpec, partitions, option: str, strategy: str = "error") -> dict[TopicPartition, int]:
+        """The offsets ``spec`` names for ``partitions``. Explicit offsets must name every
+        partition read (as Spark's Kafka source requires) and may not name others;
+        ``strategy`` is for timestamps no record reaches (see ``by_timestamp``)."""
+        partitions = sorted(partitions)
+        if spec.kind == "earliest":
+            return self.earliest(partitions)
+        if spec.kind == "latest":
+            return self.latest(partitions)
+        if spec.kind == "timestamp":
+            return self.by_timestamp({tp: spec.timestamp for tp in partitions}, option, strategy)
+        values = dict(spec.values)
+        missing = [str(tp) for tp in partitions if tp not in values]
+        extra = [str(tp) for tp in values if tp not in set(partitions)]
+        if missing or extra:
+            raise ValueError(f"{option} must name exactly the partitions read: "
+                             f"missing {missing or 'none'}, not read {extra or 'none'}")
+        if spec.kind == "timestamps":
+            return self.by_timestamp(values, option, strategy)
+        specials = {tp: o for tp, o in values.items() if o in (EARLIEST, LATEST)}
+        resolved = self._lookup(specials)
+        return {tp: resolved.get(tp, o) for tp, o in values.items()}
+
+    def by_timestamp(self, stamps: dict, option: str, strategy: str = "error") -> dict[TopicPartition, int]:
+        """The first offset whose timestamp is at or after each partition's timestamp; where
+        no record is that recent, the end of the log with ``strategy`` "latest", else an
+        error (Spark's default)."""
+        answers = self.admin.list_offsets(dict(stamps)) if stamps else {}
+        out, late = {}, []
+        for tp in stamps:
+            answer = answers.get(tp)
+            if answer is None:
+                late.append(tp)
+            else:
+                out[tp] = answer.offset
+        if late:
+            if strategy != "latest":
+                raise ValueError(f"{option}: no record at or after the timestamp in {sorted(map(str, late))} "
+                                 "(set startingOffsetsByTimestampStrategy=latest to start at the end instead)")
+            out.update(self.latest(late))
+        return out

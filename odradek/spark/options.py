@@ -1,0 +1,185 @@
+"""The options of the ``odradek`` format, named as Spark's Kafka source and sink name them.
+
+Spark hands options over with lowercased keys; ``parse_source_options`` and
+``parse_sink_options`` accept any case and check values up front, so a mistake fails the
+query at once with a message naming the option.
+
+Source (reading):
+    kafka.bootstrap.servers (or bootstrap.servers)   required, "host:port,..."
+    subscribe | subscribePattern | assign            exactly one: topics, a regex, or
+                                                     {"topic":[0,1]}
+    startingOffsets        earliest | latest | JSON   batch default earliest, stream latest
+    endingOffsets          latest | JSON               batch only, default latest
+    startingTimestamp / startingOffsetsByTimestamp    ms; first offset at or after it,
+                           (take precedence, in that order, over startingOffsets)
+    startingOffsetsByTimestampStrategy  error | latest: when no record is that recent
+    endingTimestamp / endingOffsetsByTimestamp        batch only, likewise
+    maxOffsetsPerTrigger   records per micro-batch, shared by lag
+    minPartitions          at least this many Spark partitions (ranges are split)
+    failOnDataLoss         true | false (default true)
+    includeHeaders         true | false (default false)
+    kafka.max.partition.fetch.bytes   bytes per Fetch answer (default 8 MiB)
+
+Sink (writing):
+    kafka.bootstrap.servers (or bootstrap.servers), topic (else a ``topic`` column),
+    exactlyOnce            true | false: stage and publish atomically (default: true for
+                           streaming, false for batch writes, as Spark's Kafka sink)
+    kafka.compression.type none | gzip | snappy | lz4 | zstd
+    staging.topic, commit.topic   the sink's internal topics (see ``sink_log``)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from odradek.spark.offsets import OffsetSpec, parse_assign, parse_offset_spec, parse_partition_json
+from odradek.spark.range_reader import FetchConfig
+
+__all__ = ["SourceOptions", "SinkOptions", "parse_source_options", "parse_sink_options"]
+
+STAGING_TOPIC = "_odradek_spark_staging"
+COMMIT_TOPIC = "_odradek_spark_commits"
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    bootstrap: str
+    subscribe: tuple[str, ...] = ()
+    pattern: str | None = None
+    assign: tuple = ()
+    starting: OffsetSpec | None = None       # None: the mode's default
+    ending: OffsetSpec = field(default_factory=lambda: OffsetSpec("latest"))
+    timestamp_strategy: str = "error"
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    max_partition_bytes: int = 8 << 20
+
+    def fetch_config(self) -> FetchConfig:
+        return FetchConfig(self.bootstrap, self.include_headers, self.fail_on_data_loss, self.max_partition_bytes)
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    bootstrap: str
+    topic: str | None = None
+    exactly_once: bool | None = None         # None: the mode's default
+    compression: str = "none"
+    staging_topic: str = STAGING_TOPIC
+    commit_topic: str = COMMIT_TOPIC
+    failpoint: str | None = None             # tests only: see ``failpoints``
+
+
+def _lower(options) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in dict(options).items()}
+
+
+def _bootstrap(opts: dict) -> str:
+    value = opts.get("kafka.bootstrap.servers") or opts.get("bootstrap.servers")
+    if not value:
+        raise ValueError("option 'kafka.bootstrap.servers' is required (host:port of odradek brokers)")
+    return value
+
+
+def _bool(opts: dict, name: str, default: bool | None) -> bool | None:
+    value = opts.get(name.lower())
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise ValueError(f"option '{name}' must be true or false, got {value!r}")
+    return value.strip().lower() == "true"
+
+
+def _positive(opts: dict, name: str) -> int | None:
+    value = opts.get(name.lower())
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise ValueError(f"option '{name}' must be a positive integer, got {value!r}")
+    return number
+
+
+def _timestamp(opts: dict, name: str) -> int | None:
+    value = opts.get(name.lower())
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"option '{name}' must be a timestamp in milliseconds, got {value!r}") from None
+
+
+def _subscription(opts: dict) -> dict:
+    chosen = [k for k in ("subscribe", "subscribepattern", "assign") if opts.get(k)]
+    if len(chosen) != 1:
+        raise ValueError("exactly one of the options 'subscribe', 'subscribePattern' or 'assign' is required")
+    kind = chosen[0]
+    if kind == "subscribe":
+        topics = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
+        if not topics:
+            raise ValueError("option 'subscribe' names no topic")
+        return {"subscribe": topics}
+    if kind == "subscribepattern":
+        try:
+            re.compile(opts["subscribepattern"])
+        except re.error as e:
+            raise ValueError(f"option 'subscribePattern' is not a regular expression: {e}") from None
+        return {"pattern": opts["subscribepattern"]}
+    return {"assign": tuple(parse_assign(opts["assign"]))}
+
+
+def _position(opts: dict, prefix: str) -> OffsetSpec | None:
+    """``<prefix>Timestamp`` > ``<prefix>OffsetsByTimestamp`` > ``<prefix>Offsets``."""
+    stamp = _timestamp(opts, f"{prefix}Timestamp")
+    if stamp is not None:
+        return OffsetSpec("timestamp", timestamp=stamp)
+    by_time = opts.get(f"{prefix}offsetsbytimestamp")
+    if by_time is not None:
+        return OffsetSpec("timestamps", parse_partition_json(by_time, f"{prefix}OffsetsByTimestamp"))
+    text = opts.get(f"{prefix}offsets")
+    if text is None:
+        return None
+    return parse_offset_spec(text, f"{prefix}Offsets", allow_earliest=prefix == "starting")
+
+
+def parse_source_options(options) -> SourceOptions:
+    opts = _lower(options)
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise ValueError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, got {strategy!r}")
+    ending = _position(opts, "ending") or OffsetSpec("latest")
+    return SourceOptions(
+        bootstrap=_bootstrap(opts),
+        **_subscription(opts),
+        starting=_position(opts, "starting"),
+        ending=ending,
+        timestamp_strategy=strategy,
+        max_offsets_per_trigger=_positive(opts, "maxOffsetsPerTrigger"),
+        min_partitions=_positive(opts, "minPartitions"),
+        fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
+        include_headers=_bool(opts, "includeHeaders", False),
+        max_partition_bytes=_positive(opts, "kafka.max.partition.fetch.bytes") or 8 << 20,
+    )
+
+
+def parse_sink_options(options) -> SinkOptions:
+    opts = _lower(options)
+    compression = opts.get("kafka.compression.type", "none").strip().lower()
+    if compression not in ("none", "gzip", "snappy", "lz4", "zstd"):
+        raise ValueError("option 'kafka.compression.type' must be none, gzip, snappy, lz4 or zstd, "
+                         f"got {compression!r}")
+    return SinkOptions(
+        bootstrap=_bootstrap(opts),
+        topic=opts.get("topic") or None,
+        exactly_once=_bool(opts, "exactlyOnce", None),
+        compression=compression,
+        staging_topic=opts.get("staging.topic", STAGING_TOPIC),
+        commit_topic=opts.get("commit.topic", COMMIT_TOPIC),
+        failpoint=opts.get("failpoint") or None,
+    )

@@ -1,0 +1,116 @@
+"""The Spark writers of the ``odradek`` format: batch (``df.write``) and streaming
+(``df.writeStream``).
+
+Tasks (``write``) send their rows with the process's pooled producer (``record_writer``):
+straight to the targets (``exactlyOnce=false``; Spark's Kafka sink semantics, at least
+once), or to the staging topic, after which the driver's ``commit`` publishes what Spark
+committed exactly once (``exactly_once``). Streaming writes stage by default, batch writes
+go direct by default.
+
+What reaches the driver's ``commit`` from a task is only its commit message (Spark calls
+``streamWriter()`` anew for each commit), so a task's message carries everything: query id
+and batch id (from the task's local properties ``sql.streaming.queryId`` and
+``streaming.sql.batchId``; a batch write uses an id drawn when the job is planned and
+batch 0), the attempt's tag and where its rows were staged.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+from pyspark.sql.types import StructType
+
+from odradek.client import AdminClient, NewTopic
+from odradek.spark import failpoints
+from odradek.spark.exactly_once import commit_batch
+from odradek.spark.options import SinkOptions
+from odradek.spark.record_writer import DirectWrite, StagedWrite, rows_of, send_rows, staged
+from odradek.spark.schema import check_write_schema
+from odradek.spark.sink_log import ensure_topic
+
+__all__ = ["BatchWriter", "StreamWriter"]
+
+_log = logging.getLogger("odradek.spark")
+STAGING_PARTITIONS = 8
+STAGING_RETENTION_MS = 7 * 24 * 3600 * 1000
+
+
+def _staging_partitions(options: SinkOptions) -> int:
+    """Create the staging topic unless it exists; its partition count."""
+    with AdminClient(options.bootstrap, client_id="odradek-spark-sink") as admin:
+        ensure_topic(admin, NewTopic(options.staging_topic, STAGING_PARTITIONS, -1,
+                                     configs={"retention.ms": str(STAGING_RETENTION_MS)}))
+        return len(admin.describe_topics([options.staging_topic])[options.staging_topic].partitions)
+
+
+class _Writer:
+    def __init__(self, options: SinkOptions, schema: StructType, exactly_once: bool, job_id: str | None) -> None:
+        check_write_schema(schema, options.topic)
+        self.options = options
+        self.exactly_once = exactly_once
+        self.job_id = job_id
+        self.staging_partitions = _staging_partitions(options) if exactly_once else 0
+
+    def _ids(self) -> tuple[str, int]:
+        context = TaskContext.get()
+        query_id = context.getLocalProperty("sql.streaming.queryId") if context else None
+        batch_id = context.getLocalProperty("streaming.sql.batchId") if context else None
+        if query_id is None:
+            return f"batch-{self.job_id}", 0
+        return query_id, int(batch_id)
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]):
+        o = self.options
+        rows = (rows_of(batch, o.topic) for batch in iterator)
+        if not self.exactly_once:
+            return DirectWrite(send_rows(o.bootstrap, rows, o.compression).acked)
+        context = TaskContext.get()
+        query_id, batch_id = self._ids()
+        task = context.partitionId()
+        tag = f"{query_id}/{batch_id}/{context.taskAttemptId()}"
+        partition = task % self.staging_partitions
+        tally = send_rows(o.bootstrap, (staged(r, o.staging_topic, partition, tag) for r in rows), o.compression)
+        failpoints.hit(o.failpoint, "write.after_stage", batch_id)
+        return StagedWrite(query_id, batch_id, task, tag, partition, tally.first, tally.last, tally.acked)
+
+    def _commit(self, messages: list, batch_id: int) -> None:
+        if self.exactly_once:
+            commit_batch(self.options, messages, batch_id)
+
+    def _abort(self, messages: list, batch_id: int) -> None:
+        what = "staged rows stay unpublished" if self.exactly_once else "rows already sent stay in their topics"
+        _log.warning("write of batch %d aborted: %s", batch_id, what)
+
+
+class BatchWriter(_Writer, DataSourceArrowWriter):
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        exactly_once = bool(options.exactly_once)
+        super().__init__(options, schema, exactly_once, uuid.uuid4().hex if exactly_once else None)
+
+    def write(self, iterator):
+        return self._write(iterator)
+
+    def commit(self, messages) -> None:
+        self._commit(messages, 0)
+
+    def abort(self, messages) -> None:
+        self._abort(messages, 0)
+
+
+class StreamWriter(_Writer, DataSourceStreamArrowWriter):
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        super().__init__(options, schema, options.exactly_once is not False, None)
+
+    def write(self, iterator):
+        return self._write(iterator)
+
+    def commit(self, messages, batchId: int) -> None:
+        self._commit(messages, batchId)
+
+    def abort(self, messages, batchId: int) -> None:
+        self._abort(messages, batchId)

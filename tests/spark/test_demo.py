@@ -1,0 +1,53 @@
+"""The demo end to end at a small size, and the batch loader's offsets-with-the-output."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+
+from odradek.client import AdminClient, NewTopic, Producer
+from odradek.demo import batch_loader
+from odradek.demo.pipeline import DemoConfig, run
+
+
+def test_demo_end_to_end(spark, tmp_path):
+    console = Console(file=open(tmp_path / "report.txt", "w"), width=120)
+    summary = run(DemoConfig(events=1500, members=80, directory=tmp_path / "demo", seed=3), console, spark=spark)
+    console.file.close()
+    assert summary["produced"] == 1500
+    assert set(summary["processed"].values()) == {summary["by_topic"]["page_views"]}  # each query read them all
+    assert sum(summary["by_topic"].values()) == 1500 and summary["duplicates"] == 0
+    assert summary["rerun"].load is None  # a rerun of the loader with no new events adds nothing
+    assert summary["windows"] >= 1 and summary["count_records"] >= 1
+    assert 0 < summary["members"] <= 80 and summary["busiest"][0]["visits"] >= summary["busiest"][-1]["visits"]
+    assert summary["top_pages"] and all(views > 0 for _, views in summary["top_pages"])
+    report = (tmp_path / "report.txt").read_text()
+    for text in ("Top pages", "Busiest members", "Where the outputs are", "nothing new to load"):
+        assert text in report
+
+
+def test_batch_loader_loads_only_new_offsets(spark, bootstrap, tmp_path):
+    topic = f"loader-{tmp_path.name[-8:]}"
+    with AdminClient(bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 3, 1)])
+
+    def produce(start: int, count: int) -> None:
+        with Producer(bootstrap) as producer:
+            for i in range(start, start + count):
+                body = {"type": "page_view", "member": i % 5, "page": f"/p{i}", "ts": 1_700_000_000_000 + i}
+                producer.send(topic, json.dumps(body).encode(), key=b"member-%d" % (i % 5))
+            producer.flush()
+
+    warehouse = tmp_path / "warehouse"
+    produce(0, 40)
+    first = batch_loader.load(spark, bootstrap, [topic], warehouse)
+    produce(40, 25)
+    second = batch_loader.load(spark, bootstrap, [topic], warehouse)
+    third = batch_loader.load(spark, bootstrap, [topic], warehouse)
+    assert (first.records, second.records, third.records, third.load) == (40, 25, 0, None)
+    offsets = batch_loader.committed_offsets(warehouse / "activity")
+    assert sum(offsets.values()) == 65
+    rows = spark.read.parquet(str(warehouse / "activity")).select("partition", "offset", "page").collect()
+    assert sorted(r["page"] for r in rows) == sorted(f"/p{i}" for i in range(65))
+    assert len({(r["partition"], r["offset"]) for r in rows}) == 65

@@ -1,0 +1,134 @@
+"""The driver-side pieces that need no Spark: options, offsets, admission control, range
+splitting, failure points."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from odradek.client import TopicPartition
+from odradek.spark import failpoints
+from odradek.spark.offset_range import OffsetRange, split_ranges
+from odradek.spark.offsets import from_offset_dict, offset_dict
+from odradek.spark.options import parse_sink_options, parse_source_options
+from odradek.spark.rate_limit import allot
+
+BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "a,b"}
+
+
+def test_source_options_as_spark_hands_them_over():
+    o = parse_source_options({**BASE, "startingoffsets": json.dumps({"a": {"0": 5, "1": -2}}),
+                              "maxoffsetspertrigger": "100", "failondataloss": "False", "includeheaders": "true",
+                              "minpartitions": "8"})
+    assert o.subscribe == ("a", "b") and o.max_offsets_per_trigger == 100 and o.min_partitions == 8
+    assert not o.fail_on_data_loss and o.include_headers
+    assert o.starting.kind == "offsets" and o.starting.values == {TopicPartition("a", 0): 5, TopicPartition("a", 1): -2}
+    assert parse_source_options({**BASE, "startingTimestamp": "1000",
+                                 "startingOffsets": "latest"}).starting.timestamp == 1000  # timestamp wins
+    assert parse_source_options({"bootstrap.servers": "h:1", "assign": '{"t": [1, 0]}'}).assign == (
+        TopicPartition("t", 0), TopicPartition("t", 1))
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"subscribe": "a"}, "kafka.bootstrap.servers"),
+    ({**BASE, "subscribePattern": "x.*"}, "exactly one of"),
+    ({"kafka.bootstrap.servers": "h:1"}, "exactly one of"),
+    ({**BASE, "startingOffsets": "{not json"}, "startingOffsets"),
+    ({**BASE, "startingOffsets": '{"a": {"zero": 1}}'}, "not a number"),
+    ({**BASE, "startingOffsets": '{"a": {"0": -3}}'}, "not allowed"),
+    ({**BASE, "endingOffsets": "earliest"}, "endingOffsets"),
+    ({**BASE, "endingOffsets": '{"a": {"0": -2}}'}, "endingOffsets"),
+    ({**BASE, "maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger"),
+    ({**BASE, "failOnDataLoss": "maybe"}, "failOnDataLoss"),
+    ({**BASE, "subscribe": None, "subscribePattern": "("}, "regular expression"),
+    ({**BASE, "subscribe": None, "assign": '{"t": [-1]}'}, "assign"),
+    ({**BASE, "startingOffsetsByTimestampStrategy": "closest"}, "Strategy"),
+])
+def test_bad_source_options_name_the_option(options, message):
+    with pytest.raises(ValueError, match=message):
+        parse_source_options({k: v for k, v in options.items() if v is not None})
+
+
+def test_sink_options():
+    o = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "out", "exactlyonce": "false"})
+    assert o.topic == "out" and o.exactly_once is False and o.compression == "none"
+    assert parse_sink_options({"kafka.bootstrap.servers": "h:1"}).exactly_once is None
+    with pytest.raises(ValueError, match="compression"):
+        parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.compression.type": "brotli"})
+
+
+def test_offsets_serialize_canonically():
+    offsets = {TopicPartition("b", 10): 1, TopicPartition("a", 2): 3, TopicPartition("b", 9): 4}
+    shuffled = dict(reversed(list(offsets.items())))
+    assert json.dumps(offset_dict(offsets)) == json.dumps(offset_dict(shuffled)) == \
+        '{"a": {"2": 3}, "b": {"9": 4, "10": 1}}'
+    assert from_offset_dict(json.loads(json.dumps(offset_dict(offsets)))) == offsets
+
+
+positions = st.dictionaries(st.integers(0, 6), st.tuples(st.integers(0, 10**6), st.integers(0, 10**4)), min_size=1)
+
+
+@given(positions, st.integers(1, 5000))
+def test_admission_control_is_a_strict_bound_shared_by_lag(parts, limit):
+    start = {p: s for p, (s, _) in parts.items()}
+    latest = {p: s + lag for p, (s, lag) in parts.items()}
+    end = allot(start, latest, limit)
+    lags = {p: latest[p] - start[p] for p in parts}
+    taken = {p: end[p] - start[p] for p in parts}
+    assert all(0 <= taken[p] <= lags[p] for p in parts)
+    assert sum(taken.values()) == min(limit, sum(lags.values()))
+    lagging = [p for p in parts if lags[p] > 0]
+    if limit >= len(lagging):
+        assert all(taken[p] >= 1 for p in lagging)  # nobody starves
+
+
+def test_admission_control_example():
+    assert allot({"a": 0, "b": 0, "c": 5}, {"a": 100, "b": 300, "c": 5}, 10) == {"a": 3, "b": 7, "c": 5}
+
+
+ranges = st.lists(st.tuples(st.sampled_from("xyz"), st.integers(0, 3), st.integers(0, 100), st.integers(0, 50)),
+                  max_size=6, unique_by=lambda r: r[:2])
+
+
+@given(ranges, st.integers(1, 40))
+def test_split_ranges_cover_each_range_exactly(raw, min_partitions):
+    original = [OffsetRange(t, p, s, s + n) for t, p, s, n in raw]
+    pieces = split_ranges(original, min_partitions)
+    for r in original:
+        mine = [q for q in pieces if (q.topic, q.partition) == (r.topic, r.partition)]
+        covered = [o for q in mine for o in range(q.start, q.end)]
+        assert covered == list(range(r.start, r.end))
+    total = sum(r.size for r in original)
+    assert len(pieces) >= min(min_partitions, total)
+    assert all(q.size > 0 for q in pieces)
+
+
+def test_failpoints_fire_only_where_named():
+    failpoints.hit(None, "commit.mid_publish", 1)
+    failpoints.hit("commit.mid_publish@2", "commit.mid_publish", 1)
+    failpoints.hit("commit.after_intent@1", "commit.mid_publish", 1)
+    with pytest.raises(failpoints.InjectedFailure, match="commit.mid_publish of batch 1"):
+        failpoints.hit("commit.after_intent@0, commit.mid_publish@1", "commit.mid_publish", 1)
+
+
+def test_write_schemas():
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+
+    from odradek.spark.schema import HEADERS, check_write_schema
+
+    def schema(**columns):
+        return StructType([StructField(name, kind) for name, kind in columns.items()])
+
+    check_write_schema(schema(key=StringType(), value=BinaryType(), topic=StringType(), partition=IntegerType(),
+                              headers=HEADERS), None)
+    for bad, message in [(schema(key=StringType()), "needs a 'value' column"),
+                         (schema(value=LongType()), "'value' must be binary or string"),
+                         (schema(value=StringType(), partition=LongType()), "'partition' must be int"),
+                         (schema(value=StringType(), headers=StringType()), "'headers' must be")]:
+        with pytest.raises(ValueError, match=message):
+            check_write_schema(bad, "t")
+    with pytest.raises(ValueError, match="no topic"):
+        check_write_schema(schema(value=StringType()), None)

@@ -1,0 +1,122 @@
+"""Streaming reads: exact resume from a checkpoint, admission control, AvailableNow, new
+partitions and topics, data loss."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from odradek.client import AdminClient, Producer, TopicPartition
+
+
+def produce(bootstrap: str, topic: str, start: int, count: int, partitions: int) -> None:
+    with Producer(bootstrap) as producer:
+        for i in range(start, start + count):
+            producer.send(topic, b"v%d" % i, key=b"k%d" % i, partition=i % partitions)
+        producer.flush()
+
+
+def stream(spark, bootstrap: str, **options):
+    reader = spark.readStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load()
+
+
+class Batches:
+    """A foreachBatch sink keeping each batch's rows by batch id: a replayed batch replaces
+    its first delivery, so the union shows what the source delivered, exactly once each."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.batches: dict[int, list] = {}
+        self.deliveries: dict[int, int] = {}
+        self.fail_on = fail_on
+
+    def __call__(self, df, batch_id: int) -> None:
+        rows = sorted((r["topic"], r["partition"], r["offset"], bytes(r["value"]))
+                      for r in df.select("topic", "partition", "offset", "value").collect())
+        self.deliveries[batch_id] = self.deliveries.get(batch_id, 0) + 1
+        self.batches[batch_id] = rows
+        if batch_id == self.fail_on:
+            self.fail_on = None
+            raise RuntimeError(f"crash in batch {batch_id}")
+
+    def rows(self) -> list:
+        return sorted(r for rows in self.batches.values() for r in rows)
+
+
+def run(df, sink: Batches, checkpoint: str):
+    query = (df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    try:
+        query.awaitTermination(300)
+    except Exception:  # noqa: BLE001 - the failing run's exception is checked by the caller
+        pass
+    return query
+
+
+def test_restart_from_checkpoint_sees_every_record_once(spark, bootstrap, new_topic, checkpoint):
+    topic = new_topic(3)
+    produce(bootstrap, topic, 0, 200, 3)
+    sink = Batches(fail_on=1)
+    df = stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=100)
+    first = run(df, sink, checkpoint)
+    assert first.exception() is not None and "crash in batch 1" in str(first.exception())
+    replayed = list(sink.batches[1])
+    produce(bootstrap, topic, 200, 61, 3)
+    second = run(df, sink, checkpoint)
+    assert second.exception() is None and not second.isActive  # AvailableNow ended by itself
+    assert sink.deliveries[1] == 2 and sink.batches[1] == replayed  # the same records again
+    want = sorted((topic, i % 3, i // 3, b"v%d" % i) for i in range(261))
+    assert sink.rows() == want
+    assert all(len(rows) <= 100 for rows in sink.batches.values())  # maxOffsetsPerTrigger
+    assert len(sink.batches) == 3
+    source = second.lastProgress["sources"][0]
+    latest, end = (json.loads(source[k]) if isinstance(source[k], str) else source[k]
+                   for k in ("latestOffset", "endOffset"))
+    assert latest == end == {topic: {"0": 87, "1": 87, "2": 87}}  # reportLatestOffset
+
+
+def test_new_partitions_and_topics_are_picked_up(spark, bootstrap, new_topic, checkpoint):
+    first = new_topic(2)
+    prefix = first.split("-")[0]
+    produce(bootstrap, first, 0, 20, 2)
+    sink = Batches()
+    df = stream(spark, bootstrap, subscribePattern=f"{prefix}-.*", startingOffsets="earliest")
+    run(df, sink, checkpoint)
+    assert len(sink.rows()) == 20
+    with AdminClient(bootstrap) as admin:
+        admin.create_partitions({first: 3})
+    produce(bootstrap, first, 20, 30, 3)
+    second = f"{prefix}-more"
+    with AdminClient(bootstrap) as admin:
+        from odradek.client import NewTopic
+
+        admin.create_topics([NewTopic(second, 1, 1)])
+    produce(bootstrap, second, 0, 5, 1)
+    query = run(df, sink, checkpoint)
+    assert query.exception() is None
+    rows = sink.rows()
+    assert len(rows) == len(set(rows)) == 55
+    assert sum(1 for r in rows if r[0] == first and r[1] == 2) == 10  # the new partition, from 0
+    assert sum(1 for r in rows if r[0] == second) == 5
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_a_start_below_the_log_start_is_data_loss(spark, bootstrap, new_topic, checkpoint, fail):
+    topic = new_topic(1)
+    produce(bootstrap, topic, 0, 10, 1)
+    sink = Batches()
+    df = stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest", failOnDataLoss=str(fail).lower())
+    run(df, sink, checkpoint)
+    produce(bootstrap, topic, 10, 10, 1)
+    with AdminClient(bootstrap) as admin:
+        admin.delete_records({TopicPartition(topic, 0): 15})  # 10..14 are gone unread
+    query = run(df, sink, checkpoint)
+    if fail:
+        assert query.exception() is not None and "were deleted" in str(query.exception())
+        assert len(sink.rows()) == 10
+    else:
+        assert query.exception() is None
+        assert [r[2] for r in sink.rows()] == list(range(10)) + list(range(15, 20))
