@@ -103,13 +103,15 @@ class TopicManager:
         Shielded: a request cancelled half-way (its client went away) must not leave a topic
         written to the metadata but led by nobody.
         """
-        return await asyncio.shield(self._create(plan))
+        task = asyncio.ensure_future(self._create(plan))
+        self.broker.track(task)  # stop() still finishes (cancels) it
+        return await asyncio.shield(task)
 
     async def _create(self, plan: TopicPlan):
         with _metadata_errors():
             created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
         log.info("created topic %s with %d partitions", plan.name, len(plan.assignment))
-        self.become_leader_of_assigned(plan.name)
+        await self.become_leader_of_assigned_async(plan.name)
         return created
 
     async def auto_create(self, name: str):
@@ -196,13 +198,14 @@ class TopicManager:
             return
         with _metadata_errors():
             await _off_loop(self.metadata.add_partitions, name, new)
-        self.become_leader_of_assigned(name)
+        await self.become_leader_of_assigned_async(name)
 
     # --- roles ------------------------------------------------------------------------------
-    def become_leader_of_assigned(self, only_topic: str | None = None) -> None:
-        """Lead every partition whose state names this broker as leader."""
+    def _leadership(self, only_topic: str | None) -> list[tuple]:
+        """``make_leader`` arguments of every partition whose state names this broker."""
         image = self.broker.metadata_image()
         me = self.broker.broker_id
+        todo = []
         for name, assignment in image.topics.items():
             if only_topic is not None and name != only_topic:
                 continue
@@ -213,8 +216,30 @@ class TopicManager:
                     continue
                 if config is None:
                     config = self.topic_log_config(name)
-                self.broker.replica_manager.make_leader(
-                    name, index, assignment.topic_id, replicas, state.isr, state.leader_epoch, config)
+                todo.append((name, index, assignment.topic_id, replicas, state.isr, state.leader_epoch, config))
+        return todo
+
+    def become_leader_of_assigned(self, only_topic: str | None = None) -> None:
+        """Lead every partition whose state names this broker as leader (at start-up)."""
+        for args in self._leadership(only_topic):
+            self.broker.replica_manager.make_leader(*args)
+
+    async def become_leader_of_assigned_async(self, only_topic: str | None = None) -> None:
+        """The same for a running broker: the logs (a directory and an fsync each, about a
+        millisecond) are created in a worker thread, so a topic of thousands of partitions
+        does not stall every other client."""
+        todo = self._leadership(only_topic)
+        log_manager = self.broker.log_manager
+
+        def create_logs() -> None:
+            for name, index, *_, config in todo:
+                if self.broker.stopping:
+                    return
+                log_manager.get_or_create_log(name, index, config)
+
+        await _off_loop(create_logs)
+        for args in todo:
+            self.broker.replica_manager.make_leader(*args)
 
 
 # A topic's assignment lives in one znode, and ZooKeeper (and the embedded store, which keeps
