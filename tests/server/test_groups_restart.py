@@ -68,6 +68,8 @@ def test_offsets_survive_a_clean_restart(tmp_path):
         produce(b.bootstrap, "durable", VALUES, partitions=2)
         consume_and_commit(b.bootstrap, "keeper", 20)
     with InProcessBroker(data) as b:
+        # Loading __consumer_offsets is asynchronous (COORDINATOR_LOAD_IN_PROGRESS meanwhile).
+        wait_for(lambda: fetch_offsets(b.port, "keeper")[0] != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         assert fetch_offsets(b.port, "keeper") == (ErrorCode.NONE, [20, 20])
         assert sorted(resume(b.bootstrap, "keeper")) == expected_after(20)
 
