@@ -20,28 +20,18 @@ from __future__ import annotations
 import struct
 
 from odradek.storage.errors import CorruptIndexError
+from odradek.storage.index_entries import IndexEntries
 
 _ENTRY = struct.Struct(">qi")
 ENTRY_SIZE = _ENTRY.size
 INT32_MAX = 2**31 - 1
 
 
-class TimeIndex:
+class TimeIndex(IndexEntries):
     """The entries of one segment's time index, in memory."""
 
-    __slots__ = ("_buf", "base_offset", "max_entries")
-
-    def __init__(self, base_offset: int, max_entries: int, data: bytes = b"") -> None:
-        self.base_offset = base_offset
-        self.max_entries = max_entries
-        self._buf = bytearray(data)
-
-    def __len__(self) -> int:
-        return len(self._buf) // ENTRY_SIZE
-
-    @property
-    def is_full(self) -> bool:
-        return len(self) >= self.max_entries
+    __slots__ = ()
+    ENTRY_SIZE = ENTRY_SIZE
 
     def entry(self, n: int) -> tuple[int, int]:
         """The n-th entry as (timestamp, absolute offset)."""
@@ -92,9 +82,6 @@ class TimeIndex:
             keep -= 1
         if keep < n:
             del self._buf[keep * ENTRY_SIZE :]
-
-    def to_bytes(self) -> bytes:
-        return bytes(self._buf)
 
     @classmethod
     def from_bytes(cls, base_offset: int, max_entries: int, data: bytes) -> TimeIndex:
