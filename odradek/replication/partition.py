@@ -89,16 +89,19 @@ class Partition:
             raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
         except InvalidRecordError as e:
             raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
-        for pos, size, header in batches:
-            _validate_client_batch(header, size, config.max_message_bytes)
-        duplicate = self._check_producers(batches)
-        if duplicate is not None:
-            return ProduceResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
+        max_message_bytes = config.max_message_bytes
+        idempotent = False
+        for _, size, header in batches:
+            _validate_client_batch(header, size, max_message_bytes)
+            idempotent = idempotent or header.producer_id >= 0
+        if idempotent:
+            duplicate = self._check_producers(batches)
+            if duplicate is not None:
+                return ProduceResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
         info = self._assign_offsets(buf, batches, append_time)
         self.log.append(buf, info)
-        for pos, size, header in batches:
-            self.producer_state.update(rb.read_header(buf, pos))
+        self._update_producers(batches, info.first_offset, append_time)
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
 
@@ -131,6 +134,17 @@ class Partition:
         if duplicate is not None and len(batches) > 1:
             raise ProduceError(ErrorCode.INVALID_RECORD, "duplicate batch among several")
         return duplicate
+
+    def _update_producers(self, batches, first_offset: int, append_time: int) -> None:
+        """Record the appended batches in the producer state from the headers read before
+        offsets were assigned (the batches got consecutive offsets from ``first_offset``),
+        so no header is decoded twice."""
+        update = self.producer_state.update
+        timestamp = append_time if append_time >= 0 else None
+        base = first_offset
+        for _, _, header in batches:
+            update(header, base, timestamp=timestamp)
+            base += header.last_offset_delta + 1
 
     def _assign_offsets(self, buf, batches, append_time: int) -> LogAppendInfo:
         next_offset = self.log_end_offset

@@ -14,7 +14,10 @@ import logging
 import os
 import uuid
 
-from odradek.coordinator.producer_state import CorruptSnapshotError, ProducerStateManager
+from odradek.coordinator.producer_state import (
+    CorruptSnapshotError,
+    ProducerStateManager,
+)
 from odradek.replication.partition import Partition, ProduceResult
 
 log = logging.getLogger("odradek.replication")
@@ -77,18 +80,19 @@ class ReplicaManager:
         self.notify(part.key)
         return result
 
-    def flushes_due_by_messages(self, keys) -> list[tuple[object, int]]:
-        """``(log, up_to_offset)`` for the partitions among ``keys`` whose unflushed offsets
-        reached ``flush.messages``: Kafka flushes those before it acknowledges the append.
-        (The ``flush.ms`` policy and rolled segments are flushed by the background task.)"""
+    def flushes_due_by_messages(self, appended) -> list[tuple[object, int, object]]:
+        """``(log, up_to_offset, tag)`` for the ``(topic, index, tag)`` among ``appended``
+        whose unflushed offsets reached ``flush.messages``: Kafka flushes those before it
+        acknowledges the append. (The ``flush.ms`` policy and rolled segments are flushed by
+        the background task.)"""
         due = []
-        for key in keys:
-            part = self.partitions.get(key)
+        for topic, index, tag in appended:
+            part = self.partitions.get((topic, index))
             if part is None:
                 continue
             plog = part.log
             if plog.log_end_offset - plog.recovery_point >= plog.config.flush_messages:
-                due.append((plog, plog.log_end_offset))
+                due.append((plog, plog.log_end_offset, tag))
         return due
 
     def is_replicated(self, topic: str, index: int, last_offset: int) -> bool:
@@ -127,7 +131,7 @@ class ReplicaManager:
             self._waiters.setdefault(key, []).append(fut)
         try:
             await asyncio.wait_for(fut, timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             for key in keys:

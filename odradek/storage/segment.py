@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
 
 from odradek.records.batch import (
     BATCH_HEADER_SIZE,
@@ -37,13 +36,11 @@ from odradek.storage.errors import CorruptIndexError, CorruptSegmentError
 from odradek.storage.file_handle_cache import FileHandleCache, SegmentFile
 from odradek.storage.file_ops import fsync_path, unlink_quietly
 from odradek.storage.file_records import (
-    SCAN_CHUNK,
-    iter_bounds,
     iter_headers,
     iter_valid_batches,
 )
-from odradek.storage.file_region import EMPTY_REGION, FileRegion
 from odradek.storage.segment_index import SegmentIndex, SegmentSettings
+from odradek.storage.segment_reads import SegmentReads
 
 LOG_EXT = ".log"
 INDEX_EXT = ".index"
@@ -58,8 +55,9 @@ def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
 
-class LogSegment:
-    """A segment: the ``.log`` file, its indexes, and the facts the log needs about it."""
+class LogSegment(SegmentReads):
+    """A segment: the ``.log`` file, its indexes, and the facts the log needs about it;
+    reads are in ``SegmentReads``."""
 
     def __init__(
         self,
@@ -286,7 +284,8 @@ class LogSegment:
         return now_ms - self.created_ms
 
     def index_full(self) -> bool:
-        return self.index().is_full
+        index = self._index  # the active segment's index is pinned in memory
+        return (index if index is not None else self.index()).is_full
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty); scans from the last
@@ -305,7 +304,7 @@ class LogSegment:
         index = self._index
         assert not self.sealed and index is not None, "append to a sealed segment"
         position = self.size
-        self.handle().write_at(data, position)
+        self.handle().write_at(data, position)  # the one LRU touch of an append
         self.size = position + len(data)
         if self._first_batch_ts is None:
             self._first_batch_ts = info.max_timestamp
@@ -395,9 +394,12 @@ class LogSegment:
             os.rename(src, dst)
 
     def flush(self) -> None:
-        """fsync the ``.log`` file, and a sealed segment's index files once."""
-        file = self.handle()  # a local reference keeps the descriptor open during fsync
-        os.fsync(file.fd)
+        """Make the ``.log`` file durable, and a sealed segment's index files once.
+
+        ``fdatasync``: it writes the data and the metadata needed to read it back (the file
+        size), skipping timestamps; appends need nothing more."""
+        file = self.handle()  # a local reference keeps the descriptor open during the sync
+        os.fdatasync(file.fd)
         if self.sealed and not self._index_synced:
             for path in (self.index_path, self.time_index_path):
                 fsync_path(path)
@@ -408,96 +410,3 @@ class LogSegment:
         self.seal()
         self._cache.discard(self)
         self._file = None
-
-    # -- reads ------------------------------------------------------------------------------
-
-    def translate_offset(
-        self, offset: int, size: int | None = None
-    ) -> tuple[int, int, int, int] | None:
-        """The first batch whose last offset is at or above ``offset``, within the first
-        ``size`` bytes, as (position, size, base offset, last offset); None if none."""
-        size = self.size if size is None else size
-        try:
-            return self._translate(offset, size)
-        except CorruptSegmentError:
-            if self._rebuilt_on_error or not self.sealed:
-                raise  # the active segment's index is built in memory, never stale
-            # A stale or damaged index can send the scan into the middle of a batch:
-            # rebuild the indexes from the log once before calling the data corrupt.
-            self._rebuilt_on_error = True
-            with self._index_lock:
-                self._index = self._rebuild_index()
-            return self._translate(offset, size)
-
-    def _translate(self, offset: int, size: int) -> tuple[int, int, int, int] | None:
-        _, start = self.index().offsets.lookup(offset)
-        if start >= size:
-            start = 0
-        for bounds in iter_bounds(self.handle(), start, size):
-            if bounds[3] >= offset:
-                return bounds
-        return None
-
-    def read(
-        self, offset: int, max_bytes: int, max_offset: int | None, min_one: bool
-    ) -> FileRegion | None:
-        """Whole batches starting with the one holding ``offset`` (or the first after it).
-
-        At most ``max_bytes`` bytes, except one whole first batch when ``min_one``; no batch
-        holding an offset at or above ``max_offset``. None when this segment has no batch at
-        or after ``offset``; an empty region when a limit leaves nothing.
-        """
-        size = self.size
-        found = self.translate_offset(offset, size)
-        if found is None:
-            return None
-        start, first_size, first_base, first_last = found
-        if max_offset is not None and first_last >= max_offset:
-            return EMPTY_REGION
-        end_limit = size
-        if max_offset is not None:
-            bound = self.translate_offset(max_offset, size)
-            if bound is not None:
-                end_limit = bound[0]
-        file = self.handle()
-        if first_size > max_bytes:
-            if not min_one:
-                return EMPTY_REGION
-            return FileRegion(file, start, first_size, first_base)
-        end = self._boundary_at_or_before(file, start + max_bytes, start + first_size, end_limit)
-        return FileRegion(file, start, end - start, first_base)
-
-    def _boundary_at_or_before(
-        self, file: SegmentFile, limit: int, start: int, end_limit: int
-    ) -> int:
-        """The last batch boundary in ``[start, min(limit, end_limit)]``; ``start`` is one."""
-        if limit >= end_limit:
-            return end_limit
-        pos = start
-        if limit - start > SCAN_CHUNK:  # far away: start from the index, not from `start`
-            pos = max(self.index().offsets.lookup_position(limit)[1], start)
-        end = pos
-        for position, size, _, _ in iter_bounds(file, pos, end_limit):
-            if position + size > limit:
-                break
-            end = position + size
-        return end
-
-    def batches_from_timestamp(
-        self, timestamp: int, min_offset: int
-    ) -> Iterator[tuple[int, BatchHeader]]:
-        """Batches, in order, from the first that may hold a record with a timestamp at or
-        above ``timestamp`` and an offset at or above ``min_offset``; each yielded batch's
-        max timestamp is at or above ``timestamp``."""
-        start_offset = max(self.index().times.lookup_before(timestamp), min_offset)
-        size = self.size
-        found = self.translate_offset(start_offset, size)
-        if found is None:
-            return
-        for position, header in iter_headers(self.handle(), found[0], size):
-            if header.max_timestamp >= timestamp and header.last_offset >= min_offset:
-                yield position, header
-
-    def iter_batches(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
-        """Every batch header from position ``start`` (for the cleaner and tools)."""
-        return iter_headers(self.handle(), start, self.size)

@@ -241,14 +241,14 @@ def test_appends_continue_while_a_flush_is_in_fsync(tmp_path, monkeypatch):
     log = open_log(tmp_path)
     append(log, 3)
     entered, release = threading.Event(), threading.Event()
-    real_fsync = os.fsync
+    real_sync = os.fdatasync  # a segment's data is synced with fdatasync
 
-    def slow_fsync(fd):
+    def slow_sync(fd):
         entered.set()
         assert release.wait(10)
-        real_fsync(fd)
+        real_sync(fd)
 
-    monkeypatch.setattr(os, "fsync", slow_fsync)
+    monkeypatch.setattr(os, "fdatasync", slow_sync)
     flusher = threading.Thread(target=log.flush, args=(3,))
     flusher.start()
     assert entered.wait(10)

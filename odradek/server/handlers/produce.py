@@ -5,20 +5,29 @@ refused with NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is smaller tha
 ``min.insync.replicas``, and otherwise answered once every in-sync replica has the batches,
 i.e. when the high watermark passed them; with a single replica in the ISR that is at once.
 Errors are per partition; a partition that fails does not stop the others.
+
+A partition whose unflushed offsets reached ``flush.messages`` is answered only once its log is
+flushed through the append (``produce_flush``: one fsync in flight per log, shared by every
+produce that arrived meanwhile); a failed fsync answers KAFKA_STORAGE_ERROR for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.produce_response import (
-    PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
 )
 from odradek.replication.partition import ProduceError
+from odradek.server.handlers.produce_flush import flush_all
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE
 
 _VALID_ACKS = (-1, 0, 1)
+log = logging.getLogger("odradek.server")
 
 
 def handle(ctx, request):
@@ -32,14 +41,14 @@ def handle(ctx, request):
             resp, last_offset = _produce_one(broker, request, topic.name, data)
             responses.append(resp)
             if resp.error_code == ErrorCode.NONE and last_offset >= 0:
-                appended.append((topic.name, data.index))
+                appended.append((topic.name, data.index, resp))
                 if request.acks == -1:
                     waits.append((topic.name, data.index, last_offset, resp))
         topics.append(TopicProduceResponse(name=topic.name, partition_responses=responses))
     flushes = broker.replica_manager.flushes_due_by_messages(appended)
     if request.acks == 0:
         if flushes:
-            broker.track(asyncio.ensure_future(_flush(flushes)))
+            broker.track(asyncio.ensure_future(flush_all([(log, up_to) for log, up_to, _ in flushes])))
         # No response to carry an error: Kafka closes the connection instead, which makes
         # the client refresh its metadata and notice.
         failed = any(r.error_code for t in topics for r in t.partition_responses)
@@ -50,18 +59,17 @@ def handle(ctx, request):
     return response
 
 
-async def _flush(flushes) -> None:
-    """fsync in worker threads; appends to every partition go on meanwhile, and the next
-    flush covers all that arrived during this one (group commit)."""
-    loop = asyncio.get_running_loop()
-    await asyncio.gather(*(loop.run_in_executor(None, log.flush, up_to) for log, up_to in flushes))
-
-
 async def _complete(broker, flushes, waits, timeout_ms: int, response):
     """Answer once the ``flush.messages`` policy's flushes are done (Kafka flushes inside the
     append) and, for acks=all, once the high watermarks cover the appends."""
     if flushes:
-        await _flush(flushes)
+        errors = await flush_all([(log, up_to) for log, up_to, _ in flushes])
+        for (plog, _, resp), error in zip(flushes, errors):
+            if error is not None:
+                log.error("flush of %s-%d failed: %r", plog.topic, plog.partition, error)
+                resp.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                resp.base_offset = -1
+        waits = [w for w in waits if w[3].error_code == ErrorCode.NONE]
     if waits and not broker.replica_manager.all_replicated(waits):
         return await _await_replication(broker, waits, timeout_ms, response)
     return response

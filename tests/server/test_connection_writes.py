@@ -1,0 +1,122 @@
+"""Connection: responses of one loop iteration leave in one write, in request order."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from odradek.protocol import codec
+from odradek.protocol.generated.api_versions_request import ApiVersionsRequest
+from odradek.protocol.generated.api_versions_response import ApiVersionsResponse
+from odradek.server.connection import Connection
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def writelines(self, data) -> None:
+        self.writes.append(b"".join(bytes(d) for d in data))
+
+    def write(self, data) -> None:
+        self.writes.append(bytes(data))
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeBroker:
+    """Answers every request with an ApiVersions response carrying its correlation id as
+    the error code, after ``delay`` loop turns for the ids in ``slow``."""
+
+    def __init__(self, slow=()) -> None:
+        self.config = {"socket.request.max.bytes": 1 << 20, "queued.max.requests": 500}
+        self.connections: set = set()
+        self.slow = set(slow)
+        self.tasks: set = set()
+
+    def dispatch(self, ctx, body):
+        response = ApiVersionsResponse(error_code=ctx.correlation_id, api_keys=[])
+        if ctx.correlation_id in self.slow:
+            async def later():
+                await asyncio.sleep(0.01)
+                return response
+            return later()
+        return response
+
+    def track(self, task) -> None:
+        self.tasks.add(task)
+
+
+def request_frame(correlation_id: int) -> bytes:
+    header = codec.RequestHeader(18, 0, correlation_id, None)
+    payload = codec.encode_request(header, ApiVersionsRequest())
+    return struct.pack(">i", len(payload)) + payload
+
+
+def response_ids(data: bytes) -> list[int]:
+    """Correlation ids of the size-prefixed ApiVersions v0 responses in ``data``."""
+    ids, pos = [], 0
+    while pos < len(data):
+        (size,) = struct.unpack_from(">i", data, pos)
+        _, body = codec.decode_response(18, 0, data[pos + 4 : pos + 4 + size])
+        ids.append(body.error_code)
+        pos += 4 + size
+    return ids
+
+
+def receive(conn: Connection, data: bytes) -> None:
+    """Deliver ``data`` as the transport would: into ``get_buffer``, then ``buffer_updated``."""
+    view = memoryview(data)
+    while view:
+        buf = conn.get_buffer(-1)
+        n = min(len(buf), len(view))
+        buf[:n] = view[:n]
+        conn.buffer_updated(n)
+        view = view[n:]
+
+
+def test_responses_of_several_reads_in_one_iteration_go_out_in_one_write():
+    async def scenario():
+        transport = FakeTransport()
+        conn = Connection(FakeBroker(), "PLAINTEXT")
+        conn.connection_made(transport)
+        for cid in (1, 2, 3):  # three reads in the same loop iteration
+            receive(conn, request_frame(cid))
+        assert transport.writes == []  # nothing is written before the iteration ends
+        await asyncio.sleep(0)
+        return transport.writes
+
+    writes = asyncio.run(scenario())
+    assert len(writes) == 1
+    assert response_ids(writes[0]) == [1, 2, 3]
+
+
+def test_a_waiting_response_holds_back_the_later_ones_which_then_leave_together():
+    async def scenario():
+        transport = FakeTransport()
+        conn = Connection(FakeBroker(slow={2}), "PLAINTEXT")
+        conn.connection_made(transport)
+        receive(conn, request_frame(1) + request_frame(2) + request_frame(3) + request_frame(4))
+        await asyncio.sleep(0)
+        first = list(transport.writes)
+        await asyncio.sleep(0.05)
+        return first, transport.writes
+
+    first, writes = asyncio.run(scenario())
+    assert [response_ids(w) for w in first] == [[1]]
+    assert [response_ids(w) for w in writes] == [[1], [2, 3, 4]]
