@@ -14,9 +14,10 @@ Errors: a partition whose leader moved or whose metadata is stale is retried aft
 refresh and a backoff; OFFSET_OUT_OF_RANGE resets the position by ``auto_offset_reset`` (or is
 raised by poll with ``"none"``); other errors are raised by the next poll.
 
-Consuming (``collect``): batches are checked (CRC-32C) and decoded one at a time with
-``odradek.records.reader``, only as far as ``max_records`` asks; a partly returned batch
-keeps its remaining records for the next call. Records before the position (the first batch
+Consuming (``collect``): batches are checked (CRC-32C) as they are walked, and the walked
+ones decoded together by ``odradek.records.record_spans`` (vectorised; at least
+``_DECODE_AT_LEAST`` records or ``max_records`` at a time, or the rest of the answer);
+records not yet returned wait for the next call. Records before the position (the first batch
 of an answer starts at or before it) are dropped; control batches are skipped, and under
 read_committed so are the batches of aborted transactions. An answer fetched at a position
 that has since changed (seek, reset, reassignment) is dropped.
@@ -43,22 +44,27 @@ from odradek.protocol.generated.fetch_request import (
 )
 from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import iter_batches
+from odradek.records.record_spans import PendingRecords, decode_batches
 
 _log = logging.getLogger("odradek.client.consumer")
 _TOPIC_IDS_FROM = 13  # Fetch v13+ names topics by id
 _ABORT = 0  # control record type of an abort marker
+# Batches are decoded together until this many records: numpy's per-call cost spread thin.
+_DECODE_AT_LEAST = 2000
 
 
 class CompletedFetch:
     """One partition's answer, consumed incrementally."""
 
-    __slots__ = ("aborted", "aborting", "batches", "leftover", "position", "tp")
+    __slots__ = ("aborted", "aborting", "batches", "end", "leftover", "more", "position", "tp")
 
     def __init__(self, tp: TopicPartition, position: int, records, aborted) -> None:
         self.tp = tp
         self.position = position
         self.batches = iter_batches(records)
-        self.leftover: list = []  # decoded records not yet returned
+        self.more = True  # batches not yet walked may remain
+        self.leftover = PendingRecords([])  # decoded records not yet returned
+        self.end = position  # the position once the leftover is returned
         self.aborted = deque(sorted(aborted, key=lambda a: a.first_offset)) if aborted else None
         self.aborting: set[int] = set()
 
@@ -258,44 +264,41 @@ class Fetcher:
     def _drain(self, fetch: CompletedFetch, state: PartitionState, limit: int) -> tuple[list, bool]:
         """Records of ``fetch`` from the position on, at most ``limit``; and whether the fetch
         has nothing more."""
+        if not fetch.leftover and fetch.more:
+            fetch.leftover, fetch.end, error = self._decode_more(fetch, max(limit, _DECODE_AT_LEAST))
+            if error is not None:
+                state.error = KafkaError(f"corrupt record batch in {fetch.tp} at or after offset {fetch.end}: {error}")
+                fetch.more = False
+        records = fetch.leftover.take(limit)
+        position = fetch.leftover.next_offset()
+        state.position = fetch.position = fetch.end if position is None else position
+        return records, position is None and not fetch.more
+
+    def _decode_more(self, fetch: CompletedFetch, want: int) -> tuple[PendingRecords, int, CorruptRecordError | None]:
+        """Walk the answer's batches from the position on until at least ``want`` records
+        (or the end); decode them together. Returns the records, the position after them
+        (the last walked batch's next offset), and the error that stopped the walk, if any:
+        the records of the batches before a corrupt one are still returned."""
         position = fetch.position
-        if fetch.leftover:
-            records = fetch.leftover[:limit]
-            fetch.leftover = fetch.leftover[limit:]
-            position = records[-1].offset + 1 if not fetch.leftover else fetch.leftover[0].offset
-            state.position = fetch.position = position
-            return records, False
-        records: list = []
+        walked, count, error = [], 0, None
         try:
             for batch in fetch.batches:
                 if batch.next_offset <= position:
                     continue
-                if self._skip(fetch, batch):
-                    position = batch.next_offset
-                    continue
-                decoded = batch.records()
-                if decoded and decoded[0].offset < position:
-                    decoded = [r for r in decoded if r.offset >= position]
-                room = limit - len(records)
-                if len(decoded) > room:
-                    fetch.leftover = decoded[room:]
-                    decoded = decoded[:room]
-                    position = fetch.leftover[0].offset
-                else:
-                    position = batch.next_offset
-                if records:
-                    records.extend(decoded)
-                else:
-                    records = decoded
-                if fetch.leftover:
+                if not self._skip(fetch, batch):
+                    walked.append(batch)
+                    count += batch.next_offset - max(batch.base_offset, position)
+                position = batch.next_offset
+                if count >= want:
                     break
+            else:
+                fetch.more = False
         except CorruptRecordError as e:
-            state.error = KafkaError(f"corrupt record batch in {fetch.tp} at or after offset {position}: {e}")
-            fetch.leftover = []
-            state.position = fetch.position = position
-            return records, True
-        state.position = fetch.position = position
-        return records, not fetch.leftover
+            error = e
+        records, good_until, decode_error = decode_batches(walked, fetch.position)
+        if decode_error is not None:
+            return records, good_until, decode_error
+        return records, position, error
 
     def _skip(self, fetch: CompletedFetch, batch) -> bool:
         """Control batches, and (read_committed) batches of aborted transactions."""

@@ -22,7 +22,7 @@ accepts any bytes there (decoding leniently), and this keeps them byte-exact on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from odradek.protocol.varint import VarintError, read_varint, varint_bytes, varlong_bytes
 from odradek.records.errors import CorruptRecordError
@@ -36,9 +36,13 @@ _NULL = varint_bytes(-1)
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """A decoded record: absolute offset and timestamp, key, value and headers."""
+class Record(NamedTuple):
+    """A decoded record: absolute offset and timestamp, key, value and headers.
+
+    A named tuple: immutable, and decoders build it with ``tuple.__new__`` straight from a
+    tuple of fields (no Python ``__init__`` per record; ``record_spans`` builds whole lists
+    with ``map`` at C speed).
+    """
 
     offset: int
     timestamp: int
@@ -47,15 +51,7 @@ class Record:
     headers: tuple[Header, ...] = ()
 
 
-# The frozen dataclass __init__ goes through object.__setattr__ once per field; the decode
-# loop sets the slots through their descriptors instead, which halves the cost per record
-# (about 0.7 µs against 1.4 µs) and yields equal, equally immutable objects.
-_new_object = object.__new__
-_set_offset = Record.offset.__set__
-_set_timestamp = Record.timestamp.__set__
-_set_key = Record.key.__set__
-_set_value = Record.value.__set__
-_set_headers = Record.headers.__set__
+_new = tuple.__new__
 
 
 def encode_record(
@@ -142,16 +138,8 @@ def decode_records(
                 headers, pos = _read_headers(data, pos, record_end)
             if pos != record_end:
                 raise CorruptRecordError("record fields do not fill its length")
-            record = _new_object(Record)
-            _set_offset(record, base_offset + offset_delta)
-            _set_timestamp(
-                record,
-                base_timestamp + timestamp_delta if fixed_timestamp is None else fixed_timestamp,
-            )
-            _set_key(record, key)
-            _set_value(record, value)
-            _set_headers(record, headers)
-            append(record)
+            timestamp = base_timestamp + timestamp_delta if fixed_timestamp is None else fixed_timestamp
+            append(_new(Record, (base_offset + offset_delta, timestamp, key, value, headers)))
     except IndexError:
         raise CorruptRecordError("record truncated") from None
     if pos != end:

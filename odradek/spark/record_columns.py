@@ -1,48 +1,37 @@
-"""Fetched record batches turned into columns with a few vectorised numpy passes.
+"""Fetched record batches turned into Arrow columns.
 
-Why not the client's decoder: ``RecordBatch.records()`` builds one Python object per record,
-about 4-5 µs per 100-byte record on this machine (measured on 72k records of a fetch
-response; see ``bench/bench_spark.py``), which alone would cap a two-core scan far below
-the 500k rows/s Spark needs. Here the only per-record Python work is one loop that hops
-from record to record by the ``length`` varint (about 0.4 µs); every other field is read
-for all records of a fetch at once, and keys and values are copied into Arrow buffers by
-Arrow's ``take`` in C++ (about 1 µs per record in all).
+The records are located by ``odradek.records.record_spans`` (a few vectorised numpy passes
+over all batches of a fetch, no Python object per record); keys and values are then copied
+into Arrow buffers by Arrow's ``take`` in C++, straight from the spans. About 1 µs per
+100-byte record in all (``bench/bench_spark.py``), where building ``Record`` objects would
+cap a two-core scan far below the 500k rows/s Spark needs.
 
-Input: the ``records`` field of a fetch response, a run of batches (``records.batch``).
-Every v2 batch is validated (length, magic, CRC-32C) before its records are touched, then
-decompressed as one block when its codec is not 0. Record layout (``records.record``)::
-
-    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
-    keyLength varint | key | valueLength varint | value | headerCount varint | headers
+Input: the ``records`` field of a fetch response, a run of batches (``records.batch``),
+each validated (length, magic, CRC-32C) before its records are touched.
 
 Contracts:
 - only records with ``start <= offset < end`` are returned; control batches are skipped
   (odradek has no transactions to abort, so read_uncommitted is all there is);
 - a partial batch at the end of the buffer is left for the next fetch;
-- every position is checked against its record's end, so a malformed record raises
-  ``CorruptRecordError`` and never reads past the buffer; header bytes are only parsed
-  when ``include_headers`` asks (the batch CRC already covers them);
+- a malformed record raises ``CorruptRecordError`` (``record_spans``' checks); header
+  bytes become a column only when ``include_headers`` asks;
 - legacy message sets (magic 0/1) take the per-record decoder, as they are rare.
 """
 
 from __future__ import annotations
 
 import struct
-from array import array
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from odradek.protocol.varint import VarintError, read_varint
-from odradek.records import compression as codecs
-from odradek.records.batch import BATCH_HEADER_SIZE, MAGIC_OFFSET, iter_batch_positions, validate
-from odradek.records.builder import LOG_APPEND_TIME
+from odradek.records.batch import MAGIC_OFFSET, iter_batch_positions
 from odradek.records.errors import CorruptRecordError
-from odradek.records.reader import read_batch
-from odradek.records.record import MIN_RECORD_BODY
+from odradek.records.reader import RecordBatch, read_batch
+from odradek.records.record_spans import RecordSpans, locate_records
 
-__all__ = ["RecordColumns", "decode_fetched", "next_offset_after", "HEADERS_TYPE"]
+__all__ = ["HEADERS_TYPE", "RecordColumns", "decode_fetched", "next_offset_after"]
 
 HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
 _BASE_OFFSET = struct.Struct(">q")
@@ -65,29 +54,16 @@ class RecordColumns:
         return len(self.offsets)
 
 
-@dataclass
-class _Batches:
-    """What the walk over a fetch's batches found: record sections and per-batch fields."""
-
-    pieces: list          # (buffer, start, stop) of each batch's records section
-    counts: list[int]
-    base_offsets: list[int]
-    base_timestamps: list[int]
-    timestamp_types: list[int]
-    next_offset: int      # the offset after the last complete batch seen
-    legacy: bool = False
-
-
 def decode_fetched(buf, start: int, end: int, include_headers: bool = False) -> tuple[RecordColumns | None, int]:
     """Columns of the records of ``buf`` with ``start <= offset < end`` (None when there are
     none) and the offset to fetch next (``start`` when ``buf`` held no complete batch)."""
-    found = _walk(buf, start, end)
-    if found.legacy:
-        return _decode_slowly(buf, start, end, include_headers), found.next_offset
-    if not found.counts:
-        return None, found.next_offset
-    columns = _decode_v2(found, start, end, include_headers)
-    return (columns if len(columns) else None), found.next_offset
+    batches, next_offset, legacy = _walk(buf, start, end)
+    if legacy:
+        return _decode_slowly(buf, start, end, include_headers), next_offset
+    if not batches:
+        return None, next_offset
+    columns = _columns(locate_records(batches), start, end, include_headers)
+    return (columns if len(columns) else None), next_offset
 
 
 def next_offset_after(buf, start: int) -> int:
@@ -103,153 +79,35 @@ def next_offset_after(buf, start: int) -> int:
     return after
 
 
-def _walk(buf, start: int, end: int) -> _Batches:
-    found = _Batches([], [], [], [], [], start)
+def _walk(buf, start: int, end: int) -> tuple[list[RecordBatch], int, bool]:
+    """The v2 batches of ``buf`` that may hold records in ``[start, end)``, validated; the
+    offset after the last complete batch seen; and whether a legacy entry was seen."""
+    batches, next_offset, legacy = [], start, False
     for pos, size in iter_batch_positions(buf):
         if buf[pos + MAGIC_OFFSET] != 2:
-            found.legacy = True
-            found.next_offset = max(found.next_offset, read_batch(buf, pos, size).next_offset)
+            legacy = True
+            next_offset = max(next_offset, read_batch(buf, pos, size).next_offset)
             continue
-        header = validate(buf, pos, size)
+        batch = RecordBatch(buf, pos, size)
+        header = batch.header
         if header.base_offset >= end:
             break
-        found.next_offset = max(found.next_offset, header.next_offset)
-        if header.is_control or header.next_offset <= start or header.records_count == 0:
-            continue
-        if header.compression == codecs.NONE:
-            found.pieces.append((buf, pos + BATCH_HEADER_SIZE, pos + size))
-        else:
-            body = memoryview(buf)[pos + BATCH_HEADER_SIZE:pos + size]
-            data = codecs.decompress(header.compression, body)
-            found.pieces.append((data, 0, len(data)))
-        found.counts.append(header.records_count)
-        found.base_offsets.append(header.base_offset)
-        found.timestamp_types.append(header.timestamp_type)
-        found.base_timestamps.append(
-            header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else header.base_timestamp)
-    return found
+        next_offset = max(next_offset, header.next_offset)
+        if not (header.is_control or header.next_offset <= start or header.records_count == 0):
+            batches.append(batch)
+    return batches, next_offset, legacy
 
 
-def _decode_v2(found: _Batches, start: int, end: int, include_headers: bool) -> RecordColumns:
-    data, bounds = _one_buffer(found.pieces)
-    length_at = array("q")
-    for (lo, hi), count in zip(bounds, found.counts, strict=True):
-        _record_positions(data, lo, hi, count, length_at.append)
-    B = np.frombuffer(data, dtype=np.uint8)
-    L = np.frombuffer(length_at, dtype=np.int64)
-    counts = np.asarray(found.counts, dtype=np.int64)
-    length, size = _zigzag_at(B, L)
-    S = L + size                      # record body start (its attributes byte)
-    E = S + length                    # record end
-    if (length < MIN_RECORD_BODY).any():
-        raise CorruptRecordError("record length out of range")
-    ts_delta, size = _zigzag_at(B, S + 1)
-    p = S + 1 + size
-    offset_delta, size = _zigzag_at(B, p)
-    p = p + size
-    types = np.repeat(np.asarray(found.timestamp_types, dtype=np.int32), counts)
-    offsets = np.repeat(np.asarray(found.base_offsets, dtype=np.int64), counts) + offset_delta
-    timestamps = np.repeat(np.asarray(found.base_timestamps, dtype=np.int64), counts)
-    timestamps = np.where(types == LOG_APPEND_TIME, timestamps, timestamps + ts_delta)
-    key_len, size = _zigzag_at(B, p)
-    key_at = p + size
-    _check_fits(key_at, key_len, E)
-    p = key_at + np.maximum(key_len, 0)
-    value_len, size = _zigzag_at(B, p)
-    value_at = p + size
-    _check_fits(value_at, value_len, E - 1)  # the header count takes at least one byte
-    p = value_at + np.maximum(value_len, 0)
-    header_count, size = _zigzag_at(B, p)
-    if (header_count < 0).any() or ((header_count == 0) & (p + size != E)).any():
-        raise CorruptRecordError("record fields do not fill its length")
+def _columns(spans: RecordSpans, start: int, end: int, include_headers: bool) -> RecordColumns:
+    offsets = spans.offsets
     keep = (offsets >= start) & (offsets < end)
     if not keep.all():
-        offsets, timestamps, types, key_at, key_len, value_at, value_len, p, E, header_count = (
-            a[keep] for a in (offsets, timestamps, types, key_at, key_len, value_at, value_len, p, E,
-                              header_count))
-    buffer = pa.py_buffer(data)
-    headers = _headers(data, p, E, header_count) if include_headers else None
-    return RecordColumns(offsets, timestamps, types, _binary_spans(buffer, key_at, key_len),
-                         _binary_spans(buffer, value_at, value_len), headers)
-
-
-def _one_buffer(pieces: list):
-    """One buffer holding every records section, and each section's bounds in it: the fetch
-    buffer itself when nothing was decompressed (no copy), else a join of the sections."""
-    first = pieces[0][0]
-    if all(piece[0] is first for piece in pieces):
-        return first, [(lo, hi) for _, lo, hi in pieces]
-    bounds, at = [], 0
-    for _, lo, hi in pieces:
-        bounds.append((at, at + hi - lo))
-        at += hi - lo
-    return b"".join(memoryview(b)[lo:hi] for b, lo, hi in pieces), bounds
-
-
-def _record_positions(data, pos: int, stop: int, count: int, append) -> None:
-    """Append the position of each of ``count`` records' length varint, hopping from one
-    record to the next; the records must fill ``data[pos:stop]`` exactly."""
-    try:
-        for _ in range(count):
-            append(pos)
-            b = data[pos]
-            if b < 0x80:  # one-byte and two-byte lengths inlined: nearly every record
-                pos += 1 + ((b >> 1) ^ -(b & 1))
-                continue
-            b2 = data[pos + 1]
-            if b2 < 0x80:
-                raw = (b & 0x7F) | (b2 << 7)
-                pos += 2 + ((raw >> 1) ^ -(raw & 1))
-            else:
-                length, pos = read_varint(data, pos)
-                pos += length
-    except (IndexError, VarintError):
-        raise CorruptRecordError("record truncated") from None
-    if pos != stop:
-        raise CorruptRecordError("records do not fill their batch")
-
-
-_SHIFTS = (7 * np.arange(10)).astype(np.uint64)
-
-
-def _zigzag_at(B: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The zigzag varints (up to 10 bytes) at positions ``P`` of ``B``: (values, sizes).
-
-    Reads clip at the end of ``B``; callers check that the sizes keep each field within
-    its record, so a varint running past the buffer is caught there.
-    """
-    b0 = np.take(B, P, mode="clip").astype(np.int64)
-    long = b0 >= 0x80
-    if not long.any():
-        return (b0 >> 1) ^ -(b0 & 1), np.ones(len(P), dtype=np.int64)
-    b1 = np.take(B, P + 1, mode="clip").astype(np.int64)
-    raw = np.where(long, (b0 & 0x7F) | (b1 << 7), b0)
-    size = 1 + long
-    longer = long & (b1 >= 0x80)
-    if longer.any():
-        rows = np.nonzero(longer)[0]
-        raw[rows], size[rows] = _wide_varints(B, P[rows])
-    return (raw >> 1) ^ -(raw & 1), size
-
-
-def _wide_varints(B: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    window = np.take(B, P[:, None] + np.arange(10), mode="clip")
-    last = window < 0x80
-    if not last.any(axis=1).all():
-        raise CorruptRecordError("varint longer than 10 bytes")
-    size = last.argmax(axis=1) + 1
-    parts = (window & 0x7F).astype(np.uint64) << _SHIFTS
-    parts[np.arange(10) >= size[:, None]] = 0
-    return parts.sum(axis=1, dtype=np.uint64).view(np.int64), size
-
-
-def _check_fits(at: np.ndarray, length: np.ndarray, limit: np.ndarray) -> None:
-    """Each field of ``length`` bytes (-1: null) at ``at`` ends by ``limit`` (compared as
-    room left, so a huge garbage length cannot overflow)."""
-    if (length < -1).any():
-        raise CorruptRecordError("negative key or value length")
-    if (at > limit).any() or (length > limit - at).any():
-        raise CorruptRecordError("record field runs past the record's length")
+        spans = spans.select(keep)
+    buffer = pa.py_buffer(spans.data)
+    headers = _headers(spans) if include_headers else None
+    return RecordColumns(spans.offsets, spans.timestamps, spans.timestamp_types.astype(np.int32),
+                         _binary_spans(buffer, spans.key_at, spans.key_len),
+                         _binary_spans(buffer, spans.value_at, spans.value_len), headers)
 
 
 def _binary_spans(buffer: pa.Buffer, at: np.ndarray, length: np.ndarray) -> pa.Array:
@@ -279,42 +137,31 @@ def _binary_spans(buffer: pa.Buffer, at: np.ndarray, length: np.ndarray) -> pa.A
     return pa.Array.from_buffers(pa.binary(), n, [bits, offsets, data], null_count=int(n - valid.sum()))
 
 
-def _headers(data, at: np.ndarray, stop: np.ndarray, count: np.ndarray) -> pa.Array:
+def _headers(spans: RecordSpans) -> pa.Array:
     """The headers column: null for records without headers (as Spark's Kafka source
-    gives), else a list of (key, value) structs; parsed per record, only where present."""
+    gives), else a list of (key, value) structs."""
     keys: list = []
     values: list = []
-    valid = count > 0
-    for i in np.nonzero(valid)[0].tolist():
-        _parse_headers(data, int(at[i]), int(stop[i]), keys, values)
+    per_record = spans.headers()
+    for pairs in per_record:
+        for key, value in pairs:
+            keys.append(key if key.isascii() else _lenient(key))
+            values.append(value)
+    count = spans.header_count
     offsets = np.zeros(len(count) + 1, dtype=np.int64)
-    np.cumsum(np.maximum(count, 0), out=offsets[1:])
-    if offsets[-1] != len(keys) or offsets[-1] >= 2**31:
-        raise CorruptRecordError("header count does not match the headers")
+    np.cumsum(count, out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        raise CorruptRecordError("too many headers for one column")
     struct = pa.StructArray.from_arrays(
         [pa.array(keys, pa.string()), pa.array(values, pa.binary())], fields=list(HEADERS_TYPE.value_type))
-    mask = pa.array(~valid)
+    mask = pa.array(count == 0)
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), struct, type=HEADERS_TYPE, mask=mask)
 
 
-def _parse_headers(data, pos: int, stop: int, keys: list, values: list) -> None:
-    try:
-        count, pos = read_varint(data, pos)
-        for _ in range(count):
-            size, pos = read_varint(data, pos)
-            if size < 0 or pos + size > stop:
-                raise CorruptRecordError("header key length out of range")
-            keys.append(bytes(data[pos:pos + size]).decode("utf-8", "replace"))
-            pos += size
-            size, pos = read_varint(data, pos)
-            if size < -1 or pos + max(size, 0) > stop:
-                raise CorruptRecordError("header value length out of range")
-            values.append(None if size < 0 else bytes(data[pos:pos + size]))
-            pos += max(size, 0)
-    except (IndexError, VarintError):
-        raise CorruptRecordError("record headers truncated") from None
-    if pos != stop:
-        raise CorruptRecordError("record headers do not fill the record")
+def _lenient(key: str) -> str:
+    """A header key as valid UTF-8 for Arrow: bytes that are not UTF-8 (kept by the decoder
+    as surrogate escapes) become U+FFFD."""
+    return key.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _decode_slowly(buf, start: int, end: int, include_headers: bool) -> RecordColumns | None:
