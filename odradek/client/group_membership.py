@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from odradek.client.assignors import (
     PROTOCOL_TYPE,
@@ -54,6 +52,7 @@ from odradek.client.assignors import (
 )
 from odradek.client.coordinator import GroupCoordinatorClient
 from odradek.client.errors import BrokerError, KafkaError
+from odradek.client.member_config import CommitFailedError, Generation, MembershipConfig
 from odradek.client.rebalance_listener import invoke_listener
 from odradek.client.topic_filter import TopicFilter
 from odradek.client.topic_partition import TopicPartition
@@ -80,39 +79,6 @@ _log = logging.getLogger("odradek.client.consumer")
 UNJOINED, PREPARING, COMPLETING, STABLE = "unjoined", "preparing", "completing", "stable"
 _JOIN_SLACK = 5.0  # seconds a JoinGroup/SyncGroup may take beyond the rebalance timeout (Java's)
 _GENERATION_LOST = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID})
-
-
-class CommitFailedError(KafkaError):
-    """A commit the group refused because this member is no longer (or not yet) part of the
-    current generation: its partitions may be someone else's by now."""
-
-
-class Generation(NamedTuple):
-    generation_id: int
-    member_id: str
-    protocol: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class MembershipConfig:
-    session_timeout_ms: int = 45_000
-    rebalance_timeout_ms: int = 300_000  # the consumer's max_poll_interval_ms
-    heartbeat_interval_ms: int = 3_000
-    group_instance_id: str | None = None
-    assignors: tuple = ("range", "roundrobin")
-    enable_auto_commit: bool = True
-    auto_commit_interval_ms: int = 5_000
-    metadata_max_age_ms: int = 300_000
-
-    def __post_init__(self) -> None:
-        if self.heartbeat_interval_ms <= 0 or self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ValueError("heartbeat_interval_ms must be positive and below session_timeout_ms")
-        if self.rebalance_timeout_ms <= 0 or self.auto_commit_interval_ms <= 0:
-            raise ValueError("max_poll_interval_ms and auto_commit_interval_ms must be positive")
-        if not self.assignors:
-            raise ValueError("partition_assignment_strategy needs at least one assignor")
-        if self.group_instance_id is not None and not self.group_instance_id:
-            raise ValueError("group_instance_id must not be empty")
 
 
 class GroupMembership:
