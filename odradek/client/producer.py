@@ -23,6 +23,10 @@ InitProducerId; asking for it explicitly with other acks is an error.
 
 Delivery callbacks: ``send(..., callback=f)`` calls ``f(metadata, None)`` or
 ``f(None, exception)`` on the event loop when the record completes.
+
+The future ``send`` returns is a ``RecordFuture`` (see ``record_future``): an asyncio future
+by behaviour, but only a ``(batch result, index)`` pair, so a record costs one small tuple and
+a batch is settled at once.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from functools import partial
 from typing import Self
 
 from odradek.client.cluster import ClusterClient
@@ -42,8 +45,10 @@ from odradek.client.errors import (
     KafkaTimeoutError,
 )
 from odradek.client.partitioner import murmur2, next_sticky
+from odradek.client.produce_request_result import forward
 from odradek.client.producer_batch import ProducerBatch, RecordMetadata
 from odradek.client.record_accumulator import RecordAccumulator, TopicState
+from odradek.client.record_future import RecordFuture
 from odradek.client.sender import MAX_IN_FLIGHT_IDEMPOTENT, Sender
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import compression as codecs
@@ -85,15 +90,10 @@ def _idempotence(wanted: bool | None, acks: int, retries: int, max_in_flight: in
     return wanted
 
 
-def _not_started():
-    raise RuntimeError("AsyncProducer.start() was not awaited (or use 'async with')")
-
-
-def fail_record(future, callback, error: BaseException) -> None:
-    """Fail one record that never reached a batch, as a batch failure would."""
-    if not future.done():
-        future.set_exception(error)
-        future.exception()  # fire-and-forget sends must not warn "never retrieved"
+def fail_record(target, callback, error: BaseException) -> None:
+    """Fail one record that never reached a batch, as a batch failure would: ``target`` is
+    its standalone ``ProduceRequestResult`` or the future-like object it was given."""
+    forward(target, None, error)
     if callback is not None:
         callback(None, error)
 
@@ -159,7 +159,6 @@ class AsyncProducer:
         # False when a wrapper limits memory itself (the sync producer blocks its callers).
         self._refuse_when_full = True
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._new_future = _not_started
         self._task: asyncio.Task | None = None
         self._closed = False
 
@@ -178,7 +177,6 @@ class AsyncProducer:
     async def start(self) -> Self:
         """Connect to the cluster and start the sender."""
         self._loop = asyncio.get_running_loop()
-        self._new_future = partial(asyncio.Future, loop=self._loop)
         await self._cluster.start()
         self._cluster.metadata_listeners.append(self._on_metadata)
         self._task = self._loop.create_task(self._sender.run())
@@ -193,35 +191,38 @@ class AsyncProducer:
 
     # --- sending -------------------------------------------------------------------------
     def send(self, topic: str, value=None, key=None, headers=None, partition: int | None = None,
-             timestamp: int | None = None, *, callback=None, future=None) -> asyncio.Future:
-        """Queue one record; return an asyncio future of its ``RecordMetadata``.
+             timestamp: int | None = None, *, callback=None, future=None) -> RecordFuture:
+        """Queue one record; return a future of its ``RecordMetadata`` (a ``RecordFuture``,
+        which behaves as an asyncio future).
 
         ``timestamp`` is milliseconds since the epoch (now when None). ``headers`` is a dict
-        or ``(str, bytes)`` pairs. ``future``: complete this future-like object (any with
-        ``set_result``/``set_exception``/``done``, e.g. a ``concurrent.futures.Future``)
-        instead of a new asyncio future. Raises BufferFullError, ClientClosedError, or
-        TypeError / ValueError for a record that cannot be serialized.
+        or ``(str, bytes)`` pairs. ``future``: also settle this future-like object (any with
+        ``set_result``/``set_exception``/``done``, e.g. a ``concurrent.futures.Future``) and
+        return it instead. Raises BufferFullError, ClientClosedError, or TypeError /
+        ValueError for a record that cannot be serialized.
         """
-        if future is None:
-            future = self._new_future()
         # The common case in a few lines: plain record, known topic, an open batch with room.
         # (Memory is reserved per batch, so appending to an open batch needs no check.)
-        if headers is None and partition is None and callback is None and self._plain:
+        if self._plain and headers is None and partition is None and callback is None and future is None:
             state = self._topics.get(topic)
             if state is not None:
                 if key is None:
                     queue = state.sticky_queue
+                    batch = None if queue is None else queue.open
+                    if batch is not None:
+                        record = batch.append_value(
+                            _time_ns() // 1_000_000 if timestamp is None else timestamp, value)
+                        if record is not None:
+                            return record
                 elif state.num_partitions:
-                    queue = state.queues[(murmur2(key) & 0x7FFFFFFF) % state.num_partitions]
-                else:
-                    queue = None
-                if queue is not None:
-                    batch = queue.open
-                    if batch is not None and batch.try_append(
-                            _time_ns() // 1_000_000 if timestamp is None else timestamp, key, value, None, future):
-                        return future
-        self.enqueue(topic, value, key, headers, partition, timestamp, callback, future, self._refuse_when_full)
-        return future
+                    batch = state.queues[(murmur2(key) & 0x7FFFFFFF) % state.num_partitions].open
+                    if batch is not None:
+                        record = batch.try_append(
+                            _time_ns() // 1_000_000 if timestamp is None else timestamp, key, value, None)
+                        if record is not None:
+                            return record
+        return self.enqueue(topic, value, key, headers, partition, timestamp, callback, future,
+                            self._refuse_when_full)
 
     async def send_and_wait(self, topic: str, value=None, key=None, headers=None,
                             partition: int | None = None, timestamp: int | None = None) -> RecordMetadata:
@@ -243,11 +244,13 @@ class AsyncProducer:
         return key, value, normalize_headers(headers) if headers else None
 
     def enqueue(self, topic, value, key, headers, partition, timestamp, callback, future,
-                check_space: bool, serialized: bool = False) -> None:
-        """What ``send`` does, with any future-like object (the sync wrapper passes
-        ``concurrent.futures.Future``s); ``check_space=False`` skips the memory limit."""
+                check_space: bool, serialized: bool = False):
+        """What ``send`` does, returning the record's future (``future`` itself when given:
+        any future-like object to settle); ``check_space=False`` skips the memory limit."""
         if self._closed:
             raise ClientClosedError("producer is closed")
+        if self._loop is None:
+            raise RuntimeError("AsyncProducer.start() was not awaited (or use 'async with')")
         if not serialized and (headers or self._key_serializer or self._value_serializer):
             key, value, headers = self.serialize(key, value, headers)
         if timestamp is None:
@@ -257,56 +260,81 @@ class AsyncProducer:
             raise BufferFullError(f"{acc.buffered} bytes buffered (buffer_memory {acc.buffer_memory})")
         state = acc.topics.get(topic)
         if state is None or not state.num_partitions:
-            self._park(topic, (value, key, headers, partition, timestamp, callback, future))
-            return
-        self._place(state, value, key, headers, partition, timestamp, callback, future)
+            if future is None:
+                future = RecordFuture.standalone(topic, timestamp, self._loop)
+                target = future[0]
+            else:
+                target = future
+            self._park(topic, (value, key, headers, partition, timestamp, callback, target))
+            return future
+        return self._place(state, value, key, headers, partition, timestamp, callback, future)
 
-    def _place(self, state: TopicState, value, key, headers, partition, timestamp, callback, future) -> None:
+    def _place(self, state: TopicState, value, key, headers, partition, timestamp, callback, target):
+        """Put a record into its partition's batch; return its future (``target`` when
+        given: a standalone result or future-like object the batch then settles)."""
         n = state.num_partitions
         if partition is None:
             if self._partitioner is not None:
                 partition = self._partitioner(state.name, key, n)
             if partition is None:
                 if key is None:
-                    self._place_sticky(state, value, headers, timestamp, callback, future)
-                    return
+                    return self._place_sticky(state, value, headers, timestamp, callback, target)
                 partition = (murmur2(key) & 0x7FFFFFFF) % n
         if not 0 <= partition < n:
-            fail_record(future, callback, BrokerError(
+            return self._refuse(state.name, timestamp, callback, target, BrokerError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {partition} not in 0..{n - 1}", state.name))
-            return
         queue = state.queues[partition]
         batch = queue.open
-        if batch is None or not batch.try_append(timestamp, key, value, headers, future):
-            batch = self._append_new(queue, value, key, headers, timestamp, callback, future)
-        if batch is not None and callback is not None:
-            batch.add_callback(callback)
+        record = None if batch is None else batch.try_append(timestamp, key, value, headers)
+        if record is None:
+            return self._append_new(queue, value, key, headers, timestamp, callback, target)
+        return self._attach(batch, record, callback, target)
 
-    def _place_sticky(self, state: TopicState, value, headers, timestamp, callback, future) -> None:
+    def _place_sticky(self, state: TopicState, value, headers, timestamp, callback, target):
         """Unkeyed: the sticky partition's open batch, else a new partition and batch."""
         queue = state.sticky_queue
         batch = None if queue is None else queue.open
-        if batch is None or not batch.try_append(timestamp, None, value, headers, future):
+        record = None if batch is None else batch.try_append(timestamp, None, value, headers)
+        if record is None:
             state.set_sticky(next_sticky(state.sticky, state.available, state.num_partitions))
             queue = state.sticky_queue
             batch = queue.open
-            if batch is None or not batch.try_append(timestamp, None, value, headers, future):
-                batch = self._append_new(queue, value, None, headers, timestamp, callback, future)
-        if batch is not None and callback is not None:
-            batch.add_callback(callback)
+            record = None if batch is None else batch.try_append(timestamp, None, value, headers)
+            if record is None:
+                return self._append_new(queue, value, None, headers, timestamp, callback, target)
+        return self._attach(batch, record, callback, target)
 
-    def _append_new(self, queue, value, key, headers, timestamp, callback, future) -> ProducerBatch | None:
-        """A new batch for the queue holding the record (the previous one is sealed), or None
-        when the record alone exceeds ``max_request_size`` (its future then fails)."""
+    @staticmethod
+    def _attach(batch: ProducerBatch, record: RecordFuture, callback, target):
+        """Register the just-appended record's callback and forward target; its future."""
+        if callback is not None:
+            batch.add_callback(callback)
+        if target is None:
+            return record
+        batch.add_forward(target)
+        return target
+
+    def _refuse(self, topic: str, timestamp: int, callback, target, error: BaseException):
+        """Fail a record that gets no batch; its future."""
+        if target is None:
+            record = RecordFuture.standalone(topic, timestamp, self._loop)
+            target = record[0]
+        else:
+            record = target
+        fail_record(target, callback, error)
+        return record
+
+    def _append_new(self, queue, value, key, headers, timestamp, callback, target):
+        """Start a new batch for the queue with the record (the previous one is sealed), and
+        return the record's future; a record alone exceeding ``max_request_size`` fails."""
         acc = self._acc
-        batch = ProducerBatch(queue.topic, queue.partition, self._loop.time(), acc.batch_size)
-        batch.try_append(timestamp, key, value, headers, future)
+        batch = ProducerBatch(queue.topic, queue.partition, self._loop.time(), acc.batch_size, self._loop)
+        record = batch.try_append(timestamp, key, value, headers)
         if len(batch.buf) > self._max_request_size:
-            fail_record(future, callback, BrokerError(
+            return self._refuse(queue.topic, timestamp, callback, target, BrokerError(
                 ErrorCode.MESSAGE_TOO_LARGE,
                 f"record of {len(batch.buf) - 61} bytes exceeds max_request_size {self._max_request_size}",
                 f"{queue.topic}-{queue.partition}"))
-            return None
         queue.open, full = batch, queue.open
         acc.incomplete.add(batch)
         acc.active.add(queue)
@@ -318,7 +346,7 @@ class AsyncProducer:
             self._sender.wake()  # a full batch goes now
         else:
             self._sender.wake_by(batch.created + acc.linger)
-        return batch
+        return self._attach(batch, record, callback, target)
 
     # --- metadata ------------------------------------------------------------------------
     def _park(self, topic: str, args: tuple) -> None:

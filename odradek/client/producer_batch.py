@@ -12,23 +12,24 @@ offset delta in 0..8191) is encoded here with one bytes-format from precomputed 
 general encoder's cost; everything else goes through ``encode_record``. Records are appended
 while the uncompressed batch stays within ``batch_size`` (a first record always fits: a record
 larger than ``batch_size`` gets a batch of its own). Per record the batch keeps only its
-future and timestamp; the count and max timestamp are derived when the batch is sealed. ``seal`` compresses and writes the header
-and CRC once; with idempotence the producer id, epoch and base sequence are stamped then, and
-a retry resends the same bytes.
+timestamp; the max timestamp is derived when the batch is sealed. ``seal`` compresses and
+writes the header and CRC once; with idempotence the producer id, epoch and base sequence are
+stamped then, and a retry resends the same bytes.
 
-Completion: record ``i`` of a batch the broker appended at ``base_offset`` has offset
-``base_offset + i``; its timestamp is the broker's append time when the topic uses
-LogAppendTime (``log_append_time`` >= 0), else its create time.
+Completion: the batch has one ``ProduceRequestResult`` and ``try_append`` returns record
+``i``'s future as the pair ``(result, i)`` (``RecordFuture``), so settling the batch is one
+step whatever its record count: record ``i`` of a batch the broker appended at
+``base_offset`` has offset ``base_offset + i``; its timestamp is the broker's append time when
+the topic uses LogAppendTime (``log_append_time`` >= 0), else its create time. Delivery
+callbacks (``add_callback``) are called, in append order, after the futures are settled.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
-from itertools import repeat
-from typing import NamedTuple
 
+from odradek.client.produce_request_result import ProduceRequestResult, RecordMetadata  # noqa: F401 - re-exported
+from odradek.client.record_future import RecordFuture
 from odradek.protocol.varint import varint_bytes
 from odradek.records import compression as codecs
 from odradek.records.batch import (
@@ -41,24 +42,19 @@ from odradek.records.batch import (
 )
 from odradek.records.record import encode_record
 
-
-class RecordMetadata(NamedTuple):
-    """Where a produced record landed."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-
-
 _TABLE = 8192
 _ZZ = tuple(varint_bytes(i) for i in range(_TABLE))  # zigzag varints of 0.._TABLE-1
 # Key + value bytes below which the fast path's record length stays inside the table: the
 # other fields (attributes, two deltas, two lengths, header count) take at most 10 bytes.
 _FAST_SIZE = _TABLE - 16
-_new_metadata = tuple.__new__
-# What set_result raises for a future that is already done (cancelled by its owner).
-_ALREADY_DONE = (asyncio.InvalidStateError, concurrent.futures.InvalidStateError)
+# For i in 0.._TABLE-1, the tables of ``append_value``: bytes a record body of i bytes takes
+# with its length prefix; bytes of the varint of i; bytes of an unkeyed, headerless record
+# body with an i-byte value, less its two delta varints; null key and value length of i.
+_FRAMED = tuple(i + len(_ZZ[i]) for i in range(_TABLE))
+_ZZ_LEN = tuple(len(z) for z in _ZZ)
+_BODY = tuple(3 + len(_ZZ[i]) + i for i in range(_TABLE))
+_NO_KEY = tuple(b"\x01" + z for z in _ZZ)
+_join = b"".join
 _log = logging.getLogger("odradek.client.producer")
 
 
@@ -70,14 +66,15 @@ class ProducerBatch:
         "base_ts",
         "buf",
         "callbacks",
+        "count",
         "created",
         "data",
         "done",
-        "futures",
         "limit",
         "partition",
         "producer_epoch",
         "producer_id",
+        "result",
         "retry_at",
         "size",
         "timestamps",
@@ -85,13 +82,15 @@ class ProducerBatch:
         "waiter",
     )
 
-    def __init__(self, topic: str, partition: int, created: float, limit: int) -> None:
+    def __init__(self, topic: str, partition: int, created: float, limit: int, loop=None) -> None:
         self.topic = topic
         self.partition = partition
         self.buf = bytearray(BATCH_HEADER_SIZE)
         self.base_ts = 0
-        self.futures: list = []
+        self.count = 0
         self.timestamps: list[int] = []
+        # ``loop``: where the records' futures schedule their done callbacks.
+        self.result = ProduceRequestResult(topic, partition, self.timestamps, loop)
         self.callbacks: list | None = None  # (record index, callable) pairs, when any
         self.created = created
         self.limit = limit
@@ -109,10 +108,10 @@ class ProducerBatch:
     def __repr__(self) -> str:
         return f"ProducerBatch({self.topic}-{self.partition}, {self.count} records)"
 
-    def try_append(self, timestamp: int, key, value, headers, future) -> bool:
-        """Append one record; False (nothing changed) when the batch is full."""
-        futures = self.futures
-        count = len(futures)
+    def try_append(self, timestamp: int, key, value, headers) -> RecordFuture | None:
+        """Append one record and return its future; None (nothing changed) when the batch
+        is full."""
+        count = self.count
         delta = timestamp - self.base_ts if count else 0
         if (key is None and not headers and value is not None and count < _TABLE
                 and 0 <= delta < _TABLE and len(value) < _FAST_SIZE):
@@ -124,18 +123,33 @@ class ProducerBatch:
             body, prefix = _encode(count, delta, key, value, headers)
         buf = self.buf
         if count and len(buf) + len(prefix) + len(body) > self.limit:
-            return False
+            return None
         buf += prefix
         buf += body
         if not count:
             self.base_ts = timestamp
-        futures.append(future)
+        self.count = count + 1
         self.timestamps.append(timestamp)
-        return True
+        return RecordFuture((self.result, count))
 
-    @property
-    def count(self) -> int:
-        return len(self.futures)
+    def append_value(self, timestamp: int, value) -> RecordFuture | None:
+        """``try_append`` of an unkeyed record without headers to a batch holding at least
+        one record: the producer's hot path, kept to the fewest steps (8192 is ``_TABLE``,
+        8176 ``_FAST_SIZE``, as constants)."""
+        count = self.count
+        delta = timestamp - self.base_ts
+        if value is None or not (0 <= delta < 8192 and count < 8192) or len(value) >= 8176:
+            return self.try_append(timestamp, None, value, None)
+        size = _BODY[len(value)] + _ZZ_LEN[delta] + _ZZ_LEN[count]
+        buf = self.buf
+        if len(buf) + _FRAMED[size] > self.limit:
+            return None
+        zz = _ZZ
+        # length | attributes 0 | timestampDelta | offsetDelta | key -1 | valueLength | value | 0 headers
+        buf += _join((zz[size], b"\x00", zz[delta], zz[count], _NO_KEY[len(value)], value, b"\x00"))
+        self.count = count + 1
+        self.timestamps.append(timestamp)
+        return RecordFuture((self.result, count))
 
     @property
     def max_ts(self) -> int:
@@ -146,6 +160,11 @@ class ProducerBatch:
         if self.callbacks is None:
             self.callbacks = []
         self.callbacks.append((self.count - 1, callback))
+
+    def add_forward(self, target) -> None:
+        """Also settle ``target`` (see ``produce_request_result.forward``) with the last
+        appended record's outcome."""
+        self.result.add_forward(self.count - 1, target)
 
     def seal(self, compression: int = codecs.NONE, level: int | None = None) -> bytes:
         """Finish the batch (header, compression, CRC) once; later calls return the same.
@@ -180,7 +199,7 @@ class ProducerBatch:
             crc=0,
             attributes=compression,
             last_offset_delta=max(self.count - 1, 0),
-            base_timestamp=self.base_ts if self.futures else -1,
+            base_timestamp=self.base_ts if self.count else -1,
             max_timestamp=self.max_ts,
             producer_id=self.producer_id,
             producer_epoch=self.producer_epoch,
@@ -198,38 +217,24 @@ class ProducerBatch:
             self.waiter.set_result(None)
 
     def complete(self, base_offset: int, log_append_time: int = -1) -> None:
-        """Resolve every record's future with its RecordMetadata (offset -1 when unknown,
+        """Settle every record: record ``i`` at ``base_offset + i`` (offset -1 when unknown,
         as with acks=0)."""
         if self.done:
             return
         self._finish()
-        topic, partition, futures = self.topic, self.partition, self.futures
-        n = len(futures)
-        offsets = range(base_offset, base_offset + n) if base_offset >= 0 else repeat(-1, n)
-        timestamps = self.timestamps if log_append_time < 0 else repeat(log_append_time, n)
-        new = _new_metadata
-        records = zip(futures, offsets, timestamps)
-        while True:
-            try:
-                for future, offset, timestamp in records:
-                    future.set_result(new(RecordMetadata, (topic, partition, offset, timestamp)))
-                break
-            except _ALREADY_DONE:
-                continue  # a cancelled future: the loop goes on after it
+        result = self.result
+        result.complete(base_offset, log_append_time)
         if self.callbacks:
-            offsets, timestamps = list(offsets), list(timestamps)
+            metadata = result.metadata
             for i, callback in self.callbacks:
-                _call(callback, RecordMetadata(topic, partition, offsets[i], timestamps[i]), None)
+                _call(callback, metadata(i), None)
 
     def fail(self, error: BaseException) -> None:
-        """Fail every record's future with ``error``."""
+        """Fail every record with ``error``."""
         if self.done:
             return
         self._finish()
-        for future in self.futures:
-            if not future.done():
-                future.set_exception(error)
-                future.exception()  # fire-and-forget sends must not warn "never retrieved"
+        self.result.fail(error)
         if self.callbacks:
             for _, callback in self.callbacks:
                 _call(callback, None, error)

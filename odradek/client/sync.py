@@ -14,8 +14,9 @@ path and is not a round trip: it serializes in the caller's thread, appends to a
 wakes the loop once per burst (not per record); the loop moves queued records into batches.
 When ``buffer_memory`` is used up, ``send`` blocks up to ``max_block_ms`` (as the Java
 producer does) and then raises BufferFullError. Delivery callbacks run on the loop's thread.
-The futures are ``RecordFuture``s: ``concurrent.futures.Future``s that build their Condition
-only when someone waits (see ``record_future``).
+The futures are ``SyncRecordFuture``s: ``concurrent.futures.Future``s that read their outcome
+from the record's batch and build a Condition only when someone waits (see
+``sync_record_future``): nothing is done per record when its batch completes.
 
 Configuration and semantics are those of ``AsyncProducer``, ``AsyncConsumer`` and
 ``AsyncAdminClient``; timeouts given here are in seconds, like ``concurrent.futures``.
@@ -40,11 +41,13 @@ from odradek.client.consumer_record import consumer_records
 from odradek.client.errors import BufferFullError, ClientClosedError
 from odradek.client.producer import AsyncProducer, fail_record, normalize_headers
 from odradek.client.record_future import RecordFuture
+from odradek.client.sync_record_future import SyncRecordFuture, new_future
 
 __all__ = ["AdminClient", "Consumer", "EventLoopThread", "Producer"]
 
 # What a record waiting between the caller's thread and the loop counts beyond its key and value.
 _QUEUED_OVERHEAD = 70
+_time_ns = time.time_ns
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -144,14 +147,19 @@ class Producer(_SyncClient):
         self._value_serializer = config.pop("value_serializer", None)
         self._queue: deque = deque()
         self._scheduled = False
+        # This producer's futures know it through their class: making one sets nothing.
+        self._future_type = type("SyncRecordFuture", (SyncRecordFuture,), {"_owner": self})
         super().__init__(AsyncProducer(bootstrap_servers, **config), "odradek-producer")
         self._producer: AsyncProducer = self._client
         self._producer._refuse_when_full = False  # send() below blocks instead
+        self._acc = self._producer._acc
+        self._loop = self._thread.loop
 
     def send(self, topic: str, value=None, key=None, headers=None, partition: int | None = None,
              timestamp: int | None = None, *, callback=None) -> concurrent.futures.Future:
         """Queue one record; return a ``concurrent.futures.Future`` of its RecordMetadata."""
-        if self._thread.loop.is_closed():
+        loop = self._loop
+        if loop.is_closed():
             raise ClientClosedError("producer is closed")
         if key is not None and self._key_serializer is not None:
             key = self._key_serializer(key)
@@ -160,29 +168,50 @@ class Producer(_SyncClient):
         if headers:
             headers = normalize_headers(headers)
         if timestamp is None:
-            timestamp = time.time_ns() // 1_000_000
+            timestamp = _time_ns() // 1_000_000
         # Queued records count as many records of this one's size (no shared counter to
         # lock: deque appends and len are atomic).
         size = _QUEUED_OVERHEAD + (0 if value is None else len(value)) + (0 if key is None else len(key))
-        if len(self._queue) * size + self._producer.buffered_bytes >= self._producer.buffer_memory:
+        acc = self._acc
+        if len(self._queue) * size + acc.buffered >= acc.buffer_memory:
             self._wait_for_space(size)
-        future = RecordFuture()
+        future = new_future(self._future_type)
         self._queue.append((topic, value, key, headers or None, partition, timestamp, callback, future))
         if not self._scheduled:
             self._scheduled = True
-            self._thread.loop.call_soon_threadsafe(self._drain)
+            loop.call_soon_threadsafe(self._drain)
         return future
 
     def _drain(self) -> None:
-        """On the loop: move queued records into batches."""
+        """On the loop: move queued records into batches, linking each future to its record."""
         self._scheduled = False
         queue, send = self._queue, self._producer.send
         while queue:
             topic, value, key, headers, partition, timestamp, callback, future = queue.popleft()
             try:
-                send(topic, value, key, headers, partition, timestamp, callback=callback, future=future)
+                future._link = send(topic, value, key, headers, partition, timestamp, callback=callback)
             except Exception as e:  # noqa: BLE001 - belongs to that record's future
-                fail_record(future, callback, e)
+                link = future._link = RecordFuture.standalone(topic, timestamp, self._loop)
+                fail_record(link[0], callback, e)
+
+    def _watch(self, future: SyncRecordFuture) -> None:
+        """From any thread: settle a materialized future once its record is settled."""
+        try:
+            self._loop.call_soon_threadsafe(self._watch_on_loop, future)
+        except RuntimeError:  # the loop is closed: every record was settled or abandoned
+            link = future._link
+            if link is not None and link.done():
+                future.settle_from(link)
+            elif not future.done():
+                future.set_exception(ClientClosedError("producer closed before delivery"))
+
+    def _watch_on_loop(self, future: SyncRecordFuture) -> None:
+        self._drain()  # the record may still be queued
+        link = future._link
+        if link.done():
+            future.settle_from(link)
+        else:
+            link.add_done_callback(future.settle_from)
 
     def _wait_for_space(self, size: int) -> None:
         deadline = time.monotonic() + self._max_block
@@ -195,7 +224,7 @@ class Producer(_SyncClient):
             if remaining <= 0:
                 raise BufferFullError(f"no buffer space within max_block_ms ({self._max_block} s)")
             room = threading.Event()
-            self._thread.loop.call_soon_threadsafe(self._notify_on_space, room)
+            self._loop.call_soon_threadsafe(self._notify_on_space, room)
             room.wait(min(remaining, 0.05))
 
     def _notify_on_space(self, room: threading.Event) -> None:

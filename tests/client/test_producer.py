@@ -257,3 +257,31 @@ def test_new_partitions_are_used_once_metadata_shows_them(broker, topic_name):
         assert [r.partition for r in after] == [key_partition(k, 5) for k in keys]
 
     run(main())
+
+
+def test_futures_are_awaited_gathered_cancelled_and_forwarded(broker, topic_name):
+    import concurrent.futures
+
+    async def main():
+        await create_topic(broker.bootstrap, topic_name, 1)
+        async with AsyncProducer(broker.bootstrap, linger_ms=50) as producer:
+            futures = [producer.send(topic_name, b"v%d" % i) for i in range(20)]
+            assert asyncio.isfuture(futures[0]) and not futures[0].done()
+            assert futures[3].cancel()  # the future, not the record
+            outside = concurrent.futures.Future()
+            assert producer.send(topic_name, b"w", callback=lambda md, exc: None, future=outside) is outside
+            first = await futures[0]
+            rest = await asyncio.gather(*(f for i, f in enumerate(futures) if i != 3))
+            assert first.offset == 0 and [m.offset for m in rest] == [i for i in range(20) if i != 3]
+            assert futures[3].cancelled()
+            assert outside.result(timeout=0).offset == 20  # the cancelled record took offset 3
+            held = producer.send(topic_name + "-new", b"h")  # topic metadata not known yet
+            assert (await asyncio.wait_for(held, 30)).offset == 0
+
+    run(main())
+
+
+def test_send_before_start_is_refused():
+    producer = AsyncProducer("127.0.0.1:1")
+    with pytest.raises(RuntimeError, match="start"):
+        producer.send("t", b"v")

@@ -32,16 +32,47 @@ def test_sealed_batch_is_byte_identical_to_the_records_builder(records):
     batch = ProducerBatch("t", 0, 0.0, 1 << 30)
     builder = BatchBuilder()
     for dt, key, value, headers in records:
-        assert batch.try_append(BASE_TS + dt, key, value, headers, object())
+        assert batch.try_append(BASE_TS + dt, key, value, headers)
         builder.append(BASE_TS + dt, key, value, headers)
     assert batch.seal() == builder.build()
+
+
+@given(st.lists(st.tuples(st.integers(min_value=-5, max_value=20_000), st.none() | st.binary(max_size=300) | _large),
+                min_size=1, max_size=30))
+def test_append_value_is_byte_identical_to_the_records_builder(records):
+    batch = ProducerBatch("t", 0, 0.0, 1 << 30)
+    builder = BatchBuilder()
+    futures = []
+    for i, (dt, value) in enumerate(records):
+        if i == 0:
+            futures.append(batch.try_append(BASE_TS + dt, None, value, None))
+        else:
+            futures.append(batch.append_value(BASE_TS + dt, value))
+        builder.append(BASE_TS + dt, None, value)
+    assert batch.seal() == builder.build()
+    batch.complete(10)
+    assert [f.result().offset for f in futures] == list(range(10, 10 + len(records)))
+    assert [f.result().timestamp for f in futures] == [BASE_TS + dt for dt, _ in records]
+
+
+def test_append_value_refuses_a_record_past_the_limit():
+    batch = ProducerBatch("t", 0, 0.0, 61 + 2 * 109)
+    batch.try_append(BASE_TS, None, b"x" * 100, None)  # 109 bytes with its length
+    assert batch.append_value(BASE_TS, b"x" * 101) is None  # one byte over the limit
+    assert batch.append_value(BASE_TS, b"x" * 100) is not None  # exactly at the limit
+    before = bytes(batch.buf)
+    assert batch.append_value(BASE_TS, b"") is None
+    assert bytes(batch.buf) == before and batch.count == 2
 
 
 def test_offset_deltas_past_the_varint_table_still_encode():
     batch = ProducerBatch("t", 0, 0.0, 1 << 30)
     builder = BatchBuilder()
     for i in range(9000):
-        batch.try_append(BASE_TS, None, b"v", None, object())
+        if i % 2:
+            batch.try_append(BASE_TS, None, b"v", None)
+        else:
+            batch.append_value(BASE_TS, b"v")
         builder.append(BASE_TS, None, b"v")
     assert batch.seal() == builder.build()
 
@@ -50,7 +81,7 @@ def test_compressed_batches_decode_to_the_records_appended():
     for codec in (codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD):
         batch = ProducerBatch("t", 0, 0.0, 1 << 20)
         for i in range(50):
-            batch.try_append(BASE_TS + i, b"k%d" % i, b"value-%d" % i * 3, (("h", b"x"),), object())
+            batch.try_append(BASE_TS + i, b"k%d" % i, b"value-%d" % i * 3, (("h", b"x"),))
         data = batch.seal(codec)
         decoded = read_batch(data)
         assert decoded.compression == codec
@@ -60,30 +91,31 @@ def test_compressed_batches_decode_to_the_records_appended():
 
 def test_a_full_batch_refuses_the_record_and_stays_unchanged():
     batch = ProducerBatch("t", 0, 0.0, 200)
-    assert batch.try_append(BASE_TS, None, b"x" * 100, None, "f1")
+    assert batch.try_append(BASE_TS, None, b"x" * 100, None) is not None
     before = bytes(batch.buf)
-    assert not batch.try_append(BASE_TS, None, b"x" * 100, None, "f2")
-    assert bytes(batch.buf) == before and batch.futures == ["f1"]
+    assert batch.try_append(BASE_TS, None, b"x" * 100, None) is None
+    assert bytes(batch.buf) == before and batch.count == 1 and batch.timestamps == [BASE_TS]
     # The first record always fits, whatever its size.
     big = ProducerBatch("t", 0, 0.0, 200)
-    assert big.try_append(BASE_TS, None, b"x" * 1000, None, "f")
+    assert big.try_append(BASE_TS, None, b"x" * 1000, None) is not None
 
 
 def test_complete_gives_each_record_its_offset_and_timestamp():
     loop = asyncio.new_event_loop()
     try:
-        batch = ProducerBatch("t", 3, 0.0, 1 << 20)
-        futures = [loop.create_future() for _ in range(4)]
-        futures[2].cancel()
+        batch = ProducerBatch("t", 3, 0.0, 1 << 20, loop)
         called = []
-        for i, f in enumerate(futures):
-            batch.try_append(BASE_TS + i, None, b"v", None, f)
+        futures = []
+        for i in range(4):
+            futures.append(batch.try_append(BASE_TS + i, None, b"v", None))
             if i == 1:
                 batch.add_callback(lambda md, exc: called.append((md, exc)))
+        assert futures[2].cancel()
+        assert not any(f.done() for i, f in enumerate(futures) if i != 2)
         batch.complete(100)
         assert futures[0].result() == RecordMetadata("t", 3, 100, BASE_TS)
         assert futures[3].result() == RecordMetadata("t", 3, 103, BASE_TS + 3)
-        assert futures[2].cancelled()
+        assert futures[2].cancelled()  # a cancelled future stays so; its record was sent
         assert called == [(RecordMetadata("t", 3, 101, BASE_TS + 1), None)]
     finally:
         loop.close()
@@ -91,31 +123,35 @@ def test_complete_gives_each_record_its_offset_and_timestamp():
 
 def test_complete_with_log_append_time_and_without_offsets():
     batch = ProducerBatch("t", 0, 0.0, 1 << 20)
-    futures = [concurrent.futures.Future() for _ in range(2)]
-    for f in futures:
-        batch.try_append(BASE_TS, None, b"v", None, f)
+    futures = [batch.try_append(BASE_TS, None, b"v", None) for _ in range(2)]
+    forwarded = concurrent.futures.Future()
+    batch.add_forward(forwarded)
     batch.complete(-1, 42)
     assert [f.result() for f in futures] == [RecordMetadata("t", 0, -1, 42)] * 2
+    assert forwarded.result() == RecordMetadata("t", 0, -1, 42)
 
 
 def test_fail_sets_the_error_on_every_future_and_callback():
     batch = ProducerBatch("t", 0, 0.0, 1 << 20)
-    futures = [concurrent.futures.Future() for _ in range(3)]
+    futures = []
     errors = []
-    for f in futures:
-        batch.try_append(BASE_TS, None, b"v", None, f)
+    for _ in range(3):
+        futures.append(batch.try_append(BASE_TS, None, b"v", None))
         batch.add_callback(lambda md, exc: errors.append((md, exc)))
+    forwarded = concurrent.futures.Future()
+    batch.add_forward(forwarded)
     error = KafkaTimeoutError("expired")
     batch.fail(error)
     batch.complete(5)  # a settled batch stays as it is
     assert all(f.exception() is error for f in futures)
+    assert forwarded.exception() is error
     assert errors == [(None, error)] * 3
 
 
 def test_restamp_sets_the_idempotence_fields_and_keeps_the_crc_valid():
     batch = ProducerBatch("t", 0, 0.0, 1 << 20)
     for i in range(3):
-        batch.try_append(BASE_TS, None, b"v", None, object())
+        batch.try_append(BASE_TS, None, b"v", None)
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 7, 1, 10
     data = batch.seal()
     header = validate(data)
