@@ -8,7 +8,7 @@ share this process's GIL. Measured, each as records/s and as client CPU seconds 
 records (from ``os.times``, this process only):
 
 - produce (asyncio): ``AsyncProducer.send`` of ``--records`` unkeyed records of ``--size``
-  bytes with ``linger_ms``, yielding to the loop every 1000 sends, then ``flush``;
+  bytes with ``linger_ms``, yielding to the loop every ``--yield-every`` sends (1000), then ``flush``;
 - produce (sync): the same through ``Producer.send`` (concurrent futures, loop thread);
 - consume (asyncio): ``AsyncConsumer.poll`` from the beginning until every record is read,
   touching each record's value;
@@ -80,7 +80,7 @@ async def produce_async(bootstrap: str, topic: str, args) -> Timer:
                 except BufferFullError:
                     await producer.wait_for_buffer()
                     send(topic, value)
-                if i % 1000 == 0:
+                if i % args.yield_every == 0:
                     await asyncio.sleep(0)
             await producer.flush()
     return t
@@ -132,7 +132,6 @@ def breakdown(args) -> None:
     open batches, sealing, completing the futures, and decoding (``Fetcher.collect``); and a
     calibration loop, to compare runs on a machine whose speed varies."""
     from collections import deque
-    from functools import partial
 
     from odradek.client.fetcher import CompletedFetch, Fetcher
     from odradek.client.subscription_state import SubscriptionState
@@ -147,7 +146,6 @@ def breakdown(args) -> None:
     async def produce_steps():
         producer = AsyncProducer("127.0.0.1:1", linger_ms=1e9, batch_size=args.batch_size, buffer_memory=1 << 50)
         producer._loop = asyncio.get_running_loop()  # not started: no broker, no sender
-        producer._new_future = partial(asyncio.Future, loop=producer._loop)
         producer._sender.wake = producer._sender.wake_by = lambda *a: None
         producer._acc.topic("t").resize(1, [0])
         send = producer.send
@@ -211,6 +209,7 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=float, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--poll-records", type=int, default=500)
+    parser.add_argument("--yield-every", type=int, default=1000, help="async sends between yields to the loop")
     parser.add_argument("--compression", default="none")
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--profile", choices=["produce", "consume", "sync-produce", "sync-consume"])
