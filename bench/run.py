@@ -58,7 +58,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="largest log size Tansu (in memory) runs, e.g. 1G")
     p.add_argument("--keep-work", action="store_true", default=None,
                    help="keep the brokers' data in bench/results/work after the run")
-    p.add_argument("--update-readme", action="store_true", help="write the section into bench/README.md")
+    p.add_argument("--update-readme", action="store_true", help="write the section into bench/README.md (and its summary into README.md)")
     p.add_argument("--report-only", type=Path, metavar="JSON", help="render an existing results file")
     return p.parse_args(argv)
 
@@ -71,6 +71,10 @@ def render(res: dict, console: Console, update_readme: bool) -> None:
     (out_dir / "performance.md").write_text(text + "\n")
     if update_readme:
         markdown.update_readme(BENCH / "README.md", text)
+        # The top-level README's Performance section: the short form, between its markers.
+        if not markdown.update_readme(BENCH.parent / "README.md", markdown.summary(res),
+                                      append_if_missing=False):
+            console.print("[yellow]README.md has no bench:results markers: not updated")
     for path in plots.write_all(res, out_dir):
         console.print(f"plot: {path}")
 

@@ -8,7 +8,10 @@ way:
   memory (asyncio's ``BufferedProtocol``). Small frames land in a reused scratch buffer and are
   copied out once; a frame too big for it gets a buffer of its own as soon as its size prefix
   is known, and the rest of it is received straight into that buffer, so a 1 MiB produce
-  request is never copied in user space.
+  request is never copied in user space. (That buffer is zero-filled by ``bytearray(size)``:
+  perf puts the memset at ~6% of the broker's CPU on 100-byte-record produce, but skipping it
+  through CPython's C API measured no gain, as the socket copy then writes into cold memory
+  and pays most of it back.) A frame still being received is never visible to the caller.
 
 Then take complete frames with ``next_frame()`` until it returns None. Frames are writable
 ``bytearray`` objects (the broker patches batch offsets in place). A frame whose declared size
@@ -58,9 +61,15 @@ class FrameParser:
         """Bytes received but not yet returned as frames."""
         return self._end - self._start + self._filled + sum(len(f) for f in self._ready)
 
+    @property
+    def has_frame(self) -> bool:
+        """True when ``next_frame()`` would return a frame or raise (cheap: no work done)."""
+        return bool(self._ready) or self._error is not None
+
     # --- receiving ----------------------------------------------------------------------
-    def get_buffer(self) -> memoryview:
-        """Where the next received bytes should go (never empty)."""
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the next received bytes should go (never empty). ``sizehint`` is ignored
+        (it is there so the method can serve as asyncio's ``BufferedProtocol.get_buffer``)."""
         if self._big is not None:
             return memoryview(self._big)[self._filled :]
         if self._end == len(self._scratch):

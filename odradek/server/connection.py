@@ -55,6 +55,7 @@ class Connection(asyncio.BufferedProtocol):
         self.broker = broker
         self.listener_name = listener_name
         self.parser = FrameParser(broker.config["socket.request.max.bytes"])
+        self.get_buffer = self.parser.get_buffer
         self.max_queued = broker.config["queued.max.requests"]
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -91,14 +92,18 @@ class Connection(asyncio.BufferedProtocol):
         self._flush()
 
     # The transport receives straight into the parser's buffers (BufferedProtocol): a large
-    # produce request lands in its own frame buffer with no copy in user space.
+    # produce request lands in its own frame buffer with no copy in user space. (__init__
+    # binds the parser's method over this one: no Python frame of ours per read.)
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self.parser.get_buffer()
+        return self.parser.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
         self.parser.buffer_updated(nbytes)
-        self._process()
+        # A read that completed no frame (most reads of a big request) has nothing to
+        # handle and nothing new to write: no _process, no scheduled flush.
+        if self.parser.has_frame:
+            self._process()
 
     def eof_received(self) -> bool:
         return False  # close our side too

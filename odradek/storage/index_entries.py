@@ -22,7 +22,8 @@ class IndexEntries:
 
     @property
     def is_full(self) -> bool:
-        return len(self) >= self.max_entries
+        # Asked on every append (segment roll check, index tracking): no __len__ call.
+        return len(self._buf) >= self.max_entries * self.ENTRY_SIZE
 
     def to_bytes(self) -> bytes:
         return bytes(self._buf)

@@ -76,3 +76,16 @@ def test_a_big_frame_is_received_in_place():
     target[:] = b"z" * len(target)
     parser.buffer_updated(len(target))
     assert parser.next_frame() == b"z" * 1000
+
+
+def test_has_frame_says_whether_next_frame_has_something_without_taking_it():
+    parser = FrameParser()
+    data = frame(b"x" * 100_000) + frame(b"y")
+    parser.feed(data[:50_000])
+    assert not parser.has_frame
+    parser.feed(data[50_000:])
+    assert parser.has_frame
+    assert parser.next_frame() == bytearray(b"x" * 100_000)
+    assert parser.has_frame
+    assert parser.next_frame() == bytearray(b"y")
+    assert not parser.has_frame and parser.next_frame() is None

@@ -120,3 +120,36 @@ def test_a_waiting_response_holds_back_the_later_ones_which_then_leave_together(
     first, writes = asyncio.run(scenario())
     assert [response_ids(w) for w in first] == [[1]]
     assert [response_ids(w) for w in writes] == [[1], [2, 3, 4]]
+
+
+def test_reads_that_complete_no_frame_cost_no_processing_and_schedule_no_write():
+    async def scenario():
+        transport = FakeTransport()
+        conn = Connection(FakeBroker(), "PLAINTEXT")
+        conn.connection_made(transport)
+        calls = []
+        process = conn._process
+        conn._process = lambda: (calls.append(1), process())
+        data = request_frame(7)
+        for i in range(len(data) - 1):  # byte by byte: no read but the last completes it
+            receive(conn, data[i : i + 1])
+        partial = (len(calls), conn._flush_scheduled, list(transport.writes))
+        receive(conn, data[-1:])
+        await asyncio.sleep(0)
+        return partial, len(calls), transport.writes
+
+    (calls_before, scheduled, writes_before), calls, writes = asyncio.run(scenario())
+    assert (calls_before, scheduled, writes_before) == (0, False, [])
+    assert calls == 1
+    assert [response_ids(w) for w in writes] == [[7]]
+
+
+def test_an_oversized_frame_closes_the_connection_as_soon_as_its_size_is_read():
+    async def scenario():
+        transport = FakeTransport()
+        conn = Connection(FakeBroker(), "PLAINTEXT")
+        conn.connection_made(transport)
+        receive(conn, struct.pack(">i", (1 << 20) + 1))
+        return transport.closed
+
+    assert asyncio.run(scenario()) is True

@@ -154,3 +154,17 @@ def test_the_latency_stamp_lands_in_the_first_records_value():
     assert values[0][:8] == b"\xfe\xed\xfa\xce\xca\xfe\xbe\xef"
     assert values[1][:8] != values[0][:8] and values[1][8:] == values[0][8:]
     assert bytes(batch[at:at + 8]) == values[0][:8]
+
+
+def test_summary_for_the_top_level_readme_only_where_marked(tmp_path):
+    text = markdown.summary(_results())
+    assert text.startswith("Latest results: 2026-01-01") and "**Issue 8 targets**" in text
+    assert "Throughput and broker CPU" not in text  # the long tables stay in bench/README.md
+    unmarked = tmp_path / "README.md"
+    unmarked.write_text("intro\n")
+    assert markdown.update_readme(unmarked, text, append_if_missing=False) is False
+    assert unmarked.read_text() == "intro\n"
+    marked = tmp_path / "MARKED.md"
+    marked.write_text(f"a\n{markdown.START}\nold\n{markdown.END}\nb\n")
+    assert markdown.update_readme(marked, text, append_if_missing=False) is True
+    assert "**Issue 8 targets**" in marked.read_text() and "old" not in marked.read_text()
