@@ -50,7 +50,7 @@ _log = logging.getLogger("odradek.client.consumer")
 _TOPIC_IDS_FROM = 13  # Fetch v13+ names topics by id
 _ABORT = 0  # control record type of an abort marker
 # Batches are decoded together until this many records: numpy's per-call cost spread thin.
-_DECODE_AT_LEAST = 2000
+_DECODE_AT_LEAST = 8192
 
 
 class CompletedFetch:
