@@ -172,6 +172,8 @@ class TopicManager:
             await _off_loop(self.metadata.delete_topic, name)
         for index in assignment.partitions:
             self.broker.replica_manager.remove(name, index, delete=True)
+        if self.broker.group_coordinator is not None:
+            self.broker.group_coordinator.on_topics_deleted({name})
         log.info("deleted topic %s", name)
 
     async def add_partitions(self, name: str, count: int, assignments: list[list[int]] | None,

@@ -110,3 +110,21 @@ def _offset(n: int):
     from kafka.structs import OffsetAndMetadata
 
     return OffsetAndMetadata(n, "", -1)
+
+
+def test_deleting_a_topic_removes_the_offsets_committed_for_it(broker):
+    for name in ("doomed", "kept"):
+        create_topic(broker.bootstrap, name, 2)
+    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="survivor", enable_auto_commit=False)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        c.assign([TopicPartition("doomed", 0), TopicPartition("kept", 1)])
+        c.commit({TopicPartition("doomed", 0): _offset(3), TopicPartition("kept", 1): _offset(7)})
+        assert len(admin.list_group_offsets("survivor")["survivor"]) == 2
+        admin.delete_topics(["doomed"])
+        create_topic(broker.bootstrap, "doomed", 2)  # a new topic of the same name starts afresh
+        committed = admin.list_group_offsets("survivor")["survivor"]
+        assert {(tp.topic, tp.partition): om.offset for tp, om in committed.items()} == {("kept", 1): 7}
+    finally:
+        admin.close()
+        c.close()

@@ -289,6 +289,18 @@ class GroupCoordinator:
                 self._apply(slot, result)
         return written
 
+    def on_topics_deleted(self, topics) -> int:
+        """Remove every group's committed offsets of the deleted ``topics`` in the loaded
+        shards; return the number of records written. (A shard still loading keeps them:
+        its load finishes after the topic is gone, as in Kafka.)"""
+        written = 0
+        for slot in list(self._slots.values()):
+            if not slot.loading:
+                result = slot.shard.on_topics_deleted(set(topics))
+                written += sum(len(w.records) for w in result.writes)
+                self._apply(slot, result)
+        return written
+
     # --- the group APIs -------------------------------------------------------------------------
     async def join_group(self, req) -> JoinResult:
         if not req.group_id:

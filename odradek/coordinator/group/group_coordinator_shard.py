@@ -105,6 +105,22 @@ class GroupCoordinatorShard:
             log.info("partition %d: expiring %d offset/group record(s)", self.partition, len(records))
         return CoordinatorResult(None, [Write(records)] if records else [])
 
+    def on_topics_deleted(self, topics: set[str]) -> CoordinatorResult:
+        """Tombstones for every group's offsets of deleted ``topics``, and for empty groups
+        left without offsets (Kafka's onPartitionsDeleted): a topic created again under the
+        same name must not resume from the old topic's positions."""
+        records: list = []
+        for group in list(self.groups.groups.values()):
+            if group.is_(GroupState.DEAD):
+                continue
+            gone = [tp for tp in self.offsets.committed(group.group_id) if tp[0] in topics]
+            if gone:
+                records += self.offsets.cleanup(group, gone)
+        if records:
+            log.info("partition %d: removing %d offset/group record(s) of deleted topics %s",
+                     self.partition, len(records), sorted(topics))
+        return CoordinatorResult(None, [Write(records)] if records else [])
+
     # --- timers -----------------------------------------------------------------------------
     def next_deadline(self) -> int | None:
         return self.timer.next_deadline()

@@ -171,3 +171,18 @@ def test_empty_group_without_offsets_is_cleaned_up():
     h.join("g", protocol_type="")  # refused, but the group was created
     h.apply(h.shard.expire_offsets(h.clock.milliseconds()))
     assert h.state("g") == "Dead" and h.shard.list_groups() == []
+
+
+def test_offsets_of_deleted_topics_are_removed_from_every_group():
+    h = ShardHarness()
+    commit(h, group="g", offsets=[("t", 0, 5), ("t", 1, 6), ("u", 0, 1)])
+    commit(h, group="only-t", offsets=[("t", 0, 2)])
+    h.apply(h.shard.on_topics_deleted({"t"}))
+    assert fetched(h, "g") == {("u", 0): 1}
+    assert fetched(h, "only-t") == {} and h.state("only-t") == "Dead"  # emptied: the group goes too
+    fresh = ShardHarness()
+    for record in h.log:
+        fresh.shard.replay(record)
+    assert fetched(fresh, "g") == {("u", 0): 1} and fresh.state("only-t") == "Dead"
+    h.apply(h.shard.on_topics_deleted({"never-committed"}))
+    assert fetched(h, "g") == {("u", 0): 1}
