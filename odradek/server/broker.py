@@ -52,6 +52,7 @@ class Broker:
         self.group_coordinator = None
         self.producer_ids: ProducerIdManager | None = None
         self._log_defaults: LogConfig | None = None
+        self._min_insync_replicas: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -169,6 +170,17 @@ class Broker:
             self._log_defaults = LogConfig.from_properties(props)
         return self._log_defaults
 
+    def default_min_insync_replicas(self) -> int:
+        """``min.insync.replicas`` of topics without their own: the dynamic broker config when
+        set (validated when it was), else server.properties'."""
+        if self._min_insync_replicas is None:
+            value = self.dynamic_broker_config().get("min.insync.replicas")
+            try:
+                self._min_insync_replicas = self.config["min.insync.replicas"] if value is None else int(value)
+            except ValueError:  # written to the store by another tool, unchecked
+                self._min_insync_replicas = self.config["min.insync.replicas"]
+        return self._min_insync_replicas
+
     def validate_dynamic_broker_config(self, new: dict[str, str]) -> None:
         try:
             BrokerConfig.from_props({**self.config.props, **new})
@@ -177,7 +189,7 @@ class Broker:
 
     def set_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
         self.metadata.set_broker_config(broker_id, new)
-        self._log_defaults = None
+        self._log_defaults = self._min_insync_replicas = None
         for name in self.metadata_image().topics:
             self.replica_manager.update_config(name, self.topics.topic_log_config(name))
 

@@ -144,16 +144,14 @@ class TopicManager:
         return self.log_config_for(self.metadata.topic_config(name))
 
     def min_insync_replicas(self, name: str) -> int:
-        """The topic's ``min.insync.replicas``: its override, else the broker's static value.
-
-        (A dynamic broker default of it is not consulted: it is not part of ``LogConfig``.)
-        Cheap enough for every acks=all produce: the override comes from the in-memory image.
-        """
+        """The topic's ``min.insync.replicas``: its override, else the broker's (dynamic
+        config, then server.properties). Cheap enough for every acks=all produce: the override
+        comes from the in-memory image, the broker's value is cached."""
         value = self.broker.metadata_image().topic_config(name).get("min.insync.replicas")
         try:
-            return self.broker.config["min.insync.replicas"] if value is None else _min_insync_replicas(value)
+            return self.broker.default_min_insync_replicas() if value is None else _min_insync_replicas(value)
         except TopicError:  # written to the store by another tool, unchecked: the broker's value
-            return self.broker.config["min.insync.replicas"]
+            return self.broker.default_min_insync_replicas()
 
     def set_topic_config(self, name: str, configs: dict[str, str]) -> None:
         self.log_config_for(configs)
