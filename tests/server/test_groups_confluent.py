@@ -105,3 +105,32 @@ def test_admin_lists_describes_and_reads_offsets(broker):
         assert lag == {0: 0, 1: 7, 2: 10}  # each partition holds 10 records
     finally:
         t.stop()
+
+
+def test_a_consumer_beyond_group_max_size_is_refused(tmp_path):
+    from confluent_kafka import Consumer, KafkaError
+
+    from odradek.testing.broker import InProcessBroker
+
+    with InProcessBroker(tmp_path / "data", group_max_size=1) as small:
+        create_topic(small.bootstrap, "crowded", 2)
+        config = {"bootstrap.servers": small.bootstrap, "group.id": "crowd", "session.timeout.ms": 6000,
+                  "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000}
+        first, second = Consumer(config), Consumer(config)
+        try:
+            first.subscribe(["crowded"])
+            wait_for(lambda: len(first.assignment()) == 2, step=lambda: first.poll(0.1))
+            second.subscribe(["crowded"])
+            errors = []
+
+            def poll_second():
+                message = second.poll(0.2)
+                if message is not None and message.error():
+                    errors.append(message.error().code())
+                first.poll(0)
+
+            wait_for(lambda: KafkaError.GROUP_MAX_SIZE_REACHED in errors, step=poll_second)
+            assert len(first.assignment()) == 2 and not second.assignment()
+        finally:
+            first.close()
+            second.close()

@@ -16,6 +16,8 @@ class GroupConfig:
     # group.initial.rebalance.delay.ms: how long the first rebalance of an empty group waits
     # for more members (extended while members keep arriving, up to the rebalance timeout).
     initial_rebalance_delay_ms: int = 3000
+    # group.max.size: members a group may have (GROUP_MAX_SIZE_REACHED for the next joiner).
+    max_size: int = 2**31 - 1
     # A member that joined but never completed a rebalance is dropped after this long (Kafka's
     # fixed 5 minutes), so clients that gave up a JoinGroup do not pile up as phantoms.
     new_member_join_timeout_ms: int = 300_000
@@ -37,6 +39,7 @@ class GroupConfig:
             min_session_timeout_ms=config["group.min.session.timeout.ms"],
             max_session_timeout_ms=config["group.max.session.timeout.ms"],
             initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+            max_size=config["group.max.size"],
             offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
             offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
             commit_timeout_ms=config["offsets.commit.timeout.ms"],

@@ -97,6 +97,9 @@ class GroupMetadataManager:
             respond(JoinResult.failed(req.member_id, error))
             return self._result()
         group = self.get_or_create(req.group_id)
+        if not self._accepts_joining(group, req.member_id):
+            self._refuse_full(group, req, respond)
+            return self._result()
         if req.member_id == UNKNOWN_MEMBER_ID:
             self._join_new_member(group, req, respond)
         else:
@@ -111,6 +114,27 @@ class GroupMetadataManager:
         if not self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms:
             return ErrorCode.INVALID_SESSION_TIMEOUT
         return None
+
+    def _accepts_joining(self, group: ClassicGroup, member_id: str) -> bool:
+        """``group.max.size``, as Kafka's classic coordinator applies it: an empty group takes
+        anyone; while preparing a rebalance, members already waiting to join, and others while
+        fewer than the maximum wait (the group itself may be larger, the maximum having been
+        lowered: the last to rejoin are the ones left out); otherwise members of the group,
+        and newcomers while it is below the maximum."""
+        if group.is_(GroupState.EMPTY) or group.is_(DEAD):
+            return True
+        if group.is_(PREPARING):
+            member = group.members.get(member_id)
+            return (member is not None and member.awaiting_join) or group.num_awaiting_join < self.config.max_size
+        return group.has(member_id) or len(group.members) < self.config.max_size
+
+    def _refuse_full(self, group: ClassicGroup, req: JoinRequest, respond) -> None:
+        """GROUP_MAX_SIZE_REACHED; a member refused this way leaves the group (and a group
+        preparing a rebalance may now have everyone it waits for)."""
+        member = group.members.get(req.member_id)
+        if member is not None:
+            self.rebalance.remove_member_and_update_group(group, member, "group.max.size reached")
+        respond(JoinResult.failed(UNKNOWN_MEMBER_ID, ErrorCode.GROUP_MAX_SIZE_REACHED))
 
     def _join_new_member(self, group: ClassicGroup, req: JoinRequest, respond) -> None:
         names = [name for name, _ in req.protocols]

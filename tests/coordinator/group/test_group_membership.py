@@ -298,3 +298,25 @@ def test_describe_and_list():
     assert [g.group_id for g in h.shard.list_groups({GroupState.STABLE})] == ["g"]
     assert h.shard.list_groups(types={"consumer"}) == []
     assert len(h.shard.list_groups(types={"Classic"})) == 2
+
+
+def test_group_max_size_refuses_newcomers_to_a_full_group():
+    h = ShardHarness(replace(CONFIG, max_size=2))
+    a, b = h.joined_group("g", n=2)
+    refused = h.join("g", client_id="third")
+    assert refused.result.error == E.GROUP_MAX_SIZE_REACHED and refused.result.member_id == ""
+    assert h.state("g") == "Stable" and set(h.shard.groups.group("g").members) == {a, b}
+
+
+def test_group_max_size_while_rebalancing_leaves_out_the_last_to_rejoin():
+    h = ShardHarness(replace(CONFIG, max_size=2))
+    a, b = h.joined_group("g", n=2)
+    rejoined_a = h.join("g", member_id=a, client_id="c0")  # starts a rebalance
+    assert h.state("g") == "PreparingRebalance"
+    newcomer = h.join("g", client_id="c2")  # one member waits: room for a second
+    late_b = h.join("g", member_id=b, client_id="c1")
+    assert late_b.result.error == E.GROUP_MAX_SIZE_REACHED
+    h.tick()
+    assert rejoined_a.result.error == newcomer.result.error == E.NONE
+    members = set(h.shard.groups.group("g").members)
+    assert a in members and b not in members and len(members) == 2
