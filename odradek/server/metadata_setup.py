@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 
-from odradek.coordinator.producer_ids import DEFAULT_BLOCK_SIZE, ProducerIdManager
+from odradek.coordinator.producer_ids import DEFAULT_BLOCK_SIZE, ProducerIdManager, next_block_start
 from odradek.metadata import layout
 from odradek.metadata.cluster_metadata import ClusterMetadata
-from odradek.metadata.errors import NodeExistsError, NoNodeError
+from odradek.metadata.errors import BadVersionError, NodeExistsError, NoNodeError
 
 EMBEDDED_DIR = "__metadata"
 
@@ -32,23 +32,29 @@ def open_metadata(config) -> ClusterMetadata:
 
 
 def open_producer_ids(metadata: ClusterMetadata, broker_id: int) -> ProducerIdManager:
-    """Producer ids reserved in blocks under ``/latest_producer_id_block`` (Kafka's znode)."""
+    """Producer ids reserved in blocks under ``/latest_producer_id_block`` (Kafka's znode).
+
+    A block is taken by a compare-and-set of the znode at the version it was read at: a
+    broker that lost the race to another reads again and takes the block after that one.
+    """
     store = metadata.store
-    try:
-        data, _ = store.get(layout.LATEST_PRODUCER_ID_BLOCK)
-        _, _, block_end = layout.decode_producer_id_block(data)
-        next_start = block_end + 1
-    except NoNodeError:
-        next_start = 0
 
-    def persist(end: int) -> None:
-        data = layout.encode_producer_id_block(broker_id, end - DEFAULT_BLOCK_SIZE, end - 1)
-        try:
-            store.set(layout.LATEST_PRODUCER_ID_BLOCK, data)
-        except NoNodeError:
+    def reserve(block_size: int) -> int:
+        while True:
             try:
-                store.create(layout.LATEST_PRODUCER_ID_BLOCK, data)
-            except NodeExistsError:
-                store.set(layout.LATEST_PRODUCER_ID_BLOCK, data)
+                data, version = store.get(layout.LATEST_PRODUCER_ID_BLOCK)
+            except NoNodeError:
+                data, version = None, None
+            end = None if data is None else layout.decode_producer_id_block(data)[2]
+            start = next_block_start(end, block_size)
+            block = layout.encode_producer_id_block(broker_id, start, start + block_size - 1)
+            try:
+                if version is None:
+                    store.create(layout.LATEST_PRODUCER_ID_BLOCK, block)
+                else:
+                    store.set(layout.LATEST_PRODUCER_ID_BLOCK, block, version)
+                return start
+            except (BadVersionError, NodeExistsError):
+                continue  # another broker took a block since the read
 
-    return ProducerIdManager(next_start, persist)
+    return ProducerIdManager(reserve, DEFAULT_BLOCK_SIZE)
