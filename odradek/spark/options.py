@@ -15,6 +15,9 @@ Source (reading):
     startingOffsetsByTimestampStrategy  error | latest: when no record is that recent
     endingTimestamp / endingOffsetsByTimestamp        batch only, likewise
     maxOffsetsPerTrigger   records per micro-batch, shared by lag
+    minOffsetsPerTrigger   wait for at least this many new records before a micro-batch...
+    maxTriggerDelay        ...but no longer than this since the last one (default 15m;
+                           Spark's time strings: 500ms, 30s, 5m, 1h, 1d; a bare number is ms)
     minPartitions          at least this many Spark partitions (ranges are split)
     failOnDataLoss         true | false (default true)
     includeHeaders         true | false (default false)
@@ -52,6 +55,8 @@ class SourceOptions:
     ending: OffsetSpec = field(default_factory=lambda: OffsetSpec("latest"))
     timestamp_strategy: str = "error"
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
@@ -103,6 +108,21 @@ def _positive(opts: dict, name: str) -> int | None:
     if number <= 0:
         raise ValueError(f"option '{name}' must be a positive integer, got {value!r}")
     return number
+
+
+_DURATION = re.compile(r"\s*(\d+)\s*(us|ms|s|m|min|h|d)?\s*", re.IGNORECASE)
+_MS_PER_UNIT = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _duration_ms(opts: dict, name: str, default: int) -> int:
+    """A Spark time string (``500ms``, ``30s``, ``5m``, ``1h``, ``1d``; a bare number is ms)."""
+    value = opts.get(name.lower())
+    if value is None:
+        return default
+    match = _DURATION.fullmatch(value)
+    if match is None:
+        raise ValueError(f"option '{name}' must be a duration such as 30s, 5m or 1h, got {value!r}")
+    return int(int(match.group(1)) * _MS_PER_UNIT[(match.group(2) or "ms").lower()])
 
 
 def _timestamp(opts: dict, name: str) -> int | None:
@@ -161,6 +181,8 @@ def parse_source_options(options) -> SourceOptions:
         ending=ending,
         timestamp_strategy=strategy,
         max_offsets_per_trigger=_positive(opts, "maxOffsetsPerTrigger"),
+        min_offsets_per_trigger=_positive(opts, "minOffsetsPerTrigger"),
+        max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", 15 * 60 * 1000),
         min_partitions=_positive(opts, "minPartitions"),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),

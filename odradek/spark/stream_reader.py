@@ -10,8 +10,12 @@ driver, in one long-lived Python process:
   partitions and newly matching topics join, starting from their earliest offset (a new
   partition whose log no longer starts at 0 lost records: ``failOnDataLoss``). With
   ``maxOffsetsPerTrigger`` (Spark's ``ReadMaxRows``) the batch is bounded and shared by lag
-  (``rate_limit``). Under ``Trigger.AvailableNow`` the latest offsets are frozen when the
-  query starts (``prepareForTriggerAvailableNow``), so the query ends once it reaches them.
+  (``rate_limit``). With ``minOffsetsPerTrigger`` no micro-batch starts (``start`` comes
+  back unchanged) until that many new records are there or ``maxTriggerDelay`` has passed
+  since the last micro-batch (the first trigger never waits), as in Spark's Kafka source.
+  Under ``Trigger.AvailableNow`` the latest offsets are frozen when the query starts
+  (``prepareForTriggerAvailableNow``), so the query ends once it reaches them; it never
+  waits for ``minOffsetsPerTrigger``.
 - ``partitions(start, end)``: one ``OffsetRange`` per partition that moved. Spark calls it
   again with the same offsets to replay a batch after a restart, and a range reads the same
   records every time. Partitions that vanished or whose end fell below the start (a topic
@@ -24,6 +28,7 @@ driver, in one long-lived Python process:
 from __future__ import annotations
 
 import logging
+import time
 
 from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
@@ -49,6 +54,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: dict | None = None
         self._target: dict | None = None
         self._latest: dict | None = None
+        self._clock = time.monotonic
+        self._last_trigger: float | None = None  # when the last micro-batch was let through
 
     def initialOffset(self) -> dict:
         if self._initial is None:
@@ -79,6 +86,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if vanished and self._target is None:
             self._data_loss(f"partitions {sorted(map(str, vanished))} are gone")
         reachable = {tp: latest[tp] for tp in latest}
+        if self._should_wait(begin, latest):
+            return start
         if isinstance(limit, ReadMaxRows):
             end = allot({tp: begin[tp] for tp in reachable}, reachable, limit.max_rows)
         else:
@@ -90,6 +99,20 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._data_loss(f"{tp} now ends at offset {o}, before {begin[tp]} (was it recreated?)")
                 end[tp] = o
         return offset_dict(end)
+
+    def _should_wait(self, begin: dict, latest: dict) -> bool:
+        """``minOffsetsPerTrigger``: too few new records, and ``maxTriggerDelay`` not yet
+        passed since the last micro-batch. A micro-batch let through starts the delay anew."""
+        minimum = self.options.min_offsets_per_trigger
+        if minimum is None or self._target is not None:
+            return False
+        now = self._clock()
+        available = sum(max(0, o - begin[tp]) for tp, o in latest.items() if tp in begin)
+        overdue = self._last_trigger is None or (now - self._last_trigger) * 1000 >= self.options.max_trigger_delay_ms
+        if available < minimum and not overdue:
+            return True
+        self._last_trigger = now
+        return False
 
     def _new_partitions(self, partitions) -> dict:
         earliest = self.offsets.earliest(partitions)

@@ -132,3 +132,58 @@ def test_write_schemas():
             check_write_schema(bad, "t")
     with pytest.raises(ValueError, match="no topic"):
         check_write_schema(schema(value=StringType()), None)
+
+
+def test_trigger_delay_options():
+    o = parse_source_options({**BASE, "minOffsetsPerTrigger": "50", "maxTriggerDelay": "30s"})
+    assert o.min_offsets_per_trigger == 50 and o.max_trigger_delay_ms == 30_000
+    assert parse_source_options(BASE).max_trigger_delay_ms == 15 * 60_000
+    assert parse_source_options({**BASE, "maxtriggerdelay": "250"}).max_trigger_delay_ms == 250
+    assert parse_source_options({**BASE, "maxtriggerdelay": "2h"}).max_trigger_delay_ms == 7_200_000
+    with pytest.raises(ValueError, match="maxTriggerDelay"):
+        parse_source_options({**BASE, "maxTriggerDelay": "soon"})
+
+
+class FakeOffsets:
+    """Latest offsets as a test sets them; every partition starts at 0."""
+
+    def __init__(self, latest):
+        self.latest_offsets = latest
+
+    def partitions(self):
+        return list(self.latest_offsets)
+
+    def latest(self, partitions):
+        return dict(self.latest_offsets)
+
+    def earliest(self, partitions):
+        return {tp: 0 for tp in partitions}
+
+    def close(self):
+        pass
+
+
+def test_min_offsets_per_trigger_waits_for_records_or_the_delay():
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from odradek.spark.stream_reader import StreamReader
+
+    a0, a1 = TopicPartition("a", 0), TopicPartition("a", 1)
+    reader = StreamReader(parse_source_options({**BASE, "minOffsetsPerTrigger": "10", "maxTriggerDelay": "5s"}))
+    reader.offsets = FakeOffsets({a0: 3, a1: 0})
+    now = [100.0]
+    reader._clock = lambda: now[0]
+    start = offset_dict({a0: 0, a1: 0})
+    first = reader.latestOffset(start, ReadAllAvailable())
+    assert from_offset_dict(first) == {a0: 3, a1: 0}  # the first trigger never waits
+    reader.offsets.latest_offsets = {a0: 8, a1: 4}  # 9 new records: fewer than 10
+    now[0] += 1
+    assert reader.latestOffset(first, ReadAllAvailable()) == first
+    reader.offsets.latest_offsets = {a0: 8, a1: 5}  # 10 new records: a micro-batch
+    second = reader.latestOffset(first, ReadAllAvailable())
+    assert from_offset_dict(second) == {a0: 8, a1: 5}
+    reader.offsets.latest_offsets = {a0: 9, a1: 5}  # one record...
+    now[0] += 4.9
+    assert reader.latestOffset(second, ReadAllAvailable()) == second
+    now[0] += 0.1  # ...goes out once maxTriggerDelay has passed since the last micro-batch
+    assert from_offset_dict(reader.latestOffset(second, ReadAllAvailable())) == {a0: 9, a1: 5}

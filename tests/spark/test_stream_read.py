@@ -120,3 +120,35 @@ def test_a_start_below_the_log_start_is_data_loss(spark, bootstrap, new_topic, c
     else:
         assert query.exception() is None
         assert [r[2] for r in sink.rows()] == list(range(10)) + list(range(15, 20))
+
+
+def test_min_offsets_per_trigger_holds_micro_batches_back(spark, bootstrap, new_topic, checkpoint):
+    import time
+
+    topic = new_topic(1)
+    sink = Batches()
+    df = stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest", minOffsetsPerTrigger=30,
+                maxTriggerDelay="1h")
+    interval = spark.conf.get("spark.sql.streaming.noDataProgressEventInterval")
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress per idle trigger
+    query = (df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+             .trigger(processingTime="100 milliseconds").start())
+    try:
+        deadline = time.monotonic() + 120
+
+        def wait_for_triggers(n):
+            seen = len(query.recentProgress)
+            while len(query.recentProgress) < seen + n and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+        wait_for_triggers(1)  # the first trigger, with nothing to read, has been let through
+        produce(bootstrap, topic, 0, 10, 1)
+        wait_for_triggers(5)
+        assert sink.rows() == []  # 10 records are fewer than minOffsetsPerTrigger
+        produce(bootstrap, topic, 10, 25, 1)
+        while len(sink.rows()) < 35 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [len(rows) for rows in sink.batches.values() if rows] == [35]  # one micro-batch of all
+    finally:
+        query.stop()
+        spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", interval)
