@@ -180,8 +180,8 @@ def _consumer_settings(args) -> tuple[str, dict]:
     from odradek.client import AsyncConsumer
 
     props = read_properties(args.command_config)
-    bootstrap = bootstrap_from(args, props)
     props.update(parse_pairs(args.consumer_property, "--consumer-property"))
+    bootstrap = bootstrap_from(args, props)
     if args.group:
         props["group.id"] = args.group
     if args.isolation_level:

@@ -172,8 +172,8 @@ def _produce(args) -> int:
         raise CommandError("--num-records must be positive")
     payloads = _payloads(args)
     props = read_properties(args.command_config)
+    props.update(parse_pairs(args.producer_props, "--producer-props"))  # bootstrap.servers among them, as in Kafka's tool
     bootstrap = bootstrap_from(args, props)
-    props.update(parse_pairs(args.producer_props, "--producer-props"))
     props.setdefault("client.id", "odradek-perf-producer")
     config = client_config(AsyncProducer, props, "producer")
     check_reachable(bootstrap)
@@ -249,8 +249,8 @@ def _consume(args) -> int:
     if args.messages <= 0:
         raise CommandError("--messages must be positive")
     props = read_properties(args.command_config)
+    props.update(parse_pairs(args.consumer_props, "--consumer-props"))  # bootstrap.servers among them, as in Kafka's tool
     bootstrap = bootstrap_from(args, props)
-    props.update(parse_pairs(args.consumer_props, "--consumer-props"))
     props.setdefault("client.id", "odradek-perf-consumer")
     props["auto.offset.reset"] = "latest" if args.from_latest else "earliest"
     if args.group:

@@ -154,8 +154,8 @@ def _producer_settings(args) -> tuple[str, dict]:
     from odradek.client import AsyncProducer
 
     props = read_properties(args.command_config)
-    bootstrap = bootstrap_from(args, props)
     props.update(parse_pairs(args.producer_property, "--producer-property"))
+    bootstrap = bootstrap_from(args, props)
     if args.compression_codec is not None:
         props["compression.type"] = args.compression_codec
     if args.request_required_acks is not None:

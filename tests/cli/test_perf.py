@@ -72,3 +72,17 @@ def test_percentiles():
     samples = [float(i) for i in range(1, 1001)]
     assert percentiles(samples) == [501.0, 951.0, 991.0, 1000.0]
     assert percentiles([3.0, 1.0, 2.0], (0.0, 0.5, 1.0)) == [1.0, 2.0, 3.0]
+
+
+def test_bootstrap_servers_among_the_client_properties_as_kafkas_perf_tools_take_it(broker, topic_name):
+    from tests.cli.conftest import run_cli
+
+    produced = run_cli("perf", "produce", "--topic", topic_name, "--num-records", "200", "--record-size", "10",
+                       "--throughput", "-1", "--producer-props", f"bootstrap.servers={broker.bootstrap}", "acks=1",
+                       "--output", "json")
+    assert produced.code == 0, produced.err
+    assert json.loads(produced.out)["records"] == 200
+    consumed = run_cli("perf", "consume", "--topic", topic_name, "--messages", "200", "--output", "json",
+                       "--consumer-props", f"bootstrap.servers={broker.bootstrap}")
+    assert consumed.code == 0, consumed.err
+    assert json.loads(consumed.out)["records"] == 200
