@@ -27,6 +27,11 @@ Delivery callbacks: ``send(..., callback=f)`` calls ``f(metadata, None)`` or
 The future ``send`` returns is a ``RecordFuture`` (see ``record_future``): an asyncio future
 by behaviour, but only a ``(batch result, index)`` pair, so a record costs one small tuple and
 a batch is settled at once.
+
+Threads: ``send`` belongs to the loop's thread. The synchronous ``Producer`` instead appends
+from its callers' threads under the accumulator's lock (see ``record_accumulator``) through
+``_choose`` (no lock, may run user code), ``_append`` and ``_park`` (lock held, no user code),
+and routes what must run on the loop through ``_soon`` (here: call now, on the loop).
 """
 
 from __future__ import annotations
@@ -98,6 +103,14 @@ def fail_record(target, callback, error: BaseException) -> None:
         callback(None, error)
 
 
+class _Refused(Exception):
+    """A record that gets no batch (bad partition, too large): its future fails with ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 class AsyncProducer:
     def __init__(
         self,
@@ -156,9 +169,8 @@ class AsyncProducer:
         self._partitioner = partitioner
         # No serializers or partitioner to call: ``send`` may take its short path.
         self._plain = key_serializer is None and value_serializer is None and partitioner is None
-        # False when a wrapper limits memory itself (the sync producer blocks its callers).
-        self._refuse_when_full = True
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._now = time.monotonic  # a new batch's creation time: the loop's clock once started
         self._task: asyncio.Task | None = None
         self._closed = False
 
@@ -177,6 +189,7 @@ class AsyncProducer:
     async def start(self) -> Self:
         """Connect to the cluster and start the sender."""
         self._loop = asyncio.get_running_loop()
+        self._now = self._loop.time
         await self._cluster.start()
         self._cluster.metadata_listeners.append(self._on_metadata)
         self._task = self._loop.create_task(self._sender.run())
@@ -221,8 +234,7 @@ class AsyncProducer:
                             _time_ns() // 1_000_000 if timestamp is None else timestamp, key, value, None)
                         if record is not None:
                             return record
-        return self.enqueue(topic, value, key, headers, partition, timestamp, callback, future,
-                            self._refuse_when_full)
+        return self.enqueue(topic, value, key, headers, partition, timestamp, callback, future, True)
 
     async def send_and_wait(self, topic: str, value=None, key=None, headers=None,
                             partition: int | None = None, timestamp: int | None = None) -> RecordMetadata:
@@ -259,7 +271,8 @@ class AsyncProducer:
         if check_space and acc.buffered >= acc.buffer_memory:
             raise BufferFullError(f"{acc.buffered} bytes buffered (buffer_memory {acc.buffer_memory})")
         state = acc.topics.get(topic)
-        if state is None or not state.num_partitions:
+        # Held records go first: a record waits while earlier ones for its topic still do.
+        if state is None or not state.num_partitions or state.ready is not None:
             if future is None:
                 future = RecordFuture.standalone(topic, timestamp, self._loop)
                 target = future[0]
@@ -272,16 +285,30 @@ class AsyncProducer:
     def _place(self, state: TopicState, value, key, headers, partition, timestamp, callback, target):
         """Put a record into its partition's batch; return its future (``target`` when
         given: a standalone result or future-like object the batch then settles)."""
-        n = state.num_partitions
+        try:
+            partition = self._choose(state, key, partition)
+            return self._append(state, partition, value, key, headers, timestamp, callback, target)
+        except _Refused as e:
+            return self._refuse(state.name, timestamp, callback, target, e.error)
+
+    def _choose(self, state: TopicState, key, partition):
+        """The record's partition: given, the custom partitioner's, or murmur2 of the key;
+        None for sticky. Needs no lock: partitions only grow, so a choice stays valid."""
         if partition is None:
             if self._partitioner is not None:
-                partition = self._partitioner(state.name, key, n)
-            if partition is None:
-                if key is None:
-                    return self._place_sticky(state, value, headers, timestamp, callback, target)
-                partition = (murmur2(key) & 0x7FFFFFFF) % n
+                partition = self._partitioner(state.name, key, state.num_partitions)
+            if partition is None and key is not None:
+                partition = (murmur2(key) & 0x7FFFFFFF) % state.num_partitions
+        return partition
+
+    def _append(self, state: TopicState, partition, value, key, headers, timestamp, callback, target):
+        """Append to partition ``partition`` (None: sticky) of a topic with known partitions;
+        its future. Raises _Refused. Runs no user code (safe under the accumulator's lock)."""
+        if partition is None:
+            return self._place_sticky(state, value, headers, timestamp, callback, target)
+        n = state.num_partitions
         if not 0 <= partition < n:
-            return self._refuse(state.name, timestamp, callback, target, BrokerError(
+            raise _Refused(BrokerError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {partition} not in 0..{n - 1}", state.name))
         queue = state.queues[partition]
         batch = queue.open
@@ -326,12 +353,13 @@ class AsyncProducer:
 
     def _append_new(self, queue, value, key, headers, timestamp, callback, target):
         """Start a new batch for the queue with the record (the previous one is sealed), and
-        return the record's future; a record alone exceeding ``max_request_size`` fails."""
+        return the record's future; a record alone exceeding ``max_request_size`` is
+        refused (_Refused)."""
         acc = self._acc
-        batch = ProducerBatch(queue.topic, queue.partition, self._loop.time(), acc.batch_size, self._loop)
+        batch = ProducerBatch(queue.topic, queue.partition, self._now(), acc.batch_size, self._loop)
         record = batch.try_append(timestamp, key, value, headers)
         if len(batch.buf) > self._max_request_size:
-            return self._refuse(queue.topic, timestamp, callback, target, BrokerError(
+            raise _Refused(BrokerError(
                 ErrorCode.MESSAGE_TOO_LARGE,
                 f"record of {len(batch.buf) - 61} bytes exceeds max_request_size {self._max_request_size}",
                 f"{queue.topic}-{queue.partition}"))
@@ -343,22 +371,33 @@ class AsyncProducer:
         acc.buffered += batch.size
         if full is not None:
             queue.sealed.append(full)
-            self._sender.wake()  # a full batch goes now
+            self._soon(self._sender.wake)  # a full batch goes now
         else:
-            self._sender.wake_by(batch.created + acc.linger)
+            self._soon(self._sender.wake_by, batch.created + acc.linger)
         return self._attach(batch, record, callback, target)
+
+    @staticmethod
+    def _soon(fn, *args) -> None:
+        """Run ``fn(*args)`` on the loop: here, at once (the sync producer puts its own)."""
+        fn(*args)
 
     # --- metadata ------------------------------------------------------------------------
     def _park(self, topic: str, args: tuple) -> None:
+        """Hold a record until its topic's metadata is known (under the lock when threaded):
+        ``args`` are ``(value, key, headers, partition, timestamp, callback, target)``."""
         state = self._acc.topic(topic)
         state.waiting.append(args)
         # Held records count against the buffer too, until they are placed in batches.
         self._acc.buffered += _PARKED_OVERHEAD + len(args[0] or b"") + len(args[1] or b"")
         if state.ready is None:
+            # While ``ready`` is set, every new record of the topic is held behind these.
             state.ready = self._loop.create_future()
-            self._loop.create_task(self._await_topic(state))
+            self._soon(self._start_waiting, state)
 
-    async def _await_topic(self, state: TopicState) -> None:
+    def _start_waiting(self, state: TopicState) -> None:
+        self._loop.create_task(self._await_topic(state, state.ready))
+
+    async def _await_topic(self, state: TopicState, ready: asyncio.Future) -> None:
         cluster = self._cluster
         cluster.add_topics([state.name])
         try:
@@ -368,30 +407,48 @@ class AsyncProducer:
             if isinstance(e, KafkaTimeoutError):
                 e = KafkaTimeoutError(f"topic {state.name} not in metadata after max_block_ms")
             cluster.topics.discard(state.name)
-            waiting, state.waiting = state.waiting, []
-            self._unpark(waiting)
-            for args in waiting:
+            for args in self._unpark(state, last=True):
                 fail_record(args[-1], args[-2], e)
         else:
-            waiting, state.waiting = state.waiting, []
-            self._unpark(waiting)
-            for args in waiting:
-                try:
-                    self._place(state, *args)
-                except Exception as e:  # noqa: BLE001 - belongs to that record's future
-                    fail_record(args[-1], args[-2], e)
+            # Records held meanwhile (by other threads) join the list: place until none is left.
+            while waiting := self._unpark(state):
+                for args in waiting:
+                    self._place_held(state, args)
         finally:
-            ready, state.ready = state.ready, None
+            with self._acc.lock:
+                if state.ready is ready:
+                    state.ready = None
             ready.set_result(None)
 
-    def _unpark(self, waiting: list) -> None:
-        self._acc.unreserve(sum(_PARKED_OVERHEAD + len(a[0] or b"") + len(a[1] or b"") for a in waiting))
+    def _place_held(self, state: TopicState, args: tuple) -> None:
+        value, key, headers, partition, timestamp, callback, target = args
+        try:
+            partition = self._choose(state, key, partition)
+            with self._acc.lock:
+                self._append(state, partition, value, key, headers, timestamp, callback, target)
+        except _Refused as e:
+            fail_record(target, callback, e.error)
+        except Exception as e:  # noqa: BLE001 - belongs to that record's future
+            fail_record(target, callback, e)
+
+    def _unpark(self, state: TopicState, last: bool = False) -> list:
+        """Take the held records of ``state``; when none are left (or ``last``), stop holding
+        new ones, in the same step so that none is left behind."""
+        acc = self._acc
+        with acc.lock:
+            waiting, state.waiting = state.waiting, []
+            acc.buffered -= sum(_PARKED_OVERHEAD + len(a[0] or b"") + len(a[1] or b"") for a in waiting)
+            if last or not waiting:
+                state.ready = None
+        acc.wake_waiters()
+        return waiting
 
     def _on_metadata(self, snapshot) -> None:
-        for name, state in self._acc.topics.items():
-            count = snapshot.partition_count(name)
-            if count:
-                state.resize(count, snapshot.available_partitions(name))
+        with self._acc.lock:
+            for name, state in self._acc.topics.items():
+                count = snapshot.partition_count(name)
+                if count:
+                    state.resize(count, snapshot.available_partitions(name))
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partitions of ``topic`` (waiting up to ``max_block_ms`` for its metadata)."""
@@ -419,13 +476,14 @@ class AsyncProducer:
         """Send everything queued now, without waiting for linger, and wait until every
         record sent before this call has completed (succeeded or failed)."""
         deadline = None if timeout is None else self._loop.time() + timeout
-        parked = [s.ready for s in self._acc.topics.values() if s.ready is not None]
+        with self._acc.lock:
+            parked = [s.ready for s in self._acc.topics.values() if s.ready is not None]
         if parked:
             await self._wait(parked, deadline)
-        self._acc.seal_all()
+        batches = self._acc.seal_all()
         self._sender.wake()
         waiters = []
-        for batch in list(self._acc.incomplete):
+        for batch in batches:
             if batch.waiter is None:
                 batch.waiter = self._loop.create_future()
             waiters.append(batch.waiter)

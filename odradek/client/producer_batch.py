@@ -108,8 +108,9 @@ class ProducerBatch:
     def __repr__(self) -> str:
         return f"ProducerBatch({self.topic}-{self.partition}, {self.count} records)"
 
-    def try_append(self, timestamp: int, key, value, headers) -> RecordFuture | None:
-        """Append one record and return its future; None (nothing changed) when the batch
+    def try_append(self, timestamp: int, key, value, headers, future=RecordFuture) -> RecordFuture | None:
+        """Append one record and return its future, ``future((result, index))`` (a
+        ``RecordFuture``, or the sync producer's kind); None (nothing changed) when the batch
         is full."""
         count = self.count
         delta = timestamp - self.base_ts if count else 0
@@ -130,16 +131,16 @@ class ProducerBatch:
             self.base_ts = timestamp
         self.count = count + 1
         self.timestamps.append(timestamp)
-        return RecordFuture((self.result, count))
+        return future((self.result, count))
 
-    def append_value(self, timestamp: int, value) -> RecordFuture | None:
+    def append_value(self, timestamp: int, value, future=RecordFuture) -> RecordFuture | None:
         """``try_append`` of an unkeyed record without headers to a batch holding at least
         one record: the producer's hot path, kept to the fewest steps (8192 is ``_TABLE``,
         8176 ``_FAST_SIZE``, as constants)."""
         count = self.count
         delta = timestamp - self.base_ts
         if value is None or not (0 <= delta < 8192 and count < 8192) or len(value) >= 8176:
-            return self.try_append(timestamp, None, value, None)
+            return self.try_append(timestamp, None, value, None, future)
         size = _BODY[len(value)] + _ZZ_LEN[delta] + _ZZ_LEN[count]
         buf = self.buf
         if len(buf) + _FRAMED[size] > self.limit:
@@ -149,7 +150,7 @@ class ProducerBatch:
         buf += _join((zz[size], b"\x00", zz[delta], zz[count], _NO_KEY[len(value)], value, b"\x00"))
         self.count = count + 1
         self.timestamps.append(timestamp)
-        return RecordFuture((self.result, count))
+        return future((self.result, count))
 
     @property
     def max_ts(self) -> int:

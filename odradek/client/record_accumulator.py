@@ -14,17 +14,73 @@ Memory: ``buffered`` counts, like the Java producer's buffer pool, ``batch_size`
 the size of a larger single record) per batch not yet completed; ``send`` refuses records
 beyond ``buffer_memory`` (BufferFullError) and ``on_space`` waiters are woken when
 completions bring it below.
+
+Threads: ``lock`` guards the shared state (``topics``, each ``TopicState`` and its queues'
+``open`` and ``sealed``, the records appended to an open batch, ``active``, ``incomplete``,
+``buffered``). The asyncio producer appends on its loop only, without it; the synchronous
+``Producer`` appends from its callers' threads holding it, while the loop's side (the sender
+taking and requeueing batches, expiry, flush, metadata, close) always holds it whenever it
+touches that state. It is held for data structure steps only: never across an await, never
+while user code runs (callbacks, partitioners) and never while sealing a batch, so nobody
+waits on it long. A batch taken off its queue under the lock belongs to the loop alone.
+``in_flight`` and ``next_sequence`` are the loop's alone; ``_space_waiters`` too. The loop
+goes first (``AccumulatorLock``): a caller appending in a tight loop would otherwise take the
+lock again before the woken loop thread runs, and starve it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections import deque
 
 from odradek.client.producer_batch import ProducerBatch
 
 # Idempotence: sequence numbers are int32 and wrap to 0 (Kafka's DefaultRecordBatch rule).
 SEQUENCE_MODULUS = 2**31
+_sleep = time.sleep
+
+
+class AccumulatorLock:
+    """The accumulator's lock, which the loop gets before any caller waiting with it.
+
+    The loop takes it with ``with``; callers' threads with ``acquire``/``release`` (or
+    ``lock``, the plain lock, after ``if loop_waits: give_way()``). A Python lock is not
+    fair: a woken waiter must still win the lock, then the GIL, against a thread that already
+    runs and takes the lock again a microsecond after releasing it. So while the loop waits
+    (``loop_waits``), callers step aside until it has the lock; at most the callers that were
+    past that check get in before it.
+    """
+
+    __slots__ = ("lock", "loop_waits")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loop_waits = False
+
+    def __enter__(self) -> None:
+        lock = self.lock
+        if not lock.acquire(False):
+            self.loop_waits = True
+            lock.acquire()
+            self.loop_waits = False
+
+    def __exit__(self, *exc) -> None:
+        self.lock.release()
+
+    def give_way(self) -> None:
+        """In a caller's thread: let the waiting loop have the lock first."""
+        while self.loop_waits:
+            _sleep(0)  # lets go of the GIL, which the loop needs too
+
+    def acquire(self) -> None:
+        if self.loop_waits:
+            self.give_way()
+        self.lock.acquire()
+
+    def release(self) -> None:
+        self.lock.release()
 
 
 class PartitionQueue:
@@ -102,6 +158,7 @@ class RecordAccumulator:
         self.active: set[PartitionQueue] = set()  # queues holding batches
         self.incomplete: set[ProducerBatch] = set()
         self._space_waiters: list = []  # futures / callables woken when memory frees up
+        self.lock = AccumulatorLock()  # see the module docstring
 
     def topic(self, name: str) -> TopicState:
         state = self.topics.get(name)
@@ -109,21 +166,32 @@ class RecordAccumulator:
             state = self.topics[name] = TopicState(name)
         return state
 
-    def seal_all(self) -> None:
-        """Seal every open batch (a flush or close sends them without waiting for linger)."""
-        for queue in self.active:
-            if queue.open is not None and queue.open.count:
-                queue.sealed.append(queue.open)
-                queue.open = None
+    def seal_all(self) -> list[ProducerBatch]:
+        """Seal every open batch (a flush or close sends them without waiting for linger);
+        return the batches not completed yet, all taken under the lock."""
+        with self.lock:
+            for queue in self.active:
+                if queue.open is not None and queue.open.count:
+                    queue.sealed.append(queue.open)
+                    queue.open = None
+            return list(self.incomplete)
 
     def release(self, batch: ProducerBatch) -> None:
-        """A batch completed or failed: forget it and free its memory."""
-        self.incomplete.discard(batch)
-        self.unreserve(batch.size)
+        """On the loop: a batch completed or failed, forget it and free its memory."""
+        with self.lock:
+            self.incomplete.discard(batch)
+            self.buffered -= batch.size
         batch.size = 0
+        self.wake_waiters()
 
     def unreserve(self, size: int) -> None:
-        self.buffered -= size
+        """On the loop: free ``size`` bytes."""
+        with self.lock:
+            self.buffered -= size
+        self.wake_waiters()
+
+    def wake_waiters(self) -> None:
+        """On the loop, not holding the lock: wake the ``on_space`` waiters if there is room."""
         if self._space_waiters and self.buffered < self.buffer_memory:
             self.release_waiters()
 
@@ -153,10 +221,11 @@ class RecordAccumulator:
     def expired(self, now: float, delivery_timeout: float) -> list[ProducerBatch]:
         """Batches not in flight whose delivery timeout passed, removed from their queues."""
         out = []
-        for queue in list(self.active):
-            while queue.sealed and now - queue.sealed[0].created >= delivery_timeout:
-                out.append(queue.sealed.popleft())
-            if queue.open is not None and not queue.sealed and now - queue.open.created >= delivery_timeout:
-                out.append(queue.open)
-                queue.open = None
+        with self.lock:
+            for queue in self.active:
+                while queue.sealed and now - queue.sealed[0].created >= delivery_timeout:
+                    out.append(queue.sealed.popleft())
+                if queue.open is not None and not queue.sealed and now - queue.open.created >= delivery_timeout:
+                    out.append(queue.open)
+                    queue.open = None
         return out

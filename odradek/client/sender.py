@@ -156,9 +156,23 @@ class Sender:
                 self._send_request(node, batches)
 
     def _collect(self, now: float):
+        """``({leader: [batch, ...]}, seconds until the next may be ready)``: the batches
+        taken off their queues (under the accumulator's lock), stamped and sealed (not)."""
+        acc = self.acc
+        with acc.lock:
+            taken, next_delay, need_update = self._pick(now)
+        if need_update:
+            self.cluster.request_update()
+        by_node: dict[int, list[ProducerBatch]] = {}
+        for leader, queue, batch in taken:
+            by_node.setdefault(leader, []).append(self._take(queue, batch))
+        return by_node, next_delay
+
+    def _pick(self, now: float):
+        """Holding the lock: take the head of every queue whose batch may go now."""
         acc, meta, cluster = self.acc, self.cluster.metadata, self.cluster
         force = self.closing or acc.short_of_space
-        by_node: dict[int, list[ProducerBatch]] = {}
+        taken: list[tuple[int, PartitionQueue, ProducerBatch]] = []
         next_delay = None
         need_update = False
         for queue in list(acc.active):
@@ -195,13 +209,11 @@ class Sender:
                 if waiting is not None:
                     waiting.add_done_callback(lambda _: self.wake())
                 continue
-            by_node.setdefault(leader, []).append(self._take(queue))
-        if need_update:
-            cluster.request_update()
-        return by_node, next_delay
+            taken.append((leader, queue, queue.take_head()))
+        return taken, next_delay, need_update
 
-    def _take(self, queue: PartitionQueue) -> ProducerBatch:
-        batch = queue.take_head()
+    def _take(self, queue: PartitionQueue, batch: ProducerBatch) -> ProducerBatch:
+        """A batch just taken off ``queue`` (now the loop's alone): stamped and sealed."""
         if self.idempotent and batch.base_sequence < 0:
             batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
             batch.base_sequence = queue.next_sequence
@@ -296,14 +308,16 @@ class Sender:
         retriable = isinstance(error, KafkaError) and error.retriable
         if self.idempotent and code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
             # Expected while an earlier batch of the partition is being retried.
-            retriable = _earlier_outstanding(queue, batch)
+            with self.acc.lock:
+                retriable = _earlier_outstanding(queue, batch)
         if (retriable and not self.closing_hard and batch.attempts <= self.retries
                 and now - batch.created < self.delivery_timeout):
             if self.idempotent and batch.producer_id != self.producer_id:
                 batch.base_sequence = -1  # stamped under a producer id since replaced
             batch.retry_at = now + self.cluster.backoff(batch.attempts - 1)
-            queue.requeue(batch)
-            self.acc.active.add(queue)
+            with self.acc.lock:
+                queue.requeue(batch)
+                self.acc.active.add(queue)
             if stale_metadata(error):
                 batch.awaits_metadata = self.cluster.metadata_version
                 self.cluster.request_update()
@@ -338,25 +352,29 @@ class Sender:
     def _reset_producer_id(self) -> None:
         """Start over with a new producer id: sequences restart at 0 on every partition."""
         self.producer_id = -1
-        for state in self.acc.topics.values():
-            for queue in state.queues:
-                queue.next_sequence = 0
-                for batch in queue.sealed:
-                    batch.base_sequence = -1
+        with self.acc.lock:
+            for state in self.acc.topics.values():
+                for queue in state.queues:
+                    queue.next_sequence = 0
+                    for batch in queue.sealed:
+                        batch.base_sequence = -1
 
     # --- closing -------------------------------------------------------------------------
     def abort_all(self, error: BaseException, hard: bool = True) -> None:
         """Fail every batch not yet completed (a close that ran out of time, or no producer
         id to be had)."""
         self.closing_hard = hard
-        for batch in list(self.acc.incomplete):
+        acc = self.acc
+        with acc.lock:  # empty the queues at once, then fail their batches (user code) without it
+            batches = list(acc.incomplete)
+            for queue in acc.active:
+                queue.sealed.clear()
+                queue.open = None
+                queue.in_flight.clear()
+            acc.active.clear()
+        for batch in batches:
             batch.fail(error)
-            self.acc.release(batch)
-        for queue in self.acc.active:
-            queue.sealed.clear()
-            queue.open = None
-            queue.in_flight.clear()
-        self.acc.active.clear()
+            acc.release(batch)
 
 
 def _remove(batches: list, batch) -> None:

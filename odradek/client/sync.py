@@ -9,14 +9,16 @@
             ...
 
 Each client owns one thread running its own event loop (uvloop's when installed); every call
-is handed to that loop, so the asyncio objects are only ever touched from their own thread. ``Producer.send`` is the one hot
-path and is not a round trip: it serializes in the caller's thread, appends to a queue and
-wakes the loop once per burst (not per record); the loop moves queued records into batches.
-When ``buffer_memory`` is used up, ``send`` blocks up to ``max_block_ms`` (as the Java
-producer does) and then raises BufferFullError. Delivery callbacks run on the loop's thread.
-The futures are ``SyncRecordFuture``s: ``concurrent.futures.Future``s that read their outcome
-from the record's batch and build a Condition only when someone waits (see
-``sync_record_future``): nothing is done per record when its batch completes.
+is handed to that loop, so the asyncio objects are only ever touched from their own thread.
+The exception is ``Producer.send``, the one hot path, which is not a round trip: it
+serializes and appends the record to its partition's open batch in the caller's thread,
+under the producer's accumulator lock (see ``Producer`` and ``record_accumulator``), and
+the loop only ships batches. When ``buffer_memory`` is used up, ``send`` blocks up to
+``max_block_ms`` (as the Java producer does) and then raises BufferFullError. Delivery
+callbacks run on the loop's thread. The futures are ``SyncRecordFuture``s:
+``concurrent.futures.Future``s that read their outcome from the record's batch and build a
+Condition only when someone waits (see ``sync_record_future``): nothing is done per record
+when its batch completes.
 
 Configuration and semantics are those of ``AsyncProducer``, ``AsyncConsumer`` and
 ``AsyncAdminClient``; timeouts given here are in seconds, like ``concurrent.futures``.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import queue
 import threading
 import time
@@ -39,15 +42,15 @@ from odradek.client.admin import AsyncAdminClient
 from odradek.client.consumer import AsyncConsumer
 from odradek.client.consumer_record import consumer_records
 from odradek.client.errors import BufferFullError, ClientClosedError
-from odradek.client.producer import AsyncProducer, fail_record, normalize_headers
+from odradek.client.produce_request_result import ProduceRequestResult
+from odradek.client.producer import AsyncProducer, _Refused, normalize_headers
 from odradek.client.record_future import RecordFuture
-from odradek.client.sync_record_future import SyncRecordFuture, new_future
+from odradek.client.sync_record_future import SyncRecordFuture
 
 __all__ = ["AdminClient", "Consumer", "EventLoopThread", "Producer"]
 
-# What a record waiting between the caller's thread and the loop counts beyond its key and value.
-_QUEUED_OVERHEAD = 70
 _time_ns = time.time_ns
+_log = logging.getLogger("odradek.client.producer")
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -140,119 +143,183 @@ class _SyncClient:
 
 
 class Producer(_SyncClient):
+    """The synchronous producer: ``send`` appends in the caller's thread.
+
+    A record goes straight into its partition's open batch under the accumulator's lock
+    (``record_accumulator``), as Java's ``RecordAccumulator`` does; the loop only sends. What
+    must run on the loop (waking the sender for a new or full batch, starting the wait for an
+    unknown topic's metadata, a refused record's callback) is handed to it with
+    ``call_soon_threadsafe``, once per batch at most for the common record. Under the lock:
+    the closed check, the memory check, the append or the hold; never user code (the
+    serializers and the partitioner run before, callbacks on the loop after).
+    """
+
     def __init__(self, bootstrap_servers, **config) -> None:
         self._max_block = config.get("max_block_ms", 60_000) / 1000
         # Serializers run in the caller's thread, so their errors raise from send.
         self._key_serializer = config.pop("key_serializer", None)
         self._value_serializer = config.pop("value_serializer", None)
-        self._queue: deque = deque()
-        self._scheduled = False
         # This producer's futures know it through their class: making one sets nothing.
         self._future_type = type("SyncRecordFuture", (SyncRecordFuture,), {"_owner": self})
         super().__init__(AsyncProducer(bootstrap_servers, **config), "odradek-producer")
-        self._producer: AsyncProducer = self._client
-        self._producer._refuse_when_full = False  # send() below blocks instead
-        self._acc = self._producer._acc
+        producer = self._producer = self._client
+        self._acc = producer._acc
+        self._topics = self._acc.topics
+        self._gate = self._acc.lock  # the loop goes first
+        self._lock = self._gate.lock
         self._loop = self._thread.loop
+        self._loop_thread = self._thread.thread.ident
+        # Batches are made in callers' threads too: the loop's clock (monotonic) read directly.
+        producer._now = time.monotonic
+        producer._soon = self._soon
 
     def send(self, topic: str, value=None, key=None, headers=None, partition: int | None = None,
              timestamp: int | None = None, *, callback=None) -> concurrent.futures.Future:
-        """Queue one record; return a ``concurrent.futures.Future`` of its RecordMetadata."""
-        loop = self._loop
-        if loop.is_closed():
-            raise ClientClosedError("producer is closed")
+        """Queue one record; return a ``concurrent.futures.Future`` of its RecordMetadata.
+        Blocks up to ``max_block_ms`` while the buffer is full (then BufferFullError)."""
         if key is not None and self._key_serializer is not None:
             key = self._key_serializer(key)
         if value is not None and self._value_serializer is not None:
             value = self._value_serializer(value)
-        if headers:
-            headers = normalize_headers(headers)
         if timestamp is None:
             timestamp = _time_ns() // 1_000_000
-        # Queued records count as many records of this one's size (no shared counter to
-        # lock: deque appends and len are atomic).
-        size = _QUEUED_OVERHEAD + (0 if value is None else len(value)) + (0 if key is None else len(key))
-        acc = self._acc
-        if len(self._queue) * size + acc.buffered >= acc.buffer_memory:
-            self._wait_for_space(size)
-        future = new_future(self._future_type)
-        self._queue.append((topic, value, key, headers or None, partition, timestamp, callback, future))
-        if not self._scheduled:
-            self._scheduled = True
-            loop.call_soon_threadsafe(self._drain)
-        return future
-
-    def _drain(self) -> None:
-        """On the loop: move queued records into batches, linking each future to its record."""
-        self._scheduled = False
-        queue, send = self._queue, self._producer.send
-        while queue:
-            topic, value, key, headers, partition, timestamp, callback, future = queue.popleft()
+        if key is None and partition is None and not headers:
+            # The common record: into the sticky partition's open batch, if it has room.
+            record = None
+            if self._gate.loop_waits:
+                self._gate.give_way()
+            lock = self._lock
+            lock.acquire()
             try:
-                future._link = send(topic, value, key, headers, partition, timestamp, callback=callback)
-            except Exception as e:  # noqa: BLE001 - belongs to that record's future
-                link = future._link = RecordFuture.standalone(topic, timestamp, self._loop)
-                fail_record(link[0], callback, e)
+                state = self._topics.get(topic)
+                if state is not None and state.ready is None and self._producer._plain:
+                    queue = state.sticky_queue
+                    batch = None if queue is None else queue.open
+                    if batch is not None:
+                        record = batch.append_value(timestamp, value, self._future_type)
+                        if record is not None and callback is not None:
+                            batch.add_callback(callback)
+            except Exception:  # noqa: BLE001 - the general path below fails its future
+                record = None
+            finally:
+                lock.release()
+            if record is not None:
+                return record
+        return self._send(topic, value, key, normalize_headers(headers) if headers else None,
+                          partition, timestamp, callback)
+
+    def _send(self, topic, value, key, headers, partition, timestamp, callback):
+        """``send`` of any record: chooses the partition (user code, no lock), then appends
+        or holds it under the lock, waiting (no lock) while the buffer is full."""
+        deadline = None
+        while True:
+            state = self._topics.get(topic)
+            known = state is not None and state.num_partitions > 0
+            try:
+                chosen = self._producer._choose(state, key, partition) if known else partition
+                link = self._add(topic, known, value, key, headers, partition, chosen, timestamp, callback)
+            except BufferFullError:
+                if deadline is None:
+                    deadline = time.monotonic() + self._max_block
+                self._wait_for_space(deadline)
+                continue
+            except _Refused as e:
+                link = self._failed(topic, timestamp, callback, e.error)
+            except ClientClosedError:
+                if self._loop.is_closed():
+                    raise
+                link = self._failed(topic, timestamp, callback, ClientClosedError("producer is closed"))
+            except Exception as e:  # noqa: BLE001 - belongs to that record's future, as on the loop
+                link = self._failed(topic, timestamp, callback, e)
+            return self._future_type((link[0], link[1]))
+
+    def _add(self, topic, known, value, key, headers, partition, chosen, timestamp, callback) -> RecordFuture:
+        """Holding the lock: append the record, or hold it until its topic is known (also while
+        earlier records of the topic are held); the record's future."""
+        producer, acc = self._producer, self._acc
+        self._gate.acquire()
+        try:
+            if producer._closed:
+                raise ClientClosedError("producer is closed")
+            # Memory is reserved per batch: a record that may need a new one needs room.
+            if acc.buffered >= acc.buffer_memory:
+                raise BufferFullError(f"{acc.buffered} bytes buffered (buffer_memory {acc.buffer_memory})")
+            state = self._topics.get(topic)
+            if not known or state.ready is not None:
+                target = ProduceRequestResult.standalone(topic, timestamp, self._loop)
+                producer._park(topic, (value, key, headers, partition, timestamp, callback, target))
+                return RecordFuture((target, 0))
+            return producer._append(state, chosen, value, key, headers, timestamp, callback, None)
+        finally:
+            self._gate.release()
+
+    def _failed(self, topic: str, timestamp: int, callback, error: BaseException) -> RecordFuture:
+        """The settled future of a record that gets no batch; its callback runs on the loop."""
+        result = ProduceRequestResult.standalone(topic, timestamp, self._loop)
+        result.fail(error)  # before anyone can wait on it: nothing to notify
+        if callback is not None:
+            self._soon(_call, callback, None, error)
+        return RecordFuture((result, 0))
+
+    def _soon(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on the loop: at once from the loop's thread, else handed over
+        (at once after all when the loop is gone)."""
+        if threading.get_ident() != self._loop_thread:
+            try:
+                self._loop.call_soon_threadsafe(fn, *args)
+                return
+            except RuntimeError:  # the loop is closed
+                pass
+        fn(*args)
 
     def _watch(self, future: SyncRecordFuture) -> None:
         """From any thread: settle a materialized future once its record is settled."""
         try:
-            self._loop.call_soon_threadsafe(self._watch_on_loop, future)
+            self._loop.call_soon_threadsafe(future.settle_when_done)
         except RuntimeError:  # the loop is closed: every record was settled or abandoned
-            link = future._link
-            if link is not None and link.done():
-                future.settle_from(link)
+            if future[0].done:
+                future.settle()
             elif not future.done():
                 future.set_exception(ClientClosedError("producer closed before delivery"))
 
-    def _watch_on_loop(self, future: SyncRecordFuture) -> None:
-        self._drain()  # the record may still be queued
-        link = future._link
-        if link.done():
-            future.settle_from(link)
-        else:
-            link.add_done_callback(future.settle_from)
-
-    def _wait_for_space(self, size: int) -> None:
-        deadline = time.monotonic() + self._max_block
+    def _wait_for_space(self, deadline: float) -> None:
+        acc = self._acc
         while True:
-            if self._thread.loop.is_closed():
-                raise ClientClosedError("producer is closed")
-            if len(self._queue) * size + self._producer.buffered_bytes < self._producer.buffer_memory:
+            if self._producer._closed:
+                return  # the next attempt reports it
+            if acc.buffered < acc.buffer_memory:
                 return
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BufferFullError(f"no buffer space within max_block_ms ({self._max_block} s)")
             room = threading.Event()
-            self._loop.call_soon_threadsafe(self._notify_on_space, room)
+            try:
+                self._loop.call_soon_threadsafe(self._producer.on_buffer_space, room.set)
+            except RuntimeError:
+                raise ClientClosedError("producer is closed") from None
             room.wait(min(remaining, 0.05))
-
-    def _notify_on_space(self, room: threading.Event) -> None:
-        self._drain()
-        self._producer.on_buffer_space(room.set)
-
-    async def _flush(self, timeout: float | None) -> None:
-        self._drain()
-        await self._producer.flush(timeout)
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything and wait until every record sent before completed."""
-        self._thread.run(self._flush(timeout))
-
-    async def _close(self, timeout: float | None) -> None:
-        self._drain()
-        await self._producer.close(timeout)
+        self._thread.run(self._producer.flush(timeout))
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued (within ``timeout`` seconds), then stop."""
         if self._thread.loop.is_closed():
             return
         try:
-            self._thread.run(self._close(timeout))
+            self._thread.run(self._producer.close(timeout))
         finally:
             self._thread.stop()
 
     partitions_for = _forward("partitions_for", AsyncProducer)
+
+
+def _call(callback, metadata, error) -> None:
+    try:
+        callback(metadata, error)
+    except Exception:  # noqa: BLE001 - a user callback must not break the loop
+        _log.exception("delivery callback raised")
 
 
 class _CallerThreadListener:

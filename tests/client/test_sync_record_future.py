@@ -12,7 +12,7 @@ from odradek.client import NewTopic, Producer, RecordMetadata
 from odradek.client.errors import KafkaTimeoutError
 from odradek.client.producer_batch import ProducerBatch
 from odradek.client.sync import AdminClient
-from odradek.client.sync_record_future import SyncRecordFuture, new_future
+from odradek.client.sync_record_future import SyncRecordFuture
 
 TS = 1_700_000_000_000
 
@@ -33,18 +33,15 @@ def linked(n: int, owner: Owner):
     batch = ProducerBatch("t", 1, 0.0, 1 << 20)
     futures = []
     for i in range(n):
-        f = new_future(cls)
-        f._link = batch.try_append(TS + i, None, b"v", None)
-        futures.append(f)
+        futures.append(batch.try_append(TS + i, None, b"v", None, cls))
     return batch, futures
 
 
 def test_unwatched_futures_are_read_from_the_batch_without_being_touched():
     owner = Owner()
     batch, futures = linked(3, owner)
-    unlinked = new_future(type(futures[0]))
     assert isinstance(futures[0], concurrent.futures.Future)
-    assert not unlinked.done() and not futures[0].done() and not futures[0].cancelled()
+    assert not futures[0].done() and not futures[0].cancelled()
     batch.complete(7)
     assert futures[2].done() and futures[2].result() == RecordMetadata("t", 1, 9, TS + 2)
     assert futures[0].exception() is None
@@ -64,7 +61,7 @@ def test_a_waiting_thread_is_woken_once_the_owner_settles_it():
     assert set(owner.watched) == set(futures) and not any(f.done() for f in futures)
     batch.complete(100)
     for f in owner.watched:
-        f.settle_from(f._link)
+        f.settle()
     waiter.join(10)
     assert sorted(got) == [("callback", 100), ("waiter", 101)]
     with pytest.raises(concurrent.futures.TimeoutError):
@@ -76,7 +73,7 @@ def test_wait_as_completed_cancel_and_failure():
     batch, futures = linked(3, owner)
     assert futures[2].cancel() and futures[2].cancelled() and futures[2].done()
     threading.Timer(0.05, lambda: (batch.fail(KafkaTimeoutError("x")),
-                                   [f.settle_from(f._link) for f in owner.watched])).start()
+                                   [f.settle() for f in owner.watched])).start()
     # (wait, as for any Future, never counts a cancelled one done: it is not waited on.)
     done, not_done = concurrent.futures.wait(futures[:2], timeout=10)
     assert done == set(futures[:2]) and not not_done
@@ -87,7 +84,7 @@ def test_wait_as_completed_cancel_and_failure():
     assert not futures[0].cancel()
     later_batch, later = linked(2, owner := Owner())
     threading.Timer(0.05, lambda: (later_batch.complete(0),
-                                   [f.settle_from(f._link) for f in owner.watched])).start()
+                                   [f.settle() for f in owner.watched])).start()
     assert sorted(f.result().offset for f in concurrent.futures.as_completed(later, timeout=10)) == [0, 1]
 
 
@@ -102,7 +99,7 @@ def test_racing_settlement_and_waiting():
         deadline = time.monotonic() + 10
         while t.is_alive() and time.monotonic() < deadline:
             for watched in owner.watched:
-                watched.settle_from(watched._link)
+                watched.settle()
             time.sleep(0.0005)
         t.join(10)
         assert [m.offset for m in results] == [1]
