@@ -54,45 +54,18 @@ from odradek.client.produce_request_result import forward
 from odradek.client.producer_batch import ProducerBatch, RecordMetadata
 from odradek.client.record_accumulator import RecordAccumulator, TopicState
 from odradek.client.record_future import RecordFuture
-from odradek.client.sender import MAX_IN_FLIGHT_IDEMPOTENT, Sender
+from odradek.client.producer_config import ACKS as _ACKS
+from odradek.client.producer_config import COMPRESSION_TYPES
+from odradek.client.producer_config import idempotence as _idempotence
+from odradek.client.record_headers import normalize_headers
+from odradek.client.sender import Sender
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.records import compression as codecs
 
-__all__ = ["COMPRESSION_TYPES", "AsyncProducer", "RecordMetadata"]
+__all__ = ["COMPRESSION_TYPES", "AsyncProducer", "RecordMetadata", "normalize_headers"]
 
-COMPRESSION_TYPES = {"none": codecs.NONE, "gzip": codecs.GZIP, "snappy": codecs.SNAPPY,
-                     "lz4": codecs.LZ4, "zstd": codecs.ZSTD}
-_ACKS = {"all": -1, "-1": -1, -1: -1, "1": 1, 1: 1, "0": 0, 0: 0}
 _log = logging.getLogger("odradek.client.producer")
 _PARKED_OVERHEAD = 70  # what a held record is counted beyond its key and value
 _time_ns = time.time_ns
-
-
-def normalize_headers(headers) -> tuple:
-    """Headers as a tuple of ``(str, bytes | None)``: from a dict or ``(key, value)`` pairs;
-    str values are encoded as UTF-8."""
-    if isinstance(headers, dict):
-        headers = headers.items()
-    out = []
-    for key, value in headers:
-        if not isinstance(key, str):
-            raise TypeError(f"header key {key!r} is not a str")
-        if isinstance(value, str):
-            value = value.encode()
-        out.append((key, value))
-    return tuple(out)
-
-
-def _idempotence(wanted: bool | None, acks: int, retries: int, max_in_flight: int) -> bool | None:
-    """The idempotence setting: an explicit True must be possible; None (the default) stays
-    None ("if the broker can") only where Kafka's default would turn it on."""
-    possible = acks == -1 and retries > 0 and max_in_flight <= MAX_IN_FLIGHT_IDEMPOTENT
-    if wanted and not possible:
-        raise ValueError("enable_idempotence requires acks='all', retries > 0 and at most "
-                         f"{MAX_IN_FLIGHT_IDEMPOTENT} requests in flight")
-    if wanted is None and not possible:
-        return False
-    return wanted
 
 
 def fail_record(target, callback, error: BaseException) -> None:
