@@ -135,7 +135,7 @@ def decode_records(
             if data[pos] == 0:
                 headers, pos = (), pos + 1
             else:
-                headers, pos = _read_headers(data, pos, record_end)
+                headers, pos = read_record_headers(data, pos, record_end)
             if pos != record_end:
                 raise CorruptRecordError("record fields do not fill its length")
             timestamp = base_timestamp + timestamp_delta if fixed_timestamp is None else fixed_timestamp
@@ -184,7 +184,10 @@ def _read_bytes(data: bytes, pos: int, limit: int) -> tuple[bytes | None, int]:
     return data[pos:end], end
 
 
-def _read_headers(data: bytes, pos: int, limit: int) -> tuple[tuple[Header, ...], int]:
+def read_record_headers(data: bytes, pos: int, limit: int) -> tuple[tuple[Header, ...], int]:
+    """A record's headers from its header count at ``pos``, each ending by ``limit``: the
+    ``(key, value)`` pairs and the position after them. CorruptRecordError when malformed
+    (IndexError when the bytes end first)."""
     try:
         count, pos = read_varint(data, pos)
     except VarintError as exc:

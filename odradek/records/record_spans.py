@@ -39,7 +39,7 @@ from odradek.protocol.varint import VarintError, read_varint
 from odradek.records import compression as codecs
 from odradek.records.builder import LOG_APPEND_TIME
 from odradek.records.errors import CorruptRecordError
-from odradek.records.record import MIN_RECORD_BODY, Header, Record
+from odradek.records.record import MIN_RECORD_BODY, Header, Record, read_record_headers
 
 __all__ = ["PendingRecords", "RecordSpans", "decode_batches", "locate_records"]
 
@@ -374,25 +374,12 @@ def _slices(data: bytes, at: np.ndarray, length: np.ndarray) -> list[bytes | Non
 
 
 def _parse_headers(data: bytes, pos: int, stop: int) -> tuple[Header, ...]:
-    """The headers of one record, from its header count at ``pos`` to its end ``stop``."""
+    """The headers of one record, from its header count at ``pos`` to its end ``stop``
+    (``records.record``'s reader, which also checks them)."""
     try:
-        count, pos = read_varint(data, pos)
-        if 2 * count > stop - pos:  # each header takes at least its two lengths
-            raise CorruptRecordError(f"header count {count} out of range")
-        headers = []
-        for _ in range(count):
-            size, pos = read_varint(data, pos)
-            if size < 0 or pos + size > stop:
-                raise CorruptRecordError("header key length out of range")
-            key = data[pos:pos + size].decode("utf-8", "surrogateescape")
-            pos += size
-            size, pos = read_varint(data, pos)
-            if size < -1 or pos + max(size, 0) > stop:
-                raise CorruptRecordError("header value length out of range")
-            headers.append((key, None if size < 0 else data[pos:pos + size]))
-            pos += max(size, 0)
-    except (IndexError, VarintError):
+        headers, pos = read_record_headers(data, pos, stop)
+    except IndexError:
         raise CorruptRecordError("record headers truncated") from None
     if pos != stop:
         raise CorruptRecordError("record headers do not fill the record")
-    return tuple(headers)
+    return headers
