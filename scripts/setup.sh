@@ -11,6 +11,11 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 # ZooKeeper's server jar, for the tests of the ZooKeeper-backed metadata store.
 [ -f /usr/share/java/zookeeper.jar ] || need_apt+=(libzookeeper-java)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+# A C compiler and Python's headers, for odradek's C extension (setup.py).
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+python=${PYTHON:-python3}
+"$python" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
+  || need_apt+=(python3-dev)
 if ((${#need_apt[@]})); then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing Debian packages: ${need_apt[*]}"
@@ -18,10 +23,10 @@ if ((${#need_apt[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-stamp=".venv/.odradek-$extras-$(sha1sum pyproject.toml | cut -c1-12)"
-if [ ! -f "$stamp" ]; then
+# Reinstall (and so recompile the C extension) whenever the packaging or the C sources change.
+stamp=".venv/.odradek-$extras-$(cat pyproject.toml setup.py odradek/*/*.c | sha1sum | cut -c1-12)"
+if [ ! -f "$stamp" ] || ! compgen -G "odradek/client/_memory_records_builder*.so" >/dev/null; then
   echo "installing odradek[$extras] into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[$extras]"

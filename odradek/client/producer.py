@@ -195,18 +195,14 @@ class AsyncProducer:
                 if key is None:
                     queue = state.sticky_queue
                     batch = None if queue is None else queue.open
-                    if batch is not None:
-                        record = batch.append_value(
-                            _time_ns() // 1_000_000 if timestamp is None else timestamp, value)
-                        if record is not None:
-                            return record
                 elif state.num_partitions:
                     batch = state.queues[(murmur2(key) & 0x7FFFFFFF) % state.num_partitions].open
-                    if batch is not None:
-                        record = batch.try_append(
-                            _time_ns() // 1_000_000 if timestamp is None else timestamp, key, value, None)
-                        if record is not None:
-                            return record
+                else:
+                    batch = None
+                if batch is not None:
+                    record = batch.append(timestamp, key, value)
+                    if record is not None:
+                        return record
         return self.enqueue(topic, value, key, headers, partition, timestamp, callback, future, True)
 
     async def send_and_wait(self, topic: str, value=None, key=None, headers=None,

@@ -7,30 +7,31 @@ encodes them::
     length varint | attributes 0 | timestampDelta varlong | offsetDelta varint |
     keyLength varint, key | valueLength varint, value | headerCount varint, headers
 
-The common record (no headers, key and value together under 8 KiB, timestamp delta and
-offset delta in 0..8191) is encoded here with one bytes-format from precomputed varints, about a tenth of the
-general encoder's cost; everything else goes through ``encode_record``. Records are appended
-while the uncompressed batch stays within ``batch_size`` (a first record always fits: a record
-larger than ``batch_size`` gets a batch of its own). Per record the batch keeps only its
-timestamp; the max timestamp is derived when the batch is sealed. ``seal`` compresses and
-writes the header and CRC once; with idempotence the producer id, epoch and base sequence are
-stamped then, and a retry resends the same bytes.
+It is a ``MemoryRecordsBuilder`` (``_memory_records_builder.c``), whose ``append`` adds a record
+without headers in C: the producer's once-per-record step. Records with headers go through
+``try_append`` and ``encode_record``. Records are appended while the uncompressed batch stays
+within ``batch_size`` (a first record always fits: a record larger than ``batch_size`` gets a
+batch of its own). Per record the batch keeps only its timestamp; the max timestamp is
+derived when the batch is sealed. ``seal`` compresses and writes the header and CRC once; with
+idempotence the producer id, epoch and base sequence are stamped then, and a retry resends
+the same bytes.
 
-Completion: the batch has one ``ProduceRequestResult`` and ``try_append`` returns record
-``i``'s future as the pair ``(result, i)`` (``RecordFuture``), so settling the batch is one
-step whatever its record count: record ``i`` of a batch the broker appended at
-``base_offset`` has offset ``base_offset + i``; its timestamp is the broker's append time when
-the topic uses LogAppendTime (``log_append_time`` >= 0), else its create time. Delivery
-callbacks (``add_callback``) are called, in append order, after the futures are settled.
+Completion: the batch has one ``ProduceRequestResult`` and appending returns record ``i``'s
+future as the pair ``(result, i)`` (``RecordFuture``), so settling the batch is one step
+whatever its record count: record ``i`` of a batch the broker appended at ``base_offset`` has
+offset ``base_offset + i``; its timestamp is the broker's append time when the topic uses
+LogAppendTime (``log_append_time`` >= 0), else its create time. Delivery callbacks
+(``add_callback``) are called, in append order, after the futures are settled.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
+from odradek.client._memory_records_builder import MemoryRecordsBuilder
 from odradek.client.produce_request_result import ProduceRequestResult, RecordMetadata  # noqa: F401 - re-exported
 from odradek.client.record_future import RecordFuture
-from odradek.protocol.varint import varint_bytes
 from odradek.records import compression as codecs
 from odradek.records.batch import (
     BATCH_HEADER_SIZE,
@@ -42,58 +43,37 @@ from odradek.records.batch import (
 )
 from odradek.records.record import encode_record
 
-_TABLE = 8192
-_ZZ = tuple(varint_bytes(i) for i in range(_TABLE))  # zigzag varints of 0.._TABLE-1
-# Key + value bytes below which the fast path's record length stays inside the table: the
-# other fields (attributes, two deltas, two lengths, header count) take at most 10 bytes.
-_FAST_SIZE = _TABLE - 16
-# For i in 0.._TABLE-1, the tables of ``append_value``: bytes a record body of i bytes takes
-# with its length prefix; bytes of the varint of i; bytes of an unkeyed, headerless record
-# body with an i-byte value, less its two delta varints; null key and value length of i.
-_FRAMED = tuple(i + len(_ZZ[i]) for i in range(_TABLE))
-_ZZ_LEN = tuple(len(z) for z in _ZZ)
-_BODY = tuple(3 + len(_ZZ[i]) + i for i in range(_TABLE))
-_NO_KEY = tuple(b"\x01" + z for z in _ZZ)
-_join = b"".join
 _log = logging.getLogger("odradek.client.producer")
 
 
-class ProducerBatch:
+class ProducerBatch(MemoryRecordsBuilder):
+    # From MemoryRecordsBuilder: buf, timestamps, limit, result, future_type, count, base_ts.
     __slots__ = (
         "attempts",
         "awaits_metadata",
         "base_sequence",
-        "base_ts",
-        "buf",
         "callbacks",
-        "count",
         "created",
         "data",
         "done",
-        "limit",
         "partition",
         "producer_epoch",
         "producer_id",
-        "result",
         "retry_at",
         "size",
-        "timestamps",
         "topic",
         "waiter",
     )
 
     def __init__(self, topic: str, partition: int, created: float, limit: int, loop=None) -> None:
+        timestamps: list[int] = []
+        # ``loop``: where the records' futures schedule their done callbacks.
+        result = ProduceRequestResult(topic, partition, timestamps, loop)
+        super().__init__(bytearray(BATCH_HEADER_SIZE), timestamps, limit, result, RecordFuture)
         self.topic = topic
         self.partition = partition
-        self.buf = bytearray(BATCH_HEADER_SIZE)
-        self.base_ts = 0
-        self.count = 0
-        self.timestamps: list[int] = []
-        # ``loop``: where the records' futures schedule their done callbacks.
-        self.result = ProduceRequestResult(topic, partition, self.timestamps, loop)
         self.callbacks: list | None = None  # (record index, callable) pairs, when any
         self.created = created
-        self.limit = limit
         self.data: bytes | None = None  # the sealed batch
         self.attempts = 0
         self.producer_id = -1
@@ -108,49 +88,26 @@ class ProducerBatch:
     def __repr__(self) -> str:
         return f"ProducerBatch({self.topic}-{self.partition}, {self.count} records)"
 
-    def try_append(self, timestamp: int, key, value, headers, future=RecordFuture) -> RecordFuture | None:
+    def try_append(self, timestamp: int | None, key, value, headers, future=None) -> RecordFuture | None:
         """Append one record and return its future, ``future((result, index))`` (a
-        ``RecordFuture``, or the sync producer's kind); None (nothing changed) when the batch
-        is full."""
+        ``RecordFuture`` by default, or the sync producer's kind); None (nothing changed)
+        when the batch is full. ``timestamp`` None is now."""
+        if not headers:
+            return self.append(timestamp, key, value, future)
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
         count = self.count
         delta = timestamp - self.base_ts if count else 0
-        if (key is None and not headers and value is not None and count < _TABLE
-                and 0 <= delta < _TABLE and len(value) < _FAST_SIZE):
-            # The unkeyed record, the most common kind, in one bytes-format.
-            zz = _ZZ
-            body = b"\x00%b%b\x01%b%b\x00" % (zz[delta], zz[count], zz[len(value)], value)
-            prefix = zz[len(body)]
-        else:
-            body, prefix = _encode(count, delta, key, value, headers)
+        record = encode_record(count, delta, key, value, headers)
         buf = self.buf
-        if count and len(buf) + len(prefix) + len(body) > self.limit:
+        if count and len(buf) + len(record) > self.limit:
             return None
-        buf += prefix
-        buf += body
+        buf += record
         if not count:
             self.base_ts = timestamp
         self.count = count + 1
         self.timestamps.append(timestamp)
-        return future((self.result, count))
-
-    def append_value(self, timestamp: int, value, future=RecordFuture) -> RecordFuture | None:
-        """``try_append`` of an unkeyed record without headers to a batch holding at least
-        one record: the producer's hot path, kept to the fewest steps (8192 is ``_TABLE``,
-        8176 ``_FAST_SIZE``, as constants)."""
-        count = self.count
-        delta = timestamp - self.base_ts
-        if value is None or not (0 <= delta < 8192 and count < 8192) or len(value) >= 8176:
-            return self.try_append(timestamp, None, value, None, future)
-        size = _BODY[len(value)] + _ZZ_LEN[delta] + _ZZ_LEN[count]
-        buf = self.buf
-        if len(buf) + _FRAMED[size] > self.limit:
-            return None
-        zz = _ZZ
-        # length | attributes 0 | timestampDelta | offsetDelta | key -1 | valueLength | value | 0 headers
-        buf += _join((zz[size], b"\x00", zz[delta], zz[count], _NO_KEY[len(value)], value, b"\x00"))
-        self.count = count + 1
-        self.timestamps.append(timestamp)
-        return future((self.result, count))
+        return (future or self.future_type)((self.result, count))
 
     @property
     def max_ts(self) -> int:
@@ -239,20 +196,6 @@ class ProducerBatch:
         if self.callbacks:
             for _, callback in self.callbacks:
                 _call(callback, None, error)
-
-
-def _encode(count: int, delta: int, key, value, headers) -> tuple[bytes, bytes]:
-    """``(body, length prefix)`` of a record: by bytes-format when every varint is in the
-    table, else by the general encoder (which returns the prefix inside the body)."""
-    ksize = 0 if key is None else len(key)
-    vsize = 0 if value is None else len(value)
-    if headers or count >= _TABLE or not 0 <= delta < _TABLE or ksize + vsize >= _FAST_SIZE:
-        return encode_record(count, delta, key, value, headers or ()), b""
-    zz = _ZZ
-    kpart = b"\x01" if key is None else zz[ksize] + key
-    vpart = b"\x01" if value is None else zz[vsize] + value
-    body = b"\x00%b%b%b%b\x00" % (zz[delta], zz[count], kpart, vpart)
-    return body, zz[len(body)]
 
 
 def _call(callback, metadata, error) -> None:

@@ -196,7 +196,7 @@ class Producer(_SyncClient):
                     queue = state.sticky_queue
                     batch = None if queue is None else queue.open
                     if batch is not None:
-                        record = batch.append_value(timestamp, value, self._future_type)
+                        record = batch.append(timestamp, None, value, self._future_type)
                         if record is not None and callback is not None:
                             batch.add_callback(callback)
             except Exception:  # noqa: BLE001 - the general path below fails its future

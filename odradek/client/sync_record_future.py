@@ -3,7 +3,7 @@ returns, costing nearly nothing per record until someone waits on it.
 
 Like ``record_future.RecordFuture`` it is a ``(ProduceRequestResult, index)`` tuple, and
 a ``concurrent.futures.Future`` by class: ``send`` makes it in the caller's thread as the
-batch appends the record (``ProducerBatch.append_value(..., future=cls)``, one tuple
+batch appends the record (``ProducerBatch.append(..., future_type=cls)``, one tuple
 construction), or around the single-record result of a record that is held or refused. The
 outcome is read from the batch result, which the loop settles once per batch: a future
 nobody waits on is never touched again, neither completed nor notified.
