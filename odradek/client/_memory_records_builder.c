@@ -170,7 +170,7 @@ static int write_record(Builder *self, long long delta, const Py_buffer *key,
 
 static PyObject *append_record(Builder *self, PyObject *timestamp, PyObject *key_obj,
                                PyObject *value_obj, PyObject *future_type) {
-    if (!PyByteArray_CheckExact(self->buf)) {
+    if (self->buf == NULL || !PyByteArray_CheckExact(self->buf)) {
         PyErr_SetString(PyExc_RuntimeError, "the batch is sealed");
         return NULL;
     }
@@ -302,7 +302,7 @@ static PyMemberDef Builder_members[] = {
     {"buf", T_OBJECT, offsetof(Builder, buf), 0, "bytearray: header placeholder, then records"},
     {"timestamps", T_OBJECT, offsetof(Builder, timestamps), READONLY, "record timestamps"},
     {"result", T_OBJECT, offsetof(Builder, result), READONLY, "the ProduceRequestResult"},
-    {"future_type", T_OBJECT, offsetof(Builder, future_type), 0, "append's default future"},
+    {"future_type", T_OBJECT, offsetof(Builder, future_type), READONLY, "append's default future"},
     {"count", T_PYSSIZET, offsetof(Builder, count), 0, "records appended"},
     {"limit", T_PYSSIZET, offsetof(Builder, limit), 0, "bytes buf may reach"},
     {"base_ts", T_LONGLONG, offsetof(Builder, base_ts), 0, "first record's timestamp"},

@@ -154,3 +154,10 @@ def test_appending_leaks_no_references():
     gc.collect()
     assert (sys.getrefcount(value), sys.getrefcount(key)) == refs
     assert sys.getallocatedblocks() - blocks < 200  # 12,000 records appended and dropped
+
+
+def test_a_batch_whose_buffer_was_deleted_refuses_appends():
+    batch = ProducerBatch("t", 0, 0.0, 1 << 20)
+    del batch.buf
+    with pytest.raises(RuntimeError):
+        batch.append(BASE_TS, None, b"v")
