@@ -1,9 +1,9 @@
-"""Build of the one C extension; the project's metadata is in pyproject.toml."""
+"""Build of the C extensions (the producer's once-per-record steps); the project's metadata is
+in pyproject.toml."""
 
 from setuptools import Extension, setup
 
 setup(ext_modules=[
-    Extension("odradek.client._memory_records_builder",
-              ["odradek/client/_memory_records_builder.c"],
-              extra_compile_args=["-O2", "-Wall"]),
+    Extension(f"odradek.client.{name}", [f"odradek/client/{name}.c"], extra_compile_args=["-O2", "-Wall"])
+    for name in ("_memory_records_builder", "_murmur2")
 ])

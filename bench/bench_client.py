@@ -1,13 +1,13 @@
 """Throughput of odradek's client against a broker in another process.
 
     .venv/bin/python bench/bench_client.py [--records 1000000] [--size 100] [--partitions 1]
-        [--linger-ms 5] [--compression none] [--uvloop] [--profile produce|consume|sync-produce]
+        [--linger-ms 5] [--compression none] [--keys 0] [--uvloop] [--profile produce|consume|sync-produce]
 
 The broker runs as ``odradek broker`` in a child process (``BrokerProcess``) so it does not
 share this process's GIL. Measured, each as records/s and as client CPU seconds per million
 records (from ``os.times``, this process only):
 
-- produce (asyncio): ``AsyncProducer.send`` of ``--records`` unkeyed records of ``--size``
+- produce (asyncio): ``AsyncProducer.send`` of ``--records`` records of ``--size``
   bytes with ``linger_ms``, yielding to the loop every ``--yield-every`` sends (1000), then ``flush``;
 - produce (sync): the same through ``Producer.send`` (concurrent futures, loop thread);
 - consume (asyncio): ``AsyncConsumer.poll`` from the beginning until every record is read,
@@ -73,13 +73,15 @@ async def produce_async(bootstrap: str, topic: str, args) -> Timer:
         producer.send(topic, value)
         await producer.flush()
         send = producer.send
+        keys = [b"key-%08d" % i for i in range(args.keys)] or [None]
         with Timer() as t:
             for i in range(args.records):
+                key = keys[i % len(keys)]
                 try:
-                    send(topic, value)
+                    send(topic, value, key)
                 except BufferFullError:
                     await producer.wait_for_buffer()
-                    send(topic, value)
+                    send(topic, value, key)
                 if i % args.yield_every == 0:
                     await asyncio.sleep(0)
             await producer.flush()
@@ -211,6 +213,7 @@ def main() -> None:
     parser.add_argument("--poll-records", type=int, default=500)
     parser.add_argument("--yield-every", type=int, default=1000, help="async sends between yields to the loop")
     parser.add_argument("--compression", default="none")
+    parser.add_argument("--keys", type=int, default=0, help="async produce: cycle through this many 12-byte keys (0: unkeyed)")
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--profile", choices=["produce", "consume", "sync-produce", "sync-consume"])
     parser.add_argument("--skip-sync", action="store_true")
@@ -230,7 +233,7 @@ def main() -> None:
             admin.create_topics([NewTopic("bench-async", args.partitions, 1), NewTopic("bench-sync", args.partitions, 1)])
         print(f"{args.records:,} records of {args.size} bytes, {args.partitions} partition(s), "
               f"linger_ms={args.linger_ms}, batch_size={args.batch_size}, compression={args.compression}, "
-              f"{'uvloop' if args.uvloop else 'asyncio'} loop")
+              f"{args.keys} keys (async produce), {'uvloop' if args.uvloop else 'asyncio'} loop")
         jobs = {
             "produce": lambda: run(produce_async(bootstrap, "bench-async", args)),
             "consume": lambda: run(consume_async(bootstrap, "bench-async", args.records + 1, args)),

@@ -26,7 +26,9 @@ fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 # Reinstall (and so recompile the C extension) whenever the packaging or the C sources change.
 stamp=".venv/.odradek-$extras-$(cat pyproject.toml setup.py odradek/*/*.c | sha1sum | cut -c1-12)"
-if [ ! -f "$stamp" ] || ! compgen -G "odradek/client/_memory_records_builder*.so" >/dev/null; then
+built=1
+for c in odradek/*/_*.c; do compgen -G "${c%.c}.*.so" >/dev/null || built=0; done
+if [ ! -f "$stamp" ] || [ "$built" = 0 ]; then
   echo "installing odradek[$extras] into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[$extras]"

@@ -3,7 +3,8 @@
 Keyed records: ``toPositive(murmur2(serializedKey)) % numPartitions`` over *all* partitions of
 the topic (whether their leader is up or not), where ``murmur2`` is Kafka's
 ``Utils.murmur2`` (32-bit MurmurHash2, seed 0x9747b28c, little-endian 4-byte blocks) and
-``toPositive(n) = n & 0x7fffffff``. The same key therefore lands in the same partition from
+``toPositive(n) = n & 0x7fffffff`` (``murmur2`` is in C, ``_murmur2.c``: the producer hashes
+every keyed record). The same key therefore lands in the same partition from
 odradek, the Java client, librdkafka's ``murmur2_random`` and kafka-python.
 
 Records without a key are spread *stickily* (KIP-480): all of them go to one partition until
@@ -18,40 +19,8 @@ returning None hands the record to the default logic above.
 from __future__ import annotations
 
 import random
-import struct
 
-_SEED = 0x9747B28C
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-_blocks: dict[int, struct.Struct] = {}
-
-
-def murmur2(data) -> int:
-    """Kafka's ``Utils.murmur2`` of ``data`` as a signed 32-bit int (as Java returns it)."""
-    length = len(data)
-    h = (_SEED ^ length) & _MASK
-    count = length >> 2
-    if count:
-        unpack = _blocks.get(count)
-        if unpack is None:
-            unpack = _blocks[count] = struct.Struct(f"<{count}I")
-        for k in unpack.unpack_from(data):
-            k = (k * _M) & _MASK
-            k ^= k >> 24
-            h = ((h * _M) & _MASK) ^ ((k * _M) & _MASK)
-    tail = length & 3
-    if tail:
-        base = length - tail
-        if tail == 3:
-            h ^= data[base + 2] << 16
-        if tail >= 2:
-            h ^= data[base + 1] << 8
-        h ^= data[base]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return h - 0x100000000 if h & 0x80000000 else h
+from odradek.client._murmur2 import murmur2  # noqa: F401 - the partitioner's hash, in C
 
 
 def to_positive(n: int) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.partitioner.default import DefaultPartitioner as KafkaPythonPartitioner
@@ -38,6 +39,12 @@ def test_murmur2_of_every_tail_length_and_empty_input():
 def test_murmur2_matches_kafka_python(data):
     assert murmur2(data) & 0xFFFFFFFF == kafka_python_murmur2(data)
     assert -(2**31) <= murmur2(data) < 2**31
+
+
+def test_murmur2_takes_any_bytes_like_object_and_nothing_else():
+    assert murmur2(memoryview(b"xfoobarx")[1:-1]) == murmur2(bytearray(b"foobar")) == JAVA_MURMUR2[b"foobar"]
+    with pytest.raises(TypeError):
+        murmur2("foobar")
 
 
 def test_to_positive_is_javas_mask_not_abs():
