@@ -8,14 +8,11 @@ running broker on 127.0.0.1 with an ephemeral port (``b.bootstrap``). ``BrokerPr
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
+from typing import Self
 
+from odradek.server.child_process import BrokerChildProcess
 from odradek.server.config import BrokerConfig
 
 
@@ -96,50 +93,19 @@ class InProcessBroker:
         self.stop()
 
 
-class BrokerProcess:
-    """``odradek broker`` in a child process; ``bootstrap`` is read from what it prints."""
+class BrokerProcess(BrokerChildProcess):
+    """``odradek broker`` in a child process, configured by ``test_config``; leaving the
+    ``with`` block kills it (kill -9)."""
 
     def __init__(self, data_dir, **overrides) -> None:
-        self.props = test_config(data_dir, **overrides)
-        self.proc: subprocess.Popen | None = None
-        self.bootstrap: str | None = None
-        self.output: list[str] = []
+        super().__init__(test_config(data_dir, **overrides), cwd=Path(__file__).resolve().parents[2])
 
-    def start(self, timeout: float = 30) -> "BrokerProcess":
-        args = [sys.executable, "-m", "odradek.cli.main", "broker", "--log-level", "WARNING"]
-        for key, value in self.props.items():
-            args += ["--override", f"{key}={value}"]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                     cwd=Path(__file__).resolve().parents[2])
-        for line in self.proc.stdout:
-            self.output.append(line)
-            m = re.search(r"--bootstrap-server (\S+)", line)
-            if m:
-                self.bootstrap = m.group(1)
-                break
-        if self.bootstrap is None:
-            raise RuntimeError("broker did not start:\n" + "".join(self.output))
-        threading.Thread(target=self._drain, daemon=True).start()
-        return self
-
-    def _drain(self) -> None:
-        for line in self.proc.stdout:
-            self.output.append(line)
-
-    def kill(self) -> None:
-        """kill -9: no flush, no checkpoint, no clean-shutdown marker."""
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(30)
+    def start(self, timeout: float = 30) -> Self:
+        return super().start(timeout)
 
     def terminate(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(60)
-
-    def __enter__(self) -> "BrokerProcess":
-        return self.start()
+        """Clean shutdown (SIGTERM); the exit status."""
+        return self.stop()
 
     def __exit__(self, *exc) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
+        self.kill()
