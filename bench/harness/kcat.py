@@ -10,6 +10,18 @@ Producer settings (the issue's): linger 5 ms, batches of up to 1 MB, one record 
 prepared file (``-l``; a line is the value, its newline the delimiter). kcat exits once every
 record is acknowledged (it flushes on exit). The consumer reads from the beginning and exits
 at the end of every partition (``-e``), printing one byte per record, which is counted.
+
+How the consumer spends its CPU (measured for issue 8): librdkafka allocates one op per
+message on its broker thread (``rd_kafka_op_new_fetch_msg`` -> ``calloc``) and kcat frees it
+on the main thread (``rd_kafka_consume_cb`` -> ``free``), both in the broker thread's glibc
+malloc arena. While the next Fetch response is parsed as the previous one is drained, the two
+threads take turns on that arena's lock (``futex`` waits in ``__lll_lock_wait_private``): a
+broker that answers a 4 MiB fetch in 3 ms makes kcat do that all the time; one that takes
+12 ms lets the drain finish first. ``BENCH_KCAT_PRELOAD`` (a path, e.g. Debian's
+``/usr/lib/x86_64-linux-gnu/libjemalloc.so.2``) runs kcat, for both brokers, on an allocator
+with per-thread caches, to measure the brokers without that client-side contention; it is
+off by default (the issue's figures are stock kcat's), and a run that used it says so in its
+versions (``kcat LD_PRELOAD``).
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ PRODUCER_CONFIG = {"linger.ms": "5", "batch.size": "1000000", "batch.num.message
                    "queue.buffering.max.kbytes": "2097152", "compression.codec": "none"}
 CONSUMER_CONFIG = {"fetch.message.max.bytes": "4194304", "fetch.wait.max.ms": "100",
                    "queued.max.messages.kbytes": "262144"}
+PRELOAD_ENV = "BENCH_KCAT_PRELOAD"
 
 
 @dataclass(frozen=True)
@@ -64,17 +77,31 @@ def librdkafka_shim(work_dir: Path) -> Path | None:
     return shim
 
 
+def kcat_env(shim: Path | None) -> dict[str, str]:
+    """The environment kcat runs in: the shim on LD_LIBRARY_PATH, and ``BENCH_KCAT_PRELOAD``
+    (if set) as LD_PRELOAD."""
+    env = dict(os.environ)
+    if shim is not None:
+        env["LD_LIBRARY_PATH"] = str(shim)
+    if os.environ.get(PRELOAD_ENV):
+        env["LD_PRELOAD"] = os.environ[PRELOAD_ENV]
+    return env
+
+
 def versions(shim: Path | None) -> dict[str, str]:
     """kcat's version and the librdkafka it runs on, from ``kcat -V``
-    (``Version 1.7.1 (JSON, ..., librdkafka 2.16.0 builtin.features=...)``)."""
-    env = dict(os.environ, LD_LIBRARY_PATH=str(shim)) if shim else None
+    (``Version 1.7.1 (JSON, ..., librdkafka 2.16.0 builtin.features=...)``), and the
+    allocator preloaded into it, if any."""
     words = subprocess.run([kcat_binary(), "-V"], capture_output=True, text=True,
-                           env=env).stdout.split()
+                           env=kcat_env(shim)).stdout.split()
 
     def after(word: str) -> str:
         return words[words.index(word) + 1].rstrip(",)") if word in words[:-1] else "unknown"
 
-    return {"kcat": after("Version"), "librdkafka (kcat)": after("librdkafka")}
+    out = {"kcat": after("Version"), "librdkafka (kcat)": after("librdkafka")}
+    if os.environ.get(PRELOAD_ENV):
+        out["kcat LD_PRELOAD"] = os.environ[PRELOAD_ENV]
+    return out
 
 
 def records_file(path: Path, count: int, size: int = 100) -> Path:
@@ -94,9 +121,7 @@ def records_file(path: Path, count: int, size: int = 100) -> Path:
 class Kcat:
     def __init__(self, shim: Path | None) -> None:
         self.binary = kcat_binary()
-        self.env = dict(os.environ)
-        if shim is not None:
-            self.env["LD_LIBRARY_PATH"] = str(shim)
+        self.env = kcat_env(shim)
 
     def _run(self, args: list[str], count_stdout: bool) -> tuple[float, float, int, str]:
         begin = time.perf_counter()

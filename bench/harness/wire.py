@@ -11,8 +11,12 @@ parts the caller needs are decoded. Framing, as in every Kafka request and respo
     response bytes 0..3: int32 correlation_id, ...
 
 Versions: Produce v9 and Fetch v12 (the newest that name topics rather than topic ids, so one
-frame serves every broker), ListOffsets v7, Metadata v12. Blocking sockets: a generator runs
-its sender and its receiver in two threads (socket calls release the GIL).
+frame serves every broker), ListOffsets v7, Metadata v12. Blocking sockets: a throughput
+generator runs its sender and its receiver in two threads (socket calls release the GIL). The
+latency generator must not hand the GIL back and forth at every tick, so it reads its acks on
+the sending thread: ``FrameReader`` takes whole frames off a non-blocking socket, and
+``check_produce_ack`` / ``fetch_records`` read the one partition of a response in place,
+falling back to the full decode for any other shape.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ import struct
 
 from odradek.protocol import codec
 from odradek.protocol.generated import ApiKey
+from odradek.protocol.varint import VarintError, read_uvarint
 from odradek.records.batch import iter_batch_positions, read_header
 
 CLIENT_ID = "odradek-bench"
 PRODUCE_VERSION, FETCH_VERSION, LIST_OFFSETS_VERSION, METADATA_VERSION = 9, 12, 7, 12
 _SIZE = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_I64 = struct.Struct(">q")
 _CORRELATION_AT = 8  # size prefix (4) + api_key (2) + api_version (2)
 
 
@@ -94,6 +101,91 @@ def fetch_partitions(frame) -> list:
     return out
 
 
+class _OtherShape(Exception):
+    """A response the in-place readers do not cover: decode it in full instead."""
+
+
+def _past_header_tags(buf, pos: int) -> int:
+    """Past the (flexible) response header's tagged fields, which must be none."""
+    tags, pos = read_uvarint(buf, pos)
+    if tags:
+        raise _OtherShape
+    return pos
+
+
+def _one(buf, pos: int) -> int:
+    """Past a compact array length that must say one element."""
+    n, pos = read_uvarint(buf, pos)
+    if n != 2:  # compact arrays store length + 1
+        raise _OtherShape
+    return pos
+
+
+def _past_name(buf, pos: int) -> int:
+    n, pos = read_uvarint(buf, pos)
+    if n == 0:
+        raise _OtherShape
+    return pos + n - 1
+
+
+def check_produce_ack(frame) -> None:
+    """Raise BrokerError unless a Produce v9 response to a one-partition request says error 0.
+
+    Read in place::
+
+        int32 correlation_id, uvarint header tags (0), uvarint topics (1 + 1),
+        compact string name, uvarint partitions (1 + 1), int32 index, int16 error_code, ...
+
+    A non-zero code, or any other shape, goes through the full decode
+    (``check_produce_response``), which raises with the broker's message.
+    """
+    try:
+        pos = _past_header_tags(frame, 4)
+        pos = _one(frame, _past_name(frame, _one(frame, pos)))
+        (error,) = _I16.unpack_from(frame, pos + 4)
+    except (_OtherShape, VarintError, struct.error, IndexError):
+        error = -1
+    if error:
+        check_produce_response(frame)
+
+
+def fetch_records(frame):
+    """``(high_watermark, records)`` of the first partition of a Fetch v12 response.
+
+    In place for one topic with one partition (records is a memoryview of ``frame``, None for
+    null records)::
+
+        int32 correlation_id, uvarint header tags (0), int32 throttle_time_ms,
+        int16 error_code, int32 session_id, uvarint topics (1 + 1), compact string topic,
+        uvarint partitions (1 + 1), int32 partition_index, int16 error_code,
+        int64 high_watermark, int64 last_stable_offset, int64 log_start_offset,
+        uvarint aborted (n + 1, 0 = null) x {int64, int64, uvarint tags (0)},
+        int32 preferred_read_replica, uvarint records length + 1 (0 = null), records, ...
+
+    Errors raise ``BrokerError``; other shapes go through the full decode (no partition at
+    all gives ``(-1, None)``).
+    """
+    buf = memoryview(frame)
+    try:
+        pos = _past_header_tags(buf, 4)
+        (error,) = _I16.unpack_from(buf, pos + 4)
+        pos = _one(buf, _past_name(buf, _one(buf, pos + 10)))
+        (p_error,) = _I16.unpack_from(buf, pos + 4)
+        (hw,) = _I64.unpack_from(buf, pos + 6)
+        aborted, pos = read_uvarint(buf, pos + 30)
+        for _ in range(aborted - 1):
+            tags, pos = read_uvarint(buf, pos + 16)
+            if tags:
+                raise _OtherShape
+        n, pos = read_uvarint(buf, pos + 4)
+        if error or p_error or pos + n - 1 > len(buf):
+            raise _OtherShape
+    except (_OtherShape, VarintError, struct.error, IndexError):
+        parts = fetch_partitions(buf)
+        return (parts[0].high_watermark, parts[0].records) if parts else (-1, None)
+    return hw, (buf[pos:pos + n - 1] if n else None)
+
+
 def whole_batches(records) -> tuple[int, int, int]:
     """``(batches, records, next_offset)`` of the whole batches in a fetched region.
 
@@ -112,6 +204,37 @@ def whole_batches(records) -> tuple[int, int, int]:
         count += h.records_count
         next_offset = h.base_offset + h.last_offset_delta + 1
     return batches, count, next_offset
+
+
+class FrameReader:
+    """Whole frames (size prefixes removed) from a non-blocking socket, as they arrive."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buf = bytearray()
+
+    def frames(self) -> list[bytes]:
+        """Every whole frame readable now, without blocking; ConnectionError at EOF."""
+        chunk_size = 1 << 16
+        while True:
+            try:
+                chunk = self.sock.recv(chunk_size)
+            except (BlockingIOError, InterruptedError):
+                break
+            if not chunk:
+                raise ConnectionError("broker closed the connection")
+            self._buf += chunk
+            if len(chunk) < chunk_size:
+                break  # drained: spare the call that would only say EAGAIN
+        buf, pos, out = self._buf, 0, []
+        while len(buf) - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if len(buf) - pos - 4 < size:
+                break
+            out.append(bytes(buf[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        del buf[:pos]
+        return out
 
 
 class RawConnection:

@@ -168,3 +168,14 @@ def test_summary_for_the_top_level_readme_only_where_marked(tmp_path):
     marked.write_text(f"a\n{markdown.START}\nold\n{markdown.END}\nb\n")
     assert markdown.update_readme(marked, text, append_if_missing=False) is True
     assert "**Issue 8 targets**" in marked.read_text() and "old" not in marked.read_text()
+
+
+def test_kcat_env_puts_the_shim_first_and_preloads_only_when_asked(tmp_path, monkeypatch):
+    from bench.harness.kcat import PRELOAD_ENV, kcat_env
+
+    monkeypatch.delenv(PRELOAD_ENV, raising=False)
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    env = kcat_env(tmp_path)
+    assert env["LD_LIBRARY_PATH"] == str(tmp_path) and "LD_PRELOAD" not in env
+    monkeypatch.setenv(PRELOAD_ENV, "/lib/libother-malloc.so")
+    assert kcat_env(None)["LD_PRELOAD"] == "/lib/libother-malloc.so"

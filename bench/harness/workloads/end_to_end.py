@@ -4,6 +4,11 @@ For each rate of ``latency_rates`` (records/s), each broker gets a new one-parti
 ``latency.run`` (open-loop producer, long-polling consumer in a child process) for
 ``latency_seconds``. The issue's target is judged at half the maximum produce throughput: the
 report places each rate against the median kcat produce rate measured in the same run.
+
+Besides the percentiles, each run's JSON keeps the generator's own lateness (``send_lag_p99_ms``,
+``send_lag_max_ms``: how late its sends left, already counted in the latencies) and the p99
+of the produce acks (``ack_p99_ms``, from the scheduled time): a tail that the acks share
+comes from the produce side of the broker (or the machine), one they lack from the fetch side.
 """
 
 from __future__ import annotations
