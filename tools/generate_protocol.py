@@ -103,12 +103,31 @@ class ModuleWriter:
             flush_run()
             lines.extend(self._read_value(f, v, f"f_{f.attr}", "r"))
         flush_run()
-        args = ", ".join(f"{f.attr}=f_{f.attr}" for f in regular)
-        lines.append(f"    o = {st.name}({args})")
+        lines.append(f"    o = {st.name}({self._init_args(st, regular)})")
         if self.flexible(v):
             lines.extend(self._read_tags(tagged, v))
         lines.append("    return o, p")
         return lines
+
+    def _init_args(self, st: Struct, present: list[Field]) -> str:
+        """Positional arguments for the dataclass: the fields read, and defaults for those
+        between them that this version lacks. (Calling a class with keywords makes a dict
+        of them on every call; a decoder builds one object per struct it reads.)"""
+        have = {f.attr for f in present}
+        args = []
+        for f in st.fields:
+            if f.attr in have:
+                args.append(f"f_{f.attr}")
+            elif f.is_array:
+                args.append("None" if f.default is None else "[]")
+            elif f.is_struct:
+                nullable = f.nullable.low <= (f.nullable.high if f.nullable.high is not None else 10**9)
+                args.append("None" if nullable else f"{f.struct.name}()")
+            else:
+                args.append(default_literal(f))
+        while args and st.fields[len(args) - 1].attr not in have:
+            args.pop()  # trailing fields keep the class's defaults
+        return ", ".join(args)
 
     def _read_tags(self, tagged: list[Field], v: int) -> list[str]:
         if not tagged:

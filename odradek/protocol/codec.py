@@ -32,6 +32,7 @@ __all__ = [
     "DecodeError", "UnknownApiKeyError", "UnsupportedVersionError", "RequestHeader",
     "ResponseHeader", "decode_request", "decode_request_header", "decode_request_body",
     "encode_request", "decode_response", "encode_response", "encode_response_buffer",
+    "encode_response_frame",
 ]
 
 _API_PREFIX = struct.Struct(">hhi")
@@ -102,6 +103,27 @@ def version_known(api_key: int, api_version: int) -> bool:
 
 # --- requests ----------------------------------------------------------------------------
 
+# The functions that read a request of one (API key, version), looked up once per kind and
+# kept by ``_kind(api_key, api_version)``: a request then costs one dict lookup here, not the
+# half dozen calls (module, spec name, header version) that finding them again takes. The
+# keys are bounded by Kafka's specs (only known API versions get an entry).
+_request_plans: dict[int, tuple] = {}
+
+
+def _kind(api_key: int, api_version: int) -> int:
+    return (api_key << 16) | (api_version & 0xFFFF)
+
+
+def _request_plan(api_key: int, api_version: int) -> tuple | None:
+    """``(header reader, body reader, module)`` for a known version, else None."""
+    kind = _kind(api_key, api_version)
+    plan = _request_plans.get(kind)
+    if plan is None and version_known(api_key, api_version):
+        mod = request_module(api_key)
+        header_reader = _request_header.READERS[request_header_version(api_key, api_version)]
+        plan = _request_plans[kind] = (header_reader, mod.READERS[api_version], mod)
+    return plan
+
 
 def decode_request_header(frame) -> tuple[RequestHeader, int]:
     """Decode the header; return it and the position where the body starts.
@@ -115,35 +137,44 @@ def decode_request_header(frame) -> tuple[RequestHeader, int]:
     if len(buf) < 8:
         raise DecodeError("request header truncated")
     api_key, api_version, correlation_id = _API_PREFIX.unpack_from(buf, 0)
-    if api_key not in APIS:
-        raise UnknownApiKeyError(api_key, correlation_id)
-    known = version_known(api_key, api_version)
-    if known:
-        header_version = request_header_version(api_key, api_version)
-    elif api_key == ApiKey.API_VERSIONS and api_version > APIS[api_key][4]:
-        header_version = 2
-    else:
-        header_version = 1
+    plan = _request_plans.get((api_key << 16) | (api_version & 0xFFFF))
+    if plan is None:
+        if api_key not in APIS:
+            raise UnknownApiKeyError(api_key, correlation_id)
+        plan = _request_plan(api_key, api_version)
+        if plan is None:
+            raise UnsupportedVersionError(_unknown_version_header(buf, api_key, api_version))
     try:
-        header, pos = _request_header.READERS[header_version](buf, 0)
+        return plan[0](buf, 0)
     except DecodeError:
         raise
     except (struct.error, ValueError, IndexError) as e:
         raise DecodeError(f"bad request header: {e}") from None
-    if not known:
-        raise UnsupportedVersionError(header)
-    return header, pos
+
+
+def _unknown_version_header(buf, api_key: int, api_version: int) -> RequestHeader:
+    """The header of a request of a version the specs do not define, read as well as we can
+    guess its layout (for the error and, for ApiVersions, the answer)."""
+    newer_api_versions = api_key == ApiKey.API_VERSIONS and api_version > APIS[api_key][4]
+    try:
+        header, _ = _request_header.READERS[2 if newer_api_versions else 1](buf, 0)
+    except DecodeError:
+        raise
+    except (struct.error, ValueError, IndexError) as e:
+        raise DecodeError(f"bad request header: {e}") from None
+    return header
 
 
 def decode_request_body(header: RequestHeader, frame, pos: int):
     """Decode the body of a request whose header ``decode_request_header`` returned."""
-    mod = request_module(header.request_api_key)
+    api_key, api_version = header.request_api_key, header.request_api_version
+    plan = _request_plans.get((api_key << 16) | (api_version & 0xFFFF)) or _request_plan(api_key, api_version)
     try:
-        body, _ = mod.READERS[header.request_api_version](memoryview(frame), pos)
+        body, _ = plan[1](memoryview(frame), pos)
     except DecodeError:
         raise
     except (struct.error, ValueError, IndexError, TypeError) as e:
-        raise DecodeError(f"bad {mod.NAME} v{header.request_api_version}: {e}") from None
+        raise DecodeError(f"bad {plan[2].NAME} v{api_version}: {e}") from None
     return body
 
 
@@ -184,6 +215,26 @@ def encode_response_buffer(api_key: int, api_version: int, header: ResponseHeade
     out = EncodeBuffer()
     _response_header.WRITERS[response_header_version(api_key, api_version)](header, out)
     response_module(api_key).WRITERS[api_version](body, out)
+    return out
+
+
+# Per response kind: (1 if its header has a tagged-field section else 0, body writer).
+_response_plans: dict[int, tuple[int, object]] = {}
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
+
+
+def encode_response_frame(api_key: int, api_version: int, correlation_id: int, body) -> EncodeBuffer:
+    """The whole response frame, size prefix and header included (a header with no tagged
+    fields, which is every header a broker sends), as one EncodeBuffer; large records stay
+    out of line as regions, counted in the size prefix."""
+    plan = _response_plans.get((api_key << 16) | (api_version & 0xFFFF))
+    if plan is None:
+        plan = _response_plans[_kind(api_key, api_version)] = (
+            response_header_version(api_key, api_version), response_module(api_key).WRITERS[api_version])
+    flexible_header, writer = plan
+    out = EncodeBuffer(8 + flexible_header)  # size, correlation id, [empty tagged fields]
+    writer(body, out)
+    _SIZE_AND_CORRELATION.pack_into(out, 0, out.total_size() - 4, correlation_id)
     return out
 
 

@@ -3,13 +3,17 @@
 Requests on a connection are answered in the order they arrived (Kafka's guarantee), but a
 request does not wait for earlier responses to be written: every complete frame of a read is
 decoded and dispatched at once, and a handler that has to wait (a long-poll fetch, an
-acks=all produce) returns an awaitable. Responses are queued in arrival order; writing them
-is deferred to the end of the event loop's current iteration (``call_soon``), so everything
-ready at the head of the queue by then goes out in one ``writelines``: the responses of all
-the reads the loop made on this socket in one wakeup (it reads on while reads fill the buffer
-given, e.g. several pipelined 1 MiB produce requests) and of all the waiting handlers that
+acks=all produce) returns an awaitable. Responses are queued in arrival order and written
+once per wakeup, everything ready at the head of the queue in one ``writelines``: the
+responses of all the reads the loop made on this socket (it reads on while reads fill the
+buffer given, e.g. several pipelined 1 MiB produce requests) and of the waiting handlers that
 finished meanwhile (a group-commit fsync answers every produce it covered). One send per
-iteration, not per response: LIMITS.md measures that at 4-5x the throughput.
+wakeup, not per response: LIMITS.md measures that at 4-5x the throughput. The write happens
+right after the last read of the wakeup (one that did not fill its buffer: the loop waits
+after it); after a read that filled its buffer, and when a waiting handler finishes, it is
+deferred to the end of the loop's iteration (``call_soon``). (Deferring every time cost a
+produce of 100-byte records ~4% of the broker's CPU: a handle and an idle callback per
+request.)
 
 Record batches in fetch responses are file regions of the log: when nothing is queued ahead
 of one in the transport it goes out with ``os.sendfile`` (zero-copy), else it is read with one
@@ -31,10 +35,11 @@ import collections
 import logging
 import os
 import time
+from types import CoroutineType
 
 from odradek.protocol import codec
-from odradek.protocol.api_keys import ApiKey, is_supported
-from odradek.protocol.framing import FrameParser, FrameTooLargeError, size_prefix
+from odradek.protocol.api_keys import SUPPORTED_KINDS, ApiKey
+from odradek.protocol.framing import FrameParser, FrameTooLargeError
 from odradek.protocol.primitives import DecodeError
 from odradek.server.handlers import api_versions
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
@@ -46,6 +51,11 @@ log = logging.getLogger("odradek.server")
 WRITE_CHUNK = 1 << 20
 # Below this a region is cheaper to pread and write than to sendfile (two syscalls + checks).
 SENDFILE_MIN = 16 * 1024
+# Requests of up to this size are received into a buffer the connection keeps and reuses
+# (``FrameParser``'s ``reuse_limit``): producers' requests are at most ``max.request.size``,
+# 1 MiB by default (librdkafka: ~1 MB), so those all qualify; bigger ones get a buffer each.
+# The cost is at most this much memory held per connection that sent a large request.
+FRAME_REUSE_LIMIT = 2 << 20
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -54,7 +64,7 @@ class Connection(asyncio.BufferedProtocol):
     def __init__(self, broker, listener_name: str) -> None:
         self.broker = broker
         self.listener_name = listener_name
-        self.parser = FrameParser(broker.config["socket.request.max.bytes"])
+        self.parser = FrameParser(broker.config["socket.request.max.bytes"], reuse_limit=FRAME_REUSE_LIMIT)
         self.get_buffer = self.parser.get_buffer
         self.max_queued = broker.config["queued.max.requests"]
         self.transport: asyncio.Transport | None = None
@@ -67,10 +77,12 @@ class Connection(asyncio.BufferedProtocol):
         self._process_scheduled = False
         self._flush_scheduled = False
         self._stalled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # --- asyncio callbacks ----------------------------------------------------------------
     def connection_made(self, transport) -> None:
         self.transport = transport
+        self._loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.broker.connections.add(self)
@@ -99,10 +111,9 @@ class Connection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
-        self.parser.buffer_updated(nbytes)
         # A read that completed no frame (most reads of a big request) has nothing to
         # handle and nothing new to write: no _process, no scheduled flush.
-        if self.parser.has_frame:
+        if self.parser.buffer_updated(nbytes):
             self._process()
 
     def eof_received(self) -> bool:
@@ -111,7 +122,6 @@ class Connection(asyncio.BufferedProtocol):
     def _process(self) -> None:
         """Handle buffered frames while fewer than ``queued.max.requests`` are pending."""
         self._process_scheduled = False
-        self._flush_scheduled = False
         self._stalled = False
         try:
             while not self.closed:
@@ -125,7 +135,10 @@ class Connection(asyncio.BufferedProtocol):
         except FrameTooLargeError as e:
             self.close(f"{e} (socket.request.max.bytes)")
             return
-        self._schedule_flush()
+        if self.parser.last_read_filled:
+            self._schedule_flush()  # more reads to come in this iteration: write after them
+        else:
+            self._flush()
 
     # --- requests -------------------------------------------------------------------------
     def _handle_frame(self, frame: bytearray) -> None:
@@ -140,7 +153,7 @@ class Connection(asyncio.BufferedProtocol):
         except DecodeError as e:
             self.close(f"bad request header: {e}")
             return
-        if not is_supported(header.request_api_key, header.request_api_version):
+        if ((header.request_api_key << 16) | (header.request_api_version & 0xFFFF)) not in SUPPORTED_KINDS:
             if header.request_api_key == ApiKey.API_VERSIONS:
                 self._queue(RequestContext.for_header(self, header, 0), api_versions.unsupported())
             else:
@@ -151,7 +164,9 @@ class Connection(asyncio.BufferedProtocol):
         except DecodeError as e:
             self.close(f"malformed {ApiKey(header.request_api_key).name} v{header.request_api_version}: {e}")
             return
-        ctx = RequestContext.for_header(self, header)
+        version = header.request_api_version
+        ctx = RequestContext(self, header.request_api_key, version, header.correlation_id,
+                             header.client_id, version)
         try:
             result = self.broker.dispatch(ctx, body)
         except Exception:
@@ -160,7 +175,9 @@ class Connection(asyncio.BufferedProtocol):
             return
         if result is NO_RESPONSE:
             return
-        if asyncio.iscoroutine(result):
+        # Handlers that wait are ``async def``s. (asyncio.iscoroutine would also accept other
+        # awaitables, at the price of an ABC check in Python for every plain response.)
+        if type(result) is CoroutineType:
             result = asyncio.ensure_future(result)
             result.add_done_callback(self._on_done)
             self.broker.track(result)
@@ -168,7 +185,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def _queue(self, ctx: RequestContext, result) -> None:
         self.pending.append((ctx, result))
-        self._update_reading()
+        if len(self.pending) >= self.max_queued:
+            self._update_reading()
 
     def _on_done(self, future: asyncio.Future) -> None:
         if not self.closed:
@@ -180,7 +198,7 @@ class Connection(asyncio.BufferedProtocol):
         and finished handlers asked for it)."""
         if not self._flush_scheduled and not self.closed:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            self._loop.call_soon(self._scheduled_flush)
 
     def _scheduled_flush(self) -> None:
         self._flush_scheduled = False
@@ -196,8 +214,10 @@ class Connection(asyncio.BufferedProtocol):
         """
         parts: list = []
         pending_bytes = 0
-        while self.pending and not self.closed and not self._writing_paused:
-            ctx, result = self.pending[0]
+        plain = True  # parts holds no file region
+        pending = self.pending
+        while pending and not self.closed and not self._writing_paused:
+            ctx, result = pending[0]
             if isinstance(result, asyncio.Future):
                 if not result.done():
                     break
@@ -207,30 +227,43 @@ class Connection(asyncio.BufferedProtocol):
                     self.close("handler error")
                     return
                 result = result.result()
-            self.pending.popleft()
+            pending.popleft()
             if result is NO_RESPONSE:
                 continue
             if result is CLOSE_CONNECTION:
-                self._write(parts)
+                self._write(parts, plain)
                 self.close(f"{ctx.api_name} with acks=0 failed")
                 return
-            pending_bytes += self._encode_into(parts, ctx, result)
+            buf = codec.encode_response_frame(ctx.api_key, ctx.response_version, ctx.correlation_id, result)
+            if buf.regions:
+                parts.extend(buf.parts())
+                pending_bytes += buf.total_size()
+                plain = False
+            else:
+                parts.append(buf)
+                pending_bytes += len(buf)
             if pending_bytes >= WRITE_CHUNK:
-                self._write(parts)
-                parts, pending_bytes = [], 0
+                self._write(parts, plain)
+                parts, pending_bytes, plain = [], 0, True
         if parts:
-            self._write(parts)
+            self._write(parts, plain)
         if (self._stalled and len(self.pending) < self.max_queued and not self.closed
                 and not self._process_scheduled):
             # Frames left unhandled while the queue was full: take them up again (later in
             # this loop iteration, not recursively).
             self._process_scheduled = True
             asyncio.get_running_loop().call_soon(self._process)
-        self._update_reading()
+        if self._reading_paused:  # (only the queue's shrinking is new here)
+            self._update_reading()
 
-    def _write(self, parts: list) -> None:
-        """Write bytes and file regions in order; regions go zero-copy where possible."""
+    def _write(self, parts: list, plain: bool = False) -> None:
+        """Write bytes and file regions in order; regions go zero-copy where possible.
+        ``plain``: the caller knows ``parts`` holds bytes-like objects only."""
         if self.transport is None or self.closed:
+            return
+        if plain:
+            self.transport.writelines(parts)
+            self.last_active = time.monotonic()
             return
         run: list = []
         for part in parts:
@@ -273,16 +306,6 @@ class Connection(asyncio.BufferedProtocol):
             return sock.fileno() if sock is not None else None
         except (OSError, ValueError):
             return None
-
-    def _encode_into(self, parts: list, ctx: RequestContext, body) -> int:
-        """Append the response's frame to ``parts``; return its size."""
-        header = codec.ResponseHeader(correlation_id=ctx.correlation_id)
-        version = ctx.response_version
-        buf = codec.encode_response_buffer(ctx.api_key, version, header, body)
-        size = buf.total_size()
-        parts.append(size_prefix(size))
-        parts.extend(buf.parts())
-        return size + 4
 
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:

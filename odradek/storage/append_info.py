@@ -7,12 +7,21 @@ passes a ``LogAppendInfo`` summary so the log never re-parses the bytes it is ha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from odradek.records.batch import NO_TIMESTAMP, iter_batch_positions, read_header
 
+_new_tuple = tuple.__new__
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+
+class _AppendSummary(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int = NO_TIMESTAMP
+    offset_of_max_timestamp: int = -1
+
+
+class LogAppendInfo(_AppendSummary):
     """Summary of the batches of one append.
 
     ``first_offset``/``last_offset``: base offset of the first batch and last offset of the
@@ -20,16 +29,18 @@ class LogAppendInfo:
     ``offset_of_max_timestamp``: an offset in the batch that holds it (the time index
     records it, so any offset of that batch at or after the record is correct; Kafka uses the
     batch's last offset).
+
+    An immutable named tuple whose constructor checks the offset range: made once per
+    produce request, in one Python call (a frozen dataclass took two, plus a C call per field).
     """
 
-    first_offset: int
-    last_offset: int
-    max_timestamp: int = NO_TIMESTAMP
-    offset_of_max_timestamp: int = -1
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        if self.first_offset < 0 or self.last_offset < self.first_offset:
-            raise ValueError(f"bad offset range [{self.first_offset}, {self.last_offset}]")
+    def __new__(cls, first_offset: int, last_offset: int, max_timestamp: int = NO_TIMESTAMP,
+                offset_of_max_timestamp: int = -1) -> LogAppendInfo:
+        if first_offset < 0 or last_offset < first_offset:
+            raise ValueError(f"bad offset range [{first_offset}, {last_offset}]")
+        return _new_tuple(cls, (first_offset, last_offset, max_timestamp, offset_of_max_timestamp))
 
     @property
     def offset_count(self) -> int:
@@ -59,8 +70,7 @@ class LogAppendInfo:
         return cls(first, last, max_ts, max_ts_offset if max_ts_offset >= 0 else last)
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     """Where an append landed: its offsets and the log's offsets right after it."""
 
     first_offset: int

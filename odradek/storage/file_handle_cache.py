@@ -72,7 +72,11 @@ class SegmentFile:
 
     def write_at(self, data, position: int) -> None:
         """Write all of ``data`` at ``position``."""
-        view = memoryview(data)
+        written = os.pwrite(self.fd, data, position)  # nearly always all of it at once
+        if written == len(data):
+            return
+        view = memoryview(data)[written:]
+        position += written
         while view:
             written = os.pwrite(self.fd, view, position)
             view = view[written:]
@@ -96,15 +100,21 @@ class FileHandleCache:
         self.max_open = max_open
         self._holders: OrderedDict[HandleHolder, None] = OrderedDict()
         self._lock = threading.Lock()
+        # The holder touched last (already at the MRU end): touching it again, as every
+        # append to the same active segment does, changes nothing and takes no lock.
+        self._last: HandleHolder | None = None
 
     def __len__(self) -> int:
         return len(self._holders)
 
     def touch(self, holder: HandleHolder) -> None:
         """Record that ``holder`` holds resources and was just used; evict the oldest."""
+        if holder is self._last:
+            return
         victims = []
         with self._lock:
             holders = self._holders
+            self._last = holder
             if holder in holders:
                 holders.move_to_end(holder)
                 return
@@ -118,3 +128,5 @@ class FileHandleCache:
         """Forget ``holder`` (it released its resources itself)."""
         with self._lock:
             self._holders.pop(holder, None)
+            if self._last is holder:
+                self._last = None

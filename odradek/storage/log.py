@@ -187,7 +187,8 @@ class Log(LogRemoval):
         if size == 0:
             raise ValueError("nothing to append")
         with self._lock:
-            self._check_open()
+            if self._closed:
+                self._check_open()
             if info.first_offset < self._leo:
                 raise InvalidAppendOffsetError(
                     f"append at {info.first_offset} below log end offset {self._leo}"
@@ -206,17 +207,8 @@ class Log(LogRemoval):
     def _maybe_roll(self, size: int, info: LogAppendInfo) -> LogSegment:
         segment = self._view.segments[-1]
         config = self.config
-        now = self._clock.milliseconds()
-        if (
-            segment.size > config.segment_bytes - size
-            or (
-                segment.size > 0
-                and segment.time_waited_for_roll(now, info.max_timestamp) >= config.segment_ms
-            )
-            or segment.index_full()
-            or info.last_offset - segment.base_offset > INT32_MAX
-        ):
-            return self._roll(info.first_offset, now)
+        if segment.should_roll(size, info, config.segment_bytes, config.segment_ms, self._clock):
+            return self._roll(info.first_offset, self._clock.milliseconds())
         return segment
 
     def roll(self) -> LogSegment:

@@ -56,15 +56,16 @@ class OffsetIndex(IndexEntries):
         rel = offset - self.base_offset
         if not 0 <= rel <= INT32_MAX or not 0 <= position <= INT32_MAX:
             raise ValueError(f"entry ({offset}, {position}) does not fit the index")
-        n = len(self)
-        if n:
-            last_offset, last_position = self.entry(n - 1)
-            if offset <= last_offset or position <= last_position:
-                raise ValueError(f"entry ({offset}, {position}) not after ({last_offset}, "
-                                 f"{last_position})")
-        if n >= self.max_entries:
+        buf = self._buf
+        if buf:
+            last_rel, last_position = _ENTRY.unpack_from(buf, len(buf) - ENTRY_SIZE)
+            if rel <= last_rel or position <= last_position:
+                raise ValueError(f"entry ({offset}, {position}) not after "
+                                 f"({self.base_offset + last_rel}, {last_position})")
+        if self.is_full:
             raise ValueError("offset index is full")
-        self._buf += _ENTRY.pack(rel, position)
+        buf += _ENTRY.pack(rel, position)
+        self.is_full = len(buf) >= self._limit
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry whose offset is at or below ``offset``, or (base, 0)."""
@@ -99,6 +100,7 @@ class OffsetIndex(IndexEntries):
             keep -= 1
         if keep < n:
             del self._buf[keep * ENTRY_SIZE :]
+            self._changed()
 
     @classmethod
     def from_bytes(

@@ -48,17 +48,19 @@ class TimeIndex(IndexEntries):
         rel = offset - self.base_offset
         if not 0 <= rel <= INT32_MAX:
             raise ValueError(f"offset {offset} does not fit the time index")
-        last = self.last_entry()
-        if last is not None:
-            if timestamp <= last[0]:
+        buf = self._buf
+        if buf:
+            last_ts, last_rel = _ENTRY.unpack_from(buf, len(buf) - ENTRY_SIZE)
+            if timestamp <= last_ts:
                 return False
-            if offset < last[1]:
-                raise ValueError(f"time index offset {offset} below {last[1]}")
+            if rel < last_rel:
+                raise ValueError(f"time index offset {offset} below {self.base_offset + last_rel}")
         elif timestamp < 0:
             return False
         if not skip_full_check and self.is_full:
             raise ValueError("time index is full")
-        self._buf += _ENTRY.pack(timestamp, rel)
+        buf += _ENTRY.pack(timestamp, rel)
+        self.is_full = len(buf) >= self._limit
         return True
 
     def lookup_before(self, timestamp: int) -> int:
@@ -82,6 +84,7 @@ class TimeIndex(IndexEntries):
             keep -= 1
         if keep < n:
             del self._buf[keep * ENTRY_SIZE :]
+            self._changed()
 
     @classmethod
     def from_bytes(cls, base_offset: int, max_entries: int, data: bytes) -> TimeIndex:

@@ -89,3 +89,103 @@ def test_has_frame_says_whether_next_frame_has_something_without_taking_it():
     assert parser.has_frame
     assert parser.next_frame() == bytearray(b"y")
     assert not parser.has_frame and parser.next_frame() is None
+
+
+def _receive(parser, data: bytes, piece: int = 1 << 30) -> list:
+    """Feed ``data`` the BufferedProtocol way; return the frames completed, as taken."""
+    got, pos = [], 0
+    while pos < len(data):
+        buf = parser.get_buffer()
+        n = min(len(buf), len(data) - pos, piece)
+        buf[:n] = data[pos:pos + n]
+        del buf  # as a transport does: its view of the buffer is gone before frames are used
+        parser.buffer_updated(n)
+        pos += n
+        got.extend(parser.frames())
+    return got
+
+
+def test_buffer_updated_says_whether_a_frame_is_ready():
+    parser = FrameParser(scratch_size=16)
+    data = frame(b"a" * 40) + frame(b"b")  # 44 + 5 bytes
+    buf = parser.get_buffer()
+    buf[:10] = data[:10]
+    assert parser.buffer_updated(10) is False  # a big frame begun: 6 of its 40 bytes
+    buf = parser.get_buffer()
+    assert len(buf) == 34
+    buf[:] = data[10:44]
+    assert parser.buffer_updated(34) is True
+    assert parser.next_frame() == b"a" * 40
+    buf = parser.get_buffer()
+    buf[:3] = data[44:47]
+    assert parser.buffer_updated(3) is False
+    buf = parser.get_buffer()
+    buf[:2] = data[47:]
+    assert parser.buffer_updated(2) is True
+    assert parser.next_frame() == b"b"
+
+
+def test_reused_buffer_serves_the_next_big_frame_once_the_last_is_dropped():
+    parser = FrameParser(scratch_size=16, reuse_limit=1000)
+    (first,) = _receive(parser, frame(b"x" * 300), piece=50)
+    assert first == b"x" * 300
+    del first
+    (second,) = _receive(parser, frame(b"y" * 200), piece=50)
+    assert second == b"y" * 200
+    # The same memory, not a new (zero-filled) buffer: the first frame's tail is still there
+    # (both begin after a 4-byte size prefix at the front of the buffer).
+    assert second.obj[4 + 200 : 4 + 300] == b"x" * 100
+    second[0] = 0x7A  # frames stay writable
+    assert bytes(second[:2]) == b"zy"
+
+
+def test_a_big_frame_in_the_kept_buffer_is_received_in_one_piece():
+    """Once grown, the buffer takes a whole big frame (and what follows) in one receive."""
+    parser = FrameParser(scratch_size=16, reuse_limit=1000)
+    _receive(parser, frame(b"x" * 300))
+    data = frame(b"y" * 250) + frame(b"s")
+    buf = parser.get_buffer()
+    assert len(buf) >= len(data)
+    buf[: len(data)] = data
+    del buf
+    assert parser.buffer_updated(len(data))
+    assert [bytes(f) for f in parser.frames()] == [b"y" * 250, b"s"]
+
+
+def test_a_frame_still_referenced_is_never_overwritten():
+    parser = FrameParser(scratch_size=16, reuse_limit=1000)
+    (first,) = _receive(parser, frame(b"x" * 300), piece=70)
+    records = first[10:20]  # what a decoder hands to a handler that keeps it
+    del first
+    (second,) = _receive(parser, frame(b"y" * 300), piece=70)
+    assert bytes(records) == b"x" * 10
+    assert second.obj is not records.obj
+    del second
+    (third,) = _receive(parser, frame(b"z" * 100))
+    assert bytes(records) == b"x" * 10 and third == b"z" * 100
+
+
+def test_frames_beyond_the_reuse_limit_get_fresh_buffers():
+    parser = FrameParser(scratch_size=16, reuse_limit=100)
+    frames = _receive(parser, frame(b"x" * 300) + frame(b"y" * 300) + frame(b"w" * 50))
+    assert [bytes(f) for f in frames] == [b"x" * 300, b"y" * 300, b"w" * 50]
+    assert isinstance(frames[0], bytearray) and isinstance(frames[1], bytearray)
+    assert isinstance(frames[2], memoryview)
+
+
+@given(st.lists(st.binary(max_size=300), max_size=10), st.data())
+def test_reuse_keeps_every_frame_intact(payloads, data):
+    """Frames taken and kept (or dropped) at random while later ones arrive in random pieces."""
+    stream = b"".join(frame(p) for p in payloads)
+    parser = FrameParser(max_size=1000, scratch_size=16, reuse_limit=200)
+    kept, taken, pos = [], [], 0
+    while pos < len(stream):
+        n = data.draw(st.integers(1, 64) | st.integers(1, 4000))  # bits, or several frames
+        taken_now = _receive(parser, stream[pos:pos + n])
+        pos += n
+        for f in taken_now:
+            taken.append(bytes(f))
+            if data.draw(st.booleans()):
+                kept.append((f, bytes(f)))
+    assert taken == payloads
+    assert all(bytes(view) == copy for view, copy in kept)

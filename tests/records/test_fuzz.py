@@ -80,9 +80,7 @@ def mutated_inner_batch(rng: random.Random, corpus: list[bytes]) -> bytearray:
     codec = rng.choice(CODECS)
     body = codecs.compress(codec, mutate(rng, plain[BATCH_HEADER_SIZE:], corpus))
     buf = bytearray(BATCH_HEADER_SIZE) + body
-    fields = {f: getattr(header, f) for f in header.__slots__}
-    fields.update(batch_length=len(buf) - 12, attributes=codec)
-    write_header(buf, 0, type(header)(**fields))
+    write_header(buf, 0, header._replace(batch_length=len(buf) - 12, attributes=codec))
     update_crc(buf, 0, len(buf))
     return buf
 

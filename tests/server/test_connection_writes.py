@@ -62,8 +62,8 @@ class FakeBroker:
         self.tasks.add(task)
 
 
-def request_frame(correlation_id: int) -> bytes:
-    header = codec.RequestHeader(18, 0, correlation_id, None)
+def request_frame(correlation_id: int, client_id: str | None = None) -> bytes:
+    header = codec.RequestHeader(18, 0, correlation_id, client_id)
     payload = codec.encode_request(header, ApiVersionsRequest())
     return struct.pack(">i", len(payload)) + payload
 
@@ -91,19 +91,38 @@ def receive(conn: Connection, data: bytes) -> None:
 
 
 def test_responses_of_several_reads_in_one_iteration_go_out_in_one_write():
+    """Reads that fill the buffer given are followed by another in the same iteration (the
+    loop reads until a read comes up short): the write waits for that last one."""
     async def scenario():
         transport = FakeTransport()
         conn = Connection(FakeBroker(), "PLAINTEXT")
         conn.connection_made(transport)
-        for cid in (1, 2, 3):  # three reads in the same loop iteration
-            receive(conn, request_frame(cid))
-        assert transport.writes == []  # nothing is written before the iteration ends
-        await asyncio.sleep(0)
-        return transport.writes
+        data = b"".join(request_frame(cid, "c" * 30_000) for cid in (1, 2, 3))  # > 64 KiB
+        buf = conn.get_buffer(-1)
+        n = len(buf)
+        assert n < len(data)
+        buf[:] = data[:n]
+        del buf
+        conn.buffer_updated(n)  # a full buffer: frames 1 and 2 complete, more is coming
+        assert transport.writes == []
+        receive(conn, data[n:])  # the short last read completes frame 3: one write for all
+        return list(transport.writes)
 
     writes = asyncio.run(scenario())
     assert len(writes) == 1
     assert response_ids(writes[0]) == [1, 2, 3]
+
+
+def test_responses_of_one_read_go_out_in_one_write_at_once():
+    async def scenario():
+        transport = FakeTransport()
+        conn = Connection(FakeBroker(), "PLAINTEXT")
+        conn.connection_made(transport)
+        receive(conn, request_frame(1) + request_frame(2) + request_frame(3))
+        return list(transport.writes)  # before the loop turns
+
+    writes = asyncio.run(scenario())
+    assert [response_ids(w) for w in writes] == [[1, 2, 3]]
 
 
 def test_a_waiting_response_holds_back_the_later_ones_which_then_leave_together():

@@ -88,3 +88,33 @@ def test_segment_file_read_write(tmp_path):
         pass
     else:
         raise AssertionError("expected EOFError")
+
+
+def test_touching_the_latest_holder_again_changes_nothing_and_discard_forgets_it(tmp_path):
+    paths = [tmp_path / f"f{i}" for i in range(3)]
+    for p in paths:
+        p.write_bytes(b"x")
+    cache = FileHandleCache(max_open=2)
+    a, b, c = (Holder(str(p)) for p in paths)
+    a.use(cache)
+    b.use(cache)
+    b.use(cache)  # the latest: a no-op
+    assert len(cache) == 2 and a.file is not None
+    cache.discard(b)
+    b.file = None
+    assert len(cache) == 1
+    b.use(cache)  # discarded, so registered again (not skipped as "the latest")
+    assert len(cache) == 2
+    c.use(cache)  # evicts the least recent: a
+    assert a.file is None and b.file is not None and c.file is not None
+
+
+def test_write_at_finishes_a_short_write(tmp_path, monkeypatch):
+    p = tmp_path / "f"
+    p.write_bytes(b"")
+    f = SegmentFile(str(p))
+    real = os.pwrite
+    monkeypatch.setattr(os, "pwrite", lambda fd, data, pos: real(fd, memoryview(data)[:3], pos))
+    f.write_at(b"abcdefgh", 0)
+    monkeypatch.undo()
+    assert f.read_exact(0, 8) == b"abcdefgh"

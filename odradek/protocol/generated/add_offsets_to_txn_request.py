@@ -42,7 +42,7 @@ def _read_AddOffsetsToTxnRequest_v0(r, p):
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(r, p)
     p += 10
     f_group_id, p = read_string(r, p)
-    o = AddOffsetsToTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, group_id=f_group_id)
+    o = AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id)
     return o, p
 
 
@@ -51,7 +51,7 @@ def _read_AddOffsetsToTxnRequest_v3(r, p):
     f_producer_id, f_producer_epoch = _S_qh.unpack_from(r, p)
     p += 10
     f_group_id, p = read_compact_string(r, p)
-    o = AddOffsetsToTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, group_id=f_group_id)
+    o = AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id)
     if r[p] == 0:
         p += 1
     else:

@@ -38,14 +38,14 @@ class AddOffsetsToTxnResponse:
 def _read_AddOffsetsToTxnResponse_v0(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = AddOffsetsToTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code)
     return o, p
 
 
 def _read_AddOffsetsToTxnResponse_v3(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = AddOffsetsToTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code)
     if r[p] == 0:
         p += 1
     else:

@@ -63,7 +63,7 @@ def _read_AddPartitionsToTxnTopic_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = AddPartitionsToTxnTopic(name=f_name, partitions=f_partitions)
+    o = AddPartitionsToTxnTopic(f_name, f_partitions)
     return o, p
 
 
@@ -79,7 +79,7 @@ def _read_AddPartitionsToTxnRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnTopic_v0(r, p)
             f_v3_and_below_topics.append(e)
-    o = AddPartitionsToTxnRequest(v3_and_below_transactional_id=f_v3_and_below_transactional_id, v3_and_below_producer_id=f_v3_and_below_producer_id, v3_and_below_producer_epoch=f_v3_and_below_producer_epoch, v3_and_below_topics=f_v3_and_below_topics)
+    o = AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics)
     return o, p
 
 
@@ -90,7 +90,7 @@ def _read_AddPartitionsToTxnTopic_v3(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = AddPartitionsToTxnTopic(name=f_name, partitions=f_partitions)
+    o = AddPartitionsToTxnTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -110,7 +110,7 @@ def _read_AddPartitionsToTxnRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnTopic_v3(r, p)
             f_v3_and_below_topics.append(e)
-    o = AddPartitionsToTxnRequest(v3_and_below_transactional_id=f_v3_and_below_transactional_id, v3_and_below_producer_id=f_v3_and_below_producer_id, v3_and_below_producer_epoch=f_v3_and_below_producer_epoch, v3_and_below_topics=f_v3_and_below_topics)
+    o = AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -130,7 +130,7 @@ def _read_AddPartitionsToTxnTransaction_v4(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnTopic_v3(r, p)
             f_topics.append(e)
-    o = AddPartitionsToTxnTransaction(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, verify_only=f_verify_only, topics=f_topics)
+    o = AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -147,7 +147,7 @@ def _read_AddPartitionsToTxnRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnTransaction_v4(r, p)
             f_transactions.append(e)
-    o = AddPartitionsToTxnRequest(transactions=f_transactions)
+    o = AddPartitionsToTxnRequest(f_transactions)
     if r[p] == 0:
         p += 1
     else:

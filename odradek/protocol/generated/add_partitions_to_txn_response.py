@@ -62,7 +62,7 @@ class AddPartitionsToTxnResponse:
 def _read_AddPartitionsToTxnPartitionResult_v0(r, p):
     f_partition_index, f_partition_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = AddPartitionsToTxnPartitionResult(partition_index=f_partition_index, partition_error_code=f_partition_error_code)
+    o = AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code)
     return o, p
 
 
@@ -76,7 +76,7 @@ def _read_AddPartitionsToTxnTopicResult_v0(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnPartitionResult_v0(r, p)
             f_results_by_partition.append(e)
-    o = AddPartitionsToTxnTopicResult(name=f_name, results_by_partition=f_results_by_partition)
+    o = AddPartitionsToTxnTopicResult(f_name, f_results_by_partition)
     return o, p
 
 
@@ -91,14 +91,14 @@ def _read_AddPartitionsToTxnResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnTopicResult_v0(r, p)
             f_results_by_topic_v3_and_below.append(e)
-    o = AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, results_by_topic_v3_and_below=f_results_by_topic_v3_and_below)
+    o = AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below)
     return o, p
 
 
 def _read_AddPartitionsToTxnPartitionResult_v3(r, p):
     f_partition_index, f_partition_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = AddPartitionsToTxnPartitionResult(partition_index=f_partition_index, partition_error_code=f_partition_error_code)
+    o = AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -116,7 +116,7 @@ def _read_AddPartitionsToTxnTopicResult_v3(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnPartitionResult_v3(r, p)
             f_results_by_partition.append(e)
-    o = AddPartitionsToTxnTopicResult(name=f_name, results_by_partition=f_results_by_partition)
+    o = AddPartitionsToTxnTopicResult(f_name, f_results_by_partition)
     if r[p] == 0:
         p += 1
     else:
@@ -135,7 +135,7 @@ def _read_AddPartitionsToTxnResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnTopicResult_v3(r, p)
             f_results_by_topic_v3_and_below.append(e)
-    o = AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, results_by_topic_v3_and_below=f_results_by_topic_v3_and_below)
+    o = AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below)
     if r[p] == 0:
         p += 1
     else:
@@ -153,7 +153,7 @@ def _read_AddPartitionsToTxnResult_v4(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnTopicResult_v3(r, p)
             f_topic_results.append(e)
-    o = AddPartitionsToTxnResult(transactional_id=f_transactional_id, topic_results=f_topic_results)
+    o = AddPartitionsToTxnResult(f_transactional_id, f_topic_results)
     if r[p] == 0:
         p += 1
     else:
@@ -172,7 +172,7 @@ def _read_AddPartitionsToTxnResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_AddPartitionsToTxnResult_v4(r, p)
             f_results_by_transaction.append(e)
-    o = AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results_by_transaction=f_results_by_transaction)
+    o = AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction)
     if r[p] == 0:
         p += 1
     else:

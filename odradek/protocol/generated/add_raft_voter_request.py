@@ -52,7 +52,7 @@ def _read_Listener_v0(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = Listener(name=f_name, host=f_host, port=f_port)
+    o = Listener(f_name, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -73,7 +73,7 @@ def _read_AddRaftVoterRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_Listener_v0(r, p)
             f_listeners.append(e)
-    o = AddRaftVoterRequest(cluster_id=f_cluster_id, timeout_ms=f_timeout_ms, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners)
+    o = AddRaftVoterRequest(f_cluster_id, f_timeout_ms, f_voter_id, f_voter_directory_id, f_listeners)
     if r[p] == 0:
         p += 1
     else:

@@ -40,7 +40,7 @@ def _read_AddRaftVoterResponse_v0(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = AddRaftVoterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message)
+    o = AddRaftVoterResponse(f_throttle_time_ms, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:

@@ -38,7 +38,7 @@ class AllocateProducerIdsRequest:
 def _read_AllocateProducerIdsRequest_v0(r, p):
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(r, p)
     p += 12
-    o = AllocateProducerIdsRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch)
+    o = AllocateProducerIdsRequest(f_broker_id, f_broker_epoch)
     if r[p] == 0:
         p += 1
     else:

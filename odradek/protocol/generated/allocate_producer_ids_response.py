@@ -40,7 +40,7 @@ class AllocateProducerIdsResponse:
 def _read_AllocateProducerIdsResponse_v0(r, p):
     f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len = _S_ihqi.unpack_from(r, p)
     p += 18
-    o = AllocateProducerIdsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id_start=f_producer_id_start, producer_id_len=f_producer_id_len)
+    o = AllocateProducerIdsResponse(f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len)
     if r[p] == 0:
         p += 1
     else:

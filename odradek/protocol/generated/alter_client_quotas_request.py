@@ -61,7 +61,7 @@ class AlterClientQuotasRequest:
 def _read_EntityData_v0(r, p):
     f_entity_type, p = read_string(r, p)
     f_entity_name, p = read_nullable_string(r, p)
-    o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
+    o = EntityData(f_entity_type, f_entity_name)
     return o, p
 
 
@@ -69,7 +69,7 @@ def _read_OpData_v0(r, p):
     f_key, p = read_string(r, p)
     f_value, f_remove = _S_do.unpack_from(r, p)
     p += 9
-    o = OpData(key=f_key, value=f_value, remove=f_remove)
+    o = OpData(f_key, f_value, f_remove)
     return o, p
 
 
@@ -90,7 +90,7 @@ def _read_EntryData_v0(r, p):
         for _ in range(n):
             e, p = _read_OpData_v0(r, p)
             f_ops.append(e)
-    o = EntryData(entity=f_entity, ops=f_ops)
+    o = EntryData(f_entity, f_ops)
     return o, p
 
 
@@ -105,14 +105,14 @@ def _read_AlterClientQuotasRequest_v0(r, p):
             f_entries.append(e)
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
-    o = AlterClientQuotasRequest(entries=f_entries, validate_only=f_validate_only)
+    o = AlterClientQuotasRequest(f_entries, f_validate_only)
     return o, p
 
 
 def _read_EntityData_v1(r, p):
     f_entity_type, p = read_compact_string(r, p)
     f_entity_name, p = read_compact_nullable_string(r, p)
-    o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
+    o = EntityData(f_entity_type, f_entity_name)
     if r[p] == 0:
         p += 1
     else:
@@ -124,7 +124,7 @@ def _read_OpData_v1(r, p):
     f_key, p = read_compact_string(r, p)
     f_value, f_remove = _S_do.unpack_from(r, p)
     p += 9
-    o = OpData(key=f_key, value=f_value, remove=f_remove)
+    o = OpData(f_key, f_value, f_remove)
     if r[p] == 0:
         p += 1
     else:
@@ -149,7 +149,7 @@ def _read_EntryData_v1(r, p):
         for _ in range(n):
             e, p = _read_OpData_v1(r, p)
             f_ops.append(e)
-    o = EntryData(entity=f_entity, ops=f_ops)
+    o = EntryData(f_entity, f_ops)
     if r[p] == 0:
         p += 1
     else:
@@ -168,7 +168,7 @@ def _read_AlterClientQuotasRequest_v1(r, p):
             f_entries.append(e)
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
-    o = AlterClientQuotasRequest(entries=f_entries, validate_only=f_validate_only)
+    o = AlterClientQuotasRequest(f_entries, f_validate_only)
     if r[p] == 0:
         p += 1
     else:

@@ -54,7 +54,7 @@ class AlterClientQuotasResponse:
 def _read_EntityData_v0(r, p):
     f_entity_type, p = read_string(r, p)
     f_entity_name, p = read_nullable_string(r, p)
-    o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
+    o = EntityData(f_entity_type, f_entity_name)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_EntryData_v0(r, p):
         for _ in range(n):
             e, p = _read_EntityData_v0(r, p)
             f_entity.append(e)
-    o = EntryData(error_code=f_error_code, error_message=f_error_message, entity=f_entity)
+    o = EntryData(f_error_code, f_error_message, f_entity)
     return o, p
 
 
@@ -85,14 +85,14 @@ def _read_AlterClientQuotasResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_EntryData_v0(r, p)
             f_entries.append(e)
-    o = AlterClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, entries=f_entries)
+    o = AlterClientQuotasResponse(f_throttle_time_ms, f_entries)
     return o, p
 
 
 def _read_EntityData_v1(r, p):
     f_entity_type, p = read_compact_string(r, p)
     f_entity_name, p = read_compact_nullable_string(r, p)
-    o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
+    o = EntityData(f_entity_type, f_entity_name)
     if r[p] == 0:
         p += 1
     else:
@@ -112,7 +112,7 @@ def _read_EntryData_v1(r, p):
         for _ in range(n):
             e, p = _read_EntityData_v1(r, p)
             f_entity.append(e)
-    o = EntryData(error_code=f_error_code, error_message=f_error_message, entity=f_entity)
+    o = EntryData(f_error_code, f_error_message, f_entity)
     if r[p] == 0:
         p += 1
     else:
@@ -131,7 +131,7 @@ def _read_AlterClientQuotasResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_EntryData_v1(r, p)
             f_entries.append(e)
-    o = AlterClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, entries=f_entries)
+    o = AlterClientQuotasResponse(f_throttle_time_ms, f_entries)
     if r[p] == 0:
         p += 1
     else:

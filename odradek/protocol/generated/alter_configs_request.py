@@ -54,7 +54,7 @@ class AlterConfigsRequest:
 def _read_AlterableConfig_v0(r, p):
     f_name, p = read_string(r, p)
     f_value, p = read_nullable_string(r, p)
-    o = AlterableConfig(name=f_name, value=f_value)
+    o = AlterableConfig(f_name, f_value)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_AlterConfigsResource_v0(r, p):
         for _ in range(n):
             e, p = _read_AlterableConfig_v0(r, p)
             f_configs.append(e)
-    o = AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
+    o = AlterConfigsResource(f_resource_type, f_resource_name, f_configs)
     return o, p
 
 
@@ -85,14 +85,14 @@ def _read_AlterConfigsRequest_v0(r, p):
             f_resources.append(e)
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
-    o = AlterConfigsRequest(resources=f_resources, validate_only=f_validate_only)
+    o = AlterConfigsRequest(f_resources, f_validate_only)
     return o, p
 
 
 def _read_AlterableConfig_v2(r, p):
     f_name, p = read_compact_string(r, p)
     f_value, p = read_compact_nullable_string(r, p)
-    o = AlterableConfig(name=f_name, value=f_value)
+    o = AlterableConfig(f_name, f_value)
     if r[p] == 0:
         p += 1
     else:
@@ -112,7 +112,7 @@ def _read_AlterConfigsResource_v2(r, p):
         for _ in range(n):
             e, p = _read_AlterableConfig_v2(r, p)
             f_configs.append(e)
-    o = AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
+    o = AlterConfigsResource(f_resource_type, f_resource_name, f_configs)
     if r[p] == 0:
         p += 1
     else:
@@ -131,7 +131,7 @@ def _read_AlterConfigsRequest_v2(r, p):
             f_resources.append(e)
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
-    o = AlterConfigsRequest(resources=f_resources, validate_only=f_validate_only)
+    o = AlterConfigsRequest(f_resources, f_validate_only)
     if r[p] == 0:
         p += 1
     else:

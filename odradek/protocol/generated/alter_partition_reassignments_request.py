@@ -57,7 +57,7 @@ def _read_ReassignablePartition_v0(r, p):
         f_replicas = None
     else:
         f_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = ReassignablePartition(partition_index=f_partition_index, replicas=f_replicas)
+    o = ReassignablePartition(f_partition_index, f_replicas)
     if r[p] == 0:
         p += 1
     else:
@@ -75,7 +75,7 @@ def _read_ReassignableTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_ReassignablePartition_v0(r, p)
             f_partitions.append(e)
-    o = ReassignableTopic(name=f_name, partitions=f_partitions)
+    o = ReassignableTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -94,7 +94,7 @@ def _read_AlterPartitionReassignmentsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_ReassignableTopic_v0(r, p)
             f_topics.append(e)
-    o = AlterPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics)
+    o = AlterPartitionReassignmentsRequest(f_timeout_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -56,7 +56,7 @@ def _read_ReassignablePartitionResponse_v0(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = ReassignablePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message)
+    o = ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -74,7 +74,7 @@ def _read_ReassignableTopicResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ReassignablePartitionResponse_v0(r, p)
             f_partitions.append(e)
-    o = ReassignableTopicResponse(name=f_name, partitions=f_partitions)
+    o = ReassignableTopicResponse(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -94,7 +94,7 @@ def _read_AlterPartitionReassignmentsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ReassignableTopicResponse_v0(r, p)
             f_responses.append(e)
-    o = AlterPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses)
+    o = AlterPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses)
     if r[p] == 0:
         p += 1
     else:

@@ -75,7 +75,7 @@ def _read_PartitionData_v0(r, p):
         f_new_isr, p = read_int_array(r, p, n, 'i', 4)
     f_partition_epoch, = _S_i.unpack_from(r, p)
     p += 4
-    o = PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr=f_new_isr, partition_epoch=f_partition_epoch)
+    o = PartitionData(f_partition_index, f_leader_epoch, f_new_isr, [], 0, f_partition_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -93,7 +93,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, ZERO_UUID, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -112,7 +112,7 @@ def _read_AlterPartitionRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics)
+    o = AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -130,7 +130,7 @@ def _read_PartitionData_v1(r, p):
         f_new_isr, p = read_int_array(r, p, n, 'i', 4)
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(r, p)
     p += 5
-    o = PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr=f_new_isr, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch)
+    o = PartitionData(f_partition_index, f_leader_epoch, f_new_isr, [], f_leader_recovery_state, f_partition_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -148,7 +148,7 @@ def _read_TopicData_v1(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, ZERO_UUID, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -167,7 +167,7 @@ def _read_AlterPartitionRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
-    o = AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics)
+    o = AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -185,7 +185,7 @@ def _read_TopicData_v2(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_id=f_topic_id, partitions=f_partitions)
+    o = TopicData('', f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -204,7 +204,7 @@ def _read_AlterPartitionRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v2(r, p)
             f_topics.append(e)
-    o = AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics)
+    o = AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -215,7 +215,7 @@ def _read_AlterPartitionRequest_v2(r, p):
 def _read_BrokerState_v3(r, p):
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(r, p)
     p += 12
-    o = BrokerState(broker_id=f_broker_id, broker_epoch=f_broker_epoch)
+    o = BrokerState(f_broker_id, f_broker_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -236,7 +236,7 @@ def _read_PartitionData_v3(r, p):
             f_new_isr_with_epochs.append(e)
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(r, p)
     p += 5
-    o = PartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr_with_epochs=f_new_isr_with_epochs, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch)
+    o = PartitionData(f_partition_index, f_leader_epoch, [], f_new_isr_with_epochs, f_leader_recovery_state, f_partition_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -254,7 +254,7 @@ def _read_TopicData_v3(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v3(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_id=f_topic_id, partitions=f_partitions)
+    o = TopicData('', f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -273,7 +273,7 @@ def _read_AlterPartitionRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v3(r, p)
             f_topics.append(e)
-    o = AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics)
+    o = AlterPartitionRequest(f_broker_id, f_broker_epoch, f_topics)
     if r[p] == 0:
         p += 1
     else:

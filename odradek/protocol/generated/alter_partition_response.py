@@ -69,7 +69,7 @@ def _read_PartitionData_v0(r, p):
         f_isr, p = read_int_array(r, p, n, 'i', 4)
     f_partition_epoch, = _S_i.unpack_from(r, p)
     p += 4
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch)
+    o = PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, 0, f_partition_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -87,7 +87,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, ZERO_UUID, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -106,7 +106,7 @@ def _read_AlterPartitionResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
+    o = AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -124,7 +124,7 @@ def _read_PartitionData_v1(r, p):
         f_isr, p = read_int_array(r, p, n, 'i', 4)
     f_leader_recovery_state, f_partition_epoch = _S_bi.unpack_from(r, p)
     p += 5
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, isr=f_isr, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch)
+    o = PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, f_leader_recovery_state, f_partition_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -142,7 +142,7 @@ def _read_TopicData_v1(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, ZERO_UUID, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -161,7 +161,7 @@ def _read_AlterPartitionResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
-    o = AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
+    o = AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -179,7 +179,7 @@ def _read_TopicData_v2(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_id=f_topic_id, partitions=f_partitions)
+    o = TopicData('', f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -198,7 +198,7 @@ def _read_AlterPartitionResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v2(r, p)
             f_topics.append(e)
-    o = AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
+    o = AlterPartitionResponse(f_throttle_time_ms, f_error_code, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -55,7 +55,7 @@ def _read_AlterReplicaLogDirTopic_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = AlterReplicaLogDirTopic(name=f_name, partitions=f_partitions)
+    o = AlterReplicaLogDirTopic(f_name, f_partitions)
     return o, p
 
 
@@ -69,7 +69,7 @@ def _read_AlterReplicaLogDir_v0(r, p):
         for _ in range(n):
             e, p = _read_AlterReplicaLogDirTopic_v0(r, p)
             f_topics.append(e)
-    o = AlterReplicaLogDir(path=f_path, topics=f_topics)
+    o = AlterReplicaLogDir(f_path, f_topics)
     return o, p
 
 
@@ -82,7 +82,7 @@ def _read_AlterReplicaLogDirsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_AlterReplicaLogDir_v0(r, p)
             f_dirs.append(e)
-    o = AlterReplicaLogDirsRequest(dirs=f_dirs)
+    o = AlterReplicaLogDirsRequest(f_dirs)
     return o, p
 
 
@@ -93,7 +93,7 @@ def _read_AlterReplicaLogDirTopic_v2(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = AlterReplicaLogDirTopic(name=f_name, partitions=f_partitions)
+    o = AlterReplicaLogDirTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -111,7 +111,7 @@ def _read_AlterReplicaLogDir_v2(r, p):
         for _ in range(n):
             e, p = _read_AlterReplicaLogDirTopic_v2(r, p)
             f_topics.append(e)
-    o = AlterReplicaLogDir(path=f_path, topics=f_topics)
+    o = AlterReplicaLogDir(f_path, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -128,7 +128,7 @@ def _read_AlterReplicaLogDirsRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_AlterReplicaLogDir_v2(r, p)
             f_dirs.append(e)
-    o = AlterReplicaLogDirsRequest(dirs=f_dirs)
+    o = AlterReplicaLogDirsRequest(f_dirs)
     if r[p] == 0:
         p += 1
     else:

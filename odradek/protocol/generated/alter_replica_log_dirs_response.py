@@ -53,7 +53,7 @@ class AlterReplicaLogDirsResponse:
 def _read_AlterReplicaLogDirPartitionResult_v0(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = AlterReplicaLogDirPartitionResult(partition_index=f_partition_index, error_code=f_error_code)
+    o = AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code)
     return o, p
 
 
@@ -67,7 +67,7 @@ def _read_AlterReplicaLogDirTopicResult_v0(r, p):
         for _ in range(n):
             e, p = _read_AlterReplicaLogDirPartitionResult_v0(r, p)
             f_partitions.append(e)
-    o = AlterReplicaLogDirTopicResult(topic_name=f_topic_name, partitions=f_partitions)
+    o = AlterReplicaLogDirTopicResult(f_topic_name, f_partitions)
     return o, p
 
 
@@ -82,14 +82,14 @@ def _read_AlterReplicaLogDirsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_AlterReplicaLogDirTopicResult_v0(r, p)
             f_results.append(e)
-    o = AlterReplicaLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results)
     return o, p
 
 
 def _read_AlterReplicaLogDirPartitionResult_v2(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = AlterReplicaLogDirPartitionResult(partition_index=f_partition_index, error_code=f_error_code)
+    o = AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -107,7 +107,7 @@ def _read_AlterReplicaLogDirTopicResult_v2(r, p):
         for _ in range(n):
             e, p = _read_AlterReplicaLogDirPartitionResult_v2(r, p)
             f_partitions.append(e)
-    o = AlterReplicaLogDirTopicResult(topic_name=f_topic_name, partitions=f_partitions)
+    o = AlterReplicaLogDirTopicResult(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_AlterReplicaLogDirsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_AlterReplicaLogDirTopicResult_v2(r, p)
             f_results.append(e)
-    o = AlterReplicaLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results)
     if r[p] == 0:
         p += 1
     else:

@@ -57,7 +57,7 @@ def _read_ScramCredentialDeletion_v0(r, p):
     f_name, p = read_compact_string(r, p)
     f_mechanism, = _S_b.unpack_from(r, p)
     p += 1
-    o = ScramCredentialDeletion(name=f_name, mechanism=f_mechanism)
+    o = ScramCredentialDeletion(f_name, f_mechanism)
     if r[p] == 0:
         p += 1
     else:
@@ -71,7 +71,7 @@ def _read_ScramCredentialUpsertion_v0(r, p):
     p += 5
     f_salt, p = read_compact_bytes(r, p)
     f_salted_password, p = read_compact_bytes(r, p)
-    o = ScramCredentialUpsertion(name=f_name, mechanism=f_mechanism, iterations=f_iterations, salt=f_salt, salted_password=f_salted_password)
+    o = ScramCredentialUpsertion(f_name, f_mechanism, f_iterations, f_salt, f_salted_password)
     if r[p] == 0:
         p += 1
     else:
@@ -96,7 +96,7 @@ def _read_AlterUserScramCredentialsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_ScramCredentialUpsertion_v0(r, p)
             f_upsertions.append(e)
-    o = AlterUserScramCredentialsRequest(deletions=f_deletions, upsertions=f_upsertions)
+    o = AlterUserScramCredentialsRequest(f_deletions, f_upsertions)
     if r[p] == 0:
         p += 1
     else:

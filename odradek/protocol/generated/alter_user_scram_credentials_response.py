@@ -49,7 +49,7 @@ def _read_AlterUserScramCredentialsResult_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = AlterUserScramCredentialsResult(user=f_user, error_code=f_error_code, error_message=f_error_message)
+    o = AlterUserScramCredentialsResult(f_user, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -68,7 +68,7 @@ def _read_AlterUserScramCredentialsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_AlterUserScramCredentialsResult_v0(r, p)
             f_results.append(e)
-    o = AlterUserScramCredentialsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = AlterUserScramCredentialsResponse(f_throttle_time_ms, f_results)
     if r[p] == 0:
         p += 1
     else:

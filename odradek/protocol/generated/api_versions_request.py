@@ -43,7 +43,7 @@ def _read_ApiVersionsRequest_v0(r, p):
 def _read_ApiVersionsRequest_v3(r, p):
     f_client_software_name, p = read_compact_string(r, p)
     f_client_software_version, p = read_compact_string(r, p)
-    o = ApiVersionsRequest(client_software_name=f_client_software_name, client_software_version=f_client_software_version)
+    o = ApiVersionsRequest(f_client_software_name, f_client_software_version)
     if r[p] == 0:
         p += 1
     else:

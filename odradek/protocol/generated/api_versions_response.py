@@ -72,7 +72,7 @@ class ApiVersionsResponse:
 def _read_ApiVersion_v0(r, p):
     f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(r, p)
     p += 6
-    o = ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version)
+    o = ApiVersion(f_api_key, f_min_version, f_max_version)
     return o, p
 
 
@@ -87,7 +87,7 @@ def _read_ApiVersionsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ApiVersion_v0(r, p)
             f_api_keys.append(e)
-    o = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys)
+    o = ApiVersionsResponse(f_error_code, f_api_keys)
     return o, p
 
 
@@ -104,14 +104,14 @@ def _read_ApiVersionsResponse_v1(r, p):
             f_api_keys.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms)
+    o = ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms)
     return o, p
 
 
 def _read_ApiVersion_v3(r, p):
     f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(r, p)
     p += 6
-    o = ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version)
+    o = ApiVersion(f_api_key, f_min_version, f_max_version)
     if r[p] == 0:
         p += 1
     else:
@@ -123,7 +123,7 @@ def _read_SupportedFeatureKey_v3(r, p):
     f_name, p = read_compact_string(r, p)
     f_min_version, f_max_version = _S_hh.unpack_from(r, p)
     p += 4
-    o = SupportedFeatureKey(name=f_name, min_version=f_min_version, max_version=f_max_version)
+    o = SupportedFeatureKey(f_name, f_min_version, f_max_version)
     if r[p] == 0:
         p += 1
     else:
@@ -135,7 +135,7 @@ def _read_FinalizedFeatureKey_v3(r, p):
     f_name, p = read_compact_string(r, p)
     f_max_version_level, f_min_version_level = _S_hh.unpack_from(r, p)
     p += 4
-    o = FinalizedFeatureKey(name=f_name, max_version_level=f_max_version_level, min_version_level=f_min_version_level)
+    o = FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level)
     if r[p] == 0:
         p += 1
     else:
@@ -156,7 +156,7 @@ def _read_ApiVersionsResponse_v3(r, p):
             f_api_keys.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms)
+    o = ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

@@ -60,7 +60,7 @@ class AssignReplicasToDirsResponse:
 def _read_PartitionData_v0(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code)
+    o = PartitionData(f_partition_index, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -78,7 +78,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_id=f_topic_id, partitions=f_partitions)
+    o = TopicData(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -96,7 +96,7 @@ def _read_DirectoryData_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = DirectoryData(id=f_id, topics=f_topics)
+    o = DirectoryData(f_id, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -115,7 +115,7 @@ def _read_AssignReplicasToDirsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DirectoryData_v0(r, p)
             f_directories.append(e)
-    o = AssignReplicasToDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, directories=f_directories)
+    o = AssignReplicasToDirsResponse(f_throttle_time_ms, f_error_code, f_directories)
     if r[p] == 0:
         p += 1
     else:

@@ -67,7 +67,7 @@ class BeginQuorumEpochRequest:
 def _read_PartitionData_v0(r, p):
     f_partition_index, f_leader_id, f_leader_epoch = _S_iii.unpack_from(r, p)
     p += 12
-    o = PartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = PartitionData(f_partition_index, ZERO_UUID, f_leader_id, f_leader_epoch)
     return o, p
 
 
@@ -81,7 +81,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     return o, p
 
 
@@ -95,7 +95,7 @@ def _read_BeginQuorumEpochRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = BeginQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics)
+    o = BeginQuorumEpochRequest(f_cluster_id, -1, f_topics)
     return o, p
 
 
@@ -105,7 +105,7 @@ def _read_PartitionData_v1(r, p):
     f_voter_directory_id, p = read_uuid(r, p)
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
-    o = PartitionData(partition_index=f_partition_index, voter_directory_id=f_voter_directory_id, leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = PartitionData(f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -123,7 +123,7 @@ def _read_TopicData_v1(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -136,7 +136,7 @@ def _read_LeaderEndpoint_v1(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = LeaderEndpoint(name=f_name, host=f_host, port=f_port)
+    o = LeaderEndpoint(f_name, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -164,7 +164,7 @@ def _read_BeginQuorumEpochRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_LeaderEndpoint_v1(r, p)
             f_leader_endpoints.append(e)
-    o = BeginQuorumEpochRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, leader_endpoints=f_leader_endpoints)
+    o = BeginQuorumEpochRequest(f_cluster_id, f_voter_id, f_topics, f_leader_endpoints)
     if r[p] == 0:
         p += 1
     else:

@@ -42,7 +42,7 @@ class BrokerHeartbeatRequest:
 def _read_BrokerHeartbeatRequest_v0(r, p):
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S_iqqoo.unpack_from(r, p)
     p += 22
-    o = BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down)
+    o = BrokerHeartbeatRequest(f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down)
     if r[p] == 0:
         p += 1
     else:
@@ -53,7 +53,7 @@ def _read_BrokerHeartbeatRequest_v0(r, p):
 def _read_BrokerHeartbeatRequest_v1(r, p):
     f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = _S_iqqoo.unpack_from(r, p)
     p += 22
-    o = BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down)
+    o = BrokerHeartbeatRequest(f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

@@ -41,7 +41,7 @@ class BrokerHeartbeatResponse:
 def _read_BrokerHeartbeatResponse_v0(r, p):
     f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down = _S_ihooo.unpack_from(r, p)
     p += 9
-    o = BrokerHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, is_caught_up=f_is_caught_up, is_fenced=f_is_fenced, should_shut_down=f_should_shut_down)
+    o = BrokerHeartbeatResponse(f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down)
     if r[p] == 0:
         p += 1
     else:

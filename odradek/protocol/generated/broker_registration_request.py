@@ -68,7 +68,7 @@ def _read_Listener_v0(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, f_security_protocol = _S_Hh.unpack_from(r, p)
     p += 4
-    o = Listener(name=f_name, host=f_host, port=f_port, security_protocol=f_security_protocol)
+    o = Listener(f_name, f_host, f_port, f_security_protocol)
     if r[p] == 0:
         p += 1
     else:
@@ -80,7 +80,7 @@ def _read_Feature_v0(r, p):
     f_name, p = read_compact_string(r, p)
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(r, p)
     p += 4
-    o = Feature(name=f_name, min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version)
+    o = Feature(f_name, f_min_supported_version, f_max_supported_version)
     if r[p] == 0:
         p += 1
     else:
@@ -110,7 +110,7 @@ def _read_BrokerRegistrationRequest_v0(r, p):
             e, p = _read_Feature_v0(r, p)
             f_features.append(e)
     f_rack, p = read_compact_nullable_string(r, p)
-    o = BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack)
+    o = BrokerRegistrationRequest(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack)
     if r[p] == 0:
         p += 1
     else:
@@ -142,7 +142,7 @@ def _read_BrokerRegistrationRequest_v1(r, p):
     f_rack, p = read_compact_nullable_string(r, p)
     f_is_migrating_zk_broker, = _S_o.unpack_from(r, p)
     p += 1
-    o = BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker)
+    o = BrokerRegistrationRequest(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker)
     if r[p] == 0:
         p += 1
     else:
@@ -182,7 +182,7 @@ def _read_BrokerRegistrationRequest_v2(r, p):
         for _ in range(n):
             e, p = read_uuid(r, p)
             f_log_dirs.append(e)
-    o = BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, log_dirs=f_log_dirs)
+    o = BrokerRegistrationRequest(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, f_log_dirs)
     if r[p] == 0:
         p += 1
     else:
@@ -224,7 +224,7 @@ def _read_BrokerRegistrationRequest_v3(r, p):
             f_log_dirs.append(e)
     f_previous_broker_epoch, = _S_q.unpack_from(r, p)
     p += 8
-    o = BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, log_dirs=f_log_dirs, previous_broker_epoch=f_previous_broker_epoch)
+    o = BrokerRegistrationRequest(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, f_log_dirs, f_previous_broker_epoch)
     if r[p] == 0:
         p += 1
     else:

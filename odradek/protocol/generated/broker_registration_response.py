@@ -39,7 +39,7 @@ class BrokerRegistrationResponse:
 def _read_BrokerRegistrationResponse_v0(r, p):
     f_throttle_time_ms, f_error_code, f_broker_epoch = _S_ihq.unpack_from(r, p)
     p += 14
-    o = BrokerRegistrationResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, broker_epoch=f_broker_epoch)
+    o = BrokerRegistrationResponse(f_throttle_time_ms, f_error_code, f_broker_epoch)
     if r[p] == 0:
         p += 1
     else:

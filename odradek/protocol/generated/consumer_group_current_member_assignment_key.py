@@ -38,7 +38,7 @@ class ConsumerGroupCurrentMemberAssignmentKey:
 def _read_ConsumerGroupCurrentMemberAssignmentKey_v8(r, p):
     f_group_id, p = read_string(r, p)
     f_member_id, p = read_string(r, p)
-    o = ConsumerGroupCurrentMemberAssignmentKey(group_id=f_group_id, member_id=f_member_id)
+    o = ConsumerGroupCurrentMemberAssignmentKey(f_group_id, f_member_id)
     return o, p
 
 

@@ -52,7 +52,7 @@ def _read_TopicPartitions_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartitions(topic_id=f_topic_id, partitions=f_partitions)
+    o = TopicPartitions(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -79,7 +79,7 @@ def _read_ConsumerGroupCurrentMemberAssignmentValue_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicPartitions_v0(r, p)
             f_partitions_pending_revocation.append(e)
-    o = ConsumerGroupCurrentMemberAssignmentValue(member_epoch=f_member_epoch, previous_member_epoch=f_previous_member_epoch, state=f_state, assigned_partitions=f_assigned_partitions, partitions_pending_revocation=f_partitions_pending_revocation)
+    o = ConsumerGroupCurrentMemberAssignmentValue(f_member_epoch, f_previous_member_epoch, f_state, f_assigned_partitions, f_partitions_pending_revocation)
     if r[p] == 0:
         p += 1
     else:

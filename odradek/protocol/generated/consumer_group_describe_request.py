@@ -46,7 +46,7 @@ def _read_ConsumerGroupDescribeRequest_v0(r, p):
             f_group_ids.append(e)
     f_include_authorized_operations, = _S_o.unpack_from(r, p)
     p += 1
-    o = ConsumerGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations)
+    o = ConsumerGroupDescribeRequest(f_group_ids, f_include_authorized_operations)
     if r[p] == 0:
         p += 1
     else:

@@ -57,7 +57,7 @@ def _read_TopicPartitions_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartitions(topic_id=f_topic_id, partitions=f_partitions)
+    o = TopicPartitions(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -91,7 +91,7 @@ def _read_ConsumerGroupHeartbeatRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicPartitions_v0(r, p)
             f_topic_partitions.append(e)
-    o = ConsumerGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, subscribed_topic_names=f_subscribed_topic_names, server_assignor=f_server_assignor, topic_partitions=f_topic_partitions)
+    o = ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, None, f_server_assignor, f_topic_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_ConsumerGroupHeartbeatRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicPartitions_v0(r, p)
             f_topic_partitions.append(e)
-    o = ConsumerGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, server_assignor=f_server_assignor, topic_partitions=f_topic_partitions)
+    o = ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, f_subscribed_topic_regex, f_server_assignor, f_topic_partitions)
     if r[p] == 0:
         p += 1
     else:

@@ -38,7 +38,7 @@ class ConsumerGroupMemberMetadataKey:
 def _read_ConsumerGroupMemberMetadataKey_v5(r, p):
     f_group_id, p = read_string(r, p)
     f_member_id, p = read_string(r, p)
-    o = ConsumerGroupMemberMetadataKey(group_id=f_group_id, member_id=f_member_id)
+    o = ConsumerGroupMemberMetadataKey(f_group_id, f_member_id)
     return o, p
 
 

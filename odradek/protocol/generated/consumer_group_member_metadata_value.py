@@ -63,7 +63,7 @@ _DEFAULT_ClassicMemberMetadata = ClassicMemberMetadata()
 def _read_ClassicProtocol_v0(r, p):
     f_name, p = read_compact_string(r, p)
     f_metadata, p = read_compact_bytes(r, p)
-    o = ClassicProtocol(name=f_name, metadata=f_metadata)
+    o = ClassicProtocol(f_name, f_metadata)
     if r[p] == 0:
         p += 1
     else:
@@ -82,7 +82,7 @@ def _read_ClassicMemberMetadata_v0(r, p):
         for _ in range(n):
             e, p = _read_ClassicProtocol_v0(r, p)
             f_supported_protocols.append(e)
-    o = ClassicMemberMetadata(session_timeout_ms=f_session_timeout_ms, supported_protocols=f_supported_protocols)
+    o = ClassicMemberMetadata(f_session_timeout_ms, f_supported_protocols)
     if r[p] == 0:
         p += 1
     else:
@@ -107,7 +107,7 @@ def _read_ConsumerGroupMemberMetadataValue_v0(r, p):
     f_rebalance_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
     f_server_assignor, p = read_compact_nullable_string(r, p)
-    o = ConsumerGroupMemberMetadataValue(instance_id=f_instance_id, rack_id=f_rack_id, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, rebalance_timeout_ms=f_rebalance_timeout_ms, server_assignor=f_server_assignor)
+    o = ConsumerGroupMemberMetadataValue(f_instance_id, f_rack_id, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_rebalance_timeout_ms, f_server_assignor)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

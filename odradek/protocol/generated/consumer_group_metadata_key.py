@@ -36,7 +36,7 @@ class ConsumerGroupMetadataKey:
 
 def _read_ConsumerGroupMetadataKey_v3(r, p):
     f_group_id, p = read_string(r, p)
-    o = ConsumerGroupMetadataKey(group_id=f_group_id)
+    o = ConsumerGroupMetadataKey(f_group_id)
     return o, p
 
 

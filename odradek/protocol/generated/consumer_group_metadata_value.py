@@ -37,7 +37,7 @@ class ConsumerGroupMetadataValue:
 def _read_ConsumerGroupMetadataValue_v0(r, p):
     f_epoch, = _S_i.unpack_from(r, p)
     p += 4
-    o = ConsumerGroupMetadataValue(epoch=f_epoch)
+    o = ConsumerGroupMetadataValue(f_epoch)
     if r[p] == 0:
         p += 1
     else:

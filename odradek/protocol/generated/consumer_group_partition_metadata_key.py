@@ -36,7 +36,7 @@ class ConsumerGroupPartitionMetadataKey:
 
 def _read_ConsumerGroupPartitionMetadataKey_v4(r, p):
     f_group_id, p = read_string(r, p)
-    o = ConsumerGroupPartitionMetadataKey(group_id=f_group_id)
+    o = ConsumerGroupPartitionMetadataKey(f_group_id)
     return o, p
 
 

@@ -61,7 +61,7 @@ def _read_PartitionMetadata_v0(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_racks.append(e)
-    o = PartitionMetadata(partition=f_partition, racks=f_racks)
+    o = PartitionMetadata(f_partition, f_racks)
     if r[p] == 0:
         p += 1
     else:
@@ -82,7 +82,7 @@ def _read_TopicMetadata_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionMetadata_v0(r, p)
             f_partition_metadata.append(e)
-    o = TopicMetadata(topic_id=f_topic_id, topic_name=f_topic_name, num_partitions=f_num_partitions, partition_metadata=f_partition_metadata)
+    o = TopicMetadata(f_topic_id, f_topic_name, f_num_partitions, f_partition_metadata)
     if r[p] == 0:
         p += 1
     else:
@@ -99,7 +99,7 @@ def _read_ConsumerGroupPartitionMetadataValue_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicMetadata_v0(r, p)
             f_topics.append(e)
-    o = ConsumerGroupPartitionMetadataValue(topics=f_topics)
+    o = ConsumerGroupPartitionMetadataValue(f_topics)
     if r[p] == 0:
         p += 1
     else:

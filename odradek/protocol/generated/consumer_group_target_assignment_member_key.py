@@ -38,7 +38,7 @@ class ConsumerGroupTargetAssignmentMemberKey:
 def _read_ConsumerGroupTargetAssignmentMemberKey_v7(r, p):
     f_group_id, p = read_string(r, p)
     f_member_id, p = read_string(r, p)
-    o = ConsumerGroupTargetAssignmentMemberKey(group_id=f_group_id, member_id=f_member_id)
+    o = ConsumerGroupTargetAssignmentMemberKey(f_group_id, f_member_id)
     return o, p
 
 

@@ -48,7 +48,7 @@ def _read_TopicPartition_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartition(topic_id=f_topic_id, partitions=f_partitions)
+    o = TopicPartition(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -65,7 +65,7 @@ def _read_ConsumerGroupTargetAssignmentMemberValue_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicPartition_v0(r, p)
             f_topic_partitions.append(e)
-    o = ConsumerGroupTargetAssignmentMemberValue(topic_partitions=f_topic_partitions)
+    o = ConsumerGroupTargetAssignmentMemberValue(f_topic_partitions)
     if r[p] == 0:
         p += 1
     else:

@@ -36,7 +36,7 @@ class ConsumerGroupTargetAssignmentMetadataKey:
 
 def _read_ConsumerGroupTargetAssignmentMetadataKey_v6(r, p):
     f_group_id, p = read_string(r, p)
-    o = ConsumerGroupTargetAssignmentMetadataKey(group_id=f_group_id)
+    o = ConsumerGroupTargetAssignmentMetadataKey(f_group_id)
     return o, p
 
 

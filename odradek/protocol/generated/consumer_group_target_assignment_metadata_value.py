@@ -37,7 +37,7 @@ class ConsumerGroupTargetAssignmentMetadataValue:
 def _read_ConsumerGroupTargetAssignmentMetadataValue_v0(r, p):
     f_assignment_epoch, = _S_i.unpack_from(r, p)
     p += 4
-    o = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=f_assignment_epoch)
+    o = ConsumerGroupTargetAssignmentMetadataValue(f_assignment_epoch)
     if r[p] == 0:
         p += 1
     else:

@@ -49,7 +49,7 @@ def _read_TopicPartition_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartition(topic=f_topic, partitions=f_partitions)
+    o = TopicPartition(f_topic, f_partitions)
     return o, p
 
 
@@ -63,7 +63,7 @@ def _read_ConsumerProtocolAssignment_v0(r, p):
             e, p = _read_TopicPartition_v0(r, p)
             f_assigned_partitions.append(e)
     f_user_data, p = read_nullable_bytes(r, p)
-    o = ConsumerProtocolAssignment(assigned_partitions=f_assigned_partitions, user_data=f_user_data)
+    o = ConsumerProtocolAssignment(f_assigned_partitions, f_user_data)
     return o, p
 
 

@@ -55,7 +55,7 @@ def _read_ConsumerProtocolSubscription_v0(r, p):
             e, p = read_string(r, p)
             f_topics.append(e)
     f_user_data, p = read_nullable_bytes(r, p)
-    o = ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data)
+    o = ConsumerProtocolSubscription(f_topics, f_user_data)
     return o, p
 
 
@@ -66,7 +66,7 @@ def _read_TopicPartition_v1(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartition(topic=f_topic, partitions=f_partitions)
+    o = TopicPartition(f_topic, f_partitions)
     return o, p
 
 
@@ -88,7 +88,7 @@ def _read_ConsumerProtocolSubscription_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicPartition_v1(r, p)
             f_owned_partitions.append(e)
-    o = ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions)
+    o = ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions)
     return o, p
 
 
@@ -112,7 +112,7 @@ def _read_ConsumerProtocolSubscription_v2(r, p):
             f_owned_partitions.append(e)
     f_generation_id, = _S_i.unpack_from(r, p)
     p += 4
-    o = ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions, generation_id=f_generation_id)
+    o = ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, f_generation_id)
     return o, p
 
 
@@ -137,7 +137,7 @@ def _read_ConsumerProtocolSubscription_v3(r, p):
     f_generation_id, = _S_i.unpack_from(r, p)
     p += 4
     f_rack_id, p = read_nullable_string(r, p)
-    o = ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions, generation_id=f_generation_id, rack_id=f_rack_id)
+    o = ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, f_generation_id, f_rack_id)
     return o, p
 
 

@@ -39,21 +39,21 @@ class ControlledShutdownRequest:
 def _read_ControlledShutdownRequest_v0(r, p):
     f_broker_id, = _S_i.unpack_from(r, p)
     p += 4
-    o = ControlledShutdownRequest(broker_id=f_broker_id)
+    o = ControlledShutdownRequest(f_broker_id)
     return o, p
 
 
 def _read_ControlledShutdownRequest_v2(r, p):
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(r, p)
     p += 12
-    o = ControlledShutdownRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch)
+    o = ControlledShutdownRequest(f_broker_id, f_broker_epoch)
     return o, p
 
 
 def _read_ControlledShutdownRequest_v3(r, p):
     f_broker_id, f_broker_epoch = _S_iq.unpack_from(r, p)
     p += 12
-    o = ControlledShutdownRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch)
+    o = ControlledShutdownRequest(f_broker_id, f_broker_epoch)
     if r[p] == 0:
         p += 1
     else:

@@ -47,7 +47,7 @@ def _read_RemainingPartition_v0(r, p):
     f_topic_name, p = read_string(r, p)
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
-    o = RemainingPartition(topic_name=f_topic_name, partition_index=f_partition_index)
+    o = RemainingPartition(f_topic_name, f_partition_index)
     return o, p
 
 
@@ -62,7 +62,7 @@ def _read_ControlledShutdownResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_RemainingPartition_v0(r, p)
             f_remaining_partitions.append(e)
-    o = ControlledShutdownResponse(error_code=f_error_code, remaining_partitions=f_remaining_partitions)
+    o = ControlledShutdownResponse(f_error_code, f_remaining_partitions)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_RemainingPartition_v3(r, p):
     f_topic_name, p = read_compact_string(r, p)
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
-    o = RemainingPartition(topic_name=f_topic_name, partition_index=f_partition_index)
+    o = RemainingPartition(f_topic_name, f_partition_index)
     if r[p] == 0:
         p += 1
     else:
@@ -89,7 +89,7 @@ def _read_ControlledShutdownResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_RemainingPartition_v3(r, p)
             f_remaining_partitions.append(e)
-    o = ControlledShutdownResponse(error_code=f_error_code, remaining_partitions=f_remaining_partitions)
+    o = ControlledShutdownResponse(f_error_code, f_remaining_partitions)
     if r[p] == 0:
         p += 1
     else:

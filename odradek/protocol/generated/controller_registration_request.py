@@ -63,7 +63,7 @@ def _read_Listener_v0(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, f_security_protocol = _S_Hh.unpack_from(r, p)
     p += 4
-    o = Listener(name=f_name, host=f_host, port=f_port, security_protocol=f_security_protocol)
+    o = Listener(f_name, f_host, f_port, f_security_protocol)
     if r[p] == 0:
         p += 1
     else:
@@ -75,7 +75,7 @@ def _read_Feature_v0(r, p):
     f_name, p = read_compact_string(r, p)
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(r, p)
     p += 4
-    o = Feature(name=f_name, min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version)
+    o = Feature(f_name, f_min_supported_version, f_max_supported_version)
     if r[p] == 0:
         p += 1
     else:
@@ -105,7 +105,7 @@ def _read_ControllerRegistrationRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_Feature_v0(r, p)
             f_features.append(e)
-    o = ControllerRegistrationRequest(controller_id=f_controller_id, incarnation_id=f_incarnation_id, zk_migration_ready=f_zk_migration_ready, listeners=f_listeners, features=f_features)
+    o = ControllerRegistrationRequest(f_controller_id, f_incarnation_id, f_zk_migration_ready, f_listeners, f_features)
     if r[p] == 0:
         p += 1
     else:

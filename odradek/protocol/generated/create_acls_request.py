@@ -55,7 +55,7 @@ def _read_AclCreation_v0(r, p):
     f_host, p = read_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = AclCreation(resource_type=f_resource_type, resource_name=f_resource_name, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
+    o = AclCreation(f_resource_type, f_resource_name, 3, f_principal, f_host, f_operation, f_permission_type)
     return o, p
 
 
@@ -68,7 +68,7 @@ def _read_CreateAclsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_AclCreation_v0(r, p)
             f_creations.append(e)
-    o = CreateAclsRequest(creations=f_creations)
+    o = CreateAclsRequest(f_creations)
     return o, p
 
 
@@ -82,7 +82,7 @@ def _read_AclCreation_v1(r, p):
     f_host, p = read_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = AclCreation(resource_type=f_resource_type, resource_name=f_resource_name, resource_pattern_type=f_resource_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
+    o = AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type)
     return o, p
 
 
@@ -95,7 +95,7 @@ def _read_CreateAclsRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_AclCreation_v1(r, p)
             f_creations.append(e)
-    o = CreateAclsRequest(creations=f_creations)
+    o = CreateAclsRequest(f_creations)
     return o, p
 
 
@@ -109,7 +109,7 @@ def _read_AclCreation_v2(r, p):
     f_host, p = read_compact_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = AclCreation(resource_type=f_resource_type, resource_name=f_resource_name, resource_pattern_type=f_resource_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
+    o = AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_CreateAclsRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_AclCreation_v2(r, p)
             f_creations.append(e)
-    o = CreateAclsRequest(creations=f_creations)
+    o = CreateAclsRequest(f_creations)
     if r[p] == 0:
         p += 1
     else:

@@ -47,7 +47,7 @@ def _read_AclCreationResult_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_nullable_string(r, p)
-    o = AclCreationResult(error_code=f_error_code, error_message=f_error_message)
+    o = AclCreationResult(f_error_code, f_error_message)
     return o, p
 
 
@@ -62,7 +62,7 @@ def _read_CreateAclsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_AclCreationResult_v0(r, p)
             f_results.append(e)
-    o = CreateAclsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = CreateAclsResponse(f_throttle_time_ms, f_results)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_AclCreationResult_v2(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = AclCreationResult(error_code=f_error_code, error_message=f_error_message)
+    o = AclCreationResult(f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -89,7 +89,7 @@ def _read_CreateAclsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_AclCreationResult_v2(r, p)
             f_results.append(e)
-    o = CreateAclsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = CreateAclsResponse(f_throttle_time_ms, f_results)
     if r[p] == 0:
         p += 1
     else:

@@ -47,7 +47,7 @@ class CreateDelegationTokenRequest:
 def _read_CreatableRenewers_v0(r, p):
     f_principal_type, p = read_string(r, p)
     f_principal_name, p = read_string(r, p)
-    o = CreatableRenewers(principal_type=f_principal_type, principal_name=f_principal_name)
+    o = CreatableRenewers(f_principal_type, f_principal_name)
     return o, p
 
 
@@ -62,14 +62,14 @@ def _read_CreateDelegationTokenRequest_v0(r, p):
             f_renewers.append(e)
     f_max_lifetime_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = CreateDelegationTokenRequest(renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms)
+    o = CreateDelegationTokenRequest('', '', f_renewers, f_max_lifetime_ms)
     return o, p
 
 
 def _read_CreatableRenewers_v2(r, p):
     f_principal_type, p = read_compact_string(r, p)
     f_principal_name, p = read_compact_string(r, p)
-    o = CreatableRenewers(principal_type=f_principal_type, principal_name=f_principal_name)
+    o = CreatableRenewers(f_principal_type, f_principal_name)
     if r[p] == 0:
         p += 1
     else:
@@ -88,7 +88,7 @@ def _read_CreateDelegationTokenRequest_v2(r, p):
             f_renewers.append(e)
     f_max_lifetime_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = CreateDelegationTokenRequest(renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms)
+    o = CreateDelegationTokenRequest('', '', f_renewers, f_max_lifetime_ms)
     if r[p] == 0:
         p += 1
     else:
@@ -109,7 +109,7 @@ def _read_CreateDelegationTokenRequest_v3(r, p):
             f_renewers.append(e)
     f_max_lifetime_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = CreateDelegationTokenRequest(owner_principal_type=f_owner_principal_type, owner_principal_name=f_owner_principal_name, renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms)
+    o = CreateDelegationTokenRequest(f_owner_principal_type, f_owner_principal_name, f_renewers, f_max_lifetime_ms)
     if r[p] == 0:
         p += 1
     else:

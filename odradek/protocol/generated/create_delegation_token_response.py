@@ -57,7 +57,7 @@ def _read_CreateDelegationTokenResponse_v0(r, p):
     f_hmac, p = read_bytes(r, p)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = CreateDelegationTokenResponse(error_code=f_error_code, principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp_ms=f_issue_timestamp_ms, expiry_timestamp_ms=f_expiry_timestamp_ms, max_timestamp_ms=f_max_timestamp_ms, token_id=f_token_id, hmac=f_hmac, throttle_time_ms=f_throttle_time_ms)
+    o = CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, '', '', f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms)
     return o, p
 
 
@@ -72,7 +72,7 @@ def _read_CreateDelegationTokenResponse_v2(r, p):
     f_hmac, p = read_compact_bytes(r, p)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = CreateDelegationTokenResponse(error_code=f_error_code, principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp_ms=f_issue_timestamp_ms, expiry_timestamp_ms=f_expiry_timestamp_ms, max_timestamp_ms=f_max_timestamp_ms, token_id=f_token_id, hmac=f_hmac, throttle_time_ms=f_throttle_time_ms)
+    o = CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, '', '', f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms)
     if r[p] == 0:
         p += 1
     else:
@@ -93,7 +93,7 @@ def _read_CreateDelegationTokenResponse_v3(r, p):
     f_hmac, p = read_compact_bytes(r, p)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = CreateDelegationTokenResponse(error_code=f_error_code, principal_type=f_principal_type, principal_name=f_principal_name, token_requester_principal_type=f_token_requester_principal_type, token_requester_principal_name=f_token_requester_principal_name, issue_timestamp_ms=f_issue_timestamp_ms, expiry_timestamp_ms=f_expiry_timestamp_ms, max_timestamp_ms=f_max_timestamp_ms, token_id=f_token_id, hmac=f_hmac, throttle_time_ms=f_throttle_time_ms)
+    o = CreateDelegationTokenResponse(f_error_code, f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -57,7 +57,7 @@ def _read_CreatePartitionsAssignment_v0(r, p):
         raise DecodeError('null array BrokerIds')
     else:
         f_broker_ids, p = read_int_array(r, p, n, 'i', 4)
-    o = CreatePartitionsAssignment(broker_ids=f_broker_ids)
+    o = CreatePartitionsAssignment(f_broker_ids)
     return o, p
 
 
@@ -73,7 +73,7 @@ def _read_CreatePartitionsTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_CreatePartitionsAssignment_v0(r, p)
             f_assignments.append(e)
-    o = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
+    o = CreatePartitionsTopic(f_name, f_count, f_assignments)
     return o, p
 
 
@@ -88,7 +88,7 @@ def _read_CreatePartitionsRequest_v0(r, p):
             f_topics.append(e)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(r, p)
     p += 5
-    o = CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
+    o = CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only)
     return o, p
 
 
@@ -98,7 +98,7 @@ def _read_CreatePartitionsAssignment_v2(r, p):
         raise DecodeError('null array BrokerIds')
     else:
         f_broker_ids, p = read_int_array(r, p, n, 'i', 4)
-    o = CreatePartitionsAssignment(broker_ids=f_broker_ids)
+    o = CreatePartitionsAssignment(f_broker_ids)
     if r[p] == 0:
         p += 1
     else:
@@ -118,7 +118,7 @@ def _read_CreatePartitionsTopic_v2(r, p):
         for _ in range(n):
             e, p = _read_CreatePartitionsAssignment_v2(r, p)
             f_assignments.append(e)
-    o = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
+    o = CreatePartitionsTopic(f_name, f_count, f_assignments)
     if r[p] == 0:
         p += 1
     else:
@@ -137,7 +137,7 @@ def _read_CreatePartitionsRequest_v2(r, p):
             f_topics.append(e)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(r, p)
     p += 5
-    o = CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
+    o = CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only)
     if r[p] == 0:
         p += 1
     else:

@@ -49,7 +49,7 @@ def _read_CreatePartitionsTopicResult_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_nullable_string(r, p)
-    o = CreatePartitionsTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
+    o = CreatePartitionsTopicResult(f_name, f_error_code, f_error_message)
     return o, p
 
 
@@ -64,7 +64,7 @@ def _read_CreatePartitionsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_CreatePartitionsTopicResult_v0(r, p)
             f_results.append(e)
-    o = CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = CreatePartitionsResponse(f_throttle_time_ms, f_results)
     return o, p
 
 
@@ -73,7 +73,7 @@ def _read_CreatePartitionsTopicResult_v2(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = CreatePartitionsTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
+    o = CreatePartitionsTopicResult(f_name, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -92,7 +92,7 @@ def _read_CreatePartitionsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_CreatePartitionsTopicResult_v2(r, p)
             f_results.append(e)
-    o = CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = CreatePartitionsResponse(f_throttle_time_ms, f_results)
     if r[p] == 0:
         p += 1
     else:

@@ -70,14 +70,14 @@ def _read_CreatableReplicaAssignment_v0(r, p):
         raise DecodeError('null array BrokerIds')
     else:
         f_broker_ids, p = read_int_array(r, p, n, 'i', 4)
-    o = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
+    o = CreatableReplicaAssignment(f_partition_index, f_broker_ids)
     return o, p
 
 
 def _read_CreatableTopicConfig_v0(r, p):
     f_name, p = read_string(r, p)
     f_value, p = read_nullable_string(r, p)
-    o = CreatableTopicConfig(name=f_name, value=f_value)
+    o = CreatableTopicConfig(f_name, f_value)
     return o, p
 
 
@@ -101,7 +101,7 @@ def _read_CreatableTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicConfig_v0(r, p)
             f_configs.append(e)
-    o = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
+    o = CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs)
     return o, p
 
 
@@ -116,7 +116,7 @@ def _read_CreateTopicsRequest_v0(r, p):
             f_topics.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms)
+    o = CreateTopicsRequest(f_topics, f_timeout_ms)
     return o, p
 
 
@@ -131,7 +131,7 @@ def _read_CreateTopicsRequest_v1(r, p):
             f_topics.append(e)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(r, p)
     p += 5
-    o = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
+    o = CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only)
     return o, p
 
 
@@ -143,7 +143,7 @@ def _read_CreatableReplicaAssignment_v5(r, p):
         raise DecodeError('null array BrokerIds')
     else:
         f_broker_ids, p = read_int_array(r, p, n, 'i', 4)
-    o = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
+    o = CreatableReplicaAssignment(f_partition_index, f_broker_ids)
     if r[p] == 0:
         p += 1
     else:
@@ -154,7 +154,7 @@ def _read_CreatableReplicaAssignment_v5(r, p):
 def _read_CreatableTopicConfig_v5(r, p):
     f_name, p = read_compact_string(r, p)
     f_value, p = read_compact_nullable_string(r, p)
-    o = CreatableTopicConfig(name=f_name, value=f_value)
+    o = CreatableTopicConfig(f_name, f_value)
     if r[p] == 0:
         p += 1
     else:
@@ -182,7 +182,7 @@ def _read_CreatableTopic_v5(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicConfig_v5(r, p)
             f_configs.append(e)
-    o = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
+    o = CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs)
     if r[p] == 0:
         p += 1
     else:
@@ -201,7 +201,7 @@ def _read_CreateTopicsRequest_v5(r, p):
             f_topics.append(e)
     f_timeout_ms, f_validate_only = _S_io.unpack_from(r, p)
     p += 5
-    o = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
+    o = CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only)
     if r[p] == 0:
         p += 1
     else:

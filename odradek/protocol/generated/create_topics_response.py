@@ -65,7 +65,7 @@ def _read_CreatableTopicResult_v0(r, p):
     f_name, p = read_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = CreatableTopicResult(name=f_name, error_code=f_error_code)
+    o = CreatableTopicResult(f_name, ZERO_UUID, f_error_code)
     return o, p
 
 
@@ -78,7 +78,7 @@ def _read_CreateTopicsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicResult_v0(r, p)
             f_topics.append(e)
-    o = CreateTopicsResponse(topics=f_topics)
+    o = CreateTopicsResponse(0, f_topics)
     return o, p
 
 
@@ -87,7 +87,7 @@ def _read_CreatableTopicResult_v1(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_nullable_string(r, p)
-    o = CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
+    o = CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message)
     return o, p
 
 
@@ -100,7 +100,7 @@ def _read_CreateTopicsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicResult_v1(r, p)
             f_topics.append(e)
-    o = CreateTopicsResponse(topics=f_topics)
+    o = CreateTopicsResponse(0, f_topics)
     return o, p
 
 
@@ -115,7 +115,7 @@ def _read_CreateTopicsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicResult_v1(r, p)
             f_topics.append(e)
-    o = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = CreateTopicsResponse(f_throttle_time_ms, f_topics)
     return o, p
 
 
@@ -124,7 +124,7 @@ def _read_CreatableTopicConfigs_v5(r, p):
     f_value, p = read_compact_nullable_string(r, p)
     f_read_only, f_config_source, f_is_sensitive = _S_obo.unpack_from(r, p)
     p += 3
-    o = CreatableTopicConfigs(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive)
+    o = CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive)
     if r[p] == 0:
         p += 1
     else:
@@ -147,7 +147,7 @@ def _read_CreatableTopicResult_v5(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicConfigs_v5(r, p)
             f_configs.append(e)
-    o = CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs)
+    o = CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, f_num_partitions, f_replication_factor, f_configs)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -174,7 +174,7 @@ def _read_CreateTopicsResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicResult_v5(r, p)
             f_topics.append(e)
-    o = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = CreateTopicsResponse(f_throttle_time_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -198,7 +198,7 @@ def _read_CreatableTopicResult_v7(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicConfigs_v5(r, p)
             f_configs.append(e)
-    o = CreatableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs)
+    o = CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, 0, f_num_partitions, f_replication_factor, f_configs)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -225,7 +225,7 @@ def _read_CreateTopicsResponse_v7(r, p):
         for _ in range(n):
             e, p = _read_CreatableTopicResult_v7(r, p)
             f_topics.append(e)
-    o = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = CreateTopicsResponse(f_throttle_time_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -41,7 +41,7 @@ def _read_DefaultPrincipalData_v0(r, p):
     f_name, p = read_compact_string(r, p)
     f_token_authenticated, = _S_o.unpack_from(r, p)
     p += 1
-    o = DefaultPrincipalData(type=f_type, name=f_name, token_authenticated=f_token_authenticated)
+    o = DefaultPrincipalData(f_type, f_name, f_token_authenticated)
     if r[p] == 0:
         p += 1
     else:

@@ -55,7 +55,7 @@ def _read_DeleteAclsFilter_v0(r, p):
     f_host_filter, p = read_nullable_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DeleteAclsFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type)
+    o = DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, 3, f_principal_filter, f_host_filter, f_operation, f_permission_type)
     return o, p
 
 
@@ -68,7 +68,7 @@ def _read_DeleteAclsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsFilter_v0(r, p)
             f_filters.append(e)
-    o = DeleteAclsRequest(filters=f_filters)
+    o = DeleteAclsRequest(f_filters)
     return o, p
 
 
@@ -82,7 +82,7 @@ def _read_DeleteAclsFilter_v1(r, p):
     f_host_filter, p = read_nullable_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DeleteAclsFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type)
+    o = DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type)
     return o, p
 
 
@@ -95,7 +95,7 @@ def _read_DeleteAclsRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsFilter_v1(r, p)
             f_filters.append(e)
-    o = DeleteAclsRequest(filters=f_filters)
+    o = DeleteAclsRequest(f_filters)
     return o, p
 
 
@@ -109,7 +109,7 @@ def _read_DeleteAclsFilter_v2(r, p):
     f_host_filter, p = read_compact_nullable_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DeleteAclsFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type)
+    o = DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_DeleteAclsRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsFilter_v2(r, p)
             f_filters.append(e)
-    o = DeleteAclsRequest(filters=f_filters)
+    o = DeleteAclsRequest(f_filters)
     if r[p] == 0:
         p += 1
     else:

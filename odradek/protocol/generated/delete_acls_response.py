@@ -71,7 +71,7 @@ def _read_DeleteAclsMatchingAcl_v0(r, p):
     f_host, p = read_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DeleteAclsMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
+    o = DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, 3, f_principal, f_host, f_operation, f_permission_type)
     return o, p
 
 
@@ -87,7 +87,7 @@ def _read_DeleteAclsFilterResult_v0(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsMatchingAcl_v0(r, p)
             f_matching_acls.append(e)
-    o = DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls)
+    o = DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls)
     return o, p
 
 
@@ -102,7 +102,7 @@ def _read_DeleteAclsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsFilterResult_v0(r, p)
             f_filter_results.append(e)
-    o = DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results)
+    o = DeleteAclsResponse(f_throttle_time_ms, f_filter_results)
     return o, p
 
 
@@ -119,7 +119,7 @@ def _read_DeleteAclsMatchingAcl_v1(r, p):
     f_host, p = read_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DeleteAclsMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
+    o = DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type)
     return o, p
 
 
@@ -135,7 +135,7 @@ def _read_DeleteAclsFilterResult_v1(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsMatchingAcl_v1(r, p)
             f_matching_acls.append(e)
-    o = DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls)
+    o = DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls)
     return o, p
 
 
@@ -150,7 +150,7 @@ def _read_DeleteAclsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsFilterResult_v1(r, p)
             f_filter_results.append(e)
-    o = DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results)
+    o = DeleteAclsResponse(f_throttle_time_ms, f_filter_results)
     return o, p
 
 
@@ -167,7 +167,7 @@ def _read_DeleteAclsMatchingAcl_v2(r, p):
     f_host, p = read_compact_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DeleteAclsMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
+    o = DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type)
     if r[p] == 0:
         p += 1
     else:
@@ -187,7 +187,7 @@ def _read_DeleteAclsFilterResult_v2(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsMatchingAcl_v2(r, p)
             f_matching_acls.append(e)
-    o = DeleteAclsFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls)
+    o = DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls)
     if r[p] == 0:
         p += 1
     else:
@@ -206,7 +206,7 @@ def _read_DeleteAclsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_DeleteAclsFilterResult_v2(r, p)
             f_filter_results.append(e)
-    o = DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results)
+    o = DeleteAclsResponse(f_throttle_time_ms, f_filter_results)
     if r[p] == 0:
         p += 1
     else:

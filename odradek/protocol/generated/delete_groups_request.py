@@ -43,7 +43,7 @@ def _read_DeleteGroupsRequest_v0(r, p):
         for _ in range(n):
             e, p = read_string(r, p)
             f_groups_names.append(e)
-    o = DeleteGroupsRequest(groups_names=f_groups_names)
+    o = DeleteGroupsRequest(f_groups_names)
     return o, p
 
 
@@ -56,7 +56,7 @@ def _read_DeleteGroupsRequest_v2(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_groups_names.append(e)
-    o = DeleteGroupsRequest(groups_names=f_groups_names)
+    o = DeleteGroupsRequest(f_groups_names)
     if r[p] == 0:
         p += 1
     else:

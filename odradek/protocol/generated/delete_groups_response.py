@@ -47,7 +47,7 @@ def _read_DeletableGroupResult_v0(r, p):
     f_group_id, p = read_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = DeletableGroupResult(group_id=f_group_id, error_code=f_error_code)
+    o = DeletableGroupResult(f_group_id, f_error_code)
     return o, p
 
 
@@ -62,7 +62,7 @@ def _read_DeleteGroupsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DeletableGroupResult_v0(r, p)
             f_results.append(e)
-    o = DeleteGroupsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = DeleteGroupsResponse(f_throttle_time_ms, f_results)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_DeletableGroupResult_v2(r, p):
     f_group_id, p = read_compact_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = DeletableGroupResult(group_id=f_group_id, error_code=f_error_code)
+    o = DeletableGroupResult(f_group_id, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -89,7 +89,7 @@ def _read_DeleteGroupsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_DeletableGroupResult_v2(r, p)
             f_results.append(e)
-    o = DeleteGroupsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = DeleteGroupsResponse(f_throttle_time_ms, f_results)
     if r[p] == 0:
         p += 1
     else:

@@ -53,7 +53,7 @@ class DeleteRecordsRequest:
 def _read_DeleteRecordsPartition_v0(r, p):
     f_partition_index, f_offset = _S_iq.unpack_from(r, p)
     p += 12
-    o = DeleteRecordsPartition(partition_index=f_partition_index, offset=f_offset)
+    o = DeleteRecordsPartition(f_partition_index, f_offset)
     return o, p
 
 
@@ -67,7 +67,7 @@ def _read_DeleteRecordsTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_DeleteRecordsPartition_v0(r, p)
             f_partitions.append(e)
-    o = DeleteRecordsTopic(name=f_name, partitions=f_partitions)
+    o = DeleteRecordsTopic(f_name, f_partitions)
     return o, p
 
 
@@ -82,14 +82,14 @@ def _read_DeleteRecordsRequest_v0(r, p):
             f_topics.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = DeleteRecordsRequest(topics=f_topics, timeout_ms=f_timeout_ms)
+    o = DeleteRecordsRequest(f_topics, f_timeout_ms)
     return o, p
 
 
 def _read_DeleteRecordsPartition_v2(r, p):
     f_partition_index, f_offset = _S_iq.unpack_from(r, p)
     p += 12
-    o = DeleteRecordsPartition(partition_index=f_partition_index, offset=f_offset)
+    o = DeleteRecordsPartition(f_partition_index, f_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -107,7 +107,7 @@ def _read_DeleteRecordsTopic_v2(r, p):
         for _ in range(n):
             e, p = _read_DeleteRecordsPartition_v2(r, p)
             f_partitions.append(e)
-    o = DeleteRecordsTopic(name=f_name, partitions=f_partitions)
+    o = DeleteRecordsTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_DeleteRecordsRequest_v2(r, p):
             f_topics.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = DeleteRecordsRequest(topics=f_topics, timeout_ms=f_timeout_ms)
+    o = DeleteRecordsRequest(f_topics, f_timeout_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -54,7 +54,7 @@ class DeleteRecordsResponse:
 def _read_DeleteRecordsPartitionResult_v0(r, p):
     f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(r, p)
     p += 14
-    o = DeleteRecordsPartitionResult(partition_index=f_partition_index, low_watermark=f_low_watermark, error_code=f_error_code)
+    o = DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code)
     return o, p
 
 
@@ -68,7 +68,7 @@ def _read_DeleteRecordsTopicResult_v0(r, p):
         for _ in range(n):
             e, p = _read_DeleteRecordsPartitionResult_v0(r, p)
             f_partitions.append(e)
-    o = DeleteRecordsTopicResult(name=f_name, partitions=f_partitions)
+    o = DeleteRecordsTopicResult(f_name, f_partitions)
     return o, p
 
 
@@ -83,14 +83,14 @@ def _read_DeleteRecordsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DeleteRecordsTopicResult_v0(r, p)
             f_topics.append(e)
-    o = DeleteRecordsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = DeleteRecordsResponse(f_throttle_time_ms, f_topics)
     return o, p
 
 
 def _read_DeleteRecordsPartitionResult_v2(r, p):
     f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(r, p)
     p += 14
-    o = DeleteRecordsPartitionResult(partition_index=f_partition_index, low_watermark=f_low_watermark, error_code=f_error_code)
+    o = DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -108,7 +108,7 @@ def _read_DeleteRecordsTopicResult_v2(r, p):
         for _ in range(n):
             e, p = _read_DeleteRecordsPartitionResult_v2(r, p)
             f_partitions.append(e)
-    o = DeleteRecordsTopicResult(name=f_name, partitions=f_partitions)
+    o = DeleteRecordsTopicResult(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -127,7 +127,7 @@ def _read_DeleteRecordsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_DeleteRecordsTopicResult_v2(r, p)
             f_topics.append(e)
-    o = DeleteRecordsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = DeleteRecordsResponse(f_throttle_time_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -51,7 +51,7 @@ class DeleteShareGroupStateRequest:
 def _read_PartitionData_v0(r, p):
     f_partition, = _S_i.unpack_from(r, p)
     p += 4
-    o = PartitionData(partition=f_partition)
+    o = PartitionData(f_partition)
     if r[p] == 0:
         p += 1
     else:
@@ -69,7 +69,7 @@ def _read_DeleteStateData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = DeleteStateData(topic_id=f_topic_id, partitions=f_partitions)
+    o = DeleteStateData(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -87,7 +87,7 @@ def _read_DeleteShareGroupStateRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_DeleteStateData_v0(r, p)
             f_topics.append(e)
-    o = DeleteShareGroupStateRequest(group_id=f_group_id, topics=f_topics)
+    o = DeleteShareGroupStateRequest(f_group_id, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -53,7 +53,7 @@ def _read_PartitionResult_v0(r, p):
     f_partition, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message)
+    o = PartitionResult(f_partition, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -71,7 +71,7 @@ def _read_DeleteStateResult_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionResult_v0(r, p)
             f_partitions.append(e)
-    o = DeleteStateResult(topic_id=f_topic_id, partitions=f_partitions)
+    o = DeleteStateResult(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -88,7 +88,7 @@ def _read_DeleteShareGroupStateResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DeleteStateResult_v0(r, p)
             f_results.append(e)
-    o = DeleteShareGroupStateResponse(results=f_results)
+    o = DeleteShareGroupStateResponse(f_results)
     if r[p] == 0:
         p += 1
     else:

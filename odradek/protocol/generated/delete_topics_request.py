@@ -54,7 +54,7 @@ def _read_DeleteTopicsRequest_v0(r, p):
             f_topic_names.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
+    o = DeleteTopicsRequest([], f_topic_names, f_timeout_ms)
     return o, p
 
 
@@ -69,7 +69,7 @@ def _read_DeleteTopicsRequest_v4(r, p):
             f_topic_names.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
+    o = DeleteTopicsRequest([], f_topic_names, f_timeout_ms)
     if r[p] == 0:
         p += 1
     else:
@@ -80,7 +80,7 @@ def _read_DeleteTopicsRequest_v4(r, p):
 def _read_DeleteTopicState_v6(r, p):
     f_name, p = read_compact_nullable_string(r, p)
     f_topic_id, p = read_uuid(r, p)
-    o = DeleteTopicState(name=f_name, topic_id=f_topic_id)
+    o = DeleteTopicState(f_name, f_topic_id)
     if r[p] == 0:
         p += 1
     else:
@@ -99,7 +99,7 @@ def _read_DeleteTopicsRequest_v6(r, p):
             f_topics.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = DeleteTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms)
+    o = DeleteTopicsRequest(f_topics, [], f_timeout_ms)
     if r[p] == 0:
         p += 1
     else:

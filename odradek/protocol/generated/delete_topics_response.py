@@ -49,7 +49,7 @@ def _read_DeletableTopicResult_v0(r, p):
     f_name, p = read_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = DeletableTopicResult(name=f_name, error_code=f_error_code)
+    o = DeletableTopicResult(f_name, ZERO_UUID, f_error_code)
     return o, p
 
 
@@ -62,7 +62,7 @@ def _read_DeleteTopicsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DeletableTopicResult_v0(r, p)
             f_responses.append(e)
-    o = DeleteTopicsResponse(responses=f_responses)
+    o = DeleteTopicsResponse(0, f_responses)
     return o, p
 
 
@@ -77,7 +77,7 @@ def _read_DeleteTopicsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_DeletableTopicResult_v0(r, p)
             f_responses.append(e)
-    o = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = DeleteTopicsResponse(f_throttle_time_ms, f_responses)
     return o, p
 
 
@@ -85,7 +85,7 @@ def _read_DeletableTopicResult_v4(r, p):
     f_name, p = read_compact_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = DeletableTopicResult(name=f_name, error_code=f_error_code)
+    o = DeletableTopicResult(f_name, ZERO_UUID, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -104,7 +104,7 @@ def _read_DeleteTopicsResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_DeletableTopicResult_v4(r, p)
             f_responses.append(e)
-    o = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = DeleteTopicsResponse(f_throttle_time_ms, f_responses)
     if r[p] == 0:
         p += 1
     else:
@@ -117,7 +117,7 @@ def _read_DeletableTopicResult_v5(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = DeletableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
+    o = DeletableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -136,7 +136,7 @@ def _read_DeleteTopicsResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_DeletableTopicResult_v5(r, p)
             f_responses.append(e)
-    o = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = DeleteTopicsResponse(f_throttle_time_ms, f_responses)
     if r[p] == 0:
         p += 1
     else:
@@ -150,7 +150,7 @@ def _read_DeletableTopicResult_v6(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = DeletableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message)
+    o = DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -169,7 +169,7 @@ def _read_DeleteTopicsResponse_v6(r, p):
         for _ in range(n):
             e, p = _read_DeletableTopicResult_v6(r, p)
             f_responses.append(e)
-    o = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = DeleteTopicsResponse(f_throttle_time_ms, f_responses)
     if r[p] == 0:
         p += 1
     else:

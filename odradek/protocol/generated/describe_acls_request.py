@@ -49,7 +49,7 @@ def _read_DescribeAclsRequest_v0(r, p):
     f_host_filter, p = read_nullable_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type)
+    o = DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, 3, f_principal_filter, f_host_filter, f_operation, f_permission_type)
     return o, p
 
 
@@ -63,7 +63,7 @@ def _read_DescribeAclsRequest_v1(r, p):
     f_host_filter, p = read_nullable_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type)
+    o = DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type)
     return o, p
 
 
@@ -77,7 +77,7 @@ def _read_DescribeAclsRequest_v2(r, p):
     f_host_filter, p = read_compact_nullable_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type)
+    o = DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type)
     if r[p] == 0:
         p += 1
     else:

@@ -62,7 +62,7 @@ def _read_AclDescription_v0(r, p):
     f_host, p = read_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = AclDescription(principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
+    o = AclDescription(f_principal, f_host, f_operation, f_permission_type)
     return o, p
 
 
@@ -78,7 +78,7 @@ def _read_DescribeAclsResource_v0(r, p):
         for _ in range(n):
             e, p = _read_AclDescription_v0(r, p)
             f_acls.append(e)
-    o = DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, acls=f_acls)
+    o = DescribeAclsResource(f_resource_type, f_resource_name, 3, f_acls)
     return o, p
 
 
@@ -94,7 +94,7 @@ def _read_DescribeAclsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeAclsResource_v0(r, p)
             f_resources.append(e)
-    o = DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources)
+    o = DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources)
     return o, p
 
 
@@ -112,7 +112,7 @@ def _read_DescribeAclsResource_v1(r, p):
         for _ in range(n):
             e, p = _read_AclDescription_v0(r, p)
             f_acls.append(e)
-    o = DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, acls=f_acls)
+    o = DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls)
     return o, p
 
 
@@ -128,7 +128,7 @@ def _read_DescribeAclsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_DescribeAclsResource_v1(r, p)
             f_resources.append(e)
-    o = DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources)
+    o = DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources)
     return o, p
 
 
@@ -137,7 +137,7 @@ def _read_AclDescription_v2(r, p):
     f_host, p = read_compact_string(r, p)
     f_operation, f_permission_type = _S_bb.unpack_from(r, p)
     p += 2
-    o = AclDescription(principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type)
+    o = AclDescription(f_principal, f_host, f_operation, f_permission_type)
     if r[p] == 0:
         p += 1
     else:
@@ -159,7 +159,7 @@ def _read_DescribeAclsResource_v2(r, p):
         for _ in range(n):
             e, p = _read_AclDescription_v2(r, p)
             f_acls.append(e)
-    o = DescribeAclsResource(resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, acls=f_acls)
+    o = DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls)
     if r[p] == 0:
         p += 1
     else:
@@ -179,7 +179,7 @@ def _read_DescribeAclsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_DescribeAclsResource_v2(r, p)
             f_resources.append(e)
-    o = DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources)
+    o = DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources)
     if r[p] == 0:
         p += 1
     else:

@@ -49,7 +49,7 @@ def _read_ComponentData_v0(r, p):
     f_match_type, = _S_b.unpack_from(r, p)
     p += 1
     f_match, p = read_nullable_string(r, p)
-    o = ComponentData(entity_type=f_entity_type, match_type=f_match_type, match=f_match)
+    o = ComponentData(f_entity_type, f_match_type, f_match)
     return o, p
 
 
@@ -64,7 +64,7 @@ def _read_DescribeClientQuotasRequest_v0(r, p):
             f_components.append(e)
     f_strict, = _S_o.unpack_from(r, p)
     p += 1
-    o = DescribeClientQuotasRequest(components=f_components, strict=f_strict)
+    o = DescribeClientQuotasRequest(f_components, f_strict)
     return o, p
 
 
@@ -73,7 +73,7 @@ def _read_ComponentData_v1(r, p):
     f_match_type, = _S_b.unpack_from(r, p)
     p += 1
     f_match, p = read_compact_nullable_string(r, p)
-    o = ComponentData(entity_type=f_entity_type, match_type=f_match_type, match=f_match)
+    o = ComponentData(f_entity_type, f_match_type, f_match)
     if r[p] == 0:
         p += 1
     else:
@@ -92,7 +92,7 @@ def _read_DescribeClientQuotasRequest_v1(r, p):
             f_components.append(e)
     f_strict, = _S_o.unpack_from(r, p)
     p += 1
-    o = DescribeClientQuotasRequest(components=f_components, strict=f_strict)
+    o = DescribeClientQuotasRequest(f_components, f_strict)
     if r[p] == 0:
         p += 1
     else:

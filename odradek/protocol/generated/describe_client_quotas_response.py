@@ -62,7 +62,7 @@ class DescribeClientQuotasResponse:
 def _read_EntityData_v0(r, p):
     f_entity_type, p = read_string(r, p)
     f_entity_name, p = read_nullable_string(r, p)
-    o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
+    o = EntityData(f_entity_type, f_entity_name)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_ValueData_v0(r, p):
     f_key, p = read_string(r, p)
     f_value, = _S_d.unpack_from(r, p)
     p += 8
-    o = ValueData(key=f_key, value=f_value)
+    o = ValueData(f_key, f_value)
     return o, p
 
 
@@ -91,7 +91,7 @@ def _read_EntryData_v0(r, p):
         for _ in range(n):
             e, p = _read_ValueData_v0(r, p)
             f_values.append(e)
-    o = EntryData(entity=f_entity, values=f_values)
+    o = EntryData(f_entity, f_values)
     return o, p
 
 
@@ -107,14 +107,14 @@ def _read_DescribeClientQuotasResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_EntryData_v0(r, p)
             f_entries.append(e)
-    o = DescribeClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, entries=f_entries)
+    o = DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries)
     return o, p
 
 
 def _read_EntityData_v1(r, p):
     f_entity_type, p = read_compact_string(r, p)
     f_entity_name, p = read_compact_nullable_string(r, p)
-    o = EntityData(entity_type=f_entity_type, entity_name=f_entity_name)
+    o = EntityData(f_entity_type, f_entity_name)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_ValueData_v1(r, p):
     f_key, p = read_compact_string(r, p)
     f_value, = _S_d.unpack_from(r, p)
     p += 8
-    o = ValueData(key=f_key, value=f_value)
+    o = ValueData(f_key, f_value)
     if r[p] == 0:
         p += 1
     else:
@@ -151,7 +151,7 @@ def _read_EntryData_v1(r, p):
         for _ in range(n):
             e, p = _read_ValueData_v1(r, p)
             f_values.append(e)
-    o = EntryData(entity=f_entity, values=f_values)
+    o = EntryData(f_entity, f_values)
     if r[p] == 0:
         p += 1
     else:
@@ -171,7 +171,7 @@ def _read_DescribeClientQuotasResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_EntryData_v1(r, p)
             f_entries.append(e)
-    o = DescribeClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, entries=f_entries)
+    o = DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries)
     if r[p] == 0:
         p += 1
     else:

@@ -39,7 +39,7 @@ class DescribeClusterRequest:
 def _read_DescribeClusterRequest_v0(r, p):
     f_include_cluster_authorized_operations, = _S_o.unpack_from(r, p)
     p += 1
-    o = DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations)
+    o = DescribeClusterRequest(f_include_cluster_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -50,7 +50,7 @@ def _read_DescribeClusterRequest_v0(r, p):
 def _read_DescribeClusterRequest_v1(r, p):
     f_include_cluster_authorized_operations, f_endpoint_type = _S_ob.unpack_from(r, p)
     p += 2
-    o = DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, endpoint_type=f_endpoint_type)
+    o = DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type)
     if r[p] == 0:
         p += 1
     else:

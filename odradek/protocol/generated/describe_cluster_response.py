@@ -59,7 +59,7 @@ def _read_DescribeClusterBroker_v0(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
-    o = DescribeClusterBroker(broker_id=f_broker_id, host=f_host, port=f_port, rack=f_rack)
+    o = DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack)
     if r[p] == 0:
         p += 1
     else:
@@ -84,7 +84,7 @@ def _read_DescribeClusterResponse_v0(r, p):
             f_brokers.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations)
+    o = DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -111,7 +111,7 @@ def _read_DescribeClusterResponse_v1(r, p):
             f_brokers.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, endpoint_type=f_endpoint_type, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations)
+    o = DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations)
     if r[p] == 0:
         p += 1
     else:

@@ -58,7 +58,7 @@ def _read_DescribeConfigsResource_v0(r, p):
         for _ in range(n):
             e, p = read_string(r, p)
             f_configuration_keys.append(e)
-    o = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
+    o = DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys)
     return o, p
 
 
@@ -71,7 +71,7 @@ def _read_DescribeConfigsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResource_v0(r, p)
             f_resources.append(e)
-    o = DescribeConfigsRequest(resources=f_resources)
+    o = DescribeConfigsRequest(f_resources)
     return o, p
 
 
@@ -86,7 +86,7 @@ def _read_DescribeConfigsRequest_v1(r, p):
             f_resources.append(e)
     f_include_synonyms, = _S_o.unpack_from(r, p)
     p += 1
-    o = DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms)
+    o = DescribeConfigsRequest(f_resources, f_include_synonyms)
     return o, p
 
 
@@ -101,7 +101,7 @@ def _read_DescribeConfigsRequest_v3(r, p):
             f_resources.append(e)
     f_include_synonyms, f_include_documentation = _S_oo.unpack_from(r, p)
     p += 2
-    o = DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation)
+    o = DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation)
     return o, p
 
 
@@ -117,7 +117,7 @@ def _read_DescribeConfigsResource_v4(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_configuration_keys.append(e)
-    o = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
+    o = DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys)
     if r[p] == 0:
         p += 1
     else:
@@ -136,7 +136,7 @@ def _read_DescribeConfigsRequest_v4(r, p):
             f_resources.append(e)
     f_include_synonyms, f_include_documentation = _S_oo.unpack_from(r, p)
     p += 2
-    o = DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation)
+    o = DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation)
     if r[p] == 0:
         p += 1
     else:

@@ -76,7 +76,7 @@ def _read_DescribeConfigsResourceResult_v0(r, p):
     f_value, p = read_nullable_string(r, p)
     f_read_only, f_is_default, f_is_sensitive = _S_ooo.unpack_from(r, p)
     p += 3
-    o = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, is_default=f_is_default, is_sensitive=f_is_sensitive)
+    o = DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, -1, f_is_sensitive)
     return o, p
 
 
@@ -95,7 +95,7 @@ def _read_DescribeConfigsResult_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResourceResult_v0(r, p)
             f_configs.append(e)
-    o = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
+    o = DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs)
     return o, p
 
 
@@ -110,7 +110,7 @@ def _read_DescribeConfigsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResult_v0(r, p)
             f_results.append(e)
-    o = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = DescribeConfigsResponse(f_throttle_time_ms, f_results)
     return o, p
 
 
@@ -119,7 +119,7 @@ def _read_DescribeConfigsSynonym_v1(r, p):
     f_value, p = read_nullable_string(r, p)
     f_source, = _S_b.unpack_from(r, p)
     p += 1
-    o = DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source)
+    o = DescribeConfigsSynonym(f_name, f_value, f_source)
     return o, p
 
 
@@ -136,7 +136,7 @@ def _read_DescribeConfigsResourceResult_v1(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsSynonym_v1(r, p)
             f_synonyms.append(e)
-    o = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms)
+    o = DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms)
     return o, p
 
 
@@ -155,7 +155,7 @@ def _read_DescribeConfigsResult_v1(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResourceResult_v1(r, p)
             f_configs.append(e)
-    o = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
+    o = DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs)
     return o, p
 
 
@@ -170,7 +170,7 @@ def _read_DescribeConfigsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResult_v1(r, p)
             f_results.append(e)
-    o = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = DescribeConfigsResponse(f_throttle_time_ms, f_results)
     return o, p
 
 
@@ -190,7 +190,7 @@ def _read_DescribeConfigsResourceResult_v3(r, p):
     f_config_type, = _S_b.unpack_from(r, p)
     p += 1
     f_documentation, p = read_nullable_string(r, p)
-    o = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation)
+    o = DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation)
     return o, p
 
 
@@ -209,7 +209,7 @@ def _read_DescribeConfigsResult_v3(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResourceResult_v3(r, p)
             f_configs.append(e)
-    o = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
+    o = DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs)
     return o, p
 
 
@@ -224,7 +224,7 @@ def _read_DescribeConfigsResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResult_v3(r, p)
             f_results.append(e)
-    o = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = DescribeConfigsResponse(f_throttle_time_ms, f_results)
     return o, p
 
 
@@ -233,7 +233,7 @@ def _read_DescribeConfigsSynonym_v4(r, p):
     f_value, p = read_compact_nullable_string(r, p)
     f_source, = _S_b.unpack_from(r, p)
     p += 1
-    o = DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source)
+    o = DescribeConfigsSynonym(f_name, f_value, f_source)
     if r[p] == 0:
         p += 1
     else:
@@ -257,7 +257,7 @@ def _read_DescribeConfigsResourceResult_v4(r, p):
     f_config_type, = _S_b.unpack_from(r, p)
     p += 1
     f_documentation, p = read_compact_nullable_string(r, p)
-    o = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation)
+    o = DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation)
     if r[p] == 0:
         p += 1
     else:
@@ -280,7 +280,7 @@ def _read_DescribeConfigsResult_v4(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResourceResult_v4(r, p)
             f_configs.append(e)
-    o = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
+    o = DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs)
     if r[p] == 0:
         p += 1
     else:
@@ -299,7 +299,7 @@ def _read_DescribeConfigsResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_DescribeConfigsResult_v4(r, p)
             f_results.append(e)
-    o = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = DescribeConfigsResponse(f_throttle_time_ms, f_results)
     if r[p] == 0:
         p += 1
     else:

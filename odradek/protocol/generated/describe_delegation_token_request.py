@@ -44,7 +44,7 @@ class DescribeDelegationTokenRequest:
 def _read_DescribeDelegationTokenOwner_v0(r, p):
     f_principal_type, p = read_string(r, p)
     f_principal_name, p = read_string(r, p)
-    o = DescribeDelegationTokenOwner(principal_type=f_principal_type, principal_name=f_principal_name)
+    o = DescribeDelegationTokenOwner(f_principal_type, f_principal_name)
     return o, p
 
 
@@ -57,14 +57,14 @@ def _read_DescribeDelegationTokenRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeDelegationTokenOwner_v0(r, p)
             f_owners.append(e)
-    o = DescribeDelegationTokenRequest(owners=f_owners)
+    o = DescribeDelegationTokenRequest(f_owners)
     return o, p
 
 
 def _read_DescribeDelegationTokenOwner_v2(r, p):
     f_principal_type, p = read_compact_string(r, p)
     f_principal_name, p = read_compact_string(r, p)
-    o = DescribeDelegationTokenOwner(principal_type=f_principal_type, principal_name=f_principal_name)
+    o = DescribeDelegationTokenOwner(f_principal_type, f_principal_name)
     if r[p] == 0:
         p += 1
     else:
@@ -81,7 +81,7 @@ def _read_DescribeDelegationTokenRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_DescribeDelegationTokenOwner_v2(r, p)
             f_owners.append(e)
-    o = DescribeDelegationTokenRequest(owners=f_owners)
+    o = DescribeDelegationTokenRequest(f_owners)
     if r[p] == 0:
         p += 1
     else:

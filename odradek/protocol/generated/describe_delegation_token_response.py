@@ -63,7 +63,7 @@ class DescribeDelegationTokenResponse:
 def _read_DescribedDelegationTokenRenewer_v0(r, p):
     f_principal_type, p = read_string(r, p)
     f_principal_name, p = read_string(r, p)
-    o = DescribedDelegationTokenRenewer(principal_type=f_principal_type, principal_name=f_principal_name)
+    o = DescribedDelegationTokenRenewer(f_principal_type, f_principal_name)
     return o, p
 
 
@@ -82,7 +82,7 @@ def _read_DescribedDelegationToken_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribedDelegationTokenRenewer_v0(r, p)
             f_renewers.append(e)
-    o = DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers)
+    o = DescribedDelegationToken(f_principal_type, f_principal_name, '', '', f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers)
     return o, p
 
 
@@ -99,14 +99,14 @@ def _read_DescribeDelegationTokenResponse_v0(r, p):
             f_tokens.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms)
+    o = DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms)
     return o, p
 
 
 def _read_DescribedDelegationTokenRenewer_v2(r, p):
     f_principal_type, p = read_compact_string(r, p)
     f_principal_name, p = read_compact_string(r, p)
-    o = DescribedDelegationTokenRenewer(principal_type=f_principal_type, principal_name=f_principal_name)
+    o = DescribedDelegationTokenRenewer(f_principal_type, f_principal_name)
     if r[p] == 0:
         p += 1
     else:
@@ -129,7 +129,7 @@ def _read_DescribedDelegationToken_v2(r, p):
         for _ in range(n):
             e, p = _read_DescribedDelegationTokenRenewer_v2(r, p)
             f_renewers.append(e)
-    o = DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers)
+    o = DescribedDelegationToken(f_principal_type, f_principal_name, '', '', f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers)
     if r[p] == 0:
         p += 1
     else:
@@ -150,7 +150,7 @@ def _read_DescribeDelegationTokenResponse_v2(r, p):
             f_tokens.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms)
+    o = DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms)
     if r[p] == 0:
         p += 1
     else:
@@ -175,7 +175,7 @@ def _read_DescribedDelegationToken_v3(r, p):
         for _ in range(n):
             e, p = _read_DescribedDelegationTokenRenewer_v2(r, p)
             f_renewers.append(e)
-    o = DescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, token_requester_principal_type=f_token_requester_principal_type, token_requester_principal_name=f_token_requester_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers)
+    o = DescribedDelegationToken(f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers)
     if r[p] == 0:
         p += 1
     else:
@@ -196,7 +196,7 @@ def _read_DescribeDelegationTokenResponse_v3(r, p):
             f_tokens.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms)
+    o = DescribeDelegationTokenResponse(f_error_code, f_tokens, f_throttle_time_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -44,7 +44,7 @@ def _read_DescribeGroupsRequest_v0(r, p):
         for _ in range(n):
             e, p = read_string(r, p)
             f_groups.append(e)
-    o = DescribeGroupsRequest(groups=f_groups)
+    o = DescribeGroupsRequest(f_groups)
     return o, p
 
 
@@ -59,7 +59,7 @@ def _read_DescribeGroupsRequest_v3(r, p):
             f_groups.append(e)
     f_include_authorized_operations, = _S_o.unpack_from(r, p)
     p += 1
-    o = DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations)
+    o = DescribeGroupsRequest(f_groups, f_include_authorized_operations)
     return o, p
 
 
@@ -74,7 +74,7 @@ def _read_DescribeGroupsRequest_v5(r, p):
             f_groups.append(e)
     f_include_authorized_operations, = _S_o.unpack_from(r, p)
     p += 1
-    o = DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations)
+    o = DescribeGroupsRequest(f_groups, f_include_authorized_operations)
     if r[p] == 0:
         p += 1
     else:

@@ -65,7 +65,7 @@ def _read_DescribedGroupMember_v0(r, p):
     f_client_host, p = read_string(r, p)
     f_member_metadata, p = read_bytes(r, p)
     f_member_assignment, p = read_bytes(r, p)
-    o = DescribedGroupMember(member_id=f_member_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment)
+    o = DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment)
     return o, p
 
 
@@ -84,7 +84,7 @@ def _read_DescribedGroup_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribedGroupMember_v0(r, p)
             f_members.append(e)
-    o = DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members)
+    o = DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members)
     return o, p
 
 
@@ -97,7 +97,7 @@ def _read_DescribeGroupsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribedGroup_v0(r, p)
             f_groups.append(e)
-    o = DescribeGroupsResponse(groups=f_groups)
+    o = DescribeGroupsResponse(0, f_groups)
     return o, p
 
 
@@ -112,7 +112,7 @@ def _read_DescribeGroupsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_DescribedGroup_v0(r, p)
             f_groups.append(e)
-    o = DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
+    o = DescribeGroupsResponse(f_throttle_time_ms, f_groups)
     return o, p
 
 
@@ -133,7 +133,7 @@ def _read_DescribedGroup_v3(r, p):
             f_members.append(e)
     f_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations)
+    o = DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations)
     return o, p
 
 
@@ -148,7 +148,7 @@ def _read_DescribeGroupsResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_DescribedGroup_v3(r, p)
             f_groups.append(e)
-    o = DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
+    o = DescribeGroupsResponse(f_throttle_time_ms, f_groups)
     return o, p
 
 
@@ -159,7 +159,7 @@ def _read_DescribedGroupMember_v4(r, p):
     f_client_host, p = read_string(r, p)
     f_member_metadata, p = read_bytes(r, p)
     f_member_assignment, p = read_bytes(r, p)
-    o = DescribedGroupMember(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment)
+    o = DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment)
     return o, p
 
 
@@ -180,7 +180,7 @@ def _read_DescribedGroup_v4(r, p):
             f_members.append(e)
     f_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations)
+    o = DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations)
     return o, p
 
 
@@ -195,7 +195,7 @@ def _read_DescribeGroupsResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_DescribedGroup_v4(r, p)
             f_groups.append(e)
-    o = DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
+    o = DescribeGroupsResponse(f_throttle_time_ms, f_groups)
     return o, p
 
 
@@ -206,7 +206,7 @@ def _read_DescribedGroupMember_v5(r, p):
     f_client_host, p = read_compact_string(r, p)
     f_member_metadata, p = read_compact_bytes(r, p)
     f_member_assignment, p = read_compact_bytes(r, p)
-    o = DescribedGroupMember(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment)
+    o = DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment)
     if r[p] == 0:
         p += 1
     else:
@@ -231,7 +231,7 @@ def _read_DescribedGroup_v5(r, p):
             f_members.append(e)
     f_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations)
+    o = DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -250,7 +250,7 @@ def _read_DescribeGroupsResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_DescribedGroup_v5(r, p)
             f_groups.append(e)
-    o = DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
+    o = DescribeGroupsResponse(f_throttle_time_ms, f_groups)
     if r[p] == 0:
         p += 1
     else:

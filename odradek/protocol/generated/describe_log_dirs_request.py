@@ -48,7 +48,7 @@ def _read_DescribableLogDirTopic_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = DescribableLogDirTopic(topic=f_topic, partitions=f_partitions)
+    o = DescribableLogDirTopic(f_topic, f_partitions)
     return o, p
 
 
@@ -61,7 +61,7 @@ def _read_DescribeLogDirsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribableLogDirTopic_v0(r, p)
             f_topics.append(e)
-    o = DescribeLogDirsRequest(topics=f_topics)
+    o = DescribeLogDirsRequest(f_topics)
     return o, p
 
 
@@ -72,7 +72,7 @@ def _read_DescribableLogDirTopic_v2(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = DescribableLogDirTopic(topic=f_topic, partitions=f_partitions)
+    o = DescribableLogDirTopic(f_topic, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -89,7 +89,7 @@ def _read_DescribeLogDirsRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_DescribableLogDirTopic_v2(r, p)
             f_topics.append(e)
-    o = DescribeLogDirsRequest(topics=f_topics)
+    o = DescribeLogDirsRequest(f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -69,7 +69,7 @@ class DescribeLogDirsResponse:
 def _read_DescribeLogDirsPartition_v0(r, p):
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqo.unpack_from(r, p)
     p += 21
-    o = DescribeLogDirsPartition(partition_index=f_partition_index, partition_size=f_partition_size, offset_lag=f_offset_lag, is_future_key=f_is_future_key)
+    o = DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key)
     return o, p
 
 
@@ -83,7 +83,7 @@ def _read_DescribeLogDirsTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeLogDirsPartition_v0(r, p)
             f_partitions.append(e)
-    o = DescribeLogDirsTopic(name=f_name, partitions=f_partitions)
+    o = DescribeLogDirsTopic(f_name, f_partitions)
     return o, p
 
 
@@ -99,7 +99,7 @@ def _read_DescribeLogDirsResult_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeLogDirsTopic_v0(r, p)
             f_topics.append(e)
-    o = DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics)
+    o = DescribeLogDirsResult(f_error_code, f_log_dir, f_topics)
     return o, p
 
 
@@ -114,14 +114,14 @@ def _read_DescribeLogDirsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeLogDirsResult_v0(r, p)
             f_results.append(e)
-    o = DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results)
     return o, p
 
 
 def _read_DescribeLogDirsPartition_v2(r, p):
     f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqo.unpack_from(r, p)
     p += 21
-    o = DescribeLogDirsPartition(partition_index=f_partition_index, partition_size=f_partition_size, offset_lag=f_offset_lag, is_future_key=f_is_future_key)
+    o = DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key)
     if r[p] == 0:
         p += 1
     else:
@@ -139,7 +139,7 @@ def _read_DescribeLogDirsTopic_v2(r, p):
         for _ in range(n):
             e, p = _read_DescribeLogDirsPartition_v2(r, p)
             f_partitions.append(e)
-    o = DescribeLogDirsTopic(name=f_name, partitions=f_partitions)
+    o = DescribeLogDirsTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -159,7 +159,7 @@ def _read_DescribeLogDirsResult_v2(r, p):
         for _ in range(n):
             e, p = _read_DescribeLogDirsTopic_v2(r, p)
             f_topics.append(e)
-    o = DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics)
+    o = DescribeLogDirsResult(f_error_code, f_log_dir, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -178,7 +178,7 @@ def _read_DescribeLogDirsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_DescribeLogDirsResult_v2(r, p)
             f_results.append(e)
-    o = DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
+    o = DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results)
     if r[p] == 0:
         p += 1
     else:
@@ -197,7 +197,7 @@ def _read_DescribeLogDirsResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_DescribeLogDirsResult_v2(r, p)
             f_results.append(e)
-    o = DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results)
+    o = DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results)
     if r[p] == 0:
         p += 1
     else:
@@ -219,7 +219,7 @@ def _read_DescribeLogDirsResult_v4(r, p):
             f_topics.append(e)
     f_total_bytes, f_usable_bytes = _S_qq.unpack_from(r, p)
     p += 16
-    o = DescribeLogDirsResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, total_bytes=f_total_bytes, usable_bytes=f_usable_bytes)
+    o = DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes)
     if r[p] == 0:
         p += 1
     else:
@@ -238,7 +238,7 @@ def _read_DescribeLogDirsResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_DescribeLogDirsResult_v4(r, p)
             f_results.append(e)
-    o = DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results)
+    o = DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results)
     if r[p] == 0:
         p += 1
     else:

@@ -48,7 +48,7 @@ def _read_TopicRequest_v0(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicRequest(name=f_name, partition_indexes=f_partition_indexes)
+    o = TopicRequest(f_name, f_partition_indexes)
     if r[p] == 0:
         p += 1
     else:
@@ -65,7 +65,7 @@ def _read_DescribeProducersRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicRequest_v0(r, p)
             f_topics.append(e)
-    o = DescribeProducersRequest(topics=f_topics)
+    o = DescribeProducersRequest(f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -67,7 +67,7 @@ class DescribeProducersResponse:
 def _read_ProducerState_v0(r, p):
     f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset = _S_qiiqiq.unpack_from(r, p)
     p += 36
-    o = ProducerState(producer_id=f_producer_id, producer_epoch=f_producer_epoch, last_sequence=f_last_sequence, last_timestamp=f_last_timestamp, coordinator_epoch=f_coordinator_epoch, current_txn_start_offset=f_current_txn_start_offset)
+    o = ProducerState(f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -87,7 +87,7 @@ def _read_PartitionResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ProducerState_v0(r, p)
             f_active_producers.append(e)
-    o = PartitionResponse(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, active_producers=f_active_producers)
+    o = PartitionResponse(f_partition_index, f_error_code, f_error_message, f_active_producers)
     if r[p] == 0:
         p += 1
     else:
@@ -105,7 +105,7 @@ def _read_TopicResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionResponse_v0(r, p)
             f_partitions.append(e)
-    o = TopicResponse(name=f_name, partitions=f_partitions)
+    o = TopicResponse(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -124,7 +124,7 @@ def _read_DescribeProducersResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicResponse_v0(r, p)
             f_topics.append(e)
-    o = DescribeProducersResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = DescribeProducersResponse(f_throttle_time_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -50,7 +50,7 @@ class DescribeQuorumRequest:
 def _read_PartitionData_v0(r, p):
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
-    o = PartitionData(partition_index=f_partition_index)
+    o = PartitionData(f_partition_index)
     if r[p] == 0:
         p += 1
     else:
@@ -68,7 +68,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -85,7 +85,7 @@ def _read_DescribeQuorumRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = DescribeQuorumRequest(topics=f_topics)
+    o = DescribeQuorumRequest(f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -93,7 +93,7 @@ class DescribeQuorumResponse:
 def _read_ReplicaState_v0(r, p):
     f_replica_id, f_log_end_offset = _S_iq.unpack_from(r, p)
     p += 12
-    o = ReplicaState(replica_id=f_replica_id, log_end_offset=f_log_end_offset)
+    o = ReplicaState(f_replica_id, ZERO_UUID, f_log_end_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -120,7 +120,7 @@ def _read_PartitionData_v0(r, p):
         for _ in range(n):
             e, p = _read_ReplicaState_v0(r, p)
             f_observers.append(e)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers)
+    o = PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers)
     if r[p] == 0:
         p += 1
     else:
@@ -138,7 +138,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -157,7 +157,7 @@ def _read_DescribeQuorumResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = DescribeQuorumResponse(error_code=f_error_code, topics=f_topics)
+    o = DescribeQuorumResponse(f_error_code, '', f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -168,7 +168,7 @@ def _read_DescribeQuorumResponse_v0(r, p):
 def _read_ReplicaState_v1(r, p):
     f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_iqqq.unpack_from(r, p)
     p += 28
-    o = ReplicaState(replica_id=f_replica_id, log_end_offset=f_log_end_offset, last_fetch_timestamp=f_last_fetch_timestamp, last_caught_up_timestamp=f_last_caught_up_timestamp)
+    o = ReplicaState(f_replica_id, ZERO_UUID, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp)
     if r[p] == 0:
         p += 1
     else:
@@ -195,7 +195,7 @@ def _read_PartitionData_v1(r, p):
         for _ in range(n):
             e, p = _read_ReplicaState_v1(r, p)
             f_observers.append(e)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers)
+    o = PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers)
     if r[p] == 0:
         p += 1
     else:
@@ -213,7 +213,7 @@ def _read_TopicData_v1(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -232,7 +232,7 @@ def _read_DescribeQuorumResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
-    o = DescribeQuorumResponse(error_code=f_error_code, topics=f_topics)
+    o = DescribeQuorumResponse(f_error_code, '', f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -246,7 +246,7 @@ def _read_ReplicaState_v2(r, p):
     f_replica_directory_id, p = read_uuid(r, p)
     f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_qqq.unpack_from(r, p)
     p += 24
-    o = ReplicaState(replica_id=f_replica_id, replica_directory_id=f_replica_directory_id, log_end_offset=f_log_end_offset, last_fetch_timestamp=f_last_fetch_timestamp, last_caught_up_timestamp=f_last_caught_up_timestamp)
+    o = ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp)
     if r[p] == 0:
         p += 1
     else:
@@ -276,7 +276,7 @@ def _read_PartitionData_v2(r, p):
         for _ in range(n):
             e, p = _read_ReplicaState_v2(r, p)
             f_observers.append(e)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers)
+    o = PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers)
     if r[p] == 0:
         p += 1
     else:
@@ -294,7 +294,7 @@ def _read_TopicData_v2(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v2(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -307,7 +307,7 @@ def _read_Listener_v2(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = Listener(name=f_name, host=f_host, port=f_port)
+    o = Listener(f_name, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -326,7 +326,7 @@ def _read_Node_v2(r, p):
         for _ in range(n):
             e, p = _read_Listener_v2(r, p)
             f_listeners.append(e)
-    o = Node(node_id=f_node_id, listeners=f_listeners)
+    o = Node(f_node_id, f_listeners)
     if r[p] == 0:
         p += 1
     else:
@@ -354,7 +354,7 @@ def _read_DescribeQuorumResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_Node_v2(r, p)
             f_nodes.append(e)
-    o = DescribeQuorumResponse(error_code=f_error_code, error_message=f_error_message, topics=f_topics, nodes=f_nodes)
+    o = DescribeQuorumResponse(f_error_code, f_error_message, f_topics, f_nodes)
     if r[p] == 0:
         p += 1
     else:

@@ -52,7 +52,7 @@ class DescribeTopicPartitionsRequest:
 
 def _read_TopicRequest_v0(r, p):
     f_name, p = read_compact_string(r, p)
-    o = TopicRequest(name=f_name)
+    o = TopicRequest(f_name)
     if r[p] == 0:
         p += 1
     else:
@@ -64,7 +64,7 @@ def _read_Cursor_v0(r, p):
     f_topic_name, p = read_compact_string(r, p)
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
-    o = Cursor(topic_name=f_topic_name, partition_index=f_partition_index)
+    o = Cursor(f_topic_name, f_partition_index)
     if r[p] == 0:
         p += 1
     else:
@@ -87,7 +87,7 @@ def _read_DescribeTopicPartitionsRequest_v0(r, p):
         f_cursor = None; p += 1
     else:
         f_cursor, p = _read_Cursor_v0(r, p + 1)
-    o = DescribeTopicPartitionsRequest(topics=f_topics, response_partition_limit=f_response_partition_limit, cursor=f_cursor)
+    o = DescribeTopicPartitionsRequest(f_topics, f_response_partition_limit, f_cursor)
     if r[p] == 0:
         p += 1
     else:

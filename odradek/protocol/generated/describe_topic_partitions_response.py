@@ -100,7 +100,7 @@ def _read_DescribeTopicPartitionsResponsePartition_v0(r, p):
         raise DecodeError('null array OfflineReplicas')
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = DescribeTopicPartitionsResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, eligible_leader_replicas=f_eligible_leader_replicas, last_known_elr=f_last_known_elr, offline_replicas=f_offline_replicas)
+    o = DescribeTopicPartitionsResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas)
     if r[p] == 0:
         p += 1
     else:
@@ -125,7 +125,7 @@ def _read_DescribeTopicPartitionsResponseTopic_v0(r, p):
             f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribeTopicPartitionsResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
+    o = DescribeTopicPartitionsResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -137,7 +137,7 @@ def _read_Cursor_v0(r, p):
     f_topic_name, p = read_compact_string(r, p)
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
-    o = Cursor(topic_name=f_topic_name, partition_index=f_partition_index)
+    o = Cursor(f_topic_name, f_partition_index)
     if r[p] == 0:
         p += 1
     else:
@@ -160,7 +160,7 @@ def _read_DescribeTopicPartitionsResponse_v0(r, p):
         f_next_cursor = None; p += 1
     else:
         f_next_cursor, p = _read_Cursor_v0(r, p + 1)
-    o = DescribeTopicPartitionsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, next_cursor=f_next_cursor)
+    o = DescribeTopicPartitionsResponse(f_throttle_time_ms, f_topics, f_next_cursor)
     if r[p] == 0:
         p += 1
     else:

@@ -43,7 +43,7 @@ def _read_DescribeTransactionsRequest_v0(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_transactional_ids.append(e)
-    o = DescribeTransactionsRequest(transactional_ids=f_transactional_ids)
+    o = DescribeTransactionsRequest(f_transactional_ids)
     if r[p] == 0:
         p += 1
     else:

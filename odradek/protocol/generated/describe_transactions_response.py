@@ -64,7 +64,7 @@ def _read_TopicData_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicData(topic=f_topic, partitions=f_partitions)
+    o = TopicData(f_topic, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -87,7 +87,7 @@ def _read_TransactionState_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = TransactionState(error_code=f_error_code, transactional_id=f_transactional_id, transaction_state=f_transaction_state, transaction_timeout_ms=f_transaction_timeout_ms, transaction_start_time_ms=f_transaction_start_time_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics)
+    o = TransactionState(f_error_code, f_transactional_id, f_transaction_state, f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -106,7 +106,7 @@ def _read_DescribeTransactionsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TransactionState_v0(r, p)
             f_transaction_states.append(e)
-    o = DescribeTransactionsResponse(throttle_time_ms=f_throttle_time_ms, transaction_states=f_transaction_states)
+    o = DescribeTransactionsResponse(f_throttle_time_ms, f_transaction_states)
     if r[p] == 0:
         p += 1
     else:

@@ -42,7 +42,7 @@ class DescribeUserScramCredentialsRequest:
 
 def _read_UserName_v0(r, p):
     f_name, p = read_compact_string(r, p)
-    o = UserName(name=f_name)
+    o = UserName(f_name)
     if r[p] == 0:
         p += 1
     else:
@@ -59,7 +59,7 @@ def _read_DescribeUserScramCredentialsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_UserName_v0(r, p)
             f_users.append(e)
-    o = DescribeUserScramCredentialsRequest(users=f_users)
+    o = DescribeUserScramCredentialsRequest(f_users)
     if r[p] == 0:
         p += 1
     else:

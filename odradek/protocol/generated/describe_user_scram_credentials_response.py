@@ -58,7 +58,7 @@ class DescribeUserScramCredentialsResponse:
 def _read_CredentialInfo_v0(r, p):
     f_mechanism, f_iterations = _S_bi.unpack_from(r, p)
     p += 5
-    o = CredentialInfo(mechanism=f_mechanism, iterations=f_iterations)
+    o = CredentialInfo(f_mechanism, f_iterations)
     if r[p] == 0:
         p += 1
     else:
@@ -79,7 +79,7 @@ def _read_DescribeUserScramCredentialsResult_v0(r, p):
         for _ in range(n):
             e, p = _read_CredentialInfo_v0(r, p)
             f_credential_infos.append(e)
-    o = DescribeUserScramCredentialsResult(user=f_user, error_code=f_error_code, error_message=f_error_message, credential_infos=f_credential_infos)
+    o = DescribeUserScramCredentialsResult(f_user, f_error_code, f_error_message, f_credential_infos)
     if r[p] == 0:
         p += 1
     else:
@@ -99,7 +99,7 @@ def _read_DescribeUserScramCredentialsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribeUserScramCredentialsResult_v0(r, p)
             f_results.append(e)
-    o = DescribeUserScramCredentialsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, results=f_results)
+    o = DescribeUserScramCredentialsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results)
     if r[p] == 0:
         p += 1
     else:

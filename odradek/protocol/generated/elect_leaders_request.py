@@ -51,7 +51,7 @@ def _read_TopicPartitions_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartitions(topic=f_topic, partitions=f_partitions)
+    o = TopicPartitions(f_topic, f_partitions)
     return o, p
 
 
@@ -66,7 +66,7 @@ def _read_ElectLeadersRequest_v0(r, p):
             f_topic_partitions.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ElectLeadersRequest(topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms)
+    o = ElectLeadersRequest(0, f_topic_partitions, f_timeout_ms)
     return o, p
 
 
@@ -83,7 +83,7 @@ def _read_ElectLeadersRequest_v1(r, p):
             f_topic_partitions.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ElectLeadersRequest(election_type=f_election_type, topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms)
+    o = ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms)
     return o, p
 
 
@@ -94,7 +94,7 @@ def _read_TopicPartitions_v2(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartitions(topic=f_topic, partitions=f_partitions)
+    o = TopicPartitions(f_topic, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -115,7 +115,7 @@ def _read_ElectLeadersRequest_v2(r, p):
             f_topic_partitions.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ElectLeadersRequest(election_type=f_election_type, topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms)
+    o = ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -56,7 +56,7 @@ def _read_PartitionResult_v0(r, p):
     f_partition_id, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_error_message, p = read_nullable_string(r, p)
-    o = PartitionResult(partition_id=f_partition_id, error_code=f_error_code, error_message=f_error_message)
+    o = PartitionResult(f_partition_id, f_error_code, f_error_message)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_ReplicaElectionResult_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionResult_v0(r, p)
             f_partition_result.append(e)
-    o = ReplicaElectionResult(topic=f_topic, partition_result=f_partition_result)
+    o = ReplicaElectionResult(f_topic, f_partition_result)
     return o, p
 
 
@@ -85,7 +85,7 @@ def _read_ElectLeadersResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ReplicaElectionResult_v0(r, p)
             f_replica_election_results.append(e)
-    o = ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, replica_election_results=f_replica_election_results)
+    o = ElectLeadersResponse(f_throttle_time_ms, 0, f_replica_election_results)
     return o, p
 
 
@@ -100,7 +100,7 @@ def _read_ElectLeadersResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_ReplicaElectionResult_v0(r, p)
             f_replica_election_results.append(e)
-    o = ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, replica_election_results=f_replica_election_results)
+    o = ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results)
     return o, p
 
 
@@ -108,7 +108,7 @@ def _read_PartitionResult_v2(r, p):
     f_partition_id, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = PartitionResult(partition_id=f_partition_id, error_code=f_error_code, error_message=f_error_message)
+    o = PartitionResult(f_partition_id, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_ReplicaElectionResult_v2(r, p):
         for _ in range(n):
             e, p = _read_PartitionResult_v2(r, p)
             f_partition_result.append(e)
-    o = ReplicaElectionResult(topic=f_topic, partition_result=f_partition_result)
+    o = ReplicaElectionResult(f_topic, f_partition_result)
     if r[p] == 0:
         p += 1
     else:
@@ -145,7 +145,7 @@ def _read_ElectLeadersResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_ReplicaElectionResult_v2(r, p)
             f_replica_election_results.append(e)
-    o = ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, replica_election_results=f_replica_election_results)
+    o = ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results)
     if r[p] == 0:
         p += 1
     else:

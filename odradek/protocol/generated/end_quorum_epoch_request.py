@@ -78,7 +78,7 @@ def _read_PartitionData_v0(r, p):
         raise DecodeError('null array PreferredSuccessors')
     else:
         f_preferred_successors, p = read_int_array(r, p, n, 'i', 4)
-    o = PartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, preferred_successors=f_preferred_successors)
+    o = PartitionData(f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors)
     return o, p
 
 
@@ -92,7 +92,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     return o, p
 
 
@@ -106,7 +106,7 @@ def _read_EndQuorumEpochRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = EndQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics)
+    o = EndQuorumEpochRequest(f_cluster_id, f_topics)
     return o, p
 
 
@@ -114,7 +114,7 @@ def _read_ReplicaInfo_v1(r, p):
     f_candidate_id, = _S_i.unpack_from(r, p)
     p += 4
     f_candidate_directory_id, p = read_uuid(r, p)
-    o = ReplicaInfo(candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id)
+    o = ReplicaInfo(f_candidate_id, f_candidate_directory_id)
     if r[p] == 0:
         p += 1
     else:
@@ -133,7 +133,7 @@ def _read_PartitionData_v1(r, p):
         for _ in range(n):
             e, p = _read_ReplicaInfo_v1(r, p)
             f_preferred_candidates.append(e)
-    o = PartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, preferred_candidates=f_preferred_candidates)
+    o = PartitionData(f_partition_index, f_leader_id, f_leader_epoch, [], f_preferred_candidates)
     if r[p] == 0:
         p += 1
     else:
@@ -151,7 +151,7 @@ def _read_TopicData_v1(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -164,7 +164,7 @@ def _read_LeaderEndpoint_v1(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = LeaderEndpoint(name=f_name, host=f_host, port=f_port)
+    o = LeaderEndpoint(f_name, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -190,7 +190,7 @@ def _read_EndQuorumEpochRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_LeaderEndpoint_v1(r, p)
             f_leader_endpoints.append(e)
-    o = EndQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics, leader_endpoints=f_leader_endpoints)
+    o = EndQuorumEpochRequest(f_cluster_id, f_topics, f_leader_endpoints)
     if r[p] == 0:
         p += 1
     else:

@@ -66,7 +66,7 @@ class EndQuorumEpochResponse:
 def _read_PartitionData_v0(r, p):
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(r, p)
     p += 14
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch)
     return o, p
 
 
@@ -80,7 +80,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     return o, p
 
 
@@ -95,14 +95,14 @@ def _read_EndQuorumEpochResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = EndQuorumEpochResponse(error_code=f_error_code, topics=f_topics)
+    o = EndQuorumEpochResponse(f_error_code, f_topics)
     return o, p
 
 
 def _read_PartitionData_v1(r, p):
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch = _S_ihii.unpack_from(r, p)
     p += 14
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -120,7 +120,7 @@ def _read_TopicData_v1(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -134,7 +134,7 @@ def _read_NodeEndpoint_v1(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port)
+    o = NodeEndpoint(f_node_id, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -153,7 +153,7 @@ def _read_EndQuorumEpochResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
-    o = EndQuorumEpochResponse(error_code=f_error_code, topics=f_topics)
+    o = EndQuorumEpochResponse(f_error_code, f_topics)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

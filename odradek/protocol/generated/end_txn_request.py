@@ -41,7 +41,7 @@ def _read_EndTxnRequest_v0(r, p):
     f_transactional_id, p = read_string(r, p)
     f_producer_id, f_producer_epoch, f_committed = _S_qho.unpack_from(r, p)
     p += 11
-    o = EndTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, committed=f_committed)
+    o = EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed)
     return o, p
 
 
@@ -49,7 +49,7 @@ def _read_EndTxnRequest_v3(r, p):
     f_transactional_id, p = read_compact_string(r, p)
     f_producer_id, f_producer_epoch, f_committed = _S_qho.unpack_from(r, p)
     p += 11
-    o = EndTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, committed=f_committed)
+    o = EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed)
     if r[p] == 0:
         p += 1
     else:

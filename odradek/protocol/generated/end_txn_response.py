@@ -41,14 +41,14 @@ class EndTxnResponse:
 def _read_EndTxnResponse_v0(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = EndTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = EndTxnResponse(f_throttle_time_ms, f_error_code)
     return o, p
 
 
 def _read_EndTxnResponse_v3(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = EndTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = EndTxnResponse(f_throttle_time_ms, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -59,7 +59,7 @@ def _read_EndTxnResponse_v3(r, p):
 def _read_EndTxnResponse_v5(r, p):
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(r, p)
     p += 16
-    o = EndTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
+    o = EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch)
     if r[p] == 0:
         p += 1
     else:

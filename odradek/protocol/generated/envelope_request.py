@@ -40,7 +40,7 @@ def _read_EnvelopeRequest_v0(r, p):
     f_request_data, p = read_compact_bytes(r, p)
     f_request_principal, p = read_compact_nullable_bytes(r, p)
     f_client_host_address, p = read_compact_bytes(r, p)
-    o = EnvelopeRequest(request_data=f_request_data, request_principal=f_request_principal, client_host_address=f_client_host_address)
+    o = EnvelopeRequest(f_request_data, f_request_principal, f_client_host_address)
     if r[p] == 0:
         p += 1
     else:

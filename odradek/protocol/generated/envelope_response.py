@@ -39,7 +39,7 @@ def _read_EnvelopeResponse_v0(r, p):
     f_response_data, p = read_compact_nullable_bytes(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = EnvelopeResponse(response_data=f_response_data, error_code=f_error_code)
+    o = EnvelopeResponse(f_response_data, f_error_code)
     if r[p] == 0:
         p += 1
     else:

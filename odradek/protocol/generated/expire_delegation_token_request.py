@@ -39,7 +39,7 @@ def _read_ExpireDelegationTokenRequest_v0(r, p):
     f_hmac, p = read_bytes(r, p)
     f_expiry_time_period_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = ExpireDelegationTokenRequest(hmac=f_hmac, expiry_time_period_ms=f_expiry_time_period_ms)
+    o = ExpireDelegationTokenRequest(f_hmac, f_expiry_time_period_ms)
     return o, p
 
 
@@ -47,7 +47,7 @@ def _read_ExpireDelegationTokenRequest_v2(r, p):
     f_hmac, p = read_compact_bytes(r, p)
     f_expiry_time_period_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = ExpireDelegationTokenRequest(hmac=f_hmac, expiry_time_period_ms=f_expiry_time_period_ms)
+    o = ExpireDelegationTokenRequest(f_hmac, f_expiry_time_period_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -95,7 +95,7 @@ _DEFAULT_ReplicaState = ReplicaState()
 def _read_FetchPartition_v0(r, p):
     f_partition, f_fetch_offset, f_partition_max_bytes = _S_iqi.unpack_from(r, p)
     p += 16
-    o = FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, partition_max_bytes=f_partition_max_bytes)
+    o = FetchPartition(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes)
     return o, p
 
 
@@ -109,7 +109,7 @@ def _read_FetchTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_FetchPartition_v0(r, p)
             f_partitions.append(e)
-    o = FetchTopic(topic=f_topic, partitions=f_partitions)
+    o = FetchTopic(f_topic, ZERO_UUID, f_partitions)
     return o, p
 
 
@@ -124,7 +124,7 @@ def _read_FetchRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_FetchTopic_v0(r, p)
             f_topics.append(e)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, topics=f_topics)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, 2147483647, 0, 0, -1, f_topics)
     return o, p
 
 
@@ -139,7 +139,7 @@ def _read_FetchRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_FetchTopic_v0(r, p)
             f_topics.append(e)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, 0, 0, -1, f_topics)
     return o, p
 
 
@@ -154,14 +154,14 @@ def _read_FetchRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_FetchTopic_v0(r, p)
             f_topics.append(e)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics)
     return o, p
 
 
 def _read_FetchPartition_v5(r, p):
     f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iqqi.unpack_from(r, p)
     p += 24
-    o = FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
+    o = FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes)
     return o, p
 
 
@@ -175,7 +175,7 @@ def _read_FetchTopic_v5(r, p):
         for _ in range(n):
             e, p = _read_FetchPartition_v5(r, p)
             f_partitions.append(e)
-    o = FetchTopic(topic=f_topic, partitions=f_partitions)
+    o = FetchTopic(f_topic, ZERO_UUID, f_partitions)
     return o, p
 
 
@@ -190,7 +190,7 @@ def _read_FetchRequest_v5(r, p):
         for _ in range(n):
             e, p = _read_FetchTopic_v5(r, p)
             f_topics.append(e)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics)
     return o, p
 
 
@@ -201,7 +201,7 @@ def _read_ForgottenTopic_v7(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = ForgottenTopic(topic=f_topic, partitions=f_partitions)
+    o = ForgottenTopic(f_topic, ZERO_UUID, f_partitions)
     return o, p
 
 
@@ -224,14 +224,14 @@ def _read_FetchRequest_v7(r, p):
         for _ in range(n):
             e, p = _read_ForgottenTopic_v7(r, p)
             f_forgotten_topics_data.append(e)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data)
     return o, p
 
 
 def _read_FetchPartition_v9(r, p):
     f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iiqqi.unpack_from(r, p)
     p += 28
-    o = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
+    o = FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes)
     return o, p
 
 
@@ -245,7 +245,7 @@ def _read_FetchTopic_v9(r, p):
         for _ in range(n):
             e, p = _read_FetchPartition_v9(r, p)
             f_partitions.append(e)
-    o = FetchTopic(topic=f_topic, partitions=f_partitions)
+    o = FetchTopic(f_topic, ZERO_UUID, f_partitions)
     return o, p
 
 
@@ -268,7 +268,7 @@ def _read_FetchRequest_v9(r, p):
         for _ in range(n):
             e, p = _read_ForgottenTopic_v7(r, p)
             f_forgotten_topics_data.append(e)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data)
     return o, p
 
 
@@ -292,14 +292,14 @@ def _read_FetchRequest_v11(r, p):
             e, p = _read_ForgottenTopic_v7(r, p)
             f_forgotten_topics_data.append(e)
     f_rack_id, p = read_string(r, p)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id)
     return o, p
 
 
 def _read_FetchPartition_v12(r, p):
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(r, p)
     p += 32
-    o = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
+    o = FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes)
     if r[p] == 0:
         p += 1
     else:
@@ -317,7 +317,7 @@ def _read_FetchTopic_v12(r, p):
         for _ in range(n):
             e, p = _read_FetchPartition_v12(r, p)
             f_partitions.append(e)
-    o = FetchTopic(topic=f_topic, partitions=f_partitions)
+    o = FetchTopic(f_topic, ZERO_UUID, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -332,7 +332,7 @@ def _read_ForgottenTopic_v12(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = ForgottenTopic(topic=f_topic, partitions=f_partitions)
+    o = ForgottenTopic(f_topic, ZERO_UUID, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -360,7 +360,7 @@ def _read_FetchRequest_v12(r, p):
             e, p = _read_ForgottenTopic_v12(r, p)
             f_forgotten_topics_data.append(e)
     f_rack_id, p = read_compact_string(r, p)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -385,7 +385,7 @@ def _read_FetchTopic_v13(r, p):
         for _ in range(n):
             e, p = _read_FetchPartition_v12(r, p)
             f_partitions.append(e)
-    o = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
+    o = FetchTopic('', f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -400,7 +400,7 @@ def _read_ForgottenTopic_v13(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
+    o = ForgottenTopic('', f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -428,7 +428,7 @@ def _read_FetchRequest_v13(r, p):
             e, p = _read_ForgottenTopic_v13(r, p)
             f_forgotten_topics_data.append(e)
     f_rack_id, p = read_compact_string(r, p)
-    o = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
+    o = FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -446,7 +446,7 @@ def _read_FetchRequest_v13(r, p):
 def _read_ReplicaState_v15(r, p):
     f_replica_id, f_replica_epoch = _S_iq.unpack_from(r, p)
     p += 12
-    o = ReplicaState(replica_id=f_replica_id, replica_epoch=f_replica_epoch)
+    o = ReplicaState(f_replica_id, f_replica_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -474,7 +474,7 @@ def _read_FetchRequest_v15(r, p):
             e, p = _read_ForgottenTopic_v13(r, p)
             f_forgotten_topics_data.append(e)
     f_rack_id, p = read_compact_string(r, p)
-    o = FetchRequest(max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
+    o = FetchRequest(None, -1, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -495,7 +495,7 @@ def _read_FetchRequest_v15(r, p):
 def _read_FetchPartition_v17(r, p):
     f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(r, p)
     p += 32
-    o = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
+    o = FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -520,7 +520,7 @@ def _read_FetchTopic_v17(r, p):
         for _ in range(n):
             e, p = _read_FetchPartition_v17(r, p)
             f_partitions.append(e)
-    o = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
+    o = FetchTopic('', f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -548,7 +548,7 @@ def _read_FetchRequest_v17(r, p):
             e, p = _read_ForgottenTopic_v13(r, p)
             f_forgotten_topics_data.append(e)
     f_rack_id, p = read_compact_string(r, p)
-    o = FetchRequest(max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
+    o = FetchRequest(None, -1, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

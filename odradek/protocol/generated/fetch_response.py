@@ -116,7 +116,7 @@ def _read_PartitionData_v0(r, p):
     f_partition_index, f_error_code, f_high_watermark = _S_ihq.unpack_from(r, p)
     p += 14
     f_records, p = read_records(r, p)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, records=f_records)
+    o = PartitionData(f_partition_index, f_error_code, f_high_watermark, -1, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), [], -1, f_records)
     return o, p
 
 
@@ -130,7 +130,7 @@ def _read_FetchableTopicResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    o = FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions)
     return o, p
 
 
@@ -143,7 +143,7 @@ def _read_FetchResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v0(r, p)
             f_responses.append(e)
-    o = FetchResponse(responses=f_responses)
+    o = FetchResponse(0, 0, 0, f_responses)
     return o, p
 
 
@@ -158,14 +158,14 @@ def _read_FetchResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v0(r, p)
             f_responses.append(e)
-    o = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = FetchResponse(f_throttle_time_ms, 0, 0, f_responses)
     return o, p
 
 
 def _read_AbortedTransaction_v4(r, p):
     f_producer_id, f_first_offset = _S_qq.unpack_from(r, p)
     p += 16
-    o = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
+    o = AbortedTransaction(f_producer_id, f_first_offset)
     return o, p
 
 
@@ -181,7 +181,7 @@ def _read_PartitionData_v4(r, p):
             e, p = _read_AbortedTransaction_v4(r, p)
             f_aborted_transactions.append(e)
     f_records, p = read_records(r, p)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, aborted_transactions=f_aborted_transactions, records=f_records)
+    o = PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records)
     return o, p
 
 
@@ -195,7 +195,7 @@ def _read_FetchableTopicResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v4(r, p)
             f_partitions.append(e)
-    o = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    o = FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions)
     return o, p
 
 
@@ -210,7 +210,7 @@ def _read_FetchResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v4(r, p)
             f_responses.append(e)
-    o = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = FetchResponse(f_throttle_time_ms, 0, 0, f_responses)
     return o, p
 
 
@@ -226,7 +226,7 @@ def _read_PartitionData_v5(r, p):
             e, p = _read_AbortedTransaction_v4(r, p)
             f_aborted_transactions.append(e)
     f_records, p = read_records(r, p)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
+    o = PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records)
     return o, p
 
 
@@ -240,7 +240,7 @@ def _read_FetchableTopicResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v5(r, p)
             f_partitions.append(e)
-    o = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    o = FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions)
     return o, p
 
 
@@ -255,7 +255,7 @@ def _read_FetchResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v5(r, p)
             f_responses.append(e)
-    o = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = FetchResponse(f_throttle_time_ms, 0, 0, f_responses)
     return o, p
 
 
@@ -270,7 +270,7 @@ def _read_FetchResponse_v7(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v5(r, p)
             f_responses.append(e)
-    o = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
+    o = FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses)
     return o, p
 
 
@@ -288,7 +288,7 @@ def _read_PartitionData_v11(r, p):
     f_preferred_read_replica, = _S_i.unpack_from(r, p)
     p += 4
     f_records, p = read_records(r, p)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
+    o = PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records)
     return o, p
 
 
@@ -302,7 +302,7 @@ def _read_FetchableTopicResponse_v11(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v11(r, p)
             f_partitions.append(e)
-    o = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    o = FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions)
     return o, p
 
 
@@ -317,14 +317,14 @@ def _read_FetchResponse_v11(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v11(r, p)
             f_responses.append(e)
-    o = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
+    o = FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses)
     return o, p
 
 
 def _read_AbortedTransaction_v12(r, p):
     f_producer_id, f_first_offset = _S_qq.unpack_from(r, p)
     p += 16
-    o = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
+    o = AbortedTransaction(f_producer_id, f_first_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -335,7 +335,7 @@ def _read_AbortedTransaction_v12(r, p):
 def _read_EpochEndOffset_v12(r, p):
     f_epoch, f_end_offset = _S_iq.unpack_from(r, p)
     p += 12
-    o = EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset)
+    o = EpochEndOffset(f_epoch, f_end_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -346,7 +346,7 @@ def _read_EpochEndOffset_v12(r, p):
 def _read_LeaderIdAndEpoch_v12(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
-    o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = LeaderIdAndEpoch(f_leader_id, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -357,7 +357,7 @@ def _read_LeaderIdAndEpoch_v12(r, p):
 def _read_SnapshotId_v12(r, p):
     f_end_offset, f_epoch = _S_qi.unpack_from(r, p)
     p += 12
-    o = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
+    o = SnapshotId(f_end_offset, f_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -379,7 +379,7 @@ def _read_PartitionData_v12(r, p):
     f_preferred_read_replica, = _S_i.unpack_from(r, p)
     p += 4
     f_records, p = read_compact_records(r, p)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
+    o = PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -410,7 +410,7 @@ def _read_FetchableTopicResponse_v12(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v12(r, p)
             f_partitions.append(e)
-    o = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
+    o = FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -429,7 +429,7 @@ def _read_FetchResponse_v12(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v12(r, p)
             f_responses.append(e)
-    o = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
+    o = FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses)
     if r[p] == 0:
         p += 1
     else:
@@ -447,7 +447,7 @@ def _read_FetchableTopicResponse_v13(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v12(r, p)
             f_partitions.append(e)
-    o = FetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
+    o = FetchableTopicResponse('', f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -466,7 +466,7 @@ def _read_FetchResponse_v13(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v13(r, p)
             f_responses.append(e)
-    o = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
+    o = FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses)
     if r[p] == 0:
         p += 1
     else:
@@ -481,7 +481,7 @@ def _read_NodeEndpoint_v16(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
-    o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
+    o = NodeEndpoint(f_node_id, f_host, f_port, f_rack)
     if r[p] == 0:
         p += 1
     else:
@@ -500,7 +500,7 @@ def _read_FetchResponse_v16(r, p):
         for _ in range(n):
             e, p = _read_FetchableTopicResponse_v13(r, p)
             f_responses.append(e)
-    o = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
+    o = FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

@@ -66,7 +66,7 @@ class FetchSnapshotRequest:
 def _read_SnapshotId_v0(r, p):
     f_end_offset, f_epoch = _S_qi.unpack_from(r, p)
     p += 12
-    o = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
+    o = SnapshotId(f_end_offset, f_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -80,7 +80,7 @@ def _read_PartitionSnapshot_v0(r, p):
     f_snapshot_id, p = _read_SnapshotId_v0(r, p)
     f_position, = _S_q.unpack_from(r, p)
     p += 8
-    o = PartitionSnapshot(partition=f_partition, current_leader_epoch=f_current_leader_epoch, snapshot_id=f_snapshot_id, position=f_position)
+    o = PartitionSnapshot(f_partition, f_current_leader_epoch, f_snapshot_id, f_position)
     if r[p] == 0:
         p += 1
     else:
@@ -98,7 +98,7 @@ def _read_TopicSnapshot_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionSnapshot_v0(r, p)
             f_partitions.append(e)
-    o = TopicSnapshot(name=f_name, partitions=f_partitions)
+    o = TopicSnapshot(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -117,7 +117,7 @@ def _read_FetchSnapshotRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicSnapshot_v0(r, p)
             f_topics.append(e)
-    o = FetchSnapshotRequest(replica_id=f_replica_id, max_bytes=f_max_bytes, topics=f_topics)
+    o = FetchSnapshotRequest(None, f_replica_id, f_max_bytes, f_topics)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -138,7 +138,7 @@ def _read_PartitionSnapshot_v1(r, p):
     f_snapshot_id, p = _read_SnapshotId_v0(r, p)
     f_position, = _S_q.unpack_from(r, p)
     p += 8
-    o = PartitionSnapshot(partition=f_partition, current_leader_epoch=f_current_leader_epoch, snapshot_id=f_snapshot_id, position=f_position)
+    o = PartitionSnapshot(f_partition, f_current_leader_epoch, f_snapshot_id, f_position)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -163,7 +163,7 @@ def _read_TopicSnapshot_v1(r, p):
         for _ in range(n):
             e, p = _read_PartitionSnapshot_v1(r, p)
             f_partitions.append(e)
-    o = TopicSnapshot(name=f_name, partitions=f_partitions)
+    o = TopicSnapshot(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -182,7 +182,7 @@ def _read_FetchSnapshotRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicSnapshot_v1(r, p)
             f_topics.append(e)
-    o = FetchSnapshotRequest(replica_id=f_replica_id, max_bytes=f_max_bytes, topics=f_topics)
+    o = FetchSnapshotRequest(None, f_replica_id, f_max_bytes, f_topics)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

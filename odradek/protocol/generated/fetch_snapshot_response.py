@@ -89,7 +89,7 @@ _DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
 def _read_SnapshotId_v0(r, p):
     f_end_offset, f_epoch = _S_qi.unpack_from(r, p)
     p += 12
-    o = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
+    o = SnapshotId(f_end_offset, f_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -100,7 +100,7 @@ def _read_SnapshotId_v0(r, p):
 def _read_LeaderIdAndEpoch_v0(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
-    o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = LeaderIdAndEpoch(f_leader_id, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -115,7 +115,7 @@ def _read_PartitionSnapshot_v0(r, p):
     f_size, f_position = _S_qq.unpack_from(r, p)
     p += 16
     f_unaligned_records, p = read_compact_records(r, p)
-    o = PartitionSnapshot(index=f_index, error_code=f_error_code, snapshot_id=f_snapshot_id, size=f_size, position=f_position, unaligned_records=f_unaligned_records)
+    o = PartitionSnapshot(f_index, f_error_code, f_snapshot_id, LeaderIdAndEpoch(), f_size, f_position, f_unaligned_records)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -140,7 +140,7 @@ def _read_TopicSnapshot_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionSnapshot_v0(r, p)
             f_partitions.append(e)
-    o = TopicSnapshot(name=f_name, partitions=f_partitions)
+    o = TopicSnapshot(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -159,7 +159,7 @@ def _read_FetchSnapshotResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicSnapshot_v0(r, p)
             f_topics.append(e)
-    o = FetchSnapshotResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
+    o = FetchSnapshotResponse(f_throttle_time_ms, f_error_code, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -173,7 +173,7 @@ def _read_NodeEndpoint_v1(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port)
+    o = NodeEndpoint(f_node_id, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -192,7 +192,7 @@ def _read_FetchSnapshotResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicSnapshot_v0(r, p)
             f_topics.append(e)
-    o = FetchSnapshotResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics)
+    o = FetchSnapshotResponse(f_throttle_time_ms, f_error_code, f_topics)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

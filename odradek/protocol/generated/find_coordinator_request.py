@@ -38,7 +38,7 @@ class FindCoordinatorRequest:
 
 def _read_FindCoordinatorRequest_v0(r, p):
     f_key, p = read_string(r, p)
-    o = FindCoordinatorRequest(key=f_key)
+    o = FindCoordinatorRequest(f_key)
     return o, p
 
 
@@ -46,7 +46,7 @@ def _read_FindCoordinatorRequest_v1(r, p):
     f_key, p = read_string(r, p)
     f_key_type, = _S_b.unpack_from(r, p)
     p += 1
-    o = FindCoordinatorRequest(key=f_key, key_type=f_key_type)
+    o = FindCoordinatorRequest(f_key, f_key_type)
     return o, p
 
 
@@ -54,7 +54,7 @@ def _read_FindCoordinatorRequest_v3(r, p):
     f_key, p = read_compact_string(r, p)
     f_key_type, = _S_b.unpack_from(r, p)
     p += 1
-    o = FindCoordinatorRequest(key=f_key, key_type=f_key_type)
+    o = FindCoordinatorRequest(f_key, f_key_type)
     if r[p] == 0:
         p += 1
     else:
@@ -73,7 +73,7 @@ def _read_FindCoordinatorRequest_v4(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_coordinator_keys.append(e)
-    o = FindCoordinatorRequest(key_type=f_key_type, coordinator_keys=f_coordinator_keys)
+    o = FindCoordinatorRequest('', f_key_type, f_coordinator_keys)
     if r[p] == 0:
         p += 1
     else:

@@ -59,7 +59,7 @@ def _read_FindCoordinatorResponse_v0(r, p):
     f_host, p = read_string(r, p)
     f_port, = _S_i.unpack_from(r, p)
     p += 4
-    o = FindCoordinatorResponse(error_code=f_error_code, node_id=f_node_id, host=f_host, port=f_port)
+    o = FindCoordinatorResponse(0, f_error_code, '', f_node_id, f_host, f_port)
     return o, p
 
 
@@ -72,7 +72,7 @@ def _read_FindCoordinatorResponse_v1(r, p):
     f_host, p = read_string(r, p)
     f_port, = _S_i.unpack_from(r, p)
     p += 4
-    o = FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, node_id=f_node_id, host=f_host, port=f_port)
+    o = FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port)
     return o, p
 
 
@@ -85,7 +85,7 @@ def _read_FindCoordinatorResponse_v3(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_i.unpack_from(r, p)
     p += 4
-    o = FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, node_id=f_node_id, host=f_host, port=f_port)
+    o = FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -101,7 +101,7 @@ def _read_Coordinator_v4(r, p):
     f_port, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = Coordinator(key=f_key, node_id=f_node_id, host=f_host, port=f_port, error_code=f_error_code, error_message=f_error_message)
+    o = Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -120,7 +120,7 @@ def _read_FindCoordinatorResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_Coordinator_v4(r, p)
             f_coordinators.append(e)
-    o = FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, coordinators=f_coordinators)
+    o = FindCoordinatorResponse(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators)
     if r[p] == 0:
         p += 1
     else:

@@ -36,7 +36,7 @@ class GetTelemetrySubscriptionsRequest:
 
 def _read_GetTelemetrySubscriptionsRequest_v0(r, p):
     f_client_instance_id, p = read_uuid(r, p)
-    o = GetTelemetrySubscriptionsRequest(client_instance_id=f_client_instance_id)
+    o = GetTelemetrySubscriptionsRequest(f_client_instance_id)
     if r[p] == 0:
         p += 1
     else:

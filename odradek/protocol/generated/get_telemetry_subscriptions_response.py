@@ -65,7 +65,7 @@ def _read_GetTelemetrySubscriptionsResponse_v0(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_requested_metrics.append(e)
-    o = GetTelemetrySubscriptionsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, client_instance_id=f_client_instance_id, subscription_id=f_subscription_id, accepted_compression_types=f_accepted_compression_types, push_interval_ms=f_push_interval_ms, telemetry_max_bytes=f_telemetry_max_bytes, delta_temporality=f_delta_temporality, requested_metrics=f_requested_metrics)
+    o = GetTelemetrySubscriptionsResponse(f_throttle_time_ms, f_error_code, f_client_instance_id, f_subscription_id, f_accepted_compression_types, f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality, f_requested_metrics)
     if r[p] == 0:
         p += 1
     else:

@@ -36,7 +36,7 @@ class GroupMetadataKey:
 
 def _read_GroupMetadataKey_v2(r, p):
     f_group, p = read_string(r, p)
-    o = GroupMetadataKey(group=f_group)
+    o = GroupMetadataKey(f_group)
     return o, p
 
 

@@ -62,7 +62,7 @@ def _read_MemberMetadata_v0(r, p):
     p += 4
     f_subscription, p = read_bytes(r, p)
     f_assignment, p = read_bytes(r, p)
-    o = MemberMetadata(member_id=f_member_id, client_id=f_client_id, client_host=f_client_host, session_timeout=f_session_timeout, subscription=f_subscription, assignment=f_assignment)
+    o = MemberMetadata(f_member_id, None, f_client_id, f_client_host, -1, f_session_timeout, f_subscription, f_assignment)
     return o, p
 
 
@@ -80,7 +80,7 @@ def _read_GroupMetadataValue_v0(r, p):
         for _ in range(n):
             e, p = _read_MemberMetadata_v0(r, p)
             f_members.append(e)
-    o = GroupMetadataValue(protocol_type=f_protocol_type, generation=f_generation, protocol=f_protocol, leader=f_leader, members=f_members)
+    o = GroupMetadataValue(f_protocol_type, f_generation, f_protocol, f_leader, -1, f_members)
     return o, p
 
 
@@ -92,7 +92,7 @@ def _read_MemberMetadata_v1(r, p):
     p += 8
     f_subscription, p = read_bytes(r, p)
     f_assignment, p = read_bytes(r, p)
-    o = MemberMetadata(member_id=f_member_id, client_id=f_client_id, client_host=f_client_host, rebalance_timeout=f_rebalance_timeout, session_timeout=f_session_timeout, subscription=f_subscription, assignment=f_assignment)
+    o = MemberMetadata(f_member_id, None, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment)
     return o, p
 
 
@@ -110,7 +110,7 @@ def _read_GroupMetadataValue_v1(r, p):
         for _ in range(n):
             e, p = _read_MemberMetadata_v1(r, p)
             f_members.append(e)
-    o = GroupMetadataValue(protocol_type=f_protocol_type, generation=f_generation, protocol=f_protocol, leader=f_leader, members=f_members)
+    o = GroupMetadataValue(f_protocol_type, f_generation, f_protocol, f_leader, -1, f_members)
     return o, p
 
 
@@ -130,7 +130,7 @@ def _read_GroupMetadataValue_v2(r, p):
         for _ in range(n):
             e, p = _read_MemberMetadata_v1(r, p)
             f_members.append(e)
-    o = GroupMetadataValue(protocol_type=f_protocol_type, generation=f_generation, protocol=f_protocol, leader=f_leader, current_state_timestamp=f_current_state_timestamp, members=f_members)
+    o = GroupMetadataValue(f_protocol_type, f_generation, f_protocol, f_leader, f_current_state_timestamp, f_members)
     return o, p
 
 
@@ -143,7 +143,7 @@ def _read_MemberMetadata_v3(r, p):
     p += 8
     f_subscription, p = read_bytes(r, p)
     f_assignment, p = read_bytes(r, p)
-    o = MemberMetadata(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, rebalance_timeout=f_rebalance_timeout, session_timeout=f_session_timeout, subscription=f_subscription, assignment=f_assignment)
+    o = MemberMetadata(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment)
     return o, p
 
 
@@ -163,7 +163,7 @@ def _read_GroupMetadataValue_v3(r, p):
         for _ in range(n):
             e, p = _read_MemberMetadata_v3(r, p)
             f_members.append(e)
-    o = GroupMetadataValue(protocol_type=f_protocol_type, generation=f_generation, protocol=f_protocol, leader=f_leader, current_state_timestamp=f_current_state_timestamp, members=f_members)
+    o = GroupMetadataValue(f_protocol_type, f_generation, f_protocol, f_leader, f_current_state_timestamp, f_members)
     return o, p
 
 
@@ -176,7 +176,7 @@ def _read_MemberMetadata_v4(r, p):
     p += 8
     f_subscription, p = read_compact_bytes(r, p)
     f_assignment, p = read_compact_bytes(r, p)
-    o = MemberMetadata(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, rebalance_timeout=f_rebalance_timeout, session_timeout=f_session_timeout, subscription=f_subscription, assignment=f_assignment)
+    o = MemberMetadata(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment)
     if r[p] == 0:
         p += 1
     else:
@@ -200,7 +200,7 @@ def _read_GroupMetadataValue_v4(r, p):
         for _ in range(n):
             e, p = _read_MemberMetadata_v4(r, p)
             f_members.append(e)
-    o = GroupMetadataValue(protocol_type=f_protocol_type, generation=f_generation, protocol=f_protocol, leader=f_leader, current_state_timestamp=f_current_state_timestamp, members=f_members)
+    o = GroupMetadataValue(f_protocol_type, f_generation, f_protocol, f_leader, f_current_state_timestamp, f_members)
     if r[p] == 0:
         p += 1
     else:

@@ -42,7 +42,7 @@ def _read_HeartbeatRequest_v0(r, p):
     f_generation_id, = _S_i.unpack_from(r, p)
     p += 4
     f_member_id, p = read_string(r, p)
-    o = HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id)
+    o = HeartbeatRequest(f_group_id, f_generation_id, f_member_id)
     return o, p
 
 
@@ -52,7 +52,7 @@ def _read_HeartbeatRequest_v3(r, p):
     p += 4
     f_member_id, p = read_string(r, p)
     f_group_instance_id, p = read_nullable_string(r, p)
-    o = HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id)
+    o = HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id)
     return o, p
 
 
@@ -62,7 +62,7 @@ def _read_HeartbeatRequest_v4(r, p):
     p += 4
     f_member_id, p = read_compact_string(r, p)
     f_group_instance_id, p = read_compact_nullable_string(r, p)
-    o = HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id)
+    o = HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id)
     if r[p] == 0:
         p += 1
     else:

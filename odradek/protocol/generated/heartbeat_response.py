@@ -39,21 +39,21 @@ class HeartbeatResponse:
 def _read_HeartbeatResponse_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = HeartbeatResponse(error_code=f_error_code)
+    o = HeartbeatResponse(0, f_error_code)
     return o, p
 
 
 def _read_HeartbeatResponse_v1(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = HeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = HeartbeatResponse(f_throttle_time_ms, f_error_code)
     return o, p
 
 
 def _read_HeartbeatResponse_v4(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = HeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = HeartbeatResponse(f_throttle_time_ms, f_error_code)
     if r[p] == 0:
         p += 1
     else:

@@ -57,7 +57,7 @@ def _read_AlterableConfig_v0(r, p):
     f_config_operation, = _S_b.unpack_from(r, p)
     p += 1
     f_value, p = read_nullable_string(r, p)
-    o = AlterableConfig(name=f_name, config_operation=f_config_operation, value=f_value)
+    o = AlterableConfig(f_name, f_config_operation, f_value)
     return o, p
 
 
@@ -73,7 +73,7 @@ def _read_AlterConfigsResource_v0(r, p):
         for _ in range(n):
             e, p = _read_AlterableConfig_v0(r, p)
             f_configs.append(e)
-    o = AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
+    o = AlterConfigsResource(f_resource_type, f_resource_name, f_configs)
     return o, p
 
 
@@ -88,7 +88,7 @@ def _read_IncrementalAlterConfigsRequest_v0(r, p):
             f_resources.append(e)
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
-    o = IncrementalAlterConfigsRequest(resources=f_resources, validate_only=f_validate_only)
+    o = IncrementalAlterConfigsRequest(f_resources, f_validate_only)
     return o, p
 
 
@@ -97,7 +97,7 @@ def _read_AlterableConfig_v1(r, p):
     f_config_operation, = _S_b.unpack_from(r, p)
     p += 1
     f_value, p = read_compact_nullable_string(r, p)
-    o = AlterableConfig(name=f_name, config_operation=f_config_operation, value=f_value)
+    o = AlterableConfig(f_name, f_config_operation, f_value)
     if r[p] == 0:
         p += 1
     else:
@@ -117,7 +117,7 @@ def _read_AlterConfigsResource_v1(r, p):
         for _ in range(n):
             e, p = _read_AlterableConfig_v1(r, p)
             f_configs.append(e)
-    o = AlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
+    o = AlterConfigsResource(f_resource_type, f_resource_name, f_configs)
     if r[p] == 0:
         p += 1
     else:
@@ -136,7 +136,7 @@ def _read_IncrementalAlterConfigsRequest_v1(r, p):
             f_resources.append(e)
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
-    o = IncrementalAlterConfigsRequest(resources=f_resources, validate_only=f_validate_only)
+    o = IncrementalAlterConfigsRequest(f_resources, f_validate_only)
     if r[p] == 0:
         p += 1
     else:

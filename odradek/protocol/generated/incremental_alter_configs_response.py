@@ -53,7 +53,7 @@ def _read_AlterConfigsResourceResponse_v0(r, p):
     f_resource_type, = _S_b.unpack_from(r, p)
     p += 1
     f_resource_name, p = read_string(r, p)
-    o = AlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name)
+    o = AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name)
     return o, p
 
 
@@ -68,7 +68,7 @@ def _read_IncrementalAlterConfigsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_AlterConfigsResourceResponse_v0(r, p)
             f_responses.append(e)
-    o = IncrementalAlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses)
     return o, p
 
 
@@ -79,7 +79,7 @@ def _read_AlterConfigsResourceResponse_v1(r, p):
     f_resource_type, = _S_b.unpack_from(r, p)
     p += 1
     f_resource_name, p = read_compact_string(r, p)
-    o = AlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name)
+    o = AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name)
     if r[p] == 0:
         p += 1
     else:
@@ -98,7 +98,7 @@ def _read_IncrementalAlterConfigsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_AlterConfigsResourceResponse_v1(r, p)
             f_responses.append(e)
-    o = IncrementalAlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
+    o = IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses)
     if r[p] == 0:
         p += 1
     else:

@@ -42,7 +42,7 @@ def _read_InitProducerIdRequest_v0(r, p):
     f_transactional_id, p = read_nullable_string(r, p)
     f_transaction_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms)
+    o = InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms)
     return o, p
 
 
@@ -50,7 +50,7 @@ def _read_InitProducerIdRequest_v2(r, p):
     f_transactional_id, p = read_compact_nullable_string(r, p)
     f_transaction_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms)
+    o = InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms)
     if r[p] == 0:
         p += 1
     else:
@@ -62,7 +62,7 @@ def _read_InitProducerIdRequest_v3(r, p):
     f_transactional_id, p = read_compact_nullable_string(r, p)
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S_iqh.unpack_from(r, p)
     p += 14
-    o = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
+    o = InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch)
     if r[p] == 0:
         p += 1
     else:

@@ -40,14 +40,14 @@ class InitProducerIdResponse:
 def _read_InitProducerIdResponse_v0(r, p):
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(r, p)
     p += 16
-    o = InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
+    o = InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch)
     return o, p
 
 
 def _read_InitProducerIdResponse_v2(r, p):
     f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(r, p)
     p += 16
-    o = InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
+    o = InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch)
     if r[p] == 0:
         p += 1
     else:

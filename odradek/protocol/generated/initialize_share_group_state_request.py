@@ -53,7 +53,7 @@ class InitializeShareGroupStateRequest:
 def _read_PartitionData_v0(r, p):
     f_partition, f_state_epoch, f_start_offset = _S_iiq.unpack_from(r, p)
     p += 16
-    o = PartitionData(partition=f_partition, state_epoch=f_state_epoch, start_offset=f_start_offset)
+    o = PartitionData(f_partition, f_state_epoch, f_start_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -71,7 +71,7 @@ def _read_InitializeStateData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = InitializeStateData(topic_id=f_topic_id, partitions=f_partitions)
+    o = InitializeStateData(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -89,7 +89,7 @@ def _read_InitializeShareGroupStateRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_InitializeStateData_v0(r, p)
             f_topics.append(e)
-    o = InitializeShareGroupStateRequest(group_id=f_group_id, topics=f_topics)
+    o = InitializeShareGroupStateRequest(f_group_id, f_topics)
     if r[p] == 0:
         p += 1
     else:

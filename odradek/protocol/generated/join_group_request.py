@@ -52,7 +52,7 @@ class JoinGroupRequest:
 def _read_JoinGroupRequestProtocol_v0(r, p):
     f_name, p = read_string(r, p)
     f_metadata, p = read_bytes(r, p)
-    o = JoinGroupRequestProtocol(name=f_name, metadata=f_metadata)
+    o = JoinGroupRequestProtocol(f_name, f_metadata)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_JoinGroupRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupRequestProtocol_v0(r, p)
             f_protocols.append(e)
-    o = JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, member_id=f_member_id, protocol_type=f_protocol_type, protocols=f_protocols)
+    o = JoinGroupRequest(f_group_id, f_session_timeout_ms, -1, f_member_id, None, f_protocol_type, f_protocols)
     return o, p
 
 
@@ -88,7 +88,7 @@ def _read_JoinGroupRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupRequestProtocol_v0(r, p)
             f_protocols.append(e)
-    o = JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, protocol_type=f_protocol_type, protocols=f_protocols)
+    o = JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols)
     return o, p
 
 
@@ -107,14 +107,14 @@ def _read_JoinGroupRequest_v5(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupRequestProtocol_v0(r, p)
             f_protocols.append(e)
-    o = JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols)
+    o = JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols)
     return o, p
 
 
 def _read_JoinGroupRequestProtocol_v6(r, p):
     f_name, p = read_compact_string(r, p)
     f_metadata, p = read_compact_bytes(r, p)
-    o = JoinGroupRequestProtocol(name=f_name, metadata=f_metadata)
+    o = JoinGroupRequestProtocol(f_name, f_metadata)
     if r[p] == 0:
         p += 1
     else:
@@ -137,7 +137,7 @@ def _read_JoinGroupRequest_v6(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupRequestProtocol_v6(r, p)
             f_protocols.append(e)
-    o = JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols)
+    o = JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols)
     if r[p] == 0:
         p += 1
     else:
@@ -161,7 +161,7 @@ def _read_JoinGroupRequest_v8(r, p):
             e, p = _read_JoinGroupRequestProtocol_v6(r, p)
             f_protocols.append(e)
     f_reason, p = read_compact_nullable_string(r, p)
-    o = JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols, reason=f_reason)
+    o = JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason)
     if r[p] == 0:
         p += 1
     else:

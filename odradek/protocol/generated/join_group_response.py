@@ -55,7 +55,7 @@ class JoinGroupResponse:
 def _read_JoinGroupResponseMember_v0(r, p):
     f_member_id, p = read_string(r, p)
     f_metadata, p = read_bytes(r, p)
-    o = JoinGroupResponseMember(member_id=f_member_id, metadata=f_metadata)
+    o = JoinGroupResponseMember(f_member_id, None, f_metadata)
     return o, p
 
 
@@ -73,7 +73,7 @@ def _read_JoinGroupResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupResponseMember_v0(r, p)
             f_members.append(e)
-    o = JoinGroupResponse(error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members)
+    o = JoinGroupResponse(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members)
     return o, p
 
 
@@ -91,7 +91,7 @@ def _read_JoinGroupResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupResponseMember_v0(r, p)
             f_members.append(e)
-    o = JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members)
+    o = JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members)
     return o, p
 
 
@@ -99,7 +99,7 @@ def _read_JoinGroupResponseMember_v5(r, p):
     f_member_id, p = read_string(r, p)
     f_group_instance_id, p = read_nullable_string(r, p)
     f_metadata, p = read_bytes(r, p)
-    o = JoinGroupResponseMember(member_id=f_member_id, group_instance_id=f_group_instance_id, metadata=f_metadata)
+    o = JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata)
     return o, p
 
 
@@ -117,7 +117,7 @@ def _read_JoinGroupResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupResponseMember_v5(r, p)
             f_members.append(e)
-    o = JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members)
+    o = JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members)
     return o, p
 
 
@@ -125,7 +125,7 @@ def _read_JoinGroupResponseMember_v6(r, p):
     f_member_id, p = read_compact_string(r, p)
     f_group_instance_id, p = read_compact_nullable_string(r, p)
     f_metadata, p = read_compact_bytes(r, p)
-    o = JoinGroupResponseMember(member_id=f_member_id, group_instance_id=f_group_instance_id, metadata=f_metadata)
+    o = JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata)
     if r[p] == 0:
         p += 1
     else:
@@ -147,7 +147,7 @@ def _read_JoinGroupResponse_v6(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupResponseMember_v6(r, p)
             f_members.append(e)
-    o = JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members)
+    o = JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members)
     if r[p] == 0:
         p += 1
     else:
@@ -170,7 +170,7 @@ def _read_JoinGroupResponse_v7(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupResponseMember_v6(r, p)
             f_members.append(e)
-    o = JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members)
+    o = JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members)
     if r[p] == 0:
         p += 1
     else:
@@ -195,7 +195,7 @@ def _read_JoinGroupResponse_v9(r, p):
         for _ in range(n):
             e, p = _read_JoinGroupResponseMember_v6(r, p)
             f_members.append(e)
-    o = JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, leader=f_leader, skip_assignment=f_skip_assignment, member_id=f_member_id, members=f_members)
+    o = JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members)
     if r[p] == 0:
         p += 1
     else:

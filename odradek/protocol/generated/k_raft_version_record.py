@@ -38,7 +38,7 @@ class KRaftVersionRecord:
 def _read_KRaftVersionRecord_v0(r, p):
     f_version, f_k_raft_version = _S_hh.unpack_from(r, p)
     p += 4
-    o = KRaftVersionRecord(version=f_version, k_raft_version=f_k_raft_version)
+    o = KRaftVersionRecord(f_version, f_k_raft_version)
     if r[p] == 0:
         p += 1
     else:

@@ -97,7 +97,7 @@ def _read_LeaderAndIsrPartitionState_v0(r, p):
         raise DecodeError('null array Replicas')
     else:
         f_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = LeaderAndIsrPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas)
+    o = LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas)
     return o, p
 
 
@@ -107,7 +107,7 @@ def _read_LeaderAndIsrLiveLeader_v0(r, p):
     f_host_name, p = read_string(r, p)
     f_port, = _S_i.unpack_from(r, p)
     p += 4
-    o = LeaderAndIsrLiveLeader(broker_id=f_broker_id, host_name=f_host_name, port=f_port)
+    o = LeaderAndIsrLiveLeader(f_broker_id, f_host_name, f_port)
     return o, p
 
 
@@ -130,7 +130,7 @@ def _read_LeaderAndIsrRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrLiveLeader_v0(r, p)
             f_live_leaders.append(e)
-    o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_leaders=f_live_leaders)
+    o = LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, -1, 0, f_ungrouped_partition_states, [], f_live_leaders)
     return o, p
 
 
@@ -152,7 +152,7 @@ def _read_LeaderAndIsrPartitionState_v1(r, p):
         f_replicas, p = read_int_array(r, p, n, 'i', 4)
     f_is_new, = _S_o.unpack_from(r, p)
     p += 1
-    o = LeaderAndIsrPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, is_new=f_is_new)
+    o = LeaderAndIsrPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new)
     return o, p
 
 
@@ -175,7 +175,7 @@ def _read_LeaderAndIsrRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrLiveLeader_v0(r, p)
             f_live_leaders.append(e)
-    o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_leaders=f_live_leaders)
+    o = LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, -1, 0, f_ungrouped_partition_states, [], f_live_leaders)
     return o, p
 
 
@@ -196,7 +196,7 @@ def _read_LeaderAndIsrPartitionState_v2(r, p):
         f_replicas, p = read_int_array(r, p, n, 'i', 4)
     f_is_new, = _S_o.unpack_from(r, p)
     p += 1
-    o = LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, is_new=f_is_new)
+    o = LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new)
     return o, p
 
 
@@ -210,7 +210,7 @@ def _read_LeaderAndIsrTopicState_v2(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrPartitionState_v2(r, p)
             f_partition_states.append(e)
-    o = LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
+    o = LeaderAndIsrTopicState(f_topic_name, ZERO_UUID, f_partition_states)
     return o, p
 
 
@@ -233,7 +233,7 @@ def _read_LeaderAndIsrRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrLiveLeader_v0(r, p)
             f_live_leaders.append(e)
-    o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders)
+    o = LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders)
     return o, p
 
 
@@ -264,7 +264,7 @@ def _read_LeaderAndIsrPartitionState_v3(r, p):
         f_removing_replicas, p = read_int_array(r, p, n, 'i', 4)
     f_is_new, = _S_o.unpack_from(r, p)
     p += 1
-    o = LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new)
+    o = LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new)
     return o, p
 
 
@@ -278,7 +278,7 @@ def _read_LeaderAndIsrTopicState_v3(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrPartitionState_v3(r, p)
             f_partition_states.append(e)
-    o = LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
+    o = LeaderAndIsrTopicState(f_topic_name, ZERO_UUID, f_partition_states)
     return o, p
 
 
@@ -301,7 +301,7 @@ def _read_LeaderAndIsrRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrLiveLeader_v0(r, p)
             f_live_leaders.append(e)
-    o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders)
+    o = LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders)
     return o, p
 
 
@@ -332,7 +332,7 @@ def _read_LeaderAndIsrPartitionState_v4(r, p):
         f_removing_replicas, p = read_int_array(r, p, n, 'i', 4)
     f_is_new, = _S_o.unpack_from(r, p)
     p += 1
-    o = LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new)
+    o = LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new)
     if r[p] == 0:
         p += 1
     else:
@@ -350,7 +350,7 @@ def _read_LeaderAndIsrTopicState_v4(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrPartitionState_v4(r, p)
             f_partition_states.append(e)
-    o = LeaderAndIsrTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
+    o = LeaderAndIsrTopicState(f_topic_name, ZERO_UUID, f_partition_states)
     if r[p] == 0:
         p += 1
     else:
@@ -364,7 +364,7 @@ def _read_LeaderAndIsrLiveLeader_v4(r, p):
     f_host_name, p = read_compact_string(r, p)
     f_port, = _S_i.unpack_from(r, p)
     p += 4
-    o = LeaderAndIsrLiveLeader(broker_id=f_broker_id, host_name=f_host_name, port=f_port)
+    o = LeaderAndIsrLiveLeader(f_broker_id, f_host_name, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -391,7 +391,7 @@ def _read_LeaderAndIsrRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrLiveLeader_v4(r, p)
             f_live_leaders.append(e)
-    o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders)
+    o = LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders)
     if r[p] == 0:
         p += 1
     else:
@@ -410,7 +410,7 @@ def _read_LeaderAndIsrTopicState_v5(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrPartitionState_v4(r, p)
             f_partition_states.append(e)
-    o = LeaderAndIsrTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states)
+    o = LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states)
     if r[p] == 0:
         p += 1
     else:
@@ -437,7 +437,7 @@ def _read_LeaderAndIsrRequest_v5(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrLiveLeader_v4(r, p)
             f_live_leaders.append(e)
-    o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders)
+    o = LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders)
     if r[p] == 0:
         p += 1
     else:
@@ -472,7 +472,7 @@ def _read_LeaderAndIsrPartitionState_v6(r, p):
         f_removing_replicas, p = read_int_array(r, p, n, 'i', 4)
     f_is_new, f_leader_recovery_state = _S_ob.unpack_from(r, p)
     p += 2
-    o = LeaderAndIsrPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new, leader_recovery_state=f_leader_recovery_state)
+    o = LeaderAndIsrPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state)
     if r[p] == 0:
         p += 1
     else:
@@ -491,7 +491,7 @@ def _read_LeaderAndIsrTopicState_v6(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrPartitionState_v6(r, p)
             f_partition_states.append(e)
-    o = LeaderAndIsrTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states)
+    o = LeaderAndIsrTopicState(f_topic_name, f_topic_id, f_partition_states)
     if r[p] == 0:
         p += 1
     else:
@@ -518,7 +518,7 @@ def _read_LeaderAndIsrRequest_v6(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrLiveLeader_v4(r, p)
             f_live_leaders.append(e)
-    o = LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders)
+    o = LeaderAndIsrRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders)
     if r[p] == 0:
         p += 1
     else:
@@ -545,7 +545,7 @@ def _read_LeaderAndIsrRequest_v7(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrLiveLeader_v4(r, p)
             f_live_leaders.append(e)
-    o = LeaderAndIsrRequest(controller_id=f_controller_id, is_k_raft_controller=f_is_k_raft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders)
+    o = LeaderAndIsrRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders)
     if r[p] == 0:
         p += 1
     else:

@@ -56,7 +56,7 @@ def _read_LeaderAndIsrPartitionError_v0(r, p):
     f_topic_name, p = read_string(r, p)
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = LeaderAndIsrPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code)
+    o = LeaderAndIsrPartitionError(f_topic_name, f_partition_index, f_error_code)
     return o, p
 
 
@@ -71,7 +71,7 @@ def _read_LeaderAndIsrResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrPartitionError_v0(r, p)
             f_partition_errors.append(e)
-    o = LeaderAndIsrResponse(error_code=f_error_code, partition_errors=f_partition_errors)
+    o = LeaderAndIsrResponse(f_error_code, f_partition_errors)
     return o, p
 
 
@@ -79,7 +79,7 @@ def _read_LeaderAndIsrPartitionError_v4(r, p):
     f_topic_name, p = read_compact_string(r, p)
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = LeaderAndIsrPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code)
+    o = LeaderAndIsrPartitionError(f_topic_name, f_partition_index, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -98,7 +98,7 @@ def _read_LeaderAndIsrResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrPartitionError_v4(r, p)
             f_partition_errors.append(e)
-    o = LeaderAndIsrResponse(error_code=f_error_code, partition_errors=f_partition_errors)
+    o = LeaderAndIsrResponse(f_error_code, f_partition_errors)
     if r[p] == 0:
         p += 1
     else:
@@ -109,7 +109,7 @@ def _read_LeaderAndIsrResponse_v4(r, p):
 def _read_LeaderAndIsrPartitionError_v5(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = LeaderAndIsrPartitionError(partition_index=f_partition_index, error_code=f_error_code)
+    o = LeaderAndIsrPartitionError('', f_partition_index, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -127,7 +127,7 @@ def _read_LeaderAndIsrTopicError_v5(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrPartitionError_v5(r, p)
             f_partition_errors.append(e)
-    o = LeaderAndIsrTopicError(topic_id=f_topic_id, partition_errors=f_partition_errors)
+    o = LeaderAndIsrTopicError(f_topic_id, f_partition_errors)
     if r[p] == 0:
         p += 1
     else:
@@ -146,7 +146,7 @@ def _read_LeaderAndIsrResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_LeaderAndIsrTopicError_v5(r, p)
             f_topics.append(e)
-    o = LeaderAndIsrResponse(error_code=f_error_code, topics=f_topics)
+    o = LeaderAndIsrResponse(f_error_code, [], f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -48,7 +48,7 @@ class LeaderChangeMessage:
 def _read_Voter_v0(r, p):
     f_voter_id, = _S_i.unpack_from(r, p)
     p += 4
-    o = Voter(voter_id=f_voter_id)
+    o = Voter(f_voter_id)
     if r[p] == 0:
         p += 1
     else:
@@ -75,7 +75,7 @@ def _read_LeaderChangeMessage_v0(r, p):
         for _ in range(n):
             e, p = _read_Voter_v0(r, p)
             f_granting_voters.append(e)
-    o = LeaderChangeMessage(version=f_version, leader_id=f_leader_id, voters=f_voters, granting_voters=f_granting_voters)
+    o = LeaderChangeMessage(f_version, f_leader_id, f_voters, f_granting_voters)
     if r[p] == 0:
         p += 1
     else:
@@ -87,7 +87,7 @@ def _read_Voter_v1(r, p):
     f_voter_id, = _S_i.unpack_from(r, p)
     p += 4
     f_voter_directory_id, p = read_uuid(r, p)
-    o = Voter(voter_id=f_voter_id, voter_directory_id=f_voter_directory_id)
+    o = Voter(f_voter_id, f_voter_directory_id)
     if r[p] == 0:
         p += 1
     else:
@@ -114,7 +114,7 @@ def _read_LeaderChangeMessage_v1(r, p):
         for _ in range(n):
             e, p = _read_Voter_v1(r, p)
             f_granting_voters.append(e)
-    o = LeaderChangeMessage(version=f_version, leader_id=f_leader_id, voters=f_voters, granting_voters=f_granting_voters)
+    o = LeaderChangeMessage(f_version, f_leader_id, f_voters, f_granting_voters)
     if r[p] == 0:
         p += 1
     else:

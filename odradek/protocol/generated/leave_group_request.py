@@ -47,14 +47,14 @@ class LeaveGroupRequest:
 def _read_LeaveGroupRequest_v0(r, p):
     f_group_id, p = read_string(r, p)
     f_member_id, p = read_string(r, p)
-    o = LeaveGroupRequest(group_id=f_group_id, member_id=f_member_id)
+    o = LeaveGroupRequest(f_group_id, f_member_id)
     return o, p
 
 
 def _read_MemberIdentity_v3(r, p):
     f_member_id, p = read_string(r, p)
     f_group_instance_id, p = read_nullable_string(r, p)
-    o = MemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id)
+    o = MemberIdentity(f_member_id, f_group_instance_id)
     return o, p
 
 
@@ -68,14 +68,14 @@ def _read_LeaveGroupRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_MemberIdentity_v3(r, p)
             f_members.append(e)
-    o = LeaveGroupRequest(group_id=f_group_id, members=f_members)
+    o = LeaveGroupRequest(f_group_id, '', f_members)
     return o, p
 
 
 def _read_MemberIdentity_v4(r, p):
     f_member_id, p = read_compact_string(r, p)
     f_group_instance_id, p = read_compact_nullable_string(r, p)
-    o = MemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id)
+    o = MemberIdentity(f_member_id, f_group_instance_id)
     if r[p] == 0:
         p += 1
     else:
@@ -93,7 +93,7 @@ def _read_LeaveGroupRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_MemberIdentity_v4(r, p)
             f_members.append(e)
-    o = LeaveGroupRequest(group_id=f_group_id, members=f_members)
+    o = LeaveGroupRequest(f_group_id, '', f_members)
     if r[p] == 0:
         p += 1
     else:
@@ -105,7 +105,7 @@ def _read_MemberIdentity_v5(r, p):
     f_member_id, p = read_compact_string(r, p)
     f_group_instance_id, p = read_compact_nullable_string(r, p)
     f_reason, p = read_compact_nullable_string(r, p)
-    o = MemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id, reason=f_reason)
+    o = MemberIdentity(f_member_id, f_group_instance_id, f_reason)
     if r[p] == 0:
         p += 1
     else:
@@ -123,7 +123,7 @@ def _read_LeaveGroupRequest_v5(r, p):
         for _ in range(n):
             e, p = _read_MemberIdentity_v5(r, p)
             f_members.append(e)
-    o = LeaveGroupRequest(group_id=f_group_id, members=f_members)
+    o = LeaveGroupRequest(f_group_id, '', f_members)
     if r[p] == 0:
         p += 1
     else:

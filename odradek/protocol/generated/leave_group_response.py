@@ -48,14 +48,14 @@ class LeaveGroupResponse:
 def _read_LeaveGroupResponse_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = LeaveGroupResponse(error_code=f_error_code)
+    o = LeaveGroupResponse(0, f_error_code)
     return o, p
 
 
 def _read_LeaveGroupResponse_v1(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = LeaveGroupResponse(f_throttle_time_ms, f_error_code)
     return o, p
 
 
@@ -64,7 +64,7 @@ def _read_MemberResponse_v3(r, p):
     f_group_instance_id, p = read_nullable_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = MemberResponse(member_id=f_member_id, group_instance_id=f_group_instance_id, error_code=f_error_code)
+    o = MemberResponse(f_member_id, f_group_instance_id, f_error_code)
     return o, p
 
 
@@ -79,7 +79,7 @@ def _read_LeaveGroupResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_MemberResponse_v3(r, p)
             f_members.append(e)
-    o = LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, members=f_members)
+    o = LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members)
     return o, p
 
 
@@ -88,7 +88,7 @@ def _read_MemberResponse_v4(r, p):
     f_group_instance_id, p = read_compact_nullable_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = MemberResponse(member_id=f_member_id, group_instance_id=f_group_instance_id, error_code=f_error_code)
+    o = MemberResponse(f_member_id, f_group_instance_id, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -107,7 +107,7 @@ def _read_LeaveGroupResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_MemberResponse_v4(r, p)
             f_members.append(e)
-    o = LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, members=f_members)
+    o = LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members)
     if r[p] == 0:
         p += 1
     else:

@@ -44,7 +44,7 @@ class ListClientMetricsResourcesResponse:
 
 def _read_ClientMetricsResource_v0(r, p):
     f_name, p = read_compact_string(r, p)
-    o = ClientMetricsResource(name=f_name)
+    o = ClientMetricsResource(f_name)
     if r[p] == 0:
         p += 1
     else:
@@ -63,7 +63,7 @@ def _read_ListClientMetricsResourcesResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ClientMetricsResource_v0(r, p)
             f_client_metrics_resources.append(e)
-    o = ListClientMetricsResourcesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, client_metrics_resources=f_client_metrics_resources)
+    o = ListClientMetricsResourcesResponse(f_throttle_time_ms, f_error_code, f_client_metrics_resources)
     if r[p] == 0:
         p += 1
     else:

@@ -58,7 +58,7 @@ def _read_ListGroupsRequest_v4(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_states_filter.append(e)
-    o = ListGroupsRequest(states_filter=f_states_filter)
+    o = ListGroupsRequest(f_states_filter)
     if r[p] == 0:
         p += 1
     else:
@@ -83,7 +83,7 @@ def _read_ListGroupsRequest_v5(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_types_filter.append(e)
-    o = ListGroupsRequest(states_filter=f_states_filter, types_filter=f_types_filter)
+    o = ListGroupsRequest(f_states_filter, f_types_filter)
     if r[p] == 0:
         p += 1
     else:

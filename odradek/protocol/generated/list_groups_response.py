@@ -49,7 +49,7 @@ class ListGroupsResponse:
 def _read_ListedGroup_v0(r, p):
     f_group_id, p = read_string(r, p)
     f_protocol_type, p = read_string(r, p)
-    o = ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type)
+    o = ListedGroup(f_group_id, f_protocol_type)
     return o, p
 
 
@@ -64,7 +64,7 @@ def _read_ListGroupsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ListedGroup_v0(r, p)
             f_groups.append(e)
-    o = ListGroupsResponse(error_code=f_error_code, groups=f_groups)
+    o = ListGroupsResponse(0, f_error_code, f_groups)
     return o, p
 
 
@@ -79,14 +79,14 @@ def _read_ListGroupsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_ListedGroup_v0(r, p)
             f_groups.append(e)
-    o = ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups)
+    o = ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups)
     return o, p
 
 
 def _read_ListedGroup_v3(r, p):
     f_group_id, p = read_compact_string(r, p)
     f_protocol_type, p = read_compact_string(r, p)
-    o = ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type)
+    o = ListedGroup(f_group_id, f_protocol_type)
     if r[p] == 0:
         p += 1
     else:
@@ -105,7 +105,7 @@ def _read_ListGroupsResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_ListedGroup_v3(r, p)
             f_groups.append(e)
-    o = ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups)
+    o = ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups)
     if r[p] == 0:
         p += 1
     else:
@@ -117,7 +117,7 @@ def _read_ListedGroup_v4(r, p):
     f_group_id, p = read_compact_string(r, p)
     f_protocol_type, p = read_compact_string(r, p)
     f_group_state, p = read_compact_string(r, p)
-    o = ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, group_state=f_group_state)
+    o = ListedGroup(f_group_id, f_protocol_type, f_group_state)
     if r[p] == 0:
         p += 1
     else:
@@ -136,7 +136,7 @@ def _read_ListGroupsResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_ListedGroup_v4(r, p)
             f_groups.append(e)
-    o = ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups)
+    o = ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups)
     if r[p] == 0:
         p += 1
     else:
@@ -149,7 +149,7 @@ def _read_ListedGroup_v5(r, p):
     f_protocol_type, p = read_compact_string(r, p)
     f_group_state, p = read_compact_string(r, p)
     f_group_type, p = read_compact_string(r, p)
-    o = ListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, group_state=f_group_state, group_type=f_group_type)
+    o = ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type)
     if r[p] == 0:
         p += 1
     else:
@@ -168,7 +168,7 @@ def _read_ListGroupsResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_ListedGroup_v5(r, p)
             f_groups.append(e)
-    o = ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups)
+    o = ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups)
     if r[p] == 0:
         p += 1
     else:

@@ -60,7 +60,7 @@ class ListOffsetsRequest:
 def _read_ListOffsetsPartition_v0(r, p):
     f_partition_index, f_timestamp, f_max_num_offsets = _S_iqi.unpack_from(r, p)
     p += 16
-    o = ListOffsetsPartition(partition_index=f_partition_index, timestamp=f_timestamp, max_num_offsets=f_max_num_offsets)
+    o = ListOffsetsPartition(f_partition_index, -1, f_timestamp, f_max_num_offsets)
     return o, p
 
 
@@ -74,7 +74,7 @@ def _read_ListOffsetsTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsPartition_v0(r, p)
             f_partitions.append(e)
-    o = ListOffsetsTopic(name=f_name, partitions=f_partitions)
+    o = ListOffsetsTopic(f_name, f_partitions)
     return o, p
 
 
@@ -89,14 +89,14 @@ def _read_ListOffsetsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopic_v0(r, p)
             f_topics.append(e)
-    o = ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics)
+    o = ListOffsetsRequest(f_replica_id, 0, f_topics)
     return o, p
 
 
 def _read_ListOffsetsPartition_v1(r, p):
     f_partition_index, f_timestamp = _S_iq.unpack_from(r, p)
     p += 12
-    o = ListOffsetsPartition(partition_index=f_partition_index, timestamp=f_timestamp)
+    o = ListOffsetsPartition(f_partition_index, -1, f_timestamp)
     return o, p
 
 
@@ -110,7 +110,7 @@ def _read_ListOffsetsTopic_v1(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsPartition_v1(r, p)
             f_partitions.append(e)
-    o = ListOffsetsTopic(name=f_name, partitions=f_partitions)
+    o = ListOffsetsTopic(f_name, f_partitions)
     return o, p
 
 
@@ -125,7 +125,7 @@ def _read_ListOffsetsRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopic_v1(r, p)
             f_topics.append(e)
-    o = ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics)
+    o = ListOffsetsRequest(f_replica_id, 0, f_topics)
     return o, p
 
 
@@ -140,14 +140,14 @@ def _read_ListOffsetsRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopic_v1(r, p)
             f_topics.append(e)
-    o = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
+    o = ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics)
     return o, p
 
 
 def _read_ListOffsetsPartition_v4(r, p):
     f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(r, p)
     p += 16
-    o = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
+    o = ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp)
     return o, p
 
 
@@ -161,7 +161,7 @@ def _read_ListOffsetsTopic_v4(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsPartition_v4(r, p)
             f_partitions.append(e)
-    o = ListOffsetsTopic(name=f_name, partitions=f_partitions)
+    o = ListOffsetsTopic(f_name, f_partitions)
     return o, p
 
 
@@ -176,14 +176,14 @@ def _read_ListOffsetsRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopic_v4(r, p)
             f_topics.append(e)
-    o = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
+    o = ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics)
     return o, p
 
 
 def _read_ListOffsetsPartition_v6(r, p):
     f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(r, p)
     p += 16
-    o = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
+    o = ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp)
     if r[p] == 0:
         p += 1
     else:
@@ -201,7 +201,7 @@ def _read_ListOffsetsTopic_v6(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsPartition_v6(r, p)
             f_partitions.append(e)
-    o = ListOffsetsTopic(name=f_name, partitions=f_partitions)
+    o = ListOffsetsTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -220,7 +220,7 @@ def _read_ListOffsetsRequest_v6(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopic_v6(r, p)
             f_topics.append(e)
-    o = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
+    o = ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -241,7 +241,7 @@ def _read_ListOffsetsRequest_v10(r, p):
             f_topics.append(e)
     f_timeout_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, timeout_ms=f_timeout_ms)
+    o = ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -64,7 +64,7 @@ def _read_ListOffsetsPartitionResponse_v0(r, p):
         raise DecodeError('null array OldStyleOffsets')
     else:
         f_old_style_offsets, p = read_int_array(r, p, n, 'q', 8)
-    o = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, old_style_offsets=f_old_style_offsets)
+    o = ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets)
     return o, p
 
 
@@ -78,7 +78,7 @@ def _read_ListOffsetsTopicResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsPartitionResponse_v0(r, p)
             f_partitions.append(e)
-    o = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
+    o = ListOffsetsTopicResponse(f_name, f_partitions)
     return o, p
 
 
@@ -91,14 +91,14 @@ def _read_ListOffsetsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopicResponse_v0(r, p)
             f_topics.append(e)
-    o = ListOffsetsResponse(topics=f_topics)
+    o = ListOffsetsResponse(0, f_topics)
     return o, p
 
 
 def _read_ListOffsetsPartitionResponse_v1(r, p):
     f_partition_index, f_error_code, f_timestamp, f_offset = _S_ihqq.unpack_from(r, p)
     p += 22
-    o = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset)
+    o = ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset)
     return o, p
 
 
@@ -112,7 +112,7 @@ def _read_ListOffsetsTopicResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsPartitionResponse_v1(r, p)
             f_partitions.append(e)
-    o = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
+    o = ListOffsetsTopicResponse(f_name, f_partitions)
     return o, p
 
 
@@ -125,7 +125,7 @@ def _read_ListOffsetsResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopicResponse_v1(r, p)
             f_topics.append(e)
-    o = ListOffsetsResponse(topics=f_topics)
+    o = ListOffsetsResponse(0, f_topics)
     return o, p
 
 
@@ -140,14 +140,14 @@ def _read_ListOffsetsResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopicResponse_v1(r, p)
             f_topics.append(e)
-    o = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = ListOffsetsResponse(f_throttle_time_ms, f_topics)
     return o, p
 
 
 def _read_ListOffsetsPartitionResponse_v4(r, p):
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(r, p)
     p += 26
-    o = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
+    o = ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch)
     return o, p
 
 
@@ -161,7 +161,7 @@ def _read_ListOffsetsTopicResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsPartitionResponse_v4(r, p)
             f_partitions.append(e)
-    o = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
+    o = ListOffsetsTopicResponse(f_name, f_partitions)
     return o, p
 
 
@@ -176,14 +176,14 @@ def _read_ListOffsetsResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopicResponse_v4(r, p)
             f_topics.append(e)
-    o = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = ListOffsetsResponse(f_throttle_time_ms, f_topics)
     return o, p
 
 
 def _read_ListOffsetsPartitionResponse_v6(r, p):
     f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(r, p)
     p += 26
-    o = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
+    o = ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -201,7 +201,7 @@ def _read_ListOffsetsTopicResponse_v6(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsPartitionResponse_v6(r, p)
             f_partitions.append(e)
-    o = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
+    o = ListOffsetsTopicResponse(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -220,7 +220,7 @@ def _read_ListOffsetsResponse_v6(r, p):
         for _ in range(n):
             e, p = _read_ListOffsetsTopicResponse_v6(r, p)
             f_topics.append(e)
-    o = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = ListOffsetsResponse(f_throttle_time_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -49,7 +49,7 @@ def _read_ListPartitionReassignmentsTopics_v0(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = ListPartitionReassignmentsTopics(name=f_name, partition_indexes=f_partition_indexes)
+    o = ListPartitionReassignmentsTopics(f_name, f_partition_indexes)
     if r[p] == 0:
         p += 1
     else:
@@ -68,7 +68,7 @@ def _read_ListPartitionReassignmentsRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_ListPartitionReassignmentsTopics_v0(r, p)
             f_topics.append(e)
-    o = ListPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics)
+    o = ListPartitionReassignmentsRequest(f_timeout_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -72,7 +72,7 @@ def _read_OngoingPartitionReassignment_v0(r, p):
         raise DecodeError('null array RemovingReplicas')
     else:
         f_removing_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = OngoingPartitionReassignment(partition_index=f_partition_index, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas)
+    o = OngoingPartitionReassignment(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas)
     if r[p] == 0:
         p += 1
     else:
@@ -90,7 +90,7 @@ def _read_OngoingTopicReassignment_v0(r, p):
         for _ in range(n):
             e, p = _read_OngoingPartitionReassignment_v0(r, p)
             f_partitions.append(e)
-    o = OngoingTopicReassignment(name=f_name, partitions=f_partitions)
+    o = OngoingTopicReassignment(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -110,7 +110,7 @@ def _read_ListPartitionReassignmentsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_OngoingTopicReassignment_v0(r, p)
             f_topics.append(e)
-    o = ListPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, topics=f_topics)
+    o = ListPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_topics)
     if r[p] == 0:
         p += 1
     else:

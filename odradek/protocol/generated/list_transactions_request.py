@@ -50,7 +50,7 @@ def _read_ListTransactionsRequest_v0(r, p):
         raise DecodeError('null array ProducerIdFilters')
     else:
         f_producer_id_filters, p = read_int_array(r, p, n, 'q', 8)
-    o = ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters)
+    o = ListTransactionsRequest(f_state_filters, f_producer_id_filters)
     if r[p] == 0:
         p += 1
     else:
@@ -74,7 +74,7 @@ def _read_ListTransactionsRequest_v1(r, p):
         f_producer_id_filters, p = read_int_array(r, p, n, 'q', 8)
     f_duration_filter, = _S_q.unpack_from(r, p)
     p += 8
-    o = ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, duration_filter=f_duration_filter)
+    o = ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter)
     if r[p] == 0:
         p += 1
     else:

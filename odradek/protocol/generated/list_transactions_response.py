@@ -51,7 +51,7 @@ def _read_TransactionState_v0(r, p):
     f_producer_id, = _S_q.unpack_from(r, p)
     p += 8
     f_transaction_state, p = read_compact_string(r, p)
-    o = TransactionState(transactional_id=f_transactional_id, producer_id=f_producer_id, transaction_state=f_transaction_state)
+    o = TransactionState(f_transactional_id, f_producer_id, f_transaction_state)
     if r[p] == 0:
         p += 1
     else:
@@ -78,7 +78,7 @@ def _read_ListTransactionsResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TransactionState_v0(r, p)
             f_transaction_states.append(e)
-    o = ListTransactionsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_state_filters=f_unknown_state_filters, transaction_states=f_transaction_states)
+    o = ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states)
     if r[p] == 0:
         p += 1
     else:

@@ -48,7 +48,7 @@ class MetadataRequest:
 
 def _read_MetadataRequestTopic_v0(r, p):
     f_name, p = read_string(r, p)
-    o = MetadataRequestTopic(name=f_name)
+    o = MetadataRequestTopic(ZERO_UUID, f_name)
     return o, p
 
 
@@ -61,7 +61,7 @@ def _read_MetadataRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_MetadataRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = MetadataRequest(topics=f_topics)
+    o = MetadataRequest(f_topics)
     return o, p
 
 
@@ -74,7 +74,7 @@ def _read_MetadataRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_MetadataRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = MetadataRequest(topics=f_topics)
+    o = MetadataRequest(f_topics)
     return o, p
 
 
@@ -89,7 +89,7 @@ def _read_MetadataRequest_v4(r, p):
             f_topics.append(e)
     f_allow_auto_topic_creation, = _S_o.unpack_from(r, p)
     p += 1
-    o = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation)
+    o = MetadataRequest(f_topics, f_allow_auto_topic_creation)
     return o, p
 
 
@@ -104,13 +104,13 @@ def _read_MetadataRequest_v8(r, p):
             f_topics.append(e)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(r, p)
     p += 3
-    o = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations)
+    o = MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations)
     return o, p
 
 
 def _read_MetadataRequestTopic_v9(r, p):
     f_name, p = read_compact_string(r, p)
-    o = MetadataRequestTopic(name=f_name)
+    o = MetadataRequestTopic(ZERO_UUID, f_name)
     if r[p] == 0:
         p += 1
     else:
@@ -129,7 +129,7 @@ def _read_MetadataRequest_v9(r, p):
             f_topics.append(e)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(r, p)
     p += 3
-    o = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations)
+    o = MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -140,7 +140,7 @@ def _read_MetadataRequest_v9(r, p):
 def _read_MetadataRequestTopic_v10(r, p):
     f_topic_id, p = read_uuid(r, p)
     f_name, p = read_compact_nullable_string(r, p)
-    o = MetadataRequestTopic(topic_id=f_topic_id, name=f_name)
+    o = MetadataRequestTopic(f_topic_id, f_name)
     if r[p] == 0:
         p += 1
     else:
@@ -159,7 +159,7 @@ def _read_MetadataRequest_v10(r, p):
             f_topics.append(e)
     f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ooo.unpack_from(r, p)
     p += 3
-    o = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations)
+    o = MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -178,7 +178,7 @@ def _read_MetadataRequest_v11(r, p):
             f_topics.append(e)
     f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S_oo.unpack_from(r, p)
     p += 2
-    o = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_topic_authorized_operations=f_include_topic_authorized_operations)
+    o = MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations)
     if r[p] == 0:
         p += 1
     else:

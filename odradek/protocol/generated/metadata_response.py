@@ -81,7 +81,7 @@ def _read_MetadataResponseBroker_v0(r, p):
     f_host, p = read_string(r, p)
     f_port, = _S_i.unpack_from(r, p)
     p += 4
-    o = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port)
+    o = MetadataResponseBroker(f_node_id, f_host, f_port)
     return o, p
 
 
@@ -98,7 +98,7 @@ def _read_MetadataResponsePartition_v0(r, p):
         raise DecodeError('null array IsrNodes')
     else:
         f_isr_nodes, p = read_int_array(r, p, n, 'i', 4)
-    o = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
+    o = MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes)
     return o, p
 
 
@@ -114,7 +114,7 @@ def _read_MetadataResponseTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponsePartition_v0(r, p)
             f_partitions.append(e)
-    o = MetadataResponseTopic(error_code=f_error_code, name=f_name, partitions=f_partitions)
+    o = MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, False, f_partitions)
     return o, p
 
 
@@ -135,7 +135,7 @@ def _read_MetadataResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponseTopic_v0(r, p)
             f_topics.append(e)
-    o = MetadataResponse(brokers=f_brokers, topics=f_topics)
+    o = MetadataResponse(0, f_brokers, None, -1, f_topics)
     return o, p
 
 
@@ -146,7 +146,7 @@ def _read_MetadataResponseBroker_v1(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     f_rack, p = read_nullable_string(r, p)
-    o = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
+    o = MetadataResponseBroker(f_node_id, f_host, f_port, f_rack)
     return o, p
 
 
@@ -164,7 +164,7 @@ def _read_MetadataResponseTopic_v1(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponsePartition_v0(r, p)
             f_partitions.append(e)
-    o = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
+    o = MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions)
     return o, p
 
 
@@ -187,7 +187,7 @@ def _read_MetadataResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponseTopic_v1(r, p)
             f_topics.append(e)
-    o = MetadataResponse(brokers=f_brokers, controller_id=f_controller_id, topics=f_topics)
+    o = MetadataResponse(0, f_brokers, None, f_controller_id, f_topics)
     return o, p
 
 
@@ -211,7 +211,7 @@ def _read_MetadataResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponseTopic_v1(r, p)
             f_topics.append(e)
-    o = MetadataResponse(brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
+    o = MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics)
     return o, p
 
 
@@ -237,7 +237,7 @@ def _read_MetadataResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponseTopic_v1(r, p)
             f_topics.append(e)
-    o = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
+    o = MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics)
     return o, p
 
 
@@ -259,7 +259,7 @@ def _read_MetadataResponsePartition_v5(r, p):
         raise DecodeError('null array OfflineReplicas')
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
+    o = MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas)
     return o, p
 
 
@@ -277,7 +277,7 @@ def _read_MetadataResponseTopic_v5(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponsePartition_v5(r, p)
             f_partitions.append(e)
-    o = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
+    o = MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions)
     return o, p
 
 
@@ -303,7 +303,7 @@ def _read_MetadataResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponseTopic_v5(r, p)
             f_topics.append(e)
-    o = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
+    o = MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics)
     return o, p
 
 
@@ -325,7 +325,7 @@ def _read_MetadataResponsePartition_v7(r, p):
         raise DecodeError('null array OfflineReplicas')
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
+    o = MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas)
     return o, p
 
 
@@ -343,7 +343,7 @@ def _read_MetadataResponseTopic_v7(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponsePartition_v7(r, p)
             f_partitions.append(e)
-    o = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
+    o = MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions)
     return o, p
 
 
@@ -369,7 +369,7 @@ def _read_MetadataResponse_v7(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponseTopic_v7(r, p)
             f_topics.append(e)
-    o = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
+    o = MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics)
     return o, p
 
 
@@ -389,7 +389,7 @@ def _read_MetadataResponseTopic_v8(r, p):
             f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
+    o = MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations)
     return o, p
 
 
@@ -417,7 +417,7 @@ def _read_MetadataResponse_v8(r, p):
             f_topics.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations)
+    o = MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations)
     return o, p
 
 
@@ -428,7 +428,7 @@ def _read_MetadataResponseBroker_v9(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
-    o = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
+    o = MetadataResponseBroker(f_node_id, f_host, f_port, f_rack)
     if r[p] == 0:
         p += 1
     else:
@@ -454,7 +454,7 @@ def _read_MetadataResponsePartition_v9(r, p):
         raise DecodeError('null array OfflineReplicas')
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
+    o = MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas)
     if r[p] == 0:
         p += 1
     else:
@@ -478,7 +478,7 @@ def _read_MetadataResponseTopic_v9(r, p):
             f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
+    o = MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -510,7 +510,7 @@ def _read_MetadataResponse_v9(r, p):
             f_topics.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations)
+    o = MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -535,7 +535,7 @@ def _read_MetadataResponseTopic_v10(r, p):
             f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
+    o = MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -567,7 +567,7 @@ def _read_MetadataResponse_v10(r, p):
             f_topics.append(e)
     f_cluster_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations)
+    o = MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -597,7 +597,7 @@ def _read_MetadataResponse_v11(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponseTopic_v10(r, p)
             f_topics.append(e)
-    o = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
+    o = MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -622,7 +622,7 @@ def _read_MetadataResponseTopic_v12(r, p):
             f_partitions.append(e)
     f_topic_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
+    o = MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -652,7 +652,7 @@ def _read_MetadataResponse_v12(r, p):
         for _ in range(n):
             e, p = _read_MetadataResponseTopic_v12(r, p)
             f_topics.append(e)
-    o = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
+    o = MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics)
     if r[p] == 0:
         p += 1
     else:

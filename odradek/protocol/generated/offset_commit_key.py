@@ -41,7 +41,7 @@ def _read_OffsetCommitKey_v0(r, p):
     f_topic, p = read_string(r, p)
     f_partition, = _S_i.unpack_from(r, p)
     p += 4
-    o = OffsetCommitKey(group=f_group, topic=f_topic, partition=f_partition)
+    o = OffsetCommitKey(f_group, f_topic, f_partition)
     return o, p
 
 

@@ -64,7 +64,7 @@ def _read_OffsetCommitRequestPartition_v0(r, p):
     f_partition_index, f_committed_offset = _S_iq.unpack_from(r, p)
     p += 12
     f_committed_metadata, p = read_nullable_string(r, p)
-    o = OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_metadata=f_committed_metadata)
+    o = OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata)
     return o, p
 
 
@@ -78,7 +78,7 @@ def _read_OffsetCommitRequestTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestPartition_v0(r, p)
             f_partitions.append(e)
-    o = OffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
+    o = OffsetCommitRequestTopic(f_name, f_partitions)
     return o, p
 
 
@@ -92,7 +92,7 @@ def _read_OffsetCommitRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetCommitRequest(group_id=f_group_id, topics=f_topics)
+    o = OffsetCommitRequest(f_group_id, -1, '', None, -1, f_topics)
     return o, p
 
 
@@ -100,7 +100,7 @@ def _read_OffsetCommitRequestPartition_v1(r, p):
     f_partition_index, f_committed_offset, f_commit_timestamp = _S_iqq.unpack_from(r, p)
     p += 20
     f_committed_metadata, p = read_nullable_string(r, p)
-    o = OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, commit_timestamp=f_commit_timestamp, committed_metadata=f_committed_metadata)
+    o = OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_commit_timestamp, f_committed_metadata)
     return o, p
 
 
@@ -114,7 +114,7 @@ def _read_OffsetCommitRequestTopic_v1(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestPartition_v1(r, p)
             f_partitions.append(e)
-    o = OffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
+    o = OffsetCommitRequestTopic(f_name, f_partitions)
     return o, p
 
 
@@ -131,7 +131,7 @@ def _read_OffsetCommitRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestTopic_v1(r, p)
             f_topics.append(e)
-    o = OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics)
+    o = OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics)
     return o, p
 
 
@@ -150,7 +150,7 @@ def _read_OffsetCommitRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, retention_time_ms=f_retention_time_ms, topics=f_topics)
+    o = OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics)
     return o, p
 
 
@@ -167,7 +167,7 @@ def _read_OffsetCommitRequest_v5(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics)
+    o = OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics)
     return o, p
 
 
@@ -175,7 +175,7 @@ def _read_OffsetCommitRequestPartition_v6(r, p):
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(r, p)
     p += 16
     f_committed_metadata, p = read_nullable_string(r, p)
-    o = OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata)
+    o = OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata)
     return o, p
 
 
@@ -189,7 +189,7 @@ def _read_OffsetCommitRequestTopic_v6(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestPartition_v6(r, p)
             f_partitions.append(e)
-    o = OffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
+    o = OffsetCommitRequestTopic(f_name, f_partitions)
     return o, p
 
 
@@ -206,7 +206,7 @@ def _read_OffsetCommitRequest_v6(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestTopic_v6(r, p)
             f_topics.append(e)
-    o = OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics)
+    o = OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics)
     return o, p
 
 
@@ -224,7 +224,7 @@ def _read_OffsetCommitRequest_v7(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestTopic_v6(r, p)
             f_topics.append(e)
-    o = OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics)
+    o = OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics)
     return o, p
 
 
@@ -232,7 +232,7 @@ def _read_OffsetCommitRequestPartition_v8(r, p):
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(r, p)
     p += 16
     f_committed_metadata, p = read_compact_nullable_string(r, p)
-    o = OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata)
+    o = OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata)
     if r[p] == 0:
         p += 1
     else:
@@ -250,7 +250,7 @@ def _read_OffsetCommitRequestTopic_v8(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestPartition_v8(r, p)
             f_partitions.append(e)
-    o = OffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
+    o = OffsetCommitRequestTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -272,7 +272,7 @@ def _read_OffsetCommitRequest_v8(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitRequestTopic_v8(r, p)
             f_topics.append(e)
-    o = OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics)
+    o = OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics)
     if r[p] == 0:
         p += 1
     else:

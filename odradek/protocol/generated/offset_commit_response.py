@@ -53,7 +53,7 @@ class OffsetCommitResponse:
 def _read_OffsetCommitResponsePartition_v0(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = OffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code)
+    o = OffsetCommitResponsePartition(f_partition_index, f_error_code)
     return o, p
 
 
@@ -67,7 +67,7 @@ def _read_OffsetCommitResponseTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitResponsePartition_v0(r, p)
             f_partitions.append(e)
-    o = OffsetCommitResponseTopic(name=f_name, partitions=f_partitions)
+    o = OffsetCommitResponseTopic(f_name, f_partitions)
     return o, p
 
 
@@ -80,7 +80,7 @@ def _read_OffsetCommitResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitResponseTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetCommitResponse(topics=f_topics)
+    o = OffsetCommitResponse(0, f_topics)
     return o, p
 
 
@@ -95,14 +95,14 @@ def _read_OffsetCommitResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitResponseTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = OffsetCommitResponse(f_throttle_time_ms, f_topics)
     return o, p
 
 
 def _read_OffsetCommitResponsePartition_v8(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = OffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code)
+    o = OffsetCommitResponsePartition(f_partition_index, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -120,7 +120,7 @@ def _read_OffsetCommitResponseTopic_v8(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitResponsePartition_v8(r, p)
             f_partitions.append(e)
-    o = OffsetCommitResponseTopic(name=f_name, partitions=f_partitions)
+    o = OffsetCommitResponseTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -139,7 +139,7 @@ def _read_OffsetCommitResponse_v8(r, p):
         for _ in range(n):
             e, p = _read_OffsetCommitResponseTopic_v8(r, p)
             f_topics.append(e)
-    o = OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = OffsetCommitResponse(f_throttle_time_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -46,7 +46,7 @@ def _read_OffsetCommitValue_v0(r, p):
     f_metadata, p = read_string(r, p)
     f_commit_timestamp, = _S_q.unpack_from(r, p)
     p += 8
-    o = OffsetCommitValue(offset=f_offset, metadata=f_metadata, commit_timestamp=f_commit_timestamp)
+    o = OffsetCommitValue(f_offset, -1, f_metadata, f_commit_timestamp)
     return o, p
 
 
@@ -56,7 +56,7 @@ def _read_OffsetCommitValue_v1(r, p):
     f_metadata, p = read_string(r, p)
     f_commit_timestamp, f_expire_timestamp = _S_qq.unpack_from(r, p)
     p += 16
-    o = OffsetCommitValue(offset=f_offset, metadata=f_metadata, commit_timestamp=f_commit_timestamp, expire_timestamp=f_expire_timestamp)
+    o = OffsetCommitValue(f_offset, -1, f_metadata, f_commit_timestamp, f_expire_timestamp)
     return o, p
 
 
@@ -66,7 +66,7 @@ def _read_OffsetCommitValue_v3(r, p):
     f_metadata, p = read_string(r, p)
     f_commit_timestamp, = _S_q.unpack_from(r, p)
     p += 8
-    o = OffsetCommitValue(offset=f_offset, leader_epoch=f_leader_epoch, metadata=f_metadata, commit_timestamp=f_commit_timestamp)
+    o = OffsetCommitValue(f_offset, f_leader_epoch, f_metadata, f_commit_timestamp)
     return o, p
 
 
@@ -76,7 +76,7 @@ def _read_OffsetCommitValue_v4(r, p):
     f_metadata, p = read_compact_string(r, p)
     f_commit_timestamp, = _S_q.unpack_from(r, p)
     p += 8
-    o = OffsetCommitValue(offset=f_offset, leader_epoch=f_leader_epoch, metadata=f_metadata, commit_timestamp=f_commit_timestamp)
+    o = OffsetCommitValue(f_offset, f_leader_epoch, f_metadata, f_commit_timestamp)
     if r[p] == 0:
         p += 1
     else:

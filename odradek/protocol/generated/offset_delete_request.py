@@ -51,7 +51,7 @@ class OffsetDeleteRequest:
 def _read_OffsetDeleteRequestPartition_v0(r, p):
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
-    o = OffsetDeleteRequestPartition(partition_index=f_partition_index)
+    o = OffsetDeleteRequestPartition(f_partition_index)
     return o, p
 
 
@@ -65,7 +65,7 @@ def _read_OffsetDeleteRequestTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetDeleteRequestPartition_v0(r, p)
             f_partitions.append(e)
-    o = OffsetDeleteRequestTopic(name=f_name, partitions=f_partitions)
+    o = OffsetDeleteRequestTopic(f_name, f_partitions)
     return o, p
 
 
@@ -79,7 +79,7 @@ def _read_OffsetDeleteRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetDeleteRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetDeleteRequest(group_id=f_group_id, topics=f_topics)
+    o = OffsetDeleteRequest(f_group_id, f_topics)
     return o, p
 
 

@@ -54,7 +54,7 @@ class OffsetDeleteResponse:
 def _read_OffsetDeleteResponsePartition_v0(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = OffsetDeleteResponsePartition(partition_index=f_partition_index, error_code=f_error_code)
+    o = OffsetDeleteResponsePartition(f_partition_index, f_error_code)
     return o, p
 
 
@@ -68,7 +68,7 @@ def _read_OffsetDeleteResponseTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetDeleteResponsePartition_v0(r, p)
             f_partitions.append(e)
-    o = OffsetDeleteResponseTopic(name=f_name, partitions=f_partitions)
+    o = OffsetDeleteResponseTopic(f_name, f_partitions)
     return o, p
 
 
@@ -83,7 +83,7 @@ def _read_OffsetDeleteResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetDeleteResponseTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetDeleteResponse(error_code=f_error_code, throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = OffsetDeleteResponse(f_error_code, f_throttle_time_ms, f_topics)
     return o, p
 
 

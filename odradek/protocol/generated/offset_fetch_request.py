@@ -68,7 +68,7 @@ def _read_OffsetFetchRequestTopic_v0(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes)
+    o = OffsetFetchRequestTopic(f_name, f_partition_indexes)
     return o, p
 
 
@@ -82,7 +82,7 @@ def _read_OffsetFetchRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetFetchRequest(group_id=f_group_id, topics=f_topics)
+    o = OffsetFetchRequest(f_group_id, f_topics)
     return o, p
 
 
@@ -96,7 +96,7 @@ def _read_OffsetFetchRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetFetchRequest(group_id=f_group_id, topics=f_topics)
+    o = OffsetFetchRequest(f_group_id, f_topics)
     return o, p
 
 
@@ -107,7 +107,7 @@ def _read_OffsetFetchRequestTopic_v6(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes)
+    o = OffsetFetchRequestTopic(f_name, f_partition_indexes)
     if r[p] == 0:
         p += 1
     else:
@@ -125,7 +125,7 @@ def _read_OffsetFetchRequest_v6(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchRequestTopic_v6(r, p)
             f_topics.append(e)
-    o = OffsetFetchRequest(group_id=f_group_id, topics=f_topics)
+    o = OffsetFetchRequest(f_group_id, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -145,7 +145,7 @@ def _read_OffsetFetchRequest_v7(r, p):
             f_topics.append(e)
     f_require_stable, = _S_o.unpack_from(r, p)
     p += 1
-    o = OffsetFetchRequest(group_id=f_group_id, topics=f_topics, require_stable=f_require_stable)
+    o = OffsetFetchRequest(f_group_id, f_topics, [], f_require_stable)
     if r[p] == 0:
         p += 1
     else:
@@ -160,7 +160,7 @@ def _read_OffsetFetchRequestTopics_v8(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = OffsetFetchRequestTopics(name=f_name, partition_indexes=f_partition_indexes)
+    o = OffsetFetchRequestTopics(f_name, f_partition_indexes)
     if r[p] == 0:
         p += 1
     else:
@@ -178,7 +178,7 @@ def _read_OffsetFetchRequestGroup_v8(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchRequestTopics_v8(r, p)
             f_topics.append(e)
-    o = OffsetFetchRequestGroup(group_id=f_group_id, topics=f_topics)
+    o = OffsetFetchRequestGroup(f_group_id, None, -1, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -197,7 +197,7 @@ def _read_OffsetFetchRequest_v8(r, p):
             f_groups.append(e)
     f_require_stable, = _S_o.unpack_from(r, p)
     p += 1
-    o = OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable)
+    o = OffsetFetchRequest('', [], f_groups, f_require_stable)
     if r[p] == 0:
         p += 1
     else:
@@ -218,7 +218,7 @@ def _read_OffsetFetchRequestGroup_v9(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchRequestTopics_v8(r, p)
             f_topics.append(e)
-    o = OffsetFetchRequestGroup(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, topics=f_topics)
+    o = OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -237,7 +237,7 @@ def _read_OffsetFetchRequest_v9(r, p):
             f_groups.append(e)
     f_require_stable, = _S_o.unpack_from(r, p)
     p += 1
-    o = OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable)
+    o = OffsetFetchRequest('', [], f_groups, f_require_stable)
     if r[p] == 0:
         p += 1
     else:

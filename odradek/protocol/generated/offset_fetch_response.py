@@ -88,7 +88,7 @@ def _read_OffsetFetchResponsePartition_v0(r, p):
     f_metadata, p = read_nullable_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, metadata=f_metadata, error_code=f_error_code)
+    o = OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code)
     return o, p
 
 
@@ -102,7 +102,7 @@ def _read_OffsetFetchResponseTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchResponsePartition_v0(r, p)
             f_partitions.append(e)
-    o = OffsetFetchResponseTopic(name=f_name, partitions=f_partitions)
+    o = OffsetFetchResponseTopic(f_name, f_partitions)
     return o, p
 
 
@@ -115,7 +115,7 @@ def _read_OffsetFetchResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchResponseTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetFetchResponse(topics=f_topics)
+    o = OffsetFetchResponse(0, f_topics)
     return o, p
 
 
@@ -130,7 +130,7 @@ def _read_OffsetFetchResponse_v2(r, p):
             f_topics.append(e)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponse(topics=f_topics, error_code=f_error_code)
+    o = OffsetFetchResponse(0, f_topics, f_error_code)
     return o, p
 
 
@@ -147,7 +147,7 @@ def _read_OffsetFetchResponse_v3(r, p):
             f_topics.append(e)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code)
+    o = OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code)
     return o, p
 
 
@@ -157,7 +157,7 @@ def _read_OffsetFetchResponsePartition_v5(r, p):
     f_metadata, p = read_nullable_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code)
+    o = OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code)
     return o, p
 
 
@@ -171,7 +171,7 @@ def _read_OffsetFetchResponseTopic_v5(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchResponsePartition_v5(r, p)
             f_partitions.append(e)
-    o = OffsetFetchResponseTopic(name=f_name, partitions=f_partitions)
+    o = OffsetFetchResponseTopic(f_name, f_partitions)
     return o, p
 
 
@@ -188,7 +188,7 @@ def _read_OffsetFetchResponse_v5(r, p):
             f_topics.append(e)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code)
+    o = OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code)
     return o, p
 
 
@@ -198,7 +198,7 @@ def _read_OffsetFetchResponsePartition_v6(r, p):
     f_metadata, p = read_compact_nullable_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code)
+    o = OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -216,7 +216,7 @@ def _read_OffsetFetchResponseTopic_v6(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchResponsePartition_v6(r, p)
             f_partitions.append(e)
-    o = OffsetFetchResponseTopic(name=f_name, partitions=f_partitions)
+    o = OffsetFetchResponseTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -237,7 +237,7 @@ def _read_OffsetFetchResponse_v6(r, p):
             f_topics.append(e)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code)
+    o = OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -251,7 +251,7 @@ def _read_OffsetFetchResponsePartitions_v8(r, p):
     f_metadata, p = read_compact_nullable_string(r, p)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponsePartitions(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code)
+    o = OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -269,7 +269,7 @@ def _read_OffsetFetchResponseTopics_v8(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchResponsePartitions_v8(r, p)
             f_partitions.append(e)
-    o = OffsetFetchResponseTopics(name=f_name, partitions=f_partitions)
+    o = OffsetFetchResponseTopics(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -289,7 +289,7 @@ def _read_OffsetFetchResponseGroup_v8(r, p):
             f_topics.append(e)
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = OffsetFetchResponseGroup(group_id=f_group_id, topics=f_topics, error_code=f_error_code)
+    o = OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -308,7 +308,7 @@ def _read_OffsetFetchResponse_v8(r, p):
         for _ in range(n):
             e, p = _read_OffsetFetchResponseGroup_v8(r, p)
             f_groups.append(e)
-    o = OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
+    o = OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups)
     if r[p] == 0:
         p += 1
     else:

@@ -55,7 +55,7 @@ class OffsetForLeaderEpochRequest:
 def _read_OffsetForLeaderPartition_v0(r, p):
     f_partition, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
-    o = OffsetForLeaderPartition(partition=f_partition, leader_epoch=f_leader_epoch)
+    o = OffsetForLeaderPartition(f_partition, -1, f_leader_epoch)
     return o, p
 
 
@@ -69,7 +69,7 @@ def _read_OffsetForLeaderTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderPartition_v0(r, p)
             f_partitions.append(e)
-    o = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
+    o = OffsetForLeaderTopic(f_topic, f_partitions)
     return o, p
 
 
@@ -82,14 +82,14 @@ def _read_OffsetForLeaderEpochRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderTopic_v0(r, p)
             f_topics.append(e)
-    o = OffsetForLeaderEpochRequest(topics=f_topics)
+    o = OffsetForLeaderEpochRequest(-2, f_topics)
     return o, p
 
 
 def _read_OffsetForLeaderPartition_v2(r, p):
     f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(r, p)
     p += 12
-    o = OffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch)
+    o = OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch)
     return o, p
 
 
@@ -103,7 +103,7 @@ def _read_OffsetForLeaderTopic_v2(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderPartition_v2(r, p)
             f_partitions.append(e)
-    o = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
+    o = OffsetForLeaderTopic(f_topic, f_partitions)
     return o, p
 
 
@@ -116,7 +116,7 @@ def _read_OffsetForLeaderEpochRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderTopic_v2(r, p)
             f_topics.append(e)
-    o = OffsetForLeaderEpochRequest(topics=f_topics)
+    o = OffsetForLeaderEpochRequest(-2, f_topics)
     return o, p
 
 
@@ -131,14 +131,14 @@ def _read_OffsetForLeaderEpochRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderTopic_v2(r, p)
             f_topics.append(e)
-    o = OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics)
+    o = OffsetForLeaderEpochRequest(f_replica_id, f_topics)
     return o, p
 
 
 def _read_OffsetForLeaderPartition_v4(r, p):
     f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(r, p)
     p += 12
-    o = OffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch)
+    o = OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -156,7 +156,7 @@ def _read_OffsetForLeaderTopic_v4(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderPartition_v4(r, p)
             f_partitions.append(e)
-    o = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
+    o = OffsetForLeaderTopic(f_topic, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -175,7 +175,7 @@ def _read_OffsetForLeaderEpochRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderTopic_v4(r, p)
             f_topics.append(e)
-    o = OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics)
+    o = OffsetForLeaderEpochRequest(f_replica_id, f_topics)
     if r[p] == 0:
         p += 1
     else:

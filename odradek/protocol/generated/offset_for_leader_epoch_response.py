@@ -56,7 +56,7 @@ class OffsetForLeaderEpochResponse:
 def _read_EpochEndOffset_v0(r, p):
     f_error_code, f_partition, f_end_offset = _S_hiq.unpack_from(r, p)
     p += 14
-    o = EpochEndOffset(error_code=f_error_code, partition=f_partition, end_offset=f_end_offset)
+    o = EpochEndOffset(f_error_code, f_partition, -1, f_end_offset)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_OffsetForLeaderTopicResult_v0(r, p):
         for _ in range(n):
             e, p = _read_EpochEndOffset_v0(r, p)
             f_partitions.append(e)
-    o = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
+    o = OffsetForLeaderTopicResult(f_topic, f_partitions)
     return o, p
 
 
@@ -83,14 +83,14 @@ def _read_OffsetForLeaderEpochResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderTopicResult_v0(r, p)
             f_topics.append(e)
-    o = OffsetForLeaderEpochResponse(topics=f_topics)
+    o = OffsetForLeaderEpochResponse(0, f_topics)
     return o, p
 
 
 def _read_EpochEndOffset_v1(r, p):
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(r, p)
     p += 18
-    o = EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset)
+    o = EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset)
     return o, p
 
 
@@ -104,7 +104,7 @@ def _read_OffsetForLeaderTopicResult_v1(r, p):
         for _ in range(n):
             e, p = _read_EpochEndOffset_v1(r, p)
             f_partitions.append(e)
-    o = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
+    o = OffsetForLeaderTopicResult(f_topic, f_partitions)
     return o, p
 
 
@@ -117,7 +117,7 @@ def _read_OffsetForLeaderEpochResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderTopicResult_v1(r, p)
             f_topics.append(e)
-    o = OffsetForLeaderEpochResponse(topics=f_topics)
+    o = OffsetForLeaderEpochResponse(0, f_topics)
     return o, p
 
 
@@ -132,14 +132,14 @@ def _read_OffsetForLeaderEpochResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderTopicResult_v1(r, p)
             f_topics.append(e)
-    o = OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics)
     return o, p
 
 
 def _read_EpochEndOffset_v4(r, p):
     f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(r, p)
     p += 18
-    o = EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset)
+    o = EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -157,7 +157,7 @@ def _read_OffsetForLeaderTopicResult_v4(r, p):
         for _ in range(n):
             e, p = _read_EpochEndOffset_v4(r, p)
             f_partitions.append(e)
-    o = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
+    o = OffsetForLeaderTopicResult(f_topic, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -176,7 +176,7 @@ def _read_OffsetForLeaderEpochResponse_v4(r, p):
         for _ in range(n):
             e, p = _read_OffsetForLeaderTopicResult_v4(r, p)
             f_topics.append(e)
-    o = OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -56,7 +56,7 @@ def _read_PartitionProduceData_v0(r, p):
     f_index, = _S_i.unpack_from(r, p)
     p += 4
     f_records, p = read_records(r, p)
-    o = PartitionProduceData(index=f_index, records=f_records)
+    o = PartitionProduceData(f_index, f_records)
     return o, p
 
 
@@ -70,7 +70,7 @@ def _read_TopicProduceData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionProduceData_v0(r, p)
             f_partition_data.append(e)
-    o = TopicProduceData(name=f_name, partition_data=f_partition_data)
+    o = TopicProduceData(f_name, f_partition_data)
     return o, p
 
 
@@ -85,7 +85,7 @@ def _read_ProduceRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicProduceData_v0(r, p)
             f_topic_data.append(e)
-    o = ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
+    o = ProduceRequest(None, f_acks, f_timeout_ms, f_topic_data)
     return o, p
 
 
@@ -101,7 +101,7 @@ def _read_ProduceRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_TopicProduceData_v0(r, p)
             f_topic_data.append(e)
-    o = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
+    o = ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data)
     return o, p
 
 
@@ -109,7 +109,7 @@ def _read_PartitionProduceData_v9(r, p):
     f_index, = _S_i.unpack_from(r, p)
     p += 4
     f_records, p = read_compact_records(r, p)
-    o = PartitionProduceData(index=f_index, records=f_records)
+    o = PartitionProduceData(f_index, f_records)
     if r[p] == 0:
         p += 1
     else:
@@ -127,7 +127,7 @@ def _read_TopicProduceData_v9(r, p):
         for _ in range(n):
             e, p = _read_PartitionProduceData_v9(r, p)
             f_partition_data.append(e)
-    o = TopicProduceData(name=f_name, partition_data=f_partition_data)
+    o = TopicProduceData(f_name, f_partition_data)
     if r[p] == 0:
         p += 1
     else:
@@ -147,7 +147,7 @@ def _read_ProduceRequest_v9(r, p):
         for _ in range(n):
             e, p = _read_TopicProduceData_v9(r, p)
             f_topic_data.append(e)
-    o = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
+    o = ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data)
     if r[p] == 0:
         p += 1
     else:

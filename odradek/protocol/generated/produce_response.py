@@ -89,7 +89,7 @@ _DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
 def _read_PartitionProduceResponse_v0(r, p):
     f_index, f_error_code, f_base_offset = _S_ihq.unpack_from(r, p)
     p += 14
-    o = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset)
+    o = PartitionProduceResponse(f_index, f_error_code, f_base_offset)
     return o, p
 
 
@@ -103,7 +103,7 @@ def _read_TopicProduceResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionProduceResponse_v0(r, p)
             f_partition_responses.append(e)
-    o = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
+    o = TopicProduceResponse(f_name, f_partition_responses)
     return o, p
 
 
@@ -116,7 +116,7 @@ def _read_ProduceResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicProduceResponse_v0(r, p)
             f_responses.append(e)
-    o = ProduceResponse(responses=f_responses)
+    o = ProduceResponse(f_responses)
     return o, p
 
 
@@ -131,14 +131,14 @@ def _read_ProduceResponse_v1(r, p):
             f_responses.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
+    o = ProduceResponse(f_responses, f_throttle_time_ms)
     return o, p
 
 
 def _read_PartitionProduceResponse_v2(r, p):
     f_index, f_error_code, f_base_offset, f_log_append_time_ms = _S_ihqq.unpack_from(r, p)
     p += 22
-    o = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms)
+    o = PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms)
     return o, p
 
 
@@ -152,7 +152,7 @@ def _read_TopicProduceResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_PartitionProduceResponse_v2(r, p)
             f_partition_responses.append(e)
-    o = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
+    o = TopicProduceResponse(f_name, f_partition_responses)
     return o, p
 
 
@@ -167,14 +167,14 @@ def _read_ProduceResponse_v2(r, p):
             f_responses.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
+    o = ProduceResponse(f_responses, f_throttle_time_ms)
     return o, p
 
 
 def _read_PartitionProduceResponse_v5(r, p):
     f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(r, p)
     p += 30
-    o = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset)
+    o = PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset)
     return o, p
 
 
@@ -188,7 +188,7 @@ def _read_TopicProduceResponse_v5(r, p):
         for _ in range(n):
             e, p = _read_PartitionProduceResponse_v5(r, p)
             f_partition_responses.append(e)
-    o = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
+    o = TopicProduceResponse(f_name, f_partition_responses)
     return o, p
 
 
@@ -203,7 +203,7 @@ def _read_ProduceResponse_v5(r, p):
             f_responses.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
+    o = ProduceResponse(f_responses, f_throttle_time_ms)
     return o, p
 
 
@@ -211,7 +211,7 @@ def _read_BatchIndexAndErrorMessage_v8(r, p):
     f_batch_index, = _S_i.unpack_from(r, p)
     p += 4
     f_batch_index_error_message, p = read_nullable_string(r, p)
-    o = BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message)
+    o = BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message)
     return o, p
 
 
@@ -227,7 +227,7 @@ def _read_PartitionProduceResponse_v8(r, p):
             e, p = _read_BatchIndexAndErrorMessage_v8(r, p)
             f_record_errors.append(e)
     f_error_message, p = read_nullable_string(r, p)
-    o = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
+    o = PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message)
     return o, p
 
 
@@ -241,7 +241,7 @@ def _read_TopicProduceResponse_v8(r, p):
         for _ in range(n):
             e, p = _read_PartitionProduceResponse_v8(r, p)
             f_partition_responses.append(e)
-    o = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
+    o = TopicProduceResponse(f_name, f_partition_responses)
     return o, p
 
 
@@ -256,7 +256,7 @@ def _read_ProduceResponse_v8(r, p):
             f_responses.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
+    o = ProduceResponse(f_responses, f_throttle_time_ms)
     return o, p
 
 
@@ -264,7 +264,7 @@ def _read_BatchIndexAndErrorMessage_v9(r, p):
     f_batch_index, = _S_i.unpack_from(r, p)
     p += 4
     f_batch_index_error_message, p = read_compact_nullable_string(r, p)
-    o = BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message)
+    o = BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -284,7 +284,7 @@ def _read_PartitionProduceResponse_v9(r, p):
             e, p = _read_BatchIndexAndErrorMessage_v9(r, p)
             f_record_errors.append(e)
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
+    o = PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -302,7 +302,7 @@ def _read_TopicProduceResponse_v9(r, p):
         for _ in range(n):
             e, p = _read_PartitionProduceResponse_v9(r, p)
             f_partition_responses.append(e)
-    o = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
+    o = TopicProduceResponse(f_name, f_partition_responses)
     if r[p] == 0:
         p += 1
     else:
@@ -321,7 +321,7 @@ def _read_ProduceResponse_v9(r, p):
             f_responses.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
+    o = ProduceResponse(f_responses, f_throttle_time_ms)
     if r[p] == 0:
         p += 1
     else:
@@ -332,7 +332,7 @@ def _read_ProduceResponse_v9(r, p):
 def _read_LeaderIdAndEpoch_v10(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
-    o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = LeaderIdAndEpoch(f_leader_id, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -352,7 +352,7 @@ def _read_PartitionProduceResponse_v10(r, p):
             e, p = _read_BatchIndexAndErrorMessage_v9(r, p)
             f_record_errors.append(e)
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
+    o = PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)
@@ -377,7 +377,7 @@ def _read_TopicProduceResponse_v10(r, p):
         for _ in range(n):
             e, p = _read_PartitionProduceResponse_v10(r, p)
             f_partition_responses.append(e)
-    o = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
+    o = TopicProduceResponse(f_name, f_partition_responses)
     if r[p] == 0:
         p += 1
     else:
@@ -392,7 +392,7 @@ def _read_NodeEndpoint_v10(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
-    o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
+    o = NodeEndpoint(f_node_id, f_host, f_port, f_rack)
     if r[p] == 0:
         p += 1
     else:
@@ -411,7 +411,7 @@ def _read_ProduceResponse_v10(r, p):
             f_responses.append(e)
     f_throttle_time_ms, = _S_i.unpack_from(r, p)
     p += 4
-    o = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
+    o = ProduceResponse(f_responses, f_throttle_time_ms)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

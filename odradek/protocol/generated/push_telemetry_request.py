@@ -43,7 +43,7 @@ def _read_PushTelemetryRequest_v0(r, p):
     f_subscription_id, f_terminating, f_compression_type = _S_iob.unpack_from(r, p)
     p += 6
     f_metrics, p = read_compact_bytes(r, p)
-    o = PushTelemetryRequest(client_instance_id=f_client_instance_id, subscription_id=f_subscription_id, terminating=f_terminating, compression_type=f_compression_type, metrics=f_metrics)
+    o = PushTelemetryRequest(f_client_instance_id, f_subscription_id, f_terminating, f_compression_type, f_metrics)
     if r[p] == 0:
         p += 1
     else:

@@ -38,7 +38,7 @@ class PushTelemetryResponse:
 def _read_PushTelemetryResponse_v0(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = PushTelemetryResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = PushTelemetryResponse(f_throttle_time_ms, f_error_code)
     if r[p] == 0:
         p += 1
     else:

@@ -66,7 +66,7 @@ class ReadShareGroupStateResponse:
 def _read_StateBatch_v0(r, p):
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S_qqbh.unpack_from(r, p)
     p += 19
-    o = StateBatch(first_offset=f_first_offset, last_offset=f_last_offset, delivery_state=f_delivery_state, delivery_count=f_delivery_count)
+    o = StateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count)
     if r[p] == 0:
         p += 1
     else:
@@ -88,7 +88,7 @@ def _read_PartitionResult_v0(r, p):
         for _ in range(n):
             e, p = _read_StateBatch_v0(r, p)
             f_state_batches.append(e)
-    o = PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, start_offset=f_start_offset, state_batches=f_state_batches)
+    o = PartitionResult(f_partition, f_error_code, f_error_message, f_state_epoch, f_start_offset, f_state_batches)
     if r[p] == 0:
         p += 1
     else:
@@ -106,7 +106,7 @@ def _read_ReadStateResult_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionResult_v0(r, p)
             f_partitions.append(e)
-    o = ReadStateResult(topic_id=f_topic_id, partitions=f_partitions)
+    o = ReadStateResult(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -123,7 +123,7 @@ def _read_ReadShareGroupStateResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ReadStateResult_v0(r, p)
             f_results.append(e)
-    o = ReadShareGroupStateResponse(results=f_results)
+    o = ReadShareGroupStateResponse(f_results)
     if r[p] == 0:
         p += 1
     else:

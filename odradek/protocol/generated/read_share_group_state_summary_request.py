@@ -52,7 +52,7 @@ class ReadShareGroupStateSummaryRequest:
 def _read_PartitionData_v0(r, p):
     f_partition, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
-    o = PartitionData(partition=f_partition, leader_epoch=f_leader_epoch)
+    o = PartitionData(f_partition, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -70,7 +70,7 @@ def _read_ReadStateSummaryData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = ReadStateSummaryData(topic_id=f_topic_id, partitions=f_partitions)
+    o = ReadStateSummaryData(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -88,7 +88,7 @@ def _read_ReadShareGroupStateSummaryRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_ReadStateSummaryData_v0(r, p)
             f_topics.append(e)
-    o = ReadShareGroupStateSummaryRequest(group_id=f_group_id, topics=f_topics)
+    o = ReadShareGroupStateSummaryRequest(f_group_id, f_topics)
     if r[p] == 0:
         p += 1
     else:

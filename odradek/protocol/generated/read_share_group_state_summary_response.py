@@ -58,7 +58,7 @@ def _read_PartitionResult_v0(r, p):
     f_error_message, p = read_compact_nullable_string(r, p)
     f_state_epoch, f_start_offset = _S_iq.unpack_from(r, p)
     p += 12
-    o = PartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, start_offset=f_start_offset)
+    o = PartitionResult(f_partition, f_error_code, f_error_message, f_state_epoch, f_start_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -76,7 +76,7 @@ def _read_ReadStateSummaryResult_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionResult_v0(r, p)
             f_partitions.append(e)
-    o = ReadStateSummaryResult(topic_id=f_topic_id, partitions=f_partitions)
+    o = ReadStateSummaryResult(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -93,7 +93,7 @@ def _read_ReadShareGroupStateSummaryResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_ReadStateSummaryResult_v0(r, p)
             f_results.append(e)
-    o = ReadShareGroupStateSummaryResponse(results=f_results)
+    o = ReadShareGroupStateSummaryResponse(f_results)
     if r[p] == 0:
         p += 1
     else:

@@ -41,7 +41,7 @@ def _read_RemoveRaftVoterRequest_v0(r, p):
     f_voter_id, = _S_i.unpack_from(r, p)
     p += 4
     f_voter_directory_id, p = read_uuid(r, p)
-    o = RemoveRaftVoterRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id)
+    o = RemoveRaftVoterRequest(f_cluster_id, f_voter_id, f_voter_directory_id)
     if r[p] == 0:
         p += 1
     else:

@@ -39,7 +39,7 @@ def _read_RenewDelegationTokenRequest_v0(r, p):
     f_hmac, p = read_bytes(r, p)
     f_renew_period_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = RenewDelegationTokenRequest(hmac=f_hmac, renew_period_ms=f_renew_period_ms)
+    o = RenewDelegationTokenRequest(f_hmac, f_renew_period_ms)
     return o, p
 
 
@@ -47,7 +47,7 @@ def _read_RenewDelegationTokenRequest_v2(r, p):
     f_hmac, p = read_compact_bytes(r, p)
     f_renew_period_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = RenewDelegationTokenRequest(hmac=f_hmac, renew_period_ms=f_renew_period_ms)
+    o = RenewDelegationTokenRequest(f_hmac, f_renew_period_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -39,14 +39,14 @@ class RenewDelegationTokenResponse:
 def _read_RenewDelegationTokenResponse_v0(r, p):
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S_hqi.unpack_from(r, p)
     p += 14
-    o = RenewDelegationTokenResponse(error_code=f_error_code, expiry_timestamp_ms=f_expiry_timestamp_ms, throttle_time_ms=f_throttle_time_ms)
+    o = RenewDelegationTokenResponse(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms)
     return o, p
 
 
 def _read_RenewDelegationTokenResponse_v2(r, p):
     f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = _S_hqi.unpack_from(r, p)
     p += 14
-    o = RenewDelegationTokenResponse(error_code=f_error_code, expiry_timestamp_ms=f_expiry_timestamp_ms, throttle_time_ms=f_throttle_time_ms)
+    o = RenewDelegationTokenResponse(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -40,7 +40,7 @@ class RequestHeader:
 def _read_RequestHeader_v0(r, p):
     f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(r, p)
     p += 8
-    o = RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id)
+    o = RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id)
     return o, p
 
 
@@ -48,7 +48,7 @@ def _read_RequestHeader_v1(r, p):
     f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(r, p)
     p += 8
     f_client_id, p = read_nullable_string(r, p)
-    o = RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id, client_id=f_client_id)
+    o = RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id)
     return o, p
 
 
@@ -56,7 +56,7 @@ def _read_RequestHeader_v2(r, p):
     f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(r, p)
     p += 8
     f_client_id, p = read_nullable_string(r, p)
-    o = RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id, client_id=f_client_id)
+    o = RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id)
     if r[p] == 0:
         p += 1
     else:

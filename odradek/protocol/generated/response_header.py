@@ -37,14 +37,14 @@ class ResponseHeader:
 def _read_ResponseHeader_v0(r, p):
     f_correlation_id, = _S_i.unpack_from(r, p)
     p += 4
-    o = ResponseHeader(correlation_id=f_correlation_id)
+    o = ResponseHeader(f_correlation_id)
     return o, p
 
 
 def _read_ResponseHeader_v1(r, p):
     f_correlation_id, = _S_i.unpack_from(r, p)
     p += 4
-    o = ResponseHeader(correlation_id=f_correlation_id)
+    o = ResponseHeader(f_correlation_id)
     if r[p] == 0:
         p += 1
     else:

@@ -36,13 +36,13 @@ class SaslAuthenticateRequest:
 
 def _read_SaslAuthenticateRequest_v0(r, p):
     f_auth_bytes, p = read_bytes(r, p)
-    o = SaslAuthenticateRequest(auth_bytes=f_auth_bytes)
+    o = SaslAuthenticateRequest(f_auth_bytes)
     return o, p
 
 
 def _read_SaslAuthenticateRequest_v2(r, p):
     f_auth_bytes, p = read_compact_bytes(r, p)
-    o = SaslAuthenticateRequest(auth_bytes=f_auth_bytes)
+    o = SaslAuthenticateRequest(f_auth_bytes)
     if r[p] == 0:
         p += 1
     else:

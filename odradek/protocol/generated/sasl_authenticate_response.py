@@ -43,7 +43,7 @@ def _read_SaslAuthenticateResponse_v0(r, p):
     p += 2
     f_error_message, p = read_nullable_string(r, p)
     f_auth_bytes, p = read_bytes(r, p)
-    o = SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes)
+    o = SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes)
     return o, p
 
 
@@ -54,7 +54,7 @@ def _read_SaslAuthenticateResponse_v1(r, p):
     f_auth_bytes, p = read_bytes(r, p)
     f_session_lifetime_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes, session_lifetime_ms=f_session_lifetime_ms)
+    o = SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms)
     return o, p
 
 
@@ -65,7 +65,7 @@ def _read_SaslAuthenticateResponse_v2(r, p):
     f_auth_bytes, p = read_compact_bytes(r, p)
     f_session_lifetime_ms, = _S_q.unpack_from(r, p)
     p += 8
-    o = SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes, session_lifetime_ms=f_session_lifetime_ms)
+    o = SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -36,7 +36,7 @@ class SaslHandshakeRequest:
 
 def _read_SaslHandshakeRequest_v0(r, p):
     f_mechanism, p = read_string(r, p)
-    o = SaslHandshakeRequest(mechanism=f_mechanism)
+    o = SaslHandshakeRequest(f_mechanism)
     return o, p
 
 

@@ -46,7 +46,7 @@ def _read_SaslHandshakeResponse_v0(r, p):
         for _ in range(n):
             e, p = read_string(r, p)
             f_mechanisms.append(e)
-    o = SaslHandshakeResponse(error_code=f_error_code, mechanisms=f_mechanisms)
+    o = SaslHandshakeResponse(f_error_code, f_mechanisms)
     return o, p
 
 

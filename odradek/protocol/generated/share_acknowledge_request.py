@@ -68,7 +68,7 @@ def _read_AcknowledgementBatch_v0(r, p):
         raise DecodeError('null array AcknowledgeTypes')
     else:
         f_acknowledge_types, p = read_int_array(r, p, n, 'b', 1)
-    o = AcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types)
+    o = AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types)
     if r[p] == 0:
         p += 1
     else:
@@ -87,7 +87,7 @@ def _read_AcknowledgePartition_v0(r, p):
         for _ in range(n):
             e, p = _read_AcknowledgementBatch_v0(r, p)
             f_acknowledgement_batches.append(e)
-    o = AcknowledgePartition(partition_index=f_partition_index, acknowledgement_batches=f_acknowledgement_batches)
+    o = AcknowledgePartition(f_partition_index, f_acknowledgement_batches)
     if r[p] == 0:
         p += 1
     else:
@@ -105,7 +105,7 @@ def _read_AcknowledgeTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_AcknowledgePartition_v0(r, p)
             f_partitions.append(e)
-    o = AcknowledgeTopic(topic_id=f_topic_id, partitions=f_partitions)
+    o = AcknowledgeTopic(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_ShareAcknowledgeRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_AcknowledgeTopic_v0(r, p)
             f_topics.append(e)
-    o = ShareAcknowledgeRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, topics=f_topics)
+    o = ShareAcknowledgeRequest(f_group_id, f_member_id, f_share_session_epoch, f_topics)
     if r[p] == 0:
         p += 1
     else:

@@ -75,7 +75,7 @@ class ShareAcknowledgeResponse:
 def _read_LeaderIdAndEpoch_v0(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
-    o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = LeaderIdAndEpoch(f_leader_id, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -88,7 +88,7 @@ def _read_PartitionData_v0(r, p):
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
     f_current_leader, p = _read_LeaderIdAndEpoch_v0(r, p)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, current_leader=f_current_leader)
+    o = PartitionData(f_partition_index, f_error_code, f_error_message, f_current_leader)
     if r[p] == 0:
         p += 1
     else:
@@ -106,7 +106,7 @@ def _read_ShareAcknowledgeTopicResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = ShareAcknowledgeTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
+    o = ShareAcknowledgeTopicResponse(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -121,7 +121,7 @@ def _read_NodeEndpoint_v0(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
-    o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
+    o = NodeEndpoint(f_node_id, f_host, f_port, f_rack)
     if r[p] == 0:
         p += 1
     else:
@@ -149,7 +149,7 @@ def _read_ShareAcknowledgeResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_NodeEndpoint_v0(r, p)
             f_node_endpoints.append(e)
-    o = ShareAcknowledgeResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, node_endpoints=f_node_endpoints)
+    o = ShareAcknowledgeResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses, f_node_endpoints)
     if r[p] == 0:
         p += 1
     else:

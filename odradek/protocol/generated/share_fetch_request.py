@@ -81,7 +81,7 @@ def _read_AcknowledgementBatch_v0(r, p):
         raise DecodeError('null array AcknowledgeTypes')
     else:
         f_acknowledge_types, p = read_int_array(r, p, n, 'b', 1)
-    o = AcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types)
+    o = AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types)
     if r[p] == 0:
         p += 1
     else:
@@ -100,7 +100,7 @@ def _read_FetchPartition_v0(r, p):
         for _ in range(n):
             e, p = _read_AcknowledgementBatch_v0(r, p)
             f_acknowledgement_batches.append(e)
-    o = FetchPartition(partition_index=f_partition_index, partition_max_bytes=f_partition_max_bytes, acknowledgement_batches=f_acknowledgement_batches)
+    o = FetchPartition(f_partition_index, f_partition_max_bytes, f_acknowledgement_batches)
     if r[p] == 0:
         p += 1
     else:
@@ -118,7 +118,7 @@ def _read_FetchTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_FetchPartition_v0(r, p)
             f_partitions.append(e)
-    o = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
+    o = FetchTopic(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -133,7 +133,7 @@ def _read_ForgottenTopic_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
+    o = ForgottenTopic(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -162,7 +162,7 @@ def _read_ShareFetchRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_ForgottenTopic_v0(r, p)
             f_forgotten_topics_data.append(e)
-    o = ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
+    o = ShareFetchRequest(f_group_id, f_member_id, f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_topics, f_forgotten_topics_data)
     if r[p] == 0:
         p += 1
     else:

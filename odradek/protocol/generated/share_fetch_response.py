@@ -89,7 +89,7 @@ class ShareFetchResponse:
 def _read_LeaderIdAndEpoch_v0(r, p):
     f_leader_id, f_leader_epoch = _S_ii.unpack_from(r, p)
     p += 8
-    o = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
+    o = LeaderIdAndEpoch(f_leader_id, f_leader_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -100,7 +100,7 @@ def _read_LeaderIdAndEpoch_v0(r, p):
 def _read_AcquiredRecords_v0(r, p):
     f_first_offset, f_last_offset, f_delivery_count = _S_qqh.unpack_from(r, p)
     p += 18
-    o = AcquiredRecords(first_offset=f_first_offset, last_offset=f_last_offset, delivery_count=f_delivery_count)
+    o = AcquiredRecords(f_first_offset, f_last_offset, f_delivery_count)
     if r[p] == 0:
         p += 1
     else:
@@ -125,7 +125,7 @@ def _read_PartitionData_v0(r, p):
         for _ in range(n):
             e, p = _read_AcquiredRecords_v0(r, p)
             f_acquired_records.append(e)
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, acknowledge_error_code=f_acknowledge_error_code, acknowledge_error_message=f_acknowledge_error_message, current_leader=f_current_leader, records=f_records, acquired_records=f_acquired_records)
+    o = PartitionData(f_partition_index, f_error_code, f_error_message, f_acknowledge_error_code, f_acknowledge_error_message, f_current_leader, f_records, f_acquired_records)
     if r[p] == 0:
         p += 1
     else:
@@ -143,7 +143,7 @@ def _read_ShareFetchableTopicResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = ShareFetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
+    o = ShareFetchableTopicResponse(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -158,7 +158,7 @@ def _read_NodeEndpoint_v0(r, p):
     f_port, = _S_i.unpack_from(r, p)
     p += 4
     f_rack, p = read_compact_nullable_string(r, p)
-    o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
+    o = NodeEndpoint(f_node_id, f_host, f_port, f_rack)
     if r[p] == 0:
         p += 1
     else:
@@ -186,7 +186,7 @@ def _read_ShareFetchResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_NodeEndpoint_v0(r, p)
             f_node_endpoints.append(e)
-    o = ShareFetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, node_endpoints=f_node_endpoints)
+    o = ShareFetchResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses, f_node_endpoints)
     if r[p] == 0:
         p += 1
     else:

@@ -85,7 +85,7 @@ def _read_TopicPartitions_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartitions(topic_id=f_topic_id, topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicPartitions(f_topic_id, f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -102,7 +102,7 @@ def _read_Assignment_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicPartitions_v0(r, p)
             f_topic_partitions.append(e)
-    o = Assignment(topic_partitions=f_topic_partitions)
+    o = Assignment(f_topic_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_Member_v0(r, p):
             e, p = read_compact_string(r, p)
             f_subscribed_topic_names.append(e)
     f_assignment, p = _read_Assignment_v0(r, p)
-    o = Member(member_id=f_member_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, assignment=f_assignment)
+    o = Member(f_member_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_assignment)
     if r[p] == 0:
         p += 1
     else:
@@ -153,7 +153,7 @@ def _read_DescribedGroup_v0(r, p):
             f_members.append(e)
     f_authorized_operations, = _S_i.unpack_from(r, p)
     p += 4
-    o = DescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations)
+    o = DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations)
     if r[p] == 0:
         p += 1
     else:
@@ -172,7 +172,7 @@ def _read_ShareGroupDescribeResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_DescribedGroup_v0(r, p)
             f_groups.append(e)
-    o = ShareGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups)
+    o = ShareGroupDescribeResponse(f_throttle_time_ms, f_groups)
     if r[p] == 0:
         p += 1
     else:

@@ -52,7 +52,7 @@ def _read_ShareGroupHeartbeatRequest_v0(r, p):
         for _ in range(n):
             e, p = read_compact_string(r, p)
             f_subscribed_topic_names.append(e)
-    o = ShareGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, rack_id=f_rack_id, subscribed_topic_names=f_subscribed_topic_names)
+    o = ShareGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_rack_id, f_subscribed_topic_names)
     if r[p] == 0:
         p += 1
     else:

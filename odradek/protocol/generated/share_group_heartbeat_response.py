@@ -62,7 +62,7 @@ def _read_TopicPartitions_v0(r, p):
         raise DecodeError('null array Partitions')
     else:
         f_partitions, p = read_int_array(r, p, n, 'i', 4)
-    o = TopicPartitions(topic_id=f_topic_id, partitions=f_partitions)
+    o = TopicPartitions(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -79,7 +79,7 @@ def _read_Assignment_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicPartitions_v0(r, p)
             f_topic_partitions.append(e)
-    o = Assignment(topic_partitions=f_topic_partitions)
+    o = Assignment(f_topic_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -98,7 +98,7 @@ def _read_ShareGroupHeartbeatResponse_v0(r, p):
         f_assignment = None; p += 1
     else:
         f_assignment, p = _read_Assignment_v0(r, p + 1)
-    o = ShareGroupHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, member_id=f_member_id, member_epoch=f_member_epoch, heartbeat_interval_ms=f_heartbeat_interval_ms, assignment=f_assignment)
+    o = ShareGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_assignment)
     if r[p] == 0:
         p += 1
     else:

@@ -37,7 +37,7 @@ class SnapshotFooterRecord:
 def _read_SnapshotFooterRecord_v0(r, p):
     f_version, = _S_h.unpack_from(r, p)
     p += 2
-    o = SnapshotFooterRecord(version=f_version)
+    o = SnapshotFooterRecord(f_version)
     if r[p] == 0:
         p += 1
     else:

@@ -38,7 +38,7 @@ class SnapshotHeaderRecord:
 def _read_SnapshotHeaderRecord_v0(r, p):
     f_version, f_last_contained_log_timestamp = _S_hq.unpack_from(r, p)
     p += 10
-    o = SnapshotHeaderRecord(version=f_version, last_contained_log_timestamp=f_last_contained_log_timestamp)
+    o = SnapshotHeaderRecord(f_version, f_last_contained_log_timestamp)
     if r[p] == 0:
         p += 1
     else:

@@ -78,7 +78,7 @@ def _read_StopReplicaPartitionV0_v0(r, p):
     f_topic_name, p = read_string(r, p)
     f_partition_index, = _S_i.unpack_from(r, p)
     p += 4
-    o = StopReplicaPartitionV0(topic_name=f_topic_name, partition_index=f_partition_index)
+    o = StopReplicaPartitionV0(f_topic_name, f_partition_index)
     return o, p
 
 
@@ -93,7 +93,7 @@ def _read_StopReplicaRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_StopReplicaPartitionV0_v0(r, p)
             f_ungrouped_partitions.append(e)
-    o = StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, delete_partitions=f_delete_partitions, ungrouped_partitions=f_ungrouped_partitions)
+    o = StopReplicaRequest(f_controller_id, False, f_controller_epoch, -1, f_delete_partitions, f_ungrouped_partitions)
     return o, p
 
 
@@ -104,7 +104,7 @@ def _read_StopReplicaTopicV1_v1(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = StopReplicaTopicV1(name=f_name, partition_indexes=f_partition_indexes)
+    o = StopReplicaTopicV1(f_name, f_partition_indexes)
     return o, p
 
 
@@ -119,7 +119,7 @@ def _read_StopReplicaRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_StopReplicaTopicV1_v1(r, p)
             f_topics.append(e)
-    o = StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, delete_partitions=f_delete_partitions, topics=f_topics)
+    o = StopReplicaRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_delete_partitions, [], f_topics)
     return o, p
 
 
@@ -130,7 +130,7 @@ def _read_StopReplicaTopicV1_v2(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = StopReplicaTopicV1(name=f_name, partition_indexes=f_partition_indexes)
+    o = StopReplicaTopicV1(f_name, f_partition_indexes)
     if r[p] == 0:
         p += 1
     else:
@@ -149,7 +149,7 @@ def _read_StopReplicaRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_StopReplicaTopicV1_v2(r, p)
             f_topics.append(e)
-    o = StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, delete_partitions=f_delete_partitions, topics=f_topics)
+    o = StopReplicaRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_delete_partitions, [], f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -160,7 +160,7 @@ def _read_StopReplicaRequest_v2(r, p):
 def _read_StopReplicaPartitionState_v3(r, p):
     f_partition_index, f_leader_epoch, f_delete_partition = _S_iio.unpack_from(r, p)
     p += 9
-    o = StopReplicaPartitionState(partition_index=f_partition_index, leader_epoch=f_leader_epoch, delete_partition=f_delete_partition)
+    o = StopReplicaPartitionState(f_partition_index, f_leader_epoch, f_delete_partition)
     if r[p] == 0:
         p += 1
     else:
@@ -178,7 +178,7 @@ def _read_StopReplicaTopicState_v3(r, p):
         for _ in range(n):
             e, p = _read_StopReplicaPartitionState_v3(r, p)
             f_partition_states.append(e)
-    o = StopReplicaTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
+    o = StopReplicaTopicState(f_topic_name, f_partition_states)
     if r[p] == 0:
         p += 1
     else:
@@ -197,7 +197,7 @@ def _read_StopReplicaRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_StopReplicaTopicState_v3(r, p)
             f_topic_states.append(e)
-    o = StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states)
+    o = StopReplicaRequest(f_controller_id, False, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states)
     if r[p] == 0:
         p += 1
     else:
@@ -216,7 +216,7 @@ def _read_StopReplicaRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_StopReplicaTopicState_v3(r, p)
             f_topic_states.append(e)
-    o = StopReplicaRequest(controller_id=f_controller_id, is_k_raft_controller=f_is_k_raft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states)
+    o = StopReplicaRequest(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states)
     if r[p] == 0:
         p += 1
     else:

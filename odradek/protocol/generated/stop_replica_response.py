@@ -48,7 +48,7 @@ def _read_StopReplicaPartitionError_v0(r, p):
     f_topic_name, p = read_string(r, p)
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = StopReplicaPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code)
+    o = StopReplicaPartitionError(f_topic_name, f_partition_index, f_error_code)
     return o, p
 
 
@@ -63,7 +63,7 @@ def _read_StopReplicaResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_StopReplicaPartitionError_v0(r, p)
             f_partition_errors.append(e)
-    o = StopReplicaResponse(error_code=f_error_code, partition_errors=f_partition_errors)
+    o = StopReplicaResponse(f_error_code, f_partition_errors)
     return o, p
 
 
@@ -71,7 +71,7 @@ def _read_StopReplicaPartitionError_v2(r, p):
     f_topic_name, p = read_compact_string(r, p)
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = StopReplicaPartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code)
+    o = StopReplicaPartitionError(f_topic_name, f_partition_index, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -90,7 +90,7 @@ def _read_StopReplicaResponse_v2(r, p):
         for _ in range(n):
             e, p = _read_StopReplicaPartitionError_v2(r, p)
             f_partition_errors.append(e)
-    o = StopReplicaResponse(error_code=f_error_code, partition_errors=f_partition_errors)
+    o = StopReplicaResponse(f_error_code, f_partition_errors)
     if r[p] == 0:
         p += 1
     else:

@@ -50,7 +50,7 @@ class SyncGroupRequest:
 def _read_SyncGroupRequestAssignment_v0(r, p):
     f_member_id, p = read_string(r, p)
     f_assignment, p = read_bytes(r, p)
-    o = SyncGroupRequestAssignment(member_id=f_member_id, assignment=f_assignment)
+    o = SyncGroupRequestAssignment(f_member_id, f_assignment)
     return o, p
 
 
@@ -67,7 +67,7 @@ def _read_SyncGroupRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_SyncGroupRequestAssignment_v0(r, p)
             f_assignments.append(e)
-    o = SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, assignments=f_assignments)
+    o = SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments)
     return o, p
 
 
@@ -85,14 +85,14 @@ def _read_SyncGroupRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_SyncGroupRequestAssignment_v0(r, p)
             f_assignments.append(e)
-    o = SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, assignments=f_assignments)
+    o = SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments)
     return o, p
 
 
 def _read_SyncGroupRequestAssignment_v4(r, p):
     f_member_id, p = read_compact_string(r, p)
     f_assignment, p = read_compact_bytes(r, p)
-    o = SyncGroupRequestAssignment(member_id=f_member_id, assignment=f_assignment)
+    o = SyncGroupRequestAssignment(f_member_id, f_assignment)
     if r[p] == 0:
         p += 1
     else:
@@ -114,7 +114,7 @@ def _read_SyncGroupRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_SyncGroupRequestAssignment_v4(r, p)
             f_assignments.append(e)
-    o = SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, assignments=f_assignments)
+    o = SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments)
     if r[p] == 0:
         p += 1
     else:
@@ -138,7 +138,7 @@ def _read_SyncGroupRequest_v5(r, p):
         for _ in range(n):
             e, p = _read_SyncGroupRequestAssignment_v4(r, p)
             f_assignments.append(e)
-    o = SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, assignments=f_assignments)
+    o = SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments)
     if r[p] == 0:
         p += 1
     else:

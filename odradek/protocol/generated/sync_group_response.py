@@ -43,7 +43,7 @@ def _read_SyncGroupResponse_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_assignment, p = read_bytes(r, p)
-    o = SyncGroupResponse(error_code=f_error_code, assignment=f_assignment)
+    o = SyncGroupResponse(0, f_error_code, None, None, f_assignment)
     return o, p
 
 
@@ -51,7 +51,7 @@ def _read_SyncGroupResponse_v1(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_assignment, p = read_bytes(r, p)
-    o = SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, assignment=f_assignment)
+    o = SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment)
     return o, p
 
 
@@ -59,7 +59,7 @@ def _read_SyncGroupResponse_v4(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_assignment, p = read_compact_bytes(r, p)
-    o = SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, assignment=f_assignment)
+    o = SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment)
     if r[p] == 0:
         p += 1
     else:
@@ -73,7 +73,7 @@ def _read_SyncGroupResponse_v5(r, p):
     f_protocol_type, p = read_compact_nullable_string(r, p)
     f_protocol_name, p = read_compact_nullable_string(r, p)
     f_assignment, p = read_compact_bytes(r, p)
-    o = SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, protocol_type=f_protocol_type, protocol_name=f_protocol_name, assignment=f_assignment)
+    o = SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment)
     if r[p] == 0:
         p += 1
     else:

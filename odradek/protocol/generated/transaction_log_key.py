@@ -36,7 +36,7 @@ class TransactionLogKey:
 
 def _read_TransactionLogKey_v0(r, p):
     f_transactional_id, p = read_string(r, p)
-    o = TransactionLogKey(transactional_id=f_transactional_id)
+    o = TransactionLogKey(f_transactional_id)
     return o, p
 
 

@@ -58,7 +58,7 @@ def _read_PartitionsSchema_v0(r, p):
         raise DecodeError('null array PartitionIds')
     else:
         f_partition_ids, p = read_int_array(r, p, n, 'i', 4)
-    o = PartitionsSchema(topic=f_topic, partition_ids=f_partition_ids)
+    o = PartitionsSchema(f_topic, f_partition_ids)
     return o, p
 
 
@@ -75,7 +75,7 @@ def _read_TransactionLogValue_v0(r, p):
             f_transaction_partitions.append(e)
     f_transaction_last_update_timestamp_ms, f_transaction_start_timestamp_ms = _S_qq.unpack_from(r, p)
     p += 16
-    o = TransactionLogValue(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_timeout_ms=f_transaction_timeout_ms, transaction_status=f_transaction_status, transaction_partitions=f_transaction_partitions, transaction_last_update_timestamp_ms=f_transaction_last_update_timestamp_ms, transaction_start_timestamp_ms=f_transaction_start_timestamp_ms)
+    o = TransactionLogValue(f_producer_id, -1, -1, f_producer_epoch, f_transaction_timeout_ms, f_transaction_status, f_transaction_partitions, f_transaction_last_update_timestamp_ms, f_transaction_start_timestamp_ms)
     return o, p
 
 
@@ -86,7 +86,7 @@ def _read_PartitionsSchema_v1(r, p):
         raise DecodeError('null array PartitionIds')
     else:
         f_partition_ids, p = read_int_array(r, p, n, 'i', 4)
-    o = PartitionsSchema(topic=f_topic, partition_ids=f_partition_ids)
+    o = PartitionsSchema(f_topic, f_partition_ids)
     if r[p] == 0:
         p += 1
     else:
@@ -107,7 +107,7 @@ def _read_TransactionLogValue_v1(r, p):
             f_transaction_partitions.append(e)
     f_transaction_last_update_timestamp_ms, f_transaction_start_timestamp_ms = _S_qq.unpack_from(r, p)
     p += 16
-    o = TransactionLogValue(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_timeout_ms=f_transaction_timeout_ms, transaction_status=f_transaction_status, transaction_partitions=f_transaction_partitions, transaction_last_update_timestamp_ms=f_transaction_last_update_timestamp_ms, transaction_start_timestamp_ms=f_transaction_start_timestamp_ms)
+    o = TransactionLogValue(f_producer_id, -1, -1, f_producer_epoch, f_transaction_timeout_ms, f_transaction_status, f_transaction_partitions, f_transaction_last_update_timestamp_ms, f_transaction_start_timestamp_ms)
     if r[p] == 0:
         p += 1
     else:

@@ -64,7 +64,7 @@ def _read_TxnOffsetCommitRequestPartition_v0(r, p):
     f_partition_index, f_committed_offset = _S_iq.unpack_from(r, p)
     p += 12
     f_committed_metadata, p = read_nullable_string(r, p)
-    o = TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_metadata=f_committed_metadata)
+    o = TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_committed_metadata)
     return o, p
 
 
@@ -78,7 +78,7 @@ def _read_TxnOffsetCommitRequestTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitRequestPartition_v0(r, p)
             f_partitions.append(e)
-    o = TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
+    o = TxnOffsetCommitRequestTopic(f_name, f_partitions)
     return o, p
 
 
@@ -95,7 +95,7 @@ def _read_TxnOffsetCommitRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitRequestTopic_v0(r, p)
             f_topics.append(e)
-    o = TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics)
+    o = TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics)
     return o, p
 
 
@@ -103,7 +103,7 @@ def _read_TxnOffsetCommitRequestPartition_v2(r, p):
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(r, p)
     p += 16
     f_committed_metadata, p = read_nullable_string(r, p)
-    o = TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata)
+    o = TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata)
     return o, p
 
 
@@ -117,7 +117,7 @@ def _read_TxnOffsetCommitRequestTopic_v2(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitRequestPartition_v2(r, p)
             f_partitions.append(e)
-    o = TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
+    o = TxnOffsetCommitRequestTopic(f_name, f_partitions)
     return o, p
 
 
@@ -134,7 +134,7 @@ def _read_TxnOffsetCommitRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitRequestTopic_v2(r, p)
             f_topics.append(e)
-    o = TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics)
+    o = TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics)
     return o, p
 
 
@@ -142,7 +142,7 @@ def _read_TxnOffsetCommitRequestPartition_v3(r, p):
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(r, p)
     p += 16
     f_committed_metadata, p = read_compact_nullable_string(r, p)
-    o = TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata)
+    o = TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata)
     if r[p] == 0:
         p += 1
     else:
@@ -160,7 +160,7 @@ def _read_TxnOffsetCommitRequestTopic_v3(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitRequestPartition_v3(r, p)
             f_partitions.append(e)
-    o = TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions)
+    o = TxnOffsetCommitRequestTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -183,7 +183,7 @@ def _read_TxnOffsetCommitRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitRequestTopic_v3(r, p)
             f_topics.append(e)
-    o = TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics)
+    o = TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics)
     if r[p] == 0:
         p += 1
     else:

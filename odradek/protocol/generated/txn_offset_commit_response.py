@@ -53,7 +53,7 @@ class TxnOffsetCommitResponse:
 def _read_TxnOffsetCommitResponsePartition_v0(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = TxnOffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code)
+    o = TxnOffsetCommitResponsePartition(f_partition_index, f_error_code)
     return o, p
 
 
@@ -67,7 +67,7 @@ def _read_TxnOffsetCommitResponseTopic_v0(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitResponsePartition_v0(r, p)
             f_partitions.append(e)
-    o = TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions)
+    o = TxnOffsetCommitResponseTopic(f_name, f_partitions)
     return o, p
 
 
@@ -82,14 +82,14 @@ def _read_TxnOffsetCommitResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitResponseTopic_v0(r, p)
             f_topics.append(e)
-    o = TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = TxnOffsetCommitResponse(f_throttle_time_ms, f_topics)
     return o, p
 
 
 def _read_TxnOffsetCommitResponsePartition_v3(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = TxnOffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code)
+    o = TxnOffsetCommitResponsePartition(f_partition_index, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -107,7 +107,7 @@ def _read_TxnOffsetCommitResponseTopic_v3(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitResponsePartition_v3(r, p)
             f_partitions.append(e)
-    o = TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions)
+    o = TxnOffsetCommitResponseTopic(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_TxnOffsetCommitResponse_v3(r, p):
         for _ in range(n):
             e, p = _read_TxnOffsetCommitResponseTopic_v3(r, p)
             f_topics.append(e)
-    o = TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
+    o = TxnOffsetCommitResponse(f_throttle_time_ms, f_topics)
     if r[p] == 0:
         p += 1
     else:

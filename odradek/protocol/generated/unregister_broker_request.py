@@ -37,7 +37,7 @@ class UnregisterBrokerRequest:
 def _read_UnregisterBrokerRequest_v0(r, p):
     f_broker_id, = _S_i.unpack_from(r, p)
     p += 4
-    o = UnregisterBrokerRequest(broker_id=f_broker_id)
+    o = UnregisterBrokerRequest(f_broker_id)
     if r[p] == 0:
         p += 1
     else:

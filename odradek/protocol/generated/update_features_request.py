@@ -52,7 +52,7 @@ def _read_FeatureUpdateKey_v0(r, p):
     f_feature, p = read_compact_string(r, p)
     f_max_version_level, f_allow_downgrade = _S_ho.unpack_from(r, p)
     p += 3
-    o = FeatureUpdateKey(feature=f_feature, max_version_level=f_max_version_level, allow_downgrade=f_allow_downgrade)
+    o = FeatureUpdateKey(f_feature, f_max_version_level, f_allow_downgrade)
     if r[p] == 0:
         p += 1
     else:
@@ -71,7 +71,7 @@ def _read_UpdateFeaturesRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_FeatureUpdateKey_v0(r, p)
             f_feature_updates.append(e)
-    o = UpdateFeaturesRequest(timeout_ms=f_timeout_ms, feature_updates=f_feature_updates)
+    o = UpdateFeaturesRequest(f_timeout_ms, f_feature_updates)
     if r[p] == 0:
         p += 1
     else:
@@ -83,7 +83,7 @@ def _read_FeatureUpdateKey_v1(r, p):
     f_feature, p = read_compact_string(r, p)
     f_max_version_level, f_upgrade_type = _S_hb.unpack_from(r, p)
     p += 3
-    o = FeatureUpdateKey(feature=f_feature, max_version_level=f_max_version_level, upgrade_type=f_upgrade_type)
+    o = FeatureUpdateKey(f_feature, f_max_version_level, False, f_upgrade_type)
     if r[p] == 0:
         p += 1
     else:
@@ -104,7 +104,7 @@ def _read_UpdateFeaturesRequest_v1(r, p):
             f_feature_updates.append(e)
     f_validate_only, = _S_o.unpack_from(r, p)
     p += 1
-    o = UpdateFeaturesRequest(timeout_ms=f_timeout_ms, feature_updates=f_feature_updates, validate_only=f_validate_only)
+    o = UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, f_validate_only)
     if r[p] == 0:
         p += 1
     else:

@@ -51,7 +51,7 @@ def _read_UpdatableFeatureResult_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = UpdatableFeatureResult(feature=f_feature, error_code=f_error_code, error_message=f_error_message)
+    o = UpdatableFeatureResult(f_feature, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:
@@ -71,7 +71,7 @@ def _read_UpdateFeaturesResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_UpdatableFeatureResult_v0(r, p)
             f_results.append(e)
-    o = UpdateFeaturesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, results=f_results)
+    o = UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results)
     if r[p] == 0:
         p += 1
     else:
@@ -83,7 +83,7 @@ def _read_UpdateFeaturesResponse_v2(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
     f_error_message, p = read_compact_nullable_string(r, p)
-    o = UpdateFeaturesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message)
+    o = UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message)
     if r[p] == 0:
         p += 1
     else:

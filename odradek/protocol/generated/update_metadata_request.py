@@ -104,7 +104,7 @@ def _read_UpdateMetadataPartitionState_v0(r, p):
         raise DecodeError('null array Replicas')
     else:
         f_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = UpdateMetadataPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas)
+    o = UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas)
     return o, p
 
 
@@ -114,7 +114,7 @@ def _read_UpdateMetadataBroker_v0(r, p):
     f_v0_host, p = read_string(r, p)
     f_v0_port, = _S_i.unpack_from(r, p)
     p += 4
-    o = UpdateMetadataBroker(id=f_id, v0_host=f_v0_host, v0_port=f_v0_port)
+    o = UpdateMetadataBroker(f_id, f_v0_host, f_v0_port)
     return o, p
 
 
@@ -137,7 +137,7 @@ def _read_UpdateMetadataRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v0(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers)
     return o, p
 
 
@@ -147,7 +147,7 @@ def _read_UpdateMetadataEndpoint_v1(r, p):
     f_host, p = read_string(r, p)
     f_security_protocol, = _S_h.unpack_from(r, p)
     p += 2
-    o = UpdateMetadataEndpoint(port=f_port, host=f_host, security_protocol=f_security_protocol)
+    o = UpdateMetadataEndpoint(f_port, f_host, '', f_security_protocol)
     return o, p
 
 
@@ -162,7 +162,7 @@ def _read_UpdateMetadataBroker_v1(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataEndpoint_v1(r, p)
             f_endpoints.append(e)
-    o = UpdateMetadataBroker(id=f_id, endpoints=f_endpoints)
+    o = UpdateMetadataBroker(f_id, '', 0, f_endpoints)
     return o, p
 
 
@@ -185,7 +185,7 @@ def _read_UpdateMetadataRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v1(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers)
     return o, p
 
 
@@ -201,7 +201,7 @@ def _read_UpdateMetadataBroker_v2(r, p):
             e, p = _read_UpdateMetadataEndpoint_v1(r, p)
             f_endpoints.append(e)
     f_rack, p = read_nullable_string(r, p)
-    o = UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack)
+    o = UpdateMetadataBroker(f_id, '', 0, f_endpoints, f_rack)
     return o, p
 
 
@@ -224,7 +224,7 @@ def _read_UpdateMetadataRequest_v2(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v2(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers)
     return o, p
 
 
@@ -235,7 +235,7 @@ def _read_UpdateMetadataEndpoint_v3(r, p):
     f_listener, p = read_string(r, p)
     f_security_protocol, = _S_h.unpack_from(r, p)
     p += 2
-    o = UpdateMetadataEndpoint(port=f_port, host=f_host, listener=f_listener, security_protocol=f_security_protocol)
+    o = UpdateMetadataEndpoint(f_port, f_host, f_listener, f_security_protocol)
     return o, p
 
 
@@ -251,7 +251,7 @@ def _read_UpdateMetadataBroker_v3(r, p):
             e, p = _read_UpdateMetadataEndpoint_v3(r, p)
             f_endpoints.append(e)
     f_rack, p = read_nullable_string(r, p)
-    o = UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack)
+    o = UpdateMetadataBroker(f_id, '', 0, f_endpoints, f_rack)
     return o, p
 
 
@@ -274,7 +274,7 @@ def _read_UpdateMetadataRequest_v3(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v3(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers)
     return o, p
 
 
@@ -299,7 +299,7 @@ def _read_UpdateMetadataPartitionState_v4(r, p):
         raise DecodeError('null array OfflineReplicas')
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = UpdateMetadataPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas)
+    o = UpdateMetadataPartitionState(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas)
     return o, p
 
 
@@ -322,7 +322,7 @@ def _read_UpdateMetadataRequest_v4(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v3(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers)
     return o, p
 
 
@@ -346,7 +346,7 @@ def _read_UpdateMetadataPartitionState_v5(r, p):
         raise DecodeError('null array OfflineReplicas')
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = UpdateMetadataPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas)
+    o = UpdateMetadataPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas)
     return o, p
 
 
@@ -360,7 +360,7 @@ def _read_UpdateMetadataTopicState_v5(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataPartitionState_v5(r, p)
             f_partition_states.append(e)
-    o = UpdateMetadataTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
+    o = UpdateMetadataTopicState(f_topic_name, ZERO_UUID, f_partition_states)
     return o, p
 
 
@@ -383,7 +383,7 @@ def _read_UpdateMetadataRequest_v5(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v3(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers)
     return o, p
 
 
@@ -407,7 +407,7 @@ def _read_UpdateMetadataPartitionState_v6(r, p):
         raise DecodeError('null array OfflineReplicas')
     else:
         f_offline_replicas, p = read_int_array(r, p, n, 'i', 4)
-    o = UpdateMetadataPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas)
+    o = UpdateMetadataPartitionState('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas)
     if r[p] == 0:
         p += 1
     else:
@@ -425,7 +425,7 @@ def _read_UpdateMetadataTopicState_v6(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataPartitionState_v6(r, p)
             f_partition_states.append(e)
-    o = UpdateMetadataTopicState(topic_name=f_topic_name, partition_states=f_partition_states)
+    o = UpdateMetadataTopicState(f_topic_name, ZERO_UUID, f_partition_states)
     if r[p] == 0:
         p += 1
     else:
@@ -440,7 +440,7 @@ def _read_UpdateMetadataEndpoint_v6(r, p):
     f_listener, p = read_compact_string(r, p)
     f_security_protocol, = _S_h.unpack_from(r, p)
     p += 2
-    o = UpdateMetadataEndpoint(port=f_port, host=f_host, listener=f_listener, security_protocol=f_security_protocol)
+    o = UpdateMetadataEndpoint(f_port, f_host, f_listener, f_security_protocol)
     if r[p] == 0:
         p += 1
     else:
@@ -460,7 +460,7 @@ def _read_UpdateMetadataBroker_v6(r, p):
             e, p = _read_UpdateMetadataEndpoint_v6(r, p)
             f_endpoints.append(e)
     f_rack, p = read_compact_nullable_string(r, p)
-    o = UpdateMetadataBroker(id=f_id, endpoints=f_endpoints, rack=f_rack)
+    o = UpdateMetadataBroker(f_id, '', 0, f_endpoints, f_rack)
     if r[p] == 0:
         p += 1
     else:
@@ -487,7 +487,7 @@ def _read_UpdateMetadataRequest_v6(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v6(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers)
     if r[p] == 0:
         p += 1
     else:
@@ -506,7 +506,7 @@ def _read_UpdateMetadataTopicState_v7(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataPartitionState_v6(r, p)
             f_partition_states.append(e)
-    o = UpdateMetadataTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states)
+    o = UpdateMetadataTopicState(f_topic_name, f_topic_id, f_partition_states)
     if r[p] == 0:
         p += 1
     else:
@@ -533,7 +533,7 @@ def _read_UpdateMetadataRequest_v7(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v6(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers)
     if r[p] == 0:
         p += 1
     else:
@@ -560,7 +560,7 @@ def _read_UpdateMetadataRequest_v8(r, p):
         for _ in range(n):
             e, p = _read_UpdateMetadataBroker_v6(r, p)
             f_live_brokers.append(e)
-    o = UpdateMetadataRequest(controller_id=f_controller_id, is_k_raft_controller=f_is_k_raft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers)
+    o = UpdateMetadataRequest(f_controller_id, f_is_k_raft_controller, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

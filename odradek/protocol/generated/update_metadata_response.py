@@ -37,14 +37,14 @@ class UpdateMetadataResponse:
 def _read_UpdateMetadataResponse_v0(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = UpdateMetadataResponse(error_code=f_error_code)
+    o = UpdateMetadataResponse(f_error_code)
     return o, p
 
 
 def _read_UpdateMetadataResponse_v6(r, p):
     f_error_code, = _S_h.unpack_from(r, p)
     p += 2
-    o = UpdateMetadataResponse(error_code=f_error_code)
+    o = UpdateMetadataResponse(f_error_code)
     if r[p] == 0:
         p += 1
     else:

@@ -61,7 +61,7 @@ def _read_Listener_v0(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = Listener(name=f_name, host=f_host, port=f_port)
+    o = Listener(f_name, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -72,7 +72,7 @@ def _read_Listener_v0(r, p):
 def _read_KRaftVersionFeature_v0(r, p):
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(r, p)
     p += 4
-    o = KRaftVersionFeature(min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version)
+    o = KRaftVersionFeature(f_min_supported_version, f_max_supported_version)
     if r[p] == 0:
         p += 1
     else:
@@ -94,7 +94,7 @@ def _read_UpdateRaftVoterRequest_v0(r, p):
             e, p = _read_Listener_v0(r, p)
             f_listeners.append(e)
     f_k_raft_version_feature, p = _read_KRaftVersionFeature_v0(r, p)
-    o = UpdateRaftVoterRequest(cluster_id=f_cluster_id, current_leader_epoch=f_current_leader_epoch, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, k_raft_version_feature=f_k_raft_version_feature)
+    o = UpdateRaftVoterRequest(f_cluster_id, f_current_leader_epoch, f_voter_id, f_voter_directory_id, f_listeners, f_k_raft_version_feature)
     if r[p] == 0:
         p += 1
     else:

@@ -56,7 +56,7 @@ def _read_CurrentLeader_v0(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_i.unpack_from(r, p)
     p += 4
-    o = CurrentLeader(leader_id=f_leader_id, leader_epoch=f_leader_epoch, host=f_host, port=f_port)
+    o = CurrentLeader(f_leader_id, f_leader_epoch, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -67,7 +67,7 @@ def _read_CurrentLeader_v0(r, p):
 def _read_UpdateRaftVoterResponse_v0(r, p):
     f_throttle_time_ms, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = UpdateRaftVoterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code)
+    o = UpdateRaftVoterResponse(f_throttle_time_ms, f_error_code)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

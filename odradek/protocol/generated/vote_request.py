@@ -61,7 +61,7 @@ class VoteRequest:
 def _read_PartitionData_v0(r, p):
     f_partition_index, f_candidate_epoch, f_candidate_id, f_last_offset_epoch, f_last_offset = _S_iiiiq.unpack_from(r, p)
     p += 24
-    o = PartitionData(partition_index=f_partition_index, candidate_epoch=f_candidate_epoch, candidate_id=f_candidate_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset)
+    o = PartitionData(f_partition_index, f_candidate_epoch, f_candidate_id, ZERO_UUID, ZERO_UUID, f_last_offset_epoch, f_last_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -79,7 +79,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -97,7 +97,7 @@ def _read_VoteRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = VoteRequest(cluster_id=f_cluster_id, topics=f_topics)
+    o = VoteRequest(f_cluster_id, -1, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -112,7 +112,7 @@ def _read_PartitionData_v1(r, p):
     f_voter_directory_id, p = read_uuid(r, p)
     f_last_offset_epoch, f_last_offset = _S_iq.unpack_from(r, p)
     p += 12
-    o = PartitionData(partition_index=f_partition_index, candidate_epoch=f_candidate_epoch, candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id, voter_directory_id=f_voter_directory_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset)
+    o = PartitionData(f_partition_index, f_candidate_epoch, f_candidate_id, f_candidate_directory_id, f_voter_directory_id, f_last_offset_epoch, f_last_offset)
     if r[p] == 0:
         p += 1
     else:
@@ -130,7 +130,7 @@ def _read_TopicData_v1(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v1(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -150,7 +150,7 @@ def _read_VoteRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v1(r, p)
             f_topics.append(e)
-    o = VoteRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics)
+    o = VoteRequest(f_cluster_id, f_voter_id, f_topics)
     if r[p] == 0:
         p += 1
     else:

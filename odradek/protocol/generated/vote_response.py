@@ -67,7 +67,7 @@ class VoteResponse:
 def _read_PartitionData_v0(r, p):
     f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted = _S_ihiio.unpack_from(r, p)
     p += 15
-    o = PartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, vote_granted=f_vote_granted)
+    o = PartitionData(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted)
     if r[p] == 0:
         p += 1
     else:
@@ -85,7 +85,7 @@ def _read_TopicData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = TopicData(topic_name=f_topic_name, partitions=f_partitions)
+    o = TopicData(f_topic_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -104,7 +104,7 @@ def _read_VoteResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = VoteResponse(error_code=f_error_code, topics=f_topics)
+    o = VoteResponse(f_error_code, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -118,7 +118,7 @@ def _read_NodeEndpoint_v1(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port)
+    o = NodeEndpoint(f_node_id, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -137,7 +137,7 @@ def _read_VoteResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_TopicData_v0(r, p)
             f_topics.append(e)
-    o = VoteResponse(error_code=f_error_code, topics=f_topics)
+    o = VoteResponse(f_error_code, f_topics)
     n, p = read_unsigned_varint(r, p)
     for _ in range(n):
         tag, end, p = read_tag_header(r, p)

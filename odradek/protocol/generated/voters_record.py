@@ -67,7 +67,7 @@ def _read_Endpoint_v0(r, p):
     f_host, p = read_compact_string(r, p)
     f_port, = _S_H.unpack_from(r, p)
     p += 2
-    o = Endpoint(name=f_name, host=f_host, port=f_port)
+    o = Endpoint(f_name, f_host, f_port)
     if r[p] == 0:
         p += 1
     else:
@@ -78,7 +78,7 @@ def _read_Endpoint_v0(r, p):
 def _read_KRaftVersionFeature_v0(r, p):
     f_min_supported_version, f_max_supported_version = _S_hh.unpack_from(r, p)
     p += 4
-    o = KRaftVersionFeature(min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version)
+    o = KRaftVersionFeature(f_min_supported_version, f_max_supported_version)
     if r[p] == 0:
         p += 1
     else:
@@ -99,7 +99,7 @@ def _read_Voter_v0(r, p):
             e, p = _read_Endpoint_v0(r, p)
             f_endpoints.append(e)
     f_k_raft_version_feature, p = _read_KRaftVersionFeature_v0(r, p)
-    o = Voter(voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, endpoints=f_endpoints, k_raft_version_feature=f_k_raft_version_feature)
+    o = Voter(f_voter_id, f_voter_directory_id, f_endpoints, f_k_raft_version_feature)
     if r[p] == 0:
         p += 1
     else:
@@ -118,7 +118,7 @@ def _read_VotersRecord_v0(r, p):
         for _ in range(n):
             e, p = _read_Voter_v0(r, p)
             f_voters.append(e)
-    o = VotersRecord(version=f_version, voters=f_voters)
+    o = VotersRecord(f_version, f_voters)
     if r[p] == 0:
         p += 1
     else:

@@ -65,7 +65,7 @@ class WriteShareGroupStateRequest:
 def _read_StateBatch_v0(r, p):
     f_first_offset, f_last_offset, f_delivery_state, f_delivery_count = _S_qqbh.unpack_from(r, p)
     p += 19
-    o = StateBatch(first_offset=f_first_offset, last_offset=f_last_offset, delivery_state=f_delivery_state, delivery_count=f_delivery_count)
+    o = StateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count)
     if r[p] == 0:
         p += 1
     else:
@@ -84,7 +84,7 @@ def _read_PartitionData_v0(r, p):
         for _ in range(n):
             e, p = _read_StateBatch_v0(r, p)
             f_state_batches.append(e)
-    o = PartitionData(partition=f_partition, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, state_batches=f_state_batches)
+    o = PartitionData(f_partition, f_state_epoch, f_leader_epoch, f_start_offset, f_state_batches)
     if r[p] == 0:
         p += 1
     else:
@@ -102,7 +102,7 @@ def _read_WriteStateData_v0(r, p):
         for _ in range(n):
             e, p = _read_PartitionData_v0(r, p)
             f_partitions.append(e)
-    o = WriteStateData(topic_id=f_topic_id, partitions=f_partitions)
+    o = WriteStateData(f_topic_id, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -120,7 +120,7 @@ def _read_WriteShareGroupStateRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_WriteStateData_v0(r, p)
             f_topics.append(e)
-    o = WriteShareGroupStateRequest(group_id=f_group_id, topics=f_topics)
+    o = WriteShareGroupStateRequest(f_group_id, f_topics)
     if r[p] == 0:
         p += 1
     else:

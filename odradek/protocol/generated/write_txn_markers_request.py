@@ -59,7 +59,7 @@ def _read_WritableTxnMarkerTopic_v0(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = WritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes)
+    o = WritableTxnMarkerTopic(f_name, f_partition_indexes)
     return o, p
 
 
@@ -76,7 +76,7 @@ def _read_WritableTxnMarker_v0(r, p):
             f_topics.append(e)
     f_coordinator_epoch, = _S_i.unpack_from(r, p)
     p += 4
-    o = WritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch)
+    o = WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch)
     return o, p
 
 
@@ -89,7 +89,7 @@ def _read_WriteTxnMarkersRequest_v0(r, p):
         for _ in range(n):
             e, p = _read_WritableTxnMarker_v0(r, p)
             f_markers.append(e)
-    o = WriteTxnMarkersRequest(markers=f_markers)
+    o = WriteTxnMarkersRequest(f_markers)
     return o, p
 
 
@@ -100,7 +100,7 @@ def _read_WritableTxnMarkerTopic_v1(r, p):
         raise DecodeError('null array PartitionIndexes')
     else:
         f_partition_indexes, p = read_int_array(r, p, n, 'i', 4)
-    o = WritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes)
+    o = WritableTxnMarkerTopic(f_name, f_partition_indexes)
     if r[p] == 0:
         p += 1
     else:
@@ -121,7 +121,7 @@ def _read_WritableTxnMarker_v1(r, p):
             f_topics.append(e)
     f_coordinator_epoch, = _S_i.unpack_from(r, p)
     p += 4
-    o = WritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch)
+    o = WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch)
     if r[p] == 0:
         p += 1
     else:
@@ -138,7 +138,7 @@ def _read_WriteTxnMarkersRequest_v1(r, p):
         for _ in range(n):
             e, p = _read_WritableTxnMarker_v1(r, p)
             f_markers.append(e)
-    o = WriteTxnMarkersRequest(markers=f_markers)
+    o = WriteTxnMarkersRequest(f_markers)
     if r[p] == 0:
         p += 1
     else:

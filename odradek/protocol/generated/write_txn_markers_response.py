@@ -59,7 +59,7 @@ class WriteTxnMarkersResponse:
 def _read_WritableTxnMarkerPartitionResult_v0(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = WritableTxnMarkerPartitionResult(partition_index=f_partition_index, error_code=f_error_code)
+    o = WritableTxnMarkerPartitionResult(f_partition_index, f_error_code)
     return o, p
 
 
@@ -73,7 +73,7 @@ def _read_WritableTxnMarkerTopicResult_v0(r, p):
         for _ in range(n):
             e, p = _read_WritableTxnMarkerPartitionResult_v0(r, p)
             f_partitions.append(e)
-    o = WritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions)
+    o = WritableTxnMarkerTopicResult(f_name, f_partitions)
     return o, p
 
 
@@ -88,7 +88,7 @@ def _read_WritableTxnMarkerResult_v0(r, p):
         for _ in range(n):
             e, p = _read_WritableTxnMarkerTopicResult_v0(r, p)
             f_topics.append(e)
-    o = WritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics)
+    o = WritableTxnMarkerResult(f_producer_id, f_topics)
     return o, p
 
 
@@ -101,14 +101,14 @@ def _read_WriteTxnMarkersResponse_v0(r, p):
         for _ in range(n):
             e, p = _read_WritableTxnMarkerResult_v0(r, p)
             f_markers.append(e)
-    o = WriteTxnMarkersResponse(markers=f_markers)
+    o = WriteTxnMarkersResponse(f_markers)
     return o, p
 
 
 def _read_WritableTxnMarkerPartitionResult_v1(r, p):
     f_partition_index, f_error_code = _S_ih.unpack_from(r, p)
     p += 6
-    o = WritableTxnMarkerPartitionResult(partition_index=f_partition_index, error_code=f_error_code)
+    o = WritableTxnMarkerPartitionResult(f_partition_index, f_error_code)
     if r[p] == 0:
         p += 1
     else:
@@ -126,7 +126,7 @@ def _read_WritableTxnMarkerTopicResult_v1(r, p):
         for _ in range(n):
             e, p = _read_WritableTxnMarkerPartitionResult_v1(r, p)
             f_partitions.append(e)
-    o = WritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions)
+    o = WritableTxnMarkerTopicResult(f_name, f_partitions)
     if r[p] == 0:
         p += 1
     else:
@@ -145,7 +145,7 @@ def _read_WritableTxnMarkerResult_v1(r, p):
         for _ in range(n):
             e, p = _read_WritableTxnMarkerTopicResult_v1(r, p)
             f_topics.append(e)
-    o = WritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics)
+    o = WritableTxnMarkerResult(f_producer_id, f_topics)
     if r[p] == 0:
         p += 1
     else:
@@ -162,7 +162,7 @@ def _read_WriteTxnMarkersResponse_v1(r, p):
         for _ in range(n):
             e, p = _read_WritableTxnMarkerResult_v1(r, p)
             f_markers.append(e)
-    o = WriteTxnMarkersResponse(markers=f_markers)
+    o = WriteTxnMarkersResponse(f_markers)
     if r[p] == 0:
         p += 1
     else:

@@ -31,22 +31,33 @@ log = logging.getLogger("odradek.server")
 
 
 def handle(ctx, request):
-    broker = ctx.broker
+    broker = ctx.connection.broker
+    acks = request.acks
+    # Whole-request refusals, checked once rather than per partition (same answer for each).
+    refusal = None
+    if acks not in _VALID_ACKS:
+        refusal = (ErrorCode.INVALID_REQUIRED_ACKS, None)
+    elif request.transactional_id is not None:
+        refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
     topics = []
     waits = []
     appended = []
     for topic in request.topic_data:
+        name = topic.name
         responses = []
         for data in topic.partition_data:
-            resp, last_offset = _produce_one(broker, request, topic.name, data)
+            if refusal is not None:
+                resp, last_offset = _error(data.index, *refusal)
+            else:
+                resp, last_offset = _produce_one(broker, acks, name, data)
             responses.append(resp)
-            if resp.error_code == ErrorCode.NONE and last_offset >= 0:
-                appended.append((topic.name, data.index, resp))
-                if request.acks == -1:
-                    waits.append((topic.name, data.index, last_offset, resp))
-        topics.append(TopicProduceResponse(name=topic.name, partition_responses=responses))
-    flushes = broker.replica_manager.flushes_due_by_messages(appended)
-    if request.acks == 0:
+            if last_offset >= 0:
+                appended.append((name, data.index, resp))
+                if acks == -1:
+                    waits.append((name, data.index, last_offset, resp))
+        topics.append(TopicProduceResponse(name=name, partition_responses=responses))
+    flushes = broker.replica_manager.flushes_due_by_messages(appended) if appended else ()
+    if acks == 0:
         if flushes:
             broker.track(asyncio.ensure_future(flush_all([(log, up_to) for log, up_to, _ in flushes])))
         # No response to carry an error: Kafka closes the connection instead, which makes
@@ -75,40 +86,35 @@ async def _complete(broker, flushes, waits, timeout_ms: int, response):
     return response
 
 
-def _produce_one(broker, request, topic: str, data) -> tuple[PartitionProduceResponse, int]:
+def _error(index: int, code: ErrorCode, message: str | None = None) -> tuple[PartitionProduceResponse, int]:
+    return PartitionProduceResponse(index=index, error_code=code, base_offset=-1, error_message=message,
+                                    current_leader=None), -1
+
+
+def _produce_one(broker, acks: int, topic: str, data) -> tuple[PartitionProduceResponse, int]:
     """The partition's response and the last offset appended (-1 when none)."""
-
-    def error(code: ErrorCode, message: str | None = None):
-        resp = PartitionProduceResponse(index=data.index, error_code=code, base_offset=-1, error_message=message)
-        return resp, -1
-
-    if request.acks not in _VALID_ACKS:
-        return error(ErrorCode.INVALID_REQUIRED_ACKS)
-    if request.transactional_id is not None:
-        return error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
+    index = data.index
     if broker.is_internal_topic(topic) and not broker.allow_internal_writes:
-        return error(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{topic} is internal")
-    part, code = broker.leader_partition(topic, data.index)
+        return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{topic} is internal")
+    part, code = broker.leader_partition(topic, index)
     if part is None:
-        return error(code)
-    if request.acks == -1:
+        return _error(index, code)
+    if acks == -1:
         # Checked before appending, as Kafka does: acks=all promises min.insync.replicas copies.
         min_isr = broker.topics.min_insync_replicas(topic)
         if len(part.isr) < min_isr:
-            return error(ErrorCode.NOT_ENOUGH_REPLICAS, f"{len(part.isr)} in-sync replica(s) of "
-                         f"{topic}-{data.index}, min.insync.replicas is {min_isr}")
+            return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, f"{len(part.isr)} in-sync replica(s) of "
+                          f"{topic}-{index}, min.insync.replicas is {min_isr}")
     try:
         result = broker.replica_manager.append(part, data.records)
     except ProduceError as e:
-        broker.log_bad_input(f"produce to {topic}-{data.index} refused: {e.error.name}: {e}")
-        return error(e.error, str(e))
-    resp = PartitionProduceResponse(
-        index=data.index,
-        error_code=ErrorCode.NONE,
-        base_offset=result.base_offset,
-        log_append_time_ms=result.log_append_time,
-        log_start_offset=result.log_start_offset,
-    )
+        broker.log_bad_input(f"produce to {topic}-{index} refused: {e.error.name}: {e}")
+        return _error(index, e.error, str(e))
+    # No current_leader: it is for NOT_LEADER_OR_FOLLOWER answers, and leaving it None spares
+    # building (and, when encoding, comparing) a default LeaderIdAndEpoch per partition.
+    resp = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
+                                    log_append_time_ms=result.log_append_time,
+                                    log_start_offset=result.log_start_offset, current_leader=None)
     return resp, result.last_offset
 
 
