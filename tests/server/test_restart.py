@@ -23,9 +23,15 @@ from tests.server.wire import WireClient, produce_body
 RECORDS = 300
 
 
-def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+def produce(bootstrap: str, topic: str, n: int, start: int = 0, per_batch: int = 50) -> None:
+    """``n`` records in batches of at most ``per_batch`` (a flush after each): a torn tail
+    can then only take the last batch, whatever the client's timing."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=1)
-    futures = [producer.send(topic, key=b"k%d" % (i % 7), value=b"v%d" % i) for i in range(start, start + n)]
+    futures = []
+    for i in range(start, start + n):
+        futures.append(producer.send(topic, key=b"k%d" % (i % 7), value=b"v%d" % i))
+        if (i - start + 1) % per_batch == 0:
+            producer.flush()
     for f in futures:
         f.get(15)
     producer.close()
