@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from odradek.protocol.generated import APIS, ApiKey
 
-__all__ = ["ApiKey", "SUPPORTED", "SUPPORTED_KINDS", "supported_range", "is_supported"]
+__all__ = ["ApiKey", "SUPPORTED", "supported_range", "is_supported"]
 
 # Each API's full spec range unless narrowed here.
 _NARROWED: dict[ApiKey, tuple[int, int]] = {
@@ -30,13 +30,6 @@ _SERVED = [
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     key: _NARROWED.get(key, (APIS[key][3], APIS[key][4])) for key in _SERVED
 }
-
-
-# Every served (API key, version) as ``api_key << 16 | version``: the per-request check is
-# then one set lookup (the broker makes it for every request it reads).
-SUPPORTED_KINDS: frozenset[int] = frozenset(
-    (key << 16) | version for key, (low, high) in SUPPORTED.items() for version in range(low, high + 1)
-)
 
 
 def supported_range(api_key: int) -> tuple[int, int] | None:

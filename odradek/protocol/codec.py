@@ -137,7 +137,7 @@ def decode_request_header(frame) -> tuple[RequestHeader, int]:
     if len(buf) < 8:
         raise DecodeError("request header truncated")
     api_key, api_version, correlation_id = _API_PREFIX.unpack_from(buf, 0)
-    plan = _request_plans.get((api_key << 16) | (api_version & 0xFFFF))
+    plan = _request_plans.get(_kind(api_key, api_version))
     if plan is None:
         if api_key not in APIS:
             raise UnknownApiKeyError(api_key, correlation_id)
@@ -168,7 +168,7 @@ def _unknown_version_header(buf, api_key: int, api_version: int) -> RequestHeade
 def decode_request_body(header: RequestHeader, frame, pos: int):
     """Decode the body of a request whose header ``decode_request_header`` returned."""
     api_key, api_version = header.request_api_key, header.request_api_version
-    plan = _request_plans.get((api_key << 16) | (api_version & 0xFFFF)) or _request_plan(api_key, api_version)
+    plan = _request_plan(api_key, api_version)
     try:
         body, _ = plan[1](memoryview(frame), pos)
     except DecodeError:
@@ -227,9 +227,10 @@ def encode_response_frame(api_key: int, api_version: int, correlation_id: int, b
     """The whole response frame, size prefix and header included (a header with no tagged
     fields, which is every header a broker sends), as one EncodeBuffer; large records stay
     out of line as regions, counted in the size prefix."""
-    plan = _response_plans.get((api_key << 16) | (api_version & 0xFFFF))
+    kind = _kind(api_key, api_version)
+    plan = _response_plans.get(kind)
     if plan is None:
-        plan = _response_plans[_kind(api_key, api_version)] = (
+        plan = _response_plans[kind] = (
             response_header_version(api_key, api_version), response_module(api_key).WRITERS[api_version])
     flexible_header, writer = plan
     out = EncodeBuffer(8 + flexible_header)  # size, correlation id, [empty tagged fields]

@@ -214,10 +214,6 @@ class FrameParser:
         self._start, self._end = 0, remaining
 
 
-def size_prefix(size: int) -> bytes:
-    return _SIZE.pack(size)
-
-
 def frame(payload: bytes) -> bytes:
     """``payload`` with its size prefix."""
     return _SIZE.pack(len(payload)) + payload

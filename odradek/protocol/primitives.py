@@ -158,20 +158,10 @@ def read_nullable_string(buf, pos: int) -> tuple[str | None, int]:
 
 
 def read_compact_string(buf, pos: int) -> tuple[str, int]:
-    n = buf[pos] if pos < len(buf) else 0x80  # (past the end: _uvarint says truncated)
-    if n < 0x80:
-        pos += 1
-    else:
-        n, pos = _uvarint(buf, pos)
-    if n == 0:
+    value, pos = read_compact_nullable_string(buf, pos)
+    if value is None:
         raise DecodeError("null compact string where a string is required")
-    end = pos + n - 1
-    if end > len(buf):
-        _need(buf, pos, n - 1)
-    try:
-        return str(buf[pos:end], "utf-8"), end
-    except UnicodeDecodeError as e:
-        raise DecodeError(f"invalid UTF-8 in string at {pos}") from e
+    return value, pos
 
 
 def read_compact_nullable_string(buf, pos: int) -> tuple[str | None, int]:

@@ -38,7 +38,7 @@ import time
 from types import CoroutineType
 
 from odradek.protocol import codec
-from odradek.protocol.api_keys import SUPPORTED_KINDS, ApiKey
+from odradek.protocol.api_keys import ApiKey, is_supported
 from odradek.protocol.framing import FrameParser, FrameTooLargeError
 from odradek.protocol.primitives import DecodeError
 from odradek.server.handlers import api_versions
@@ -153,7 +153,7 @@ class Connection(asyncio.BufferedProtocol):
         except DecodeError as e:
             self.close(f"bad request header: {e}")
             return
-        if ((header.request_api_key << 16) | (header.request_api_version & 0xFFFF)) not in SUPPORTED_KINDS:
+        if not is_supported(header.request_api_key, header.request_api_version):
             if header.request_api_key == ApiKey.API_VERSIONS:
                 self._queue(RequestContext.for_header(self, header, 0), api_versions.unsupported())
             else:
