@@ -65,7 +65,6 @@ class Connection(asyncio.BufferedProtocol):
         self.broker = broker
         self.listener_name = listener_name
         self.parser = FrameParser(broker.config["socket.request.max.bytes"], reuse_limit=FRAME_REUSE_LIMIT)
-        self.get_buffer = self.parser.get_buffer
         self.max_queued = broker.config["queued.max.requests"]
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -104,8 +103,7 @@ class Connection(asyncio.BufferedProtocol):
         self._flush()
 
     # The transport receives straight into the parser's buffers (BufferedProtocol): a large
-    # produce request lands in its own frame buffer with no copy in user space. (__init__
-    # binds the parser's method over this one: no Python frame of ours per read.)
+    # produce request lands in its own frame buffer with no copy in user space.
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.parser.get_buffer(sizehint)
 

@@ -187,8 +187,7 @@ class Log(LogRemoval):
         if size == 0:
             raise ValueError("nothing to append")
         with self._lock:
-            if self._closed:
-                self._check_open()
+            self._check_open()
             if info.first_offset < self._leo:
                 raise InvalidAppendOffsetError(
                     f"append at {info.first_offset} below log end offset {self._leo}"
@@ -207,8 +206,9 @@ class Log(LogRemoval):
     def _maybe_roll(self, size: int, info: LogAppendInfo) -> LogSegment:
         segment = self._view.segments[-1]
         config = self.config
-        if segment.should_roll(size, info, config.segment_bytes, config.segment_ms, self._clock):
-            return self._roll(info.first_offset, self._clock.milliseconds())
+        now = self._clock.milliseconds()
+        if segment.should_roll(size, info, config.segment_bytes, config.segment_ms, now):
+            return self._roll(info.first_offset, now)
         return segment
 
     def roll(self) -> LogSegment:

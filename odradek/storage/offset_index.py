@@ -65,7 +65,6 @@ class OffsetIndex(IndexEntries):
         if self.is_full:
             raise ValueError("offset index is full")
         buf += _ENTRY.pack(rel, position)
-        self.is_full = len(buf) >= self._limit
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry whose offset is at or below ``offset``, or (base, 0)."""
@@ -100,7 +99,6 @@ class OffsetIndex(IndexEntries):
             keep -= 1
         if keep < n:
             del self._buf[keep * ENTRY_SIZE :]
-            self._changed()
 
     @classmethod
     def from_bytes(

@@ -36,6 +36,7 @@ from odradek.storage.errors import CorruptIndexError, CorruptSegmentError
 from odradek.storage.file_handle_cache import FileHandleCache, SegmentFile
 from odradek.storage.file_ops import fsync_path, unlink_quietly
 from odradek.storage.file_records import (
+    INT32_MAX,
     iter_headers,
     iter_valid_batches,
 )
@@ -48,7 +49,6 @@ TIME_INDEX_EXT = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
-INT32_MAX = 2**31 - 1
 
 
 def segment_name(base_offset: int) -> str:
@@ -285,28 +285,17 @@ class LogSegment(SegmentReads):
         return now_ms - self.created_ms
 
     def should_roll(self, size: int, info: LogAppendInfo, segment_bytes: int, segment_ms: int,
-                    clock) -> bool:
+                    now_ms: int) -> bool:
         """Whether an append of ``size`` bytes summarized by ``info`` must go to a new
         segment (Kafka's ``LogSegment.shouldRoll``): it would not fit in ``segment_bytes``,
-        the roll clock (``time_waited_for_roll``) reached ``segment_ms``, an index is full,
-        or its offsets would not fit the indexes' 32-bit relative offsets.
-
-        Asked before every append, so the usual case (timestamps known, nothing to roll)
-        reads attributes only: no clock, no calls.
-        """
+        its offsets would not fit the indexes' 32-bit relative offsets, an index is full, or
+        the roll clock (``time_waited_for_roll``) reached ``segment_ms``."""
         if self.size > segment_bytes - size or info.last_offset - self.base_offset > INT32_MAX:
             return True
         index = self._index  # the active segment's index is pinned in memory
-        if index is None:
-            index = self.index()
-        if index.offsets.is_full or index.times.is_full:
+        if (index if index is not None else self.index()).is_full:
             return True
-        if self.size == 0:
-            return False
-        first, incoming = self._first_batch_ts, info.max_timestamp
-        if first is not None and first >= 0 and incoming >= 0:
-            return incoming - first >= segment_ms
-        return self.time_waited_for_roll(clock.milliseconds(), incoming) >= segment_ms
+        return self.size > 0 and self.time_waited_for_roll(now_ms, info.max_timestamp) >= segment_ms
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty); scans from the last
@@ -330,12 +319,7 @@ class LogSegment(SegmentReads):
         self.size = position + size
         if self._first_batch_ts is None:
             self._first_batch_ts = info.max_timestamp
-        # The offset the time index gets for the largest timestamp, clamped into the append.
-        ts_offset = info.offset_of_max_timestamp
-        if ts_offset < info.first_offset:
-            ts_offset = info.first_offset
-        elif ts_offset > info.last_offset:
-            ts_offset = info.last_offset
+        ts_offset = min(max(info.offset_of_max_timestamp, info.first_offset), info.last_offset)
         index.track(position, size, info.last_offset, info.max_timestamp, ts_offset)
         return position
 

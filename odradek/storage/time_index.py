@@ -60,7 +60,6 @@ class TimeIndex(IndexEntries):
         if not skip_full_check and self.is_full:
             raise ValueError("time index is full")
         buf += _ENTRY.pack(timestamp, rel)
-        self.is_full = len(buf) >= self._limit
         return True
 
     def lookup_before(self, timestamp: int) -> int:
@@ -84,7 +83,6 @@ class TimeIndex(IndexEntries):
             keep -= 1
         if keep < n:
             del self._buf[keep * ENTRY_SIZE :]
-            self._changed()
 
     @classmethod
     def from_bytes(cls, base_offset: int, max_entries: int, data: bytes) -> TimeIndex:
