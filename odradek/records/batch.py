@@ -150,9 +150,7 @@ def validate(buf, pos: int = 0, size: int | None = None) -> BatchHeader:
     length is at least a bare header, the CRC-32C over attributes..end matches, and the
     offset delta and record count are not negative. Raises CorruptRecordError otherwise.
     """
-    if len(buf) - pos < BATCH_HEADER_SIZE:
-        raise CorruptRecordError("record batch header truncated")
-    header = _new_header(BatchHeader, _HEADER.unpack_from(buf, pos))  # read_header, inline
+    header = read_header(buf, pos)
     total = LOG_OVERHEAD + header.batch_length
     if header.magic != 2:
         raise CorruptRecordError(f"unsupported magic {header.magic}")
