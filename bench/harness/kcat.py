@@ -11,17 +11,28 @@ prepared file (``-l``; a line is the value, its newline the delimiter). kcat exi
 record is acknowledged (it flushes on exit). The consumer reads from the beginning and exits
 at the end of every partition (``-e``), printing one byte per record, which is counted.
 
-How the consumer spends its CPU (measured for issue 8): librdkafka allocates one op per
-message on its broker thread (``rd_kafka_op_new_fetch_msg`` -> ``calloc``) and kcat frees it
-on the main thread (``rd_kafka_consume_cb`` -> ``free``), both in the broker thread's glibc
-malloc arena. While the next Fetch response is parsed as the previous one is drained, the two
-threads take turns on that arena's lock (``futex`` waits in ``__lll_lock_wait_private``): a
-broker that answers a 4 MiB fetch in 3 ms makes kcat do that all the time; one that takes
-12 ms lets the drain finish first. ``BENCH_KCAT_PRELOAD`` (a path, e.g. Debian's
-``/usr/lib/x86_64-linux-gnu/libjemalloc.so.2``) runs kcat, for both brokers, on an allocator
-with per-thread caches, to measure the brokers without that client-side contention; it is
-off by default (the issue's figures are stock kcat's), and a run that used it says so in its
-versions (``kcat LD_PRELOAD``).
+Consumer settings: 4 MiB per partition per fetch, and two settings that keep librdkafka's
+prefetching from making the client the bottleneck when a broker answers fast (measured for
+issue 8; the same settings for both brokers):
+
+- ``fetch.queue.backoff.ms=10``: once more than ``queued.min.messages`` are queued,
+  librdkafka postpones the partition's next fetch by this long, 1000 ms by default. A broker
+  that answers a 4 MiB fetch in 3 ms fills the queue past 100,000 within a few fetches, and
+  kcat then sat idle for a second in a 1-2 s run (``-d fetch``: "Enqueue ... qlen 71051",
+  then the next fetch 1.0 s later). A slower broker never triggered it.
+- ``queued.min.messages=20000`` (default 100,000): librdkafka allocates one op per message on
+  its broker thread (``rd_kafka_op_new_fetch_msg`` -> ``calloc``) and kcat frees it on the
+  main thread (``rd_kafka_consume_cb`` -> ``free``), both in the broker thread's glibc malloc
+  arena. While the broker thread parses the next response as the main thread drains the
+  previous one, the two take turns on that arena's lock (``futex`` waits in
+  ``__lll_lock_wait_private``: 15k against a broker answering in 3 ms, 187 against one
+  answering in 12 ms) and kcat used 150-165% CPU to consume slower. With a queue target below
+  one 4 MiB fetch (~36,000 records), the broker thread waits while the main thread drains, as
+  it does anyway behind a slow broker: kcat is back at ~100% CPU.
+
+``BENCH_KCAT_PRELOAD`` (a path, e.g. Debian's ``/usr/lib/x86_64-linux-gnu/libjemalloc.so.2``)
+runs kcat, for both brokers, on an allocator with per-thread caches instead; it is off by
+default, and a run that used it says so in its versions (``kcat LD_PRELOAD``).
 """
 
 from __future__ import annotations
@@ -38,7 +49,8 @@ PRODUCER_CONFIG = {"linger.ms": "5", "batch.size": "1000000", "batch.num.message
                    "queue.buffering.max.messages": "2000000",
                    "queue.buffering.max.kbytes": "2097152", "compression.codec": "none"}
 CONSUMER_CONFIG = {"fetch.message.max.bytes": "4194304", "fetch.wait.max.ms": "100",
-                   "queued.max.messages.kbytes": "262144"}
+                   "queued.max.messages.kbytes": "262144", "fetch.queue.backoff.ms": "10",
+                   "queued.min.messages": "20000"}
 PRELOAD_ENV = "BENCH_KCAT_PRELOAD"
 
 
