@@ -86,6 +86,7 @@ class Broker:
                 reuse_address=True, backlog=1024,
             )
             sock = server.sockets[0]
+            set_buffer_sizes(sock, self.config)
             self.bound[listener.name] = (listener.host or socket.gethostname(), sock.getsockname()[1])
             self.servers.append(server)
 
@@ -218,3 +219,14 @@ class Broker:
             self._last_bad_input_log = now
             log.warning("%s", message)
 
+
+def set_buffer_sizes(sock: socket.socket, config) -> None:
+    """Kafka's ``socket.send.buffer.bytes`` and ``socket.receive.buffer.bytes`` (SO_SNDBUF,
+    SO_RCVBUF; -1 leaves the OS's own, which Linux grows with the traffic), set on the
+    listening socket: connections it accepts inherit them, and a receive buffer is in place
+    before the handshake announces the window."""
+    for key, option in (("socket.send.buffer.bytes", socket.SO_SNDBUF),
+                        ("socket.receive.buffer.bytes", socket.SO_RCVBUF)):
+        size = config[key]
+        if size != -1:
+            sock.setsockopt(socket.SOL_SOCKET, option, size)
