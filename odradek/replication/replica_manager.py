@@ -68,6 +68,13 @@ class ReplicaManager:
             if name == topic:
                 part.log.update_config(config)
 
+    def expire_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
+        """Forget, in every partition, the producers silent for ``producer_id_expiration_ms``
+        (Kafka's ``producer.id.expiration.ms``); how many entries went. A producer that comes
+        back is then unknown, and accepted with any sequence (KIP-360)."""
+        return sum(len(part.producer_state.expire(now_ms, producer_id_expiration_ms))
+                   for part in list(self.partitions.values()))
+
     # --- produce ----------------------------------------------------------------------------
     def append(self, part: Partition, records) -> ProduceResult:
         result = part.append_records_as_leader(records, self.clock.milliseconds())

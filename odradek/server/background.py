@@ -8,6 +8,8 @@
   offsets;
 - cleaner (``log.cleaner.backoff.ms``): compact ``cleanup.policy=compact`` logs in a worker
   thread;
+- producer ids (``producer.id.expiration.check.interval.ms``): forget the idempotent
+  producers silent for ``producer.id.expiration.ms``, so their state does not grow forever;
 - idle connections (``connections.max.idle.ms``).
 """
 
@@ -28,6 +30,8 @@ def background_tasks(broker):
                  lambda: _in_thread(broker.log_manager.checkpoint), "checkpoint")
     if cfg["log.cleaner.enable"]:
         yield _every(cfg["log.cleaner.backoff.ms"], lambda: _clean(broker), "cleaner")
+    yield _every(cfg["producer.id.expiration.check.interval.ms"], lambda: _expire_producers(broker),
+                 "producer id expiration")
     idle_ms = cfg["connections.max.idle.ms"]
     if idle_ms > 0:
         yield _every(min(idle_ms, 10_000), lambda: _close_idle(broker, idle_ms / 1000), "idle connections")
@@ -61,6 +65,13 @@ async def _retention(broker) -> None:
 async def _flush(broker) -> None:
     for task in broker.log_manager.flush_due(broker.clock.milliseconds()):
         await _in_thread(task.run)
+
+
+def _expire_producers(broker) -> None:
+    expired = broker.replica_manager.expire_producers(broker.clock.milliseconds(),
+                                                      broker.config["producer.id.expiration.ms"])
+    if expired:
+        log.info("expired %d producer id(s) silent for producer.id.expiration.ms", expired)
 
 
 async def _clean(broker) -> None:

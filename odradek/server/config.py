@@ -97,6 +97,7 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("group.max.session.timeout.ms", "int", 1800000, 0),
     _k("group.max.size", "int", 2147483647, 1),
     _k("producer.id.expiration.ms", "int", 86400000, 1),
+    _k("producer.id.expiration.check.interval.ms", "int", 600000, 1),
     _k("transactional.id.expiration.ms", "int", 604800000, 1),
     _k("transaction.state.log.replication.factor", "int", 3, 1),
     _k("transaction.state.log.min.isr", "int", 2, 1),

@@ -1,0 +1,48 @@
+"""The broker's periodic work: producer ids silent for ``producer.id.expiration.ms`` are
+forgotten every ``producer.id.expiration.check.interval.ms``, and a producer that comes back
+afterwards is accepted (KIP-360)."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Producer
+
+from odradek.testing.broker import InProcessBroker
+from tests.server.clients import unique_topic, wait_until
+
+
+def _produce(producer: Producer, topic: str, values: list[bytes]) -> None:
+    errors = []
+    for v in values:
+        producer.produce(topic, v, partition=0, on_delivery=lambda err, msg: err and errors.append(err))
+    assert producer.flush(30) == 0
+    assert errors == []
+
+
+def _producers(b: InProcessBroker, topic: str) -> int:
+    return len(b.broker.replica_manager.get(topic, 0).producer_state)
+
+
+def test_silent_producer_ids_expire_and_may_come_back(tmp_path):
+    props = {"producer.id.expiration.ms": "200", "producer.id.expiration.check.interval.ms": "50"}
+    with InProcessBroker(tmp_path / "data", **props) as b:
+        topic = unique_topic("expire")
+        producer = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        _produce(producer, topic, [b"a", b"b"])
+        assert _producers(b, topic) == 1
+        wait_until(lambda: _producers(b, topic) == 0, what="the silent producer id expired")
+        # The same producer (same id, next sequence) is accepted as an unknown producer.
+        _produce(producer, topic, [b"c"])
+        assert _producers(b, topic) == 1
+        assert b.broker.replica_manager.get(topic, 0).log_end_offset == 3
+
+
+def test_producer_ids_are_kept_until_they_have_been_silent_long_enough(tmp_path):
+    props = {"producer.id.expiration.check.interval.ms": "50"}  # expiration: Kafka's one day
+    with InProcessBroker(tmp_path / "data", **props) as b:
+        topic = unique_topic("keep")
+        producer = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        _produce(producer, topic, [b"a"])
+        time.sleep(0.5)  # ten checks
+        assert _producers(b, topic) == 1
