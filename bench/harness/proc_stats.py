@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -74,3 +75,30 @@ def self_cpu_seconds() -> float:
     """CPU seconds of this process so far (all threads): the in-process generators' cost."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+
+def wait_until_idle(pids: list[int], busy_below: float = 0.05, window_s: float = 0.25,
+                    timeout_s: float = 120.0) -> float:
+    """Wait until every process of ``pids`` used less than ``busy_below`` of a core over one
+    ``window_s``, or ``timeout_s`` passed; returns the seconds waited.
+
+    Why: a broker that fell behind (Tansu at rates it cannot sustain) works off its backlog
+    for seconds after its run ends, and would be counted as noise in the next broker's run.
+    A process that has exited counts as idle.
+    """
+    begin = time.monotonic()
+    while True:
+        before = {pid: _cpu_or_none(pid) for pid in pids}
+        time.sleep(window_s)
+        busy = [pid for pid, cpu in before.items()
+                if cpu is not None and (_cpu_or_none(pid) or cpu) - cpu >= busy_below * window_s]
+        waited = time.monotonic() - begin
+        if not busy or waited >= timeout_s:
+            return waited
+
+
+def _cpu_or_none(pid: int) -> float | None:
+    try:
+        return cpu_seconds(pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return None

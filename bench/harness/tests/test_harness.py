@@ -81,6 +81,7 @@ def test_summarize_strips_the_loop_frames_and_counts_self_and_total():
 class _B:
     def __init__(self, name):
         self.name = name
+        self.pid = os.getpid()  # idle while alternate waits for it
 
 
 def test_alternate_flips_the_order_and_reports_medians_and_ratio():
@@ -94,6 +95,30 @@ def test_alternate_flips_the_order_and_reports_medians_and_ratio():
     assert order == ["odradek", "tansu", "tansu", "odradek", "odradek", "tansu"]
     assert comp.median("odradek", "throughput") == 11.0
     assert comp.ratio("throughput") == pytest.approx(11.0 / 6.0)
+    assert all(r["settle_s"] >= 0 for runs in comp.runs.values() for r in runs)
+
+
+def test_wait_until_idle_waits_for_a_busy_process(tmp_path):
+    import subprocess
+    import threading
+
+    stop = tmp_path / "stop"
+    spin = ("import os, sys, time\n"
+            "while not os.path.exists(sys.argv[1]): pass\n"
+            "time.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", spin, str(stop)])
+    try:
+        done = threading.Event()
+        waiter = threading.Thread(target=lambda: (proc_stats.wait_until_idle([child.pid]), done.set()))
+        waiter.start()
+        assert not done.wait(1.0)  # still spinning: still waiting
+        stop.touch()
+        assert done.wait(30)  # idle now: the wait ends
+        waiter.join()
+    finally:
+        child.kill()
+        child.wait()
+    assert proc_stats.wait_until_idle([child.pid], timeout_s=30) < 30  # exited counts as idle: no timeout
 
 
 def _results() -> dict:
