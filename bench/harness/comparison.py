@@ -1,9 +1,10 @@
 """A workload measured on both brokers: alternating runs, medians and the ratio odradek/peer.
 
 Runs alternate (odradek, peer, peer, odradek, odradek, ...: the order flips every repetition)
-so a slow phase of a noisy machine falls on both brokers alike. Each run starts once both
-brokers are idle (``wait_until_idle``; the wait is kept as ``settle_s``), so a broker still
-working off the previous run's backlog does not disturb the next. Every run gives a dict of
+so a slow phase of a noisy machine falls on both brokers alike. Each run starts from the same
+state (``measure.settle``: dirty pages written back, both brokers idle; the time it took is
+kept as ``settle_s``), so neither the previous run's writeback nor a broker still working off
+its backlog disturbs the next. Every run gives a dict of
 metrics; the comparison keeps all runs and reports each metric's median per broker and the
 ratio of the medians, odradek over peer. Two metrics carry the headline of every workload:
 
@@ -17,7 +18,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .proc_stats import wait_until_idle
+from .measure import settle
 
 ODRADEK, PEER = "odradek", "tansu"
 
@@ -71,7 +72,7 @@ def alternate(brokers: list, reps: int, run_one: Callable[[object, int], dict | 
     for rep in range(reps):
         order = brokers if rep % 2 == 0 else list(reversed(brokers))
         for broker in order:
-            settle_s = wait_until_idle([b.pid for b in brokers])
+            settle_s = settle([b.pid for b in brokers])
             metrics = run_one(broker, rep)
             if metrics is not None:
                 comparison.add(broker.name, {"rep": rep, **metrics, "settle_s": settle_s})

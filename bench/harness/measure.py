@@ -9,12 +9,13 @@ machine, which a reader of the results should see next to the numbers they distu
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .proc_stats import cpu_seconds, system_busy_seconds
+from .proc_stats import cpu_seconds, system_busy_seconds, wait_until_idle
 
 
 def _rusage_seconds(who: int) -> float:
@@ -48,3 +49,18 @@ def measured(pid: int, fn: Callable[[], Any]) -> Measured:
     client = (_rusage_seconds(resource.RUSAGE_SELF) - self0
               + _rusage_seconds(resource.RUSAGE_CHILDREN) - children0)
     return Measured(value, wall, broker, client, busy - broker - client)
+
+
+def settle(pids: list[int]) -> float:
+    """Bring the machine to the same state before every run; returns the seconds it took.
+
+    ``os.sync()`` first: the page cache's dirty data from earlier runs is written back now
+    rather than during the next run, where its writeback would slow odradek's appends (the
+    kernel throttles writers past ``vm.dirty_background_ratio``) and show as noise; the
+    targets are about writing into the page cache. Then ``wait_until_idle``: a broker still
+    working off an earlier run's backlog (Tansu at rates it cannot sustain) finishes first.
+    """
+    begin = time.monotonic()
+    os.sync()
+    wait_until_idle(pids)
+    return time.monotonic() - begin
