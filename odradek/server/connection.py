@@ -139,7 +139,7 @@ class Connection(asyncio.BufferedProtocol):
             self._flush()
 
     # --- requests -------------------------------------------------------------------------
-    def _handle_frame(self, frame: bytearray) -> None:
+    def _handle_frame(self, frame: bytearray | memoryview) -> None:
         try:
             header, pos = codec.decode_request_header(frame)
         except codec.UnsupportedVersionError as e:
