@@ -7,7 +7,9 @@ The produce path (``append_records_as_leader``) does per-batch work only, never 
 2. legacy message sets (magic 0/1) are converted to v2 batches first (the one place where
    records are touched, for clients that old);
 3. validate each batch: CRC-32C, magic, ``last_offset_delta + 1 == records_count``, size
-   within ``max.message.bytes``, no control batches from clients;
+   within ``max.message.bytes``, no control batches from clients, and on CreateTime topics
+   timestamps within ``message.timestamp.before.max.ms`` / ``after.max.ms`` of the broker's
+   clock (``_timestamp_limits``, from the header only);
 4. check idempotent producers' sequence numbers (duplicates are acknowledged with the offsets
    they were first written at, and not appended again);
 5. assign offsets by patching each batch's base offset and partition leader epoch in place
@@ -27,7 +29,10 @@ from odradek.records import batch as rb
 from odradek.records.conversion import legacy_to_v2
 from odradek.records.errors import CorruptRecordError, InvalidRecordError
 from odradek.storage.append_info import LogAppendInfo
-from odradek.storage.config import LOG_APPEND_TIME
+from odradek.storage.config import LOG_APPEND_TIME, LONG_MAX
+
+# The distance of an unlimited bound from the clock: no int64 timestamp is beyond it.
+_UNLIMITED = 2**64
 
 
 class ProduceError(Exception):
@@ -60,6 +65,9 @@ class Partition:
     producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
     # Log end offsets of followers, by broker id (for the high watermark).
     follower_end_offsets: dict[int, int] = field(default_factory=dict)
+    # ``_timestamp_limits`` of the log's config, with that config: recomputed only when a
+    # config change replaced it, so a produce pays an identity test, not two property calls.
+    timestamp_limits: tuple = field(default=(None, _UNLIMITED, _UNLIMITED), repr=False, compare=False)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -90,9 +98,16 @@ class Partition:
         except InvalidRecordError as e:
             raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
         max_message_bytes = config.max_message_bytes
+        limits = self.timestamp_limits
+        if limits[0] is not config:
+            limits = self.timestamp_limits = _timestamp_limits(config)
+        low, high = now_ms - limits[1], now_ms + limits[2]
         idempotent = False
         for _, size, header in batches:
             _validate_client_batch(header, size, max_message_bytes)
+            # Two comparisons per batch; only a batch past a bound pays for a call.
+            if header.base_timestamp < low or header.max_timestamp > high:
+                _check_timestamps(header, low, high)
             idempotent = idempotent or header.producer_id >= 0
         if idempotent:
             duplicate = self._check_producers(batches)
@@ -199,6 +214,55 @@ def _split_batches(records):
         batches.append((pos, size, rb.validate(buf, pos, size)))
         pos += size
     return buf, batches
+
+
+def _timestamp_limits(config) -> tuple:
+    """``(config, before, after)``: a produced batch's timestamps must lie within
+    ``[now - before, now + after]`` of the broker's clock.
+
+    Kafka's ``LogValidator.validateTimestamp`` (3.6+, KIP-937) refuses a record whose
+    timestamp is more than ``message.timestamp.before.max.ms`` before the broker's clock or
+    more than ``message.timestamp.after.max.ms`` after it (each falling back to the deprecated
+    ``message.timestamp.difference.max.ms`` while at its ``Long.MAX_VALUE`` default; see
+    ``LogConfig.timestamp_before_max_ms``); records without a timestamp (-1) are not checked,
+    nor are LogAppendTime topics. A limit left at ``Long.MAX_VALUE`` is no limit at all
+    (``_UNLIMITED``, beyond any int64 timestamp).
+    """
+    if config.message_timestamp_type == LOG_APPEND_TIME:
+        return (config, _UNLIMITED, _UNLIMITED)
+    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+    return (config, _UNLIMITED if before == LONG_MAX else before, _UNLIMITED if after == LONG_MAX else after)
+
+
+def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:
+    """Raise INVALID_TIMESTAMP (32) if the batch's timestamps are outside ``[low, high]``.
+
+    Batches travel verbatim and the produce path decodes no record, so only the header is
+    checked: ``base_timestamp`` (the first record's timestamp, from which the others are
+    stored as deltas) against ``low``, and ``max_timestamp`` (the largest record timestamp,
+    as the producer wrote it; the broker keeps it) against ``high``. Every record is thus
+    checked against ``high``, but against ``low`` only the first one: a later record whose
+    timestamp is below the batch's base timestamp (a negative delta) is not checked,
+    because finding it means decoding, and for compressed batches decompressing, every
+    record, which this path never does. Kafka checks each record; producers stamp records in
+    the order they are appended to a batch, so such a record is rare (a timestamp the
+    application set explicitly). A failing batch fails the whole partition's append, as in
+    Kafka; the client sees INVALID_TIMESTAMP, which it does not retry.
+    """
+    base, top = header.base_timestamp, header.max_timestamp
+    if base != rb.NO_TIMESTAMP and base < low:
+        ts, which = base, "first"
+    elif top != rb.NO_TIMESTAMP and top > high:
+        ts, which = top, "largest"
+    else:
+        return  # only a missing timestamp (-1) was past the bound
+    shown_low = "-inf" if low < -(2**63) else low
+    shown_high = "+inf" if high >= 2**63 else high
+    raise ProduceError(
+        ErrorCode.INVALID_TIMESTAMP,
+        f"One or more records have been rejected due to invalid timestamp: timestamp {ts} of the "
+        f"batch's {which} record is out of range; it should be within [{shown_low}, {shown_high}]",
+    )
 
 
 def _validate_client_batch(header: rb.BatchHeader, size: int, max_message_bytes: int) -> None:

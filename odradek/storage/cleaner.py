@@ -4,8 +4,11 @@ A pass over one log:
 
 1. The cleanable range is the run of inactive segments from the start of the log up to the
    first segment holding a record younger than ``min.compaction.lag.ms``; the pass runs when
-   the dirty part (segments at or past the cleaner checkpoint) is at least
-   ``min.cleanable.dirty.ratio`` of it (or when forced).
+   the range has a dirty part (segments at or past the cleaner checkpoint) and either that
+   part is more than ``min.cleanable.dirty.ratio`` of it, or the log *must* be cleaned
+   because a dirty record is older than ``max.compaction.lag.ms`` (``compaction_delay``), or
+   the pass is forced. Kafka's ``LogCleanerManager.grabFilthiestCompactedLog`` uses the same
+   test: ``(needCompactionNow && cleanableBytes > 0) || cleanableRatio > minCleanableRatio``.
 2. An offset map ``key -> last offset`` is built over the range (control batches aside);
    at most ``max_map_keys`` keys: a range that would need more is cut after the segment
    that crossed the limit, as Kafka's dedupe buffer does. The same scan notes each producer
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from itertools import pairwise
 
 from odradek.records import compression as codecs
 from odradek.records.batch import (
@@ -61,7 +65,7 @@ from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import RecordBatch
 from odradek.records.record import Record, encode_record
 from odradek.storage.append_info import LogAppendInfo
-from odradek.storage.config import LogConfig
+from odradek.storage.config import LONG_MAX, LogConfig
 from odradek.storage.errors import CorruptSegmentError
 from odradek.storage.log import Log, settings_of
 from odradek.storage.segment import CLEANED_SUFFIX, LogSegment
@@ -117,15 +121,50 @@ class LogCleaner:
         dirty = sum(s.size for s, nxt in zip(segments, nexts) if nxt > first_dirty_offset)
         return dirty / total
 
+    def compaction_delay(self, log: Log, now_ms: int, first_dirty_offset: int) -> int:
+        """How long ago the log became due for cleaning by ``max.compaction.lag.ms``; 0 when
+        it is not due (Kafka's ``LogCleanerManager.maxCompactionDelay``).
+
+        The earliest dirty record's time is estimated as the smallest first-batch timestamp
+        (``LogSegment.first_batch_timestamp``: the first batch's max timestamp) over the
+        inactive segments holding offsets at or past ``first_dirty_offset``; as in Kafka,
+        timestamps at or below 0 (none, -1) are left out, so a segment without timestamps
+        never makes a log due (its creation time is not used). The active segment is not
+        looked at: ``Log`` rolls it by ``max_segment_ms`` on the next append instead.
+        """
+        lag = log.config.max_compaction_lag_ms
+        if lag == LONG_MAX:
+            return 0  # now - lag is below every positive timestamp: skip the header reads
+        segments = log.segments
+        earliest = LONG_MAX
+        for segment, nxt in pairwise(segments):
+            if nxt.base_offset <= first_dirty_offset:
+                continue  # wholly clean
+            try:
+                ts = segment.first_batch_timestamp()
+            except (OSError, EOFError):
+                continue  # removed or truncated under us: the next pass sees the new list
+            if ts is not None and 0 < ts < earliest:
+                earliest = ts
+        clean_until = now_ms - lag
+        return clean_until - earliest if earliest < clean_until else 0
+
     def clean(
         self, log: Log, now_ms: int, first_dirty_offset: int = 0, force: bool = False
     ) -> CleanerStats | None:
-        """One compaction pass over ``log``; None when nothing was (or could be) done."""
+        """One compaction pass over ``log``; None when nothing was (or could be) done.
+
+        Unless forced, the pass needs cleanable dirty bytes and either a dirty ratio above
+        ``min.cleanable.dirty.ratio`` (strictly, as Kafka compares) or a positive
+        ``compaction_delay``."""
         if not log.config.compact_enabled:
             return None
         if not force:
             ratio = self.dirty_ratio(log, now_ms, first_dirty_offset)
-            if ratio <= 0 or ratio < log.config.min_cleanable_dirty_ratio:
+            if ratio <= 0 or (
+                ratio <= log.config.min_cleanable_dirty_ratio
+                and self.compaction_delay(log, now_ms, first_dirty_offset) == 0
+            ):
                 return None
         try:
             plan = self._plan(log, now_ms)

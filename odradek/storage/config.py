@@ -9,13 +9,18 @@ the way Kafka's ``LogConfig`` does. Keys it does not know are ignored, because t
 Defaults are Kafka's: 1 GiB segments rolled after 7 days, 10 MiB index limit with an entry per
 4096 bytes, 7 days of retention by time and none by size, ``delete`` policy, and flushing left
 to the OS (``Long.MAX_VALUE`` messages and milliseconds).
+
+Besides each field's own range, one rule spans two fields, as in Kafka's
+``LogConfig.validateValues``: ``min.compaction.lag.ms`` may not exceed ``max.compaction.lag.ms``.
+Derived settings Kafka's ``LogConfig`` computes are methods here: ``max_segment_ms``,
+``random_segment_jitter``, ``timestamp_before_max_ms`` and ``timestamp_after_max_ms``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Protocol
 
 from odradek.storage.errors import InvalidConfigError
 
@@ -33,12 +38,20 @@ _HOUR_MS = 3_600_000
 _MINUTE_MS = 60_000
 
 
+class RandomSource(Protocol):
+    """What ``random_segment_jitter`` draws from (``random.Random`` fits; tests pass a seeded
+    one or a stub)."""
+
+    def randrange(self, stop: int) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     """Settings of one partition log; field comments give the Kafka topic-level name."""
 
     segment_bytes: int = 1_073_741_824  # segment.bytes
     segment_ms: int = 7 * 24 * _HOUR_MS  # segment.ms
+    segment_jitter_ms: int = 0  # segment.jitter.ms
     segment_index_bytes: int = 10_485_760  # segment.index.bytes
     index_interval_bytes: int = 4096  # index.interval.bytes
     retention_ms: int = 7 * 24 * _HOUR_MS  # retention.ms (-1: keep forever)
@@ -46,16 +59,26 @@ class LogConfig:
     cleanup_policy: tuple[str, ...] = (DELETE,)  # cleanup.policy
     delete_retention_ms: int = 24 * _HOUR_MS  # delete.retention.ms
     min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms
     min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
     flush_messages: int = LONG_MAX  # flush.messages
     flush_ms: int = LONG_MAX  # flush.ms
     max_message_bytes: int = 1_048_588  # max.message.bytes
     message_timestamp_type: str = CREATE_TIME  # message.timestamp.type
+    # Deprecated since Kafka 3.6 (KIP-937) for the two below; see timestamp_before_max_ms.
+    message_timestamp_difference_max_ms: int = LONG_MAX  # message.timestamp.difference.max.ms
+    message_timestamp_before_max_ms: int = LONG_MAX  # message.timestamp.before.max.ms
+    message_timestamp_after_max_ms: int = LONG_MAX  # message.timestamp.after.max.ms
     file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
 
     def __post_init__(self) -> None:
         for f in fields(self):
             _check_field(f.name, getattr(self, f.name))
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise InvalidConfigError(
+                f"conflict topic config setting min.compaction.lag.ms ({self.min_compaction_lag_ms})"
+                f" > max.compaction.lag.ms ({self.max_compaction_lag_ms})"
+            )
 
     @property
     def delete_enabled(self) -> bool:
@@ -66,6 +89,47 @@ class LogConfig:
     def compact_enabled(self) -> bool:
         """True when the cleaner compacts the log."""
         return COMPACT in self.cleanup_policy
+
+    @property
+    def max_segment_ms(self) -> int:
+        """How long the active segment may stay open (Kafka's ``LogConfig.maxSegmentMs``):
+        ``segment.ms``, or for a compacted log the smaller of it and ``max.compaction.lag.ms``,
+        since the cleaner never touches the active segment (KIP-354)."""
+        if COMPACT in self.cleanup_policy:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
+    def random_segment_jitter(self, rng: RandomSource) -> int:
+        """The roll jitter for a new segment (Kafka's ``LogConfig.randomSegmentJitter``): 0
+        when ``segment.jitter.ms`` is 0, else uniform in [0, min(segment.jitter.ms,
+        max_segment_ms)). The segment rolls by time once its roll clock reaches
+        ``max_segment_ms`` minus this, so partitions created together do not all roll at
+        once.
+
+        Kafka bounds the draw by ``segment.ms`` instead: on a compacted topic whose
+        ``max.compaction.lag.ms`` is below the jitter, its roll threshold
+        (``maxSegmentMs - rollJitterMs``) can go negative and every append rolls a new
+        segment. Bounding by ``max_segment_ms`` keeps the threshold at 1 ms or more; for every
+        other topic the two bounds are the same."""
+        if self.segment_jitter_ms == 0:
+            return 0
+        return rng.randrange(min(self.segment_jitter_ms, self.max_segment_ms))
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """How far before the broker's clock a CreateTime timestamp may be (Kafka's
+        ``LogConfig.messageTimestampBeforeMaxMs``): ``message.timestamp.before.max.ms`` when
+        it is not the default ``Long.MAX_VALUE``, else the deprecated
+        ``message.timestamp.difference.max.ms``."""
+        before = self.message_timestamp_before_max_ms
+        return before if before != LONG_MAX else self.message_timestamp_difference_max_ms
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        """How far after the broker's clock a CreateTime timestamp may be: the same rule with
+        ``message.timestamp.after.max.ms``."""
+        after = self.message_timestamp_after_max_ms
+        return after if after != LONG_MAX else self.message_timestamp_difference_max_ms
 
     @classmethod
     def from_properties(
@@ -90,6 +154,11 @@ class LogConfig:
 _PROPERTY_NAMES: dict[str, list[tuple[str, int]]] = {
     "segment_bytes": [("segment.bytes", 1), ("log.segment.bytes", 1)],
     "segment_ms": [("segment.ms", 1), ("log.roll.ms", 1), ("log.roll.hours", _HOUR_MS)],
+    "segment_jitter_ms": [
+        ("segment.jitter.ms", 1),
+        ("log.roll.jitter.ms", 1),
+        ("log.roll.jitter.hours", _HOUR_MS),
+    ],
     "segment_index_bytes": [("segment.index.bytes", 1), ("log.index.size.max.bytes", 1)],
     "index_interval_bytes": [("index.interval.bytes", 1), ("log.index.interval.bytes", 1)],
     "retention_ms": [
@@ -105,6 +174,10 @@ _PROPERTY_NAMES: dict[str, list[tuple[str, int]]] = {
         ("min.compaction.lag.ms", 1),
         ("log.cleaner.min.compaction.lag.ms", 1),
     ],
+    "max_compaction_lag_ms": [
+        ("max.compaction.lag.ms", 1),
+        ("log.cleaner.max.compaction.lag.ms", 1),
+    ],
     "min_cleanable_dirty_ratio": [
         ("min.cleanable.dirty.ratio", 1),
         ("log.cleaner.min.cleanable.ratio", 1),
@@ -115,6 +188,18 @@ _PROPERTY_NAMES: dict[str, list[tuple[str, int]]] = {
     "message_timestamp_type": [
         ("message.timestamp.type", 1),
         ("log.message.timestamp.type", 1),
+    ],
+    "message_timestamp_difference_max_ms": [
+        ("message.timestamp.difference.max.ms", 1),
+        ("log.message.timestamp.difference.max.ms", 1),
+    ],
+    "message_timestamp_before_max_ms": [
+        ("message.timestamp.before.max.ms", 1),
+        ("log.message.timestamp.before.max.ms", 1),
+    ],
+    "message_timestamp_after_max_ms": [
+        ("message.timestamp.after.max.ms", 1),
+        ("log.message.timestamp.after.max.ms", 1),
     ],
     "file_delete_delay_ms": [("file.delete.delay.ms", 1), ("log.segment.delete.delay.ms", 1)],
 }
@@ -162,17 +247,22 @@ def _parse_policy(key: str, raw: Any) -> tuple[str, ...]:
 _RANGES: dict[str, tuple[float, float]] = {
     "segment_bytes": (14, INT_MAX),
     "segment_ms": (1, LONG_MAX),
+    "segment_jitter_ms": (0, LONG_MAX),
     "segment_index_bytes": (4, INT_MAX),
     "index_interval_bytes": (0, INT_MAX),
     "retention_ms": (-1, LONG_MAX),
     "retention_bytes": (_LONG_MIN, LONG_MAX),
     "delete_retention_ms": (0, LONG_MAX),
     "min_compaction_lag_ms": (0, LONG_MAX),
+    "max_compaction_lag_ms": (1, LONG_MAX),
     "min_cleanable_dirty_ratio": (0.0, 1.0),
     "flush_messages": (1, LONG_MAX),
     "flush_ms": (0, LONG_MAX),
     "max_message_bytes": (0, INT_MAX),
     "file_delete_delay_ms": (0, LONG_MAX),
+    "message_timestamp_difference_max_ms": (0, LONG_MAX),
+    "message_timestamp_before_max_ms": (0, LONG_MAX),
+    "message_timestamp_after_max_ms": (0, LONG_MAX),
 }
 
 

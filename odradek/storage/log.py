@@ -20,12 +20,19 @@ Concurrency (seed 003's copy-on-write segment list):
 
 Time comes from the injected clock (``segment.ms`` rolls, ``flush.ms``); passes that act on
 time (``delete_old_segments``, ``flush_due``) take ``now_ms`` from the caller.
+
+Rolling by time (Kafka's ``UnifiedLog.maybeRoll``) happens only on an append: the active
+segment goes once its roll clock reaches ``LogConfig.max_segment_ms`` (``segment.ms``, or for a
+compacted log at most ``max.compaction.lag.ms``, so that a record in it can be compacted in
+time) less the segment's ``roll_jitter_ms``. Each segment draws that jitter once, when it is
+created or loaded, from the injected random source (``segment.jitter.ms``; seed it in tests).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import threading
 from collections.abc import Iterator
 
@@ -33,7 +40,7 @@ from odradek.records.batch import BatchHeader
 from odradek.records.reader import RecordBatch
 from odradek.storage.append_info import AppendResult, LogAppendInfo, TimestampOffset
 from odradek.storage.clock import Clock
-from odradek.storage.config import LogConfig
+from odradek.storage.config import LogConfig, RandomSource
 from odradek.storage.errors import (
     InvalidAppendOffsetError,
     LogClosedError,
@@ -54,6 +61,8 @@ logger = logging.getLogger(__name__)
 INT32_MAX = 2**31 - 1
 # A read that finds its segment deleted under it retries on a fresh view this many times.
 _READ_ATTEMPTS = 4
+# Where segment jitter comes from unless the log is given its own source.
+_JITTER_RANDOM = random.Random()
 
 
 def settings_of(config: LogConfig) -> SegmentSettings:
@@ -72,11 +81,14 @@ class Log(LogRemoval):
         clock: Clock,
         cache: FileHandleCache,
         loaded: LoadedLog,
+        rng: RandomSource | None = None,
     ) -> None:
         self.directory = directory
         self.topic = topic
         self.partition = partition
         self.config = config
+        self._roll_ms = config.max_segment_ms  # kept, so that appends need no property call
+        self._rng = rng if rng is not None else _JITTER_RANDOM
         self._clock = clock
         self._cache = cache
         self._view = SegmentList.of(loaded.segments)
@@ -90,6 +102,8 @@ class Log(LogRemoval):
         self._truncations = 0
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False
+        for segment in loaded.segments:  # Kafka draws a jitter for each segment it loads
+            segment.roll_jitter_ms = config.random_segment_jitter(self._rng)
 
     @classmethod
     def open(
@@ -104,9 +118,11 @@ class Log(LogRemoval):
         recovery_point: int = 0,
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
+        rng: RandomSource | None = None,
     ) -> Log:
         """Open (creating if needed) the log in ``directory``, recovering it if the last
-        stop was unclean (see ``log_loader``)."""
+        stop was unclean (see ``log_loader``). ``rng`` draws the segments' roll jitter
+        (default: a module-wide ``random.Random``)."""
         os.makedirs(directory, exist_ok=True)
         loaded = load_log(
             directory,
@@ -117,7 +133,7 @@ class Log(LogRemoval):
             log_start_offset=log_start_offset,
             clean_shutdown=clean_shutdown,
         )
-        return cls(directory, topic, partition, config, clock, cache, loaded)
+        return cls(directory, topic, partition, config, clock, cache, loaded, rng)
 
     def __repr__(self) -> str:
         return (
@@ -162,9 +178,11 @@ class Log(LogRemoval):
         return self._closed
 
     def update_config(self, config: LogConfig) -> None:
-        """Apply new settings (index sizes apply to segments created from now on)."""
+        """Apply new settings (index sizes and roll jitter apply to segments created from
+        now on)."""
         with self._lock:
             self.config = config
+            self._roll_ms = config.max_segment_ms
 
     def _check_open(self) -> None:
         if self._closed:
@@ -207,7 +225,7 @@ class Log(LogRemoval):
         segment = self._view.segments[-1]
         config = self.config
         now = self._clock.milliseconds()
-        if segment.should_roll(size, info, config.segment_bytes, config.segment_ms, now):
+        if segment.should_roll(size, info, config.segment_bytes, self._roll_ms, now):
             return self._roll(info.first_offset, now)
         return segment
 
@@ -234,8 +252,10 @@ class Log(LogRemoval):
         return segment
 
     def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        config = self.config
         return LogSegment.create(
-            self.directory, base_offset, self._cache, settings_of(self.config), now_ms
+            self.directory, base_offset, self._cache, settings_of(config), now_ms,
+            roll_jitter_ms=config.random_segment_jitter(self._rng),
         )
 
     # -- reads ------------------------------------------------------------------------------

@@ -294,8 +294,9 @@ class LogManager:
         return count + len(due)
 
     def run_cleaner(self, now_ms: int, force: bool = False) -> dict[TopicPartition, CleanerStats]:
-        """One compaction pass over each compacted log whose dirty ratio calls for it (all
-        of them when ``force``); the broker runs this in the cleaner thread."""
+        """One compaction pass over each compacted log whose dirty ratio or
+        ``max.compaction.lag.ms`` calls for it (``LogCleaner.clean`` decides; all of them
+        when ``force``); the broker runs this in the cleaner thread."""
         done = {}
         for tp, log in self.all_logs().items():
             if not log.config.compact_enabled:

@@ -69,6 +69,7 @@ class LogSegment(SegmentReads):
         size: int,
         created_ms: int,
         suffix: str = "",
+        roll_jitter_ms: int = 0,
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
@@ -76,6 +77,9 @@ class LogSegment(SegmentReads):
         self.size = size
         self.created_ms = created_ms
         self.suffix = suffix
+        # Drawn once per segment (``LogConfig.random_segment_jitter``): the time roll comes
+        # this much before ``segment.ms`` (Kafka's ``LogSegment.rollJitterMs``).
+        self.roll_jitter_ms = roll_jitter_ms
         self.sealed = True
         self._cache = cache
         self._file: SegmentFile | None = None
@@ -102,9 +106,10 @@ class LogSegment(SegmentReads):
         settings: SegmentSettings,
         now_ms: int,
         suffix: str = "",
+        roll_jitter_ms: int = 0,
     ) -> LogSegment:
         """A new, empty, active segment (any stale files of the same name are replaced)."""
-        seg = cls(directory, base_offset, cache, settings, 0, now_ms, suffix)
+        seg = cls(directory, base_offset, cache, settings, 0, now_ms, suffix, roll_jitter_ms)
         for path in (seg.index_path, seg.time_index_path):
             unlink_quietly(path)
         file = SegmentFile(seg.log_path, create=True)
@@ -273,13 +278,22 @@ class LogSegment(SegmentReads):
         except FileNotFoundError:
             return self.created_ms
 
-    def time_waited_for_roll(self, now_ms: int, incoming_max_ts: int) -> int:
-        """Kafka's roll clock: time from the first batch's timestamp to the incoming one
-        when both are known, else time since the segment was created or loaded."""
+    def first_batch_timestamp(self) -> int | None:
+        """The first batch's max timestamp (-1 when it has none), None for an empty segment;
+        read once and kept (Kafka's ``rollingBasedTimestamp``). The roll clock and the
+        cleaner's ``max.compaction.lag.ms`` both start from it."""
         first = self._first_batch_ts
         if first is None and self.size > 0:
             first = read_header(self.handle().read_exact(0, BATCH_HEADER_SIZE)).max_timestamp
             self._first_batch_ts = first
+        return first
+
+    def time_waited_for_roll(self, now_ms: int, incoming_max_ts: int) -> int:
+        """Kafka's roll clock: time from the first batch's timestamp to the incoming one
+        when both are known, else time since the segment was created or loaded."""
+        first = self._first_batch_ts
+        if first is None:
+            first = self.first_batch_timestamp()
         if first is not None and first >= 0 and incoming_max_ts >= 0:
             return incoming_max_ts - first
         return now_ms - self.created_ms
@@ -289,13 +303,18 @@ class LogSegment(SegmentReads):
         """Whether an append of ``size`` bytes summarized by ``info`` must go to a new
         segment (Kafka's ``LogSegment.shouldRoll``): it would not fit in ``segment_bytes``,
         its offsets would not fit the indexes' 32-bit relative offsets, an index is full, or
-        the roll clock (``time_waited_for_roll``) reached ``segment_ms``."""
+        the roll clock (``time_waited_for_roll``) reached ``segment_ms`` (the log passes
+        ``LogConfig.max_segment_ms``) less this segment's ``roll_jitter_ms``.
+
+        The time test is ``>=`` where Kafka's is ``>``: one millisecond sooner."""
         if self.size > segment_bytes - size or info.last_offset - self.base_offset > INT32_MAX:
             return True
         index = self._index  # the active segment's index is pinned in memory
         if (index if index is not None else self.index()).is_full:
             return True
-        return self.size > 0 and self.time_waited_for_roll(now_ms, info.max_timestamp) >= segment_ms
+        return self.size > 0 and (
+            self.time_waited_for_roll(now_ms, info.max_timestamp) >= segment_ms - self.roll_jitter_ms
+        )
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty); scans from the last
