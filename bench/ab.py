@@ -46,9 +46,8 @@ from bench.harness.comparison import Comparison, alternate  # noqa: E402
 from bench.harness.config import preset  # noqa: E402
 from bench.harness.kcat import Kcat, librdkafka_shim, records_file, versions  # noqa: E402
 from bench.harness.measure import measured  # noqa: E402
-from bench.harness.raw_produce import batch_of_size, pipelined_produce  # noqa: E402
-from bench.harness.wire import high_watermarks, produce_frame  # noqa: E402
-from bench.harness.workloads.produce import kcat_produce  # noqa: E402
+from bench.harness.wire import high_watermarks  # noqa: E402
+from bench.harness.workloads.produce import bandwidth_requests, kcat_produce, raw_bandwidth_run  # noqa: E402
 
 WORKLOADS = ("produce", "consume", "bandwidth")
 SIDES = ("A", "B")
@@ -165,27 +164,14 @@ def consume(clients: Clients, brokers: list) -> Comparison:
 
 def bandwidth(clients: Clients, brokers: list) -> Comparison:
     """The raw generator: ~1 MiB batches of 1,000-byte records, acks=1, window 8, a new
-    one-partition topic every run."""
+    one-partition topic every run (``workloads.produce.raw_bandwidth_run``)."""
     cfg = clients.config
-    batch, per_batch = batch_of_size(MIB, 1000)
-    requests = max(1, cfg.bandwidth_mib * MIB // len(batch))
+    requests = bandwidth_requests(cfg.bandwidth_mib)
     comp = Comparison("bandwidth", "produce ~1 MiB batches (bandwidth), acks=1",
                       f"raw, window {cfg.window}", "GB/s", "CPU-s/GB")
-
-    def one(broker, rep):
-        topic = f"ab-bandwidth-{rep}"
-        admin.create_topic(broker.bootstrap, topic, 1)
-        frames = [produce_frame(topic, {0: batch}, acks=1)]
-        m = measured(broker.pid, lambda: pipelined_produce(
-            broker.bootstrap, frames, requests, cfg.window, len(batch), per_batch))
-        written = high_watermarks(broker.bootstrap, topic, [0])[0]
-        if written != m.value.records:
-            raise RuntimeError(f"{broker.name} {topic}: {written} records, sent {m.value.records}")
-        gb = m.value.bytes / 1e9
-        return {"throughput": gb / m.value.seconds, "cpu_per_unit": m.broker_cpu_s / gb,
-                "records": written, **m.fields()}
-
-    return warm_then_alternate(clients, brokers, one, comp)
+    return warm_then_alternate(
+        clients, brokers,
+        lambda broker, rep: raw_bandwidth_run(broker, f"ab-bandwidth-{rep}", requests, cfg.window), comp)
 
 
 RUNNERS = {"produce": produce, "consume": consume, "bandwidth": bandwidth}

@@ -67,22 +67,34 @@ def produce_100b(session) -> None:
             session.show(comp)
 
 
+def raw_bandwidth_run(broker, topic: str, requests: int, window: int) -> dict:
+    """One raw produce run into a new one-partition topic: ``requests`` pre-built ~1 MiB
+    batches of 1,000-byte records, acks=1, ``window`` in flight; afterwards the topic's high
+    watermark must equal the records sent. Returns the run's metrics (GB/s, CPU-s per GB)."""
+    batch, per_batch = batch_of_size(MIB, 1000)
+    admin.create_topic(broker.bootstrap, topic, 1)
+    frames = [produce_frame(topic, {0: batch}, acks=1)]
+    m = measured(broker.pid, lambda: pipelined_produce(
+        broker.bootstrap, frames, requests, window, len(batch), per_batch))
+    written = high_watermarks(broker.bootstrap, topic, [0])[0]
+    if written != m.value.records:
+        raise RuntimeError(f"{broker.name} {topic}: {written} records, sent {m.value.records}")
+    gb = m.value.bytes / 1e9
+    return {"throughput": gb / m.value.seconds, "cpu_per_unit": m.broker_cpu_s / gb,
+            "records_per_s": m.value.records / m.value.seconds, **m.fields()}
+
+
+def bandwidth_requests(bandwidth_mib: int) -> int:
+    """How many ~1 MiB batches make ``bandwidth_mib``."""
+    return max(1, bandwidth_mib * MIB // len(batch_of_size(MIB, 1000)[0]))
+
+
 def produce_bandwidth(session) -> None:
     cfg = session.config
-    batch, per_batch = batch_of_size(MIB, 1000)
-    requests = max(1, cfg.bandwidth_mib * MIB // len(batch))
+    requests = bandwidth_requests(cfg.bandwidth_mib)
     comp = Comparison("produce_1mib_batches", "produce ~1 MiB batches (bandwidth), acks=1",
                       f"raw x1, window {cfg.window}", "GB/s", "CPU-s/GB")
-
-    def one(broker, rep):
-        topic = f"pbw-r{rep}"
-        admin.create_topic(broker.bootstrap, topic, 1)
-        frames = [produce_frame(topic, {0: batch}, acks=1)]
-        m = measured(broker.pid, lambda: pipelined_produce(
-            broker.bootstrap, frames, requests, cfg.window, len(batch), per_batch))
-        gb = m.value.bytes / 1e9
-        return {"throughput": gb / m.value.seconds, "cpu_per_unit": m.broker_cpu_s / gb,
-                "records_per_s": m.value.records / m.value.seconds, **m.fields()}
-
-    session.comparisons.append(alternate(session.main_brokers(), cfg.reps, one, comp))
+    session.comparisons.append(alternate(
+        session.main_brokers(), cfg.reps,
+        lambda broker, rep: raw_bandwidth_run(broker, f"pbw-r{rep}", requests, cfg.window), comp))
     session.show(comp)
