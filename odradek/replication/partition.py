@@ -9,12 +9,15 @@ The produce path (``append_records_as_leader``) does per-batch work only, never 
 3. validate each batch: CRC-32C, magic, ``last_offset_delta + 1 == records_count``, size
    within ``max.message.bytes``, no control batches from clients, and on CreateTime topics
    timestamps within ``message.timestamp.before.max.ms`` / ``after.max.ms`` of the broker's
-   clock (``_timestamp_limits``, from the header only);
+   clock (``_produce_settings``, from the header only);
 4. check idempotent producers' sequence numbers (duplicates are acknowledged with the offsets
    they were first written at, and not appended again);
-5. assign offsets by patching each batch's base offset and partition leader epoch in place
+5. only when the topic's ``compression.type`` is not ``producer``: rewrite each batch of
+   another codec into the topic's (``records/recompression.py``; the rewritten batch must
+   fit ``max.message.bytes`` too); with ``producer`` this costs one comparison per request;
+6. assign offsets by patching each batch's base offset and partition leader epoch in place
    (and, for LogAppendTime topics, its max timestamp and CRC);
-6. append the bytes to the log as they are, update producer state, advance the high
+7. append the bytes to the log as they are, update producer state, advance the high
    watermark (the lowest log end offset in the ISR) and wake waiting fetches.
 """
 
@@ -28,6 +31,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
 from odradek.records.conversion import legacy_to_v2
 from odradek.records.errors import CorruptRecordError, InvalidRecordError
+from odradek.records.recompression import recompress_batches, target_codec
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.config import LOG_APPEND_TIME, LONG_MAX
 
@@ -65,9 +69,9 @@ class Partition:
     producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
     # Log end offsets of followers, by broker id (for the high watermark).
     follower_end_offsets: dict[int, int] = field(default_factory=dict)
-    # ``_timestamp_limits`` of the log's config, with that config: recomputed only when a
-    # config change replaced it, so a produce pays an identity test, not two property calls.
-    timestamp_limits: tuple = field(default=(None, _UNLIMITED, _UNLIMITED), repr=False, compare=False)
+    # ``_produce_settings`` of the log's config, with that config: recomputed only when a
+    # config change replaced it, so a produce pays an identity test, not property calls.
+    produce_settings: tuple = field(default=(None, _UNLIMITED, _UNLIMITED, None), repr=False, compare=False)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -98,10 +102,10 @@ class Partition:
         except InvalidRecordError as e:
             raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
         max_message_bytes = config.max_message_bytes
-        limits = self.timestamp_limits
-        if limits[0] is not config:
-            limits = self.timestamp_limits = _timestamp_limits(config)
-        low, high = now_ms - limits[1], now_ms + limits[2]
+        settings = self.produce_settings
+        if settings[0] is not config:
+            settings = self.produce_settings = _produce_settings(config)
+        low, high = now_ms - settings[1], now_ms + settings[2]
         idempotent = False
         for _, size, header in batches:
             _validate_client_batch(header, size, max_message_bytes)
@@ -113,6 +117,8 @@ class Partition:
             duplicate = self._check_producers(batches)
             if duplicate is not None:
                 return ProduceResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
+        if settings[3] is not None:  # compression.type is not "producer"
+            buf, batches = _recompress(buf, batches, settings[3], max_message_bytes)
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
         info = self._assign_offsets(buf, batches, append_time)
         self.log.append(buf, info)
@@ -124,6 +130,11 @@ class Partition:
         """Append one v2 batch that a coordinator of this broker built (group metadata,
         offsets): offsets and leader epoch are assigned here as for a client's batch; of the
         client checks only ``max.message.bytes`` applies. Raises ProduceError when too large.
+
+        The topic's ``compression.type`` does not rewrite these batches (the coordinator
+        picks their codec). Kafka runs coordinator appends through ``LogValidator`` too, so a
+        ``__consumer_offsets`` with a ``compression.type`` other than ``producer`` would
+        recompress them there; its default is ``producer``, where both behave the same.
         """
         config = self.log.config
         buf = memoryview(bytearray(batch))
@@ -216,9 +227,31 @@ def _split_batches(records):
     return buf, batches
 
 
-def _timestamp_limits(config) -> tuple:
-    """``(config, before, after)``: a produced batch's timestamps must lie within
-    ``[now - before, now + after]`` of the broker's clock.
+def _recompress(buf, batches, target: tuple[int, int | None], max_message_bytes: int):
+    """The batches rewritten into the topic's codec (``target``: ``(codec, level)``).
+
+    As in Kafka (``UnifiedLog.append`` re-checks sizes after ``LogValidator`` recompressed),
+    a rewritten batch must also fit ``max.message.bytes`` (MESSAGE_TOO_LARGE); a records
+    section that does not decompress is CORRUPT_MESSAGE. Idempotent producers' duplicate
+    detection ran before this on header fields the rewrite keeps, so it is unaffected.
+    """
+    try:
+        buf, batches = recompress_batches(buf, batches, target[0], target[1])
+    except CorruptRecordError as e:
+        raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+    for _, size, _ in batches:
+        if size > max_message_bytes:
+            raise ProduceError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"batch of {size} bytes after recompression exceeds max.message.bytes {max_message_bytes}",
+            )
+    return buf, batches
+
+
+def _produce_settings(config) -> tuple:
+    """``(config, before, after, target)``: a produced batch's timestamps must lie within
+    ``[now - before, now + after]`` of the broker's clock, and ``target`` is the
+    ``(codec, level)`` batches are rewritten into, None for ``compression.type=producer``.
 
     Kafka's ``LogValidator.validateTimestamp`` (3.6+, KIP-937) refuses a record whose
     timestamp is more than ``message.timestamp.before.max.ms`` before the broker's clock or
@@ -228,10 +261,12 @@ def _timestamp_limits(config) -> tuple:
     nor are LogAppendTime topics. A limit left at ``Long.MAX_VALUE`` is no limit at all
     (``_UNLIMITED``, beyond any int64 timestamp).
     """
+    target = target_codec(config)
     if config.message_timestamp_type == LOG_APPEND_TIME:
-        return (config, _UNLIMITED, _UNLIMITED)
+        return (config, _UNLIMITED, _UNLIMITED, target)
     before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
-    return (config, _UNLIMITED if before == LONG_MAX else before, _UNLIMITED if after == LONG_MAX else after)
+    return (config, _UNLIMITED if before == LONG_MAX else before, _UNLIMITED if after == LONG_MAX else after,
+            target)
 
 
 def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:

@@ -25,6 +25,9 @@ BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST = 1, 2, 3, 4, 5, 6, 7
 TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int, str]] = {
     "cleanup.policy": (("log.cleanup.policy",), LIST, "delete"),
     "compression.type": (("compression.type",), STRING, "producer"),
+    "compression.gzip.level": (("compression.gzip.level",), INT, "-1"),
+    "compression.lz4.level": (("compression.lz4.level",), INT, "9"),
+    "compression.zstd.level": (("compression.zstd.level",), INT, "3"),
     "delete.retention.ms": (("log.cleaner.delete.retention.ms",), LONG, "86400000"),
     "file.delete.delay.ms": (("log.segment.delete.delay.ms",), LONG, "60000"),
     "flush.messages": (("log.flush.interval.messages",), LONG, "9223372036854775807"),

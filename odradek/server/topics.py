@@ -299,7 +299,6 @@ def _metadata_errors():
 EXTRA_TOPIC_CONFIGS = {
     "min.insync.replicas": "1",
     "unclean.leader.election.enable": "false",
-    "compression.type": "producer",
     "preallocate": "false",
     "message.downconversion.enable": "true",
     "follower.replication.throttled.replicas": "",

@@ -14,6 +14,11 @@ Besides each field's own range, one rule spans two fields, as in Kafka's
 ``LogConfig.validateValues``: ``min.compaction.lag.ms`` may not exceed ``max.compaction.lag.ms``.
 Derived settings Kafka's ``LogConfig`` computes are methods here: ``max_segment_ms``,
 ``random_segment_jitter``, ``timestamp_before_max_ms`` and ``timestamp_after_max_ms``.
+
+``compression.type`` takes Kafka's ``BrokerCompressionType`` values (``producer`` keeps the
+producer's codec; ``uncompressed``, ``gzip``, ``snappy``, ``lz4``, ``zstd`` make the leader
+rewrite other batches, see ``records/recompression.py``), with the KIP-390 levels
+``compression.{gzip,lz4,zstd}.level``; the broker keys have the same names.
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ DELETE = "delete"
 COMPACT = "compact"
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
+# compression.type values (Kafka's BrokerCompressionType; case-sensitive, as in Kafka).
+PRODUCER = "producer"
+UNCOMPRESSED = "uncompressed"
+COMPRESSION_TYPES = (UNCOMPRESSED, "zstd", "lz4", "snappy", "gzip", PRODUCER)
+GZIP_DEFAULT_LEVEL = -1
 
 _HOUR_MS = 3_600_000
 _MINUTE_MS = 60_000
@@ -70,6 +80,13 @@ class LogConfig:
     message_timestamp_before_max_ms: int = LONG_MAX  # message.timestamp.before.max.ms
     message_timestamp_after_max_ms: int = LONG_MAX  # message.timestamp.after.max.ms
     file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
+    # The codec of the batches the leader writes: "producer" keeps the producer's batches as
+    # they are, any other value rewrites each batch of another codec into this one.
+    compression_type: str = PRODUCER  # compression.type (broker: compression.type)
+    # KIP-390 levels, used when the broker compresses (-1: the codec's default, 6).
+    compression_gzip_level: int = -1  # compression.gzip.level
+    compression_lz4_level: int = 9  # compression.lz4.level
+    compression_zstd_level: int = 3  # compression.zstd.level
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -202,6 +219,10 @@ _PROPERTY_NAMES: dict[str, list[tuple[str, int]]] = {
         ("log.message.timestamp.after.max.ms", 1),
     ],
     "file_delete_delay_ms": [("file.delete.delay.ms", 1), ("log.segment.delete.delay.ms", 1)],
+    "compression_type": [("compression.type", 1)],
+    "compression_gzip_level": [("compression.gzip.level", 1)],
+    "compression_lz4_level": [("compression.lz4.level", 1)],
+    "compression_zstd_level": [("compression.zstd.level", 1)],
 }
 
 # The Kafka topic-level names this config understands (for DescribeConfigs/AlterConfigs).
@@ -211,7 +232,7 @@ TOPIC_CONFIG_NAMES: tuple[str, ...] = tuple(keys[0][0] for keys in _PROPERTY_NAM
 def _parse(name: str, key: str, raw: Any, scale: int) -> Any:
     if name == "cleanup_policy":
         return _parse_policy(key, raw)
-    if name == "message_timestamp_type":
+    if name in ("message_timestamp_type", "compression_type"):
         return str(raw).strip() if isinstance(raw, str) else raw
     if name == "min_cleanable_dirty_ratio":
         return _parse_number(key, raw, float)
@@ -263,6 +284,11 @@ _RANGES: dict[str, tuple[float, float]] = {
     "message_timestamp_difference_max_ms": (0, LONG_MAX),
     "message_timestamp_before_max_ms": (0, LONG_MAX),
     "message_timestamp_after_max_ms": (0, LONG_MAX),
+    # Kafka's CompressionType ranges: gzip 1-9 (or -1, checked below), lz4 1-17, zstd
+    # ZSTD_minCLevel() (-131072) to 22.
+    "compression_gzip_level": (1, 9),
+    "compression_lz4_level": (1, 17),
+    "compression_zstd_level": (-131072, 22),
 }
 
 
@@ -277,6 +303,14 @@ def _check_field(name: str, value: Any) -> None:
     if name == "message_timestamp_type":
         if value not in (CREATE_TIME, LOG_APPEND_TIME):
             raise InvalidConfigError(f"message.timestamp.type: unknown type {value!r}")
+        return
+    if name == "compression_type":
+        if value not in COMPRESSION_TYPES:
+            raise InvalidConfigError(
+                f"compression.type: {value!r} is not one of {', '.join(COMPRESSION_TYPES)}"
+            )
+        return
+    if name == "compression_gzip_level" and value == GZIP_DEFAULT_LEVEL:
         return
     low, high = _RANGES[name]
     kind = float if name == "min_cleanable_dirty_ratio" else int
