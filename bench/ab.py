@@ -278,8 +278,9 @@ def show(results: dict, console: Console) -> None:
 
 # --- the run -------------------------------------------------------------------------------
 def trees(args: argparse.Namespace) -> dict[str, revision.Tree]:
-    a = revision.working_tree() if args.against is None else revision.checkout(args.against)
-    return {"A": a, "B": revision.checkout(args.rev)}
+    root = revision.ROOT  # read now, not at import: tests point it elsewhere
+    a = revision.working_tree() if args.against is None else revision.checkout(args.against, root)
+    return {"A": a, "B": revision.checkout(args.rev, root)}
 
 
 def start_brokers(sides: dict[str, revision.Tree], work_dir: Path, brokers: list) -> None:
@@ -426,7 +427,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     console = Console() if Console().is_terminal else Console(width=160)
     if args.prune:
-        for path in revision.prune():
+        for path in revision.prune(revision.ROOT):
             console.print(f"removed worktree {path}")
         return 0
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` and `timeout` clean up like Ctrl-C

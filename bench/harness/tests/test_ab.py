@@ -140,14 +140,20 @@ def test_ab_of_the_working_tree_against_head_end_to_end(tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setitem(ab.RUNNERS, "consume", interrupted)
+    # The worktree of HEAD goes under tmp_path and is removed at the end: at the real root,
+    # every commit the test ran at would leave one behind.
+    monkeypatch.setattr(revision, "ROOT", tmp_path / "ab")
     args = ab.parse_args(["HEAD", "--records", "20000", "--reps", "1",
                           "--workloads", "produce,consume"])
-    results = ab.run_ab(args, Console(quiet=True), results_dir=tmp_path)
+    try:
+        results = ab.run_ab(args, Console(quiet=True), results_dir=tmp_path)
+    finally:
+        worktrees = revision.prune(revision.ROOT)
+    assert len(worktrees) == 1
     head = revision.resolve("HEAD")
     assert results["sides"]["A"]["path"] == str(REPO)
     assert results["sides"]["B"]["path"] == str(revision.ROOT / head[:12])
     assert results["sides"]["B"]["sha"] == head
-    assert _head(revision.ROOT / head[:12]) == head
     produce = results["workloads"]["produce"]
     for side in ab.SIDES:
         (run,) = produce["runs"][side]
