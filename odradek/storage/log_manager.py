@@ -133,6 +133,7 @@ class LogManager:
         points = _read_checkpoint(directory, RECOVERY_POINT_CHECKPOINT)
         starts = _read_checkpoint(directory, LOG_START_OFFSET_CHECKPOINT)
         self._cleaner_offsets.update(_read_checkpoint(directory, CLEANER_OFFSET_CHECKPOINT))
+        configs: dict[str, LogConfig] = {}  # one per topic: LogConfig is immutable
         for name in sorted(os.listdir(directory)):
             path = os.path.join(directory, name)
             if not os.path.isdir(path):
@@ -145,11 +146,14 @@ class LogManager:
                 continue
             if tp in self._logs:
                 raise StorageError(f"{tp[0]}-{tp[1]} found in {self._dir_of[tp]} and {directory}")
+            config = configs.get(tp[0])
+            if config is None:
+                config = configs[tp[0]] = self.config_for(tp[0])
             self._logs[tp] = Log.open(
                 path,
                 tp[0],
                 tp[1],
-                self.config_for(tp[0]),
+                config,
                 self.clock,
                 self.cache,
                 recovery_point=points.get(tp, 0),
