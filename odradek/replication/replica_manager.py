@@ -155,20 +155,31 @@ class ReplicaManager:
             self.notify(key)
 
     def shutdown(self) -> None:
-        """Snapshot producer state next to each log (the log manager closes the logs)."""
+        """Snapshot producer state next to each log (the log manager closes the logs).
+
+        The snapshots are written first and made durable together, by one ``os.sync()``
+        (file contents and their renames): an fsync per file made a clean stop of 10,000
+        partitions take 10-15 s, one journal commit each."""
         self.wake_all()
+        written = 0
         for part in self.partitions.values():
             try:
-                _write_producer_snapshot(part)
+                written += _write_producer_snapshot(part)
             except OSError as e:
                 log.warning("could not snapshot producer state of %s-%d: %s", part.topic, part.index, e)
+        if written:
+            os.sync()
 
 
 def _snapshot_path(part: Partition) -> str:
     return os.path.join(part.log.directory, PRODUCER_SNAPSHOT)
 
 
-def _write_producer_snapshot(part: Partition) -> None:
+def _write_producer_snapshot(part: Partition) -> int:
+    """Write the partition's snapshot (a temporary file renamed over the old one); 1 when one
+    was written, 0 for an empty log. Not synced: the caller syncs all of them at once. A
+    crash before that sync may leave a torn snapshot; its CRC fails at the next start, which
+    then ignores it and rebuilds the producer state from the log (the log is the truth)."""
     path = _snapshot_path(part)
     if len(part.producer_state) == 0 and part.log.log_end_offset == 0:
         # An empty log: nothing to keep and nothing to rescan at the next start.
@@ -176,13 +187,12 @@ def _write_producer_snapshot(part: Partition) -> None:
             os.unlink(path)
         except FileNotFoundError:
             pass
-        return
+        return 0
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(part.producer_state.snapshot())
-        f.flush()
-        os.fsync(f.fileno())
     os.replace(tmp, path)
+    return 1
 
 
 def _restore_producer_state(part: Partition) -> None:
