@@ -45,7 +45,7 @@ from bench.harness.brokers import REPO, TreeBroker  # noqa: E402
 from bench.harness.comparison import Comparison, alternate  # noqa: E402
 from bench.harness.config import preset  # noqa: E402
 from bench.harness.kcat import Kcat, librdkafka_shim, records_file, versions  # noqa: E402
-from bench.harness.measure import measured  # noqa: E402
+from bench.harness.measure import measured, noise_share  # noqa: E402
 from bench.harness.wire import high_watermarks  # noqa: E402
 from bench.harness.workloads.produce import bandwidth_requests, kcat_produce, raw_bandwidth_run  # noqa: E402
 
@@ -184,11 +184,6 @@ def spread(values: list[float]) -> dict | None:
         return None
     return {"median": statistics.median(values), "min": min(values), "max": max(values),
             "n": len(values)}
-
-
-def noise_share(run: dict, cores: int) -> float | None:
-    """CPU other processes used during the run, as a share of the machine (``measure.py``)."""
-    return run["noise_cpu_s"] / run["wall_s"] / cores if run.get("wall_s") else None
 
 
 def summarize(runs: dict[str, list[dict]], cores: int) -> dict:

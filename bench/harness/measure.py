@@ -51,6 +51,12 @@ def measured(pid: int, fn: Callable[[], Any]) -> Measured:
     return Measured(value, wall, broker, client, busy - broker - client)
 
 
+def noise_share(run: dict, cores: int) -> float | None:
+    """CPU other processes used during a run (its ``fields()``), as a share of the machine;
+    None when the run has no wall time."""
+    return run["noise_cpu_s"] / run["wall_s"] / cores if run.get("wall_s") else None
+
+
 def settle(pids: list[int]) -> float:
     """Bring the machine to the same state before every run; returns the seconds it took.
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .measure import noise_share
+
 O, P = "odradek", "tansu"
 
 
@@ -43,7 +45,7 @@ def _med(c: dict, broker: str, metric: str):
 
 
 def _noise(c: dict, cores: int, broker: str | None = None) -> str:
-    shares = [r["noise_cpu_s"] / r["wall_s"] / cores for b, runs in c["runs"].items() for r in runs
+    shares = [noise_share(r, cores) for b, runs in c["runs"].items() for r in runs
               if r.get("wall_s") and broker in (None, b)]
     return f"{100 * sorted(shares)[len(shares) // 2]:.0f}%" if shares else "-"
 

@@ -60,7 +60,7 @@ def target_codec(config) -> tuple[int, int | None] | None:
         return None
     if codec == codecs.GZIP:
         level = config.compression_gzip_level
-        return (codec, None if level == -1 else level)
+        return (codec, None if level == -1 else level)  # -1: the codec's own default
     if codec == codecs.LZ4:
         return (codec, config.compression_lz4_level)
     if codec == codecs.ZSTD:

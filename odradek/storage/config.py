@@ -84,7 +84,7 @@ class LogConfig:
     # they are, any other value rewrites each batch of another codec into this one.
     compression_type: str = PRODUCER  # compression.type (broker: compression.type)
     # KIP-390 levels, used when the broker compresses (-1: the codec's default, 6).
-    compression_gzip_level: int = -1  # compression.gzip.level
+    compression_gzip_level: int = GZIP_DEFAULT_LEVEL  # compression.gzip.level
     compression_lz4_level: int = 9  # compression.lz4.level
     compression_zstd_level: int = 3  # compression.zstd.level
 

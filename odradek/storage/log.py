@@ -87,7 +87,6 @@ class Log(LogRemoval):
         self.topic = topic
         self.partition = partition
         self.config = config
-        self._roll_ms = config.max_segment_ms  # kept, so that appends need no property call
         self._rng = rng if rng is not None else _JITTER_RANDOM
         self._clock = clock
         self._cache = cache
@@ -182,7 +181,6 @@ class Log(LogRemoval):
         now on)."""
         with self._lock:
             self.config = config
-            self._roll_ms = config.max_segment_ms
 
     def _check_open(self) -> None:
         if self._closed:
@@ -225,7 +223,7 @@ class Log(LogRemoval):
         segment = self._view.segments[-1]
         config = self.config
         now = self._clock.milliseconds()
-        if segment.should_roll(size, info, config.segment_bytes, self._roll_ms, now):
+        if segment.should_roll(size, info, config.segment_bytes, config.max_segment_ms, now):
             return self._roll(info.first_offset, now)
         return segment
 

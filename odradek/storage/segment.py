@@ -291,9 +291,7 @@ class LogSegment(SegmentReads):
     def time_waited_for_roll(self, now_ms: int, incoming_max_ts: int) -> int:
         """Kafka's roll clock: time from the first batch's timestamp to the incoming one
         when both are known, else time since the segment was created or loaded."""
-        first = self._first_batch_ts
-        if first is None:
-            first = self.first_batch_timestamp()
+        first = self.first_batch_timestamp()
         if first is not None and first >= 0 and incoming_max_ts >= 0:
             return incoming_max_ts - first
         return now_ms - self.created_ms

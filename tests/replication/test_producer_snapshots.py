@@ -26,13 +26,20 @@ def _producer_ids(b: InProcessBroker, topic: str) -> list[int]:
     return sorted(b.broker.replica_manager.get(topic, 0).producer_state.entries())
 
 
-def test_a_clean_stop_writes_snapshots_that_the_next_start_reads(tmp_path):
-    data = tmp_path / "data"
-    topic = unique_topic("snap")
+def _stopped_after_idempotent_produce(data, prefix: str) -> tuple[str, list[int], str]:
+    """A broker on ``data`` that took 5 records from one idempotent producer, stopped cleanly:
+    the topic, its producer ids before the stop, and its partition's log directory."""
+    topic = unique_topic(prefix)
     with InProcessBroker(data) as b:
         _produce_idempotent(b.bootstrap, topic, 5)
         before = _producer_ids(b, topic)
         directory = b.broker.replica_manager.get(topic, 0).log.directory
+    return topic, before, directory
+
+
+def test_a_clean_stop_writes_snapshots_that_the_next_start_reads(tmp_path):
+    data = tmp_path / "data"
+    topic, before, directory = _stopped_after_idempotent_produce(data, "snap")
     assert len(before) == 1
     with open(os.path.join(directory, PRODUCER_SNAPSHOT), "rb") as f:
         snapshot = ProducerStateManager.load(f.read())
@@ -44,11 +51,7 @@ def test_a_clean_stop_writes_snapshots_that_the_next_start_reads(tmp_path):
 
 def test_a_torn_snapshot_is_ignored_and_the_state_rebuilt_from_the_log(tmp_path):
     data = tmp_path / "data"
-    topic = unique_topic("torn")
-    with InProcessBroker(data) as b:
-        _produce_idempotent(b.bootstrap, topic, 5)
-        before = _producer_ids(b, topic)
-        directory = b.broker.replica_manager.get(topic, 0).log.directory
+    topic, before, directory = _stopped_after_idempotent_produce(data, "torn")
     path = os.path.join(directory, PRODUCER_SNAPSHOT)
     with open(path, "r+b") as f:
         f.truncate(os.path.getsize(path) // 2)  # as if the machine stopped before the sync

@@ -326,3 +326,23 @@ def partition_state(broker, topic: str, index: int = 0) -> dict:
             "batches": [(h.base_offset, h.last_offset) for h in part.log.batch_headers(part.log_start_offset)],
         }
     return broker.call(look)
+
+
+def assert_topic_configs_refused(admin, configs: dict[str, str], prefix: str) -> None:
+    """``configs`` are refused with INVALID_CONFIG (40) by kafka-python's ``admin``: when a
+    topic is created with them, and when they are altered on an existing topic, both with
+    AlterConfigs and with IncrementalAlterConfigs."""
+    from kafka import errors as kafka_errors
+    from kafka.admin import ConfigResource, NewTopic
+
+    topic = unique_topic(prefix)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1, topic_configs=configs)])
+    except kafka_errors.InvalidConfigurationError:
+        pass
+    else:
+        raise AssertionError(f"creating {topic} with {configs} was not refused")
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    for incremental in (False, True):
+        result = admin.alter_configs([ConfigResource("TOPIC", topic, configs)], incremental=incremental)
+        assert str(result["topic"][topic]).startswith("[Error 40] InvalidConfigurationError")

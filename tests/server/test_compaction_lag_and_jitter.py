@@ -15,11 +15,10 @@ from contextlib import closing
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka import errors as Errors
 from kafka.admin import ConfigResource, KafkaAdminClient, NewTopic
 
 from odradek.testing.broker import InProcessBroker
-from tests.server.clients import unique_topic, wait_until
+from tests.server.clients import assert_topic_configs_refused, unique_topic, wait_until
 
 MINUTE = 60_000
 HOUR = 60 * MINUTE
@@ -103,13 +102,7 @@ def test_alter_configs_sets_and_describe_configs_reports_both(broker, admin):
     {"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "4000"},
 ])
 def test_bad_values_are_refused(admin, configs):
-    topic = unique_topic("lag-bad")
-    with pytest.raises(Errors.InvalidConfigurationError):
-        admin.create_topics([NewTopic(topic, 1, 1, topic_configs=configs)])
-    admin.create_topics([NewTopic(topic, 1, 1)])
-    for incremental in (False, True):
-        result = admin.alter_configs([ConfigResource("TOPIC", topic, configs)], incremental=incremental)
-        assert str(result["topic"][topic]).startswith("[Error 40] InvalidConfigurationError")
+    assert_topic_configs_refused(admin, configs, "lag-bad")
 
 
 def test_a_compacted_topic_is_cleaned_by_the_lag_alone(broker, admin):

@@ -12,14 +12,13 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
-from kafka import errors as Errors
 from kafka.admin import ConfigResource, KafkaAdminClient
-from kafka.admin import NewTopic as KPNewTopic
 
 from odradek.records import compression as codecs
 from odradek.records.reader import iter_batches
 from odradek.testing.broker import InProcessBroker
 from tests.server.clients import (
+    assert_topic_configs_refused,
     assert_matches_sent,
     consume_confluent,
     consume_kafka_python,
@@ -29,12 +28,6 @@ from tests.server.clients import (
 
 TS = 1_700_000_000_000
 
-
-@pytest.fixture(scope="module")
-def kp_admin(shared_broker):
-    client = KafkaAdminClient(bootstrap_servers=shared_broker.bootstrap)
-    yield client
-    client.close()
 
 
 def create(bootstrap: str, configs: dict[str, str]) -> str:
@@ -134,13 +127,7 @@ def test_alter_configs_takes_effect_for_the_next_produce(shared_broker, kp_admin
     {"compression.lz4.level": "18"},
 ])
 def test_invalid_values_are_refused(kp_admin, configs):
-    topic = unique_topic("ctype-bad")
-    with pytest.raises(Errors.InvalidConfigurationError):
-        kp_admin.create_topics([KPNewTopic(topic, 1, 1, topic_configs=configs)])
-    kp_admin.create_topics([KPNewTopic(topic, 1, 1)])
-    for incremental in (False, True):
-        result = kp_admin.alter_configs([ConfigResource("TOPIC", topic, configs)], incremental=incremental)
-        assert str(result["topic"][topic]).startswith("[Error 40] InvalidConfigurationError")
+    assert_topic_configs_refused(kp_admin, configs, "ctype-bad")
 
 
 def test_the_broker_key_is_the_default_and_levels_reach_the_log(tmp_path):

@@ -24,7 +24,6 @@ from confluent_kafka.admin import (
 from kafka import KafkaProducer
 from kafka import errors as Errors
 from kafka.admin import ConfigResource as KPConfigResource
-from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KPNewTopic
 
 from tests.server.clients import consume_confluent, consume_kafka_python, unique_topic
@@ -42,12 +41,6 @@ def now_ms() -> int:
 def confluent_admin(shared_broker):
     return AdminClient({"bootstrap.servers": shared_broker.bootstrap})
 
-
-@pytest.fixture(scope="module")
-def kp_admin(shared_broker):
-    client = KafkaAdminClient(bootstrap_servers=shared_broker.bootstrap)
-    yield client
-    client.close()
 
 
 def create_confluent(admin, configs) -> str:

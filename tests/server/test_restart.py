@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic

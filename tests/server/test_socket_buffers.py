@@ -42,7 +42,7 @@ def test_configured_sizes_apply_to_accepted_connections(tmp_path):
 
 def _os_sizes_of_an_accepted_connection() -> tuple[int, int]:
     with socket.create_server(("127.0.0.1", 0)) as server:
-        with socket.create_connection(server.getsockname()) as client:
+        with socket.create_connection(server.getsockname()):
             accepted, _ = server.accept()
             with accepted:
                 return _sizes(accepted)
