@@ -1,9 +1,16 @@
-"""Build of the C extensions (the producer's once-per-record steps); the project's metadata is
-in pyproject.toml."""
+"""Build of the C extensions; the project's metadata is in pyproject.toml.
+
+- ``client/_memory_records_builder``, ``client/_murmur2``: the producer's once-per-record steps;
+- ``protocol/_produce_codec``, ``records/_log_validator``: the broker's produce fast path
+  (``server/produce_fast_path.py``).
+"""
 
 from setuptools import Extension, setup
 
+MODULES = ("client._memory_records_builder", "client._murmur2", "protocol._produce_codec",
+           "records._log_validator")
+
 setup(ext_modules=[
-    Extension(f"odradek.client.{name}", [f"odradek/client/{name}.c"], extra_compile_args=["-O2", "-Wall"])
-    for name in ("_memory_records_builder", "_murmur2")
+    Extension(f"odradek.{name}", [f"odradek/{name.replace('.', '/')}.c"], extra_compile_args=["-O2", "-Wall"])
+    for name in MODULES
 ])

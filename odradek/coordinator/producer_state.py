@@ -167,6 +167,12 @@ class ProducerStateManager:
         """The first offset whose batch is not reflected in this state."""
         return self._map_end_offset
 
+    def advance(self, end_offset: int) -> None:
+        """The log grew to ``end_offset`` with batches of no producer id (which leave the
+        entries as they are): what ``update`` does for each such batch, in one call."""
+        if end_offset > self._map_end_offset:
+            self._map_end_offset = end_offset
+
     def entries(self) -> Mapping[int, ProducerEntry]:
         """A read-only live view of the state, by producer id."""
         return MappingProxyType(self._entries)

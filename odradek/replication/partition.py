@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from odradek.coordinator.producer_state import ProducerStateManager
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
 from odradek.records.conversion import legacy_to_v2
+from odradek.records._log_validator import validate_and_assign
 from odradek.records.errors import CorruptRecordError, InvalidRecordError
 from odradek.records.recompression import recompress_batches, target_codec
 from odradek.storage.append_info import LogAppendInfo
@@ -37,6 +39,7 @@ from odradek.storage.config import LOG_APPEND_TIME, LONG_MAX
 
 # The distance of an unlimited bound from the clock: no int64 timestamp is beyond it.
 _UNLIMITED = 2**64
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class ProduceError(Exception):
@@ -55,6 +58,28 @@ class ProduceResult:
     log_start_offset: int
 
 
+class ProduceSettings(NamedTuple):
+    """What a produce needs of the log's config (``_produce_settings``), worked out once per
+    config: a config change replaces the config object, so an identity test finds a stale one.
+
+    A produced batch's timestamps must lie within ``[now - before_ms, now + after_ms]``
+    (``_UNLIMITED`` when there is no bound); ``recompress_to`` is the ``(codec, level)``
+    batches are rewritten into, None for ``compression.type=producer``; ``plain``: the
+    produce fast path may append (batches kept as they are, CreateTime, no
+    ``flush.messages``); ``bounded``: some timestamp bound is set, so a produce reads the clock.
+    """
+
+    config: object
+    before_ms: int
+    after_ms: int
+    recompress_to: tuple[int, int | None] | None
+    plain: bool
+    bounded: bool
+
+
+_NO_SETTINGS = ProduceSettings(None, _UNLIMITED, _UNLIMITED, None, False, False)
+
+
 @dataclass
 class Partition:
     topic: str
@@ -69,9 +94,9 @@ class Partition:
     producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
     # Log end offsets of followers, by broker id (for the high watermark).
     follower_end_offsets: dict[int, int] = field(default_factory=dict)
-    # ``_produce_settings`` of the log's config, with that config: recomputed only when a
-    # config change replaced it, so a produce pays an identity test, not property calls.
-    produce_settings: tuple = field(default=(None, _UNLIMITED, _UNLIMITED, None), repr=False, compare=False)
+    # Recomputed only when a config change replaced the log's config, so a produce pays an
+    # identity test, not property calls.
+    produce_settings: ProduceSettings = field(default=_NO_SETTINGS, repr=False, compare=False)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -103,9 +128,9 @@ class Partition:
             raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
         max_message_bytes = config.max_message_bytes
         settings = self.produce_settings
-        if settings[0] is not config:
+        if settings.config is not config:
             settings = self.produce_settings = _produce_settings(config)
-        low, high = now_ms - settings[1], now_ms + settings[2]
+        low, high = now_ms - settings.before_ms, now_ms + settings.after_ms
         idempotent = False
         for _, size, header in batches:
             _validate_client_batch(header, size, max_message_bytes)
@@ -117,14 +142,48 @@ class Partition:
             duplicate = self._check_producers(batches)
             if duplicate is not None:
                 return ProduceResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
-        if settings[3] is not None:  # compression.type is not "producer"
-            buf, batches = _recompress(buf, batches, settings[3], max_message_bytes)
+        if settings.recompress_to is not None:  # compression.type is not "producer"
+            buf, batches = _recompress(buf, batches, settings.recompress_to, max_message_bytes)
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
         info = self._assign_offsets(buf, batches, append_time)
         self.log.append(buf, info)
         self._update_producers(batches, info.first_offset, append_time)
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
+
+    def prepare_plain_append(self, records, clock) -> tuple[int, int, int, int] | None:
+        """Phase one of the produce fast path (``server/produce_fast_path.py``): validate
+        ``records`` and assign their offsets from the log end offset, in one C call
+        (``records/_log_validator.c``) that changes nothing but the batches' base offsets and
+        leader epochs, which every append assigns anyway.
+
+        Returns the fields of the ``LogAppendInfo`` to append with, or None when the batches
+        need more than that: a refusal, idempotent or legacy batches, or a topic whose config
+        rewrites batches, stamps LogAppendTime or flushes by message count. The caller then
+        runs ``append_records_as_leader``, which checks and assigns everything again.
+        """
+        config = self.log.config
+        settings = self.produce_settings
+        if settings.config is not config:
+            settings = self.produce_settings = _produce_settings(config)
+        if not settings.plain:
+            return None
+        if settings.bounded:
+            now_ms = clock.milliseconds()
+            low = max(now_ms - settings.before_ms, _INT64_MIN)
+            high = min(now_ms + settings.after_ms, _INT64_MAX)
+        else:
+            low, high = _INT64_MIN, _INT64_MAX
+        return validate_and_assign(records, self.log.log_end_offset, self.leader_epoch,
+                                   config.max_message_bytes, low, high)
+
+    def append_plain(self, records, info: tuple[int, int, int, int]) -> None:
+        """Phase two: append what ``prepare_plain_append`` returned ``info`` for, with nothing
+        appended to this log in between. The batches have no producer id, so the producer
+        state only moves its end offset."""
+        self.log.append(records, LogAppendInfo(*info))
+        self.producer_state.advance(info[1] + 1)
+        self.maybe_advance_high_watermark()
 
     def append_as_coordinator(self, batch, now_ms: int) -> ProduceResult:
         """Append one v2 batch that a coordinator of this broker built (group metadata,
@@ -248,10 +307,8 @@ def _recompress(buf, batches, target: tuple[int, int | None], max_message_bytes:
     return buf, batches
 
 
-def _produce_settings(config) -> tuple:
-    """``(config, before, after, target)``: a produced batch's timestamps must lie within
-    ``[now - before, now + after]`` of the broker's clock, and ``target`` is the
-    ``(codec, level)`` batches are rewritten into, None for ``compression.type=producer``.
+def _produce_settings(config) -> ProduceSettings:
+    """The ``ProduceSettings`` of a log's config.
 
     Kafka's ``LogValidator.validateTimestamp`` (3.6+, KIP-937) refuses a record whose
     timestamp is more than ``message.timestamp.before.max.ms`` before the broker's clock or
@@ -263,10 +320,12 @@ def _produce_settings(config) -> tuple:
     """
     target = target_codec(config)
     if config.message_timestamp_type == LOG_APPEND_TIME:
-        return (config, _UNLIMITED, _UNLIMITED, target)
+        return ProduceSettings(config, _UNLIMITED, _UNLIMITED, target, False, False)
     before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
-    return (config, _UNLIMITED if before == LONG_MAX else before, _UNLIMITED if after == LONG_MAX else after,
-            target)
+    before = _UNLIMITED if before == LONG_MAX else before
+    after = _UNLIMITED if after == LONG_MAX else after
+    plain = target is None and config.flush_messages == LONG_MAX
+    return ProduceSettings(config, before, after, target, plain, before != _UNLIMITED or after != _UNLIMITED)
 
 
 def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:

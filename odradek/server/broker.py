@@ -48,6 +48,7 @@ class Broker:
         self.metadata = None
         self.log_manager = None
         self.replica_manager = None
+        self.produce_fast_path = None
         self.topics: TopicManager | None = None
         self.group_coordinator = None
         self.producer_ids: ProducerIdManager | None = None
@@ -57,6 +58,7 @@ class Broker:
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
         from odradek.replication.replica_manager import ReplicaManager
+        from odradek.server.produce_fast_path import ProduceFastPath
         from odradek.server.metadata_setup import open_metadata, open_producer_ids
         from odradek.storage.log_manager import LogManager
 
@@ -68,6 +70,7 @@ class Broker:
                                       config_for_topic=self.topics.topic_log_config)
         await self.loop.run_in_executor(None, self.log_manager.startup)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock)
+        self.produce_fast_path = ProduceFastPath(self)
         self.producer_ids = open_producer_ids(self.metadata, self.broker_id)
         await self._listen()
         self.metadata.register_broker(self.broker_info())

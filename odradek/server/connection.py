@@ -77,6 +77,7 @@ class Connection(asyncio.BufferedProtocol):
         self._flush_scheduled = False
         self._stalled = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._fast_produce = broker.produce_fast_path.handle
 
     # --- asyncio callbacks ----------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -140,6 +141,16 @@ class Connection(asyncio.BufferedProtocol):
 
     # --- requests -------------------------------------------------------------------------
     def _handle_frame(self, frame: bytearray | memoryview) -> None:
+        if len(frame) > 8 and frame[1] == 0 and frame[0] == 0:  # Produce (api key 0)
+            try:
+                response = self._fast_produce(frame)
+            except Exception:
+                log.exception("produce fast path failed; closing %s", self.peer)
+                self.close("handler error")
+                return
+            if response is not None:
+                self._queue(None, response)
+                return
         try:
             header, pos = codec.decode_request_header(frame)
         except codec.UnsupportedVersionError as e:
@@ -226,20 +237,24 @@ class Connection(asyncio.BufferedProtocol):
                     return
                 result = result.result()
             pending.popleft()
-            if result is NO_RESPONSE:
+            if type(result) is bytes:  # a frame the produce fast path encoded (ctx is None)
+                parts.append(result)
+                pending_bytes += len(result)
+            elif result is NO_RESPONSE:
                 continue
-            if result is CLOSE_CONNECTION:
+            elif result is CLOSE_CONNECTION:
                 self._write(parts, plain)
                 self.close(f"{ctx.api_name} with acks=0 failed")
                 return
-            buf = codec.encode_response_frame(ctx.api_key, ctx.response_version, ctx.correlation_id, result)
-            if buf.regions:
-                parts.extend(buf.parts())
-                pending_bytes += buf.total_size()
-                plain = False
             else:
-                parts.append(buf)
-                pending_bytes += len(buf)
+                buf = codec.encode_response_frame(ctx.api_key, ctx.response_version, ctx.correlation_id, result)
+                if buf.regions:
+                    parts.extend(buf.parts())
+                    pending_bytes += buf.total_size()
+                    plain = False
+                else:
+                    parts.append(buf)
+                    pending_bytes += len(buf)
             if pending_bytes >= WRITE_CHUNK:
                 self._write(parts, plain)
                 parts, pending_bytes, plain = [], 0, True

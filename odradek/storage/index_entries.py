@@ -22,7 +22,8 @@ class IndexEntries:
 
     @property
     def is_full(self) -> bool:
-        return len(self) >= self.max_entries
+        # Asked several times per append: computed here rather than through __len__.
+        return len(self._buf) >= self.max_entries * self.ENTRY_SIZE
 
     def to_bytes(self) -> bytes:
         return bytes(self._buf)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from types import SimpleNamespace
 
 from odradek.protocol import codec
 from odradek.protocol.generated.api_versions_request import ApiVersionsRequest
@@ -48,6 +49,8 @@ class FakeBroker:
         self.connections: set = set()
         self.slow = set(slow)
         self.tasks: set = set()
+        # Only ApiVersions comes here; the produce fast path would decline anything else.
+        self.produce_fast_path = SimpleNamespace(handle=lambda frame: None)
 
     def dispatch(self, ctx, body):
         response = ApiVersionsResponse(error_code=ctx.correlation_id, api_keys=[])

@@ -1,0 +1,411 @@
+"""The C log validator (``records/_log_validator.c``) against the Python produce path.
+
+The Python path (``replication/partition.py``) is the source of truth: for every input the C
+call either returns None and leaves the buffer byte-identical, or returns exactly the summary
+``Partition._assign_offsets`` builds and patches exactly the same bytes. ``python_path`` below
+composes the Python functions themselves; it reimplements none of their checks.
+"""
+
+import struct
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from odradek.records import batch as rb
+from odradek.records._log_validator import validate_and_assign
+from odradek.records.builder import BatchBuilder, BatchSpec
+from odradek.records.errors import CorruptRecordError, InvalidRecordError
+from odradek.replication import partition as pp
+from tests.records.strategies import CODECS, blobs, header_lists
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+# What _produce_settings makes of an unlimited bound: beyond any int64 timestamp.
+UNLIMITED = pp._UNLIMITED
+NOW = 1_700_000_000_000
+
+BATCH_LENGTH, LAST_OFFSET_DELTA, BASE_TIMESTAMP, MAX_TIMESTAMP = 8, 23, 27, 35
+PRODUCER_ID, RECORDS_COUNT = 43, 57
+
+
+def python_path(records, base_offset, leader_epoch, max_message_bytes, low, high):
+    """``(summary, patched bytes)`` from the Python produce path on a copy of ``records``, or
+    None when it refuses them or would do more than the fast path does (convert a legacy
+    message set, consult producer state for an idempotent or transactional batch).
+
+    ``low``/``high`` are Python's bounds, which may lie beyond int64 (``UNLIMITED``).
+    """
+    buf = memoryview(bytearray(records))
+    try:
+        converted, batches = pp._split_batches(buf)
+    except (CorruptRecordError, InvalidRecordError):
+        return None
+    if converted is not buf:
+        return None  # legacy: Python converts
+    try:
+        for _, size, header in batches:
+            pp._validate_client_batch(header, size, max_message_bytes)
+            pp._check_timestamps(header, low, high)
+    except pp.ProduceError:
+        return None
+    if any(header.producer_id != rb.NO_PRODUCER_ID or header.is_transactional for _, _, header in batches):
+        return None  # producer state is Python's
+    partition = SimpleNamespace(log_end_offset=base_offset, leader_epoch=leader_epoch)
+    try:
+        info = pp.Partition._assign_offsets(partition, buf, batches, -1)
+    except (ValueError, struct.error):
+        return None  # a negative first offset, or a batch's base offset beyond int64
+    if info.last_offset > INT64_MAX:
+        return None  # an offset the log cannot hold: the fast path refuses it
+    return tuple(info), bytes(buf)
+
+
+def clamp(bound):
+    return max(INT64_MIN, min(INT64_MAX, bound))
+
+
+def c_path(records, base_offset, leader_epoch, max_message_bytes, low, high):
+    """``(result, bytes after)`` of the C call on a copy of ``records``."""
+    buf = bytearray(records)
+    result = validate_and_assign(buf, base_offset, leader_epoch, max_message_bytes, clamp(low), clamp(high))
+    return result, bytes(buf)
+
+
+def check_agrees(records, base_offset=0, leader_epoch=0, max_message_bytes=10**9, low=-UNLIMITED,
+                 high=UNLIMITED):
+    """Assert C and Python agree on ``records``; return the C result."""
+    expected = python_path(records, base_offset, leader_epoch, max_message_bytes, low, high)
+    result, after = c_path(records, base_offset, leader_epoch, max_message_bytes, low, high)
+    if expected is None:
+        assert result is None
+        assert after == bytes(records)
+    else:
+        assert (result, after) == expected
+    return result
+
+
+def build(count=3, codec=0, timestamps=None, value=b"v", **spec):
+    builder = BatchBuilder(BatchSpec(compression=codec, **spec))
+    for i in range(count):
+        ts = NOW + i if timestamps is None else timestamps[i]
+        builder.append(ts, b"k%d" % i, value * (i + 1))
+    return builder.build()
+
+
+def patched(batch, offset, fmt, value, fix_crc=True):
+    """``batch`` with the field at ``offset`` set (and the CRC recomputed, so that only that
+    field's check can fail)."""
+    out = bytearray(batch)
+    struct.pack_into(fmt, out, offset, value)
+    if fix_crc:
+        rb.update_crc(out, 0, len(out))
+    return bytes(out)
+
+
+def assert_refused(records, *args, **kwargs):
+    buf = bytearray(records)
+    assert validate_and_assign(buf, *args, **kwargs) is None
+    assert buf == records
+
+
+def refuse(records, base_offset=0, leader_epoch=0, max_message_bytes=10**9, low=INT64_MIN, high=INT64_MAX):
+    assert_refused(records, base_offset, leader_epoch, max_message_bytes, low, high)
+    assert python_path(records, base_offset, leader_epoch, max_message_bytes, low, high) is None
+
+
+# --- agreement on valid input ----------------------------------------------------------------
+
+timestamps = st.just(rb.NO_TIMESTAMP) | st.integers(NOW - 10**6, NOW + 10**6) | st.integers(-(2**40), 2**45)
+
+
+@st.composite
+def batches(draw):
+    """One v2 batch of 1-8 consecutive records of random codec, keys, values, headers and
+    timestamps, as a client's producer writes it."""
+    spec = BatchSpec(
+        base_offset=draw(st.integers(0, 2**40)),
+        compression=draw(st.sampled_from(CODECS)),
+        partition_leader_epoch=draw(st.integers(INT32_MIN, INT32_MAX)),
+    )
+    builder = BatchBuilder(spec)
+    for _ in range(draw(st.integers(1, 8))):
+        builder.append(draw(timestamps), draw(blobs), draw(blobs), draw(header_lists))
+    return builder.build()
+
+
+bounds = st.tuples(
+    st.just(-UNLIMITED) | st.integers(NOW - 2 * 10**6, NOW) | st.integers(INT64_MIN, INT64_MAX),
+    st.just(UNLIMITED) | st.integers(NOW, NOW + 2 * 10**6) | st.integers(INT64_MIN, INT64_MAX),
+)
+base_offsets = st.integers(0, 2**40) | st.integers(INT64_MAX - 2**12, INT64_MAX)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(batches(), min_size=1, max_size=5), base_offsets, st.integers(INT32_MIN, INT32_MAX),
+       st.sampled_from([10**9, 400, 2000]), bounds)
+def test_agrees_with_python_path(parts, base_offset, leader_epoch, max_message_bytes, bound):
+    check_agrees(b"".join(parts), base_offset, leader_epoch, max_message_bytes, *bound)
+
+
+def test_assigns_offsets_and_epoch_and_summary():
+    first, second = build(3, timestamps=[NOW, NOW + 9, NOW + 2]), build(2, codec=4, timestamps=[NOW, NOW + 5])
+    buf = bytearray(first + second)
+    assert validate_and_assign(buf, 1000, 7, 10**6, INT64_MIN, INT64_MAX) == (1000, 1004, NOW + 9, 1002)
+    a, b = rb.validate(buf, 0), rb.validate(buf, len(first))
+    assert (a.base_offset, a.partition_leader_epoch, b.base_offset, b.partition_leader_epoch) == (1000, 7, 1003, 7)
+    # Only base_offset and partition_leader_epoch changed.
+    assert buf[:len(first)][16:] == first[16:] and buf[len(first):][16:] == second[16:]
+
+
+def test_max_timestamp_first_batch_wins_ties_and_none_means_last_offset():
+    tied = build(1, timestamps=[NOW]) + build(1, timestamps=[NOW])
+    assert check_agrees(tied, base_offset=5) == (5, 6, NOW, 5)
+    untimed = build(2, timestamps=[-1, -1]) + build(1, timestamps=[-1])
+    assert check_agrees(untimed, base_offset=5) == (5, 7, -1, 7)
+
+
+def test_last_offset_at_int64_max_is_accepted_one_beyond_refused():
+    batch = build(3)
+    assert check_agrees(batch, base_offset=INT64_MAX - 2)[:2] == (INT64_MAX - 2, INT64_MAX)
+    refuse(batch, base_offset=INT64_MAX - 1)
+    refuse(batch + build(1), base_offset=INT64_MAX - 2)
+
+
+def test_negative_base_offset_refused():
+    refuse(build(1), base_offset=-1)
+
+
+# --- refusals --------------------------------------------------------------------------------
+
+
+def test_empty_buffer_refused():
+    refuse(b"")
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_bad_crc_refused(codec):
+    batch = build(4, codec=codec, value=b"payload")
+    for pos in (rb.ATTRIBUTES_OFFSET, MAX_TIMESTAMP, rb.BATCH_HEADER_SIZE, len(batch) - 1):
+        corrupt = bytearray(batch)
+        corrupt[pos] ^= 0x01
+        refuse(bytes(corrupt))
+        refuse(build(1) + bytes(corrupt))
+    refuse(patched(batch, rb.CRC_OFFSET, ">I", rb.compute_crc(batch) ^ 0x80000000, fix_crc=False))
+
+
+def test_count_and_delta_must_agree():
+    batch = build(3)  # last_offset_delta 2, records_count 3
+    refuse(patched(batch, RECORDS_COUNT, ">i", 2))
+    refuse(patched(batch, RECORDS_COUNT, ">i", 4))
+    refuse(patched(batch, LAST_OFFSET_DELTA, ">i", 3))
+    refuse(patched(patched(batch, RECORDS_COUNT, ">i", INT32_MAX), LAST_OFFSET_DELTA, ">i", INT32_MAX))
+    refuse(patched(patched(batch, RECORDS_COUNT, ">i", INT32_MIN), LAST_OFFSET_DELTA, ">i", INT32_MAX))
+    # Consistent but negative: -1 + 1 == 0.
+    refuse(patched(patched(batch, RECORDS_COUNT, ">i", 0), LAST_OFFSET_DELTA, ">i", -1))
+    refuse(patched(patched(batch, RECORDS_COUNT, ">i", -1), LAST_OFFSET_DELTA, ">i", -2))
+    # Consistent and large is fine (offsets are not per record here).
+    big = patched(patched(batch, RECORDS_COUNT, ">i", INT32_MAX), LAST_OFFSET_DELTA, ">i", INT32_MAX - 1)
+    assert check_agrees(big, base_offset=10)[:2] == (10, 10 + INT32_MAX - 1)
+
+
+def test_empty_batch_refused():
+    refuse(BatchBuilder().build())  # delta 0, count 0
+
+
+def test_control_batch_refused():
+    refuse(build(1, control=True))
+    refuse(build(2) + build(1, control=True))
+
+
+def test_idempotent_and_transactional_left_to_python():
+    idempotent = build(2, producer_id=42, producer_epoch=0, base_sequence=0)
+    assert_refused(idempotent, 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    assert_refused(build(2) + idempotent, 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    # Other negative producer ids are not -1 either: left to Python too.
+    assert_refused(patched(build(1), PRODUCER_ID, ">q", -2), 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    # The transactional bit without a producer id: Python accepts it, the fast path does not.
+    transactional = patched(build(1), rb.ATTRIBUTES_OFFSET, ">h", rb.TRANSACTIONAL_BIT)
+    assert_refused(transactional, 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    check_agrees(transactional)
+
+
+def test_max_message_bytes_per_batch():
+    small, large = build(1), build(5, value=b"x" * 50)
+    assert check_agrees(small + large, max_message_bytes=len(large)) is not None
+    refuse(small + large, max_message_bytes=len(large) - 1)
+    refuse(large + small, max_message_bytes=len(large) - 1)
+
+
+def test_timestamp_bounds():
+    batch = build(3, timestamps=[NOW, NOW + 10, NOW + 5])  # base NOW, max NOW + 10
+    assert check_agrees(batch, low=NOW, high=NOW + 10) is not None
+    refuse(batch, low=NOW + 1, high=NOW + 10)
+    refuse(batch, low=NOW, high=NOW + 9)
+    refuse(build(1) + batch, low=NOW, high=NOW + 9)
+    # -1 is not a timestamp and is never checked, at either end.
+    untimed = build(2, timestamps=[-1, -1])
+    assert check_agrees(untimed, low=NOW, high=-2) == (0, 1, -1, 1)
+    first_untimed = build(2, timestamps=[-1, NOW])  # base -1, max NOW
+    assert check_agrees(first_untimed, low=NOW + 1, high=NOW) is not None
+    refuse(first_untimed, low=NOW + 1, high=NOW - 1)
+
+
+def test_unlimited_bounds_clamped_to_int64_are_exact():
+    extreme = patched(patched(build(1), BASE_TIMESTAMP, ">q", INT64_MIN), MAX_TIMESTAMP, ">q", INT64_MAX)
+    assert check_agrees(extreme, low=-UNLIMITED, high=UNLIMITED) == (0, 0, INT64_MAX, 0)
+
+
+@pytest.mark.parametrize("codec", [0, 3])
+def test_truncated_at_every_length(codec):
+    one, two = build(3, codec=codec), build(2, codec=codec)
+    for n in range(len(one)):
+        refuse(one[:n])
+    joined = one + two
+    for n in range(len(one) + 1, len(joined)):
+        refuse(joined[:n])
+    assert check_agrees(joined[:len(one)]) is not None
+
+
+def test_trailing_garbage_refused():
+    batch = build(2)
+    for tail in (b"\x00", b"\xff" * 11, b"\x00" * 12, b"\x00" * 61, build(1)[:-1], build(1)[:12]):
+        refuse(batch + tail)
+
+
+def test_batch_length_too_small_or_too_large_refused():
+    batch = build(2)
+    for length in (rb.MIN_BATCH_LENGTH - 1, 0, -1, INT32_MIN, len(batch) - 11, INT32_MAX):
+        refuse(patched(batch, BATCH_LENGTH, ">i", length, fix_crc=False))
+    # A header-only buffer whose length field claims less than a header.
+    header_only = BatchBuilder().build()
+    cut = patched(header_only, BATCH_LENGTH, ">i", rb.MIN_BATCH_LENGTH - 1, fix_crc=False)[:-1]
+    refuse(cut)
+
+
+@pytest.mark.parametrize("magic", [0, 1, 3, 255])
+def test_magic_other_than_2_refused(magic):
+    batch = bytearray(build(2))
+    batch[rb.MAGIC_OFFSET] = magic
+    assert_refused(bytes(batch), 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    assert_refused(build(1) + bytes(batch), 0, 0, 10**9, INT64_MIN, INT64_MAX)
+
+
+def test_legacy_message_set_left_to_python():
+    from odradek.records.legacy import build_message_set
+    from odradek.records.record import Record
+
+    legacy = build_message_set([Record(0, NOW, b"k", b"v", ())], magic=1)
+    assert_refused(legacy, 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    assert python_path(legacy, 0, 0, 10**9, INT64_MIN, INT64_MAX) is None  # converted
+
+
+# --- argument errors -------------------------------------------------------------------------
+
+
+def test_read_only_or_non_buffer_records_raise_type_error():
+    batch = build(1)
+    for records in (batch, memoryview(bytearray(batch)).toreadonly(), "text", None):
+        with pytest.raises(TypeError):
+            validate_and_assign(records, 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    with pytest.raises(TypeError):
+        validate_and_assign(memoryview(bytearray(batch * 2))[::2], 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    with pytest.raises(TypeError):
+        validate_and_assign(bytearray(batch), 0, 0, 10**9, INT64_MIN)
+
+
+@pytest.mark.parametrize("args", [
+    (2**63, 0, 10**9, 0, 0),
+    (0, 2**31, 10**9, 0, 0),
+    (0, -(2**31) - 1, 10**9, 0, 0),
+    (0, 0, 2**64, 0, 0),
+    (0, 0, 10**9, -(2**63) - 1, 0),
+    (0, 0, 10**9, 0, 2**63),
+])
+def test_out_of_range_ints_raise_overflow_error(args):
+    buf = bytearray(build(1))
+    before = bytes(buf)
+    with pytest.raises(OverflowError):
+        validate_and_assign(buf, *args)
+    assert buf == before
+
+
+def test_accepts_memoryview_slices_in_place():
+    batch = build(2)
+    backing = bytearray(b"\xaa" * 7 + batch + b"\xbb" * 5)
+    view = memoryview(backing)[7:7 + len(batch)]
+    assert validate_and_assign(view, 3, 1, 10**9, INT64_MIN, INT64_MAX) == (3, 4, NOW + 1, 4)
+    assert backing[:7] == b"\xaa" * 7 and backing[-5:] == b"\xbb" * 5
+    assert rb.read_header(backing, 7).base_offset == 3
+
+
+# --- mutations: whenever C says yes, Python says the same ------------------------------------
+
+mutations = st.one_of(
+    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
+    st.tuples(st.just("truncate"), st.integers(0, 10**6), st.just(0)),
+    st.tuples(st.just("length"), st.integers(0, 4), st.integers(INT32_MIN, INT32_MAX)
+              | st.integers(rb.MIN_BATCH_LENGTH - 2, 400)),
+    st.tuples(st.just("field"), st.integers(0, 10**6),
+              st.sampled_from([(LAST_OFFSET_DELTA, ">i"), (RECORDS_COUNT, ">i"), (BASE_TIMESTAMP, ">q"),
+                               (MAX_TIMESTAMP, ">q"), (PRODUCER_ID, ">q"), (rb.ATTRIBUTES_OFFSET, ">h"),
+                               (0, ">q"), (12, ">i")])),
+)
+
+
+def batch_starts(buf):
+    """Where batches start by their length fields, as far as those make sense (at least 0)."""
+    starts, pos = [0], 0
+    while len(buf) - pos >= rb.LOG_OVERHEAD:
+        (length,) = struct.unpack_from(">i", buf, pos + BATCH_LENGTH)
+        pos += rb.LOG_OVERHEAD + length
+        if length < 0 or pos >= len(buf):
+            break
+        starts.append(pos)
+    return starts
+
+
+def mutate(records, mutation, draw_value):
+    buf = bytearray(records)
+    kind, where, arg = mutation
+    if kind == "flip" and buf:
+        buf[where % len(buf)] ^= arg
+    elif kind == "truncate":
+        del buf[where % (len(buf) + 1):]
+    elif kind == "length":
+        starts = [p for p in batch_starts(buf) if p + rb.LOG_OVERHEAD <= len(buf)]
+        if starts:
+            struct.pack_into(">i", buf, starts[where % len(starts)] + BATCH_LENGTH, arg)
+    elif kind == "field":
+        # A header field rewritten with the CRC fixed up: reaches the checks behind the CRC.
+        starts = [p for p in batch_starts(buf) if p + rb.BATCH_HEADER_SIZE <= len(buf)]
+        if starts:
+            pos = starts[where % len(starts)]
+            offset, fmt = arg
+            size = struct.calcsize(fmt) * 8
+            struct.pack_into(fmt, buf, pos + offset, draw_value(size))
+            size = rb.LOG_OVERHEAD + struct.unpack_from(">i", buf, pos + BATCH_LENGTH)[0]
+            if rb.BATCH_HEADER_SIZE <= size <= len(buf) - pos:
+                rb.update_crc(buf, pos, size)
+    return bytes(buf)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(batches(), min_size=1, max_size=3), st.lists(mutations, min_size=1, max_size=3),
+       base_offsets, st.integers(INT32_MIN, INT32_MAX), st.sampled_from([10**9, 300]), bounds, st.data())
+def test_mutations_c_accepts_only_what_python_accepts(parts, muts, base_offset, epoch, max_bytes, bound, data):
+    def draw_value(bits):
+        near = st.integers(-2, 10) | (st.sampled_from([NOW, NOW + 10**7]) if bits == 64 else st.nothing())
+        return data.draw(near | st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
+
+    records = b"".join(parts)
+    for mutation in muts:
+        records = mutate(records, mutation, draw_value)
+    result, after = c_path(records, base_offset, epoch, max_bytes, *bound)
+    if result is None:
+        assert after == records
+    # Where the first magic is 2 (no legacy conversion of garbage), agreement both ways.
+    if result is not None or records[rb.MAGIC_OFFSET:rb.MAGIC_OFFSET + 1] == b"\x02":
+        expected = python_path(records, base_offset, epoch, max_bytes, *bound)
+        assert (result, after) == (expected or (None, records))
