@@ -63,7 +63,7 @@ class ProduceFastPath:
             answers = []
             for part, index, records, info in appends:
                 part.append_plain(records, info)
-                notify(part.key)
+                notify((name, index))
                 answers.append((index, 0, info[0], -1, part.log.log_start_offset))
             responses.append((name, answers))
         return encode_response(version, correlation_id, responses)

@@ -101,20 +101,21 @@ class FileHandleCache:
         self._holders: OrderedDict[HandleHolder, None] = OrderedDict()
         self._lock = threading.Lock()
         # The holder touched last (already at the MRU end): touching it again, as every
-        # append to the same active segment does, changes nothing and takes no lock.
-        self._last: HandleHolder | None = None
+        # append to the same active segment does, changes nothing and takes no lock (read-only
+        # outside this class: LogSegment.append reads it to skip the call).
+        self.last: HandleHolder | None = None
 
     def __len__(self) -> int:
         return len(self._holders)
 
     def touch(self, holder: HandleHolder) -> None:
         """Record that ``holder`` holds resources and was just used; evict the oldest."""
-        if holder is self._last:
+        if holder is self.last:
             return
         victims = []
         with self._lock:
             holders = self._holders
-            self._last = holder
+            self.last = holder
             if holder in holders:
                 holders.move_to_end(holder)
                 return
@@ -128,5 +129,5 @@ class FileHandleCache:
         """Forget ``holder`` (it released its resources itself)."""
         with self._lock:
             self._holders.pop(holder, None)
-            if self._last is holder:
-                self._last = None
+            if self.last is holder:
+                self.last = None

@@ -203,7 +203,8 @@ class Log(LogRemoval):
         if size == 0:
             raise ValueError("nothing to append")
         with self._lock:
-            self._check_open()
+            if self._closed:
+                self._check_open()  # raises
             if info.first_offset < self._leo:
                 raise InvalidAppendOffsetError(
                     f"append at {info.first_offset} below log end offset {self._leo}"

@@ -291,7 +291,9 @@ class LogSegment(SegmentReads):
     def time_waited_for_roll(self, now_ms: int, incoming_max_ts: int) -> int:
         """Kafka's roll clock: time from the first batch's timestamp to the incoming one
         when both are known, else time since the segment was created or loaded."""
-        first = self.first_batch_timestamp()
+        first = self._first_batch_ts  # kept after the first read: no call on every append
+        if first is None:
+            first = self.first_batch_timestamp()
         if first is not None and first >= 0 and incoming_max_ts >= 0:
             return incoming_max_ts - first
         return now_ms - self.created_ms
@@ -332,7 +334,14 @@ class LogSegment(SegmentReads):
         assert not self.sealed and index is not None, "append to a sealed segment"
         position = self.size
         size = len(data)
-        self.handle().write_at(data, position)  # the one LRU touch of an append
+        file = self._file
+        # The one LRU touch of an append, skipped (as touch itself would) while this segment
+        # is the cache's most recent; one pwrite nearly always writes everything.
+        if file is None or self._cache.last is not self:
+            file = self.handle()
+        written = os.pwrite(file.fd, data, position)
+        if written != size:
+            file.write_at(memoryview(data)[written:], position + written)
         self.size = position + size
         if self._first_batch_ts is None:
             self._first_batch_ts = info.max_timestamp

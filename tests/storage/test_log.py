@@ -441,3 +441,18 @@ def test_reads_stay_correct_while_appends_and_retention_run(tmp_path):
     assert not thread.is_alive()
     assert failures == []
     assert reads[0] >= 200
+
+
+def test_an_append_finishes_a_short_write(tmp_path, monkeypatch):
+    """One pwrite nearly always takes a whole append; when it takes less, the append writes
+    the rest where it belongs."""
+    log = open_log(tmp_path)
+    append(log, 3)
+    real = os.pwrite
+    monkeypatch.setattr(os, "pwrite", lambda fd, data, pos: real(fd, memoryview(data)[:7], pos))
+    append(log, 5, value_size=200)
+    monkeypatch.undo()
+    append(log, 2)
+    records = read_records(log)
+    assert [r[0] for r in records] == list(range(10))
+    assert records[3][1] == b"k3" and len(records[4][2]) == 200
