@@ -98,28 +98,36 @@ static inline int read_uvarint(cursor *c, uint64_t *out) {
     return 0;
 }
 
+/* A length or count as the wire holds it, unchecked: uvarint n + 1 when flexible (so 0
+ * reads as -1, null), else int32 (`wide`) or int16. */
+static int read_length(cursor *c, int flexible, int wide, int64_t *n) {
+    if (flexible) {
+        uint64_t u;
+        if (!read_uvarint(c, &u))
+            return 0;
+        *n = (int64_t)u - 1;
+    } else if (wide) {
+        int32_t i;
+        if (!read_i32(c, &i))
+            return 0;
+        *n = i;
+    } else {
+        int16_t h;
+        if (!read_i16(c, &h))
+            return 0;
+        *n = h;
+    }
+    return 1;
+}
+
 /* A length-prefixed field's start and length; *len is -1 for null. Non-flexible: int16
  * (strings) or int32 (records) length, -1 null, other negatives refused. Flexible: uvarint
  * length + 1, 0 null. A length running past the frame is refused here, before anything is
  * made of it. */
 static int read_span(cursor *c, int flexible, int wide, const unsigned char **start, Py_ssize_t *len) {
     int64_t n;
-    if (flexible) {
-        uint64_t u;
-        if (!read_uvarint(c, &u))
-            return 0;
-        n = (int64_t)u - 1;
-    } else if (wide) {
-        int32_t i;
-        if (!read_i32(c, &i))
-            return 0;
-        n = i;
-    } else {
-        int16_t h;
-        if (!read_i16(c, &h))
-            return 0;
-        n = h;
-    }
+    if (!read_length(c, flexible, wide, &n))
+        return 0;
     if (n < -1 || n > remaining(c))
         return 0;
     *start = c->pos;
@@ -134,17 +142,8 @@ static int read_span(cursor *c, int flexible, int wide, const unsigned char **st
  * element is at least that long), which bounds the tuple allocated for them. */
 static int read_count(cursor *c, int flexible, Py_ssize_t min_size, Py_ssize_t *out) {
     int64_t n;
-    if (flexible) {
-        uint64_t u;
-        if (!read_uvarint(c, &u))
-            return 0;
-        n = (int64_t)u - 1;
-    } else {
-        int32_t i;
-        if (!read_i32(c, &i))
-            return 0;
-        n = i;
-    }
+    if (!read_length(c, flexible, 1, &n))
+        return 0;
     if (n < 0 || n > remaining(c) / min_size)
         return 0;
     *out = (Py_ssize_t)n;
