@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
+from odradek.records.recompression import CODEC_OF_TYPE
 from odradek.storage.errors import InvalidConfigError
 
 LONG_MAX = 2**63 - 1
@@ -40,8 +41,8 @@ CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 # compression.type values (Kafka's BrokerCompressionType; case-sensitive, as in Kafka).
 PRODUCER = "producer"
-UNCOMPRESSED = "uncompressed"
-COMPRESSION_TYPES = (UNCOMPRESSED, "zstd", "lz4", "snappy", "gzip", PRODUCER)
+# The broker-side codecs by name (records/recompression.py's table), and "producer".
+COMPRESSION_TYPES = (*CODEC_OF_TYPE, PRODUCER)
 GZIP_DEFAULT_LEVEL = -1
 
 _HOUR_MS = 3_600_000
