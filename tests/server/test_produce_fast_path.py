@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Producer
 from kafka import KafkaProducer
 
 from odradek.protocol import codec
@@ -282,3 +283,22 @@ def test_responses_keep_request_order_behind_a_waiting_fetch(spied):
     assert spy.taken == 1
     _, answer = codec.decode_response(0, 9, second)
     assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+
+
+def test_timestamp_bounds_take_in_range_batches_and_hand_on_the_rest(spied):
+    broker, spy = spied
+    topic = unique_topic("fast-ts-bounds")
+    hour = 3_600_000
+    create_topic(broker.bootstrap, topic, 1, **{"message.timestamp.before.max.ms": hour,
+                                               "message.timestamp.after.max.ms": hour})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    outcomes = []
+    now = int(time.time() * 1000)
+    for i, ts in enumerate([now, now - 2 * hour, now + 2 * hour, now + 1]):
+        producer.produce(topic, value=b"v%d" % i, timestamp=ts,
+                         on_delivery=lambda err, _m: outcomes.append(None if err is None else err.code()))
+        assert producer.flush(20) == 0
+    assert outcomes == [None, KafkaError.INVALID_TIMESTAMP, KafkaError.INVALID_TIMESTAMP, None]
+    assert (spy.taken, spy.declined) == (2, 2)
+    got = read_with_every_client(broker.bootstrap, topic, 2)["kafka-python"]
+    assert [(r.offset, r.value, r.timestamp) for r in got] == [(0, b"v0", now), (1, b"v3", now + 1)]
