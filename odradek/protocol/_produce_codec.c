@@ -229,25 +229,34 @@ static PyObject *read_partition(parser *p) {
     return pair(PyLong_FromLong(index), slice_view(p->view, start - p->base, len));
 }
 
+/* An array as a tuple of what `read_item` reads for each element; NULL when the count or
+ * any element is not of the accepted shape. `min_size`: the fewest bytes an element takes
+ * (read_count bounds the count, and so the tuple, by it). */
+static PyObject *read_array(parser *p, Py_ssize_t min_size, PyObject *(*read_item)(parser *)) {
+    Py_ssize_t count;
+    if (!read_count(&p->c, p->flexible, min_size, &count))
+        return NULL;
+    PyObject *items = PyTuple_New(count);
+    for (Py_ssize_t i = 0; items != NULL && i < count; i++) {
+        PyObject *item = read_item(p);
+        if (item == NULL)
+            Py_CLEAR(items);
+        else
+            PyTuple_SET_ITEM(items, i, item);
+    }
+    return items;
+}
+
 /* (name, partitions). Smallest partition: index, a one-byte length, [one-byte tags]. */
 static PyObject *read_topic(parser *p) {
     const unsigned char *start;
-    Py_ssize_t len, count;
+    Py_ssize_t len;
     if (!read_span(&p->c, p->flexible, 0, &start, &len) || len < 0)
         return NULL;
     PyObject *name = decode_text(start, len);
     if (name == NULL)
         return NULL;
-    PyObject *partitions = NULL;
-    if (read_count(&p->c, p->flexible, p->flexible ? 6 : 8, &count))
-        partitions = PyTuple_New(count);
-    for (Py_ssize_t i = 0; partitions != NULL && i < count; i++) {
-        PyObject *partition = read_partition(p);
-        if (partition == NULL)
-            Py_CLEAR(partitions);
-        else
-            PyTuple_SET_ITEM(partitions, i, partition);
-    }
+    PyObject *partitions = read_array(p, p->flexible ? 6 : 8, read_partition);
     if (partitions != NULL && p->flexible && !skip_tagged_fields(&p->c))
         Py_CLEAR(partitions);
     return pair(name, partitions);
@@ -256,18 +265,7 @@ static PyObject *read_topic(parser *p) {
 /* The topic_data array. Smallest topic: an empty name and an empty array (2 + 4 bytes, or
  * three one-byte fields when flexible). */
 static PyObject *read_topics(parser *p) {
-    Py_ssize_t count;
-    if (!read_count(&p->c, p->flexible, p->flexible ? 3 : 6, &count))
-        return NULL;
-    PyObject *topics = PyTuple_New(count);
-    for (Py_ssize_t i = 0; topics != NULL && i < count; i++) {
-        PyObject *topic = read_topic(p);
-        if (topic == NULL)
-            Py_CLEAR(topics);
-        else
-            PyTuple_SET_ITEM(topics, i, topic);
-    }
-    return topics;
+    return read_array(p, p->flexible ? 3 : 6, read_topic);
 }
 
 /* The whole request: header, then body, then exactly the end of the frame. */

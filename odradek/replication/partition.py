@@ -127,9 +127,7 @@ class Partition:
         except InvalidRecordError as e:
             raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
         max_message_bytes = config.max_message_bytes
-        settings = self.produce_settings
-        if settings.config is not config:
-            settings = self.produce_settings = _produce_settings(config)
+        settings = self._settings(config)
         low, high = now_ms - settings.before_ms, now_ms + settings.after_ms
         idempotent = False
         for _, size, header in batches:
@@ -163,9 +161,7 @@ class Partition:
         runs ``append_records_as_leader``, which checks and assigns everything again.
         """
         config = self.log.config
-        settings = self.produce_settings
-        if settings.config is not config:
-            settings = self.produce_settings = _produce_settings(config)
+        settings = self._settings(config)
         if not settings.plain:
             return None
         if settings.bounded:
@@ -205,6 +201,13 @@ class Partition:
         self.log.append(buf, info)
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
+
+    def _settings(self, config) -> ProduceSettings:
+        """``produce_settings``, worked out again only when ``config`` replaced the log's."""
+        settings = self.produce_settings
+        if settings.config is not config:
+            settings = self.produce_settings = _produce_settings(config)
+        return settings
 
     def _check_producers(self, batches):
         duplicate = None
