@@ -1,14 +1,14 @@
 """Build of the C extensions; the project's metadata is in pyproject.toml.
 
 - ``client/_memory_records_builder``, ``client/_murmur2``: the producer's once-per-record steps;
-- ``protocol/_produce_codec``, ``records/_log_validator``: the broker's produce fast path
-  (``server/produce_fast_path.py``).
+- ``protocol/_produce_codec``, ``records/_log_validator``, ``storage/_fast_append``: the broker's
+  produce fast path (``server/produce_fast_path.py``).
 """
 
 from setuptools import Extension, setup
 
 MODULES = ("client._memory_records_builder", "client._murmur2", "protocol._produce_codec",
-           "records._log_validator")
+           "records._log_validator", "storage._fast_append")
 
 setup(ext_modules=[
     Extension(f"odradek.{name}", [f"odradek/{name.replace('.', '/')}.c"], extra_compile_args=["-O2", "-Wall"])

@@ -34,6 +34,7 @@ from odradek.records.conversion import legacy_to_v2
 from odradek.records._log_validator import validate_and_assign
 from odradek.records.errors import CorruptRecordError, InvalidRecordError
 from odradek.records.recompression import recompress_batches, target_codec
+from odradek.storage._fast_append import append_to_active_segment
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.config import LOG_APPEND_TIME, LONG_MAX
 
@@ -176,8 +177,10 @@ class Partition:
     def append_plain(self, records, info: tuple[int, int, int, int]) -> None:
         """Phase two: append what ``prepare_plain_append`` returned ``info`` for, with nothing
         appended to this log in between. The batches have no producer id, so the producer
-        state only moves its end offset."""
-        self.log.append(records, LogAppendInfo(*info))
+        state only moves its end offset. The append is ``Log.append``'s, in one C call when
+        it neither rolls nor reserves (``storage/_fast_append.c``)."""
+        if not append_to_active_segment(self.log, records, info):
+            self.log.append(records, LogAppendInfo(*info))
         self.producer_state.advance(info[1] + 1)
         self.maybe_advance_high_watermark()
 
