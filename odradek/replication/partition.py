@@ -41,6 +41,7 @@ from odradek.storage.config import LOG_APPEND_TIME, LONG_MAX
 # The distance of an unlimited bound from the clock: no int64 timestamp is beyond it.
 _UNLIMITED = 2**64
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_INT32_MAX = 2**31 - 1
 
 
 class ProduceError(Exception):
@@ -145,6 +146,9 @@ class Partition:
             buf, batches = _recompress(buf, batches, settings.recompress_to, max_message_bytes)
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
         info = self._assign_offsets(buf, batches, append_time)
+        refusal = _log_refusal(len(buf), info.first_offset, info.last_offset, config)
+        if refusal is not None:
+            raise refusal
         self.log.append(buf, info)
         self._update_producers(batches, info.first_offset, append_time)
         self.maybe_advance_high_watermark()
@@ -171,8 +175,11 @@ class Partition:
             high = min(now_ms + settings.after_ms, _INT64_MAX)
         else:
             low, high = _INT64_MIN, _INT64_MAX
-        return validate_and_assign(records, self.log.log_end_offset, self.leader_epoch,
+        info = validate_and_assign(records, self.log.log_end_offset, self.leader_epoch,
                                    config.max_message_bytes, low, high)
+        if info is None or _log_refusal(len(records), info[0], info[1], config) is not None:
+            return None
+        return info
 
     def append_plain(self, records, info: tuple[int, int, int, int]) -> None:
         """Phase two: append what ``prepare_plain_append`` returned ``info`` for, with nothing
@@ -332,6 +339,25 @@ def _produce_settings(config) -> ProduceSettings:
     after = _UNLIMITED if after == LONG_MAX else after
     plain = target is None and config.flush_messages == LONG_MAX
     return ProduceSettings(config, before, after, target, plain, before != _UNLIMITED or after != _UNLIMITED)
+
+
+def _log_refusal(size: int, first_offset: int, last_offset: int, config) -> ProduceError | None:
+    """What ``Log.append`` would refuse of an append of ``size`` bytes at these offsets, as the
+    partition's error, checked before appending (a request's earlier partitions may be
+    appended already, so an exception from the log would leave the request half done):
+
+    - more bytes than ``segment.bytes``: RECORD_LIST_TOO_LARGE, as Kafka answers;
+    - offsets spanning more than a segment's 32-bit relative offsets: INVALID_RECORD. Only
+      batches whose headers claim far more records than their bytes hold get there (records
+      are not decoded on the produce path).
+    """
+    if size > config.segment_bytes:
+        return ProduceError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                            f"{size} bytes of batches exceed segment.bytes {config.segment_bytes}")
+    if last_offset - first_offset > _INT32_MAX:
+        return ProduceError(ErrorCode.INVALID_RECORD,
+                            f"offsets {first_offset}..{last_offset} span more than 2**31 - 1")
+    return None
 
 
 def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:

@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import crc32c
 import pytest
 from aiokafka import AIOKafkaProducer
 from confluent_kafka import KafkaError, Producer
@@ -302,3 +303,47 @@ def test_timestamp_bounds_take_in_range_batches_and_hand_on_the_rest(spied):
     assert (spy.taken, spy.declined) == (2, 2)
     got = read_with_every_client(broker.bootstrap, topic, 2)["kafka-python"]
     assert [(r.offset, r.value, r.timestamp) for r in got] == [(0, b"v0", now), (1, b"v3", now + 1)]
+
+
+def _claiming(records_count: int) -> bytes:
+    """One real record under a header that claims ``records_count`` (CRC made valid again):
+    records are not decoded on the produce path, so only the offsets' span can catch it."""
+    batch = bytearray(_batch([b"liar"], 0))
+    struct.pack_into(">i", batch, 23, records_count - 1)  # last_offset_delta
+    struct.pack_into(">i", batch, 57, records_count)  # records_count
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_what_the_log_would_refuse_is_one_partition_error_not_half_a_request(tmp_path, enabled):
+    """Bytes beyond segment.bytes (RECORD_LIST_TOO_LARGE, as Kafka) and offsets spanning more
+    than 2**31 - 1 (INVALID_RECORD) are refused per partition, before anything is appended:
+    the request's other partitions are appended once, and the connection stays open."""
+    m = codec.module("ProduceRequest")
+    with InProcessBroker(tmp_path / "data") as broker:
+        spy = Spy(broker, enabled)
+        create_topic(broker.bootstrap, "fine", 1)
+        create_topic(broker.bootstrap, "small", 2, **{"segment.bytes": 200})
+        big = _batch([b"x" * 300], 0)
+        liars = _claiming(2**31 - 1) + _claiming(2**31 - 1)
+        client = WireClient(broker.bootstrap)
+        try:
+            data = [m.TopicProduceData(name="fine", partition_data=[m.PartitionProduceData(index=0, records=_batch([b"ok"], 0))]),
+                    m.TopicProduceData(name="small", partition_data=[m.PartitionProduceData(index=0, records=big),
+                                                                     m.PartitionProduceData(index=1, records=liars)])]
+            client.send_raw(client.frame("Produce", 9, m.MESSAGE(acks=1, timeout_ms=5000, topic_data=data)))
+            _, answer = codec.decode_response(0, 9, client.recv_frame())
+            errors = {(t.name, p.index): (p.error_code, p.base_offset)
+                      for t in answer.responses for p in t.partition_responses}
+            assert errors == {("fine", 0): (ErrorCode.NONE, 0),
+                              ("small", 0): (ErrorCode.RECORD_LIST_TOO_LARGE, -1),
+                              ("small", 1): (ErrorCode.INVALID_RECORD, -1)}
+            client.send_raw(client.frame("Fetch", 12, fetch_body("fine", 0, 0)))
+            assert client.recv_frame()  # still open
+        finally:
+            client.close()
+        assert spy.taken == 0 and spy.declined == 1
+        fine = broker.broker.replica_manager.partitions[("fine", 0)]
+        small = [broker.broker.replica_manager.partitions[("small", i)] for i in range(2)]
+        assert fine.log.log_end_offset == 1 and [p.log.log_end_offset for p in small] == [0, 0]
