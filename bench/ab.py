@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B: odradek at two revisions side by side, the same clients, alternating runs.
 
-  .venv/bin/python bench/ab.py REV [--against REV2] [--workloads produce,consume,bandwidth]
+  .venv/bin/python bench/ab.py REV [--against REV2] [--workloads produce,produce8,consume,bandwidth]
                                    [--reps N] [--records N]
 
 B is the git revision REV (HEAD~3, a sha, a branch); A is this checkout's working tree as it
@@ -49,7 +49,7 @@ from bench.harness.measure import measured, noise_share  # noqa: E402
 from bench.harness.wire import high_watermarks  # noqa: E402
 from bench.harness.workloads.produce import bandwidth_requests, kcat_produce, raw_bandwidth_run  # noqa: E402
 
-WORKLOADS = ("produce", "consume", "bandwidth")
+WORKLOADS = ("produce", "produce8", "consume", "bandwidth")
 SIDES = ("A", "B")
 MIB = 1 << 20
 RESULTS = REPO / "bench" / "results"
@@ -122,16 +122,20 @@ def warm_then_alternate(clients: Clients, brokers: list, one, comp: Comparison) 
     return alternate(brokers, clients.config.reps, one, comp)
 
 
-def produce(clients: Clients, brokers: list) -> Comparison:
-    """kcat, 100 B records, 1 partition, acks=1, a new topic every run."""
+def produce(clients: Clients, brokers: list, partitions: int = 1) -> Comparison:
+    """kcat, 100 B records, ``partitions`` partitions (kcat spreads records over them), acks=1,
+    a new topic every run."""
     n = clients.config.records
-    comp = Comparison("produce", "produce 100 B, 1 partition, acks=1", "kcat", "rec/s", "CPU-s/M rec")
+    name = "produce" if partitions == 1 else f"produce{partitions}"
+    noun = "partition" if partitions == 1 else "partitions"
+    comp = Comparison(name, f"produce 100 B, {partitions} {noun}, acks=1", "kcat", "rec/s", "CPU-s/M rec")
 
     def one(broker, rep):
-        topic = f"ab-produce-{rep}"
-        admin.create_topic(broker.bootstrap, topic, 1)
-        m = measured(broker.pid, lambda: kcat_produce(clients, broker, topic, n, "1", 0))
-        written = high_watermarks(broker.bootstrap, topic, [0])[0]
+        topic = f"ab-{name}-{rep}"
+        admin.create_topic(broker.bootstrap, topic, partitions)
+        target = 0 if partitions == 1 else None
+        m = measured(broker.pid, lambda: kcat_produce(clients, broker, topic, n, "1", target))
+        written = sum(high_watermarks(broker.bootstrap, topic, range(partitions)).values())
         if written != m.value:
             raise RuntimeError(f"{broker.name} {topic}: {written} records, sent {m.value}")
         return {"throughput": written / m.wall_s, "cpu_per_unit": m.broker_cpu_s / written * 1e6,
@@ -174,7 +178,8 @@ def bandwidth(clients: Clients, brokers: list) -> Comparison:
         lambda broker, rep: raw_bandwidth_run(broker, f"ab-bandwidth-{rep}", requests, cfg.window), comp)
 
 
-RUNNERS = {"produce": produce, "consume": consume, "bandwidth": bandwidth}
+RUNNERS = {"produce": produce, "produce8": lambda c, b: produce(c, b, 8), "consume": consume,
+           "bandwidth": bandwidth}
 
 
 # --- summary -------------------------------------------------------------------------------
