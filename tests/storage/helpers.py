@@ -69,7 +69,9 @@ def open_log(
         0,
         config or LogConfig(),
         clock or FakeClock(T0),
-        cache or FileHandleCache(64),
+        # (not ``cache or``: a FileHandleCache holding nothing yet is falsy, and the tests
+        # that pass a tiny one would silently get this one instead)
+        cache if cache is not None else FileHandleCache(64),
         **kw,
     )
 
