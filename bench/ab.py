@@ -50,6 +50,7 @@ from bench.harness.wire import high_watermarks  # noqa: E402
 from bench.harness.workloads.produce import bandwidth_requests, kcat_produce, raw_bandwidth_run  # noqa: E402
 
 WORKLOADS = ("produce", "produce8", "consume", "bandwidth")
+DEFAULT_WORKLOADS = ("produce", "consume", "bandwidth")  # produce8 on request
 SIDES = ("A", "B")
 MIB = 1 << 20
 RESULTS = REPO / "bench" / "results"
@@ -80,8 +81,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("rev", nargs="?", metavar="REV", help="git revision of side B")
     p.add_argument("--against", metavar="REV2",
                    help="git revision of side A (default: the working tree, uncommitted changes included)")
-    p.add_argument("--workloads", type=_workloads, default=WORKLOADS,
-                   help=f"comma list of: {', '.join(WORKLOADS)} (default: all)")
+    p.add_argument("--workloads", type=_workloads, default=DEFAULT_WORKLOADS,
+                   help=f"comma list of: {', '.join(WORKLOADS)} (default: {','.join(DEFAULT_WORKLOADS)})")
     p.add_argument("--reps", type=_positive, default=6, help="measured runs per broker and workload (default 6)")
     p.add_argument("--records", type=_positive, default=1_000_000,
                    help="100-byte records per kcat produce / consume run (default 1,000,000)")

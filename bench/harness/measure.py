@@ -4,7 +4,9 @@
 (``/proc/<pid>/stat``), this process's and its reaped children's (kcat, the latency consumer:
 ``getrusage``), and the whole machine's busy CPU seconds (``/proc/stat``). What the machine
 spent beyond those three is ``noise_cpu_s``: other engineers' test suites on a shared 2-core
-machine, which a reader of the results should see next to the numbers they disturbed.
+machine, which a reader of the results should see next to the numbers they disturbed. Of it,
+``steal_cpu_s`` is the time the hypervisor ran other virtual machines instead (it makes every
+figure of a run worse, the peer's too).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .proc_stats import cpu_seconds, system_busy_seconds, wait_until_idle
+from .proc_stats import cpu_seconds, system_busy_seconds, system_steal_seconds, wait_until_idle
 
 
 def _rusage_seconds(who: int) -> float:
@@ -30,10 +32,12 @@ class Measured:
     broker_cpu_s: float
     client_cpu_s: float  # this process (in-process generators) + reaped children (kcat ...)
     noise_cpu_s: float
+    steal_cpu_s: float = 0.0
 
     def fields(self) -> dict[str, float]:
         return {"wall_s": self.wall_s, "broker_cpu_s": self.broker_cpu_s,
-                "client_cpu_s": self.client_cpu_s, "noise_cpu_s": max(0.0, self.noise_cpu_s)}
+                "client_cpu_s": self.client_cpu_s, "noise_cpu_s": max(0.0, self.noise_cpu_s),
+                "steal_cpu_s": self.steal_cpu_s}
 
 
 def measured(pid: int, fn: Callable[[], Any]) -> Measured:
@@ -41,20 +45,29 @@ def measured(pid: int, fn: Callable[[], Any]) -> Measured:
     self0 = _rusage_seconds(resource.RUSAGE_SELF)
     children0 = _rusage_seconds(resource.RUSAGE_CHILDREN)
     busy0 = system_busy_seconds()
+    steal0 = system_steal_seconds()
     begin = time.perf_counter()
     value = fn()
     wall = time.perf_counter() - begin
     busy = system_busy_seconds() - busy0
+    steal = system_steal_seconds() - steal0
     broker = cpu_seconds(pid) - broker0
     client = (_rusage_seconds(resource.RUSAGE_SELF) - self0
               + _rusage_seconds(resource.RUSAGE_CHILDREN) - children0)
-    return Measured(value, wall, broker, client, busy - broker - client)
+    return Measured(value, wall, broker, client, busy - broker - client, steal)
 
 
 def noise_share(run: dict, cores: int) -> float | None:
     """CPU other processes used during a run (its ``fields()``), as a share of the machine;
     None when the run has no wall time."""
     return run["noise_cpu_s"] / run["wall_s"] / cores if run.get("wall_s") else None
+
+
+def steal_share(run: dict, cores: int) -> float | None:
+    """The part of ``noise_share`` that was steal; None for runs recorded before it was."""
+    if not run.get("wall_s") or "steal_cpu_s" not in run:
+        return None
+    return run["steal_cpu_s"] / run["wall_s"] / cores
 
 
 def settle(pids: list[int]) -> float:

@@ -61,14 +61,24 @@ def memory_bytes(pid: int) -> dict[str, int]:
     return out
 
 
+def _machine_ticks() -> list[int]:
+    """The first line of /proc/stat: user nice system idle iowait irq softirq steal ..."""
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:]]
+
+
 def system_busy_seconds() -> float:
     """CPU seconds all processes on the machine have spent busy, from the first line of
-    /proc/stat (user nice system idle iowait irq softirq steal ...; idle and iowait excluded).
-    Against the broker's and the clients' own CPU, this shows what else ran: the noise."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    busy = sum(fields[:8]) - fields[3] - fields[4]
-    return busy / _TICK
+    /proc/stat (idle and iowait excluded; steal included). Against the broker's and the
+    clients' own CPU, this shows what else ran: the noise."""
+    fields = _machine_ticks()
+    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK
+
+
+def system_steal_seconds() -> float:
+    """CPU seconds the hypervisor gave to other virtual machines while this one wanted to run
+    (/proc/stat's steal): part of the noise that no process here caused."""
+    return _machine_ticks()[7] / _TICK
 
 
 def self_cpu_seconds() -> float:

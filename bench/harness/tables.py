@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .measure import noise_share
+from .measure import noise_share, steal_share
 
 O, P = "odradek", "tansu"
 
@@ -45,9 +45,16 @@ def _med(c: dict, broker: str, metric: str):
 
 
 def _noise(c: dict, cores: int, broker: str | None = None) -> str:
-    shares = [noise_share(r, cores) for b, runs in c["runs"].items() for r in runs
-              if r.get("wall_s") and broker in (None, b)]
-    return f"{100 * sorted(shares)[len(shares) // 2]:.0f}%" if shares else "-"
+    """Median noise over the runs, and the median steal within it when that reached 1%."""
+    runs = [r for b, rs in c["runs"].items() for r in rs if r.get("wall_s") and broker in (None, b)]
+    if not runs:
+        return "-"
+    shares = sorted(noise_share(r, cores) for r in runs)
+    text = f"{100 * shares[len(shares) // 2]:.0f}%"
+    steals = sorted(s for s in (steal_share(r, cores) for r in runs) if s is not None)
+    if steals and steals[len(steals) // 2] >= 0.01:
+        text += f" (steal {100 * steals[len(steals) // 2]:.0f}%)"
+    return text
 
 
 def _client_busy(c: dict, broker: str) -> str:
@@ -83,7 +90,8 @@ def throughput_table(res: dict) -> Table:
                   "o/t", "client busy o / t", "noise"], rows,
                  "client busy: the client's CPU time over the run's wall time (100% = one core "
                  "saturated: the client, not the broker, set the pace). noise: CPU used by other "
-                 "processes, as a share of the machine.")
+                 "processes, as a share of the machine; steal: the part of it the hypervisor gave "
+                 "to other virtual machines.")
 
 
 def latency_table(res: dict) -> Table:

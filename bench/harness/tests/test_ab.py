@@ -74,6 +74,7 @@ def test_arguments():
                           "--reps", "2", "--records", "2e4"])
     assert (args.rev, args.against, args.workloads, args.reps, args.records) == (
         "abc123", "HEAD", ("consume", "produce"), 2, 20_000)
+    assert ab.parse_args(["HEAD", "--workloads", "produce8"]).workloads == ("produce8",)
     assert ab.parse_args(["--prune"]).prune
     for bad in ([], ["HEAD", "--workloads", "latency"], ["HEAD", "--reps", "0"],
                 ["HEAD", "--prune"]):

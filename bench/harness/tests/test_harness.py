@@ -170,6 +170,22 @@ def test_proc_stats_of_this_process():
     mem = proc_stats.memory_bytes(os.getpid())
     assert mem["rss"] > 0 and mem["hwm"] >= mem["rss"]
     assert proc_stats.system_busy_seconds() > 0
+    assert 0 <= proc_stats.system_steal_seconds() <= proc_stats.system_busy_seconds()
+
+
+def test_noise_names_the_steal_in_it_once_it_matters():
+    res = _results()
+    comp = res["comparisons"][0]
+    by_title = lambda: {t.title.split(" (")[0]: t for t in tables.all_tables(res)}  # noqa: E731
+    assert by_title()["Throughput and broker CPU"].rows[0][-1] == "10%"  # runs from before steal
+    for runs in comp["runs"].values():
+        for run in runs:
+            run["steal_cpu_s"] = 0.01  # 0.5% of the machine: not named
+    assert by_title()["Throughput and broker CPU"].rows[0][-1] == "10%"
+    for runs in comp["runs"].values():
+        for run in runs:
+            run["steal_cpu_s"] = 0.16
+    assert by_title()["Throughput and broker CPU"].rows[0][-1] == "10% (steal 8%)"
 
 
 def test_the_latency_stamp_lands_in_the_first_records_value():
