@@ -325,22 +325,22 @@ def record(results: dict, name: str, comp: Comparison | None, begin: float) -> d
     return entry
 
 
-def cleanup(brokers: list, work_dir: Path, console: Console) -> None:
+def cleanup(brokers: list, work_dir: Path, console: Console, spared: frozenset = frozenset()) -> None:
     """Stop the brokers, then any client process of ours still running (a kcat cut short by
-    Ctrl-C), then delete the brokers' data."""
+    Ctrl-C) but the ``spared`` ones, then delete the brokers' data."""
     for broker in brokers:
         try:
             broker.stop()
         except Exception as e:  # noqa: BLE001 - keep stopping the others
             console.log(f"stopping broker {broker.name}: {e!r}")
-    stop_children()
+    stop_children(spared)
     shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def stop_children(grace: float = 5.0) -> None:
-    """SIGTERM, then SIGKILL, to the processes this process started that still run."""
+def children() -> frozenset[int]:
+    """The processes this process started that still run (from /proc's parent pids)."""
     me = os.getpid()
-    kids = []
+    kids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -348,7 +348,14 @@ def stop_children(grace: float = 5.0) -> None:
             except OSError:
                 continue
             if int(stat[stat.rindex(b")") + 2:].split()[1]) == me:
-                kids.append(int(entry.name))
+                kids.add(int(entry.name))
+    return frozenset(kids)
+
+
+def stop_children(spared: frozenset = frozenset(), grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL, to this process's children but ``spared``: ``run_ab`` spares
+    those that ran before it began (a caller's own, e.g. a test session's Spark JVM)."""
+    kids = sorted(children() - spared)
     for pid in kids:
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -380,6 +387,7 @@ def run_ab(args: argparse.Namespace, console: Console, results_dir: Path = RESUL
     """Build the trees, run the workloads, write and return the results (also when a
     workload failed or the run was interrupted; the brokers and their data are gone after)."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    spared = children()
     sides = trees(args)
     for name, tree in sides.items():
         found = revision.imported_from(tree.path)
@@ -400,7 +408,7 @@ def run_ab(args: argparse.Namespace, console: Console, results_dir: Path = RESUL
         console.print("[yellow]interrupted: reporting what was measured")
     finally:
         with _signals_ignored():  # a second Ctrl-C must not leave brokers or data behind
-            cleanup(brokers, work_dir, console)
+            cleanup(brokers, work_dir, console, spared)
     results["noise"] = overall_noise(results)
     results_dir.mkdir(parents=True, exist_ok=True)
     results["path"] = str(results_dir / f"ab-{stamp}.json")

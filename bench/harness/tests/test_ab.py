@@ -117,10 +117,18 @@ def test_table_shows_the_numbers():
         assert cell in text
 
 
-def test_stop_children_ends_a_client_left_running():
-    child = subprocess.Popen(["sleep", "60"])
-    ab.stop_children()
-    assert child.poll() is not None or not os.path.exists(f"/proc/{child.pid}")
+def test_stop_children_ends_a_client_left_running_and_spares_the_callers_own():
+    own = subprocess.Popen(["sleep", "60"])  # e.g. a test session's Spark JVM
+    try:
+        spared = ab.children()
+        assert own.pid in spared
+        child = subprocess.Popen(["sleep", "60"])
+        ab.stop_children(spared)
+        assert child.poll() is not None or not os.path.exists(f"/proc/{child.pid}")
+        assert own.poll() is None
+    finally:
+        own.kill()
+        own.wait()
 
 
 def _alive(pid: int) -> bool:
