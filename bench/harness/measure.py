@@ -4,9 +4,10 @@
 (``/proc/<pid>/stat``), this process's and its reaped children's (kcat, the latency consumer:
 ``getrusage``), and the whole machine's busy CPU seconds (``/proc/stat``). What the machine
 spent beyond those three is ``noise_cpu_s``: other engineers' test suites on a shared 2-core
-machine, which a reader of the results should see next to the numbers they disturbed. Of it,
-``steal_cpu_s`` is the time the hypervisor ran other virtual machines instead (it makes every
-figure of a run worse, the peer's too).
+machine, which a reader of the results should see next to the numbers they disturbed.
+``steal_cpu_s`` is the time the hypervisor ran other virtual machines instead, which makes
+every figure of a run worse, the peer's too (the guest may count some of it as the processes'
+own CPU time, so it is shown beside the noise, not as a part of it).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def noise_share(run: dict, cores: int) -> float | None:
 
 
 def steal_share(run: dict, cores: int) -> float | None:
-    """The part of ``noise_share`` that was steal; None for runs recorded before it was."""
+    """Steal during a run as a share of the machine; None for runs recorded before it was."""
     if not run.get("wall_s") or "steal_cpu_s" not in run:
         return None
     return run["steal_cpu_s"] / run["wall_s"] / cores

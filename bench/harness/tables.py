@@ -45,7 +45,7 @@ def _med(c: dict, broker: str, metric: str):
 
 
 def _noise(c: dict, cores: int, broker: str | None = None) -> str:
-    """Median noise over the runs, and the median steal within it when that reached 1%."""
+    """Median noise over the runs, and the median steal when that reached 1%."""
     runs = [r for b, rs in c["runs"].items() for r in rs if r.get("wall_s") and broker in (None, b)]
     if not runs:
         return "-"
@@ -53,7 +53,7 @@ def _noise(c: dict, cores: int, broker: str | None = None) -> str:
     text = f"{100 * shares[len(shares) // 2]:.0f}%"
     steals = sorted(s for s in (steal_share(r, cores) for r in runs) if s is not None)
     if steals and steals[len(steals) // 2] >= 0.01:
-        text += f" (steal {100 * steals[len(steals) // 2]:.0f}%)"
+        text += f", steal {100 * steals[len(steals) // 2]:.0f}%"
     return text
 
 
@@ -90,8 +90,8 @@ def throughput_table(res: dict) -> Table:
                   "o/t", "client busy o / t", "noise"], rows,
                  "client busy: the client's CPU time over the run's wall time (100% = one core "
                  "saturated: the client, not the broker, set the pace). noise: CPU used by other "
-                 "processes, as a share of the machine; steal: the part of it the hypervisor gave "
-                 "to other virtual machines.")
+                 "processes, as a share of the machine; steal: time the hypervisor gave to other "
+                 "virtual machines meanwhile, which slows every figure of a run, the peer's too.")
 
 
 def latency_table(res: dict) -> Table:

@@ -185,7 +185,7 @@ def test_noise_names_the_steal_in_it_once_it_matters():
     for runs in comp["runs"].values():
         for run in runs:
             run["steal_cpu_s"] = 0.16
-    assert by_title()["Throughput and broker CPU"].rows[0][-1] == "10% (steal 8%)"
+    assert by_title()["Throughput and broker CPU"].rows[0][-1] == "10%, steal 8%"
 
 
 def test_the_latency_stamp_lands_in_the_first_records_value():
