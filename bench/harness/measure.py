@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .proc_stats import cpu_seconds, system_busy_seconds, system_steal_seconds, wait_until_idle
+from .proc_stats import cpu_seconds, system_seconds, wait_until_idle
 
 
 def _rusage_seconds(who: int) -> float:
@@ -45,13 +45,12 @@ def measured(pid: int, fn: Callable[[], Any]) -> Measured:
     broker0 = cpu_seconds(pid)
     self0 = _rusage_seconds(resource.RUSAGE_SELF)
     children0 = _rusage_seconds(resource.RUSAGE_CHILDREN)
-    busy0 = system_busy_seconds()
-    steal0 = system_steal_seconds()
+    busy0, steal0 = system_seconds()
     begin = time.perf_counter()
     value = fn()
     wall = time.perf_counter() - begin
-    busy = system_busy_seconds() - busy0
-    steal = system_steal_seconds() - steal0
+    busy1, steal1 = system_seconds()
+    busy, steal = busy1 - busy0, steal1 - steal0
     broker = cpu_seconds(pid) - broker0
     client = (_rusage_seconds(resource.RUSAGE_SELF) - self0
               + _rusage_seconds(resource.RUSAGE_CHILDREN) - children0)

@@ -61,24 +61,24 @@ def memory_bytes(pid: int) -> dict[str, int]:
     return out
 
 
-def _machine_ticks() -> list[int]:
-    """The first line of /proc/stat: user nice system idle iowait irq softirq steal ..."""
+def system_seconds() -> tuple[float, float]:
+    """``(busy, steal)`` CPU seconds of the whole machine so far, from one read of the first
+    line of /proc/stat (user nice system idle iowait irq softirq steal ...).
+
+    busy: what all processes spent (idle and iowait excluded, steal included); against the
+    broker's and the clients' own CPU it shows what else ran, the noise. steal: what the
+    hypervisor gave to other virtual machines while this one wanted to run."""
     with open("/proc/stat") as f:
-        return [int(x) for x in f.readline().split()[1:]]
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK, fields[7] / _TICK
 
 
 def system_busy_seconds() -> float:
-    """CPU seconds all processes on the machine have spent busy, from the first line of
-    /proc/stat (idle and iowait excluded; steal included). Against the broker's and the
-    clients' own CPU, this shows what else ran: the noise."""
-    fields = _machine_ticks()
-    return (sum(fields[:8]) - fields[3] - fields[4]) / _TICK
+    return system_seconds()[0]
 
 
 def system_steal_seconds() -> float:
-    """CPU seconds the hypervisor gave to other virtual machines while this one wanted to run
-    (/proc/stat's steal): part of the noise that no process here caused."""
-    return _machine_ticks()[7] / _TICK
+    return system_seconds()[1]
 
 
 def self_cpu_seconds() -> float:
