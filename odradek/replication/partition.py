@@ -30,18 +30,18 @@ from typing import NamedTuple
 from odradek.coordinator.producer_state import ProducerStateManager
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
-from odradek.records.conversion import legacy_to_v2
 from odradek.records._log_validator import validate_and_assign
+from odradek.records.conversion import legacy_to_v2
 from odradek.records.errors import CorruptRecordError, InvalidRecordError
 from odradek.records.recompression import recompress_batches, target_codec
 from odradek.storage._fast_append import append_to_active_segment
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.config import LOG_APPEND_TIME, LONG_MAX
+from odradek.storage.errors import RecordBatchTooLargeError
 
 # The distance of an unlimited bound from the clock: no int64 timestamp is beyond it.
 _UNLIMITED = 2**64
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_INT32_MAX = 2**31 - 1
 
 
 class ProduceError(Exception):
@@ -146,7 +146,7 @@ class Partition:
             buf, batches = _recompress(buf, batches, settings.recompress_to, max_message_bytes)
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
         info = self._assign_offsets(buf, batches, append_time)
-        refusal = _log_refusal(len(buf), info.first_offset, info.last_offset, config)
+        refusal = self._log_refusal(len(buf), info.first_offset, info.last_offset)
         if refusal is not None:
             raise refusal
         self.log.append(buf, info)
@@ -177,7 +177,7 @@ class Partition:
             low, high = _INT64_MIN, _INT64_MAX
         info = validate_and_assign(records, self.log.log_end_offset, self.leader_epoch,
                                    config.max_message_bytes, low, high)
-        if info is None or _log_refusal(len(records), info[0], info[1], config) is not None:
+        if info is None or self.log.append_refusal(len(records), info[0], info[1]) is not None:
             return None
         return info
 
@@ -211,6 +211,20 @@ class Partition:
         self.log.append(buf, info)
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
+
+    def _log_refusal(self, size: int, first_offset: int, last_offset: int) -> ProduceError | None:
+        """``Log.append_refusal`` as this partition's error, checked before appending: a
+        request's earlier partitions may be appended already, and an exception from the log
+        would leave the request half done. More bytes than ``segment.bytes``:
+        RECORD_LIST_TOO_LARGE, as Kafka answers; offsets beyond 2**31 - 1 apart (only batches
+        claiming far more records than their bytes hold: records are not decoded here):
+        INVALID_RECORD."""
+        refused = self.log.append_refusal(size, first_offset, last_offset)
+        if refused is None:
+            return None
+        code = (ErrorCode.RECORD_LIST_TOO_LARGE if isinstance(refused, RecordBatchTooLargeError)
+                else ErrorCode.INVALID_RECORD)
+        return ProduceError(code, str(refused))
 
     def _settings(self, config) -> ProduceSettings:
         """``produce_settings``, worked out again only when ``config`` replaced the log's."""
@@ -339,25 +353,6 @@ def _produce_settings(config) -> ProduceSettings:
     after = _UNLIMITED if after == LONG_MAX else after
     plain = target is None and config.flush_messages == LONG_MAX
     return ProduceSettings(config, before, after, target, plain, before != _UNLIMITED or after != _UNLIMITED)
-
-
-def _log_refusal(size: int, first_offset: int, last_offset: int, config) -> ProduceError | None:
-    """What ``Log.append`` would refuse of an append of ``size`` bytes at these offsets, as the
-    partition's error, checked before appending (a request's earlier partitions may be
-    appended already, so an exception from the log would leave the request half done):
-
-    - more bytes than ``segment.bytes``: RECORD_LIST_TOO_LARGE, as Kafka answers;
-    - offsets spanning more than a segment's 32-bit relative offsets: INVALID_RECORD. Only
-      batches whose headers claim far more records than their bytes hold get there (records
-      are not decoded on the produce path).
-    """
-    if size > config.segment_bytes:
-        return ProduceError(ErrorCode.RECORD_LIST_TOO_LARGE,
-                            f"{size} bytes of batches exceed segment.bytes {config.segment_bytes}")
-    if last_offset - first_offset > _INT32_MAX:
-        return ProduceError(ErrorCode.INVALID_RECORD,
-                            f"offsets {first_offset}..{last_offset} span more than 2**31 - 1")
-    return None
 
 
 def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:

@@ -46,6 +46,7 @@ from odradek.storage.errors import (
     LogClosedError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
+    StorageError,
 )
 from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
@@ -209,16 +210,23 @@ class Log(LogRemoval):
                 raise InvalidAppendOffsetError(
                     f"append at {info.first_offset} below log end offset {self._leo}"
                 )
-            if size > self.config.segment_bytes:
-                raise RecordBatchTooLargeError(
-                    f"{size} bytes exceed segment.bytes {self.config.segment_bytes}"
-                )
-            if info.last_offset - info.first_offset > INT32_MAX:
-                raise InvalidAppendOffsetError("offsets of one append span more than 2**31")
+            refused = self.append_refusal(size, info.first_offset, info.last_offset)
+            if refused is not None:
+                raise refused
             segment = self._maybe_roll(size, info)
             segment.append(data, info)
             self._leo = info.last_offset + 1
             return AppendResult(info.first_offset, info.last_offset, self._log_start, self._leo)
+
+    def append_refusal(self, size: int, first_offset: int, last_offset: int) -> StorageError | None:
+        """What ``append`` refuses of ``size`` bytes at these offsets whatever the log holds
+        (so a caller can check before a request appends anything): more bytes than one
+        segment takes, or offsets beyond a segment's 32-bit relative offsets."""
+        if size > self.config.segment_bytes:
+            return RecordBatchTooLargeError(f"{size} bytes exceed segment.bytes {self.config.segment_bytes}")
+        if last_offset - first_offset > INT32_MAX:
+            return InvalidAppendOffsetError("offsets of one append span more than 2**31")
+        return None
 
     def _maybe_roll(self, size: int, info: LogAppendInfo) -> LogSegment:
         segment = self._view.segments[-1]
