@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import time
 
@@ -26,10 +27,15 @@ from odradek.server.handlers import HANDLERS
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
+from odradek.storage.log_dir_lock import LogDirError, LogDirLocks
 
 log = logging.getLogger("odradek.broker")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class BrokerStartError(Exception):
+    """The broker could not start; the message names the setting at fault and says why."""
 
 
 class Broker:
@@ -54,9 +60,23 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
+        self.log_dir_locks = LogDirLocks(config.log_dirs)
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
+        """Start every part (see the module's docstring). Raises BrokerStartError, after undoing
+        what was started, when a log directory or a listener cannot be had."""
+        try:
+            self.log_dir_locks.acquire()
+        except LogDirError as e:
+            raise BrokerStartError(str(e)) from None
+        try:
+            await self._start_parts()
+        except BaseException:
+            await self.stop(quiet=True)
+            raise
+
+    async def _start_parts(self) -> None:
         from odradek.replication.replica_manager import ReplicaManager
         from odradek.server.produce_fast_path import ProduceFastPath
         from odradek.server.metadata_setup import open_metadata, open_producer_ids
@@ -84,10 +104,15 @@ class Broker:
     async def _listen(self) -> None:
         for listener in self.config.listeners:
             host = listener.host or None
-            server = await self.loop.create_server(
-                lambda name=listener.name: Connection(self, name), host, listener.port,
-                reuse_address=True, backlog=1024,
-            )
+            try:
+                server = await self.loop.create_server(
+                    lambda name=listener.name: Connection(self, name), host, listener.port,
+                    reuse_address=True, backlog=1024,
+                )
+            except OSError as e:
+                reason = os.strerror(e.errno) if e.errno else str(e)
+                raise BrokerStartError(f"listeners: cannot listen on {listener.host or '0.0.0.0'}:"
+                                       f"{listener.port} ({listener.name}): {reason.lower()}") from None
             sock = server.sockets[0]
             set_buffer_sizes(sock, self.config)
             self.bound[listener.name] = (listener.host or socket.gethostname(), sock.getsockname()[1])
@@ -123,7 +148,8 @@ class Broker:
         for coro in background_tasks(self):
             self._tasks.append(self.loop.create_task(coro))
 
-    async def stop(self) -> None:
+    async def stop(self, quiet: bool = False) -> None:
+        """Stop every part, in reverse start-up order; ``quiet`` after a failed start."""
         if self.stopping:
             return
         self.stopping = True
@@ -148,7 +174,9 @@ class Broker:
         if self.metadata is not None:
             self.metadata.close()
             self.metadata.store.close()
-        log.info("broker %d stopped%s", self.broker_id, " cleanly" if clean else " with errors")
+        self.log_dir_locks.release()
+        if not quiet:
+            log.info("broker %d stopped%s", self.broker_id, " cleanly" if clean else " with errors")
 
     # --- requests ---------------------------------------------------------------------------
     def dispatch(self, ctx, body):

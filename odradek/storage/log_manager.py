@@ -161,7 +161,10 @@ class LogManager:
                 clean_shutdown=clean,
             )
             self._dir_of[tp] = directory
-        logger.info("loaded logs of %s (%s shutdown)", directory, "clean" if clean else "unclean")
+        if not clean and not any(d == directory for d in self._dir_of.values()):
+            logger.info("no logs in %s yet", directory)  # a new directory: nothing to recover
+        else:
+            logger.info("loaded logs of %s (%s shutdown)", directory, "clean" if clean else "unclean")
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown
