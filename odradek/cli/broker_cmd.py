@@ -18,7 +18,8 @@ from odradek.server.config import BrokerConfig, ConfigError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("broker", help="run a broker", description=__doc__.split("\n\n")[0])
+    p = sub.add_parser("broker", help="run a broker", description=__doc__.split("\n\n", 1)[1].replace("``", ""),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("properties", nargs="?", help="a server.properties file")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="set a config (Kafka's names), repeatable")

@@ -198,9 +198,24 @@ def run_command(name: str, body, args) -> int:
     except BrokenPipeError:
         _silence_stdout()  # the reader went away (``| head``): not an error of ours
         return 0
-    except (CommandError, KafkaError, ValueError, OSError) as e:
+    except ValueError as e:  # a client refused a setting: say it with Kafka's name
+        print(f"odradek {name}: {kafka_names(one_line(e))}", file=sys.stderr)
+        return 1
+    except (CommandError, KafkaError, OSError) as e:
         print(f"odradek {name}: {one_line(e)}", file=sys.stderr)
         return 1
+
+
+def kafka_names(text: str) -> str:
+    """``text`` with the clients' keyword arguments (``compression_type``) named as the
+    Kafka properties they come from (``compression.type``)."""
+    from odradek.client import AsyncAdminClient, AsyncConsumer, AsyncProducer
+
+    names = set()
+    for cls in (AsyncProducer, AsyncConsumer, AsyncAdminClient):
+        names.update(n for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind == p.KEYWORD_ONLY)
+    return re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
+                  lambda m: m.group(0).replace("_", ".") if m.group(0) in names else m.group(0), text)
 
 
 def one_line(error: BaseException) -> str:

@@ -4,7 +4,7 @@
     odradek topics --bootstrap-server H:P --create --topic T --replica-assignment 1000:1001,1001:1002
     odradek topics --list | --describe [--topic T] | --alter --topic T --partitions N | --delete --topic T
 
-``--replica-assignment`` is Kafka's syntax (seed 000): commas separate partitions, colons
+``--replica-assignment`` is Kafka's syntax: commas separate partitions, colons
 separate the replicas of one partition, preferred leader first. ``1000,1000,1000,1000,1000``
 is five partitions, each with one replica on broker 1000; ``1000:1001,1001:1002`` is two
 partitions with two replicas each. It replaces ``--partitions`` and
