@@ -5,6 +5,9 @@ and ending offsets (earliest and latest by default) and returns one ``OffsetRang
 topic-partition, split further when ``minPartitions`` asks. On executors, ``read()`` of a
 range fetches it from the partition's leader and yields Arrow batches (``range_reader``).
 The ranges are fixed when the query is planned: records appended later are not read.
+With nothing to read (an empty topic, a subscribed topic that does not exist, a pattern
+matching no topic) the result has no rows: Spark then plans one placeholder
+``InputPartition(None)`` instead of an empty list, and ``read`` of it yields nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class BatchReader(DataSourceReader):
             offsets.close()
 
     def read(self, partition: OffsetRange) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, OffsetRange):  # Spark's placeholder: nothing to read
+            return iter(())
         return read_range(self.options.fetch_config(), partition)
 
 

@@ -9,6 +9,7 @@ given); offsets from ListOffsets at each partition's leader, all leaders at once
 
 from __future__ import annotations
 
+import logging
 import re
 
 from odradek.client import AdminClient
@@ -18,14 +19,17 @@ from odradek.spark.options import SourceOptions
 
 __all__ = ["OffsetReader"]
 
+_log = logging.getLogger("odradek.spark")
+
 
 class OffsetReader:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._admin: AdminClient | None = None
+        self._reported: set[str] = set()  # subscribed topics found missing, warned of once
 
     def __getstate__(self) -> dict:
-        return {"options": self.options, "_admin": None}
+        return {"options": self.options, "_admin": None, "_reported": set()}
 
     @property
     def admin(self) -> AdminClient:
@@ -47,10 +51,19 @@ class OffsetReader:
         topics = self.admin.describe_topics(None)
         if o.subscribe:
             names = [t for t in o.subscribe if t in topics]
+            self._report_missing([t for t in o.subscribe if t not in topics])
         else:
             pattern = re.compile(o.pattern)
             names = [t for t, d in topics.items() if not d.is_internal and pattern.fullmatch(t)]
         return sorted(TopicPartition(t, p.partition) for t in names for p in topics[t].partitions)
+
+    def _report_missing(self, missing: list[str]) -> None:
+        """A subscribed topic that does not exist gives no rows, as it would if empty; say so
+        once (a streaming query reads it from its start once it is created)."""
+        new = sorted(set(missing) - self._reported)
+        if new:
+            _log.warning("subscribed topics %s do not exist: nothing to read from them", new)
+        self._reported = set(missing)
 
     # --- offsets -------------------------------------------------------------------------
     def earliest(self, partitions) -> dict[TopicPartition, int]:

@@ -138,6 +138,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return split_ranges(ranges, self.options.min_partitions)
 
     def read(self, partition: OffsetRange):
+        if not isinstance(partition, OffsetRange):  # Spark's placeholder for no partitions
+            return iter(())
         return read_range(self.options.fetch_config(), partition)
 
     def commit(self, end: dict) -> None:

@@ -107,3 +107,23 @@ def test_offset_ranges_pickle_as_input_partitions():
 
     r = OffsetRange("t", 1, 5, 9)
     assert pickle.loads(pickle.dumps(r)) == r and r.size == 4
+
+
+def test_nothing_to_read_gives_no_rows(spark, bootstrap, new_topic):
+    empty = new_topic(1)
+    full = new_topic(2)
+    produce_with_kafka_python(bootstrap, full, 4, partitions=2)
+    future = str(4_000_000_000_000)
+
+    def load(**options):
+        df = spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+        for name, value in options.items():
+            df = df.option(name, value)
+        return df.load()
+
+    assert load(subscribe=empty).count() == 0
+    assert load(subscribe=f"{empty}-missing").count() == 0
+    assert load(subscribePattern="no-topic-matches-this-.*").count() == 0
+    assert load(subscribe=full, startingTimestamp=future, startingOffsetsByTimestampStrategy="latest").count() == 0
+    with pytest.raises(Exception, match="no record at or after the timestamp"):  # Spark's default: error
+        load(subscribe=full, startingTimestamp=future).count()
