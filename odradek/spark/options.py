@@ -37,9 +37,8 @@ Sink (writing):
                            streaming, false for batch writes, as Spark's Kafka sink)
     kafka.*                the producer's Kafka settings (``kafka_params``), e.g.
                            kafka.compression.type none | gzip | snappy | lz4 | zstd
-    Save modes: append and errorifexists (the default); overwrite and ignore are refused,
-    as by Spark's Kafka sink (see ``data_source``).
     staging.topic, commit.topic   the sink's internal topics (see ``sink_log``)
+    Save mode overwrite is refused, as by Spark's Kafka sink (see ``data_source``).
 """
 
 from __future__ import annotations
