@@ -1,4 +1,4 @@
-"""The asyncio consumer, with the simple API of seed 004: assign partitions, seek, and fetch.
+"""The asyncio consumer: assign partitions (or subscribe as a group member), seek, and fetch.
 
     async with AsyncConsumer("127.0.0.1:9092", auto_offset_reset="earliest") as consumer:
         consumer.assign([TopicPartition("events", 0), TopicPartition("events", 1)])
