@@ -58,6 +58,14 @@ def test_produce_and_consume_synchronously(broker, topic_name):
         assert consumer.paused() == {TopicPartition(topic_name, 0)}
 
 
+def test_sync_poll_of_a_partition_that_does_not_exist_returns_empty(broker, topic_name):
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])
+    with Consumer(broker.bootstrap, auto_offset_reset="earliest", default_api_timeout_ms=1000) as consumer:
+        consumer.assign([TopicPartition(topic_name, 3)])
+        assert consumer.poll(timeout_ms=300) == {}  # was KafkaTimeoutError("no leader ...")
+
+
 def test_send_from_many_threads(broker, topic_name):
     with AdminClient(broker.bootstrap) as admin:
         admin.create_topics([NewTopic(topic_name, 1, 1)])
