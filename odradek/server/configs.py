@@ -18,7 +18,9 @@ DYNAMIC_BROKER_CONFIG = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # DescribeConfigsResponse.ConfigType
+UNKNOWN_TYPE = 0
 BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST = 1, 2, 3, 4, 5, 6, 7
 
 # topic config -> (broker synonyms, most specific first; type; Kafka default as a string)

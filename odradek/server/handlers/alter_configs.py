@@ -4,7 +4,9 @@ AlterConfigs replaces a resource's whole set of overrides; IncrementalAlterConfi
 SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) to single keys (APPEND and SUBTRACT only on
 list configs such as ``cleanup.policy``). Topics take topic-level names; brokers (name "" for
 the cluster-wide default, or this broker's id) take the dynamic broker keys. Values are
-validated before anything is written; ``validate_only`` writes nothing.
+validated before anything is written; ``validate_only`` writes nothing. IncrementalAlterConfigs
+also changes this broker's log levels (BROKER_LOGGER, SET and DELETE only; see
+``server/broker_loggers.py``), which the legacy AlterConfigs does not know, as in Kafka.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 from odradek.protocol.generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
-from odradek.server import configs
+from odradek.server import broker_loggers, configs
 from odradek.server.topics import TopicError
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -37,11 +39,27 @@ def _alter(broker, resource, validate_only: bool, incremental: bool):
             _alter_topic(broker, resource, validate_only, incremental)
         elif resource.resource_type == BROKER:
             _alter_broker(broker, resource, validate_only, incremental)
+        elif resource.resource_type == BROKER_LOGGER and incremental:
+            _alter_loggers(broker, resource, validate_only)
         else:
-            raise TopicError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}")
+            raise TopicError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
     except TopicError as e:
         result.error_code, result.error_message = e.error, e.message
     return result
+
+
+def _alter_loggers(broker, resource, validate_only: bool) -> None:
+    broker_loggers.check_broker_id(resource.resource_name, broker.broker_id)
+    _check_no_duplicates(resource)
+    broker_loggers.validate(resource.configs)
+    if not validate_only:
+        broker_loggers.apply(resource.configs)
+
+
+def _check_no_duplicates(resource) -> None:
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
 
 
 def _apply(current: dict[str, str], resource, incremental: bool) -> dict[str, str]:
