@@ -20,6 +20,7 @@ import time
 
 from odradek.coordinator.producer_ids import ProducerIdManager
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.dynamic_broker_config import DynamicConfigError, check_names, check_thread_counts
 from odradek.server.config import BrokerConfig, ConfigError
 from odradek.server.connection import Connection
 from odradek.server.handlers import HANDLERS
@@ -54,6 +55,7 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
+        self._effective_config: BrokerConfig | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -185,15 +187,39 @@ class Broker:
                 self._min_insync_replicas = self.config["min.insync.replicas"]
         return self._min_insync_replicas
 
-    def validate_dynamic_broker_config(self, new: dict[str, str]) -> None:
+    def validate_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
+        """Check ``new``, the whole set of dynamic configs about to replace this broker's own
+        (``broker_id``) or the cluster-wide default (None): names as Kafka's
+        DynamicBrokerConfig allows them there, values as ``BrokerConfig`` parses them with
+        every level applied. Raises TopicError with Kafka's code (INVALID_REQUEST) and message."""
+        current = self.metadata.broker_config(broker_id)
+        changed = [k for k, v in new.items() if current.get(k) != v]
+        other = self.metadata.broker_config(self.broker_id if broker_id is None else None)
+        levels = {**new, **other} if broker_id is None else {**other, **new}
         try:
-            BrokerConfig.from_props({**self.config.props, **new})
+            check_names(changed, per_broker=broker_id is not None)
+            after = BrokerConfig.from_props({**self.config.props, **levels})
+            check_thread_counts(self.effective_config().values, after.values)
         except ConfigError as e:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
+            raise TopicError(ErrorCode.INVALID_REQUEST, str(e)) from None
+        except DynamicConfigError as e:
+            raise TopicError(e.error, str(e)) from None
+
+    def effective_config(self) -> BrokerConfig:
+        """``server.properties`` overlaid with the dynamic configs (cluster-wide default, then
+        this broker's own): what run-time features read."""
+        if self._effective_config is None:
+            props = {**self.config.props, **self.dynamic_broker_config()}
+            try:
+                self._effective_config = BrokerConfig.from_props(props)
+            except ConfigError:  # written to the store by another tool, unchecked
+                self._effective_config = self.config
+        return self._effective_config
 
     def set_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
+        """Store and apply: topic defaults reach every topic without a value of its own."""
         self.metadata.set_broker_config(broker_id, new)
-        self._log_defaults = self._min_insync_replicas = None
+        self._log_defaults = self._min_insync_replicas = self._effective_config = None
         for name in self.metadata_image().topics:
             self.replica_manager.update_config(name, self.topics.topic_log_config(name))
 

@@ -91,7 +91,7 @@ def test_cluster_default_for_brokers(cli, kafka_admin):
 
 @pytest.mark.parametrize("args, message", [
     (["--entity-type", "brokers", "--entity-name", str(BROKER_ID), "--alter", "--add-config", "no.such=1"],
-     f"INVALID_CONFIG for broker {BROKER_ID}"),
+     f"INVALID_REQUEST for broker {BROKER_ID}"),
     (["--entity-type", "topics", "--entity-name", "no-such-topic", "--alter", "--add-config", "retention.ms=1"],
      "UNKNOWN_TOPIC_OR_PARTITION for topic no-such-topic"),
     (["--describe"], "give --entity-type"),

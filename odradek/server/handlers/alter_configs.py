@@ -14,7 +14,7 @@ from __future__ import annotations
 from odradek.protocol.generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
-from odradek.server import broker_loggers, configs
+from odradek.server import broker_loggers, configs, message_format_version
 from odradek.server.topics import TopicError
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -108,17 +108,26 @@ def _alter_topic(broker, resource, validate_only: bool, incremental: bool) -> No
     broker.topics.log_config_for(new)  # validates
     if not validate_only:
         broker.topics.set_topic_config(name, new)
+        message_format_version.warn_ignored(name, new)
 
 
 def _alter_broker(broker, resource, validate_only: bool, incremental: bool) -> None:
-    target = None if resource.resource_name == "" else resource.resource_name
-    if target is not None and target != str(broker.broker_id):
-        raise TopicError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id {target}")
-    current = broker.metadata.broker_config(None if target is None else broker.broker_id)
-    new = _apply(current, resource, incremental)
-    bad = [k for k in new if k not in configs.DYNAMIC_BROKER_KEYS]
-    if bad:
-        raise TopicError(ErrorCode.INVALID_CONFIG, f"Cannot update config {bad[0]} dynamically")
-    broker.validate_dynamic_broker_config(new)
+    """The cluster-wide default (name "") or this broker's own dynamic configs; which names may
+    change where is ``server/dynamic_broker_config.py``'s business."""
+    target = None if resource.resource_name == "" else _this_broker(broker, resource.resource_name)
+    new = _apply(broker.metadata.broker_config(target), resource, incremental)
+    broker.validate_dynamic_broker_config(target, new)
     if not validate_only:
-        broker.set_dynamic_broker_config(None if target is None else broker.broker_id, new)
+        broker.set_dynamic_broker_config(target, new)
+
+
+def _this_broker(broker, name: str) -> int:
+    """This broker's id named by a resource, or INVALID_REQUEST as Kafka's ConfigAdminManager."""
+    try:
+        requested = int(name)
+    except ValueError:
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+    if requested != broker.broker_id:
+        raise TopicError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {broker.broker_id}, but received {name}")
+    return requested
