@@ -13,6 +13,8 @@ from kafka.admin import ConfigResource, KafkaAdminClient, NewTopic
 from odradek.protocol.generated.incremental_alter_configs_request import (
     AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
 )
+from odradek.testing.broker import InProcessBroker
+from tests.server.clients import wait_until
 from tests.server.wire import WireClient
 
 
@@ -112,3 +114,17 @@ def test_message_max_bytes_as_cluster_default_reaches_existing_topics(shared_bro
         assert alter_raw(shared_broker, "", {"message.max.bytes": None}) == "OK"
     with closing(KafkaProducer(bootstrap_servers=shared_broker.bootstrap, retries=0)) as producer:
         assert producer.send("mmb-plain", b"x" * 4000).get(20).offset == 0
+
+
+def test_producer_id_expiration_changed_at_run_time_applies_to_the_next_check(tmp_path):
+    with InProcessBroker(tmp_path / "data", producer_id_expiration_check_interval_ms=50) as b:
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        try:
+            with closing(KafkaProducer(bootstrap_servers=b.bootstrap, enable_idempotence=True)) as producer:
+                producer.send("pid-expiry", b"a", partition=0).get(20)
+            state = b.broker.replica_manager.get("pid-expiry", 0).producer_state
+            assert len(state) == 1  # kept for a day (the default)...
+            assert alter_broker(admin, "1", {"producer.id.expiration.ms": "1"}) == "OK"
+            wait_until(lambda: len(state) == 0, what="the producer id expired under the new setting")
+        finally:
+            admin.close()
