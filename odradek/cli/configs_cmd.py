@@ -32,15 +32,11 @@ from odradek.cli.common import (
     print_table,
     run_command,
     split_top_level,
+    warn_message_format_version,
 )
 
 _TYPES = {"topics": "topic", "brokers": "broker", "broker-loggers": "broker-logger"}
-# Kafka's ConfigCommand warning for the deprecated topic config (KIP-724).
-_FORMAT_VERSION_WARNING = (
-    "WARNING: The configuration message.format.version={} is specified. This configuration will be ignored if the "
-    "version is newer than the inter.broker.protocol.version specified in the broker or if the "
-    "inter.broker.protocol.version is 3.0 or newer. This configuration is deprecated and it will be removed in "
-    "Apache Kafka 4.0.")
+
 
 
 def add_parser(sub) -> None:
@@ -124,8 +120,7 @@ def _alter(admin, kind: str, name: str, args) -> int:
     both = sorted(set(to_set) & set(to_delete))
     if both:
         raise CommandError(f"{both[0]} is both added and deleted")
-    if "message.format.version" in to_set and kind == "topics":
-        print(_FORMAT_VERSION_WARNING.format(to_set["message.format.version"]))
+    warn_message_format_version(to_set)
     resource = _resource(kind, name)
     current = _dynamic(admin.describe_configs([resource], include_synonyms=True)[resource], kind, name)
     if kind == "broker-loggers":
