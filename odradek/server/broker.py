@@ -23,6 +23,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.dynamic_broker_config import DynamicConfigError, check_names, check_thread_counts
 from odradek.server.config import BrokerConfig, ConfigError
 from odradek.server.connection import Connection
+from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
@@ -56,6 +57,7 @@ class Broker:
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
         self._effective_config: BrokerConfig | None = None
+        self.connection_quotas = ConnectionQuotas(self.effective_config)
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -199,11 +201,12 @@ class Broker:
         try:
             check_names(changed, per_broker=broker_id is not None)
             after = BrokerConfig.from_props({**self.config.props, **levels})
+            parse_overrides(after["max.connections.per.ip.overrides"])
             check_thread_counts(self.effective_config().values, after.values)
-        except ConfigError as e:
-            raise TopicError(ErrorCode.INVALID_REQUEST, str(e)) from None
         except DynamicConfigError as e:
             raise TopicError(e.error, str(e)) from None
+        except (ConfigError, ValueError) as e:  # ValueError: max.connections.per.ip.overrides
+            raise TopicError(ErrorCode.INVALID_REQUEST, str(e)) from None
 
     def effective_config(self) -> BrokerConfig:
         """``server.properties`` overlaid with the dynamic configs (cluster-wide default, then
