@@ -19,7 +19,8 @@ case: a name it does not know at all is refused the same way (Kafka stores unkno
 SSL keystore and truststore settings may change only per listener
 (``listener.name.<listener>.ssl.keystore.location``), and listener and security settings only
 per broker, never as the cluster-wide default. Thread counts may at most double or halve in
-one change.
+one change. ``listeners`` changed at run time are bound and closed at once (see
+``Broker.update_listeners``), provided ``listener.security.protocol.map`` names them.
 """
 
 from __future__ import annotations
@@ -149,3 +150,19 @@ def check_thread_counts(current, new) -> None:
         if value > old * 2:
             raise DynamicConfigError(
                 f"Log cleaner threads cannot be increased to more than double the current value {old}")
+
+
+def check_listeners(config) -> None:
+    """``advertised.listeners`` name only listeners, and ``listener.security.protocol.map``
+    names them all (``DynamicListenerConfig.validateReconfiguration``); ``config`` is the
+    ``BrokerConfig`` the change would give."""
+    listeners = [listener.name for listener in config.listeners]
+    advertised = [listener.name for listener in config.advertised_listeners]
+    protocols = [item.split(":", 1)[0].strip().upper() for item in config["listener.security.protocol.map"].split(",")
+                 if item.strip()]
+    if not set(advertised) <= set(listeners):
+        raise DynamicConfigError(f"Advertised listeners '{','.join(advertised)}' must be a subset of listeners "
+                                 f"'{','.join(listeners)}'")
+    if not set(listeners) <= set(protocols):
+        raise DynamicConfigError(f"Listeners '{','.join(listeners)}' must be subset of listener map "
+                                 f"'{config['listener.security.protocol.map']}'")

@@ -15,7 +15,7 @@ from odradek.protocol.generated.incremental_alter_configs_request import (
 )
 from odradek.testing.broker import InProcessBroker
 from tests.server.clients import wait_until
-from tests.server.wire import WireClient
+from tests.server.wire import WireClient, message
 
 
 def test_min_insync_replicas_set_on_the_broker_applies_to_topics_without_their_own(broker):
@@ -126,5 +126,30 @@ def test_producer_id_expiration_changed_at_run_time_applies_to_the_next_check(tm
             assert len(state) == 1  # kept for a day (the default)...
             assert alter_broker(admin, "1", {"producer.id.expiration.ms": "1"}) == "OK"
             wait_until(lambda: len(state) == 0, what="the producer id expired under the new setting")
+        finally:
+            admin.close()
+
+
+def test_a_listener_added_at_run_time_serves_and_one_removed_closes(tmp_path):
+    with InProcessBroker(tmp_path / "data") as b:
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        try:
+            assert alter_broker(admin, "1", {"listeners": "PLAINTEXT://127.0.0.1:0,EXTRA://127.0.0.1:0"}) == refused(
+                "Listeners 'PLAINTEXT,EXTRA' must be subset of listener map "
+                "'PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL'")
+            assert alter_broker(admin, "1", {"listeners": "PLAINTEXT://127.0.0.1:0,EXTRA://127.0.0.1:0",
+                                             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
+                                             }) == "OK"
+            port = wait_until(lambda: b.broker.bound.get("EXTRA", (None, None))[1], what="the new listener bound")
+            extra = WireClient(f"127.0.0.1:{port}")
+            _, metadata = extra.request("Metadata", 1, message("MetadataRequest", topics=[]))
+            assert [(m.host, m.port) for m in metadata.brokers] == [("127.0.0.1", port)]  # its own endpoint
+
+            assert alter_broker(admin, "1", {"listeners": "PLAINTEXT://127.0.0.1:0"}) == "OK"
+            assert extra.is_closed()
+            extra.close()
+            wait_until(lambda: "EXTRA" not in b.broker.bound, what="the listener closed")
+            with pytest.raises(ConnectionRefusedError):
+                WireClient(f"127.0.0.1:{port}")
         finally:
             admin.close()
