@@ -104,13 +104,15 @@ def topic_entries(static: dict[str, str], dynamic: dict[str, str], overrides: di
     return out
 
 
-def broker_entries(static: dict[str, str], per_broker: dict[str, str], cluster_default: dict[str, str]) -> list[Entry]:
-    """Every broker config odradek knows, and every dynamic one set, with its value and
-    source: this broker's dynamic value, then the cluster-wide dynamic default, then
-    server.properties, then Kafka's default. Passwords (Kafka's PASSWORD type) are described
-    as sensitive, without their value."""
+def broker_entries(static: dict[str, str], per_broker: dict[str, str], cluster_default: dict[str, str],
+                   defaults: bool = True) -> list[Entry]:
+    """Every broker config odradek knows (only those set, without ``defaults``), and every
+    dynamic one set, with its value and source: this broker's dynamic value, then the
+    cluster-wide dynamic default, then server.properties, then Kafka's default. Passwords
+    (Kafka's PASSWORD type) are described as sensitive, without their value."""
     out = []
-    for name in sorted(set(KEYS) | set(per_broker) | set(cluster_default)):
+    known = KEYS if defaults else {}
+    for name in sorted(set(known) | set(static) & set(KEYS) | set(per_broker) | set(cluster_default)):
         key = KEYS.get(name)
         levels: list[tuple[str, str | None, int]] = []
         if name in per_broker:
@@ -119,7 +121,7 @@ def broker_entries(static: dict[str, str], per_broker: dict[str, str], cluster_d
             levels.append((name, cluster_default[name], DYNAMIC_DEFAULT_BROKER_CONFIG))
         if name in static:
             levels.append((name, static[name], STATIC_BROKER_CONFIG))
-        if key is not None:
+        if key is not None and defaults:
             levels.append((name, None if key.default is None else _to_text(key.default), DEFAULT_CONFIG))
         set_dynamically = name in per_broker or name in cluster_default  # listener-prefixed names too
         sensitive = is_sensitive(name)

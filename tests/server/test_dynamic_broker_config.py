@@ -10,6 +10,7 @@ from kafka import KafkaProducer
 from kafka import errors as Errors
 from kafka.admin import ConfigResource, KafkaAdminClient, NewTopic
 
+from odradek.protocol.generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 from odradek.protocol.generated.incremental_alter_configs_request import (
     AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
 )
@@ -60,6 +61,19 @@ def alter_raw(broker, name: str, configs: dict) -> str:
     return f"[Error {result.error_code}] {Errors.for_code(result.error_code).__name__}: {result.error_message}"
 
 
+def describe_raw(broker, name: str) -> dict:
+    """DescribeConfigs of broker ``name`` in raw frames: ``{name: (value, source)}``."""
+    wire = WireClient(broker.bootstrap)
+    try:
+        _, response = wire.request("DescribeConfigs", 4, DescribeConfigsRequest(
+            resources=[DescribeConfigsResource(resource_type=4, resource_name=name, configuration_keys=None)]))
+    finally:
+        wire.close()
+    [result] = response.results
+    assert result.error_code == 0, result
+    return {c.name: (c.value, c.config_source) for c in result.configs}
+
+
 def refused(message: str) -> str:
     return f"[Error 42] InvalidRequestError: {message}"
 
@@ -96,6 +110,8 @@ def test_dynamic_broker_settings_are_kept_and_described(shared_broker, kp_admin)
         assert (found["max.connections"]["value"], found["max.connections"]["config_source"]) == (
             "1000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
         assert found["log.dirs"]["read_only"] and not found["num.io.threads"]["read_only"]
+        # The cluster default alone holds only what is set there.
+        assert describe_raw(shared_broker, "") == {"max.connections": ("1000", 3), "num.network.threads": ("4", 3)}
     finally:
         kp_admin.reset_configs([ConfigResource("BROKER", "1", list(changes))])
         alter_raw(shared_broker, "", {"max.connections": None, "num.network.threads": None})

@@ -32,10 +32,14 @@ def _describe(ctx, resource, include_synonyms: bool) -> DescribeConfigsResult:
             result.error_message = f"Topic {resource.resource_name} does not exist"
             return result
         entries = topic_config_entries(broker, broker.metadata.topic_config(resource.resource_name))
+    elif resource.resource_type == BROKER and resource.resource_name == "":
+        # The cluster-wide default: only what is set there (Kafka's currentDynamicDefaultConfigs).
+        entries = configs.broker_entries({}, {}, broker.metadata.broker_config(None), defaults=False)
     elif resource.resource_type == BROKER:
-        if resource.resource_name not in ("", str(broker.broker_id)):
+        if resource.resource_name != str(broker.broker_id):
             result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"Unexpected broker id {resource.resource_name}"
+            result.error_message = (f"Unexpected broker id, expected {broker.broker_id} or empty string, "
+                                    f"but received {resource.resource_name}")
             return result
         entries = configs.broker_entries(broker.config.props, broker.metadata.broker_config(broker.broker_id),
                                          broker.metadata.broker_config(None))
