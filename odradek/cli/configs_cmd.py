@@ -69,7 +69,8 @@ def _entity(args) -> tuple[str, str | None]:
     given = [t for t in (args.entity_type, "topics" if args.topic else None, "brokers" if args.broker else None,
                          "broker-loggers" if args.broker_logger else None) if t]
     if not given:
-        raise CommandError("give --entity-type (topics, brokers or broker-loggers), or --topic / --broker / --broker-logger")
+        raise CommandError("give --entity-type (topics, brokers or broker-loggers), "
+                           "or --topic / --broker / --broker-logger")
     if len(set(given)) > 1:
         raise CommandError("--topic, --broker and --broker-logger name different entity types")
     kind = given[0]

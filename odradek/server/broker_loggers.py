@@ -87,7 +87,8 @@ def validate(ops) -> None:
                                  f"log level. Valid log levels are {_VALID}")
         elif kind == DELETE:
             if op.name == ROOT:
-                raise TopicError(ErrorCode.INVALID_REQUEST, f"Removing the log level of the {ROOT} logger is not allowed")
+                raise TopicError(ErrorCode.INVALID_REQUEST,
+                                 f"Removing the log level of the {ROOT} logger is not allowed")
         elif kind in _OPERATION_NAMES:
             raise TopicError(ErrorCode.INVALID_REQUEST,
                              f"{_OPERATION_NAMES[kind]} operation is not allowed for the BROKER_LOGGER resource")

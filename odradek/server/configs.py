@@ -128,7 +128,8 @@ def broker_entries(static: dict[str, str], per_broker: dict[str, str], cluster_d
         if sensitive:
             levels = [(n, None, s) for n, _, s in levels]
         value, source = levels[0][1], levels[0][2]
-        out.append(Entry(name, value, source, read_only=not (name in DYNAMIC_BROKER_KEYS or set_dynamically), is_sensitive=sensitive,
+        read_only = not (name in DYNAMIC_BROKER_KEYS or set_dynamically)
+        out.append(Entry(name, value, source, read_only=read_only, is_sensitive=sensitive,
                          config_type=_TYPES.get(key.type, STRING) if key else STRING, synonyms=levels))
     return out
 

@@ -47,7 +47,8 @@ def test_set_and_delete_change_a_loggers_level_at_run_time(admin):
 
     assert alter(admin, {LOGGER: "TRACE", "odradek": "ERROR"}) == "OK"
     after = loggers(admin)
-    assert (after[LOGGER], after["odradek"], after["odradek.broker"], after["root"]) == ("TRACE", "ERROR", "ERROR", "WARN")
+    assert (after[LOGGER], after["odradek"], after["odradek.broker"], after["root"]) == (
+        "TRACE", "ERROR", "ERROR", "WARN")
     assert logging.getLogger(LOGGER).isEnabledFor(5) and not logging.getLogger("odradek.broker").isEnabledFor(
         logging.WARNING)
 
