@@ -66,6 +66,7 @@ def test_set_and_delete_change_a_loggers_level_at_run_time(admin):
                        f"Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN"),
     ({"root": (AlterConfigOp.DELETE, None)}, "[Error 42] InvalidRequestError: "
                                               "Removing the log level of the root logger is not allowed"),
+    ({LOGGER: (AlterConfigOp.SET, None)}, f"[Error 42] InvalidRequestError: Null value not supported for : {LOGGER}"),
     ({LOGGER: (AlterConfigOp.APPEND, "DEBUG")}, "[Error 42] InvalidRequestError: "
                                                  "APPEND operation is not allowed for the BROKER_LOGGER resource"),
 ])

@@ -50,16 +50,21 @@ def _alter(broker, resource, validate_only: bool, incremental: bool):
 
 def _alter_loggers(broker, resource, validate_only: bool) -> None:
     broker_loggers.check_broker_id(resource.resource_name, broker.broker_id)
-    _check_no_duplicates(resource)
+    _check_names_and_values(resource)
     broker_loggers.validate(resource.configs)
     if not validate_only:
         broker_loggers.apply(resource.configs)
 
 
-def _check_no_duplicates(resource) -> None:
+def _check_names_and_values(resource) -> None:
+    """Each key once, and a value for every operation but DELETE (Kafka's
+    ``ConfigAdminManager.preprocess``)."""
     names = [c.name for c in resource.configs]
     if len(set(names)) != len(names):
         raise TopicError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    missing = [c.name for c in resource.configs if c.value is None and c.config_operation != DELETE]
+    if missing:
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(missing)}")
 
 
 def _apply(current: dict[str, str], resource, incremental: bool) -> dict[str, str]:
