@@ -55,6 +55,16 @@ def add_output(parser, choices=("table", "json")) -> None:
 
 
 # --- key=value parsing -------------------------------------------------------------------
+def warn_message_format_version(configs: dict[str, str]) -> None:
+    """Kafka's tools' warning (ConfigCommand, TopicCommand) when configs to set carry the
+    deprecated ``message.format.version`` (KIP-724), which brokers accept and ignore."""
+    if "message.format.version" in configs:
+        print(f"WARNING: The configuration message.format.version={configs['message.format.version']} is specified. "
+              "This configuration will be ignored if the version is newer than the inter.broker.protocol.version "
+              "specified in the broker or if the inter.broker.protocol.version is 3.0 or newer. This configuration "
+              "is deprecated and it will be removed in Apache Kafka 4.0.")
+
+
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside square brackets (Kafka's syntax for list values:
     ``cleanup.policy=[compact,delete],retention.ms=1000``)."""

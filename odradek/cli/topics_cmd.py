@@ -30,6 +30,7 @@ from odradek.cli.common import (
     print_json,
     print_table,
     run_command,
+    warn_message_format_version,
 )
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -107,6 +108,7 @@ def _create(admin, args) -> int:
     from odradek.protocol.generated.error_codes import ErrorCode
 
     configs = parse_pairs(args.config, "--config")
+    warn_message_format_version(configs)
     if args.replica_assignment is not None:
         if args.partitions is not None or args.replication_factor is not None:
             raise CommandError("--replica-assignment replaces --partitions and --replication-factor")
