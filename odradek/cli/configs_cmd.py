@@ -95,9 +95,19 @@ def _run(args) -> int:
     if not args.alter and (args.add_config or args.delete_config):
         raise CommandError("--add-config and --delete-config go with --alter")
     with admin_client(args) as admin:
+        if kind != "topics" and name:
+            _check_broker(admin, name)
         if args.alter:
             return _alter(admin, kind, name, args)
         return _describe(admin, kind, name, args)
+
+
+def _check_broker(admin, broker_id: str) -> None:
+    """A broker's configs are asked of that broker: one the cluster does not have is named at
+    once, rather than after the client gave up waiting for it to appear."""
+    ids = sorted(b.node_id for b in admin.describe_cluster().brokers)
+    if int(broker_id) not in ids:
+        raise CommandError(f"broker {broker_id} is not in the cluster (its brokers: {', '.join(map(str, ids))})")
 
 
 def _resource(kind: str, name: str):

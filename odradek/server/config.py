@@ -157,8 +157,18 @@ def _convert(key: Key, raw: Any) -> Any:
     except ValueError:
         raise ConfigError(f"{key.name}: invalid {key.type} value {raw!r}") from None
     if key.low is not None and value < key.low or key.high is not None and value > key.high:
-        raise ConfigError(f"{key.name}: {value} is outside [{key.low}, {key.high}]")
+        raise ConfigError(f"{key.name}: {value} is {_bounds(key)}")
     return value
+
+
+def _bounds(key: Key) -> str:
+    """What a value outside ``key``'s range should have been, in words."""
+    low, high = (None if b is None else int(b) if float(b).is_integer() else b for b in (key.low, key.high))
+    if high is None:
+        return f"below its minimum, {low}"
+    if low is None:
+        return f"above its maximum, {high}"
+    return f"outside [{low}, {high}]"
 
 
 def read_properties(path: str | Path) -> dict[str, str]:

@@ -131,3 +131,17 @@ def test_help_speaks_plainly(name, parser):
     for action in parser._actions:
         if action.option_strings and action.dest != "help":
             assert action.help, f"odradek {name} {action.option_strings[0]} has no help"
+
+
+def test_configs_of_a_broker_the_cluster_does_not_have_fail_at_once(cli):
+    """Named at once (the client used to wait 60 s for broker 7 to appear in the metadata)."""
+    result = cli("configs", "--broker", "7", "--describe")
+    assert result.code == 1
+    assert "broker 7 is not in the cluster (its brokers: 1000)" in result.err
+
+
+def test_a_value_below_its_minimum_is_said_in_words(tmp_path):
+    from odradek.server.config import BrokerConfig, ConfigError
+
+    with pytest.raises(ConfigError, match=r"num.partitions: 0 is below its minimum, 1$"):
+        BrokerConfig.from_props({"log.dirs": str(tmp_path), "num.partitions": "0"})
