@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 
 from odradek.coordinator.producer_ids import ProducerIdManager
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.config import BrokerConfig, ConfigError
 from odradek.server.connection import Connection
 from odradek.server.handlers import HANDLERS
+from odradek.server.log_limiter import LogRateLimiter, message_key
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
@@ -44,7 +44,7 @@ class Broker:
         self.allow_internal_writes = False
         self._tasks: list[asyncio.Task] = []
         self._handler_tasks: set[asyncio.Future] = set()
-        self._last_bad_input_log = 0.0
+        self.log_limiter = LogRateLimiter()
         self.metadata = None
         self.log_manager = None
         self.replica_manager = None
@@ -216,11 +216,9 @@ class Broker:
         return self.loop.time()
 
     def log_bad_input(self, message: str) -> None:
-        """One line per bad request, rate-limited so a flood cannot flood the log."""
-        now = time.monotonic()
-        if now - self._last_bad_input_log >= 0.1:
-            self._last_bad_input_log = now
-            log.warning("%s", message)
+        """A line for a bad request, at most one per kind of message and interval
+        (``LogRateLimiter``), so a flood of bad requests cannot flood the log."""
+        self.log_limiter.warning(log, message_key(message), "%s", message)
 
 
 def set_buffer_sizes(sock: socket.socket, config) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 
 READ_COMMITTED = 1
@@ -122,6 +123,10 @@ def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_byte
         region = part.log.read(w.request.fetch_offset, max_bytes, max_offset=limit, min_one=first)
     except OffsetOutOfRangeError:
         resp.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        return 0
+    except Exception as e:  # a damaged segment or a failing disk: this partition's error only
+        resp.error_code = answer_read_error(broker, "fetch", w.topic, w.request.partition, e)
+        resp.high_watermark = resp.last_stable_offset = resp.log_start_offset = -1
         return 0
     size = len(region)
     resp.records = region if size else b""
