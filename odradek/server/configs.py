@@ -40,6 +40,7 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int, str]] = {
     "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms",), LONG,
                                             "9223372036854775807"),
     "message.timestamp.type": (("log.message.timestamp.type",), STRING, "CreateTime"),
+    "message.downconversion.enable": (("log.message.downconversion.enable",), BOOLEAN, "true"),
     "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio",), DOUBLE, "0.5"),
     "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms",), LONG, "0"),
     "min.insync.replicas": (("min.insync.replicas",), INT, "1"),

@@ -10,6 +10,13 @@ transactions); followers (``replica_id >= 0``) up to the log end.
 Long poll: while the response holds fewer than ``min_bytes`` and no partition has an error, the
 fetch waits for an append to one of its partitions or for ``max_wait_ms``.
 
+Old versions (Fetch v0-v3, from clients that read only the legacy message formats): each
+partition's batches are down-converted (``records.down_conversion``), magic 0 for v0-v1 and
+magic 1 for v2-v3, within the same byte limits, unless ``message.downconversion.enable``
+(topic) / ``log.message.downconversion.enable`` (broker) is false, when the partition answers
+UNSUPPORTED_VERSION (Kafka 3.x). Conversion decodes and re-encodes every record it sends: the
+cost is in ``bench/README.md``; newer clients never pay it.
+
 Fetch sessions (KIP-227): odradek answers every fetch in full and never creates a session
 (``session_id`` 0 in the response, which the protocol defines as "no session"), so clients keep
 sending full requests. A request naming a session id gets FETCH_SESSION_ID_NOT_FOUND, as from a
@@ -21,11 +28,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.records.down_conversion import down_convert
 from odradek.protocol.generated.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 
 READ_COMMITTED = 1
+# Fetch versions answered in a legacy message format: version -> magic.
+LEGACY_MAGIC = {0: 0, 1: 0, 2: 1, 3: 1}
+# A down-converted read that yields nothing (only transaction markers, which legacy formats
+# cannot carry) reads on past them, at most this many times per partition and fetch.
+_CONVERSION_READS = 4
 
 
 @dataclass(slots=True)
@@ -44,7 +57,8 @@ async def handle(ctx, request):
         return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     by_id = ctx.api_version >= 13
     wanted, topics = _plan(broker, request, by_id)
-    total = _read_all(broker, request, wanted)
+    magic = LEGACY_MAGIC.get(ctx.api_version)
+    total = _read_all(broker, request, wanted, magic)
     errors = any(w.response.error_code for w in wanted)
     if total < request.min_bytes and request.max_wait_ms > 0 and not errors and wanted:
         loop_time = broker.loop_time
@@ -55,7 +69,7 @@ async def handle(ctx, request):
             if remaining <= 0 or broker.stopping:
                 break
             await broker.replica_manager.wait_for_appends(keys, remaining)
-            total = _read_all(broker, request, wanted)
+            total = _read_all(broker, request, wanted, magic)
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 
@@ -80,8 +94,9 @@ def _plan(broker, request, by_id: bool):
     return wanted, topics
 
 
-def _read_all(broker, request, wanted: list[_Wanted]) -> int:
-    """Fill each partition's response; return the record bytes gathered."""
+def _read_all(broker, request, wanted: list[_Wanted], magic: int | None) -> int:
+    """Fill each partition's response; return the record bytes gathered. ``magic``: the
+    legacy format to answer in, None for v2 batches as stored."""
     budget = request.max_bytes
     total = 0
     consumer = request.replica_id < 0 and _replica_id(request) < 0
@@ -89,7 +104,7 @@ def _read_all(broker, request, wanted: list[_Wanted]) -> int:
         if w.topic is None:
             continue
         size = _read_partition(broker, w, consumer, request.isolation_level,
-                               min(w.request.partition_max_bytes, max(budget, 0)), total == 0)
+                               min(w.request.partition_max_bytes, max(budget, 0)), total == 0, magic)
         total += size
         budget -= size
     return total
@@ -100,7 +115,8 @@ def _replica_id(request) -> int:
     return state.replica_id if state is not None else -1
 
 
-def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_bytes: int, first: bool) -> int:
+def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_bytes: int, first: bool,
+                    magic: int | None) -> int:
     resp = w.response
     resp.error_code = ErrorCode.NONE
     resp.records = b""
@@ -119,8 +135,14 @@ def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_byte
     if consumer and isolation == READ_COMMITTED:
         resp.aborted_transactions = []
     limit = (resp.last_stable_offset if isolation == READ_COMMITTED else hw) if consumer else None
+    if magic is not None and not _down_conversion_enabled(broker, w.topic):
+        resp.error_code = ErrorCode.UNSUPPORTED_VERSION
+        return 0
     try:
-        region = part.log.read(w.request.fetch_offset, max_bytes, max_offset=limit, min_one=first)
+        if magic is None:
+            region = part.log.read(w.request.fetch_offset, max_bytes, max_offset=limit, min_one=first)
+        else:
+            region = _down_converted(part.log, w.request.fetch_offset, max_bytes, limit, first, magic)
     except OffsetOutOfRangeError:
         resp.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
         return 0
@@ -133,3 +155,29 @@ def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_byte
     return size
 
 
+
+
+def _down_converted(log, offset: int, max_bytes: int, limit: int | None, first: bool, magic: int) -> bytes:
+    """The records from ``offset`` as a legacy message set of ``magic`` (see the module
+    docstring): at most ``max_bytes`` of it, but one message at least when ``first``."""
+    start = offset
+    for _ in range(_CONVERSION_READS):
+        region = log.read(start, max_bytes, max_offset=limit, min_one=first)
+        if not len(region):
+            return b""
+        converted = down_convert(region.read(), magic, first_offset=offset, max_bytes=max_bytes, min_one=first)
+        if converted.message_set or converted.next_offset <= start:
+            return converted.message_set
+        start = converted.next_offset  # only markers so far: read on past them
+    return b""
+
+
+def _down_conversion_enabled(broker, topic: str) -> bool:
+    """``message.downconversion.enable`` of the topic, else the broker's
+    ``log.message.downconversion.enable`` (dynamic, then static)."""
+    value = broker.metadata_image().topic_config(topic).get("message.downconversion.enable")
+    if value is None:
+        value = broker.dynamic_broker_config().get("log.message.downconversion.enable")
+    if value is None:
+        return broker.config["log.message.downconversion.enable"]
+    return value.strip().lower() == "true"
