@@ -54,6 +54,7 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
+        self._down_conversion: bool | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -185,6 +186,15 @@ class Broker:
                 self._min_insync_replicas = self.config["min.insync.replicas"]
         return self._min_insync_replicas
 
+    def down_conversion_enabled(self) -> bool:
+        """``log.message.downconversion.enable``: the dynamic broker config when set, else
+        server.properties' (cached: old clients' fetches ask for it every time)."""
+        if self._down_conversion is None:
+            value = self.dynamic_broker_config().get("log.message.downconversion.enable")
+            static = self.config["log.message.downconversion.enable"]
+            self._down_conversion = static if value is None else value.strip().lower() == "true"
+        return self._down_conversion
+
     def validate_dynamic_broker_config(self, new: dict[str, str]) -> None:
         try:
             BrokerConfig.from_props({**self.config.props, **new})
@@ -193,7 +203,7 @@ class Broker:
 
     def set_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
         self.metadata.set_broker_config(broker_id, new)
-        self._log_defaults = self._min_insync_replicas = None
+        self._log_defaults = self._min_insync_replicas = self._down_conversion = None
         for name in self.metadata_image().topics:
             self.replica_manager.update_config(name, self.topics.topic_log_config(name))
 

@@ -146,3 +146,18 @@ def test_broker_with_down_conversion_disabled_unless_the_topic_enables_it(tmp_pa
         part = _fetch(client, 0, on, 0)
         assert part.error_code == ErrorCode.NONE and len(_records(part)[0]) == N
         client.close()
+
+
+def test_down_conversion_follows_the_dynamic_broker_config(tmp_path):
+    from kafka.admin import ConfigResource, KafkaAdminClient
+
+    with InProcessBroker(tmp_path / "data") as broker:
+        topic = unique_topic("old-dyn")
+        _produce(broker.bootstrap, topic, "none")
+        client = WireClient(broker.bootstrap)
+        assert _fetch(client, 1, topic, 0).error_code == ErrorCode.NONE
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        admin.alter_configs([ConfigResource("BROKER", "1", {"log.message.downconversion.enable": "false"})])
+        admin.close()
+        assert _fetch(client, 1, topic, 0).error_code == ErrorCode.UNSUPPORTED_VERSION
+        client.close()

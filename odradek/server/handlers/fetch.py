@@ -155,8 +155,6 @@ def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_byte
     return size
 
 
-
-
 def _down_converted(log, offset: int, max_bytes: int, limit: int | None, first: bool, magic: int) -> bytes:
     """The records from ``offset`` as a legacy message set of ``magic`` (see the module
     docstring): at most ``max_bytes`` of it, but one message at least when ``first``."""
@@ -174,10 +172,6 @@ def _down_converted(log, offset: int, max_bytes: int, limit: int | None, first: 
 
 def _down_conversion_enabled(broker, topic: str) -> bool:
     """``message.downconversion.enable`` of the topic, else the broker's
-    ``log.message.downconversion.enable`` (dynamic, then static)."""
+    ``log.message.downconversion.enable``."""
     value = broker.metadata_image().topic_config(topic).get("message.downconversion.enable")
-    if value is None:
-        value = broker.dynamic_broker_config().get("log.message.downconversion.enable")
-    if value is None:
-        return broker.config["log.message.downconversion.enable"]
-    return value.strip().lower() == "true"
+    return broker.down_conversion_enabled() if value is None else value.strip().lower() == "true"
