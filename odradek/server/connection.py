@@ -25,7 +25,8 @@ client can neither grow the broker's memory without bound nor slow other connect
 
 Bad input: an oversized or negative frame size, an unknown API key, an unsupported version
 (other than of ApiVersions, which gets UNSUPPORTED_VERSION in the v0 layout) or a body that
-does not decode closes this connection after one log line; nothing else is disturbed.
+does not decode closes this connection after one log line (at most one per kind of reason
+every few seconds: ``LogRateLimiter``); nothing else is disturbed.
 """
 
 from __future__ import annotations
