@@ -161,3 +161,27 @@ def test_down_conversion_follows_the_dynamic_broker_config(tmp_path):
         admin.close()
         assert _fetch(client, 1, topic, 0).error_code == ErrorCode.UNSUPPORTED_VERSION
         client.close()
+
+
+def test_one_old_fetch_converts_about_a_mebibyte_of_the_log_whatever_it_asks(shared_broker):
+    from odradek.records.builder import BatchSpec, build_batch
+    from odradek.records.record import Record
+    from tests.server.wire import produce_body
+
+    topic = unique_topic("old-big")
+    client = WireClient(shared_broker.bootstrap)
+    m = codec.module("CreateTopicsRequest")
+    _, created = client.request("CreateTopics", 5, m.MESSAGE(timeout_ms=5000, topics=[m.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1,
+        configs=[m.CreatableTopicConfig(name="max.message.bytes", value="4000000")])]))
+    assert created.topics[0].error_code == ErrorCode.NONE
+    for count in (600, 600, 600, 1500):  # records of ~1 kB: three 0.6 MB batches, one of 1.5 MB
+        batch = build_batch([Record(i, T0, None, b"%06d" % i * 170) for i in range(count)], BatchSpec())
+        _, resp = client.request("Produce", 8, produce_body(topic, 0, batch))
+        assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    # Fetch v2 has no limit for the whole response, only the partition's 64 MiB.
+    part = _fetch(client, 2, topic, 0, partition_max_bytes=64 << 20)
+    assert [r[0] for r in _records(part)[0]] == list(range(600))  # 1.2 MB would pass 1 MiB
+    big = _fetch(client, 2, topic, 1800, partition_max_bytes=64 << 20)
+    assert [r[0] for r in _records(big)[0]] == list(range(1800, 3300))  # a larger batch: whole
+    client.close()

@@ -12,7 +12,8 @@ fetch waits for an append to one of its partitions or for ``max_wait_ms``.
 
 Old versions (Fetch v0-v3, from clients that read only the legacy message formats): each
 partition's batches are down-converted (``records.down_conversion``), magic 0 for v0-v1 and
-magic 1 for v2-v3, within the same byte limits, unless ``message.downconversion.enable``
+magic 1 for v2-v3, within the same byte limits and from at most ~1 MiB of the log per
+partition and fetch, unless ``message.downconversion.enable``
 (topic) / ``log.message.downconversion.enable`` (broker) is false, when the partition answers
 UNSUPPORTED_VERSION (Kafka 3.x). Conversion decodes and re-encodes every record it sends: the
 cost is in ``bench/README.md``; newer clients never pay it.
@@ -25,6 +26,8 @@ broker that has evicted that session.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -39,6 +42,10 @@ LEGACY_MAGIC = {0: 0, 1: 0, 2: 1, 3: 1}
 # A down-converted read that yields nothing (only transaction markers, which legacy formats
 # cannot carry) reads on past them, at most this many times per partition and fetch.
 _CONVERSION_READS = 4
+# Stored bytes converted per partition and fetch, at most (more only for a first batch that is
+# larger): an old client asking for 100 MB per partition must not make the broker decode and
+# hold 100 MB at once. Sending less than asked is always allowed; the client fetches again.
+_CONVERSION_CHUNK = 1 << 20
 
 
 @dataclass(slots=True)
@@ -58,7 +65,8 @@ async def handle(ctx, request):
     by_id = ctx.api_version >= 13
     wanted, topics = _plan(broker, request, by_id)
     magic = LEGACY_MAGIC.get(ctx.api_version)
-    total = _read_all(broker, request, wanted, magic)
+    total = (_read_all(broker, request, wanted) if magic is None
+             else await _read_converted(broker, request, wanted, magic))
     errors = any(w.response.error_code for w in wanted)
     if total < request.min_bytes and request.max_wait_ms > 0 and not errors and wanted:
         loop_time = broker.loop_time
@@ -69,7 +77,8 @@ async def handle(ctx, request):
             if remaining <= 0 or broker.stopping:
                 break
             await broker.replica_manager.wait_for_appends(keys, remaining)
-            total = _read_all(broker, request, wanted, magic)
+            total = (_read_all(broker, request, wanted) if magic is None
+                     else await _read_converted(broker, request, wanted, magic))
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 
@@ -94,9 +103,26 @@ def _plan(broker, request, by_id: bool):
     return wanted, topics
 
 
-def _read_all(broker, request, wanted: list[_Wanted], magic: int | None) -> int:
-    """Fill each partition's response; return the record bytes gathered. ``magic``: the
-    legacy format to answer in, None for v2 batches as stored."""
+def _read_all(broker, request, wanted: list[_Wanted]) -> int:
+    """Fill each partition's response; return the record bytes gathered."""
+    return sum(_reads(broker, request, wanted, None))
+
+
+async def _read_converted(broker, request, wanted: list[_Wanted], magic: int) -> int:
+    """``_read_all`` in the legacy format ``magic``. Converting is CPU work (~16 ms per MiB,
+    ~115 ms per MiB of gzip, ``bench/README.md``): other connections get the event loop
+    between partitions."""
+    total = 0
+    for size in _reads(broker, request, wanted, magic):
+        total += size
+        if size:
+            await asyncio.sleep(0)
+    return total
+
+
+def _reads(broker, request, wanted: list[_Wanted], magic: int | None) -> Iterator[int]:
+    """Fill each partition's response in turn, yielding the record bytes of each. ``magic``:
+    the legacy format to answer in, None for v2 batches as stored."""
     budget = request.max_bytes
     total = 0
     consumer = request.replica_id < 0 and _replica_id(request) < 0
@@ -107,7 +133,7 @@ def _read_all(broker, request, wanted: list[_Wanted], magic: int | None) -> int:
                                min(w.request.partition_max_bytes, max(budget, 0)), total == 0, magic)
         total += size
         budget -= size
-    return total
+        yield size
 
 
 def _replica_id(request) -> int:
@@ -160,7 +186,9 @@ def _down_converted(log, offset: int, max_bytes: int, limit: int | None, first: 
     docstring): at most ``max_bytes`` of it, but one message at least when ``first``."""
     start = offset
     for _ in range(_CONVERSION_READS):
-        region = log.read(start, max_bytes, max_offset=limit, min_one=first)
+        region = log.read(start, min(max_bytes, _CONVERSION_CHUNK), max_offset=limit, min_one=False)
+        if not len(region) and (first or max_bytes > _CONVERSION_CHUNK):  # a batch above the chunk
+            region = log.read(start, max_bytes, max_offset=limit, min_one=first)
         if not len(region):
             return b""
         converted = down_convert(region.read(), magic, first_offset=offset, max_bytes=max_bytes, min_one=first)
