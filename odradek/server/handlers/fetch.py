@@ -13,8 +13,8 @@ fetch waits for an append to one of its partitions or for ``max_wait_ms``.
 Old versions (Fetch v0-v3, from clients that read only the legacy message formats): each
 partition's batches are down-converted (``records.down_conversion``), magic 0 for v0-v1 and
 magic 1 for v2-v3, within the same byte limits and from at most ~1 MiB of the log per
-partition and fetch, unless ``message.downconversion.enable``
-(topic) / ``log.message.downconversion.enable`` (broker) is false, when the partition answers
+partition and fetch, unless ``message.downconversion.enable`` (topic) /
+``log.message.downconversion.enable`` (broker) is false, when the partition answers
 UNSUPPORTED_VERSION (Kafka 3.x). Conversion decodes and re-encodes every record it sends: the
 cost is in ``bench/README.md``; newer clients never pay it.
 
