@@ -146,3 +146,42 @@ def test_confluent_kafka_reads_the_healthy_partition_and_reports_the_damaged_one
         consumer.close()
     assert {p for p, _ in errors} == {0}
     assert all(e.code() == KafkaError.INVALID_MSG for _, e in errors), errors  # Kafka's CORRUPT_MESSAGE
+
+
+def test_a_crc_valid_batch_with_a_garbage_payload_answers_corrupt_message(broker, tmp_path):
+    """A gzip batch whose payload is not gzip (its CRC recomputed, as a careless producer would
+    send it): timestamp lookups and down-converting fetches that must open it answer
+    CORRUPT_MESSAGE; a modern fetch gets the bytes as stored, as from Kafka."""
+    from odradek.records import compression as codecs
+    from odradek.records.batch import update_crc
+    from odradek.records.builder import BatchSpec, build_batch
+    from odradek.records.record import Record
+
+    client = WireClient(broker.bootstrap)
+    m = codec.module("CreateTopicsRequest")
+    client.request("CreateTopics", 5, m.MESSAGE(timeout_ms=5000, topics=[
+        m.CreatableTopic(name="garbled", num_partitions=1, replication_factor=1)]))
+    for i in range(2):
+        batch = build_batch([Record(j, T0 + i, None, b"v%d" % j) for j in range(4)],
+                            BatchSpec(compression=codecs.GZIP))
+        _, resp = client.request("Produce", 8, produce_body("garbled", 0, batch))
+        assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    [segment] = (tmp_path / "data" / "garbled-0").glob("*.log")
+    data = bytearray(segment.read_bytes())
+    second = 12 + struct.unpack(">i", data[8:12])[0]
+    data[second + 61 :] = b"\x00" * (len(data) - second - 61)  # the second batch's gzip payload
+    update_crc(data, second)
+    segment.write_bytes(bytes(data))
+
+    lo = codec.module("ListOffsetsRequest")
+    _, resp = client.request("ListOffsets", 7, lo.MESSAGE(replica_id=-1, isolation_level=0, topics=[
+        lo.ListOffsetsTopic(name="garbled", partitions=[lo.ListOffsetsPartition(partition_index=0, timestamp=T0 + 1)])]))
+    assert resp.topics[0].partitions[0].error_code == ErrorCode.CORRUPT_MESSAGE
+    f = codec.module("FetchRequest")
+    for version, expected in ((3, ErrorCode.CORRUPT_MESSAGE), (12, ErrorCode.NONE)):
+        _, resp = client.request("Fetch", version, f.MESSAGE(
+            replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[f.FetchTopic(
+                topic="garbled", partitions=[f.FetchPartition(partition=0, fetch_offset=4,
+                                                              partition_max_bytes=1 << 20)])]))
+        assert resp.responses[0].partitions[0].error_code == expected
+    client.close()
