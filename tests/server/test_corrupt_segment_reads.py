@@ -174,8 +174,9 @@ def test_a_crc_valid_batch_with_a_garbage_payload_answers_corrupt_message(broker
     segment.write_bytes(bytes(data))
 
     lo = codec.module("ListOffsetsRequest")
+    lookup = lo.ListOffsetsPartition(partition_index=0, timestamp=T0 + 1)
     _, resp = client.request("ListOffsets", 7, lo.MESSAGE(replica_id=-1, isolation_level=0, topics=[
-        lo.ListOffsetsTopic(name="garbled", partitions=[lo.ListOffsetsPartition(partition_index=0, timestamp=T0 + 1)])]))
+        lo.ListOffsetsTopic(name="garbled", partitions=[lookup])]))
     assert resp.topics[0].partitions[0].error_code == ErrorCode.CORRUPT_MESSAGE
     f = codec.module("FetchRequest")
     for version, expected in ((3, ErrorCode.CORRUPT_MESSAGE), (12, ErrorCode.NONE)):
