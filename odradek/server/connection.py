@@ -147,8 +147,8 @@ class Connection(asyncio.BufferedProtocol):
             try:
                 response = self._fast_produce(frame)
             except Exception as e:
-                self.broker.log_limiter.error(log, ("handler", "produce", type(e)), "produce fast path failed; closing %s",
-                                              self.peer, exc_info=True)
+                self.broker.log_limiter.error(log, ("handler", "produce", type(e)),
+                                              "produce fast path failed; closing %s", self.peer, exc_info=True)
                 self.close("handler error")
                 return
             if response is not None:
@@ -182,8 +182,8 @@ class Connection(asyncio.BufferedProtocol):
         try:
             result = self.broker.dispatch(ctx, body)
         except Exception as e:
-            self.broker.log_limiter.error(log, ("handler", ctx.api_name, type(e)), "handler for %s failed; closing %s",
-                                          ctx.api_name, self.peer, exc_info=True)
+            self.broker.log_limiter.error(log, ("handler", ctx.api_name, type(e)),
+                                          "handler for %s failed; closing %s", ctx.api_name, self.peer, exc_info=True)
             self.close("handler error")
             return
         if result is NO_RESPONSE:
