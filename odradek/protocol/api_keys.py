@@ -1,9 +1,9 @@
 """The APIs odradek's broker serves and the version range of each, in one place.
 
-Ranges are what the ApiVersions response advertises. They start where odradek can answer
-correctly: Fetch starts at v4 because odradek never down-converts record batches to the
-legacy v0/v1 message formats that Fetch v0-v3 return (Kafka 4.0 made the same cut); Produce
-keeps v0-v2 because legacy message sets are converted to v2 batches on the way in.
+Ranges are what the ApiVersions response advertises: each API's full range in the message
+specs. Fetch v0-v3 are answered in the legacy message formats (down-converted for the clients
+that ask, ``records.down_conversion``; Kafka 4.0 dropped them, Kafka 3.x serves them) and
+Produce v0-v2's legacy message sets are converted to v2 batches on the way in.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from odradek.protocol.generated import APIS, ApiKey
 __all__ = ["ApiKey", "SUPPORTED", "supported_range", "is_supported"]
 
 # Each API's full spec range unless narrowed here.
-_NARROWED: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.FETCH: (4, APIS[ApiKey.FETCH][4]),
-}
+_NARROWED: dict[ApiKey, tuple[int, int]] = {}
 
 _SERVED = [
     ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.API_VERSIONS,

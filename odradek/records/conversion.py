@@ -1,11 +1,8 @@
-"""Converting between legacy message sets (magic 0/1) and v2 batches.
+"""Up-conversion: a legacy message set (magic 0/1) as one v2 batch.
 
-Up-conversion (``legacy_to_v2``) is what the broker does with a Produce request of version
-0-2, whose records are a message set: the whole set becomes one v2 batch, as Kafka's log
-validator builds it. Down-conversion (``v2_to_legacy``) serves a Fetch of version 0-3 to a
-client that only reads magic 0/1: every data batch becomes messages of the requested magic,
-one compressed wrapper per compressed batch; control batches are dropped (old clients know
-no transactions) and so are record headers (legacy messages have none).
+``legacy_to_v2`` is what the broker does with a Produce request of version 0-2, whose records
+are a message set: the whole set becomes one v2 batch, as Kafka's log validator builds it.
+The other direction, for Fetch v0-v3, is ``records.down_conversion``.
 """
 
 from __future__ import annotations
@@ -13,17 +10,7 @@ from __future__ import annotations
 from odradek.records import compression as codecs
 from odradek.records.builder import CREATE_TIME, LOG_APPEND_TIME, BatchBuilder, BatchSpec
 from odradek.records.errors import InvalidRecordError
-from odradek.records.legacy import (
-    LEGACY_CODECS,
-    LegacyBatch,
-    build_message_set,
-    iter_messages,
-)
-from odradek.records.reader import iter_batches
-
-
-class UnsupportedCompressionTypeError(InvalidRecordError):
-    """A batch's codec cannot be written in the requested format (zstd in magic 0/1)."""
+from odradek.records.legacy import LegacyBatch, iter_messages
 
 
 def legacy_to_v2(
@@ -63,39 +50,3 @@ def legacy_to_v2(
     except ValueError as exc:
         raise InvalidRecordError(f"legacy records cannot form a v2 batch: {exc}") from None
     return builder.build()
-
-
-def v2_to_legacy(
-    buf,
-    magic: int,
-    *,
-    max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED,
-) -> bytes:
-    """The complete batches of ``buf`` as a message set of ``magic`` (0 or 1).
-
-    Offsets and codecs are kept; v1 keeps timestamps and their type, v0 drops them. A
-    partial batch at the end is skipped, as in the reader; a bad batch raises
-    CorruptRecordError, a zstd batch UnsupportedCompressionTypeError.
-    """
-    if magic not in (0, 1):
-        raise ValueError(f"legacy magic must be 0 or 1, not {magic}")
-    parts = []
-    for batch in iter_batches(buf):
-        if batch.is_control:
-            continue
-        if batch.compression not in LEGACY_CODECS:
-            raise UnsupportedCompressionTypeError(
-                f"{codecs.codec_name(batch.compression)} batches cannot be sent as magic {magic}"
-            )
-        records = batch.records(max_decompressed)
-        if records:
-            parts.append(
-                build_message_set(
-                    records,
-                    magic,
-                    batch.compression,
-                    timestamp_type=batch.timestamp_type,
-                    drop_headers=True,
-                )
-            )
-    return b"".join(parts)

@@ -17,7 +17,6 @@ import asyncio
 import logging
 import os
 import socket
-import time
 
 from odradek.coordinator.producer_ids import ProducerIdManager
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -26,6 +25,7 @@ from odradek.server.config import BrokerConfig, ConfigError, Listener
 from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
+from odradek.server.log_limiter import LogRateLimiter, message_key
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
@@ -52,7 +52,7 @@ class Broker:
         self.allow_internal_writes = False
         self._tasks: list[asyncio.Task] = []
         self._handler_tasks: set[asyncio.Future] = set()
-        self._last_bad_input_log = 0.0
+        self.log_limiter = LogRateLimiter()
         self.metadata = None
         self.log_manager = None
         self.replica_manager = None
@@ -239,6 +239,10 @@ class Broker:
                 self._min_insync_replicas = self.config["min.insync.replicas"]
         return self._min_insync_replicas
 
+    def down_conversion_enabled(self) -> bool:
+        """``log.message.downconversion.enable``, dynamic broker configs applied."""
+        return self.effective_config()["log.message.downconversion.enable"]
+
     def validate_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
         """Check ``new``, the whole set of dynamic configs about to replace this broker's own
         (``broker_id``) or the cluster-wide default (None): names as Kafka's
@@ -302,11 +306,9 @@ class Broker:
         return self.loop.time()
 
     def log_bad_input(self, message: str) -> None:
-        """One line per bad request, rate-limited so a flood cannot flood the log."""
-        now = time.monotonic()
-        if now - self._last_bad_input_log >= 0.1:
-            self._last_bad_input_log = now
-            log.warning("%s", message)
+        """A line for a bad request, at most one per kind of message and interval
+        (``LogRateLimiter``), so a flood of bad requests cannot flood the log."""
+        self.log_limiter.warning(log, message_key(message), "%s", message)
 
 
 def _listener_settings(config: BrokerConfig) -> tuple:

@@ -103,6 +103,8 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("log.message.timestamp.type", "string", "CreateTime"),
     _k("log.message.format.version", "string", "3.0-IV1", doc="deprecated (KIP-724): accepted and ignored"),
     _k("log.preallocate", "bool", False, doc="accepted for compatibility"),
+    _k("log.message.downconversion.enable", "bool", True,
+       doc="Fetch v0-v3 answered in message format v0/v1; off: UNSUPPORTED_VERSION"),
     _k("log.message.timestamp.difference.max.ms", "long", LONG_MAX, 0,
        doc="deprecated (Kafka 3.6): the default of the two below"),
     _k("log.message.timestamp.before.max.ms", "long", LONG_MAX, 0),

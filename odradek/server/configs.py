@@ -45,6 +45,7 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int, str]] = {
     "message.timestamp.type": (("log.message.timestamp.type",), STRING, "CreateTime"),
     # Deprecated (KIP-724), accepted and ignored: see server/message_format_version.py.
     "message.format.version": (("log.message.format.version",), STRING, "3.0-IV1"),
+    "message.downconversion.enable": (("log.message.downconversion.enable",), BOOLEAN, "true"),
     "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio",), DOUBLE, "0.5"),
     "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms",), LONG, "0"),
     "min.insync.replicas": (("min.insync.replicas",), INT, "1"),

@@ -25,7 +25,8 @@ client can neither grow the broker's memory without bound nor slow other connect
 
 Bad input: an oversized or negative frame size, an unknown API key, an unsupported version
 (other than of ApiVersions, which gets UNSUPPORTED_VERSION in the v0 layout) or a body that
-does not decode closes this connection after one log line; nothing else is disturbed.
+does not decode closes this connection after one log line (at most one per kind of reason
+every few seconds: ``LogRateLimiter``); nothing else is disturbed.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from odradek.protocol.api_keys import ApiKey, is_supported
 from odradek.protocol.framing import FrameParser, FrameTooLargeError
 from odradek.protocol.primitives import DecodeError
 from odradek.server.handlers import api_versions
+from odradek.server.log_limiter import message_key
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 
 log = logging.getLogger("odradek.server")
@@ -154,8 +156,9 @@ class Connection(asyncio.BufferedProtocol):
         if len(frame) > 8 and frame[1] == 0 and frame[0] == 0:  # Produce (api key 0)
             try:
                 response = self._fast_produce(frame)
-            except Exception:
-                log.exception("produce fast path failed; closing %s", self.peer)
+            except Exception as e:
+                self.broker.log_limiter.error(log, ("handler", "produce", type(e)),
+                                              "produce fast path failed; closing %s", self.peer, exc_info=True)
                 self.close("handler error")
                 return
             if response is not None:
@@ -188,8 +191,9 @@ class Connection(asyncio.BufferedProtocol):
                              header.client_id, version)
         try:
             result = self.broker.dispatch(ctx, body)
-        except Exception:
-            log.exception("handler for %s failed; closing %s", ctx.api_name, self.peer)
+        except Exception as e:
+            self.broker.log_limiter.error(log, ("handler", ctx.api_name, type(e)),
+                                          "handler for %s failed; closing %s", ctx.api_name, self.peer, exc_info=True)
             self.close("handler error")
             return
         if result is NO_RESPONSE:
@@ -242,7 +246,8 @@ class Connection(asyncio.BufferedProtocol):
                     break
                 if result.cancelled() or result.exception() is not None:
                     exc = None if result.cancelled() else result.exception()
-                    log.error("handler for %s failed: %r; closing %s", ctx.api_name, exc, self.peer)
+                    self.broker.log_limiter.error(log, ("handler", ctx.api_name, type(exc)),
+                                                  "handler for %s failed: %r; closing %s", ctx.api_name, exc, self.peer)
                     self.close("handler error")
                     return
                 result = result.result()
@@ -344,8 +349,9 @@ class Connection(asyncio.BufferedProtocol):
     def close(self, reason: str | None = None) -> None:
         if self.closed:
             return
-        if reason:
-            log.warning("closing connection from %s: %s", self.peer, reason)
+        if reason:  # one line per kind of reason and interval: a flood of bad frames is one kind
+            self.broker.log_limiter.warning(log, ("close", message_key(reason)),
+                                            "closing connection from %s: %s", self.peer, reason)
         self.closed = True
         if self.transport is not None:
             self.transport.close()

@@ -3,11 +3,11 @@ from hypothesis import given
 
 from odradek.records import compression as codecs
 from odradek.records.batch import validate
-from odradek.records.builder import LOG_APPEND_TIME, BatchSpec, build_batch
-from odradek.records.control import COMMIT, build_end_txn_marker_batch
-from odradek.records.conversion import UnsupportedCompressionTypeError, legacy_to_v2, v2_to_legacy
+from odradek.records.builder import LOG_APPEND_TIME
+from odradek.records.conversion import legacy_to_v2
+from odradek.records.down_conversion import down_convert
 from odradek.records.errors import CorruptRecordError, InvalidRecordError
-from odradek.records.legacy import build_message_set, encode_message, iter_messages
+from odradek.records.legacy import build_message_set, encode_message
 from odradek.records.reader import RecordBatch, iter_records
 from odradek.records.record import Record
 from tests.records.strategies import LEGACY_CODECS, record_lists, sample_records
@@ -61,37 +61,10 @@ def test_up_conversion_log_append_time_empty_and_corrupt():
         legacy_to_v2(build_message_set(records, 1)[:-1])
 
 
-@pytest.mark.parametrize("magic", [0, 1])
-@pytest.mark.parametrize("codec", LEGACY_CODECS)
-def test_down_conversion(magic, codec):
-    records = sample_records(12)
-    data = build_batch(records, BatchSpec(base_offset=100, compression=codec))
-    marker = build_end_txn_marker_batch(COMMIT, 1, producer_id=1, producer_epoch=0,
-                                        timestamp=5, base_offset=112)
-    legacy = v2_to_legacy(data + marker + data[:40], magic)
-    entries = list(iter_messages(legacy))
-    assert {m.magic for m in entries} == {magic}
-    assert len(entries) == (1 if codec else 12)
-    assert list(iter_records(legacy)) == strip(records, magic)
-
-
-def test_down_conversion_keeps_timestamp_type_and_refuses_zstd():
-    records = [Record(0, 5, None, b"a"), Record(1, 9, None, b"b")]
-    append_time = build_batch(records, BatchSpec(timestamp_type=LOG_APPEND_TIME,
-                                                 compression=codecs.GZIP))
-    [wrapper] = iter_messages(v2_to_legacy(append_time, 1))
-    assert wrapper.timestamp_type == 1 and wrapper.timestamp == 9
-    with pytest.raises(UnsupportedCompressionTypeError):
-        v2_to_legacy(build_batch(records, BatchSpec(compression=codecs.ZSTD)), 1)
-    with pytest.raises(ValueError):
-        v2_to_legacy(append_time, 2)
-    assert v2_to_legacy(b"", 0) == b""
-
-
 def test_legacy_entries_round_trip_through_v2():
     records = sample_records(8, headers=False)
     for magic in (0, 1):
         legacy = build_message_set(records, magic, codecs.SNAPPY)
         v2 = legacy_to_v2(legacy, assign_offsets=False)
         validate(v2)
-        assert list(iter_records(v2_to_legacy(v2, magic))) == strip(records, magic)
+        assert list(iter_records(down_convert(v2, magic).message_set)) == strip(records, magic)

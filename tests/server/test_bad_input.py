@@ -7,6 +7,7 @@ stored is lost.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import struct
 from pathlib import Path
@@ -64,6 +65,17 @@ def test_bad_frames_close_only_their_connection(broker, raw):
     assert bad.is_closed()
     _, resp = bystander.request("ApiVersions", 0, message("ApiVersionsRequest"))
     assert resp.error_code == 0
+
+
+def test_a_flood_of_bad_frames_is_a_few_log_lines(broker, caplog):
+    caplog.set_level(logging.WARNING)
+    for api_key in range(1000, 1200):  # 200 connections, each closed for an unknown API key
+        bad = WireClient(broker.bootstrap)
+        bad.send_raw(struct.pack(">ihhi", 8, api_key, 0, 1))
+        assert bad.is_closed()
+        bad.close()
+    closes = [r for r in caplog.records if "closing connection" in r.getMessage()]
+    assert len(closes) == 1, [r.getMessage() for r in closes]
 
 
 def test_corrupt_batch_is_refused_and_nothing_is_stored(broker):

@@ -10,6 +10,7 @@ from odradek.protocol import codec
 from odradek.protocol.generated.api_versions_request import ApiVersionsRequest
 from odradek.protocol.generated.api_versions_response import ApiVersionsResponse
 from odradek.server.connection import Connection
+from odradek.server.log_limiter import LogRateLimiter
 
 
 class FakeTransport(asyncio.Transport):
@@ -52,6 +53,7 @@ class FakeBroker:
         # Only ApiVersions comes here; the produce fast path would decline anything else.
         self.produce_fast_path = SimpleNamespace(handle=lambda frame: None)
         self.connection_quotas = SimpleNamespace(admit=lambda address: True, release=lambda address: None)
+        self.log_limiter = LogRateLimiter()
 
     def dispatch(self, ctx, body):
         response = ApiVersionsResponse(error_code=ctx.correlation_id, api_keys=[])

@@ -10,6 +10,14 @@ transactions); followers (``replica_id >= 0``) up to the log end.
 Long poll: while the response holds fewer than ``min_bytes`` and no partition has an error, the
 fetch waits for an append to one of its partitions or for ``max_wait_ms``.
 
+Old versions (Fetch v0-v3, from clients that read only the legacy message formats): each
+partition's batches are down-converted (``records.down_conversion``), magic 0 for v0-v1 and
+magic 1 for v2-v3, within the same byte limits and from at most ~1 MiB of the log per
+partition and fetch, unless ``message.downconversion.enable`` (topic) /
+``log.message.downconversion.enable`` (broker) is false, when the partition answers
+UNSUPPORTED_VERSION (Kafka 3.x). Conversion decodes and re-encodes every record it sends: the
+cost is in ``bench/README.md``; newer clients never pay it.
+
 Fetch sessions (KIP-227): odradek answers every fetch in full and never creates a session
 (``session_id`` 0 in the response, which the protocol defines as "no session"), so clients keep
 sending full requests. A request naming a session id gets FETCH_SESSION_ID_NOT_FOUND, as from a
@@ -18,13 +26,26 @@ broker that has evicted that session.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.records.down_conversion import down_convert
 from odradek.protocol.generated.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 
 READ_COMMITTED = 1
+# Fetch versions answered in a legacy message format: version -> magic.
+LEGACY_MAGIC = {0: 0, 1: 0, 2: 1, 3: 1}
+# A down-converted read that yields nothing (only transaction markers, which legacy formats
+# cannot carry) reads on past them, at most this many times per partition and fetch.
+_CONVERSION_READS = 4
+# Stored bytes converted per partition and fetch, at most (more only for a first batch that is
+# larger): an old client asking for 100 MB per partition must not make the broker decode and
+# hold 100 MB at once. Sending less than asked is always allowed; the client fetches again.
+_CONVERSION_CHUNK = 1 << 20
 
 
 @dataclass(slots=True)
@@ -43,7 +64,9 @@ async def handle(ctx, request):
         return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     by_id = ctx.api_version >= 13
     wanted, topics = _plan(broker, request, by_id)
-    total = _read_all(broker, request, wanted)
+    magic = LEGACY_MAGIC.get(ctx.api_version)
+    total = (_read_all(broker, request, wanted) if magic is None
+             else await _read_converted(broker, request, wanted, magic))
     errors = any(w.response.error_code for w in wanted)
     if total < request.min_bytes and request.max_wait_ms > 0 and not errors and wanted:
         loop_time = broker.loop_time
@@ -54,7 +77,8 @@ async def handle(ctx, request):
             if remaining <= 0 or broker.stopping:
                 break
             await broker.replica_manager.wait_for_appends(keys, remaining)
-            total = _read_all(broker, request, wanted)
+            total = (_read_all(broker, request, wanted) if magic is None
+                     else await _read_converted(broker, request, wanted, magic))
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 
@@ -81,6 +105,24 @@ def _plan(broker, request, by_id: bool):
 
 def _read_all(broker, request, wanted: list[_Wanted]) -> int:
     """Fill each partition's response; return the record bytes gathered."""
+    return sum(_reads(broker, request, wanted, None))
+
+
+async def _read_converted(broker, request, wanted: list[_Wanted], magic: int) -> int:
+    """``_read_all`` in the legacy format ``magic``. Converting is CPU work (~16 ms per MiB,
+    ~115 ms per MiB of gzip, ``bench/README.md``): other connections get the event loop
+    between partitions."""
+    total = 0
+    for size in _reads(broker, request, wanted, magic):
+        total += size
+        if size:
+            await asyncio.sleep(0)
+    return total
+
+
+def _reads(broker, request, wanted: list[_Wanted], magic: int | None) -> Iterator[int]:
+    """Fill each partition's response in turn, yielding the record bytes of each. ``magic``:
+    the legacy format to answer in, None for v2 batches as stored."""
     budget = request.max_bytes
     total = 0
     consumer = request.replica_id < 0 and _replica_id(request) < 0
@@ -88,10 +130,10 @@ def _read_all(broker, request, wanted: list[_Wanted]) -> int:
         if w.topic is None:
             continue
         size = _read_partition(broker, w, consumer, request.isolation_level,
-                               min(w.request.partition_max_bytes, max(budget, 0)), total == 0)
+                               min(w.request.partition_max_bytes, max(budget, 0)), total == 0, magic)
         total += size
         budget -= size
-    return total
+        yield size
 
 
 def _replica_id(request) -> int:
@@ -99,7 +141,8 @@ def _replica_id(request) -> int:
     return state.replica_id if state is not None else -1
 
 
-def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_bytes: int, first: bool) -> int:
+def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_bytes: int, first: bool,
+                    magic: int | None) -> int:
     resp = w.response
     resp.error_code = ErrorCode.NONE
     resp.records = b""
@@ -118,13 +161,45 @@ def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_byte
     if consumer and isolation == READ_COMMITTED:
         resp.aborted_transactions = []
     limit = (resp.last_stable_offset if isolation == READ_COMMITTED else hw) if consumer else None
+    if magic is not None and not _down_conversion_enabled(broker, w.topic):
+        resp.error_code = ErrorCode.UNSUPPORTED_VERSION
+        return 0
     try:
-        region = part.log.read(w.request.fetch_offset, max_bytes, max_offset=limit, min_one=first)
+        if magic is None:
+            region = part.log.read(w.request.fetch_offset, max_bytes, max_offset=limit, min_one=first)
+        else:
+            region = _down_converted(part.log, w.request.fetch_offset, max_bytes, limit, first, magic)
     except OffsetOutOfRangeError:
         resp.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        return 0
+    except Exception as e:  # a damaged segment or a failing disk: this partition's error only
+        resp.error_code = answer_read_error(broker, "fetch", w.topic, w.request.partition, e)
+        resp.high_watermark = resp.last_stable_offset = resp.log_start_offset = -1
         return 0
     size = len(region)
     resp.records = region if size else b""
     return size
 
 
+def _down_converted(log, offset: int, max_bytes: int, limit: int | None, first: bool, magic: int) -> bytes:
+    """The records from ``offset`` as a legacy message set of ``magic`` (see the module
+    docstring): at most ``max_bytes`` of it, but one message at least when ``first``."""
+    start = offset
+    for _ in range(_CONVERSION_READS):
+        region = log.read(start, min(max_bytes, _CONVERSION_CHUNK), max_offset=limit, min_one=False)
+        if not len(region) and (first or max_bytes > _CONVERSION_CHUNK):  # a batch above the chunk
+            region = log.read(start, max_bytes, max_offset=limit, min_one=first)
+        if not len(region):
+            return b""
+        converted = down_convert(region.read(), magic, first_offset=offset, max_bytes=max_bytes, min_one=first)
+        if converted.message_set or converted.next_offset <= start:
+            return converted.message_set
+        start = converted.next_offset  # only markers so far: read on past them
+    return b""
+
+
+def _down_conversion_enabled(broker, topic: str) -> bool:
+    """``message.downconversion.enable`` of the topic, else the broker's
+    ``log.message.downconversion.enable``."""
+    value = broker.metadata_image().topic_config(topic).get("message.downconversion.enable")
+    return broker.down_conversion_enabled() if value is None else value.strip().lower() == "true"

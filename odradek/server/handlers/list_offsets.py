@@ -14,6 +14,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.list_offsets_response import (
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 )
+from odradek.server.read_errors import answer_read_error
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 READ_COMMITTED = 1
@@ -38,7 +39,11 @@ def _one(broker, version: int, request, topic: str, p) -> ListOffsetsPartitionRe
         newer = p.current_leader_epoch < part.leader_epoch
         resp.error_code = ErrorCode.FENCED_LEADER_EPOCH if newer else ErrorCode.UNKNOWN_LEADER_EPOCH
         return resp
-    timestamp, offset = _lookup(part, request, p.timestamp)
+    try:
+        timestamp, offset = _lookup(part, request, p.timestamp)
+    except Exception as e:  # a damaged segment or a failing disk: this partition's error only
+        resp.error_code = answer_read_error(broker, "offset lookup", topic, p.partition_index, e)
+        return resp
     if version == 0:
         resp.old_style_offsets = [offset] if offset >= 0 else []
     else:
