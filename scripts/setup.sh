@@ -7,14 +7,16 @@ cd "$(dirname "$0")/.."
 extras="${1:-dev}"
 
 need_apt=()
-command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
-# ZooKeeper's server jar, for the tests of the ZooKeeper-backed metadata store.
-[ -f /usr/share/java/zookeeper.jar ] || need_apt+=(libzookeeper-java)
-command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
-# Debian's Go and two old Go clients (sarama 1.22, kafka-go 0.2.1), for the old-client tests.
-command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
-[ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
-[ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
+command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)  # Spark and ZooKeeper
+if [[ ",$extras," == *",dev,"* ]]; then  # what only the tests use
+  command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
+  # ZooKeeper's server jar, for the tests of the ZooKeeper-backed metadata store.
+  [ -f /usr/share/java/zookeeper.jar ] || need_apt+=(libzookeeper-java)
+  # Debian's Go and two old Go clients (sarama 1.22, kafka-go 0.2.1), for the old-client tests.
+  command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+  [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
+  [ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
+fi
 # A C compiler and Python's headers, for odradek's C extension (setup.py).
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 python=${PYTHON:-python3}
