@@ -48,7 +48,7 @@ def run_and_kill(directory, acks_wanted, seed):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_every_flushed_batch_survives_kill_9(tmp_path, seed):
+def test_every_acknowledged_batch_survives_kill_9(tmp_path, seed):
     acked = run_and_kill(tmp_path, 150 + 40 * seed, seed)
     assert acked > 0
     assert not (tmp_path / ".kafka_cleanshutdown").exists()
