@@ -18,7 +18,8 @@ def _produce(producer: Producer, topic: str, values: list[bytes], timestamp: int
     errors = []
     extra = {} if timestamp is None else {"timestamp": timestamp}
     for v in values:
-        producer.produce(topic, v, partition=0, on_delivery=lambda err, msg: err and errors.append(err), **extra)
+        producer.produce(topic, v, partition=0, on_delivery=lambda err, msg: err and errors.append(err),
+                         **extra)
     assert producer.flush(30) == 0
     assert errors == []
 

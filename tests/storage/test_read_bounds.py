@@ -54,8 +54,10 @@ def test_bounded_reads_serve_only_batches_entirely_below_max_offset(tmp_path, se
         offset = rng.randint(0, log.log_end_offset)
         max_bytes = rng.choice([1, 50, 150, 400, 1 << 20])
         min_one = rng.random() < 0.7
-        got = [(b.base_offset, b.last_offset) for b in region_batches(log.read(offset, max_bytes, max_offset, min_one))]
-        assert got == _expected(layout, offset, max_bytes, max_offset, min_one), (offset, max_bytes, max_offset, min_one)
+        region = log.read(offset, max_bytes, max_offset, min_one)
+        got = [(b.base_offset, b.last_offset) for b in region_batches(region)]
+        case = (offset, max_bytes, max_offset, min_one)
+        assert got == _expected(layout, *case), case
         assert all(last < max_offset for _, last in got)
 
 
