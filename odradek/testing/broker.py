@@ -30,9 +30,12 @@ def test_config(data_dir, **overrides) -> dict[str, str]:
 
 
 class InProcessBroker:
-    def __init__(self, data_dir, props: dict[str, str] | None = None, **overrides) -> None:
+    def __init__(self, data_dir, props: dict[str, str] | None = None, *, clock=None, **overrides) -> None:
+        """``clock``: the broker's wall clock (a ``FakeClock`` lets a test move the time that
+        retention, expirations and flush policies see); the system clock by default."""
         self.props = props if props is not None else test_config(data_dir, **overrides)
         self.config = BrokerConfig.from_props(self.props)
+        self.clock = clock
         self.broker = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -61,7 +64,7 @@ class InProcessBroker:
 
         loop = asyncio.new_event_loop()
         self._loop = loop
-        self.broker = Broker(self.config)
+        self.broker = Broker(self.config, self.clock)
         try:
             loop.run_until_complete(self.broker.start())
         except BaseException as e:  # noqa: BLE001 - handed to the starting thread

@@ -6,6 +6,7 @@ future giving the offset it landed at."""
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import sys
 import threading
 import time
@@ -49,9 +50,11 @@ def read_back(broker, topic: str, partitions: int, count: int) -> dict:
     out = {}
     with Consumer(broker.bootstrap, auto_offset_reset="earliest") as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        idle_polls = 0
         while len(out) < count:
             polled = consumer.poll(5000)
-            assert polled, f"read {len(out)} of {count} records of {topic}"
+            idle_polls = 0 if polled else idle_polls + 1
+            assert idle_polls < 6, f"read {len(out)} of {count} records of {topic}"
             for tp, records in polled.items():
                 for r in records:
                     out[(tp.partition, r.offset)] = r.value
@@ -174,12 +177,11 @@ def test_close_while_other_threads_send_delivers_or_refuses_every_record(broker,
     create(broker, topic_name, 2)
     sent: list = []
     refused = []
-    started = threading.Barrier(4)
+    sending = [threading.Event() for _ in range(3)]
     producer = Producer(broker.bootstrap, batch_size=1000, linger_ms=20)
 
     def work(t):
-        started.wait()
-        for i in range(100_000):
+        for i in itertools.count():  # until refused: the close is the only way out
             value = b"%d-%d" % (t, i)
             try:
                 f = producer.send(topic_name, value)
@@ -187,17 +189,20 @@ def test_close_while_other_threads_send_delivers_or_refuses_every_record(broker,
                 refused.append(value)
                 return
             sent.append((value, f))
+            sending[t].set()
             if f.done() and isinstance(f.exception(), ClientClosedError):  # closing
                 refused.append(value)
                 return
 
     workers = threading.Thread(target=run_threads, args=(work, 3))
     workers.start()
-    started.wait()
-    time.sleep(0.05)
+    # Close while every thread is sending and after a first delivery, however the threads
+    # are scheduled (waiting on events, not on elapsed time).
+    assert all(e.wait(60) for e in sending)
+    sent[0][1].result(60)
     producer.close()
     workers.join(60)
-    assert len(refused) == 3
+    assert not workers.is_alive() and len(refused) == 3
     delivered = {}
     for value, f in sent:
         assert f.done()  # close settles every record: delivered, or failed as closed

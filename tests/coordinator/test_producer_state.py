@@ -117,17 +117,6 @@ def test_check_never_changes_state():
     assert p.state.snapshot() == before
 
 
-def test_failed_append_leaves_state_unchanged():
-    # The log calls update only after the bytes are appended; an append that fails simply
-    # never calls it, so the retry is checked against the same state.
-    state = ProducerStateManager()
-    first = batch(1, 0, 0, count=2)
-    assert state.check(first).ok
-    assert state.check(first).ok
-    state.update(first, 0)
-    assert state.check(first).is_duplicate
-
-
 def test_duplicates_among_the_last_five_return_the_original_offsets():
     p = Partition()
     for i in range(6):

@@ -8,14 +8,18 @@ import time
 
 from confluent_kafka import Producer
 
+from odradek.server.background import _expire_producers
+from odradek.storage.clock import FakeClock
 from odradek.testing.broker import InProcessBroker
 from tests.server.clients import unique_topic, wait_until
 
 
-def _produce(producer: Producer, topic: str, values: list[bytes]) -> None:
+def _produce(producer: Producer, topic: str, values: list[bytes], timestamp: int | None = None) -> None:
     errors = []
+    extra = {} if timestamp is None else {"timestamp": timestamp}
     for v in values:
-        producer.produce(topic, v, partition=0, on_delivery=lambda err, msg: err and errors.append(err))
+        producer.produce(topic, v, partition=0, on_delivery=lambda err, msg: err and errors.append(err),
+                         **extra)
     assert producer.flush(30) == 0
     assert errors == []
 
@@ -25,15 +29,22 @@ def _producers(b: InProcessBroker, topic: str) -> int:
 
 
 def test_silent_producer_ids_expire_and_may_come_back(tmp_path):
+    # The broker's clock is a FakeClock and the records carry its time: silence (now minus
+    # the producer's last batch timestamp) grows only when the test moves the clock, however
+    # slowly the machine runs; the checks themselves run every 50 ms of real time.
+    clock = FakeClock(int(time.time() * 1000))
     props = {"producer.id.expiration.ms": "200", "producer.id.expiration.check.interval.ms": "50"}
-    with InProcessBroker(tmp_path / "data", **props) as b:
+    with InProcessBroker(tmp_path / "data", clock=clock, **props) as b:
         topic = unique_topic("expire")
         producer = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 0})
-        _produce(producer, topic, [b"a", b"b"])
+        _produce(producer, topic, [b"a", b"b"], clock.milliseconds())
+        clock.advance(199)  # silent for less than producer.id.expiration.ms: kept
+        b.call(_expire_producers, b.broker)  # a check now, as the periodic one does
         assert _producers(b, topic) == 1
+        clock.advance(1)  # silent for exactly producer.id.expiration.ms: forgotten
         wait_until(lambda: _producers(b, topic) == 0, what="the silent producer id expired")
         # The same producer (same id, next sequence) is accepted as an unknown producer.
-        _produce(producer, topic, [b"c"])
+        _produce(producer, topic, [b"c"], clock.milliseconds())
         assert _producers(b, topic) == 1
         assert b.broker.replica_manager.get(topic, 0).log_end_offset == 3
 

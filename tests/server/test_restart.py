@@ -1,7 +1,11 @@
 """Durability across restarts of the broker process, seen through real clients.
 
 - a clean stop (SIGTERM) and restart keeps every record, and skips recovery;
-- kill -9 with ``log.flush.interval.messages=1`` keeps every acknowledged record;
+- kill -9 keeps every acknowledged record (the page cache outlives the process, so this
+  shows the broker wrote before answering, not that anything reached the disk);
+- a power cut keeps every acknowledged record with ``log.flush.interval.messages=1``: the
+  data directory is cut back to what was fsynced (``tests.storage.power_loss``) and a new
+  broker serves it;
 - kill -9 with flushing left to the OS still recovers the log to a valid prefix that is
   served, and the log takes appends again;
 - producer state survives: an idempotent producer's retry after a restart is still
@@ -18,6 +22,7 @@ from kafka.admin import NewTopic
 from odradek.storage.log_manager import CLEAN_SHUTDOWN_FILE
 from odradek.testing.broker import BrokerProcess, InProcessBroker
 from tests.server.wire import WireClient, produce_body
+from tests.storage.power_loss import PowerLoss
 
 RECORDS = 300
 
@@ -66,13 +71,24 @@ def test_clean_restart_keeps_every_record(tmp_path):
         assert len(consume_all(b.bootstrap, "durable")) == RECORDS + 10
 
 
-def test_kill_9_with_flush_per_message_keeps_acknowledged_records(tmp_path):
+def test_kill_9_keeps_every_acknowledged_record(tmp_path):
     data = tmp_path / "data"
-    with BrokerProcess(data, log_flush_interval_messages=1) as b:
+    with BrokerProcess(data) as b:
         create(b.bootstrap, "acked")
         produce(b.bootstrap, "acked", RECORDS)
         b.kill()
     with BrokerProcess(data) as b:
+        values = consume_all(b.bootstrap, "acked")
+        assert sorted(values) == sorted(b"v%d" % i for i in range(RECORDS))
+
+
+def test_power_cut_with_flush_per_message_keeps_acknowledged_records(tmp_path):
+    with PowerLoss() as power:
+        with InProcessBroker(tmp_path / "data", log_flush_interval_messages=1) as b:
+            create(b.bootstrap, "acked")
+            produce(b.bootstrap, "acked", RECORDS)  # every send acknowledged
+            power.image(tmp_path / "data", tmp_path / "after")
+    with InProcessBroker(tmp_path / "after") as b:
         values = consume_all(b.bootstrap, "acked")
         assert sorted(values) == sorted(b"v%d" % i for i in range(RECORDS))
 

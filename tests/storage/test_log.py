@@ -276,12 +276,63 @@ def test_retention_by_time(tmp_path):
     assert [r[0] for r in read_records(log)][-1] == 23
 
 
-def test_retention_by_bytes_and_never_the_active_segment(tmp_path):
-    log = open_log(tmp_path, LogConfig(segment_bytes=300, retention_bytes=700, retention_ms=-1))
+def test_retention_by_time_deletes_only_past_the_limit(tmp_path):
+    # Kafka deletes a segment once now - largestTimestamp > retention.ms: a segment exactly
+    # retention.ms old stays, one millisecond later it goes.
+    log = open_log(tmp_path, LogConfig(segment_bytes=300, retention_ms=1000))
+    for i in range(6):
+        append(log, 2, T0 + 100 * i)
+    first = log.segments[0]
+    limit = first.max_timestamp[0] + 1000
+    assert log.delete_old_segments(limit) == 0 and log.segments[0] is first
+    assert log.delete_old_segments(limit + 1) == 1 and log.segments[0] is not first
+
+
+def _kafka_size_retention(sizes: list[int], retention_bytes: int) -> int:
+    """How many leading segments ``UnifiedLog.deleteRetentionSizeBreachedSegments`` deletes:
+    with ``diff = size - retention.bytes``, each oldest segment goes while ``diff - its size
+    >= 0`` (and Kafka never empties the log below an empty active segment; odradek keeps the
+    active segment always, which the retention.bytes > 0 cases here never reach)."""
+    diff = sum(sizes) - retention_bytes
+    count = 0
+    while count < len(sizes) - 1 and diff - sizes[count] >= 0:
+        diff -= sizes[count]
+        count += 1
+    return count
+
+
+def _filled_log(path, retention_bytes: int):
+    log = open_log(path, LogConfig(segment_bytes=300, retention_bytes=retention_bytes, retention_ms=-1))
     for _ in range(12):
         append(log, 2)
-    log.delete_old_segments(T0)
-    assert log.size - log.segments[0].size < 700 <= log.size or len(log.segments) == 1
+    return log
+
+
+def test_retention_by_bytes_deletes_exactly_what_kafka_deletes(tmp_path):
+    probe = _filled_log(tmp_path / "probe", -1)
+    sizes = [s.size for s in probe.segments]
+    bases = [s.base_offset for s in probe.segments]
+    total = sum(sizes)
+    assert len(sizes) > 4
+    two_oldest = total - sizes[0] - sizes[1]
+    # At the boundary (the log exceeds retention.bytes by exactly the two oldest segments)
+    # both go; one byte more retention keeps the second; one less still deletes just two.
+    cases = {700: None, two_oldest: 2, two_oldest + 1: 1, two_oldest - 1: 2, total: 0, total - 1: 0}
+    for i, (retention, expected) in enumerate(cases.items()):
+        log = _filled_log(tmp_path / str(i), retention)
+        deleted = _kafka_size_retention(sizes, retention)
+        if expected is not None:
+            assert deleted == expected  # the model itself, at the boundary
+        assert log.delete_old_segments(T0) == deleted, retention
+        assert [s.base_offset for s in log.segments] == bases[deleted:], retention
+        assert log.log_start_offset == bases[deleted]
+        assert log.size == sum(sizes[deleted:])
+
+
+def test_retention_by_bytes_never_deletes_the_active_segment(tmp_path):
+    log = _filled_log(tmp_path / "a", 0)
+    active = log.active_segment
+    assert log.delete_old_segments(T0) > 0 and log.segments == (active,)
     tiny = open_log(tmp_path / "b", LogConfig(retention_bytes=0))
     append(tiny, 2)
     assert tiny.delete_old_segments(T0) == 0 and tiny.log_end_offset == 2

@@ -21,7 +21,7 @@ CONFIG = LogConfig(
     segment_bytes=700,
     index_interval_bytes=150,
     segment_index_bytes=64,
-    retention_bytes=2500,
+    retention_bytes=600,  # below the sizes the operations reach, so retention deletes
     retention_ms=-1,
     cleanup_policy=("compact", "delete"),
     delete_retention_ms=10**12,
@@ -60,6 +60,22 @@ class Model:
             if recs:
                 kept.append([base, last, recs])
         self.batches = kept
+
+
+def model_retention(layout, start, retention_bytes):
+    """How many leading segments of ``layout`` ((base offset, size) pairs, the last one
+    active) retention deletes, as Kafka's ``UnifiedLog.deleteOldSegments`` decides with
+    retention.ms off: first those whose successor starts at or below the log start offset,
+    then, while the log exceeds retention.bytes by at least the oldest remaining segment's
+    size, that segment; never the active segment."""
+    count = 0
+    while count < len(layout) - 1 and layout[count + 1][0] <= start:
+        count += 1
+    diff = sum(size for _, size in layout[count:]) - retention_bytes
+    while count < len(layout) - 1 and diff >= layout[count][1]:
+        diff -= layout[count][1]
+        count += 1
+    return count
 
 
 def check(log, model, rng):
@@ -116,9 +132,12 @@ def run(tmp_path, seed, steps):
             log.delete_records(offset)
             model.start = max(model.start, offset)
         elif op == "retention":
-            log.delete_old_segments(clock.milliseconds())
-            assert model.start <= log.log_start_offset <= model.end
-            model.start = log.log_start_offset
+            layout = [(s.base_offset, s.size) for s in log.segments]
+            deleted = model_retention(layout, model.start, CONFIG.retention_bytes)
+            assert log.delete_old_segments(clock.milliseconds()) == deleted
+            assert [s.base_offset for s in log.segments] == [b for b, _ in layout[deleted:]]
+            if deleted:
+                model.start = max(model.start, layout[deleted][0])
         elif op == "clean":
             stats = LogCleaner().clean(log, clock.milliseconds(), force=True)
             if stats is not None:
