@@ -69,6 +69,7 @@ class Broker:
         self.log_manager = LogManager(self.config.log_dirs, self.log_defaults(), self.clock,
                                       config_for_topic=self.topics.topic_log_config)
         await self.loop.run_in_executor(None, self.log_manager.startup)
+        await self.loop.run_in_executor(None, self.topics.finish_deletions)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock)
         self.produce_fast_path = ProduceFastPath(self)
         self.producer_ids = open_producer_ids(self.metadata, self.broker_id)

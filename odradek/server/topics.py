@@ -160,19 +160,59 @@ class TopicManager:
 
     # --- delete and grow ------------------------------------------------------------------
     async def delete(self, name: str) -> None:
+        """Delete a topic: first in the metadata (the commit point: the mark under
+        ``/admin/delete_topics``, then the znodes), then its logs here.
+
+        Whatever fails midway, a topic whose deletion was marked serves no data again: its
+        partitions leave service and their logs are renamed for deletion even when the
+        metadata write failed after the mark (KAFKA_STORAGE_ERROR then; a retry or the
+        next start-up finishes it, ``finish_deletions``), and a log that could not be
+        renamed or checkpointed is dealt with by ``LogManager.delete_logs``' rules.
+        """
         image = self.broker.metadata_image()
         assignment = image.topic(name)
         if assignment is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
         if not self.broker.config["delete.topic.enable"]:
             raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED)
-        with _metadata_errors():
-            await _off_loop(self.metadata.delete_topic, name)
-        for index in assignment.partitions:
-            self.broker.replica_manager.remove(name, index, delete=True)
+        failure = None
+        try:
+            with _metadata_errors():
+                await _off_loop(self.metadata.delete_topic, name)
+        except OSError as e:
+            failure = e
+            image = self.broker.metadata_image()
+            if name not in image.topics_being_deleted and image.topic(name) is not None:
+                raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"metadata write failed: {e}") from None
+        await self._remove_partitions(name, list(assignment.partitions))
+        if failure is not None:
+            log.error("topic %s marked deleted, its logs removed, but its metadata not: %s", name, failure)
+            raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"metadata write failed: {failure}")
+        log.info("deleted topic %s", name)
+
+    async def _remove_partitions(self, name: str, indexes: list[int]) -> None:
+        """Take a deleted topic's partitions out of service, then delete their logs (a
+        rename each and one checkpoint, in a worker thread)."""
+        for index in indexes:
+            self.broker.replica_manager.remove(name, index, delete=False)
+        await _off_loop(self.broker.log_manager.delete_logs, [(name, i) for i in indexes])
         if self.broker.group_coordinator is not None:
             self.broker.group_coordinator.on_topics_deleted({name})
-        log.info("deleted topic %s", name)
+
+    def finish_deletions(self) -> None:
+        """At start-up, before any partition is led: finish the topic deletions a crash or
+        a failed write cut short, and remove every log of a topic the metadata no longer
+        has (or has marked deleted)."""
+        try:
+            self.metadata.resume_topic_deletions()
+        except OSError as e:
+            log.error("could not finish topic deletions in the metadata: %s", e)
+        image = self.broker.metadata_image()
+
+        def is_live(topic: str) -> bool:
+            return image.topic(topic) is not None and topic not in image.topics_being_deleted
+
+        self.broker.log_manager.delete_stray_logs(is_live)
 
     async def add_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
                              validate_only: bool) -> None:

@@ -28,7 +28,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from odradek.storage.checkpoint import (
@@ -104,6 +104,10 @@ class LogManager:
         self._dir_of: dict[TopicPartition, str] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
         self._pending_dir_deletes: list[tuple[int, str]] = []
+        # Deleted logs' directories whose rename failed, and log directories whose
+        # checkpoint still names deleted logs (``delete_logs``).
+        self._unrenamed: set[str] = set()
+        self._owed_checkpoints: set[str] = set()
         self._lock = threading.RLock()
         self._running = False
         self.cleaner = LogCleaner()
@@ -202,6 +206,7 @@ class LogManager:
             if log is not None:
                 return log
             directory = self._next_log_dir()
+            self._clear_leftovers(directory, os.path.join(directory, name))
             log = Log.open(
                 os.path.join(directory, name),
                 topic,
@@ -225,23 +230,90 @@ class LogManager:
         return min(self.log_dirs, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove a partition: rename its directory ``<name>.<uuid>-delete`` now, erase it
-        after ``file.delete.delay.ms``. Return whether the log existed."""
+        """Remove one partition (``delete_logs``); return whether its log existed."""
+        return self.delete_logs([(topic, partition)]) == 1
+
+    def delete_logs(self, partitions: Iterable[TopicPartition]) -> int:
+        """Remove partitions (a deleted topic's); return how many had a log.
+
+        Each log leaves service at once (readers and appenders get LogClosedError), its
+        directory is renamed ``<name>.<uuid>-delete`` and erased after
+        ``file.delete.delay.ms``; then each directory touched is checkpointed once without
+        them. A disk error stops none of this half-way (Kafka's ``LogManager.asyncDelete``
+        also goes on): a checkpoint that cannot be written is owed (written before a log
+        of the same name is created there, so a new topic never inherits a deleted one's
+        recovery point or log start offset), and a directory that cannot be renamed is
+        renamed again before a log of the same name is created, and by every
+        ``remove_deleted`` pass. After a restart the broker hands the names of the topics
+        still alive to ``delete_stray_logs``, so nothing a deletion left behind is served.
+        """
+        removed: list[tuple[Log, str]] = []
         with self._lock:
-            tp = (topic, partition)
-            log = self._logs.pop(tp, None)
-            if log is None:
-                return False
-            directory = self._dir_of.pop(tp)
-            self._cleaner_offsets.pop(tp, None)
+            for tp in partitions:
+                log = self._logs.pop(tp, None)
+                if log is None:
+                    continue
+                self._cleaner_offsets.pop(tp, None)
+                removed.append((log, self._dir_of.pop(tp)))
+        for log, _ in removed:
             log.abandon()
-            target = f"{log.directory}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-            os.rename(log.directory, target)
-            fsync_directory(directory)
-            deadline = self.clock.milliseconds() + log.config.file_delete_delay_ms
-            self._pending_dir_deletes.append((deadline, target))
-            self.checkpoint()
-            return True
+            self._retire_dir(log.directory, log.config.file_delete_delay_ms)
+        for directory in {d for _, d in removed}:
+            self._checkpoint_or_owe(directory)
+        return len(removed)
+
+    def delete_stray_logs(self, is_live: Callable[[str], bool]) -> list[TopicPartition]:
+        """Remove (as ``delete_logs``) every log whose topic ``is_live`` says was deleted;
+        return them. At start-up: a deletion cut short by a crash or a disk error left
+        directories that no metadata names any more (Kafka removes such stray logs too)."""
+        with self._lock:
+            stray = [tp for tp in self._logs if not is_live(tp[0])]
+        if stray:
+            logger.warning("removing %d log(s) of deleted topics: %s", len(stray),
+                           ", ".join(f"{t}-{p}" for t, p in sorted(stray)))
+            self.delete_logs(stray)
+        return stray
+
+    def _retire_dir(self, path: str, delay_ms: int) -> None:
+        """Rename a removed log's directory ``<name>.<uuid>-delete`` (loading erases such
+        directories, never loads them); erase it after ``delay_ms``. On failure, remember
+        the path: it must not be loaded or reused while it holds the old data."""
+        target = f"{path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            logger.error("could not rename deleted log %s (will retry): %s", path, exc)
+            with self._lock:
+                self._unrenamed.add(path)
+            return
+        with self._lock:
+            self._unrenamed.discard(path)
+            self._pending_dir_deletes.append((self.clock.milliseconds() + delay_ms, target))
+        try:
+            fsync_directory(os.path.dirname(path))
+        except OSError as exc:  # the rename is done; a crash may undo it, loading redoes it
+            logger.warning("could not sync %s after deleting a log: %s", os.path.dirname(path), exc)
+
+    def _checkpoint_or_owe(self, directory: str) -> None:
+        try:
+            self.checkpoint_dir(directory)
+        except OSError as exc:
+            logger.warning("checkpoint of %s after deleting logs failed (owed): %s", directory, exc)
+            with self._lock:
+                self._owed_checkpoints.add(directory)
+
+    def _clear_leftovers(self, directory: str, path: str) -> None:
+        """Before a new log is created at ``path``: rename away a deleted log's directory
+        still there, and write the checkpoint its deletion owes (OSError if impossible:
+        the new log must not start from the deleted one's checkpointed offsets)."""
+        if path in self._unrenamed or os.path.exists(path):
+            self._retire_dir(path, self.default_config.file_delete_delay_ms)
+            if os.path.exists(path):
+                raise StorageError(f"{path} holds a deleted log that cannot be moved away")
+        if directory in self._owed_checkpoints:
+            self.checkpoint_dir(directory)
 
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
         """Truncate a log and checkpoint its lowered recovery point at once, so recovery
@@ -295,6 +367,8 @@ class LogManager:
             self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now_ms]
         for path in due:
             shutil.rmtree(path, ignore_errors=True)
+        for path in list(self._unrenamed):
+            self._retire_dir(path, 0)
         return count + len(due)
 
     def run_cleaner(self, now_ms: int, force: bool = False) -> dict[TopicPartition, CleanerStats]:
@@ -333,6 +407,8 @@ class LogManager:
             {tp: log.log_start_offset for tp, log in logs.items()}
         )
         OffsetCheckpointFile(path(directory, CLEANER_OFFSET_CHECKPOINT)).write(cleaner)
+        with self._lock:
+            self._owed_checkpoints.discard(directory)
 
     def cleaner_offset(self, topic: str, partition: int) -> int:
         """Where the dirty (never cleaned) part of a compacted log starts."""
