@@ -349,15 +349,30 @@ class LogSegment(SegmentReads):
             file = self.handle()
         if position + size > self._reserved_to and position + size >= RESERVE_FROM:
             self._reserve_ahead(file, position, position + size)
-        written = os.pwrite(file.fd, data, position)
-        if written != size:
-            file.write_at(memoryview(data)[written:], position + written)
+        try:
+            written = os.pwrite(file.fd, data, position)
+            if written != size:
+                file.write_at(memoryview(data)[written:], position + written)
+        except OSError:
+            self.cut_back(file.fd)
+            raise
         self.size = position + size
         if self._first_batch_ts is None:
             self._first_batch_ts = info.max_timestamp
         ts_offset = min(max(info.offset_of_max_timestamp, info.first_offset), info.last_offset)
         index.track(position, size, info.last_offset, info.max_timestamp, ts_offset)
         return position
+
+    def cut_back(self, fd: int) -> None:
+        """After a failed write (ENOSPC, EIO): cut the file back to ``size``, so no torn
+        batch stays past the end for a restart to find or a shorter append to leave behind.
+        Shrinking a file needs no free space; if even that fails, recovery truncates the
+        torn tail after an unclean restart, and the next append overwrites it meanwhile."""
+        try:
+            os.ftruncate(fd, self.size)
+        except OSError:
+            pass
+        self._reserved_to = 0
 
     def _reserve_ahead(self, file: SegmentFile, position: int, end: int) -> None:
         """Reserve the blocks of an append at ``position`` up to ``end``, and as many again
