@@ -162,11 +162,15 @@ class ReplicaManager:
         partitions take 10-15 s, one journal commit each."""
         self.wake_all()
         written = 0
+        failed = []
         for part in self.partitions.values():
             try:
                 written += _write_producer_snapshot(part)
             except OSError as e:
-                log.warning("could not snapshot producer state of %s-%d: %s", part.topic, part.index, e)
+                failed.append(f"{part.topic}-{part.index} ({e.strerror or e})")
+        if failed:  # one line, however many (a full disk fails them all): rebuilt from the logs
+            log.warning("could not snapshot the producer state of %d partition(s), rebuilt from "
+                        "their logs at the next start: %s", len(failed), ", ".join(failed[:5]))
         if written:
             os.sync()
 

@@ -45,6 +45,7 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self._handler_tasks: set[asyncio.Future] = set()
         self._last_bad_input_log = 0.0
+        self._storage_errors_logged: dict[str, float] = {}
         self.metadata = None
         self.log_manager = None
         self.replica_manager = None
@@ -138,18 +139,23 @@ class Broker:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        clean = True
+        clean = marked = True
         for part in (self.group_coordinator, self.replica_manager, self.log_manager):
             if part is not None:
                 try:
-                    part.shutdown()
+                    marked = part.shutdown() is not False and marked
                 except Exception:
                     clean = False
                     log.exception("%s failed to shut down", type(part).__name__)
         if self.metadata is not None:
             self.metadata.close()
             self.metadata.store.close()
-        log.info("broker %d stopped%s", self.broker_id, " cleanly" if clean else " with errors")
+        if not clean:
+            log.info("broker %d stopped with errors", self.broker_id)
+        elif not marked:  # LogManager.shutdown said what it could not write
+            log.info("broker %d stopped; its logs will be recovered at the next start", self.broker_id)
+        else:
+            log.info("broker %d stopped cleanly", self.broker_id)
 
     # --- requests ---------------------------------------------------------------------------
     def dispatch(self, ctx, body):
@@ -222,6 +228,24 @@ class Broker:
         if now - self._last_bad_input_log >= 0.1:
             self._last_bad_input_log = now
             log.warning("%s", message)
+
+
+    def log_storage_error(self, error: Exception) -> None:
+        """A write the disk refused (its partition was answered KAFKA_STORAGE_ERROR), logged
+        once per partition and cause every ``STORAGE_ERROR_LOG_INTERVAL_S``: a full disk
+        refuses every produce until space returns."""
+        key = str(error)
+        now = time.monotonic()
+        logged = self._storage_errors_logged
+        if now - logged.get(key, -STORAGE_ERROR_LOG_INTERVAL_S) >= STORAGE_ERROR_LOG_INTERVAL_S:
+            if len(logged) > 10_000:  # a bound, however many partitions fail
+                logged.clear()
+            logged[key] = now
+            log.error("%s (answered KAFKA_STORAGE_ERROR; retried at each produce)", error)
+
+
+# A full disk fails every write to its partitions: one line per partition and cause per minute.
+STORAGE_ERROR_LOG_INTERVAL_S = 60.0
 
 
 def set_buffer_sizes(sock: socket.socket, config) -> None:

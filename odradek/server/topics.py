@@ -20,7 +20,7 @@ from odradek.metadata import errors as merr
 from odradek.metadata.topic_name import validate_topic_name
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
-from odradek.storage.errors import InvalidConfigError
+from odradek.storage.errors import InvalidConfigError, StorageError
 
 log = logging.getLogger("odradek.topics")
 
@@ -48,6 +48,9 @@ class TopicManager:
         self.metadata = broker.metadata
         # Auto-creations under way, by topic name (creation awaits a metadata write).
         self._auto_creating: dict[str, asyncio.Future] = {}
+        # Topics with a partition this broker should lead but whose log could not be
+        # created (a full disk); ``retry_leadership`` tries them again.
+        self.unled: set[str] = set()
 
     # --- create ---------------------------------------------------------------------------
     def plan_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -109,7 +112,10 @@ class TopicManager:
 
     async def _create(self, plan: TopicPlan):
         with _metadata_errors():
-            created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
+            try:
+                created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
+            except OSError as e:  # the embedded store's journal on a full disk: nothing written
+                raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"metadata write failed: {e}") from None
         log.info("created topic %s with %d partitions", plan.name, len(plan.assignment))
         await self.become_leader_of_assigned_async(plan.name)
         return created
@@ -262,7 +268,11 @@ class TopicManager:
     def become_leader_of_assigned(self, only_topic: str | None = None) -> None:
         """Lead every partition whose state names this broker as leader (at start-up)."""
         for args in self._leadership(only_topic):
-            self.broker.replica_manager.make_leader(*args)
+            try:
+                self.broker.replica_manager.make_leader(*args)
+            except (OSError, StorageError) as e:  # a full disk: retried (``unled``)
+                log.error("could not create the log of %s-%d (retried): %s", args[0], args[1], e)
+                self.unled.add(args[0])
 
     async def become_leader_of_assigned_async(self, only_topic: str | None = None) -> None:
         """The same for a running broker: the logs (a directory and an fsync each, about a
@@ -271,15 +281,33 @@ class TopicManager:
         todo = self._leadership(only_topic)
         log_manager = self.broker.log_manager
 
-        def create_logs() -> None:
-            for name, index, *_, config in todo:
+        def create_logs() -> list[tuple]:
+            created = []
+            for args in todo:
                 if self.broker.stopping:
-                    return
-                log_manager.get_or_create_log(name, index, config)
+                    break
+                name, index, *_, config = args
+                try:
+                    log_manager.get_or_create_log(name, index, config)
+                except (OSError, StorageError) as e:
+                    if name not in self.unled:
+                        log.error("could not create the log of %s-%d (retried): %s", name, index, e)
+                    self.unled.add(name)
+                    continue
+                created.append(args)
+            return created
 
-        await _off_loop(create_logs)
-        for args in todo:
+        for args in await _off_loop(create_logs):
             self.broker.replica_manager.make_leader(*args)
+
+    async def retry_leadership(self) -> None:
+        """Lead the partitions whose log could not be created before (``unled``), now that
+        the disk may have room again."""
+        names, self.unled = self.unled, set()
+        for name in names:
+            await self.become_leader_of_assigned_async(name)
+        for name in names - self.unled:
+            log.info("now leading every partition of %s", name)
 
 
 # A topic's assignment lives in one znode, and ZooKeeper (and the embedded store, which keeps

@@ -445,20 +445,29 @@ class Log(LogRemoval):
 
     def close(self) -> None:
         """Clean close: write the active segment's indexes, make everything durable, drop
-        descriptors and erase retired segments' files."""
+        descriptors and erase retired segments' files.
+
+        Always closes; then raises the first OSError met, if any (a full disk refusing the
+        index files: the caller must not mark the directory cleanly shut down, so that the
+        next start-up recovers this log and rebuilds them; a failed sync of the data)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             active = self._view.segments[-1]
-            active.seal()
-        self.flush()
-        active.flush()  # its index files, written by seal()
+        errors: list[OSError] = []
+        _attempt(errors, active.seal)
+        _attempt(errors, self.flush)
+        _attempt(errors, active.flush)  # its index files, written by seal()
         for segment in self._view.segments:
-            segment.close()
+            if not _attempt(errors, segment.close):
+                segment.release_handles()
+                self._cache.discard(segment)
         for _, segment in self._pending_deletes:
             segment.delete_files()
         self._pending_deletes = []
+        if errors:
+            raise errors[0]
 
     def abandon(self) -> None:
         """Close without flushing (the directory is being deleted)."""
@@ -470,3 +479,12 @@ class Log(LogRemoval):
             segment.release_handles()
             self._cache.discard(segment)
 
+
+def _attempt(errors: list[OSError], step) -> bool:
+    """Run ``step``; on OSError, note it and go on (a close finishes whatever fails)."""
+    try:
+        step()
+        return True
+    except OSError as exc:
+        errors.append(exc)
+        return False

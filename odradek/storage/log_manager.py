@@ -167,24 +167,45 @@ class LogManager:
             self._dir_of[tp] = directory
         logger.info("loaded logs of %s (%s shutdown)", directory, "clean" if clean else "unclean")
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> bool:
         """Flush and close every log, write the checkpoints, then the clean-shutdown
-        markers (only after everything they vouch for is on disk)."""
+        markers (only after everything they vouch for is on disk); return whether they were
+        written. A disk error (a full disk) does not stop the others: it is logged once,
+        no marker is written, and the next start-up recovers the logs from the last
+        checkpoints, as after a crash."""
         with self._lock:
             if not self._running:
-                return
+                return True
+            self._running = False
+            failed: list[str] = []
             for log in self._logs.values():
-                log.close()
-            self.checkpoint()
+                try:
+                    log.close()
+                except OSError as exc:
+                    failed.append(f"{log.topic}-{log.partition} ({exc.strerror or exc})")
+            try:
+                self.checkpoint()
+            except OSError as exc:
+                failed.append(f"checkpoints ({exc.strerror or exc})")
             for _, path in self._pending_dir_deletes:
                 shutil.rmtree(path, ignore_errors=True)
             self._pending_dir_deletes = []
-            for directory in self.log_dirs:
-                marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
-                with open(marker, "wb") as f:
-                    os.fsync(f.fileno())
-                fsync_directory(directory)
-            self._running = False
+            if not failed:
+                try:
+                    self._write_clean_shutdown_markers()
+                    return True
+                except OSError as exc:
+                    failed.append(f"clean-shutdown markers ({exc.strerror or exc})")
+            shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+            logger.error("shutdown could not write %s; the next start-up recovers the logs", shown)
+            return False
+
+    def _write_clean_shutdown_markers(self) -> None:
+        for directory in self.log_dirs:
+            marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
+            with open(marker, "wb") as f:
+                os.fsync(f.fileno())
+            fsync_directory(directory)
 
     # -- logs -------------------------------------------------------------------------------
 

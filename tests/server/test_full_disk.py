@@ -1,0 +1,141 @@
+"""A full disk: the partitions that cannot be written answer KAFKA_STORAGE_ERROR (the
+request's other partitions are stored and answered), reads go on, nothing acknowledged is
+lost or torn, writes resume by themselves once space returns, group lookups and offset
+commits answer Kafka error codes, and a stop on a full disk ends in order.
+
+The broker's data is on a tiny tmpfs (``full_disk``): root only, skipped elsewhere."""
+
+import logging
+import os
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from odradek.protocol import codec
+from odradek.protocol.generated.error_codes import ErrorCode
+from tests.server.full_disk import full_disk  # noqa: F401 (the fixture)
+from tests.server.wire import WireClient, message, simple_batch
+
+TOPIC = "t"
+# Needs new pages on a full tmpfs: larger than a page, and random (no codec shrinks it).
+BIG = [os.urandom(3000) for _ in range(3)]
+
+
+def create(bootstrap, partitions=2, configs=None):
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(TOPIC, partitions, 1, topic_configs=configs or {})])
+    finally:
+        admin.close()
+
+
+def produce(client, batches: dict[int, list[bytes]], version=8):
+    """One Produce request (acks=1) with a batch per partition; {partition: (error, base)}."""
+    m = codec.module("ProduceRequest")
+    body = m.MESSAGE(acks=1, timeout_ms=5000, topic_data=[m.TopicProduceData(name=TOPIC, partition_data=[
+        m.PartitionProduceData(index=p, records=simple_batch(values)) for p, values in batches.items()])])
+    _, response = client.request("Produce", version, body)
+    return {r.index: (r.error_code, r.base_offset) for r in response.responses[0].partition_responses}
+
+
+def read_all(bootstrap, partitions=2):
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="earliest", consumer_timeout_ms=1500)
+    try:
+        tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        return sorted((r.partition, r.offset, r.value) for r in consumer)
+    finally:
+        consumer.close()
+
+
+def log_files_whole(broker):
+    """Every partition's segment files hold exactly the log's bytes (no torn tail)."""
+    logs = broker.call(lambda: broker.broker.log_manager.all_logs())
+    return all(os.path.getsize(s.log_path) == s.size for log in logs.values() for s in log.segments)
+
+
+@pytest.mark.parametrize("configs", [{}, {"compression.type": "uncompressed"}], ids=["fast path", "generic path"])
+def test_the_full_partition_answers_storage_error_and_the_others_are_answered(full_disk, configs):  # noqa: F811
+    b = full_disk
+    create(b.bootstrap, configs=configs)
+    client = WireClient(b.bootstrap)
+    acked = []
+    for p, values in {0: [b"a0", b"a1"], 1: [b"b0"]}.items():
+        assert produce(client, {p: values})[p] == (0, 0)
+        acked += [(p, i, v) for i, v in enumerate(values)]
+    b.fs.fill()
+    # Partition 1's small batch fits in the last page of its segment; partition 0's needs pages.
+    answers = produce(client, {0: BIG, 1: [b"b1"]})
+    assert answers == {0: (ErrorCode.KAFKA_STORAGE_ERROR, -1), 1: (0, 1)}
+    acked.append((1, 1, b"b1"))
+    assert log_files_whole(b)
+    assert read_all(b.bootstrap) == acked  # reads go on while the disk is full
+    assert produce(client, {0: BIG})[0][0] == ErrorCode.KAFKA_STORAGE_ERROR  # and the connection
+    b.fs.free()
+    assert produce(client, {0: BIG}) == {0: (0, 2)}  # no restart needed, no offset skipped
+    acked += [(0, 2 + i, v) for i, v in enumerate(BIG)]
+    assert read_all(b.bootstrap) == sorted(acked)
+    client.close()
+    b.restart()
+    assert read_all(b.bootstrap) == sorted(acked)
+
+
+# Enough partitions that creating __consumer_offsets writes more than the free tail of the
+# metadata journal's last page.
+@pytest.mark.parametrize("full_disk", [{"offsets_topic_num_partitions": 40}], indirect=True)
+def test_group_lookup_and_offset_commit_answer_error_codes(full_disk):  # noqa: F811
+    b = full_disk
+    create(b.bootstrap, partitions=1)
+    client = WireClient(b.bootstrap)
+    b.fs.fill()
+    # __consumer_offsets cannot be created: the metadata write is refused.
+    _, found = client.request("FindCoordinator", 3, message("FindCoordinatorRequest", key="g", key_type=0))
+    assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    b.fs.free()
+    _, found = client.request("FindCoordinator", 3, message("FindCoordinatorRequest", key="g", key_type=0))
+    assert found.error_code == ErrorCode.NONE
+    b.fs.fill()
+    m = codec.module("OffsetCommitRequest")
+
+    def commit(offset):
+        body = m.MESSAGE(group_id="g", generation_id_or_member_epoch=-1, member_id="", topics=[
+            m.OffsetCommitRequestTopic(name=TOPIC, partitions=[
+                m.OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)])])
+        _, response = client.request("OffsetCommit", 2, body)
+        return response.topics[0].partitions[0].error_code
+
+    # Kafka's group coordinator answers a commit it could not write (KAFKA_STORAGE_ERROR)
+    # with NOT_COORDINATOR, on which clients look the coordinator up again.
+    assert commit(5) == ErrorCode.NOT_COORDINATOR
+    b.fs.free()
+    assert commit(7) == ErrorCode.NONE
+    f = codec.module("OffsetFetchRequest")
+    _, fetched = client.request("OffsetFetch", 2, f.MESSAGE(group_id="g", topics=[
+        f.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=[0])]))
+    assert fetched.topics[0].partitions[0].committed_offset == 7
+    client.close()
+
+
+def test_a_stop_on_a_full_disk_ends_in_order_and_loses_nothing(full_disk, caplog):  # noqa: F811
+    b = full_disk
+    create(b.bootstrap, partitions=1)
+    client = WireClient(b.bootstrap)
+    acked = []
+    for i in range(5):  # with log.index.interval.bytes=0, index entries to write at the stop
+        assert produce(client, {0: [b"v%d" % i]})[0] == (0, i)
+        acked.append((0, i, b"v%d" % i))
+    client.close()
+    b.fs.fill()
+    caplog.set_level(logging.INFO)
+    b.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("stopped; its logs will be recovered at the next start" in m for m in messages), messages
+    assert not any(r.exc_info for r in caplog.records)
+    shutdown_errors = [m for m in messages if m.startswith("shutdown could not write")]
+    assert len(shutdown_errors) == 1
+    b.fs.free()
+    b.restart()
+    assert read_all(b.bootstrap, partitions=1) == acked
