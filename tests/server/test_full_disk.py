@@ -139,3 +139,27 @@ def test_a_stop_on_a_full_disk_ends_in_order_and_loses_nothing(full_disk, caplog
     b.fs.free()
     b.restart()
     assert read_all(b.bootstrap, partitions=1) == acked
+
+
+def test_a_topic_deleted_on_a_full_disk_never_serves_its_records_again(full_disk):  # noqa: F811
+    b = full_disk
+    create(b.bootstrap, partitions=3)
+    client = WireClient(b.bootstrap)
+    assert produce(client, {p: [b"old-%d" % p] * 3 for p in range(3)}) == {p: (0, 0) for p in range(3)}
+    client.close()
+    b.fs.fill()
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    code = admin.delete_topics([TOPIC], raise_errors=False)["topics"][0]["error_code"]
+    admin.close()
+    # Deleted, or (the metadata refused the write before marking it) not deleted at all.
+    assert code in (ErrorCode.NONE, ErrorCode.KAFKA_STORAGE_ERROR)
+    b.restart()  # on the full disk
+    b.fs.free()
+    if b.call(lambda: TOPIC in b.broker.metadata_image().topics):
+        assert code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert read_all(b.bootstrap, partitions=3) == sorted((p, o, b"old-%d" % p) for p in range(3) for o in range(3))
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        admin.delete_topics([TOPIC])
+        admin.close()
+    create(b.bootstrap, partitions=3)
+    assert read_all(b.bootstrap, partitions=3) == []
