@@ -230,7 +230,7 @@ class Broker:
             log.warning("%s", message)
 
 
-    def log_storage_error(self, error: Exception) -> None:
+    def log_storage_error(self, error: object) -> None:
         """A write the disk refused (its partition was answered KAFKA_STORAGE_ERROR), logged
         once per partition and cause every ``STORAGE_ERROR_LOG_INTERVAL_S``: a full disk
         refuses every produce until space returns."""

@@ -388,7 +388,9 @@ class LogManager:
             self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now_ms]
         for path in due:
             shutil.rmtree(path, ignore_errors=True)
-        for path in list(self._unrenamed):
+        with self._lock:
+            unrenamed = list(self._unrenamed)
+        for path in unrenamed:
             self._retire_dir(path, 0)
         return count + len(due)
 
