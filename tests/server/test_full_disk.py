@@ -14,7 +14,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
-from tests.server.full_disk import full_disk  # noqa: F401 (the fixture)
+from odradek.testing.broker import BrokerProcess
+from tests.server.full_disk import TinyFilesystem, full_disk  # noqa: F401 (the fixture)
 from tests.server.wire import WireClient, message, simple_batch
 
 TOPIC = "t"
@@ -163,3 +164,24 @@ def test_a_topic_deleted_on_a_full_disk_never_serves_its_records_again(full_disk
         admin.close()
     create(b.bootstrap, partitions=3)
     assert read_all(b.bootstrap, partitions=3) == []
+
+
+def test_sigterm_on_a_full_disk_exits_0_with_one_line_on_what_was_not_written(tmp_path):
+    with TinyFilesystem(tmp_path / "mnt") as fs:
+        broker = BrokerProcess(os.path.join(fs.path, "data"), log_index_interval_bytes=0).start()
+        try:
+            create(broker.bootstrap, partitions=1)
+            client = WireClient(broker.bootstrap)
+            for i in range(3):
+                assert produce(client, {0: [b"v%d" % i]})[0] == (0, i)
+            client.close()
+            fs.fill()
+            assert broker.terminate() == 0  # an orderly stop: every acknowledged record is kept
+        finally:
+            broker.kill()
+        output = "".join(broker.output)
+        assert output.count("shutdown could not write") == 1, output
+        assert "Traceback" not in output, output
+        fs.free()
+        with BrokerProcess(os.path.join(fs.path, "data")) as again:
+            assert read_all(again.bootstrap, partitions=1) == [(0, i, b"v%d" % i) for i in range(3)]
