@@ -44,7 +44,7 @@ class ReplicaManager:
         """Become (or stay) leader of a partition, creating its log when it has none."""
         part = self.partitions.get((topic, index))
         if part is None:
-            plog = self.log_manager.get_or_create_log(topic, index, config)
+            plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
             part = Partition(topic, index, topic_id, plog)
             _restore_producer_state(part)
             self.partitions[part.key] = part

@@ -215,8 +215,10 @@ class TopicManager:
             log.error("could not finish topic deletions in the metadata: %s", e)
         image = self.broker.metadata_image()
 
-        def is_live(topic: str) -> bool:
-            return image.topic(topic) is not None and topic not in image.topics_being_deleted
+        def is_live(topic: str, topic_id) -> bool:
+            assignment = image.topic(topic)
+            return (assignment is not None and topic not in image.topics_being_deleted
+                    and (topic_id is None or topic_id == assignment.topic_id))
 
         self.broker.log_manager.delete_stray_logs(is_live)
 
@@ -286,9 +288,9 @@ class TopicManager:
             for args in todo:
                 if self.broker.stopping:
                     break
-                name, index, *_, config = args
+                name, index, topic_id, *_, config = args
                 try:
-                    log_manager.get_or_create_log(name, index, config)
+                    log_manager.get_or_create_log(name, index, config, topic_id)
                 except (OSError, StorageError) as e:
                     if name not in self.unled:
                         log.error("could not create the log of %s-%d (retried): %s", name, index, e)

@@ -14,7 +14,11 @@ clean-shutdown marker, each from its checkpointed recovery point), then removes 
 between, the broker calls the periodic passes with the current time: ``run_retention``,
 ``flush_due`` (which says what to flush, so the broker can fsync off its event loop),
 ``checkpoint`` and ``remove_deleted``. Deleting a partition renames its directory
-``<topic>-<partition>.<uuid>-delete`` at once and erases it ``file.delete.delay.ms`` later.
+``<topic>-<partition>.<uuid>-delete`` at once and erases it ``file.delete.delay.ms`` later;
+a deletion is never left half done by a disk error (``delete_logs``), and what a crash
+leaves is removed at the next start-up (``delete_stray_logs``). Each partition directory
+records the id of the topic it belongs to (``partition_metadata``), so a topic created
+again under a deleted one's name never gets the old data.
 
 New partitions go to the directory holding the fewest partitions (Kafka's rule). All open
 descriptors go through one shared FileHandleCache.
@@ -45,6 +49,7 @@ from odradek.storage.errors import CheckpointError, LogClosedError, StorageError
 from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
+from odradek.storage.partition_metadata import read_topic_id, topic_id_text, write_topic_id
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +113,7 @@ class LogManager:
         # checkpoint still names deleted logs (``delete_logs``).
         self._unrenamed: set[str] = set()
         self._owed_checkpoints: set[str] = set()
+        self._topic_ids: dict[TopicPartition, uuid.UUID | None] = {}
         self._lock = threading.RLock()
         self._running = False
         self.cleaner = LogCleaner()
@@ -165,6 +171,7 @@ class LogManager:
                 clean_shutdown=clean,
             )
             self._dir_of[tp] = directory
+            self._topic_ids[tp] = read_topic_id(path)
         logger.info("loaded logs of %s (%s shutdown)", directory, "clean" if clean else "unclean")
 
     def shutdown(self) -> bool:
@@ -217,13 +224,27 @@ class LogManager:
             return dict(self._logs)
 
     def get_or_create_log(
-        self, topic: str, partition: int, config: LogConfig | None = None
+        self, topic: str, partition: int, config: LogConfig | None = None,
+        topic_id: uuid.UUID | None = None,
     ) -> Log:
-        """The partition's log, created (empty) in the least loaded directory if absent."""
+        """The partition's log, created (empty) in the least loaded directory if absent.
+
+        With ``topic_id``: a log recorded (``partition_metadata``) as another topic's of the
+        same name, one deleted since, is removed first and a new one created; a log with no
+        id recorded (kept from before ids were) takes this one."""
         name = partition_dir_name(topic, partition)
         with self._lock:
             tp = (topic, partition)
             log = self._logs.get(tp)
+            if log is not None and topic_id is not None and self._topic_ids.get(tp) != topic_id:
+                if self._topic_ids.get(tp) is None:
+                    write_topic_id(log.directory, topic_id)
+                    self._topic_ids[tp] = topic_id
+                else:
+                    logger.warning("%s-%d holds the log of a deleted topic of that name (topic id %s): "
+                                   "removing it", topic, partition, topic_id_text(self._topic_ids[tp]))
+                    self.delete_logs([tp])
+                    log = None
             if log is not None:
                 return log
             directory = self._next_log_dir()
@@ -237,10 +258,21 @@ class LogManager:
                 self.cache,
                 clean_shutdown=True,
             )
-            fsync_directory(directory)
+            try:
+                if topic_id is not None:
+                    write_topic_id(log.directory, topic_id)
+                fsync_directory(directory)
+            except OSError:
+                log.abandon()  # the directory is moved away by the next attempt
+                raise
             self._logs[tp] = log
             self._dir_of[tp] = directory
+            self._topic_ids[tp] = topic_id
             return log
+
+    def topic_id(self, topic: str, partition: int) -> uuid.UUID | None:
+        """The topic id recorded for the partition's log (None: none recorded, or no log)."""
+        return self._topic_ids.get((topic, partition))
 
     def _next_log_dir(self) -> str:
         if len(self.log_dirs) == 1:
@@ -275,6 +307,7 @@ class LogManager:
                 if log is None:
                     continue
                 self._cleaner_offsets.pop(tp, None)
+                self._topic_ids.pop(tp, None)
                 removed.append((log, self._dir_of.pop(tp)))
         for log, _ in removed:
             log.abandon()
@@ -283,12 +316,13 @@ class LogManager:
             self._checkpoint_or_owe(directory)
         return len(removed)
 
-    def delete_stray_logs(self, is_live: Callable[[str], bool]) -> list[TopicPartition]:
-        """Remove (as ``delete_logs``) every log whose topic ``is_live`` says was deleted;
-        return them. At start-up: a deletion cut short by a crash or a disk error left
-        directories that no metadata names any more (Kafka removes such stray logs too)."""
+    def delete_stray_logs(self, is_live: Callable[[str, uuid.UUID | None], bool]) -> list[TopicPartition]:
+        """Remove (as ``delete_logs``) every log for which ``is_live(topic, recorded topic
+        id or None)`` says its topic was deleted; return them. At start-up: a deletion cut
+        short by a crash or a disk error left directories that no metadata names any more
+        (Kafka removes such stray logs too)."""
         with self._lock:
-            stray = [tp for tp in self._logs if not is_live(tp[0])]
+            stray = [tp for tp in self._logs if not is_live(tp[0], self._topic_ids.get(tp))]
         if stray:
             logger.warning("removing %d log(s) of deleted topics: %s", len(stray),
                            ", ".join(f"{t}-{p}" for t, p in sorted(stray)))

@@ -119,3 +119,22 @@ def test_a_failed_checkpoint_still_answers_and_a_recreated_topic_starts_empty(tm
         wait_until(lambda: len(b.call(lambda: [tp for tp in b.broker.replica_manager.partitions
                                                if tp[0] == TOPIC])) == 3, what="new partitions")
         assert read_all(b.bootstrap) == []
+
+
+def test_a_log_a_failed_deletion_left_is_never_the_recreated_topics(tmp_path, monkeypatch):
+    """The rename of partition 1 fails at the deletion and again when the topic is created
+    anew (its partition 1 is then not led); after a restart the directory, recorded as the
+    old topic id's, is removed and the new topic's partition 1 starts empty."""
+    data = tmp_path / "data"
+    with InProcessBroker(data) as b:
+        create(b.bootstrap)
+        produce(b.bootstrap, [b"old-%d" % i for i in range(9)])
+        monkeypatch.setattr(log_manager_module.os, "rename", rename_failing_for(f"{TOPIC}-1"))
+        assert delete(b.bootstrap) == 0
+        create(b.bootstrap)
+        assert b.call(lambda: sorted(i for t, i in b.broker.replica_manager.partitions if t == TOPIC)) == [0, 2]
+        monkeypatch.undo()
+    with InProcessBroker(data) as b:
+        assert read_all(b.bootstrap) == []
+        produce(b.bootstrap, [b"new"] * 3)
+        assert read_all(b.bootstrap) == [(p, 0, b"new") for p in range(3)]

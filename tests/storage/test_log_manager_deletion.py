@@ -4,6 +4,7 @@ be loaded, reused or served again, after a restart either."""
 
 import errno
 import os
+import uuid
 
 import pytest
 
@@ -12,6 +13,7 @@ from odradek.storage.checkpoint import OffsetCheckpointFile
 from odradek.storage.clock import FakeClock
 from odradek.storage.config import LogConfig
 from odradek.storage.log_manager import LogManager
+from odradek.storage.partition_metadata import read_topic_id, write_topic_id
 from tests.storage.helpers import T0, append, read_records
 
 
@@ -40,7 +42,7 @@ def enospc(*_args, **_kwargs):
 def restarted(path):
     """A crash (no shutdown) and a new start-up that keeps only the topic ``kept``."""
     m = manager(path)
-    m.delete_stray_logs(lambda topic: topic == "kept")
+    m.delete_stray_logs(lambda topic, _topic_id: topic == "kept")
     return m
 
 
@@ -127,3 +129,49 @@ def test_rename_retried_by_the_periodic_pass(tmp_path, monkeypatch):
     assert (tmp_path / "t-0").exists()
     m.remove_deleted(clock.milliseconds())
     assert not (tmp_path / "t-0").exists()
+
+
+# -- topic ids (partition.metadata): a new topic of the same name never gets an old log ----
+
+
+def test_a_log_of_an_older_topic_id_is_replaced_by_an_empty_one(tmp_path):
+    old_id, new_id = uuid.uuid4(), uuid.uuid4()
+    m = manager(tmp_path)
+    append(m.get_or_create_log("t", 0, topic_id=old_id), 3)
+    assert read_topic_id(m.get_log("t", 0).directory) == old_id
+    assert m.get_or_create_log("t", 0, topic_id=old_id).log_end_offset == 3  # the same topic
+    log = m.get_or_create_log("t", 0, topic_id=new_id)
+    assert (log.log_start_offset, log.log_end_offset) == (0, 0)
+    assert read_topic_id(log.directory) == new_id and m.topic_id("t", 0) == new_id
+
+
+def test_a_log_without_a_recorded_id_takes_the_first_one_given(tmp_path):
+    m = manager(tmp_path)
+    append(m.get_or_create_log("t", 0), 3)  # as kept from before ids were recorded
+    topic_id = uuid.uuid4()
+    assert m.get_or_create_log("t", 0, topic_id=topic_id).log_end_offset == 3
+    assert read_topic_id(m.get_log("t", 0).directory) == topic_id
+
+
+def test_restart_removes_the_logs_of_a_recreated_topics_older_id(tmp_path):
+    old_id, new_id = uuid.uuid4(), uuid.uuid4()
+    m = manager(tmp_path)
+    append(m.get_or_create_log("t", 0, topic_id=old_id), 3)
+    append(m.get_or_create_log("t", 1), 3)  # no id recorded: kept, the name being alive
+    m.shutdown()
+    again = manager(tmp_path)
+    assert again.topic_id("t", 0) == old_id
+    assert again.delete_stray_logs(lambda topic, topic_id: topic_id in (None, new_id)) == [("t", 0)]
+    assert again.get_or_create_log("t", 0, topic_id=new_id).log_end_offset == 0
+    assert again.get_log("t", 1).log_end_offset == 3
+
+
+def test_partition_metadata_is_kafkas_format(tmp_path):
+    topic_id = uuid.UUID("e5f2758c-4df3-4173-8f78-6b56ab4b3702")
+    write_topic_id(str(tmp_path), topic_id)
+    assert (tmp_path / "partition.metadata").read_text() == "version: 0\ntopic_id: 5fJ1jE3zQXOPeGtWq0s3Ag\n"
+    assert read_topic_id(str(tmp_path)) == topic_id
+    for bad in ("", "version: 1\ntopic_id: 5fJ1jE3zQXOPeGtWq0s3Ag\n", "version: 0\ntopic_id: !!\n",
+                "version: 0\ntopic_id: AAAA\n"):
+        (tmp_path / "partition.metadata").write_text(bad)
+        assert read_topic_id(str(tmp_path)) is None
