@@ -289,10 +289,10 @@ class LogManager:
     def delete_logs(self, partitions: Iterable[TopicPartition]) -> int:
         """Remove partitions (a deleted topic's); return how many had a log.
 
-        Each log leaves service at once (readers and appenders get LogClosedError), its
-        directory is renamed ``<name>.<uuid>-delete`` and erased after
-        ``file.delete.delay.ms``; then each directory touched is checkpointed once without
-        them. A disk error stops none of this half-way (Kafka's ``LogManager.asyncDelete``
+        Each log leaves service at once (appends get LogClosedError; the caller stopped
+        serving its reads), its directory is renamed ``<name>.<uuid>-delete`` and erased
+        after ``file.delete.delay.ms``; then each directory touched is checkpointed once
+        without them. A disk error stops none of this half-way (Kafka's ``LogManager.asyncDelete``
         also goes on): a checkpoint that cannot be written is owed (written before a log
         of the same name is created there, so a new topic never inherits a deleted one's
         recovery point or log start offset), and a directory that cannot be renamed is
@@ -348,7 +348,7 @@ class LogManager:
             self._pending_dir_deletes.append((self.clock.milliseconds() + delay_ms, target))
         try:
             fsync_directory(os.path.dirname(path))
-        except OSError as exc:  # the rename is done; a crash may undo it, loading redoes it
+        except OSError as exc:  # renamed; should a crash undo it, start-up's stray check removes it
             logger.warning("could not sync %s after deleting a log: %s", os.path.dirname(path), exc)
 
     def _checkpoint_or_owe(self, directory: str) -> None:
