@@ -16,6 +16,7 @@ from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.testing.broker import BrokerProcess
 from tests.server.full_disk import TinyFilesystem, full_disk  # noqa: F401 (the fixture)
+from tests.server.clients import wait_until
 from tests.server.wire import WireClient, message, simple_batch
 
 TOPIC = "t"
@@ -185,3 +186,35 @@ def test_sigterm_on_a_full_disk_exits_0_with_one_line_on_what_was_not_written(tm
         fs.free()
         with BrokerProcess(os.path.join(fs.path, "data")) as again:
             assert read_all(again.bootstrap, partitions=1) == [(0, i, b"v%d" % i) for i in range(3)]
+
+
+def test_a_producer_retrying_through_a_full_disk_delivers_everything_once_space_returns(full_disk, caplog):  # noqa: F811
+    """librdkafka retries KAFKA_STORAGE_ERROR: nothing is lost, nothing is duplicated, and
+    the broker takes the writes again without a restart."""
+    from confluent_kafka import Producer
+
+    b = full_disk
+    create(b.bootstrap, partitions=1)
+    b.fs.fill()
+    caplog.set_level(logging.ERROR, logger="odradek.broker")
+    delivered, failed = [], []
+    producer = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0, "retry.backoff.ms": 50,
+                         "message.timeout.ms": 60000})
+
+    def on_delivery(err, msg):
+        (failed if err else delivered).append(err or msg.value())
+
+    values = [b"%d-" % i + os.urandom(3000) for i in range(4)]
+    for value in values:
+        producer.produce(TOPIC, value=value, partition=0, on_delivery=on_delivery)
+
+    def refused():
+        producer.poll(0.05)
+        return any("answered KAFKA_STORAGE_ERROR" in r.getMessage() for r in caplog.records)
+
+    wait_until(refused, what="a produce refused for the full disk")
+    assert delivered == []
+    b.fs.free()
+    assert producer.flush(30) == 0
+    assert failed == [] and sorted(delivered) == sorted(values)
+    assert sorted(v for _, _, v in read_all(b.bootstrap, partitions=1)) == sorted(values)
