@@ -26,10 +26,10 @@ the same frame, which answers exactly as it always did. It takes a request when:
   idempotent and transactional producers' sequence checks stay in Python), none is legacy.
 
 Nothing is appended until every partition is known to pass, so a request is handled entirely
-here or entirely by the generic path. A partition whose append the disk refuses (ENOSPC, EIO)
-is answered KAFKA_STORAGE_ERROR, its log unchanged, as the generic path answers it; the
-others are appended and answered as usual. The response is what the generic path would send for
-the same appends (the codec's tests prove the bytes equal).
+here or entirely by the generic path. The response is what the generic path would send for
+the same appends (the codec's tests prove the bytes equal). A partition whose append the disk
+refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its log unchanged, as the generic
+path answers it; the others are appended and answered as usual.
 """
 
 from __future__ import annotations
