@@ -242,7 +242,7 @@ class LogSegment(SegmentReads):
         """Rebuild both indexes from the valid prefix of the ``.log`` file (no truncation)."""
         index, _ = self._scan_valid(self.handle(), self.size)
         if self.sealed and self.suffix != DELETED_SUFFIX:
-            self._write_index(index)  # (a retired segment's files must not come back)
+            self._try_write_index(index)  # (a retired segment's files must not come back)
         return index
 
     def _scan_valid(self, file: SegmentFile, size: int) -> tuple[SegmentIndex, int]:
@@ -260,8 +260,23 @@ class LogSegment(SegmentReads):
         return index, end
 
     def _write_index(self, index: SegmentIndex) -> None:
-        index.write(self.index_path, self.time_index_path)
+        """Write both index files; on failure (a full disk) remove them instead, so that no
+        torn or stale file is read back: the next load rebuilds them from the log."""
+        try:
+            index.write(self.index_path, self.time_index_path)
+        except OSError:
+            for path in (self.index_path, self.time_index_path):
+                unlink_quietly(path)
+            raise
         self._index_synced = False
+
+    def _try_write_index(self, index: SegmentIndex) -> None:
+        """``_write_index`` where the files are only a cache of the in-memory index just
+        rebuilt (loading, recovery): a full disk must not stop the log from opening."""
+        try:
+            self._write_index(index)
+        except OSError:
+            pass
 
     # -- facts ------------------------------------------------------------------------------
 
@@ -417,7 +432,7 @@ class LogSegment(SegmentReads):
         self.size = end
         self._index = index
         if self.sealed:
-            self._write_index(index)
+            self._try_write_index(index)
         return file_size - end
 
     def truncate_to(self, offset: int) -> int | None:

@@ -18,7 +18,7 @@ from odradek.storage._fast_append import append_to_active_segment
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.config import LogConfig
 from tests.storage.fast_append_support import batch_at, fast, open_log, state
-from tests.storage.helpers import read_records
+from tests.storage.helpers import T0, append, read_records
 
 
 def enospc():
@@ -132,3 +132,27 @@ def test_a_roll_failing_half_way_keeps_the_old_segment_active(tmp_path, monkeypa
     log.close()
     again = open_log(tmp_path, LogConfig(index_interval_bytes=0, segment_bytes=600))
     assert [r[0] for r in read_records(again)] == list(range(17))
+
+
+def test_a_log_recovered_on_a_full_disk_opens_and_rebuilds_its_indexes_later(tmp_path, monkeypatch):
+    """Recovery rewrites index files; when the disk refuses them the log still opens (the
+    in-memory indexes serve reads), no stale or torn index file is left to be read back,
+    and a later load rebuilds them."""
+    config = LogConfig(index_interval_bytes=0, segment_bytes=600)
+    log = open_log(tmp_path, config)
+    for i in range(8):
+        append(log, 4, timestamp=T0 + i)
+    expected = [r[0] for r in read_records(log)]
+    lookups = [log.offset_for_timestamp(T0 + i) for i in range(10)]
+    sealed = [s.base_offset for s in log.segments[:-1]]
+    assert sealed
+    log.close()
+    monkeypatch.setattr(segment_module.SegmentIndex, "write", lambda *a: (_ for _ in ()).throw(enospc()))
+    again = open_log(tmp_path, config, clean_shutdown=False)  # recovers every segment
+    assert [r[0] for r in read_records(again)] == expected
+    names = os.listdir(again.directory)
+    assert not [n for n in names for base in sealed if n.startswith(f"{base:020d}.") and "index" in n]
+    monkeypatch.undo()
+    third = open_log(tmp_path, config, clean_shutdown=True)  # index files missing: rebuilt
+    assert [r[0] for r in read_records(third)] == expected
+    assert [third.offset_for_timestamp(T0 + i) for i in range(10)] == lookups
