@@ -112,10 +112,7 @@ class TopicManager:
 
     async def _create(self, plan: TopicPlan):
         with _metadata_errors():
-            try:
-                created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
-            except OSError as e:  # the embedded store's journal on a full disk: nothing written
-                raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"metadata write failed: {e}") from None
+            created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
         log.info("created topic %s with %d partitions", plan.name, len(plan.assignment))
         await self.become_leader_of_assigned_async(plan.name)
         return created
@@ -161,7 +158,8 @@ class TopicManager:
 
     def set_topic_config(self, name: str, configs: dict[str, str]) -> None:
         self.log_config_for(configs)
-        self.metadata.set_topic_config(name, configs)
+        with _metadata_errors():
+            self.metadata.set_topic_config(name, configs)
         self.broker.replica_manager.update_config(name, self.topic_log_config(name))
 
     # --- delete and grow ------------------------------------------------------------------
@@ -185,15 +183,16 @@ class TopicManager:
         try:
             with _metadata_errors():
                 await _off_loop(self.metadata.delete_topic, name)
-        except OSError as e:
-            failure = e
+        except TopicError as e:
             image = self.broker.metadata_image()
-            if name not in image.topics_being_deleted and image.topic(name) is not None:
-                raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"metadata write failed: {e}") from None
+            if (e.error != ErrorCode.KAFKA_STORAGE_ERROR
+                    or (name not in image.topics_being_deleted and image.topic(name) is not None)):
+                raise  # nothing was deleted
+            failure = e
         await self._remove_partitions(name, list(assignment.partitions))
         if failure is not None:
             log.error("topic %s marked deleted, its logs removed, but its metadata not: %s", name, failure)
-            raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"metadata write failed: {failure}")
+            raise failure
         log.info("deleted topic %s", name)
 
     async def _remove_partitions(self, name: str, indexes: list[int]) -> None:
@@ -354,9 +353,13 @@ def _min_insync_replicas(value: str) -> int:
 
 @contextmanager
 def _metadata_errors():
-    """Translate the metadata layer's errors into Kafka error codes at this boundary."""
+    """Translate the metadata layer's errors into Kafka error codes at this boundary; a
+    write the embedded store's disk refused (its journal then holds nothing of it) is
+    KAFKA_STORAGE_ERROR."""
     try:
         yield
+    except OSError as e:
+        raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"metadata write failed: {e}") from None
     except merr.MetadataError as e:
         for kind, code in _ERRORS:
             if isinstance(e, kind):
