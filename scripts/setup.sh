@@ -19,8 +19,12 @@ python=${PYTHON:-python3}
 if ((${#need_apt[@]})); then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing Debian packages: ${need_apt[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # Another apt-get (unattended upgrades on a fresh machine) may hold dpkg's lock: wait for
+  # it rather than fail at once.
+  wait_lock=(-o DPkg::Lock::Timeout=600)
+  $sudo apt-get "${wait_lock[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get "${wait_lock[@]}" install -y -qq --no-install-recommends \
+    "${need_apt[@]}" >/dev/null
 fi
 
 [ -x .venv/bin/python ] || "$python" -m venv .venv
@@ -31,7 +35,9 @@ for c in odradek/*/_*.c; do compgen -G "${c%.c}.*.so" >/dev/null || built=0; don
 if [ ! -f "$stamp" ] || [ "$built" = 0 ]; then
   echo "installing odradek[$extras] into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[$extras]"
+  # PYTHONWARNINGS: setuptools' build backend prints a boxed warning about editable installs
+  # that concerns packaging tools, not users.
+  PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -e ".[$extras]"
   rm -f .venv/.odradek-"$extras"-*
   touch "$stamp"
 fi

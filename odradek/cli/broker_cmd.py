@@ -7,6 +7,7 @@ clean-shutdown marker).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import logging
@@ -17,11 +18,27 @@ from odradek.server.config import BrokerConfig, ConfigError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("broker", help="run a broker", description=__doc__.split("\n\n")[0])
+    p = sub.add_parser("broker", help="run a broker", description=__doc__.split("\n\n", 1)[1].replace("``", ""),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("properties", nargs="?", help="a server.properties file")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="set a config (Kafka's names), repeatable")
-    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
+    p.add_argument("--log-level", default="INFO", type=log_level, metavar="LEVEL",
+                   help=f"{', '.join(LOG_LEVELS)} (default INFO)")
+
+
+# Kafka's log4j level names, and Python's where they differ, as Python's logging levels.
+LOG_LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
+              "WARN": logging.WARNING, "WARNING": logging.WARNING, "ERROR": logging.ERROR,
+              "FATAL": logging.CRITICAL, "CRITICAL": logging.CRITICAL}
+
+
+def log_level(text: str) -> int:
+    """``--log-level``'s value as a logging level; argparse reports the ValueError's text."""
+    level = LOG_LEVELS.get(text.upper())
+    if level is None:
+        raise argparse.ArgumentTypeError(f"unknown level {text!r} (one of {', '.join(LOG_LEVELS)})")
+    return level
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
@@ -35,7 +52,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 def run(args) -> int:
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = BrokerConfig.load(args.properties, parse_overrides(args.override))
@@ -47,8 +64,16 @@ def run(args) -> int:
     try:
         import uvloop
     except ImportError:  # pragma: no cover
-        return asyncio.run(serve(config))
-    return uvloop.run(serve(config))
+        run_loop = asyncio.run
+    else:
+        run_loop = uvloop.run
+    from odradek.server.broker import BrokerStartError
+
+    try:
+        return run_loop(serve(config))
+    except BrokerStartError as e:
+        print(f"odradek broker: cannot start: {e}", file=sys.stderr)
+        return 1
 
 
 async def serve(config: BrokerConfig, ready=None) -> int:

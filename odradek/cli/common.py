@@ -55,6 +55,16 @@ def add_output(parser, choices=("table", "json")) -> None:
 
 
 # --- key=value parsing -------------------------------------------------------------------
+def warn_message_format_version(configs: dict[str, str]) -> None:
+    """Kafka's tools' warning (ConfigCommand, TopicCommand) when configs to set carry the
+    deprecated ``message.format.version`` (KIP-724), which brokers accept and ignore."""
+    if "message.format.version" in configs:
+        print(f"WARNING: The configuration message.format.version={configs['message.format.version']} is specified. "
+              "This configuration will be ignored if the version is newer than the inter.broker.protocol.version "
+              "specified in the broker or if the inter.broker.protocol.version is 3.0 or newer. This configuration "
+              "is deprecated and it will be removed in Apache Kafka 4.0.")
+
+
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside square brackets (Kafka's syntax for list values:
     ``cleanup.policy=[compact,delete],retention.ms=1000``)."""
@@ -198,9 +208,24 @@ def run_command(name: str, body, args) -> int:
     except BrokenPipeError:
         _silence_stdout()  # the reader went away (``| head``): not an error of ours
         return 0
-    except (CommandError, KafkaError, ValueError, OSError) as e:
+    except ValueError as e:  # a client refused a setting: say it with Kafka's name
+        print(f"odradek {name}: {kafka_names(one_line(e))}", file=sys.stderr)
+        return 1
+    except (CommandError, KafkaError, OSError) as e:
         print(f"odradek {name}: {one_line(e)}", file=sys.stderr)
         return 1
+
+
+def kafka_names(text: str) -> str:
+    """``text`` with the clients' keyword arguments (``compression_type``) named as the
+    Kafka properties they come from (``compression.type``)."""
+    from odradek.client import AsyncAdminClient, AsyncConsumer, AsyncProducer
+
+    names = set()
+    for cls in (AsyncProducer, AsyncConsumer, AsyncAdminClient):
+        names.update(n for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind == p.KEYWORD_ONLY)
+    return re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",
+                  lambda m: m.group(0).replace("_", ".") if m.group(0) in names else m.group(0), text)
 
 
 def one_line(error: BaseException) -> str:

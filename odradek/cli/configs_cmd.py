@@ -1,16 +1,21 @@
-"""``odradek configs``: describe and change topic and broker configs (``kafka-configs.sh``).
+"""``odradek configs``: describe and change topic, broker and broker-logger configs
+(``kafka-configs.sh``).
 
     odradek configs --entity-type topics --entity-name T --describe [--all]
     odradek configs --entity-type topics --entity-name T --alter --add-config retention.ms=1000,cleanup.policy=[compact,delete]
     odradek configs --entity-type brokers --entity-name 1000 --alter --delete-config log.cleaner.threads
     odradek configs --entity-type brokers --entity-default --describe
+    odradek configs --entity-type broker-loggers --entity-name 1000 --alter --add-config odradek.broker=DEBUG
 
 ``--describe`` shows the configs set on the entity (a topic's overrides, a broker's dynamic
-settings); ``--all`` shows every config with its value and where that value comes from.
-Without ``--entity-name`` it describes every topic or broker. ``--alter`` sets
-(``--add-config``, commas between pairs, square brackets around list values) and removes
-(``--delete-config``, names joined by commas) keys in one IncrementalAlterConfigs request;
-a removed key falls back to the broker's (or Kafka's) default.
+settings, every logger of a broker with its level); ``--all`` shows every config with its
+value and where that value comes from. Without ``--entity-name`` it describes every topic or
+broker. ``--alter`` sets (``--add-config``, commas between pairs, square brackets around list
+values) and removes (``--delete-config``, names joined by commas) keys in one
+IncrementalAlterConfigs request; a removed key falls back to the broker's (or Kafka's)
+default, a removed logger level to its parent's. As Kafka's tool, ``--alter`` refuses to
+delete a key that is not set ("Invalid config(s): k") and to name a logger the broker does not
+have ("Invalid broker logger(s): l").
 """
 
 from __future__ import annotations
@@ -27,20 +32,23 @@ from odradek.cli.common import (
     print_table,
     run_command,
     split_top_level,
+    warn_message_format_version,
 )
 
-_TYPES = {"topics": "topic", "brokers": "broker"}
+_TYPES = {"topics": "topic", "brokers": "broker", "broker-loggers": "broker-logger"}
+
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("configs", help="describe and change topic and broker configs",
                        description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_bootstrap(p)
-    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics or brokers")
+    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics, brokers or broker-loggers")
     p.add_argument("--entity-name", metavar="NAME", help="a topic name or broker id")
     p.add_argument("--entity-default", action="store_true", help="brokers: the cluster-wide defaults")
     p.add_argument("--topic", metavar="T", help="same as --entity-type topics --entity-name T")
     p.add_argument("--broker", metavar="ID", help="same as --entity-type brokers --entity-name ID")
+    p.add_argument("--broker-logger", metavar="ID", help="same as --entity-type broker-loggers --entity-name ID")
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--describe", action="store_true", help="show configs")
     actions.add_argument("--alter", action="store_true", help="change configs")
@@ -58,13 +66,15 @@ def run(args) -> int:
 
 def _entity(args) -> tuple[str, str | None]:
     """``(entity type, name or None for all; "" for the broker defaults)``."""
-    given = [t for t in (args.entity_type, "topics" if args.topic else None, "brokers" if args.broker else None) if t]
+    given = [t for t in (args.entity_type, "topics" if args.topic else None, "brokers" if args.broker else None,
+                         "broker-loggers" if args.broker_logger else None) if t]
     if not given:
-        raise CommandError("give --entity-type (topics or brokers), or --topic / --broker")
+        raise CommandError("give --entity-type (topics, brokers or broker-loggers), "
+                           "or --topic / --broker / --broker-logger")
     if len(set(given)) > 1:
-        raise CommandError("--topic and --broker name different entity types")
+        raise CommandError("--topic, --broker and --broker-logger name different entity types")
     kind = given[0]
-    names = [n for n in (args.entity_name, args.topic, args.broker) if n is not None]
+    names = [n for n in (args.entity_name, args.topic, args.broker, args.broker_logger) if n is not None]
     if len(set(names)) > 1:
         raise CommandError("the entity is named twice, differently")
     if args.entity_default:
@@ -73,7 +83,7 @@ def _entity(args) -> tuple[str, str | None]:
         if names:
             raise CommandError("--entity-default and --entity-name cannot be used together")
         return kind, ""
-    if kind == "brokers" and names and not names[0].isdigit():
+    if kind != "topics" and names and not names[0].isdigit():
         raise CommandError(f"a broker's --entity-name is its id, not {names[0]!r}")
     return kind, names[0] if names else None
 
@@ -93,7 +103,8 @@ def _run(args) -> int:
 def _resource(kind: str, name: str):
     from odradek.client import ConfigResource, ResourceType
 
-    return ConfigResource(ResourceType.TOPIC if kind == "topics" else ResourceType.BROKER, name)
+    types = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER, "broker-loggers": ResourceType.BROKER_LOGGER}
+    return ConfigResource(types[kind], name)
 
 
 def _what(kind: str, name: str) -> str:
@@ -110,14 +121,25 @@ def _alter(admin, kind: str, name: str, args) -> int:
     both = sorted(set(to_set) & set(to_delete))
     if both:
         raise CommandError(f"{both[0]} is both added and deleted")
+    warn_message_format_version(to_set)
+    resource = _resource(kind, name)
+    current = _dynamic(admin.describe_configs([resource], include_synonyms=True)[resource], kind, name)
+    if kind == "broker-loggers":
+        unknown = [k for k in [*to_delete, *to_set] if k not in current]
+        if unknown:
+            raise CommandError(f"Invalid broker logger(s): {','.join(unknown)}")
+    else:
+        unset = [k for k in to_delete if k not in current]
+        if unset:
+            raise CommandError(f"Invalid config(s): {','.join(unset)}")
     ops = [AlterConfigOp(k, v, AlterConfigOpType.SET) for k, v in to_set.items()]
     ops += [AlterConfigOp(k, None, AlterConfigOpType.DELETE) for k in to_delete]
-    resource = _resource(kind, name)
     try:
         admin.incremental_alter_configs({resource: ops})
     except UnsupportedVersionError:
+        if kind == "broker-loggers":
+            raise
         # A broker older than IncrementalAlterConfigs: replace the whole set of overrides.
-        current = _dynamic(admin.describe_configs([resource])[resource], kind)
         merged = {k: e.value for k, e in current.items() if k not in to_delete}
         merged.update(to_set)
         admin.alter_configs({resource: merged})
@@ -125,13 +147,22 @@ def _alter(admin, kind: str, name: str, args) -> int:
     return 0
 
 
-def _dynamic(entries: dict, kind: str) -> dict:
-    """The entries set on the entity itself (what ``--describe`` shows without ``--all``)."""
+def _dynamic(entries: dict, kind: str, name: str | None = None) -> dict:
+    """The entries set on the entity itself (what ``--describe`` shows without ``--all``): a
+    topic's overrides, a broker's own dynamic configs (or the cluster default's, for name
+    ""), every logger of a broker."""
     from odradek.client import ConfigSource
 
-    wanted = ({ConfigSource.DYNAMIC_TOPIC_CONFIG} if kind == "topics"
-              else {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG})
-    return {k: e for k, e in entries.items() if e.source in wanted}
+    if kind == "broker-loggers":
+        return dict(entries)
+    if kind == "topics":
+        wanted = {ConfigSource.DYNAMIC_TOPIC_CONFIG}
+    elif name is None:
+        wanted = {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG}
+    else:
+        wanted = {ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if name == "" else ConfigSource.DYNAMIC_BROKER_CONFIG}
+    return {k: e for k, e in entries.items()
+            if e.source in wanted or any(s[2] in wanted and s[0] == k for s in e.synonyms)}
 
 
 def _describe(admin, kind: str, name: str | None, args) -> int:

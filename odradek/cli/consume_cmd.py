@@ -33,8 +33,11 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from odradek.cli.common import (
@@ -182,6 +185,11 @@ def _consumer_settings(args) -> tuple[str, dict]:
     props = read_properties(args.command_config)
     props.update(parse_pairs(args.consumer_property, "--consumer-property"))
     bootstrap = bootstrap_from(args, props)
+    # As Kafka's console consumer: the group may come from --group, --consumer-property or
+    # the --consumer.config file, and wherever it comes from the consumer joins it.
+    if args.group and props.get("group.id", args.group) != args.group:
+        raise CommandError("the group ids given with --group and in the consumer properties differ")
+    args.group = args.group or props.get("group.id")
     if args.group:
         props["group.id"] = args.group
     if args.isolation_level:
@@ -194,21 +202,39 @@ def _consumer_settings(args) -> tuple[str, dict]:
 def _run(args) -> int:
     from odradek.client import Consumer
 
-    _check_options(args)
     record_format = RecordFormat.from_properties(parse_pairs(args.property, "--property"))
     bootstrap, config = _consumer_settings(args)
+    _check_options(args)
     check_reachable(bootstrap)
     consumer = Consumer(bootstrap, **config)
     try:
         topics = _start(consumer, args)
         types = _timestamp_types(bootstrap, topics, args, record_format)
-        count = _print_records(consumer, args, record_format, types)
+        with _stop_on_sigterm() as stop:
+            count = _print_records(consumer, args, record_format, types, stop)
         if args.group:
             consumer.commit()
     finally:
         consumer.close()
     print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
+
+
+@contextmanager
+def _stop_on_sigterm():
+    """SIGTERM ends the stream as Ctrl-C does: the total is reported, offsets are committed
+    and the consumer leaves its group rather than waiting for its session to time out. It is
+    noted in the event yielded, not raised, so it never lands between printing a record and
+    counting it; the poll loop looks between polls. (Signals reach the main thread only.)"""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _start(consumer, args) -> list[str]:
@@ -270,7 +296,7 @@ def _timestamp_types(bootstrap: str, topics: list[str], args, record_format: Rec
     return types
 
 
-def _print_records(consumer, args, record_format: RecordFormat, types: dict[str, str]) -> int:
+def _print_records(consumer, args, record_format: RecordFormat, types: dict[str, str], stop) -> int:
     out = getattr(sys.stdout, "buffer", None)
     write = out.write if out is not None else (lambda b: sys.stdout.write(b.decode("utf-8", "replace")))
     sys.stdout.flush()
@@ -278,7 +304,7 @@ def _print_records(consumer, args, record_format: RecordFormat, types: dict[str,
     count = 0
     last_record = time.monotonic()
     try:
-        while wanted is None or count < wanted:
+        while (wanted is None or count < wanted) and not stop.is_set():
             wait = _POLL_MS
             if args.timeout_ms is not None:
                 idle_ms = (time.monotonic() - last_record) * 1000

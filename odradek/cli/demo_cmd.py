@@ -1,13 +1,14 @@
 """``odradek demo [--events N] [--duration S] [--follow] [--bootstrap-server HOST:PORT]``:
 the activity-stream pipeline, end to end (see ``odradek.demo.pipeline``).
 
-It starts a broker of its own unless given one, produces a synthetic activity stream, runs
+The activity-stream pipeline, end to end: it starts a broker of its own unless given one, produces a synthetic activity stream, runs
 a PySpark streaming job and a batch loader, and prints a report. Needs ``odradek[spark]``
 (pyspark, pyarrow) and Java.
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from odradek.cli.common import CommandError as CliError
@@ -15,7 +16,8 @@ from odradek.cli.common import CommandError as CliError
 
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="run the activity-stream pipeline demo",
-                       description=__doc__.split("\n\n")[0])
+                       description=__doc__.split("\n\n", 1)[1].replace("``", ""),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--events", type=int, default=20_000, metavar="N", help="events to produce (default 20000)")
     p.add_argument("--duration", type=float, default=0.0, metavar="S",
                    help="spread the events over S seconds while the streaming job runs (default: at once)")

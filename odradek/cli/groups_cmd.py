@@ -2,7 +2,7 @@
 (``kafka-consumer-groups.sh``).
 
     odradek groups --list [--state]
-    odradek groups --describe --group G [--members | --state]
+    odradek groups --describe --group G [--offsets | --members | --state]
     odradek groups --reset-offsets --group G --topic T[:P,P...] | --all-topics
                    --to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO |
                    --by-duration PnDTnHnMnS   [--dry-run | --execute]
@@ -53,6 +53,7 @@ def add_parser(sub) -> None:
     actions.add_argument("--delete", action="store_true", help="delete empty groups and their offsets")
     p.add_argument("--group", action="append", default=[], metavar="GROUP", help="a group id, repeatable")
     p.add_argument("--all-groups", action="store_true", help="every group")
+    p.add_argument("--offsets", action="store_true", help="--describe: offsets and lag per partition (the default)")
     p.add_argument("--members", action="store_true", help="--describe: the members")
     p.add_argument("--state", action="store_true", help="--describe/--list: the group state")
     p.add_argument("--verbose", action="store_true", help="--describe --members: each member's partitions")
@@ -77,6 +78,8 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    if sum((args.offsets, args.members, args.state and args.describe)) > 1:
+        raise CommandError("--describe takes one of --offsets, --members and --state")
     if (args.describe or args.reset_offsets or args.delete) and not (args.group or args.all_groups):
         raise CommandError("give --group (or --all-groups)")
     with admin_client(args) as admin:
@@ -254,7 +257,8 @@ def _reset(admin, groups: list[str], args) -> int:
         partitions = _partitions(admin, group, args)
         if not partitions:
             continue
-        new = admin.reset_group_offsets(group, partitions, dry_run=not args.execute, **target)
+        new = admin.reset_group_offsets(group, partitions, dry_run=not args.execute, on_clamp=_warn_clamped,
+                                        **target)
         rows += [(group, tp.topic, tp.partition, offset) for tp, offset in sorted(new.items())]
     if not args.execute and not args.dry_run:
         print("WARN: no action is performed without --execute; showing the new offsets only.", file=sys.stderr)
@@ -264,6 +268,12 @@ def _reset(admin, groups: list[str], args) -> int:
     else:
         print_table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows)
     return 0
+
+
+def _warn_clamped(tp, wanted: int, new: int) -> None:
+    where = "before the start" if wanted < new else "past the end"
+    print(f"WARN: new offset {wanted} is {where} of {tp.topic}-{tp.partition}; it is set to {new} instead.",
+          file=sys.stderr)
 
 
 def _delete(admin, groups: list[str]) -> int:

@@ -34,15 +34,30 @@ COMMANDS = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="odradek", description="odradek: a Kafka-compatible distributed commit log")
+    parser.add_argument("--version", action="version", version=f"odradek {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         module.add_parser(sub)
+    parser.commands = sub.choices  # name -> the subcommand's parser
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("odradek")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Reported by the subcommand's own parser, whose usage is the one that helps.
+        command = parser.commands.get(args.command, parser)
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return 2

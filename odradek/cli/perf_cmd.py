@@ -53,19 +53,20 @@ def add_parser(sub) -> None:
     prod = tests.add_parser("produce", help="producer throughput and latency",
                             description="Send records as fast as allowed; report throughput and latency.")
     add_bootstrap(prod, "--producer.config", "producer")
-    prod.add_argument("--topic", required=True)
-    prod.add_argument("--num-records", type=int, required=True, metavar="N")
+    prod.add_argument("--topic", required=True, help="the topic to produce to")
+    prod.add_argument("--num-records", type=int, required=True, metavar="N", help="records to send")
     size = prod.add_mutually_exclusive_group(required=True)
     size.add_argument("--record-size", type=int, metavar="BYTES", help="bytes of each record's value")
     size.add_argument("--payload-file", metavar="FILE", help="values: the lines of this file, picked at random")
     prod.add_argument("--throughput", type=float, required=True, metavar="N", help="records/s limit, -1 for none")
     prod.add_argument("--producer-props", nargs="+", default=[], metavar="K=V", help="producer settings")
-    prod.add_argument("--reporting-interval", type=int, default=5000, metavar="MS", help="(default 5000)")
-    prod.add_argument("--output", choices=("text", "json"), default="text")
+    prod.add_argument("--reporting-interval", type=int, default=5000, metavar="MS",
+                      help="print a progress line this often (default 5000)")
+    prod.add_argument("--output", choices=("text", "json"), default="text", help="the report's form (default text)")
     cons = tests.add_parser("consume", help="consumer throughput",
                             description="Read records as fast as possible; report throughput.")
     add_bootstrap(cons, "--consumer.config", "consumer")
-    cons.add_argument("--topic", required=True)
+    cons.add_argument("--topic", required=True, help="the topic to read")
     cons.add_argument("--messages", type=int, required=True, metavar="N", help="records to read")
     cons.add_argument("--group", help="read as this group (from its committed offsets, committing at the end)")
     cons.add_argument("--from-latest", action="store_true", help="start at the end instead of the beginning")
@@ -73,7 +74,7 @@ def add_parser(sub) -> None:
                       help="stop after this long without a record (default 10000)")
     cons.add_argument("--fetch-size", type=int, metavar="BYTES", help="max bytes per partition per fetch")
     cons.add_argument("--consumer-props", nargs="+", default=[], metavar="K=V", help="consumer settings")
-    cons.add_argument("--output", choices=("text", "json"), default="text")
+    cons.add_argument("--output", choices=("text", "json"), default="text", help="the report's form (default text)")
 
 
 def run(args) -> int:

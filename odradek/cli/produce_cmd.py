@@ -50,6 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--producer-property", action="append", default=[], metavar="NAME=VALUE",
                    help="a producer setting with Kafka's name (acks, linger.ms, ...), repeatable")
     p.add_argument("--compression-codec", nargs="?", const="gzip", metavar="CODEC",
+                   choices=("none", "gzip", "snappy", "lz4", "zstd"),
                    help="none, gzip (when given without a value), snappy, lz4 or zstd")
     p.add_argument("--request-required-acks", metavar="ACKS", help="acks: all/-1, 1 or 0")
     p.add_argument("--sync", action="store_true", help="wait for each record to be acknowledged")

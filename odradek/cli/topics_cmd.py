@@ -4,7 +4,7 @@
     odradek topics --bootstrap-server H:P --create --topic T --replica-assignment 1000:1001,1001:1002
     odradek topics --list | --describe [--topic T] | --alter --topic T --partitions N | --delete --topic T
 
-``--replica-assignment`` is Kafka's syntax (seed 000): commas separate partitions, colons
+``--replica-assignment`` is Kafka's syntax: commas separate partitions, colons
 separate the replicas of one partition, preferred leader first. ``1000,1000,1000,1000,1000``
 is five partitions, each with one replica on broker 1000; ``1000:1001,1001:1002`` is two
 partitions with two replicas each. It replaces ``--partitions`` and
@@ -30,6 +30,7 @@ from odradek.cli.common import (
     print_json,
     print_table,
     run_command,
+    warn_message_format_version,
 )
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -107,6 +108,7 @@ def _create(admin, args) -> int:
     from odradek.protocol.generated.error_codes import ErrorCode
 
     configs = parse_pairs(args.config, "--config")
+    warn_message_format_version(configs)
     if args.replica_assignment is not None:
         if args.partitions is not None or args.replication_factor is not None:
             raise CommandError("--replica-assignment replaces --partitions and --replication-factor")

@@ -68,10 +68,12 @@ _ASK_AGAIN = frozenset({
 class AsyncAdminClient(GroupAdmin):
     def __init__(self, bootstrap_servers, *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = 30_000, default_api_timeout_ms: int = 60_000,
-                 retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000) -> None:
+                 retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000,
+                 connect_timeout_ms: int = 10_000, metadata_max_age_ms: int = 300_000) -> None:
         self._cluster = ClusterClient(bootstrap_servers, client_id=client_id,
                                       request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
-                                      retry_backoff_max_ms=retry_backoff_max_ms)
+                                      retry_backoff_max_ms=retry_backoff_max_ms, connect_timeout_ms=connect_timeout_ms,
+                                      metadata_max_age_ms=metadata_max_age_ms)
         self._timeout = default_api_timeout_ms / 1000
         self._offsets = OffsetFetcher(self._cluster)
 

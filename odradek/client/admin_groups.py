@@ -129,14 +129,15 @@ class GroupAdmin:
     async def reset_group_offsets(self, group_id: str, partitions, *, to_earliest: bool = False,
                                   to_latest: bool = False, to_timestamp: int | None = None,
                                   to_offset: int | None = None, shift_by: int | None = None,
-                                  dry_run: bool = False) -> dict[TopicPartition, int]:
+                                  dry_run: bool = False, on_clamp=None) -> dict[TopicPartition, int]:
         """Move the group's committed offsets of ``partitions``, as ``kafka-consumer-groups
         --reset-offsets`` does, and return the new offsets (committed unless ``dry_run``).
 
         Exactly one target: the log start, the high watermark, the first record at or after
         ``to_timestamp`` (ms; the high watermark when there is none), ``to_offset``, or the
         committed offset moved by ``shift_by`` (from the log start when nothing is
-        committed). Every target is kept within [log start, high watermark].
+        committed). Every target is kept within [log start, high watermark]; a target moved
+        into it is reported to ``on_clamp(tp, wanted, new)`` when given (Kafka's tool warns).
         """
         targets = [to_earliest, to_latest, to_timestamp is not None, to_offset is not None, shift_by is not None]
         if sum(map(bool, targets)) != 1:
@@ -155,6 +156,10 @@ class GroupAdmin:
             wanted = {tp: earliest[tp].offset if to_earliest else latest[tp].offset if to_latest else to_offset
                       for tp in tps}
         new = {tp: min(max(o, earliest[tp].offset), latest[tp].offset) for tp, o in wanted.items()}
+        if on_clamp is not None:
+            for tp, offset in wanted.items():
+                if new[tp] != offset:
+                    on_clamp(tp, offset, new[tp])
         if not dry_run:
             await self.alter_group_offsets(group_id, new)
         return new

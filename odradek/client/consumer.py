@@ -1,4 +1,4 @@
-"""The asyncio consumer, with the simple API of seed 004: assign partitions, seek, and fetch.
+"""The asyncio consumer: assign partitions (or subscribe as a group member), seek, and fetch.
 
     async with AsyncConsumer("127.0.0.1:9092", auto_offset_reset="earliest") as consumer:
         consumer.assign([TopicPartition("events", 0), TopicPartition("events", 1)])
@@ -28,19 +28,26 @@ the member's generation; ``enable_auto_commit`` commits what ``poll`` returned e
 hears of revoked and assigned partitions (``rebalance_listener``). ``assign`` and
 ``subscribe`` exclude each other (``unsubscribe`` first).
 
+A partition assigned but missing from the cluster's metadata (its topic does not exist, or
+has fewer partitions) gets no position: ``poll`` returns nothing for it within its timeout,
+as Kafka's consumer does on UNKNOWN_TOPIC_OR_PARTITION, names it in one warning, and looks
+for it again on each ``poll`` (it is read once created); ``position`` raises
+UNKNOWN_TOPIC_OR_PARTITION for it.
+
 Offsets committed without arguments are those of records handed to the application: the
 position, or for records still waiting in the iteration buffer the first of them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from typing import Self
 
 from odradek.client.cluster import ClusterClient
 from odradek.client.consumer_record import consumer_records
 from odradek.client.coordinator import GroupCoordinatorClient
-from odradek.client.errors import ClientClosedError, NoOffsetForPartitionError
+from odradek.client.errors import BrokerError, ClientClosedError, KafkaError, NoOffsetForPartitionError
 from odradek.client.fetcher import Fetcher
 from odradek.client.group_membership import GroupMembership, MembershipConfig
 from odradek.client.offset_fetcher import (
@@ -57,9 +64,12 @@ from odradek.client.topic_partition import (
     OffsetAndTimestamp,
     TopicPartition,
 )
+from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.record import Record
 
 __all__ = ["AsyncConsumer"]
+
+_log = logging.getLogger("odradek.client.consumer")
 
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 _SPECS = {"earliest": EARLIEST, "latest": LATEST}
@@ -121,6 +131,7 @@ class AsyncConsumer:
         )
         self._membership: GroupMembership | None = None
         self._committed_checked: set[TopicPartition] = set()
+        self._absent: set[TopicPartition] = set()  # assigned, not in the metadata (warned once)
         self._max_poll_records = max_poll_records
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer
@@ -258,6 +269,8 @@ class AsyncConsumer:
         state = self._subs.state(tp)
         if state.position is None:
             await self._update_positions()
+        if state.position is None and tp in self._absent:
+            raise BrokerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, subject=tp)
         return state.position
 
     def highwater(self, tp) -> int | None:
@@ -277,7 +290,7 @@ class AsyncConsumer:
         return self._subs.paused()
 
     async def _update_positions(self) -> None:
-        missing = self._subs.positions_missing()
+        missing = await self._existing(self._subs.positions_missing())
         if not missing:
             return
         if self._coordinator is not None:
@@ -304,6 +317,36 @@ class AsyncConsumer:
             state = self._subs.assignment.get(tp)
             if state is not None and state.position is None and answer is not None:
                 self._subs.seek(tp, answer.offset)
+
+    async def _existing(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Of ``partitions``, all but those the metadata says do not exist (see the module's
+        docstring); one refresh first when it knows nothing yet of a topic."""
+        if not partitions:
+            return partitions
+        cluster = self._cluster
+        topics = {tp.topic for tp in partitions}
+        cluster.add_topics(topics)
+        meta = cluster.metadata
+        if any(t not in meta.topics and t not in meta.errors for t in topics):
+            try:
+                meta = await cluster.refresh(cluster.topics)
+            except KafkaError as e:
+                if not e.retriable:
+                    raise
+                return partitions  # the lookup's own retries take over
+        absent = [tp for tp in partitions if meta.partition(tp.topic, tp.partition) is None and (
+            tp.topic in meta.topics or meta.errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+        self._absent &= set(self._subs.assignment)
+        self._absent -= set(partitions) - set(absent)
+        if absent:
+            cluster.request_update()  # coalesced, at most one per retry_backoff
+            new = sorted(set(absent) - self._absent)
+            if new:
+                _log.warning("assigned partitions %s do not exist (%s): no records for them until they are created",
+                             ", ".join(map(str, new)), "; ".join(_partition_count(meta, t)
+                                                                for t in sorted({tp.topic for tp in new})))
+                self._absent.update(new)
+        return [tp for tp in partitions if tp not in set(absent)]
 
     # --- polling -------------------------------------------------------------------------
     async def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> dict[TopicPartition, list[Record]]:
@@ -422,3 +465,8 @@ class AsyncConsumer:
     def _check_open(self) -> None:
         if self._closed:
             raise ClientClosedError("consumer is closed")
+
+
+def _partition_count(meta, topic: str) -> str:
+    count = meta.partition_count(topic)
+    return f"topic {topic!r} does not exist" if count is None else f"topic {topic!r} has {count} partitions"

@@ -369,10 +369,15 @@ class _CallerThreadListener:
 
 
 class Consumer(_SyncClient):
-    def __init__(self, bootstrap_servers, **config) -> None:
+    """The synchronous consumer. Iterating it yields records as they come; with
+    ``consumer_timeout_ms`` (kafka-python's setting) the iteration stops once no record came
+    for that long, and may be started again later."""
+
+    def __init__(self, bootstrap_servers, *, consumer_timeout_ms: float | None = None, **config) -> None:
         self._callbacks: queue.SimpleQueue | None = None
         super().__init__(AsyncConsumer(bootstrap_servers, **config), "odradek-consumer")
         self._iterating: deque = deque()
+        self._consumer_timeout = None if consumer_timeout_ms is None else consumer_timeout_ms / 1000
 
     def _run(self, coroutine):
         """Run ``coroutine`` on the loop; meanwhile run the listener callbacks it hands to
@@ -430,11 +435,19 @@ class Consumer(_SyncClient):
         return self
 
     def __next__(self):
-        """The next ConsumerRecord; blocks until there is one (StopIteration once closed)."""
+        """The next ConsumerRecord; blocks until there is one (StopIteration once closed, or
+        after ``consumer_timeout_ms`` without one)."""
+        deadline = None if self._consumer_timeout is None else time.monotonic() + self._consumer_timeout
         while not self._iterating:
             if self._thread.loop.is_closed():
                 raise StopIteration
-            for tp, records in self.poll(1000).items():
+            wait_ms = 1000
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StopIteration
+                wait_ms = min(wait_ms, left * 1000)
+            for tp, records in self.poll(wait_ms).items():
                 self._iterating.extend(consumer_records(tp, records))
         return self._iterating.popleft()
 

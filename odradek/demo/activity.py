@@ -1,17 +1,17 @@
-"""A synthetic activity stream, the data seed 002 opens with: page views and searches of a
-site's members.
+"""A synthetic activity stream: page views and searches of a site's members, the data that
+Kafka was first built to carry.
 
 Each event is a small JSON object keyed by its member id, so that all of a member's events
-land in the same partition (seed 002's semantic partitioning: ``hash(member_id) %
-num_partitions``)::
+land in the same partition (semantic partitioning: ``hash(member_id) % num_partitions``)::
 
     {"type": "page_view", "member": 42, "page": "/jobs/1234", "referrer": "/feed", "ts": ms}
     {"type": "search", "member": 42, "query": "python engineer", "results": 17, "ts": ms}
 
 Realism, roughly: a few members are far busier than most and a few pages far more viewed
-(Zipf-like weights); members act in short sessions (a burst of events close in time);
-events arrive a little out of order (up to ``JITTER_MS``), and a rare one very late (more
-than the streaming job's watermark), as mobile clients do. The generator is seeded: the
+(Zipf-like weights); members act in short sessions (a burst of events close in time, never
+later than the clock's ``ceiling``: no event is stamped in the future); events arrive a
+little out of order (up to ``JITTER_MS``), and a rare one (``LATE_SHARE``) very late, more
+than the streaming job's watermark, as mobile clients do. The generator is seeded: the
 same seed gives the same events (the demo draws a new seed each run).
 """
 
@@ -28,6 +28,7 @@ PAGE_VIEWS = "page_views"
 SEARCHES = "searches"
 JITTER_MS = 20_000
 LATE_MS = 5 * 60_000  # beyond the streaming job's watermark
+LATE_SHARE = 0.002
 
 _SECTIONS = [("/feed", 30), ("/jobs", 14), ("/jobs/{job}", 22), ("/profile/{member}", 12),
              ("/company/{company}", 8), ("/messages", 7), ("/notifications", 5), ("/", 2)]
@@ -60,15 +61,17 @@ class ActivityGenerator:
         self.job_weights = [1 / (i + 1) for i in range(60)]
         self.search_share = search_share
 
-    def events(self, count: int, clock: Callable[[], int]) -> Iterator[Event]:
-        """``count`` events, in sessions of 1-12 events starting at ``clock()``."""
+    def events(self, count: int, clock: Callable[[], int], ceiling: Callable[[], int] | None = None) -> Iterator[Event]:
+        """``count`` events, in sessions of 1-12 events starting at ``clock()``; no event
+        time beyond ``ceiling()`` (the present, for a clock that simulates the past)."""
+        ceiling = ceiling or clock
         made = 0
         while made < count:
             member = self.rng.choices(self.members, self.member_weights)[0]
             at = clock()
             referrer = "/feed"
             for _ in range(min(self.rng.randint(1, 12), count - made)):
-                at += self.rng.randint(200, 15_000)
+                at = min(at + self.rng.randint(200, 15_000), ceiling())
                 page = self._page()
                 yield self._event(member, self._arrival(at), page, referrer)
                 referrer = page
@@ -76,7 +79,7 @@ class ActivityGenerator:
 
     def _arrival(self, at: int) -> int:
         """Event time as recorded: a little earlier than ``at`` (clients report late)."""
-        if self.rng.random() < 0.002:
+        if self.rng.random() < LATE_SHARE:
             return at - LATE_MS - self.rng.randint(0, 60_000)
         return at - self.rng.randint(0, JITTER_MS)
 

@@ -1,4 +1,4 @@
-"""``odradek demo``: the activity-stream pipeline of seed 002, end to end.
+"""``odradek demo``: the activity-stream pipeline, end to end.
 
 1. an embedded broker (``embedded_broker``), unless a bootstrap server is given;
 2. the topics ``page_views`` and ``searches`` (keyed by member), ``page_view_counts`` and
@@ -9,8 +9,9 @@
 5. a report (``report``).
 
 By default everything runs once and the demo exits: events are produced as fast as the
-producer goes with event times spread over the last ``events / 25`` seconds, then the
-queries run with Trigger.AvailableNow. With ``duration`` (seconds) events are paced over
+producer goes with event times spread over the last ``events / 25`` seconds (but after the
+newest event already in the topics, so that a rerun's events are not behind the streaming
+job's watermark), then the queries run with Trigger.AvailableNow. With ``duration`` (seconds) events are paced over
 that time at the wall clock while the queries run every few seconds; ``follow`` keeps
 producing and streaming (loading every minute) until Ctrl-C. Either way the queries are
 finally run once more with AvailableNow, from their checkpoints, to drain what is left.
@@ -20,17 +21,19 @@ the first: new events, resumed queries, a load of only the new offsets.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
-from odradek.client import AdminClient, NewTopic
+from odradek.client import AdminClient, NewTopic, TopicPartition
 from odradek.demo import batch_loader, report, streaming_job
 from odradek.demo.activity import PAGE_VIEWS, SEARCHES, ActivityGenerator
 from odradek.demo.embedded_broker import EmbeddedBroker
@@ -64,13 +67,47 @@ def create_topics(bootstrap: str, partitions: int) -> None:
             ensure_topic(admin, topic)
 
 
-def _spark():
+def stream_time(bootstrap: str, partitions: int) -> int:
+    """The newest record timestamp in the activity topics (ms; 0 when they are empty), from
+    ListOffsets' MAX_TIMESTAMP: where the previous run's stream ended."""
+    specs = {TopicPartition(t, p): -3 for t in (PAGE_VIEWS, SEARCHES) for p in range(partitions)}
+    with AdminClient(bootstrap, client_id="odradek-demo") as admin:
+        found = admin.list_offsets(specs)
+    return max((o.timestamp for o in found.values() if o is not None), default=0)
+
+
+def _spark(base: Path):
     """The session, made on the main thread: py4j pins each Python thread to a JVM thread,
     and a data source registered from another thread was not found by the streaming
-    writer (DATA_SOURCE_NOT_FOUND)."""
+    writer (DATA_SOURCE_NOT_FOUND). The JVM it starts writes its standard error (the JDK's
+    start-up warnings, Spark's errors) to ``<dir>/spark.log``, not into the progress bar."""
     from odradek.spark.session import local_session
 
-    return local_session("odradek-demo", shuffle_partitions=4)
+    with _stderr_to(base / "spark.log"):
+        return local_session("odradek-demo", shuffle_partitions=4)
+
+
+@contextmanager
+def _stderr_to(path: Path):
+    """File descriptor 2 points at ``path`` meanwhile: processes started then keep it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _phase(console: Console, text: str):
+    """A spinner on a terminal; elsewhere (a pipe, a log) one line per phase, so that a
+    reader sees what the demo is doing during its quiet minute of Spark work."""
+    if console.is_terminal:
+        return console.status(text)
+    console.print(f"{text} ...")
+    return nullcontext()
 
 
 def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
@@ -81,7 +118,7 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
     base.mkdir(parents=True, exist_ok=True)
     broker = None
     if config.bootstrap is None:
-        with console.status("starting the embedded broker"):
+        with _phase(console, "starting the embedded broker"):
             broker = EmbeddedBroker(base / "broker", config.partitions).start()
     bootstrap = config.bootstrap or broker.bootstrap
     console.print(f"broker at [bold]{bootstrap}[/]; demo state in {base}")
@@ -94,18 +131,22 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
             produced, loads, spark = _run_live(config, console, bootstrap, base, generator, spark, counter)
         else:
             span = int(config.events / SIMULATED_EVENTS_PER_SECOND * 1000)
+            after = stream_time(bootstrap, config.partitions)
             with ThreadPoolExecutor(1) as pool:  # events are produced while the JVM starts
-                producing = pool.submit(produce, bootstrap, generator, config.events, console=console, span_ms=span)
-                spark = spark or _spark()
+                producing = pool.submit(produce, bootstrap, generator, config.events, console=console, span_ms=span,
+                                        not_before_ms=after)
+                spark = spark or _spark(base)
                 produced = producing.result()
             loads = []
             _drain(console, spark, bootstrap, base, counter)
         loads.append(_load(console, spark, bootstrap, base))
         rerun = batch_loader.load(spark, bootstrap, [PAGE_VIEWS, SEARCHES], base / "warehouse")
-        with console.status("reading the outputs back"):
+        with _phase(console, "reading the outputs back"):
             summary = report.summarize(spark, bootstrap, base)
-        report.print_report(console, base, produced, dict(counter.rows), loads, rerun, summary, bootstrap)
-        return dict(summary, produced=produced.total, processed=dict(counter.rows), loads=loads, rerun=rerun)
+        report.print_report(console, base, produced, dict(counter.rows), dict(counter.dropped), loads, rerun,
+                            summary, bootstrap)
+        return dict(summary, produced=produced.total, processed=dict(counter.rows), late=dict(counter.dropped),
+                    loads=loads, rerun=rerun)
     finally:
         counter.stop()
         if own_spark and spark is not None:
@@ -115,12 +156,14 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
 
 
 def _drain(console: Console, spark, bootstrap: str, base: Path, counter) -> None:
-    with console.status("streaming job: processing what the topics hold (Trigger.AvailableNow)"):
-        counter.rows.update(streaming_job.run_available_now(spark, bootstrap, base))
+    with _phase(console, "streaming job: processing what the topics hold (Trigger.AvailableNow)"):
+        rows, dropped = streaming_job.run_available_now(spark, bootstrap, base)
+    counter.rows.update(rows)
+    counter.dropped.update(dropped)
 
 
 def _load(console: Console, spark, bootstrap: str, base: Path) -> batch_loader.LoadResult:
-    with console.status("batch loader: loading new offset ranges into Parquet"):
+    with _phase(console, "batch loader: loading new offset ranges into Parquet"):
         return batch_loader.load(spark, bootstrap, [PAGE_VIEWS, SEARCHES], base / "warehouse")
 
 
@@ -136,7 +179,7 @@ def _run_live(config: DemoConfig, console: Console, bootstrap: str, base: Path, 
 
     thread = threading.Thread(target=producer, name="demo-producer", daemon=True)
     thread.start()
-    spark = spark or _spark()
+    spark = spark or _spark(base)
     counter.listen(spark)
     queries: dict = {}
     loads = []

@@ -4,8 +4,12 @@ Events go out through odradek's own producer (lz4-compressed batches, acks=all),
 member so that a member's events stay in one partition and in order. Two clocks:
 - simulated (the default, as fast as the producer goes): event times are spread evenly
   over the ``span_ms`` ending now, so a short demo still covers many one-minute windows;
+  but never before ``not_before_ms`` (where the previous run's events ended): a stream's
+  time only moves on, else a second run's events would fall behind the streaming job's
+  watermark and be dropped as late;
 - real (``--duration``/``--follow``): events are paced to ``rate`` per second and stamped
   with the wall clock.
+Either way no event is stamped later than the present.
 """
 
 from __future__ import annotations
@@ -37,27 +41,31 @@ class ProduceResult:
 
 
 def produce(bootstrap: str, generator: ActivityGenerator, count: int | None, *, console: Console,
-            rate: float | None = None, span_ms: int = 0, stop: threading.Event | None = None) -> ProduceResult:
+            rate: float | None = None, span_ms: int = 0, not_before_ms: int = 0,
+            stop: threading.Event | None = None) -> ProduceResult:
     """Produce ``count`` events (None: until ``stop`` is set), paced to ``rate`` per second
-    when given, else as fast as possible with simulated event times over ``span_ms``."""
+    when given, else as fast as possible with simulated event times over ``span_ms`` (see
+    the module's docstring for ``not_before_ms``)."""
     result = ProduceResult()
     stop = stop or threading.Event()
     started = time.monotonic()
     now = int(time.time() * 1000)
     total = count if count is not None else 10**12
-    step = span_ms / max(count or 1, 1)
+    start = min(max(now - span_ms, not_before_ms), now)
+    step = (now - start) / max(count or 1, 1)
+
+    def wall_clock() -> int:
+        return int(time.time() * 1000)
 
     def clock() -> int:
-        if rate:
-            return int(time.time() * 1000)
-        return now - span_ms + int(result.total * step)
+        return wall_clock() if rate else start + int(result.total * step)
 
     columns = [TextColumn("[bold]producing activity"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[rate]:>8,.0f} events/s"), TimeElapsedColumn()]
     with Producer(bootstrap, client_id="odradek-demo", linger_ms=10, compression_type="lz4") as producer, \
             Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("produce", total=count, rate=0.0)
-        for event in generator.events(total, clock):
+        for event in generator.events(total, clock, ceiling=wall_clock if rate else lambda: now):
             if stop.is_set():
                 break
             if rate:

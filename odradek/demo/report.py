@@ -11,10 +11,10 @@ from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
 
-from odradek.demo.activity import PAGE_VIEWS
+from odradek.demo.activity import LATE_SHARE, PAGE_VIEWS
 from odradek.demo.batch_loader import LoadResult
 from odradek.demo.produce import ProduceResult
-from odradek.demo.streaming_job import MEMBER_VISITS, PAGE_VIEW_COUNTS
+from odradek.demo.streaming_job import MEMBER_VISITS, PAGE_VIEW_COUNTS, WATERMARK
 
 __all__ = ["summarize", "print_report"]
 
@@ -28,13 +28,15 @@ def summarize(spark: SparkSession, bootstrap: str, base: Path) -> dict:
     top_pages = (raw.where(F.col("topic") == PAGE_VIEWS).groupBy("page").count()
                  .orderBy(F.desc("count"), "page").limit(5).collect())
     windows_path = warehouse / "page_views_per_minute"
-    windows = spark.read.parquet(str(windows_path)).select("window_start").distinct().count() \
-        if any(windows_path.glob("*.parquet")) else 0
+    windows = window_rows = 0
+    if any(windows_path.glob("*.parquet")):
+        per_minute = spark.read.parquet(str(windows_path))
+        windows, window_rows = per_minute.select("window_start").distinct().count(), per_minute.count()
     visits = _latest_by_key(spark, bootstrap, MEMBER_VISITS)
     busiest = sorted((json.loads(v) for v in visits.values()), key=lambda m: (-m["visits"], m["member"]))[:5]
     counts_topic = _latest_by_key(spark, bootstrap, PAGE_VIEW_COUNTS, keep_all=True)
     return {"by_topic": by_topic, "duplicates": duplicates, "top_pages": [(r["page"], r["count"]) for r in top_pages],
-            "windows": windows, "busiest": busiest, "members": len(visits), "count_records": len(counts_topic)}
+            "windows": windows, "window_rows": window_rows, "busiest": busiest, "members": len(visits), "count_records": len(counts_topic)}
 
 
 def _latest_by_key(spark: SparkSession, bootstrap: str, topic: str, keep_all: bool = False) -> dict:
@@ -48,17 +50,15 @@ def _latest_by_key(spark: SparkSession, bootstrap: str, topic: str, keep_all: bo
     return {bytes(r["key"]): bytes(r["value"]).decode() for r in latest.collect()}
 
 
-def print_report(console: Console, base: Path, produced: ProduceResult, processed: dict, loads: list[LoadResult],
-                 rerun: LoadResult, summary: dict, bootstrap: str) -> None:
+def print_report(console: Console, base: Path, produced: ProduceResult, processed: dict, late: dict,
+                 loads: list[LoadResult], rerun: LoadResult, summary: dict, bootstrap: str) -> None:
     console.rule("[bold]odradek demo: report")
     rate = produced.total / produced.seconds if produced.seconds else 0
     console.print(f"Produced [bold]{produced.total:,}[/] events this run "
                   f"({produced.counts.get('page_views', 0):,} page views, {produced.counts.get('searches', 0):,} "
                   f"searches) in {produced.seconds:.1f} s ({rate:,.0f}/s), keyed by member.")
-    console.print(f"Streaming job: {', '.join(f'{n} read {c:,}' for n, c in processed.items())} rows; "
-                  f"{summary['windows']} one-minute windows final in Parquet, "
-                  f"{summary['count_records']:,} window counts in topic {PAGE_VIEW_COUNTS}, "
-                  f"{summary['members']:,} members in topic {MEMBER_VISITS}.")
+    console.print(f"Streaming job: {', '.join(f'{n} read {c:,}' for n, c in processed.items())} rows.")
+    _print_windows(console, summary, late)
     for result in loads:
         if result.load:
             console.print(f"Batch loader: {result.records:,} records from {result.partitions} topic-partitions "
@@ -76,12 +76,12 @@ def print_report(console: Console, base: Path, produced: ProduceResult, processe
     members.add_column("visits", justify="right")
     members.add_column("last seen (UTC)")
     for m in summary["busiest"]:
-        members.add_row(m["member"], f"{m['visits']:,}", str(m.get("last_seen", ""))[:19])
+        members.add_row(m["member"], f"{m['visits']:,}", str(m.get("last_seen", ""))[:19].replace("T", " "))
     console.print(pages)
     console.print(members)
     outputs = Table(title="Where the outputs are", title_justify="left")
     outputs.add_column("output")
-    outputs.add_column("location")
+    outputs.add_column("location", overflow="fold")  # a path is whole, if on two lines
     outputs.add_row("broker", bootstrap)
     outputs.add_row("window counts (exactly once)", f"topic {PAGE_VIEW_COUNTS}")
     outputs.add_row("visits per member (compacted)", f"topic {MEMBER_VISITS}")
@@ -89,4 +89,24 @@ def print_report(console: Console, base: Path, produced: ProduceResult, processe
     outputs.add_row("visits per member", str(base / "warehouse" / "member_visits"))
     outputs.add_row("raw activity + offsets", str(base / "warehouse" / "activity"))
     outputs.add_row("streaming checkpoints", str(base / "checkpoints"))
+    outputs.add_row("Spark's log", str(base / "spark.log"))
     console.print(outputs)
+
+
+def _print_windows(console: Console, summary: dict, late: dict) -> None:
+    """The per-minute counts as both sinks hold them, side by side in the same unit (rows of
+    window and page), and what the watermark left out of them, and why."""
+    rows, in_topic = summary["window_rows"], summary["count_records"]
+    agree = "the two sinks agree" if rows == in_topic else "the two sinks DIFFER"
+    console.print(f"Page views per minute: {rows:,} (window, page) counts over {summary['windows']:,} "
+                  f"one-minute windows final in Parquet, {in_topic:,} in topic {PAGE_VIEW_COUNTS}: {agree}. "
+                  f"Visits: {summary['members']:,} members in topic {MEMBER_VISITS}.")
+    dropped = max((n for name, n in late.items() if name.startswith("page_view")), default=0)
+    if dropped:
+        console.print(f"Late events: {dropped:,} page views this run came more than {WATERMARK} (the watermark) "
+                      f"behind the newest event time, and are not in the per-minute counts; the generator "
+                      f"makes about {LATE_SHARE:.1%} of events that late on purpose, as mobile clients send them. "
+                      f"The visits per member count them.")
+    else:
+        console.print(f"Late events: none this run came more than {WATERMARK} (the watermark) behind the newest "
+                      f"event time; every page view is in the per-minute counts, or in a window not yet final.")

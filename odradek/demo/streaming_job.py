@@ -47,11 +47,13 @@ EVENT_SCHEMA = StructType([
 
 
 class RowCounter(StreamingQueryListener):
-    """Input rows per query name, summed over every micro-batch while registered (for
-    queries that run longer than the progress history Spark keeps)."""
+    """Input rows, and rows dropped as later than the watermark, per query name, summed over
+    every micro-batch while registered (for queries that run longer than the progress
+    history Spark keeps)."""
 
     def __init__(self) -> None:
         self.rows: Counter = Counter()
+        self.dropped: Counter = Counter()
         self.spark: SparkSession | None = None
 
     def listen(self, spark: SparkSession) -> None:
@@ -67,7 +69,9 @@ class RowCounter(StreamingQueryListener):
         pass
 
     def onQueryProgress(self, event) -> None:
-        self.rows[event.progress.name] += event.progress.numInputRows
+        progress = event.progress
+        self.rows[progress.name] += progress.numInputRows
+        self.dropped[progress.name] += sum(op.numRowsDroppedByWatermark for op in progress.stateOperators)
 
     def onQueryIdle(self, event) -> None:
         pass
@@ -127,18 +131,22 @@ def build_queries(spark: SparkSession, bootstrap: str, base: Path) -> dict:
     }
 
 
-def run_available_now(spark: SparkSession, bootstrap: str, base: Path) -> Counter:
+def run_available_now(spark: SparkSession, bootstrap: str, base: Path) -> tuple[Counter, Counter]:
     """Run every query over what the topic holds now, one after another (on two cores,
     starting them together only makes Spark's Python planner workers miss their 10 s
-    connect-back deadline); the rows each read."""
+    connect-back deadline); the rows each read, and the rows each dropped as later than
+    its watermark."""
     rows: Counter = Counter()
+    dropped: Counter = Counter()
     for name, writer in build_queries(spark, bootstrap, base).items():
         query = writer.trigger(availableNow=True).start()
         query.awaitTermination()
         if query.exception() is not None:
             raise RuntimeError(f"streaming query {name} failed: {query.exception()}")
         rows[name] += sum(p["numInputRows"] for p in query.recentProgress)
-    return rows
+        dropped[name] += sum(op.get("numRowsDroppedByWatermark", 0)
+                             for p in query.recentProgress for op in p.get("stateOperators", ()))
+    return rows, dropped
 
 
 def start(spark: SparkSession, bootstrap: str, base: Path, queries: dict, interval: str = "5 seconds") -> None:

@@ -192,6 +192,14 @@ class ClusterMetadata:
         self._registered = info
         self.cache.refresh_brokers()
 
+    def update_broker(self, info: BrokerInfo) -> None:
+        """Rewrite this broker's registration in place (its endpoints changed at run time), as
+        Kafka's ``KafkaZkClient.updateBrokerInfo``: the node stays, so nobody sees the broker
+        leave."""
+        self.store.set(layout.broker_path(info.broker_id), info.to_json(self._now_ms()))
+        self._registered = info
+        self.cache.refresh_brokers()
+
     def unregister_broker(self, broker_id: int) -> None:
         if self._registered is not None and self._registered.broker_id == broker_id:
             self._registered = None

@@ -12,6 +12,10 @@
 - producer ids (``producer.id.expiration.check.interval.ms``): forget the idempotent
   producers silent for ``producer.id.expiration.ms``, so their state does not grow forever;
 - idle connections (``connections.max.idle.ms``).
+
+``log.cleaner.backoff.ms`` and ``producer.id.expiration.ms`` are dynamic broker configs in
+Kafka: they are read from ``Broker.effective_config()`` at every pass, so a change made with
+AlterConfigs applies from the next pass on.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ def background_tasks(broker):
     yield _every(cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
                  lambda: _in_thread(broker.log_manager.checkpoint), "checkpoint")
     if cfg["log.cleaner.enable"]:
-        yield _every(cfg["log.cleaner.backoff.ms"], lambda: _clean(broker), "cleaner")
+        yield _every(lambda: broker.effective_config()["log.cleaner.backoff.ms"], lambda: _clean(broker), "cleaner")
     yield _every(LEADERSHIP_RETRY_MS, lambda: _retry_leadership(broker), "leadership retry")
     yield _every(cfg["producer.id.expiration.check.interval.ms"], lambda: _expire_producers(broker),
                  "producer id expiration")
@@ -39,9 +43,10 @@ def background_tasks(broker):
         yield _every(min(idle_ms, 10_000), lambda: _close_idle(broker, idle_ms / 1000), "idle connections")
 
 
-async def _every(interval_ms: int, step, name: str) -> None:
+async def _every(interval_ms, step, name: str) -> None:
+    """Run ``step`` every ``interval_ms`` (an int, or a function read before each wait)."""
     while True:
-        await asyncio.sleep(interval_ms / 1000)
+        await asyncio.sleep((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
         try:
             result = step()
             if asyncio.iscoroutine(result):
@@ -82,7 +87,7 @@ async def _flush(broker) -> None:
 
 def _expire_producers(broker) -> None:
     expired = broker.replica_manager.expire_producers(broker.clock.milliseconds(),
-                                                      broker.config["producer.id.expiration.ms"])
+                                                      broker.effective_config()["producer.id.expiration.ms"])
     if expired:
         log.info("expired %d producer id(s) silent for producer.id.expiration.ms", expired)
 

@@ -15,21 +15,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import time
 
 from odradek.coordinator.producer_ids import ProducerIdManager
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server.config import BrokerConfig, ConfigError
+from odradek.server.dynamic_broker_config import DynamicConfigError, check_listeners, check_names, check_thread_counts
+from odradek.server.config import BrokerConfig, ConfigError, Listener
 from odradek.server.connection import Connection
+from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
+from odradek.storage.log_dir_lock import LogDirError, LogDirLocks
 
 log = logging.getLogger("odradek.broker")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class BrokerStartError(Exception):
+    """The broker could not start; the message names the setting at fault and says why."""
 
 
 class Broker:
@@ -38,7 +46,7 @@ class Broker:
         self.clock = clock or SystemClock()
         self.broker_id = config.broker_id
         self.connections: set[Connection] = set()
-        self.servers: list[asyncio.AbstractServer] = []
+        self.servers: dict[str, tuple[Listener, asyncio.AbstractServer]] = {}  # by listener name
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, port)
         self.stopping = False
         self.allow_internal_writes = False
@@ -55,9 +63,25 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
+        self.log_dir_locks = LogDirLocks(config.log_dirs)
+        self._effective_config: BrokerConfig | None = None
+        self.connection_quotas = ConnectionQuotas(self.effective_config)
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
+        """Start every part (see the module's docstring). Raises BrokerStartError, after undoing
+        what was started, when a log directory or a listener cannot be had."""
+        try:
+            self.log_dir_locks.acquire()
+        except LogDirError as e:
+            raise BrokerStartError(str(e)) from None
+        try:
+            await self._start_parts()
+        except BaseException:
+            await self.stop(quiet=True)
+            raise
+
+    async def _start_parts(self) -> None:
         from odradek.replication.replica_manager import ReplicaManager
         from odradek.server.produce_fast_path import ProduceFastPath
         from odradek.server.metadata_setup import open_metadata, open_producer_ids
@@ -84,21 +108,48 @@ class Broker:
                  self.cluster_id, self.advertised(), ", ".join(self.config.log_dirs))
 
     async def _listen(self) -> None:
-        for listener in self.config.listeners:
-            host = listener.host or None
-            server = await self.loop.create_server(
-                lambda name=listener.name: Connection(self, name), host, listener.port,
-                reuse_address=True, backlog=1024,
-            )
-            sock = server.sockets[0]
-            set_buffer_sizes(sock, self.config)
-            self.bound[listener.name] = (listener.host or socket.gethostname(), sock.getsockname()[1])
-            self.servers.append(server)
+        for listener in self.effective_config().listeners:
+            try:
+                await self._bind(listener)
+            except OSError as e:
+                reason = os.strerror(e.errno) if e.errno else str(e)
+                raise BrokerStartError(f"listeners: cannot listen on {listener.host or '0.0.0.0'}:"
+                                       f"{listener.port} ({listener.name}): {reason.lower()}") from None
+
+    async def _bind(self, listener: Listener) -> None:
+        server = await self.loop.create_server(
+            lambda name=listener.name: Connection(self, name), listener.host or None, listener.port,
+            reuse_address=True, backlog=1024,
+        )
+        sock = server.sockets[0]
+        set_buffer_sizes(sock, self.config)
+        self.bound[listener.name] = (listener.host or socket.gethostname(), sock.getsockname()[1])
+        self.servers[listener.name] = (listener, server)
+
+    async def update_listeners(self) -> None:
+        """Make the bound listeners those of ``listeners`` as it is now (a dynamic broker
+        config): close removed or moved ones with their connections, bind new ones, and
+        rewrite this broker's registration with the advertised endpoints."""
+        wanted = {listener.name: listener for listener in self.effective_config().listeners}
+        for name, (listener, server) in list(self.servers.items()):
+            if wanted.get(name) != listener:
+                server.close()
+                del self.servers[name], self.bound[name]
+                for conn in [c for c in self.connections if c.listener_name == name]:
+                    conn.close()
+        for name, listener in wanted.items():
+            if name not in self.servers:
+                try:
+                    await self._bind(listener)
+                except OSError as e:  # stored all the same, as Kafka does; the log says why
+                    log.error("cannot listen on %s://%s:%d: %s", name, listener.host, listener.port, e)
+        self.metadata.update_broker(self.broker_info())
+        log.info("broker %d now listening on %s", self.broker_id, self.advertised())
 
     def advertised(self) -> list[tuple[str, str, int]]:
         """``(listener, host, port)`` that clients are told, with bound ports filled in."""
         out = []
-        for listener in self.config.advertised_listeners:
+        for listener in self.effective_config().advertised_listeners:
             host, port = listener.host, listener.port
             bound = self.bound.get(listener.name)
             if port == 0 and bound:
@@ -125,11 +176,12 @@ class Broker:
         for coro in background_tasks(self):
             self._tasks.append(self.loop.create_task(coro))
 
-    async def stop(self) -> None:
+    async def stop(self, quiet: bool = False) -> None:
+        """Stop every part, in reverse start-up order; ``quiet`` after a failed start."""
         if self.stopping:
             return
         self.stopping = True
-        for server in self.servers:
+        for _, server in self.servers.values():
             server.close()
         for conn in list(self.connections):
             conn.close()
@@ -150,6 +202,9 @@ class Broker:
         if self.metadata is not None:
             self.metadata.close()
             self.metadata.store.close()
+        self.log_dir_locks.release()
+        if quiet:
+            return
         if not clean:
             log.info("broker %d stopped with errors", self.broker_id)
         elif not marked:  # LogManager.shutdown said what it could not write
@@ -192,17 +247,49 @@ class Broker:
                 self._min_insync_replicas = self.config["min.insync.replicas"]
         return self._min_insync_replicas
 
-    def validate_dynamic_broker_config(self, new: dict[str, str]) -> None:
+    def validate_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
+        """Check ``new``, the whole set of dynamic configs about to replace this broker's own
+        (``broker_id``) or the cluster-wide default (None): names as Kafka's
+        DynamicBrokerConfig allows them there, values as ``BrokerConfig`` parses them with
+        every level applied. Raises TopicError with Kafka's code (INVALID_REQUEST) and message."""
+        current = self.metadata.broker_config(broker_id)
+        changed = [k for k, v in new.items() if current.get(k) != v]
+        other = self.metadata.broker_config(self.broker_id if broker_id is None else None)
+        levels = {**new, **other} if broker_id is None else {**other, **new}
         try:
-            BrokerConfig.from_props({**self.config.props, **new})
-        except ConfigError as e:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
+            check_names(changed, per_broker=broker_id is not None)
+            after = BrokerConfig.from_props({**self.config.props, **levels})
+            parse_overrides(after["max.connections.per.ip.overrides"])
+            check_thread_counts(self.effective_config().values, after.values)
+            if _listener_settings(after) != _listener_settings(self.effective_config()):
+                check_listeners(after)
+        except DynamicConfigError as e:
+            raise TopicError(e.error, str(e)) from None
+        except (ConfigError, ValueError) as e:  # ValueError: max.connections.per.ip.overrides
+            raise TopicError(ErrorCode.INVALID_REQUEST, str(e)) from None
+
+    def effective_config(self) -> BrokerConfig:
+        """``server.properties`` overlaid with the dynamic configs (cluster-wide default, then
+        this broker's own): what run-time features read."""
+        if self._effective_config is None:
+            props = {**self.config.props, **self.dynamic_broker_config()}
+            try:
+                self._effective_config = BrokerConfig.from_props(props)
+            except ConfigError:  # written to the store by another tool, unchecked
+                self._effective_config = self.config
+        return self._effective_config
 
     def set_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
+        """Store and apply: topic defaults reach every topic without a value of its own, and
+        changed listeners are bound (in a task: the answer does not wait for it)."""
+        before = self.effective_config()
         self.metadata.set_broker_config(broker_id, new)
-        self._log_defaults = self._min_insync_replicas = None
+        self._log_defaults = self._min_insync_replicas = self._effective_config = None
         for name in self.metadata_image().topics:
             self.replica_manager.update_config(name, self.topics.topic_log_config(name))
+        after = self.effective_config()
+        if (after.listeners, after.advertised_listeners) != (before.listeners, before.advertised_listeners):
+            self.track(self.loop.create_task(self.update_listeners()))
 
     def leader_partition(self, topic: str, index: int):
         """``(partition, error)``: the partition this broker leads, or None and the error code
@@ -246,6 +333,10 @@ class Broker:
 
 # A full disk fails every write to its partitions: one line per partition and cause per minute.
 STORAGE_ERROR_LOG_INTERVAL_S = 60.0
+
+
+def _listener_settings(config: BrokerConfig) -> tuple:
+    return config.listeners, config.advertised_listeners, config["listener.security.protocol.map"]
 
 
 def set_buffer_sizes(sock: socket.socket, config) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from odradek.server.config import KEYS
+from odradek.server.dynamic_broker_config import ALL_KEYS, is_sensitive
 
 # DescribeConfigsResponse.ConfigSource
 TOPIC_CONFIG = 1
@@ -18,7 +19,9 @@ DYNAMIC_BROKER_CONFIG = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # DescribeConfigsResponse.ConfigType
+UNKNOWN_TYPE = 0
 BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST = 1, 2, 3, 4, 5, 6, 7
 
 # topic config -> (broker synonyms, most specific first; type; Kafka default as a string)
@@ -40,6 +43,8 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int, str]] = {
     "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms",), LONG,
                                             "9223372036854775807"),
     "message.timestamp.type": (("log.message.timestamp.type",), STRING, "CreateTime"),
+    # Deprecated (KIP-724), accepted and ignored: see server/message_format_version.py.
+    "message.format.version": (("log.message.format.version",), STRING, "3.0-IV1"),
     "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio",), DOUBLE, "0.5"),
     "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms",), LONG, "0"),
     "min.insync.replicas": (("min.insync.replicas",), INT, "1"),
@@ -99,11 +104,16 @@ def topic_entries(static: dict[str, str], dynamic: dict[str, str], overrides: di
     return out
 
 
-def broker_entries(static: dict[str, str], per_broker: dict[str, str], cluster_default: dict[str, str]) -> list[Entry]:
-    """Every broker config odradek knows, with its value and source: this broker's dynamic
-    value, then the cluster-wide dynamic default, then server.properties, then Kafka's default."""
+def broker_entries(static: dict[str, str], per_broker: dict[str, str], cluster_default: dict[str, str],
+                   defaults: bool = True) -> list[Entry]:
+    """Every broker config odradek knows (only those set, without ``defaults``), and every
+    dynamic one set, with its value and source: this broker's dynamic value, then the
+    cluster-wide dynamic default, then server.properties, then Kafka's default. Passwords
+    (Kafka's PASSWORD type) are described as sensitive, without their value."""
     out = []
-    for name, key in sorted(KEYS.items()):
+    known = KEYS if defaults else {}
+    for name in sorted(set(known) | set(static) & set(KEYS) | set(per_broker) | set(cluster_default)):
+        key = KEYS.get(name)
         levels: list[tuple[str, str | None, int]] = []
         if name in per_broker:
             levels.append((name, per_broker[name], DYNAMIC_BROKER_CONFIG))
@@ -111,12 +121,16 @@ def broker_entries(static: dict[str, str], per_broker: dict[str, str], cluster_d
             levels.append((name, cluster_default[name], DYNAMIC_DEFAULT_BROKER_CONFIG))
         if name in static:
             levels.append((name, static[name], STATIC_BROKER_CONFIG))
-        default = None if key.default is None else _to_text(key.default)
-        levels.append((name, default, DEFAULT_CONFIG))
+        if key is not None and defaults:
+            levels.append((name, None if key.default is None else _to_text(key.default), DEFAULT_CONFIG))
+        set_dynamically = name in per_broker or name in cluster_default  # listener-prefixed names too
+        sensitive = is_sensitive(name)
+        if sensitive:
+            levels = [(n, None, s) for n, _, s in levels]
         value, source = levels[0][1], levels[0][2]
-        read_only = name not in DYNAMIC_BROKER_KEYS
-        out.append(Entry(name, value, source, read_only=read_only,
-                         config_type=_TYPES.get(key.type, STRING), synonyms=levels))
+        read_only = not (name in DYNAMIC_BROKER_KEYS or set_dynamically)
+        out.append(Entry(name, value, source, read_only=read_only, is_sensitive=sensitive,
+                         config_type=_TYPES.get(key.type, STRING) if key else STRING, synonyms=levels))
     return out
 
 
@@ -126,7 +140,5 @@ def _to_text(value) -> str:
     return str(value)
 
 
-# Broker configs that may be changed at run time (cluster-wide defaults of topic configs).
-DYNAMIC_BROKER_KEYS = frozenset(
-    key for synonyms, _, _ in TOPIC_CONFIGS.values() for key in synonyms if key in KEYS
-)
+# Broker configs that may be changed at run time (Kafka's DynamicBrokerConfig.AllDynamicConfigs).
+DYNAMIC_BROKER_KEYS = ALL_KEYS

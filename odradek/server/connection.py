@@ -78,6 +78,7 @@ class Connection(asyncio.BufferedProtocol):
         self._stalled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fast_produce = broker.produce_fast_path.handle
+        self._counted_address: str | None = None  # admitted by the broker's ConnectionQuotas
 
     # --- asyncio callbacks ----------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -85,11 +86,20 @@ class Connection(asyncio.BufferedProtocol):
         self._loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        address = peer[0] if peer else "?"
+        if not self.broker.connection_quotas.admit(address):
+            self.closed = True
+            transport.close()
+            return
+        self._counted_address = address
         self.broker.connections.add(self)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
         self.broker.connections.discard(self)
+        if self._counted_address is not None:
+            self.broker.connection_quotas.release(self._counted_address)
+            self._counted_address = None
         for _, result in self.pending:
             if isinstance(result, asyncio.Future):
                 result.cancel()

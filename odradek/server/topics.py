@@ -19,6 +19,7 @@ from odradek.controller.assignment import assign_new_partitions, assign_replicas
 from odradek.metadata import errors as merr
 from odradek.metadata.topic_name import validate_topic_name
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import message_format_version
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from odradek.storage.errors import InvalidConfigError, StorageError
 
@@ -138,6 +139,8 @@ class TopicManager:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
         if "min.insync.replicas" in overrides:
             _min_insync_replicas(overrides["min.insync.replicas"])
+        if message_format_version.TOPIC_KEY in overrides:
+            message_format_version.check(overrides[message_format_version.TOPIC_KEY])
         try:
             return LogConfig.from_properties(overrides, base=self.broker.log_defaults())
         except (InvalidConfigError, ValueError) as e:
@@ -374,6 +377,7 @@ EXTRA_TOPIC_CONFIGS = {
     "unclean.leader.election.enable": "false",
     "preallocate": "false",
     "message.downconversion.enable": "true",
+    message_format_version.TOPIC_KEY: message_format_version.DEFAULT,
     "follower.replication.throttled.replicas": "",
     "leader.replication.throttled.replicas": "",
     "local.retention.ms": "-2",

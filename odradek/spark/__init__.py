@@ -9,6 +9,8 @@ topics, with the options and schema of Spark's Kafka source (see ``options``).
   Arrow), ``rate_limit``;
 - writing: ``writers``, ``record_writer`` (executors send), ``exactly_once`` + ``publisher`` +
   ``sink_log`` (the exactly-once streaming sink), ``failpoints`` (its failure tests);
+- ``kafka_params``: the ``kafka.*`` options, passed to odradek's clients or refused;
+- ``lag``: Spark's Kafka lag metrics computed from a streaming progress report;
 - ``client_pool``: odradek clients shared within a Python worker;
 - ``session``: a quiet local SparkSession for the demo, tests and benchmarks.
 
@@ -16,5 +18,6 @@ Importing this package needs pyspark and pyarrow (``pip install odradek[spark]``
 """
 
 from odradek.spark.data_source import OdradekDataSource
+from odradek.spark.lag import offsets_behind_latest
 
-__all__ = ["OdradekDataSource"]
+__all__ = ["OdradekDataSource", "offsets_behind_latest"]

@@ -3,7 +3,7 @@
 Spark reuses its Python workers across tasks, and a task only carries what its pickled
 reader or writer holds, so connections are not passed around: each process keeps one event
 loop thread and, per bootstrap address, one ``ClusterClient`` (connections and metadata)
-and one ``AsyncProducer``, created on first use. Tasks of the same worker then skip the
+and one ``AsyncProducer``, per client configuration, created on first use. Tasks of the same worker then skip the
 connect and metadata round trips. A fork (Spark's daemon forks its workers) leaves threads
 behind, so the pool notices a new process id and starts afresh.
 
@@ -42,15 +42,17 @@ def loop_thread() -> EventLoopThread:
         return state["thread"]
 
 
-def cluster(bootstrap: str) -> ClusterClient:
-    """The started ``ClusterClient`` of ``bootstrap`` (use it through ``loop_thread()``)."""
+def cluster(bootstrap: str, config: tuple = ()) -> ClusterClient:
+    """The started ``ClusterClient`` of ``bootstrap`` with ``config`` (its keywords as sorted
+    pairs; use it through ``loop_thread()``)."""
     thread = loop_thread()
+    key = (bootstrap, config)
     with _lock:
-        client = _fresh()["clusters"].get(bootstrap)
+        client = _fresh()["clusters"].get(key)
         if client is None:
-            client = ClusterClient(bootstrap, client_id="odradek-spark")
+            client = ClusterClient(bootstrap, **{"client_id": "odradek-spark", **dict(config)})
             thread.run(client.start())
-            _state["clusters"][bootstrap] = client
+            _state["clusters"][key] = client
         return client
 
 

@@ -40,6 +40,9 @@ class OdradekDataSource(DataSource):
         return StreamReader(parse_source_options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> BatchWriter:
+        if overwrite:  # as Spark's Kafka sink: records cannot be taken back out of a topic
+            raise ValueError("save mode 'overwrite' is not allowed for the odradek sink: allowed save modes are "
+                             "'append' and 'errorifexists' (the default)")
         return BatchWriter(parse_sink_options(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> StreamWriter:

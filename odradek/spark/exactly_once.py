@@ -72,7 +72,7 @@ def _publish(options: SinkOptions, log: SinkLog, query_id: str, intent: Intent, 
     failpoints.hit(options.failpoint, "commit.after_intent", batch)
     if rows is None:
         rows = read_staged(options.bootstrap, options.staging_topic, intent.staged)
-    sent = publish(options.bootstrap, query_id, intent, rows, resuming, options.compression,
+    sent = publish(options.bootstrap, query_id, intent, rows, resuming, options.producer,
                    halfway=(lambda: failpoints.hit(options.failpoint, "commit.mid_publish", batch))
                    if options.failpoint else None)
     failpoints.hit(options.failpoint, "commit.after_publish", batch)

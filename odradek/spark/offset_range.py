@@ -1,9 +1,8 @@
 """``OffsetRange``: the unit of parallelism, one topic-partition's ``[start, end)`` offsets.
 
-Seed 002's Hadoop loader splits a load "per node/topic/partition" into map tasks; here each
-Spark input partition is one ``OffsetRange`` (its task fetches it from the partition's
-leader), and ``minPartitions`` may cut large ranges into several so that more tasks than
-topic-partitions run. A range is immutable data: re-reading it gives the same records,
+Each Spark input partition is one ``OffsetRange`` (its task fetches it from the partition's
+leader); ``maxRecordsPerPartition`` and ``minPartitions`` may cut large ranges into several
+so that more tasks than topic-partitions run, as in Spark's Kafka source. A range is immutable data: re-reading it gives the same records,
 which is what lets Spark replay a micro-batch or retry a task.
 """
 
@@ -28,25 +27,33 @@ class OffsetRange(InputPartition):
         return max(self.end - self.start, 0)
 
 
-def split_ranges(ranges, min_partitions: int | None = None) -> list[OffsetRange]:
-    """The non-empty ``ranges`` in (topic, partition, start) order; when ``min_partitions``
-    asks for more than there are, each range is cut into near-equal pieces in proportion to
-    its size, so that at least ``min_partitions`` ranges come out (when records allow).
+def split_ranges(ranges, min_partitions: int | None = None, max_records: int | None = None) -> list[OffsetRange]:
+    """The non-empty ``ranges`` in (topic, partition, start) order, cut into near-equal
+    pieces: first each range larger than ``max_records`` into pieces of at most that many
+    records; then, when ``min_partitions`` asks for more ranges than there are, each range in
+    proportion to its size, so that at least ``min_partitions`` come out (when records
+    allow).
 
-    Example: ranges of 100 and 300 records with min_partitions=4 give 1 + 3 pieces;
-    ``[0, 300)`` becomes ``[0, 100) [100, 200) [200, 300)``.
+    Examples: ranges of 100 and 300 records with min_partitions=4 give 1 + 3 pieces;
+    ``[0, 300)`` becomes ``[0, 100) [100, 200) [200, 300)``. With max_records=120 instead,
+    ``[0, 300)`` becomes ``[0, 100) [100, 200) [200, 300)`` as well and ``[0, 100)`` stays.
     """
     ranges = sorted((r for r in ranges if r.size > 0), key=lambda r: (r.topic, r.partition, r.start))
+    if max_records:
+        ranges = [piece for r in ranges for piece in _cut(r, -(-r.size // max_records))]
     if not min_partitions or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
-    out: list[OffsetRange] = []
-    for r in ranges:
-        pieces = min(r.size, max(1, -(-r.size * min_partitions // total)))  # ceiling
-        step, extra = divmod(r.size, pieces)
-        start = r.start
-        for i in range(pieces):
-            end = start + step + (1 if i < extra else 0)
-            out.append(OffsetRange(r.topic, r.partition, start, end))
-            start = end
+    return [piece for r in ranges for piece in _cut(r, max(1, -(-r.size * min_partitions // total)))]
+
+
+def _cut(r: OffsetRange, pieces: int) -> list[OffsetRange]:
+    """``r`` in ``pieces`` near-equal ranges (at most one per record)."""
+    pieces = min(r.size, pieces)
+    step, extra = divmod(r.size, pieces)
+    out, start = [], r.start
+    for i in range(pieces):
+        end = start + step + (1 if i < extra else 0)
+        out.append(OffsetRange(r.topic, r.partition, start, end))
+        start = end
     return out

@@ -1,37 +1,63 @@
 """Driver side: which topic-partitions a source reads, and offsets looked up in odradek.
 
 One ``OffsetReader`` per reader object on the driver, holding a synchronous ``AdminClient``
-opened on first use (never pickled: ``__getstate__`` drops it, as the reader travels to
-executors). Partitions come from Metadata (``subscribe``: those topics that exist;
-``subscribePattern``: every non-internal topic whose whole name matches; ``assign``: as
-given); offsets from ListOffsets at each partition's leader, all leaders at once.
+opened on first use with the source's ``kafka.*`` settings (never pickled: ``__getstate__``
+drops it, as the reader travels to executors). Partitions come from Metadata (``subscribe``:
+those topics that exist; ``subscribePattern``: every non-internal topic whose whole name
+matches; ``assign``: as given, each of which must exist, or the query fails at once naming
+those that do not); offsets from ListOffsets at each partition's leader, all leaders at once.
+
+Each lookup is bounded by ``kafka.default.api.timeout.ms``; after a retriable failure it is
+tried again ``fetchOffset.numRetries`` times, ``fetchOffset.retryIntervalMs`` apart (Spark's
+Kafka source's options).
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 
-from odradek.client import AdminClient
+from odradek.client import AdminClient, KafkaError
 from odradek.client.topic_partition import TopicPartition
 from odradek.spark.offsets import EARLIEST, LATEST, OffsetSpec
 from odradek.spark.options import SourceOptions
 
 __all__ = ["OffsetReader"]
 
+_log = logging.getLogger("odradek.spark")
+
 
 class OffsetReader:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._admin: AdminClient | None = None
+        self._reported: set[str] = set()  # subscribed topics found missing, warned of once
 
     def __getstate__(self) -> dict:
-        return {"options": self.options, "_admin": None}
+        return {"options": self.options, "_admin": None, "_reported": set()}
 
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.options.bootstrap, client_id="odradek-spark-driver")
+            o = self.options
+            config = {"client_id": "odradek-spark-driver", **dict(o.cluster_config)}
+            self._admin = AdminClient(o.bootstrap, default_api_timeout_ms=o.api_timeout_ms, **config)
         return self._admin
+
+    def _call(self, method: str, *args):
+        """``admin.<method>(*args)``, tried again after retriable failures (see above)."""
+        attempt = 0
+        while True:
+            try:
+                return getattr(self.admin, method)(*args)
+            except KafkaError as e:
+                if not e.retriable or attempt >= self.options.offset_retries:
+                    raise
+                attempt += 1
+                _log.warning("%s failed (%s); attempt %d of %d in %d ms", method, e, attempt + 1,
+                             self.options.offset_retries + 1, self.options.offset_retry_interval_ms)
+                time.sleep(self.options.offset_retry_interval_ms / 1000)
 
     def close(self) -> None:
         if self._admin is not None:
@@ -42,15 +68,34 @@ class OffsetReader:
     def partitions(self) -> list[TopicPartition]:
         """The topic-partitions to read now, sorted."""
         o = self.options
+        topics = self._call("describe_topics", None)
         if o.assign:
-            return sorted(o.assign)
-        topics = self.admin.describe_topics(None)
+            return self._assigned(topics)
         if o.subscribe:
             names = [t for t in o.subscribe if t in topics]
+            self._report_missing([t for t in o.subscribe if t not in topics])
         else:
             pattern = re.compile(o.pattern)
             names = [t for t, d in topics.items() if not d.is_internal and pattern.fullmatch(t)]
         return sorted(TopicPartition(t, p.partition) for t in names for p in topics[t].partitions)
+
+    def _assigned(self, topics: dict) -> list[TopicPartition]:
+        missing = [tp for tp in self.options.assign
+                   if tp.topic not in topics or tp.partition >= len(topics[tp.topic].partitions)]
+        if missing:
+            counts = "; ".join(f"topic {t!r} does not exist" if t not in topics
+                               else f"topic {t!r} has {len(topics[t].partitions)} partitions"
+                               for t in sorted({tp.topic for tp in missing}))
+            raise ValueError(f"assign: partitions {[str(tp) for tp in missing]} do not exist ({counts})")
+        return sorted(self.options.assign)
+
+    def _report_missing(self, missing: list[str]) -> None:
+        """A subscribed topic that does not exist gives no rows, as it would if empty; say so
+        once (a streaming query reads it from its start once it is created)."""
+        new = sorted(set(missing) - self._reported)
+        if new:
+            _log.warning("subscribed topics %s do not exist: nothing to read from them", new)
+        self._reported = set(missing)
 
     # --- offsets -------------------------------------------------------------------------
     def earliest(self, partitions) -> dict[TopicPartition, int]:
@@ -62,7 +107,7 @@ class OffsetReader:
     def _lookup(self, specs: dict) -> dict[TopicPartition, int]:
         if not specs:
             return {}
-        answers = self.admin.list_offsets(specs)
+        answers = self._call("list_offsets", specs)
         return {tp: answers[tp].offset for tp in specs}
 
     def resolve(self, spec: OffsetSpec, partitions, option: str, strategy: str = "error") -> dict[TopicPartition, int]:
@@ -92,7 +137,7 @@ class OffsetReader:
         """The first offset whose timestamp is at or after each partition's timestamp; where
         no record is that recent, the end of the log with ``strategy`` "latest", else an
         error (Spark's default)."""
-        answers = self.admin.list_offsets(dict(stamps)) if stamps else {}
+        answers = self._call("list_offsets", dict(stamps)) if stamps else {}
         out, late = {}, []
         for tp in stamps:
             answer = answers.get(tp)

@@ -19,16 +19,26 @@ Source (reading):
     maxTriggerDelay        ...but no longer than this since the last one (default 15m;
                            Spark's time strings: 500ms, 30s, 5m, 1h, 1d; a bare number is ms)
     minPartitions          at least this many Spark partitions (ranges are split)
+    maxRecordsPerPartition at most this many records per Spark partition (ranges are split;
+                           then split again if still fewer than minPartitions)
     failOnDataLoss         true | false (default true)
     includeHeaders         true | false (default false)
-    kafka.max.partition.fetch.bytes   bytes per Fetch answer (default 8 MiB)
+    kafkaConsumer.pollTimeoutMs   how long an executor retries a Fetch that fails or returns
+                           nothing below the high watermark (default 120000, Spark's)
+    fetchOffset.numRetries, fetchOffset.retryIntervalMs   the driver's offset lookups: retries
+                           after a retriable failure (default 3) and the pause between (10 ms)
+    groupIdPrefix          accepted; unused, as the source joins no consumer group
+    kafka.*                Kafka client settings (``kafka_params``), e.g.
+                           kafka.max.partition.fetch.bytes (default here 8 MiB)
 
 Sink (writing):
     kafka.bootstrap.servers (or bootstrap.servers), topic (else a ``topic`` column),
     exactlyOnce            true | false: stage and publish atomically (default: true for
                            streaming, false for batch writes, as Spark's Kafka sink)
-    kafka.compression.type none | gzip | snappy | lz4 | zstd
+    kafka.*                the producer's Kafka settings (``kafka_params``), e.g.
+                           kafka.compression.type none | gzip | snappy | lz4 | zstd
     staging.topic, commit.topic   the sink's internal topics (see ``sink_log``)
+    Save mode overwrite is refused, as by Spark's Kafka sink (see ``data_source``).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from odradek.spark.kafka_params import sink_params, source_params
 from odradek.spark.offsets import OffsetSpec, parse_assign, parse_offset_spec, parse_partition_json
 from odradek.spark.range_reader import FetchConfig
 
@@ -58,12 +69,20 @@ class SourceOptions:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
     max_partition_bytes: int = 8 << 20
+    max_wait_ms: int = 100
+    poll_timeout_ms: int = 120_000
+    offset_retries: int = 3
+    offset_retry_interval_ms: int = 10
+    api_timeout_ms: int = 60_000
+    cluster_config: tuple = ()                # ClusterClient keywords, sorted pairs
 
     def fetch_config(self) -> FetchConfig:
-        return FetchConfig(self.bootstrap, self.include_headers, self.fail_on_data_loss, self.max_partition_bytes)
+        return FetchConfig(self.bootstrap, self.include_headers, self.fail_on_data_loss, self.max_partition_bytes,
+                           self.max_wait_ms, self.poll_timeout_ms, self.cluster_config)
 
 
 @dataclass(frozen=True)
@@ -71,10 +90,14 @@ class SinkOptions:
     bootstrap: str
     topic: str | None = None
     exactly_once: bool | None = None         # None: the mode's default
-    compression: str = "none"
+    producer: tuple = (("compression_type", "none"),)  # AsyncProducer keywords, sorted pairs
     staging_topic: str = STAGING_TOPIC
     commit_topic: str = COMMIT_TOPIC
     failpoint: str | None = None             # tests only: see ``failpoints``
+
+    @property
+    def compression(self) -> str:
+        return dict(self.producer).get("compression_type", "none")
 
 
 def _lower(options) -> dict[str, str]:
@@ -97,17 +120,22 @@ def _bool(opts: dict, name: str, default: bool | None) -> bool | None:
     return value.strip().lower() == "true"
 
 
-def _positive(opts: dict, name: str) -> int | None:
+def _positive(opts: dict, name: str, minimum: int = 1) -> int | None:
     value = opts.get(name.lower())
     if value is None:
         return None
     try:
         number = int(value)
     except ValueError:
-        number = 0
-    if number <= 0:
-        raise ValueError(f"option '{name}' must be a positive integer, got {value!r}")
+        number = minimum - 1
+    if number < minimum:
+        raise ValueError(f"option '{name}' must be {'a positive' if minimum else 'a non-negative'} integer, "
+                         f"got {value!r}")
     return number
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 _DURATION = re.compile(r"\s*(\d+)\s*(us|ms|s|m|min|h|d)?\s*", re.IGNORECASE)
@@ -174,6 +202,7 @@ def parse_source_options(options) -> SourceOptions:
     if strategy not in ("error", "latest"):
         raise ValueError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, got {strategy!r}")
     ending = _position(opts, "ending") or OffsetSpec("latest")
+    kafka = source_params(opts)
     return SourceOptions(
         bootstrap=_bootstrap(opts),
         **_subscription(opts),
@@ -184,23 +213,26 @@ def parse_source_options(options) -> SourceOptions:
         min_offsets_per_trigger=_positive(opts, "minOffsetsPerTrigger"),
         max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", 15 * 60 * 1000),
         min_partitions=_positive(opts, "minPartitions"),
+        max_records_per_partition=_positive(opts, "maxRecordsPerPartition"),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
-        max_partition_bytes=_positive(opts, "kafka.max.partition.fetch.bytes") or 8 << 20,
+        max_partition_bytes=kafka["max_partition_bytes"],
+        max_wait_ms=kafka["max_wait_ms"],
+        poll_timeout_ms=_or(_positive(opts, "kafkaConsumer.pollTimeoutMs"), 120_000),
+        offset_retries=_or(_positive(opts, "fetchOffset.numRetries", minimum=0), 3),
+        offset_retry_interval_ms=_or(_positive(opts, "fetchOffset.retryIntervalMs", minimum=0), 10),
+        api_timeout_ms=kafka["api_timeout_ms"],
+        cluster_config=kafka["cluster"],
     )
 
 
 def parse_sink_options(options) -> SinkOptions:
     opts = _lower(options)
-    compression = opts.get("kafka.compression.type", "none").strip().lower()
-    if compression not in ("none", "gzip", "snappy", "lz4", "zstd"):
-        raise ValueError("option 'kafka.compression.type' must be none, gzip, snappy, lz4 or zstd, "
-                         f"got {compression!r}")
     return SinkOptions(
         bootstrap=_bootstrap(opts),
         topic=opts.get("topic") or None,
         exactly_once=_bool(opts, "exactlyOnce", None),
-        compression=compression,
+        producer=sink_params(opts),
         staging_topic=opts.get("staging.topic", STAGING_TOPIC),
         commit_topic=opts.get("commit.topic", COMMIT_TOPIC),
         failpoint=opts.get("failpoint") or None,

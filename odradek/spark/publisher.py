@@ -109,7 +109,7 @@ def published_indices(bootstrap: str, intent: Intent, tag: str, partitions: set)
 
 
 def publish(bootstrap: str, query_id: str, intent: Intent, rows: list[Row], resuming: bool,
-            compression: str = "none", halfway=None) -> int:
+            producer_config: tuple = (), halfway=None) -> int:
     """Send the intent's records that are not yet in their targets; returns how many were
     sent. ``halfway()`` is called once about half of them are acknowledged (failure tests)."""
     tag = f"{query_id}/{intent.batch}/"
@@ -120,9 +120,9 @@ def publish(bootstrap: str, query_id: str, intent: Intent, rows: list[Row], resu
         addressed = [r for i, r in enumerate(addressed) if i not in done]
     half = len(addressed) // 2
     if halfway is not None and half:
-        send_rows(bootstrap, [addressed[:half]], compression)
+        send_rows(bootstrap, [addressed[:half]], producer_config)
         halfway()
-        send_rows(bootstrap, [addressed[half:]], compression)
+        send_rows(bootstrap, [addressed[half:]], producer_config)
     elif addressed:
-        send_rows(bootstrap, [addressed], compression)
+        send_rows(bootstrap, [addressed], producer_config)
     return len(addressed)

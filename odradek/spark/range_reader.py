@@ -10,7 +10,7 @@ moves big batches much faster than small ones).
 
 Errors:
 - a leader that moved, an unknown topic or a broken connection: metadata refresh and retry,
-  with backoff, for up to ``retry_timeout_ms``;
+  with backoff, for up to ``retry_timeout_ms`` (the ``kafkaConsumer.pollTimeoutMs`` option);
 - the range starts below the log start offset (retention deleted it) or the log ends before
   the range does: data loss, raised as ``DataLossError`` with ``failOnDataLoss=true``, else
   logged, and the range continues from what is left;
@@ -59,7 +59,8 @@ class FetchConfig:
     fail_on_data_loss: bool = True
     max_partition_bytes: int = 8 << 20
     max_wait_ms: int = 100
-    retry_timeout_ms: int = 120_000
+    retry_timeout_ms: int = 120_000     # kafkaConsumer.pollTimeoutMs
+    cluster_config: tuple = ()          # ClusterClient keywords (kafka.* options), sorted pairs
 
 
 def read_range(config: FetchConfig, rng: OffsetRange) -> Iterator[pa.RecordBatch]:
@@ -94,7 +95,7 @@ class _RangeReader:
         self.config = config
         self.rng = rng
         self.thread = client_pool.loop_thread()
-        self.cluster = client_pool.cluster(config.bootstrap)
+        self.cluster = client_pool.cluster(config.bootstrap, config.cluster_config)
         self.max_bytes = config.max_partition_bytes
 
     def __iter__(self) -> Iterator[RecordColumns]:

@@ -116,11 +116,12 @@ async def _send(producer, rows: Iterable[Row], tally: Tally) -> None:
         tally.sent += 1
 
 
-def send_rows(bootstrap: str, batches: Iterable[Iterable[Row]], compression: str = "none") -> Tally:
+def send_rows(bootstrap: str, batches: Iterable[Iterable[Row]], producer_config: tuple = ()) -> Tally:
     """Send every row of ``batches`` (one loop call per batch) and wait until all are
-    acknowledged; raises the first failure."""
+    acknowledged; raises the first failure. ``producer_config``: the producer's keywords
+    (the sink's ``kafka.*`` options) as pairs."""
     thread = client_pool.loop_thread()
-    producer = client_pool.producer(bootstrap, compression_type=compression)
+    producer = client_pool.producer(bootstrap, **dict(producer_config))
     tally = Tally()
     for rows in batches:
         thread.run(_send(producer, rows, tally))

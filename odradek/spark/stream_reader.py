@@ -135,9 +135,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._data_loss(f"{tp}: offsets went back from {begin[tp]} to {stop}")
                 continue
             ranges.append(OffsetRange(tp.topic, tp.partition, begin[tp], stop))
-        return split_ranges(ranges, self.options.min_partitions)
+        return split_ranges(ranges, self.options.min_partitions, self.options.max_records_per_partition)
 
     def read(self, partition: OffsetRange):
+        if not isinstance(partition, OffsetRange):  # Spark's placeholder for no partitions
+            return iter(())
         return read_range(self.options.fetch_config(), partition)
 
     def commit(self, end: dict) -> None:

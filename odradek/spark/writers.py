@@ -68,13 +68,13 @@ class _Writer:
         o = self.options
         rows = (rows_of(batch, o.topic) for batch in iterator)
         if not self.exactly_once:
-            return DirectWrite(send_rows(o.bootstrap, rows, o.compression).acked)
+            return DirectWrite(send_rows(o.bootstrap, rows, o.producer).acked)
         context = TaskContext.get()
         query_id, batch_id = self._ids()
         task = context.partitionId()
         tag = f"{query_id}/{batch_id}/{context.taskAttemptId()}"
         partition = task % self.staging_partitions
-        tally = send_rows(o.bootstrap, (staged(r, o.staging_topic, partition, tag) for r in rows), o.compression)
+        tally = send_rows(o.bootstrap, (staged(r, o.staging_topic, partition, tag) for r in rows), o.producer)
         failpoints.hit(o.failpoint, "write.after_stage", batch_id)
         return StagedWrite(query_id, batch_id, task, tag, partition, tally.first, tally.last, tally.acked)
 

@@ -172,7 +172,10 @@ class LogManager:
             )
             self._dir_of[tp] = directory
             self._topic_ids[tp] = read_topic_id(path)
-        logger.info("loaded logs of %s (%s shutdown)", directory, "clean" if clean else "unclean")
+        if not clean and not any(d == directory for d in self._dir_of.values()):
+            logger.info("no logs in %s yet", directory)  # a new directory: nothing to recover
+        else:
+            logger.info("loaded logs of %s (%s shutdown)", directory, "clean" if clean else "unclean")
 
     def shutdown(self) -> bool:
         """Flush and close every log, write the checkpoints, then the clean-shutdown

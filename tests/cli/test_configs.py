@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from kafka.admin import ConfigResource as KafkaResource
@@ -91,7 +92,7 @@ def test_cluster_default_for_brokers(cli, kafka_admin):
 
 @pytest.mark.parametrize("args, message", [
     (["--entity-type", "brokers", "--entity-name", str(BROKER_ID), "--alter", "--add-config", "no.such=1"],
-     f"INVALID_CONFIG for broker {BROKER_ID}"),
+     f"INVALID_REQUEST for broker {BROKER_ID}"),
     (["--entity-type", "topics", "--entity-name", "no-such-topic", "--alter", "--add-config", "retention.ms=1"],
      "UNKNOWN_TOPIC_OR_PARTITION for topic no-such-topic"),
     (["--describe"], "give --entity-type"),
@@ -111,3 +112,62 @@ def test_errors_are_one_line(cli, args, message):
     assert result.code == 1
     assert result.err.startswith("odradek configs: ") and result.err.count("\n") == 1
     assert message in result.err
+
+
+def test_deleting_a_key_that_is_not_set_is_refused_as_kafkas_tool_does(cli, broker, kafka_admin, topic_name):
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1, configs={"retention.ms": "1000"})])
+    refused = cli("configs", "--topic", topic_name, "--alter", "--delete-config", "retention.ms,segment.ms,flush.ms")
+    assert (refused.code, refused.err) == (1, "odradek configs: Invalid config(s): segment.ms,flush.ms\n")
+    assert kafka_python_view(kafka_admin, ConfigResourceType.TOPIC, topic_name) == {"retention.ms": "1000"}
+
+    default = cli("configs", "--entity-type", "brokers", "--entity-default", "--alter", "--add-config",
+                  "log.retention.bytes=1048576")
+    assert default.code == 0, default.err
+    try:
+        # Set as the cluster default, not on the broker itself: not the broker's to delete.
+        own = cli("configs", "--broker", str(BROKER_ID), "--alter", "--delete-config", "log.retention.bytes")
+        assert (own.code, own.err) == (1, "odradek configs: Invalid config(s): log.retention.bytes\n")
+    finally:
+        assert cli("configs", "--entity-type", "brokers", "--entity-default", "--alter",
+                   "--delete-config", "log.retention.bytes").code == 0
+
+
+def test_broker_loggers(cli):
+    logger = logging.getLogger("odradek.topics")
+    before = logger.level
+    try:
+        described = json.loads(cli("configs", "--entity-type", "broker-loggers", "--entity-name", str(BROKER_ID),
+                                   "--describe", "--output", "json").out)
+        by_name = {c["name"]: c for c in described["configs"]}
+        assert by_name["root"]["source"] == "DYNAMIC_BROKER_LOGGER_CONFIG" and "odradek.topics" in by_name
+
+        changed = cli("configs", "--broker-logger", str(BROKER_ID), "--alter", "--add-config", "odradek.topics=TRACE")
+        assert (changed.code, changed.out) == (0, f"Completed updating config for broker-logger {BROKER_ID}.\n")
+        assert logger.isEnabledFor(5)
+        table = cli("configs", "--broker-logger", str(BROKER_ID), "--describe")
+        assert ["odradek.topics", "TRACE", "DYNAMIC_BROKER_LOGGER_CONFIG", "false", "false"] in [
+            line.split() for line in table.lines()]
+
+        unknown = cli("configs", "--broker-logger", str(BROKER_ID), "--alter", "--add-config", "odradek.nope=INFO",
+                      "--delete-config", "odradek.topics")
+        assert (unknown.code, unknown.err) == (1, "odradek configs: Invalid broker logger(s): odradek.nope\n")
+        assert logger.level == 5
+
+        reset = cli("configs", "--broker-logger", str(BROKER_ID), "--alter", "--delete-config", "odradek.topics")
+        assert reset.code == 0 and logger.level == logging.NOTSET
+    finally:
+        logger.setLevel(before)
+
+
+def test_message_format_version_warns_as_kafkas_tool_does(cli, broker, topic_name):
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])
+    result = cli("configs", "--topic", topic_name, "--alter", "--add-config", "message.format.version=0.10.2")
+    assert result.code == 0, result.err
+    assert result.lines() == [
+        "WARNING: The configuration message.format.version=0.10.2 is specified. This configuration will be ignored "
+        "if the version is newer than the inter.broker.protocol.version specified in the broker or if the "
+        "inter.broker.protocol.version is 3.0 or newer. This configuration is deprecated and it will be removed in "
+        "Apache Kafka 4.0.",
+        f"Completed updating config for topic {topic_name}."]

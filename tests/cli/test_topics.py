@@ -62,6 +62,17 @@ def test_describe_table_shows_partitions_and_topic_configs(cli, topic_name):
     assert describe_json(cli, topic_name)["configs"] == {"cleanup.policy": "compact", "retention.ms": "12345"}
 
 
+def test_create_with_the_deprecated_message_format_version_warns_and_is_accepted(cli, topic_name):
+    result = cli("topics", "--create", "--topic", topic_name, "--config", "message.format.version=2.8")
+    assert result.code == 0, result.err
+    assert result.lines() == [
+        "WARNING: The configuration message.format.version=2.8 is specified. This configuration will be ignored if "
+        "the version is newer than the inter.broker.protocol.version specified in the broker or if the "
+        "inter.broker.protocol.version is 3.0 or newer. This configuration is deprecated and it will be removed in "
+        "Apache Kafka 4.0.", f"Created topic {topic_name}."]
+    assert describe_json(cli, topic_name)["configs"] == {"message.format.version": "2.8"}
+
+
 def test_list_alter_and_delete(cli, topic_name):
     assert cli("topics", "--create", "--topic", topic_name, "--partitions", "2").code == 0
     assert topic_name in cli("topics", "--list").lines()

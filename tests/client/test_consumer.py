@@ -9,6 +9,7 @@ from odradek.client import (
     AsyncAdminClient,
     AsyncConsumer,
     AsyncProducer,
+    BrokerError,
     ClientClosedError,
     ConsumerRecord,
     NoOffsetForPartitionError,
@@ -203,3 +204,29 @@ def test_closed_consumer_refuses_work(broker, topic_name):
             await consumer.poll(10)
 
     run(main())
+
+
+def test_poll_of_a_partition_that_does_not_exist_returns_within_its_timeout(broker, topic_name, caplog):
+    # With a one-second API timeout, waiting for the missing partition's leader (the old
+    # behaviour) raised KafkaTimeoutError; Kafka's consumer returns nothing and says why.
+    async def main():
+        await fill(broker.bootstrap, topic_name, 1, 3)
+        async with AsyncConsumer(broker.bootstrap, auto_offset_reset="earliest",
+                                 default_api_timeout_ms=1000) as consumer:
+            consumer.assign([TopicPartition(topic_name, 0), TopicPartition(topic_name, 5),
+                             TopicPartition(f"{topic_name}-nowhere", 0)])
+            got = []
+            while len(got) < 3:
+                got += (await consumer.poll(200)).get(TopicPartition(topic_name, 0), [])
+            assert await consumer.poll(200) == {}
+            with pytest.raises(BrokerError, match="UNKNOWN_TOPIC_OR_PARTITION"):
+                await consumer.position((topic_name, 5))
+        return got
+
+    with caplog.at_level("WARNING", logger="odradek.client.consumer"):
+        assert [r.value for r in run(main())] == [b"0-0", b"0-1", b"0-2"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "odradek.client.consumer"]
+    assert len(warnings) == 1, warnings
+    assert f"{topic_name}-5" in warnings[0] and f"{topic_name}-nowhere-0" in warnings[0]
+    assert f"topic '{topic_name}' has 1 partitions" in warnings[0]
+    assert f"topic '{topic_name}-nowhere' does not exist" in warnings[0]

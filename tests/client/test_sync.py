@@ -58,6 +58,14 @@ def test_produce_and_consume_synchronously(broker, topic_name):
         assert consumer.paused() == {TopicPartition(topic_name, 0)}
 
 
+def test_sync_poll_of_a_partition_that_does_not_exist_returns_empty(broker, topic_name):
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])
+    with Consumer(broker.bootstrap, auto_offset_reset="earliest", default_api_timeout_ms=1000) as consumer:
+        consumer.assign([TopicPartition(topic_name, 3)])
+        assert consumer.poll(timeout_ms=300) == {}  # was KafkaTimeoutError("no leader ...")
+
+
 def test_send_from_many_threads(broker, topic_name):
     with AdminClient(broker.bootstrap) as admin:
         admin.create_topics([NewTopic(topic_name, 1, 1)])
@@ -103,3 +111,17 @@ def test_send_blocks_when_the_buffer_is_full_then_gives_up():
     assert all(isinstance(f.exception(), ClientClosedError) for f in sent)  # never delivered
     with pytest.raises(ClientClosedError):
         producer.send("t", b"late")
+
+
+def test_iteration_ends_after_consumer_timeout_ms_and_can_start_again(broker, topic_name):
+    """kafka-python's ``consumer_timeout_ms``: the loop ends once no record came for that
+    long; iterating again picks up records produced since."""
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])
+    with Producer(broker.bootstrap) as producer, \
+            Consumer(broker.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=300) as consumer:
+        producer.send(topic_name, b"first").result()
+        consumer.assign([TopicPartition(topic_name, 0)])
+        assert [r.value for r in consumer] == [b"first"]
+        producer.send(topic_name, b"second").result()
+        assert [r.value for r in consumer] == [b"second"]

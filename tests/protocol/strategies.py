@@ -1,11 +1,20 @@
-"""Hypothesis strategies that draw any message at any version from Kafka's specs."""
+"""Hypothesis strategies that draw any message at any version from Kafka's specs.
+
+The specs come from ``message_schemas.py``, the field table that ``tools/generate_protocol.py``
+writes beside the codec, so a clone without the specs themselves runs every round trip.
+"""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 from protocol_model import Field, Spec, Struct
+from schema_table import load_specs
 
 from odradek.protocol import codec
+from tests.protocol.message_schemas import SCHEMAS
+
+# Every message, header and coordinator record spec, sorted by name.
+SPECS: list[Spec] = load_specs(SCHEMAS)
 
 _INTS = {
     "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), "uint16": (0, 2**16 - 1),

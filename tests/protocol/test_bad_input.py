@@ -8,15 +8,13 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from protocol_model import load_all
 
 from odradek.protocol import codec
 from odradek.protocol.generated import APIS
 from odradek.protocol.primitives import DecodeError, EncodeBuffer
-from tests.conftest import PROTOCOL_DIR
-from tests.protocol.strategies import message_strategy
+from tests.protocol.strategies import SPECS, message_strategy
 
-REQUESTS = {s.api_key: s for s in load_all(PROTOCOL_DIR) if s.type == "request"}
+REQUESTS = {s.api_key: s for s in SPECS if s.type == "request"}
 
 
 def header(api_key: int, version: int, correlation_id: int = 7) -> codec.RequestHeader:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from tests.conftest import PROTOCOL_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from protocol_model import load_all
 
 from odradek.protocol import codec
 from odradek.protocol.primitives import EncodeBuffer
-from tests.protocol.strategies import message_strategy
+from tests.protocol.strategies import SPECS, message_strategy
 
-SPECS = load_all(PROTOCOL_DIR)
 CASES = [(s, v) for s in SPECS for v in s.valid]
 
 

@@ -84,7 +84,7 @@ def test_bad_broker_values_are_refused(props, key):
 
 
 def test_broker_synonyms_can_be_set_dynamically():
-    for key in ("log.roll.jitter.ms", "log.roll.jitter.hours", "log.cleaner.max.compaction.lag.ms",
+    for key in ("log.roll.jitter.ms", "log.cleaner.max.compaction.lag.ms",
                 "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
                 "log.message.timestamp.difference.max.ms"):
         assert key in configs.DYNAMIC_BROKER_KEYS

@@ -51,6 +51,7 @@ class FakeBroker:
         self.tasks: set = set()
         # Only ApiVersions comes here; the produce fast path would decline anything else.
         self.produce_fast_path = SimpleNamespace(handle=lambda frame: None)
+        self.connection_quotas = SimpleNamespace(admit=lambda address: True, release=lambda address: None)
 
     def dispatch(self, ctx, body):
         response = ApiVersionsResponse(error_code=ctx.correlation_id, api_keys=[])

@@ -9,6 +9,8 @@ from kafka import KafkaProducer
 from pyspark.sql import functions as F
 
 from odradek.spark.offset_range import OffsetRange
+from odradek.spark.offset_reader import OffsetReader
+from odradek.spark.options import parse_source_options
 
 
 def produce_with_kafka_python(bootstrap: str, topic: str, count: int, partitions: int = 3) -> list[tuple]:
@@ -107,3 +109,50 @@ def test_offset_ranges_pickle_as_input_partitions():
 
     r = OffsetRange("t", 1, 5, 9)
     assert pickle.loads(pickle.dumps(r)) == r and r.size == 4
+
+
+def test_nothing_to_read_gives_no_rows(spark, bootstrap, new_topic):
+    empty = new_topic(1)
+    full = new_topic(2)
+    produce_with_kafka_python(bootstrap, full, 4, partitions=2)
+    future = str(4_000_000_000_000)
+
+    def load(**options):
+        df = spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+        for name, value in options.items():
+            df = df.option(name, value)
+        return df.load()
+
+    assert load(subscribe=empty).count() == 0
+    assert load(subscribe=f"{empty}-missing").count() == 0
+    assert load(subscribePattern="no-topic-matches-this-.*").count() == 0
+    assert load(subscribe=full, startingTimestamp=future, startingOffsetsByTimestampStrategy="latest").count() == 0
+    with pytest.raises(Exception, match="no record at or after the timestamp"):  # Spark's default: error
+        load(subscribe=full, startingTimestamp=future).count()
+
+
+def test_assign_of_a_partition_that_does_not_exist_fails_at_once(bootstrap, new_topic):
+    topic = new_topic(2)
+    options = parse_source_options({"kafka.bootstrap.servers": bootstrap,
+                                    "assign": json.dumps({topic: [1, 2], f"{topic}-gone": [0]})})
+    offsets = OffsetReader(options)  # it waited for a leader for a minute, then "no leader"
+    try:
+        with pytest.raises(ValueError, match=rf"\['{topic}-2', '{topic}-gone-0'\] do not exist "
+                                             rf"\(topic '{topic}' has 2 partitions; topic '{topic}-gone' does not"):
+            offsets.partitions()
+    finally:
+        offsets.close()
+
+
+def test_max_records_per_partition_and_save_modes(spark, bootstrap, new_topic):
+    topic = new_topic(2)
+    sent = produce_with_kafka_python(bootstrap, topic, 40, partitions=2)
+    df = (reader(spark, bootstrap, topic).option("maxRecordsPerPartition", "7")
+          .option("kafka.client.id", "odradek-tests").option("kafka.fetch.max.wait.ms", "10").load())
+    assert df.rdd.getNumPartitions() == 2 * 3  # 20 records a partition, 7 at most per Spark partition
+    assert df.count() == len(sent)
+    out = df.select("key", "value").write.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+    with pytest.raises(Exception, match="save mode 'overwrite' is not allowed"):
+        out.option("topic", new_topic(1)).mode("overwrite").save()
+    with pytest.raises(Exception, match="kafka.ssl.truststore.location"):
+        reader(spark, bootstrap, topic).option("kafka.ssl.truststore.location", "/x").load().count()

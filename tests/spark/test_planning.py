@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from odradek.client import TopicPartition
 from odradek.spark import failpoints
+from odradek.spark.batch_reader import plan_ranges
 from odradek.spark.offset_range import OffsetRange, split_ranges
 from odradek.spark.offsets import from_offset_dict, offset_dict
 from odradek.spark.options import parse_sink_options, parse_source_options
@@ -93,10 +94,13 @@ ranges = st.lists(st.tuples(st.sampled_from("xyz"), st.integers(0, 3), st.intege
                   max_size=6, unique_by=lambda r: r[:2])
 
 
-@given(ranges, st.integers(1, 40))
-def test_split_ranges_cover_each_range_exactly(raw, min_partitions):
+@given(ranges, st.integers(1, 40), st.none() | st.integers(1, 60))
+def test_split_ranges_cover_each_range_exactly(raw, min_partitions, max_records):
     original = [OffsetRange(t, p, s, s + n) for t, p, s, n in raw]
-    pieces = split_ranges(original, min_partitions)
+    pieces = split_ranges(original, min_partitions, max_records)
+    if max_records:
+        assert all(q.size <= max_records for q in pieces)
+        assert len(pieces) >= sum(-(-r.size // max_records) for r in original)
     for r in original:
         mine = [q for q in pieces if (q.topic, q.partition) == (r.topic, r.partition)]
         covered = [o for q in mine for o in range(q.start, q.end)]
@@ -187,3 +191,63 @@ def test_min_offsets_per_trigger_waits_for_records_or_the_delay():
     assert reader.latestOffset(second, ReadAllAvailable()) == second
     now[0] += 0.1  # ...goes out once maxTriggerDelay has passed since the last micro-batch
     assert from_offset_dict(reader.latestOffset(second, ReadAllAvailable())) == {a0: 9, a1: 5}
+
+
+def test_max_records_per_partition_then_min_partitions():
+    one = [OffsetRange("t", 0, 0, 300)]
+    assert [(q.start, q.end) for q in split_ranges(one, None, 120)] == [(0, 100), (100, 200), (200, 300)]
+    assert len(split_ranges(one, 6, 120)) == 6  # still fewer than minPartitions: cut again
+    assert parse_source_options({**BASE, "maxRecordsPerPartition": "120"}).max_records_per_partition == 120
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("kafka.auto.offset.reset", "earliest", "'startingOffsets'"),
+    ("kafka.enable.auto.commit", "true", "commits no offsets"),
+    ("kafka.key.deserializer", "x", "keys are always read as bytes"),
+    ("kafka.value.deserializer", "x", "values are always read as bytes"),
+    ("kafka.interceptor.classes", "x", "interceptors are not supported"),
+    ("kafka.security.protocol", "SSL", "PLAINTEXT only"),
+    ("kafka.sasl.mechanism", "PLAIN", r"\['kafka.sasl.mechanism'\] are not understood"),
+    ("kafka.isolation.level", "read_committed", "read_uncommitted only"),
+    ("kafka.request.timeout.ms", "soon", "kafka.request.timeout.ms"),
+    ("maxRecordsPerPartition", "0", "maxRecordsPerPartition"),
+    ("kafkaConsumer.pollTimeoutMs", "-5", "pollTimeoutMs"),
+])
+def test_kafka_options_the_source_cannot_honour_are_refused(option, value, message):
+    with pytest.raises(ValueError, match=message):
+        parse_source_options({**BASE, option.lower(): value})
+
+
+def test_kafka_options_reach_the_source_clients(caplog):
+    o = parse_source_options({**BASE, "kafka.client.id": "reports", "kafka.request.timeout.ms": "5000",
+                              "kafka.socket.connection.setup.timeout.ms": "700", "kafka.fetch.max.wait.ms": "50",
+                              "kafka.default.api.timeout.ms": "3000", "kafka.security.protocol": "plaintext",
+                              "kafkaconsumer.polltimeoutms": "9000", "fetchoffset.numretries": "0",
+                              "fetchoffset.retryintervalms": "250", "kafka.group.id": "g"})
+    cluster = {"client_id": "reports", "request_timeout_ms": 5000, "connect_timeout_ms": 700}
+    assert dict(o.cluster_config) == cluster and o.api_timeout_ms == 3000
+    assert (o.offset_retries, o.offset_retry_interval_ms) == (0, 250)
+    fetch = o.fetch_config()
+    assert (fetch.max_wait_ms, fetch.retry_timeout_ms, dict(fetch.cluster_config)) == (50, 9000, cluster)
+    assert any("kafka.group.id" in r.getMessage() for r in caplog.records)
+
+
+def test_kafka_options_reach_the_sink_producer():
+    o = parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.acks": "1", "kafka.linger.ms": "20",
+                            "kafka.enable.idempotence": "false", "kafka.compression.type": "LZ4"})
+    assert dict(o.producer) == {"acks": 1, "linger_ms": 20, "enable_idempotence": False, "compression_type": "lz4"}
+    for option, message in [("kafka.key.serializer", "keys are written as bytes"),
+                            ("kafka.security.protocol", "PLAINTEXT only"), ("kafka.acks", "must be all"),
+                            ("kafka.transactional.id", "not understood")]:
+        with pytest.raises(ValueError, match=message):
+            parse_sink_options({"kafka.bootstrap.servers": "h:1", option: "x"})
+
+
+def test_latest_in_a_batch_starting_offsets_json_is_refused():
+    class NoBroker:  # the check comes before any lookup
+        def partitions(self):
+            raise AssertionError("looked up partitions")
+
+    o = parse_source_options({**BASE, "startingOffsets": json.dumps({"a": {"0": -1, "1": -2}})})
+    with pytest.raises(ValueError, match="startingOffsets for a-0 can't be latest"):
+        plan_ranges(NoBroker(), o)

@@ -152,3 +152,23 @@ def test_min_offsets_per_trigger_holds_micro_batches_back(spark, bootstrap, new_
     finally:
         query.stop()
         spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", interval)
+
+
+def test_progress_reports_give_the_lag_behind_latest(spark, bootstrap, new_topic, checkpoint):
+    from odradek.spark import offsets_behind_latest
+
+    topic = new_topic(2)
+    produce(bootstrap, topic, 0, 30, 2)
+    query = run(stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=10),
+                Batches(), checkpoint)
+    read = 0
+    progresses = [p for p in query.recentProgress if p.numInputRows]
+    assert len(progresses) == 3
+    for progress in progresses:
+        read += progress.numInputRows
+        lag = offsets_behind_latest(progress.sources[0])
+        behind = float(lag["avgOffsetsBehindLatest"]) * 2
+        assert behind == 30 - read  # what the two partitions still hold after this batch
+        assert int(lag["minOffsetsBehindLatest"]) <= int(lag["maxOffsetsBehindLatest"])
+    assert lag == {"minOffsetsBehindLatest": "0", "maxOffsetsBehindLatest": "0", "avgOffsetsBehindLatest": "0.0"}
+    assert offsets_behind_latest(json.loads(progresses[0].json)["sources"][0]) is not None

@@ -4,7 +4,9 @@ AlterConfigs replaces a resource's whole set of overrides; IncrementalAlterConfi
 SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) to single keys (APPEND and SUBTRACT only on
 list configs such as ``cleanup.policy``). Topics take topic-level names; brokers (name "" for
 the cluster-wide default, or this broker's id) take the dynamic broker keys. Values are
-validated before anything is written; ``validate_only`` writes nothing.
+validated before anything is written; ``validate_only`` writes nothing. IncrementalAlterConfigs
+also changes this broker's log levels (BROKER_LOGGER, SET and DELETE only; see
+``server/broker_loggers.py``), which the legacy AlterConfigs does not know, as in Kafka.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 from odradek.protocol.generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
-from odradek.server import configs
+from odradek.server import broker_loggers, configs, message_format_version
 from odradek.server.topics import TopicError
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -37,11 +39,32 @@ def _alter(broker, resource, validate_only: bool, incremental: bool):
             _alter_topic(broker, resource, validate_only, incremental)
         elif resource.resource_type == BROKER:
             _alter_broker(broker, resource, validate_only, incremental)
+        elif resource.resource_type == BROKER_LOGGER and incremental:
+            _alter_loggers(broker, resource, validate_only)
         else:
-            raise TopicError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}")
+            raise TopicError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
     except TopicError as e:
         result.error_code, result.error_message = e.error, e.message
     return result
+
+
+def _alter_loggers(broker, resource, validate_only: bool) -> None:
+    broker_loggers.check_broker_id(resource.resource_name, broker.broker_id)
+    _check_names_and_values(resource)
+    broker_loggers.validate(resource.configs)
+    if not validate_only:
+        broker_loggers.apply(resource.configs)
+
+
+def _check_names_and_values(resource) -> None:
+    """Each key once, and a value for every operation but DELETE (Kafka's
+    ``ConfigAdminManager.preprocess``)."""
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    missing = [c.name for c in resource.configs if c.value is None and c.config_operation != DELETE]
+    if missing:
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(missing)}")
 
 
 def _apply(current: dict[str, str], resource, incremental: bool) -> dict[str, str]:
@@ -90,17 +113,26 @@ def _alter_topic(broker, resource, validate_only: bool, incremental: bool) -> No
     broker.topics.log_config_for(new)  # validates
     if not validate_only:
         broker.topics.set_topic_config(name, new)
+        message_format_version.warn_ignored(name, new)
 
 
 def _alter_broker(broker, resource, validate_only: bool, incremental: bool) -> None:
-    target = None if resource.resource_name == "" else resource.resource_name
-    if target is not None and target != str(broker.broker_id):
-        raise TopicError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id {target}")
-    current = broker.metadata.broker_config(None if target is None else broker.broker_id)
-    new = _apply(current, resource, incremental)
-    bad = [k for k in new if k not in configs.DYNAMIC_BROKER_KEYS]
-    if bad:
-        raise TopicError(ErrorCode.INVALID_CONFIG, f"Cannot update config {bad[0]} dynamically")
-    broker.validate_dynamic_broker_config(new)
+    """The cluster-wide default (name "") or this broker's own dynamic configs; which names may
+    change where is ``server/dynamic_broker_config.py``'s business."""
+    target = None if resource.resource_name == "" else _this_broker(broker, resource.resource_name)
+    new = _apply(broker.metadata.broker_config(target), resource, incremental)
+    broker.validate_dynamic_broker_config(target, new)
     if not validate_only:
-        broker.set_dynamic_broker_config(None if target is None else broker.broker_id, new)
+        broker.set_dynamic_broker_config(target, new)
+
+
+def _this_broker(broker, name: str) -> int:
+    """This broker's id named by a resource, or INVALID_REQUEST as Kafka's ConfigAdminManager."""
+    try:
+        requested = int(name)
+    except ValueError:
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+    if requested != broker.broker_id:
+        raise TopicError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {broker.broker_id}, but received {name}")
+    return requested

@@ -13,6 +13,7 @@ from odradek.protocol.generated.create_topics_response import (
     CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import message_format_version
 from odradek.server.handlers.describe_configs import topic_config_entries
 from odradek.server.topics import TopicError
 
@@ -48,6 +49,7 @@ async def _create(broker, request, topic, result) -> None:
     if not request.validate_only:
         created = await broker.topics.create(plan)
         result.topic_id = created.topic_id
+        message_format_version.warn_ignored(topic.name, configs)
     result.num_partitions = len(plan.assignment)
     result.replication_factor = len(plan.assignment[0])
     result.configs = [

@@ -1,9 +1,11 @@
-"""DescribeCluster (key 60): cluster id, controller and brokers."""
+"""DescribeCluster (key 60): cluster id, controller and brokers, and the cluster's authorized
+operations when asked (``include_cluster_authorized_operations``)."""
 
 from __future__ import annotations
 
 from odradek.protocol.generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.acl_operations import CLUSTER_OPERATIONS, authorized
 
 BROKERS = 1
 
@@ -20,4 +22,6 @@ def handle(ctx, request):
         brokers.append(DescribeClusterBroker(broker_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack))
     controller = image.controller_id if image.controller_id >= 0 else broker.broker_id
     return DescribeClusterResponse(error_code=ErrorCode.NONE, cluster_id=broker.cluster_id,
-                                   controller_id=controller, brokers=brokers)
+                                   controller_id=controller, brokers=brokers,
+                                   cluster_authorized_operations=authorized(
+                                       request.include_cluster_authorized_operations, CLUSTER_OPERATIONS))

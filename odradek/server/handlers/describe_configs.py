@@ -1,4 +1,5 @@
-"""DescribeConfigs (key 32): the configs of topics and brokers, with sources and synonyms."""
+"""DescribeConfigs (key 32): the configs of topics and brokers, with sources and synonyms, and
+the log levels of this broker's loggers (BROKER_LOGGER, see ``server/broker_loggers.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from odradek.protocol.generated.describe_configs_response import (
     DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import configs
+from odradek.server import broker_loggers, configs
+from odradek.server.topics import TopicError
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
@@ -30,13 +32,23 @@ def _describe(ctx, resource, include_synonyms: bool) -> DescribeConfigsResult:
             result.error_message = f"Topic {resource.resource_name} does not exist"
             return result
         entries = topic_config_entries(broker, broker.metadata.topic_config(resource.resource_name))
+    elif resource.resource_type == BROKER and resource.resource_name == "":
+        # The cluster-wide default: only what is set there (Kafka's currentDynamicDefaultConfigs).
+        entries = configs.broker_entries({}, {}, broker.metadata.broker_config(None), defaults=False)
     elif resource.resource_type == BROKER:
-        if resource.resource_name not in ("", str(broker.broker_id)):
+        if resource.resource_name != str(broker.broker_id):
             result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"Unexpected broker id {resource.resource_name}"
+            result.error_message = (f"Unexpected broker id, expected {broker.broker_id} or empty string, "
+                                    f"but received {resource.resource_name}")
             return result
         entries = configs.broker_entries(broker.config.props, broker.metadata.broker_config(broker.broker_id),
                                          broker.metadata.broker_config(None))
+    elif resource.resource_type == BROKER_LOGGER:
+        try:
+            entries = _logger_entries(broker, resource.resource_name)
+        except TopicError as e:
+            result.error_code, result.error_message = e.error, e.message
+            return result
     else:
         result.error_code = ErrorCode.INVALID_REQUEST
         result.error_message = f"Unsupported resource type {resource.resource_type}"
@@ -44,6 +56,22 @@ def _describe(ctx, resource, include_synonyms: bool) -> DescribeConfigsResult:
     wanted = resource.configuration_keys
     result.configs = [_entry(e, ctx.api_version, include_synonyms) for e in entries if not wanted or e.name in wanted]
     return result
+
+
+def _logger_entries(broker, resource_name: str) -> list[configs.Entry]:
+    """Each logger and its level, as Kafka's ``ConfigHelper`` describes BROKER_LOGGER: source
+    DYNAMIC_BROKER_LOGGER_CONFIG, not read-only, no synonyms, type unknown."""
+    if not resource_name:
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+    try:
+        requested = int(resource_name)
+    except ValueError:
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {resource_name}") from None
+    if requested != broker.broker_id:
+        raise TopicError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {broker.broker_id} but received {resource_name}")
+    return [configs.Entry(name, level, configs.DYNAMIC_BROKER_LOGGER_CONFIG, config_type=configs.UNKNOWN_TYPE)
+            for name, level in broker_loggers.loggers().items()]
 
 
 def _entry(e: configs.Entry, version: int, include_synonyms: bool) -> DescribeConfigsResourceResult:

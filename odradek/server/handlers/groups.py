@@ -45,10 +45,8 @@ from odradek.protocol.generated.list_groups_response import (
     ListGroupsResponse,
 )
 from odradek.protocol.generated.sync_group_response import SyncGroupResponse
+from odradek.server.acl_operations import GROUP_OPERATIONS, authorized
 
-# DescribeGroups v3+ authorized operations without ACLs: READ (3), DELETE (6), DESCRIBE (8).
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-NO_OPERATIONS = -(2**31)
 CLASSIC = "classic"
 
 
@@ -139,7 +137,7 @@ def handle_leave_group(ctx, request):
 # --- DescribeGroups, ListGroups, DeleteGroups -------------------------------------------------------
 def handle_describe_groups(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    operations = GROUP_OPERATIONS if ctx.api_version >= 3 and request.include_authorized_operations else NO_OPERATIONS
+    operations = authorized(ctx.api_version >= 3 and request.include_authorized_operations, GROUP_OPERATIONS)
     groups = []
     for group_id in request.groups:
         if coordinator is None:

@@ -15,6 +15,7 @@ from odradek.protocol.generated.metadata_response import (
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 )
 from odradek.protocol.primitives import ZERO_UUID
+from odradek.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from odradek.server.topics import TopicError
 
 
@@ -25,12 +26,25 @@ def handle(ctx, request):
     missing = [n for n, _ in names if n is not None and image.topic(n) is None]
     if missing and _may_create(ctx, request):
         return _create_then_answer(ctx, request, names, missing)
-    return _answer(ctx, names, {})
+    return _with_authorized_operations(ctx, request, _answer(ctx, names, {}))
 
 
 async def _create_then_answer(ctx, request, names, missing):
     errors = {name: await _auto_create(ctx.broker, name) for name in dict.fromkeys(missing)}
-    return _answer(ctx, names, errors)
+    return _with_authorized_operations(ctx, request, _answer(ctx, names, errors))
+
+
+def _with_authorized_operations(ctx, request, response: MetadataResponse) -> MetadataResponse:
+    """Fill in the authorized operations the request asks for (v8+ for topics, v8-v10 for the
+    cluster; later versions ask DescribeCluster instead): with no authorizer, every operation
+    the resource supports."""
+    v = ctx.api_version
+    if v >= 8 and request.include_topic_authorized_operations:
+        for topic in response.topics:
+            topic.topic_authorized_operations = TOPIC_OPERATIONS
+    if 8 <= v <= 10 and request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = CLUSTER_OPERATIONS
+    return response
 
 
 def _answer(ctx, names, create_errors: dict[str, int]):
