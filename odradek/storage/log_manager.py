@@ -271,6 +271,7 @@ class LogManager:
             self._logs[tp] = log
             self._dir_of[tp] = directory
             self._topic_ids[tp] = topic_id
+            self._cleaner_offsets.pop(tp, None)  # a checkpointed one was a deleted log's
             return log
 
     def topic_id(self, topic: str, partition: int) -> uuid.UUID | None:

@@ -175,3 +175,15 @@ def test_partition_metadata_is_kafkas_format(tmp_path):
                 "version: 0\ntopic_id: AAAA\n"):
         (tmp_path / "partition.metadata").write_text(bad)
         assert read_topic_id(str(tmp_path)) is None
+
+
+def test_a_recreated_log_does_not_inherit_a_deleted_ones_cleaner_offset(tmp_path, monkeypatch):
+    m = filled(tmp_path)
+    m.set_cleaner_offset("t", 0, 9)
+    m.checkpoint()
+    monkeypatch.setattr(OffsetCheckpointFile, "write", enospc)
+    m.delete_logs([("t", 0)])  # the checkpoint still names t-0's cleaner offset
+    monkeypatch.undo()
+    again = restarted(tmp_path)
+    assert again.get_or_create_log("t", 0).log_end_offset == 0
+    assert again.cleaner_offset("t", 0) == 0
