@@ -14,7 +14,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.testing.broker import BrokerProcess
+from odradek.testing.broker import BrokerProcess, InProcessBroker
 from tests.server.full_disk import TinyFilesystem, full_disk  # noqa: F401 (the fixture)
 from tests.server.clients import wait_until
 from tests.server.wire import WireClient, message, simple_batch
@@ -223,3 +223,24 @@ def test_a_producer_retrying_through_a_full_disk_delivers_everything_once_space_
     assert producer.flush(30) == 0
     assert failed == [] and sorted(delivered) == sorted(values)
     assert sorted(v for _, _, v in read_all(b.bootstrap, partitions=1)) == sorted(values)
+
+
+def test_with_two_log_dirs_only_the_full_ones_partitions_are_refused(tmp_path):
+    """Kafka takes a failed log directory offline; here the partitions on the full one are
+    refused write by write, and those on the other take even large batches."""
+    with TinyFilesystem(tmp_path / "a") as full, TinyFilesystem(tmp_path / "b") as roomy:
+        dirs = [os.path.join(full.path, "data"), os.path.join(roomy.path, "data")]
+        with InProcessBroker(None, log_dirs=",".join(dirs)) as b:
+            create(b.bootstrap, partitions=2)
+            logs = b.call(lambda: b.broker.log_manager.all_logs())
+            on_full = [p for (_, p), log in logs.items() if log.directory.startswith(full.path)]
+            on_roomy = [p for (_, p), log in logs.items() if log.directory.startswith(roomy.path)]
+            assert len(on_full) == len(on_roomy) == 1
+            full.fill()
+            client = WireClient(b.bootstrap)
+            answers = produce(client, {on_full[0]: BIG, on_roomy[0]: BIG})
+            assert answers == {on_full[0]: (ErrorCode.KAFKA_STORAGE_ERROR, -1), on_roomy[0]: (0, 0)}
+            full.free()
+            assert produce(client, {on_full[0]: BIG}) == {on_full[0]: (0, 0)}
+            client.close()
+            assert len(read_all(b.bootstrap)) == 2 * len(BIG)
