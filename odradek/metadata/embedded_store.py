@@ -155,9 +155,10 @@ class EmbeddedStore(MetadataStore):
             if self._journal.needs_compaction():
                 try:
                     self._journal.compact(self._tree.persistent_nodes())
-                except OSError:
-                    # The batch is durable in the journal, which stays in use: report, go on.
-                    log.exception("metadata snapshot failed; will retry at the next write")
+                except OSError as e:
+                    # The batch is durable in the journal, which stays in use: report, go on
+                    # (one line: on a full disk every write until space returns gets here).
+                    log.error("metadata snapshot failed; will retry at the next write: %s", e)
         return change.results, self._callbacks_for(change)
 
     def _callbacks_for(self, change: Change) -> list[_Pending]:

@@ -149,7 +149,7 @@ class Partition:
         refusal = self._log_refusal(len(buf), info.first_offset, info.last_offset)
         if refusal is not None:
             raise refusal
-        self.log.append(buf, info)
+        self._append_to_log(buf, info)
         self._update_producers(batches, info.first_offset, append_time)
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
@@ -185,9 +185,13 @@ class Partition:
         """Phase two: append what ``prepare_plain_append`` returned ``info`` for, with nothing
         appended to this log in between. The batches have no producer id, so the producer
         state only moves its end offset. The append is ``Log.append``'s, in one C call when
-        it neither rolls nor reserves (``storage/_fast_append.c``)."""
-        if not append_to_active_segment(self.log, records, info):
-            self.log.append(records, LogAppendInfo(*info))
+        it neither rolls nor reserves (``storage/_fast_append.c``). A disk error raises
+        ProduceError(KAFKA_STORAGE_ERROR) as in ``_append_to_log``."""
+        try:
+            if not append_to_active_segment(self.log, records, info):
+                self.log.append(records, LogAppendInfo(*info))
+        except OSError as e:
+            raise _storage_error(self, e) from None
         self.producer_state.advance(info[1] + 1)
         self.maybe_advance_high_watermark()
 
@@ -208,9 +212,21 @@ class Partition:
                                f"batch of {len(buf)} bytes exceeds max.message.bytes {config.max_message_bytes}")
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
         info = self._assign_offsets(buf, [(0, len(buf), rb.read_header(buf, 0))], append_time)
-        self.log.append(buf, info)
+        self._append_to_log(buf, info)
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
+
+    def _append_to_log(self, buf, info: LogAppendInfo) -> None:
+        """``Log.append``, a disk error (ENOSPC, EIO) becoming this partition's
+        ProduceError(KAFKA_STORAGE_ERROR). The log is then as it was (``Log.append``'s
+        contract), so the producer state and the high watermark stay put, the request's other
+        partitions go on, reads go on, and the next produce simply tries again: writes resume
+        by themselves once the disk has room (Kafka instead takes the whole log directory
+        offline until a restart)."""
+        try:
+            self.log.append(buf, info)
+        except OSError as e:
+            raise _storage_error(self, e) from None
 
     def _log_refusal(self, size: int, first_offset: int, last_offset: int) -> ProduceError | None:
         """``Log.append_refusal`` as this partition's error, checked before appending: a
@@ -289,6 +305,11 @@ class Partition:
     def last_stable_offset(self) -> int:
         """No transactions yet: everything below the high watermark is stable."""
         return self.high_watermark
+
+
+def _storage_error(part: Partition, error: OSError) -> ProduceError:
+    return ProduceError(ErrorCode.KAFKA_STORAGE_ERROR,
+                        f"write to {part.topic}-{part.index} failed: {error.strerror or error}")
 
 
 def _split_batches(records):

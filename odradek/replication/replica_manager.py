@@ -44,7 +44,7 @@ class ReplicaManager:
         """Become (or stay) leader of a partition, creating its log when it has none."""
         part = self.partitions.get((topic, index))
         if part is None:
-            plog = self.log_manager.get_or_create_log(topic, index, config)
+            plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
             part = Partition(topic, index, topic_id, plog)
             _restore_producer_state(part)
             self.partitions[part.key] = part
@@ -162,11 +162,15 @@ class ReplicaManager:
         partitions take 10-15 s, one journal commit each."""
         self.wake_all()
         written = 0
+        failed = []
         for part in self.partitions.values():
             try:
                 written += _write_producer_snapshot(part)
             except OSError as e:
-                log.warning("could not snapshot producer state of %s-%d: %s", part.topic, part.index, e)
+                failed.append(f"{part.topic}-{part.index} ({e.strerror or e})")
+        if failed:  # one line, however many (a full disk fails them all): rebuilt from the logs
+            log.warning("could not snapshot the producer state of %d partition(s), rebuilt from "
+                        "their logs at the next start: %s", len(failed), ", ".join(failed[:5]))
         if written:
             os.sync()
 

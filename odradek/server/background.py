@@ -8,6 +8,7 @@
   offsets;
 - cleaner (``log.cleaner.backoff.ms``): compact ``cleanup.policy=compact`` logs in a worker
   thread;
+- leadership retry: lead the partitions whose log could not be created (a full disk);
 - producer ids (``producer.id.expiration.check.interval.ms``): forget the idempotent
   producers silent for ``producer.id.expiration.ms``, so their state does not grow forever;
 - idle connections (``connections.max.idle.ms``).
@@ -34,6 +35,7 @@ def background_tasks(broker):
                  lambda: _in_thread(broker.log_manager.checkpoint), "checkpoint")
     if cfg["log.cleaner.enable"]:
         yield _every(lambda: broker.effective_config()["log.cleaner.backoff.ms"], lambda: _clean(broker), "cleaner")
+    yield _every(LEADERSHIP_RETRY_MS, lambda: _retry_leadership(broker), "leadership retry")
     yield _every(cfg["producer.id.expiration.check.interval.ms"], lambda: _expire_producers(broker),
                  "producer id expiration")
     idle_ms = cfg["connections.max.idle.ms"]
@@ -51,8 +53,19 @@ async def _every(interval_ms, step, name: str) -> None:
                 await result
         except asyncio.CancelledError:
             raise
+        except OSError as e:  # a full or failing disk: one line, no traceback, every pass
+            log.error("%s pass failed: %s", name, e)
         except Exception:
             log.exception("%s pass failed", name)
+
+
+# How often partitions whose log could not be created (a full disk) are tried again.
+LEADERSHIP_RETRY_MS = 5_000
+
+
+async def _retry_leadership(broker) -> None:
+    if broker.topics.unled:
+        await broker.topics.retry_leadership()
 
 
 async def _in_thread(fn, *args):

@@ -93,6 +93,7 @@ class Broker:
         self.log_manager = LogManager(self.config.log_dirs, self.log_defaults(), self.clock,
                                       config_for_topic=self.topics.topic_log_config)
         await self.loop.run_in_executor(None, self.log_manager.startup)
+        await self.loop.run_in_executor(None, self.topics.finish_deletions)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock)
         self.produce_fast_path = ProduceFastPath(self)
         self.producer_ids = open_producer_ids(self.metadata, self.broker_id)
@@ -189,11 +190,11 @@ class Broker:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        clean = True
+        clean = marked = True
         for part in (self.group_coordinator, self.replica_manager, self.log_manager):
             if part is not None:
                 try:
-                    part.shutdown()
+                    marked = part.shutdown() is not False and marked
                 except Exception:
                     clean = False
                     log.exception("%s failed to shut down", type(part).__name__)
@@ -201,8 +202,14 @@ class Broker:
             self.metadata.close()
             self.metadata.store.close()
         self.log_dir_locks.release()
-        if not quiet:
-            log.info("broker %d stopped%s", self.broker_id, " cleanly" if clean else " with errors")
+        if quiet:
+            return
+        if not clean:
+            log.info("broker %d stopped with errors", self.broker_id)
+        elif not marked:  # LogManager.shutdown said what it could not write
+            log.info("broker %d stopped; its logs will be recovered at the next start", self.broker_id)
+        else:
+            log.info("broker %d stopped cleanly", self.broker_id)
 
     # --- requests ---------------------------------------------------------------------------
     def dispatch(self, ctx, body):
@@ -309,6 +316,13 @@ class Broker:
         """A line for a bad request, at most one per kind of message and interval
         (``LogRateLimiter``), so a flood of bad requests cannot flood the log."""
         self.log_limiter.warning(log, message_key(message), "%s", message)
+
+    def log_storage_error(self, error: object) -> None:
+        """A write the disk refused (its partition was answered KAFKA_STORAGE_ERROR): a full
+        disk refuses every produce until space returns, so the line is rate-limited per
+        partition and cause (``LogRateLimiter``)."""
+        self.log_limiter.error(log, ("storage", str(error)), "%s (answered KAFKA_STORAGE_ERROR; retried at each "
+                               "produce)", error)
 
 
 def _listener_settings(config: BrokerConfig) -> tuple:

@@ -27,12 +27,15 @@ the same frame, which answers exactly as it always did. It takes a request when:
 
 Nothing is appended until every partition is known to pass, so a request is handled entirely
 here or entirely by the generic path. The response is what the generic path would send for
-the same appends (the codec's tests prove the bytes equal).
+the same appends (the codec's tests prove the bytes equal). A partition whose append the disk
+refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its log unchanged, as the generic
+path answers it; the others are appended and answered as usual.
 """
 
 from __future__ import annotations
 
 from odradek.protocol._produce_codec import encode_response, parse_request
+from odradek.replication.partition import ProduceError
 from odradek.server.broker import INTERNAL_TOPICS
 
 
@@ -62,7 +65,12 @@ class ProduceFastPath:
         for name, appends in plan:
             answers = []
             for part, index, records, info in appends:
-                part.append_plain(records, info)
+                try:
+                    part.append_plain(records, info)
+                except ProduceError as e:  # the disk refused: this partition alone fails
+                    self._broker.log_storage_error(e)
+                    answers.append((index, e.error, -1, -1, -1))
+                    continue
                 notify((name, index))
                 answers.append((index, 0, info[0], -1, part.log.log_start_offset))
             responses.append((name, answers))

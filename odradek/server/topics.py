@@ -21,7 +21,7 @@ from odradek.metadata.topic_name import validate_topic_name
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import message_format_version
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
-from odradek.storage.errors import InvalidConfigError
+from odradek.storage.errors import InvalidConfigError, StorageError
 
 log = logging.getLogger("odradek.topics")
 
@@ -49,6 +49,9 @@ class TopicManager:
         self.metadata = broker.metadata
         # Auto-creations under way, by topic name (creation awaits a metadata write).
         self._auto_creating: dict[str, asyncio.Future] = {}
+        # Topics with a partition this broker should lead but whose log could not be
+        # created (a full disk); ``retry_leadership`` tries them again.
+        self.unled: set[str] = set()
 
     # --- create ---------------------------------------------------------------------------
     def plan_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -158,24 +161,68 @@ class TopicManager:
 
     def set_topic_config(self, name: str, configs: dict[str, str]) -> None:
         self.log_config_for(configs)
-        self.metadata.set_topic_config(name, configs)
+        with _metadata_errors():
+            self.metadata.set_topic_config(name, configs)
         self.broker.replica_manager.update_config(name, self.topic_log_config(name))
 
     # --- delete and grow ------------------------------------------------------------------
     async def delete(self, name: str) -> None:
+        """Delete a topic: first in the metadata (the commit point: the mark under
+        ``/admin/delete_topics``, then the znodes), then its logs here.
+
+        Whatever fails midway, a topic whose deletion was marked serves no data again: its
+        partitions leave service and their logs are renamed for deletion even when the
+        metadata write failed after the mark (KAFKA_STORAGE_ERROR then; a retry or the
+        next start-up finishes it, ``finish_deletions``), and a log that could not be
+        renamed or checkpointed is dealt with by ``LogManager.delete_logs``' rules.
+        """
         image = self.broker.metadata_image()
         assignment = image.topic(name)
         if assignment is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
         if not self.broker.config["delete.topic.enable"]:
             raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED)
-        with _metadata_errors():
-            await _off_loop(self.metadata.delete_topic, name)
-        for index in assignment.partitions:
-            self.broker.replica_manager.remove(name, index, delete=True)
+        failure = None
+        try:
+            with _metadata_errors():
+                await _off_loop(self.metadata.delete_topic, name)
+        except TopicError as e:
+            image = self.broker.metadata_image()
+            if (e.error != ErrorCode.KAFKA_STORAGE_ERROR
+                    or (name not in image.topics_being_deleted and image.topic(name) is not None)):
+                raise  # nothing was deleted
+            failure = e
+        await self._remove_partitions(name, list(assignment.partitions))
+        if failure is not None:
+            log.error("topic %s marked deleted, its logs removed, but its metadata not: %s", name, failure)
+            raise failure
+        log.info("deleted topic %s", name)
+
+    async def _remove_partitions(self, name: str, indexes: list[int]) -> None:
+        """Take a deleted topic's partitions out of service, then delete their logs (a
+        rename each and one checkpoint, in a worker thread)."""
+        for index in indexes:
+            self.broker.replica_manager.remove(name, index, delete=False)
+        await _off_loop(self.broker.log_manager.delete_logs, [(name, i) for i in indexes])
         if self.broker.group_coordinator is not None:
             self.broker.group_coordinator.on_topics_deleted({name})
-        log.info("deleted topic %s", name)
+
+    def finish_deletions(self) -> None:
+        """At start-up, before any partition is led: finish the topic deletions a crash or
+        a failed write cut short, and remove every log of a topic the metadata no longer
+        has (or has marked deleted)."""
+        try:
+            self.metadata.resume_topic_deletions()
+        except OSError as e:
+            log.error("could not finish topic deletions in the metadata: %s", e)
+        image = self.broker.metadata_image()
+
+        def is_live(topic: str, topic_id) -> bool:
+            assignment = image.topic(topic)
+            return (assignment is not None and topic not in image.topics_being_deleted
+                    and (topic_id is None or topic_id == assignment.topic_id))
+
+        self.broker.log_manager.delete_stray_logs(is_live)
 
     async def add_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
                              validate_only: bool) -> None:
@@ -225,7 +272,11 @@ class TopicManager:
     def become_leader_of_assigned(self, only_topic: str | None = None) -> None:
         """Lead every partition whose state names this broker as leader (at start-up)."""
         for args in self._leadership(only_topic):
-            self.broker.replica_manager.make_leader(*args)
+            try:
+                self.broker.replica_manager.make_leader(*args)
+            except (OSError, StorageError) as e:  # a full disk: retried (``unled``)
+                log.error("could not create the log of %s-%d (retried): %s", args[0], args[1], e)
+                self.unled.add(args[0])
 
     async def become_leader_of_assigned_async(self, only_topic: str | None = None) -> None:
         """The same for a running broker: the logs (a directory and an fsync each, about a
@@ -234,15 +285,33 @@ class TopicManager:
         todo = self._leadership(only_topic)
         log_manager = self.broker.log_manager
 
-        def create_logs() -> None:
-            for name, index, *_, config in todo:
+        def create_logs() -> list[tuple]:
+            created = []
+            for args in todo:
                 if self.broker.stopping:
-                    return
-                log_manager.get_or_create_log(name, index, config)
+                    break
+                name, index, topic_id, *_, config = args
+                try:
+                    log_manager.get_or_create_log(name, index, config, topic_id)
+                except (OSError, StorageError) as e:
+                    if name not in self.unled:
+                        log.error("could not create the log of %s-%d (retried): %s", name, index, e)
+                    self.unled.add(name)
+                    continue
+                created.append(args)
+            return created
 
-        await _off_loop(create_logs)
-        for args in todo:
+        for args in await _off_loop(create_logs):
             self.broker.replica_manager.make_leader(*args)
+
+    async def retry_leadership(self) -> None:
+        """Lead the partitions whose log could not be created before (``unled``), now that
+        the disk may have room again."""
+        names, self.unled = self.unled, set()
+        for name in names:
+            await self.become_leader_of_assigned_async(name)
+        for name in names - self.unled:
+            log.info("now leading every partition of %s", name)
 
 
 # A topic's assignment lives in one znode, and ZooKeeper (and the embedded store, which keeps
@@ -287,9 +356,13 @@ def _min_insync_replicas(value: str) -> int:
 
 @contextmanager
 def _metadata_errors():
-    """Translate the metadata layer's errors into Kafka error codes at this boundary."""
+    """Translate the metadata layer's errors into Kafka error codes at this boundary; a
+    write the embedded store's disk refused (its journal then holds nothing of it) is
+    KAFKA_STORAGE_ERROR."""
     try:
         yield
+    except OSError as e:
+        raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"metadata write failed: {e}") from None
     except merr.MetadataError as e:
         for kind, code in _ERRORS:
             if isinstance(e, kind):

@@ -29,7 +29,8 @@
  *     reserved (LogSegment._reserve_ahead);
  *   - an index entry would be refused (the ValueErrors of OffsetIndex.append and
  *     TimeIndex.maybe_append).
- * OSError when the write fails, with the segment's size unchanged, as in Python. Attribute
+ * OSError when the write fails (ENOSPC, EIO), with the segment's size and indexes, the log end
+ * offset and the file's length unchanged (cut back), as in Python. Attribute
  * errors are programming errors and propagate.
  *
  * What this reads and writes of the Python objects (keep in step with them):
@@ -395,12 +396,31 @@ static int apply(PyObject *log, Append *a, long long size) {
     return set_ll(log, s_leo, a->last + 1);
 }
 
+/* A failed write cuts the file back to the segment's size, as LogSegment.cut_back does (no
+ * torn batch past the end; shrinking needs no free space), keeping the write's error. */
+static int cut_back(Append *a) {
+    PyObject *exc_type, *exc, *tb;
+    PyErr_Fetch(&exc_type, &exc, &tb);
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = ftruncate(a->fd, (off_t)a->position);
+    Py_END_ALLOW_THREADS
+    (void)r; /* if even that fails, recovery or the next append deals with the tail */
+    r = set_ll(a->segment, s_reserved_to, 0); /* ftruncate freed any reserved blocks */
+    if (r < 0) {
+        Py_XDECREF(exc_type); Py_XDECREF(exc); Py_XDECREF(tb);
+        return -1;
+    }
+    PyErr_Restore(exc_type, exc, tb);
+    return -1;
+}
+
 static int locked_append(PyObject *log, Py_buffer *data, Append *a) {
     int r = plan(log, a, data->len);
     if (r <= 0)
         return r;
     if (write_all(a->fd, data->buf, data->len, a->position) < 0)
-        return -1;
+        return cut_back(a);
     return apply(log, a, data->len) < 0 ? -1 : 1;
 }
 

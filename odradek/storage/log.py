@@ -198,7 +198,10 @@ class Log(LogRemoval):
         old, or its index is full.
 
         Raises InvalidAppendOffsetError if ``info.first_offset`` is below the log end
-        offset, RecordBatchTooLargeError if the bytes cannot fit in one segment.
+        offset, RecordBatchTooLargeError if the bytes cannot fit in one segment, OSError
+        when the disk refuses (ENOSPC, EIO): then nothing readable changed (log end offset,
+        indexes, the file cut back to its size; at most an empty active segment was
+        added), and the next append tries again.
         """
         size = len(data)
         if size == 0:
@@ -213,8 +216,12 @@ class Log(LogRemoval):
             refused = self.append_refusal(size, info.first_offset, info.last_offset)
             if refused is not None:
                 raise refused
-            segment = self._maybe_roll(size, info)
-            segment.append(data, info)
+            try:
+                segment = self._maybe_roll(size, info)
+                segment.append(data, info)
+            except OSError:
+                self._resume_active()
+                raise
             self._leo = info.last_offset + 1
             return AppendResult(info.first_offset, info.last_offset, self._log_start, self._leo)
 
@@ -236,6 +243,16 @@ class Log(LogRemoval):
             return self._roll(info.first_offset, now)
         return segment
 
+    def _resume_active(self) -> None:
+        """After a failed roll (the old segment's index files or the new segment's file
+        could not be written): the last segment stays, or becomes again, the active one."""
+        active = self._view.segments[-1]
+        if active.sealed:
+            active.unseal()
+        else:
+            index = active.index()
+            index.resume(active.size)
+
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op on an empty one)."""
         with self._lock:
@@ -245,15 +262,17 @@ class Log(LogRemoval):
     def _roll(self, base_offset: int, now_ms: int) -> LogSegment:
         view = self._view
         active = view.segments[-1]
-        if active.size == 0:
-            if active.base_offset == base_offset:
-                return active
+        if active.size == 0 and active.base_offset == base_offset:
+            return active
+        if active.size:
+            active.seal()
+        # Created before the old one is retired: if it cannot be, the old one stays active.
+        segment = self._new_segment(base_offset, now_ms)
+        if active.size:
+            kept = view.segments
+        else:
             kept = view.segments[:-1]
             self._retire(active, now_ms)
-        else:
-            active.seal()
-            kept = view.segments
-        segment = self._new_segment(base_offset, now_ms)
         self._set_view(kept + (segment,))
         self._dir_dirty = True
         return segment
@@ -426,20 +445,29 @@ class Log(LogRemoval):
 
     def close(self) -> None:
         """Clean close: write the active segment's indexes, make everything durable, drop
-        descriptors and erase retired segments' files."""
+        descriptors and erase retired segments' files.
+
+        Always closes; then raises the first OSError met, if any (a full disk refusing the
+        index files: the caller must not mark the directory cleanly shut down, so that the
+        next start-up recovers this log and rebuilds them; a failed sync of the data)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             active = self._view.segments[-1]
-            active.seal()
-        self.flush()
-        active.flush()  # its index files, written by seal()
+        errors: list[OSError] = []
+        _attempt(errors, active.seal)
+        _attempt(errors, self.flush)
+        _attempt(errors, active.flush)  # its index files, written by seal()
         for segment in self._view.segments:
-            segment.close()
+            if not _attempt(errors, segment.close):
+                segment.release_handles()
+                self._cache.discard(segment)
         for _, segment in self._pending_deletes:
             segment.delete_files()
         self._pending_deletes = []
+        if errors:
+            raise errors[0]
 
     def abandon(self) -> None:
         """Close without flushing (the directory is being deleted)."""
@@ -451,3 +479,12 @@ class Log(LogRemoval):
             segment.release_handles()
             self._cache.discard(segment)
 
+
+def _attempt(errors: list[OSError], step) -> bool:
+    """Run ``step``; on OSError, note it and go on (a close finishes whatever fails)."""
+    try:
+        step()
+        return True
+    except OSError as exc:
+        errors.append(exc)
+        return False

@@ -14,7 +14,11 @@ clean-shutdown marker, each from its checkpointed recovery point), then removes 
 between, the broker calls the periodic passes with the current time: ``run_retention``,
 ``flush_due`` (which says what to flush, so the broker can fsync off its event loop),
 ``checkpoint`` and ``remove_deleted``. Deleting a partition renames its directory
-``<topic>-<partition>.<uuid>-delete`` at once and erases it ``file.delete.delay.ms`` later.
+``<topic>-<partition>.<uuid>-delete`` at once and erases it ``file.delete.delay.ms`` later;
+a deletion is never left half done by a disk error (``delete_logs``), and what a crash
+leaves is removed at the next start-up (``delete_stray_logs``). Each partition directory
+records the id of the topic it belongs to (``partition_metadata``), so a topic created
+again under a deleted one's name never gets the old data.
 
 New partitions go to the directory holding the fewest partitions (Kafka's rule). All open
 descriptors go through one shared FileHandleCache.
@@ -28,7 +32,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from odradek.storage.checkpoint import (
@@ -45,6 +49,7 @@ from odradek.storage.errors import CheckpointError, LogClosedError, StorageError
 from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
+from odradek.storage.partition_metadata import read_topic_id, topic_id_text, write_topic_id
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +109,11 @@ class LogManager:
         self._dir_of: dict[TopicPartition, str] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
         self._pending_dir_deletes: list[tuple[int, str]] = []
+        # Deleted logs' directories whose rename failed, and log directories whose
+        # checkpoint still names deleted logs (``delete_logs``).
+        self._unrenamed: set[str] = set()
+        self._owed_checkpoints: set[str] = set()
+        self._topic_ids: dict[TopicPartition, uuid.UUID | None] = {}
         self._lock = threading.RLock()
         self._running = False
         self.cleaner = LogCleaner()
@@ -161,29 +171,51 @@ class LogManager:
                 clean_shutdown=clean,
             )
             self._dir_of[tp] = directory
+            self._topic_ids[tp] = read_topic_id(path)
         if not clean and not any(d == directory for d in self._dir_of.values()):
             logger.info("no logs in %s yet", directory)  # a new directory: nothing to recover
         else:
             logger.info("loaded logs of %s (%s shutdown)", directory, "clean" if clean else "unclean")
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> bool:
         """Flush and close every log, write the checkpoints, then the clean-shutdown
-        markers (only after everything they vouch for is on disk)."""
+        markers (only after everything they vouch for is on disk); return whether they were
+        written. A disk error (a full disk) does not stop the others: it is logged once,
+        no marker is written, and the next start-up recovers the logs from the last
+        checkpoints, as after a crash."""
         with self._lock:
             if not self._running:
-                return
+                return True
+            self._running = False
+            failed: list[str] = []
             for log in self._logs.values():
-                log.close()
-            self.checkpoint()
+                try:
+                    log.close()
+                except OSError as exc:
+                    failed.append(f"{log.topic}-{log.partition} ({exc.strerror or exc})")
+            try:
+                self.checkpoint()
+            except OSError as exc:
+                failed.append(f"checkpoints ({exc.strerror or exc})")
             for _, path in self._pending_dir_deletes:
                 shutil.rmtree(path, ignore_errors=True)
             self._pending_dir_deletes = []
-            for directory in self.log_dirs:
-                marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
-                with open(marker, "wb") as f:
-                    os.fsync(f.fileno())
-                fsync_directory(directory)
-            self._running = False
+            if not failed:
+                try:
+                    self._write_clean_shutdown_markers()
+                    return True
+                except OSError as exc:
+                    failed.append(f"clean-shutdown markers ({exc.strerror or exc})")
+            shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+            logger.error("shutdown could not write %s; the next start-up recovers the logs", shown)
+            return False
+
+    def _write_clean_shutdown_markers(self) -> None:
+        for directory in self.log_dirs:
+            marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
+            with open(marker, "wb") as f:
+                os.fsync(f.fileno())
+            fsync_directory(directory)
 
     # -- logs -------------------------------------------------------------------------------
 
@@ -195,16 +227,31 @@ class LogManager:
             return dict(self._logs)
 
     def get_or_create_log(
-        self, topic: str, partition: int, config: LogConfig | None = None
+        self, topic: str, partition: int, config: LogConfig | None = None,
+        topic_id: uuid.UUID | None = None,
     ) -> Log:
-        """The partition's log, created (empty) in the least loaded directory if absent."""
+        """The partition's log, created (empty) in the least loaded directory if absent.
+
+        With ``topic_id``: a log recorded (``partition_metadata``) as another topic's of the
+        same name, one deleted since, is removed first and a new one created; a log with no
+        id recorded (kept from before ids were) takes this one."""
         name = partition_dir_name(topic, partition)
         with self._lock:
             tp = (topic, partition)
             log = self._logs.get(tp)
+            if log is not None and topic_id is not None and self._topic_ids.get(tp) != topic_id:
+                if self._topic_ids.get(tp) is None:
+                    write_topic_id(log.directory, topic_id)
+                    self._topic_ids[tp] = topic_id
+                else:
+                    logger.warning("%s-%d holds the log of a deleted topic of that name (topic id %s): "
+                                   "removing it", topic, partition, topic_id_text(self._topic_ids[tp]))
+                    self.delete_logs([tp])
+                    log = None
             if log is not None:
                 return log
             directory = self._next_log_dir()
+            self._clear_leftovers(directory, os.path.join(directory, name))
             log = Log.open(
                 os.path.join(directory, name),
                 topic,
@@ -214,10 +261,22 @@ class LogManager:
                 self.cache,
                 clean_shutdown=True,
             )
-            fsync_directory(directory)
+            try:
+                if topic_id is not None:
+                    write_topic_id(log.directory, topic_id)
+                fsync_directory(directory)
+            except OSError:
+                log.abandon()  # the directory is moved away by the next attempt
+                raise
             self._logs[tp] = log
             self._dir_of[tp] = directory
+            self._topic_ids[tp] = topic_id
+            self._cleaner_offsets.pop(tp, None)  # a checkpointed one was a deleted log's
             return log
+
+    def topic_id(self, topic: str, partition: int) -> uuid.UUID | None:
+        """The topic id recorded for the partition's log (None: none recorded, or no log)."""
+        return self._topic_ids.get((topic, partition))
 
     def _next_log_dir(self) -> str:
         if len(self.log_dirs) == 1:
@@ -228,23 +287,92 @@ class LogManager:
         return min(self.log_dirs, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove a partition: rename its directory ``<name>.<uuid>-delete`` now, erase it
-        after ``file.delete.delay.ms``. Return whether the log existed."""
+        """Remove one partition (``delete_logs``); return whether its log existed."""
+        return self.delete_logs([(topic, partition)]) == 1
+
+    def delete_logs(self, partitions: Iterable[TopicPartition]) -> int:
+        """Remove partitions (a deleted topic's); return how many had a log.
+
+        Each log leaves service at once (appends get LogClosedError; the caller stopped
+        serving its reads), its directory is renamed ``<name>.<uuid>-delete`` and erased
+        after ``file.delete.delay.ms``; then each directory touched is checkpointed once
+        without them. A disk error stops none of this half-way (Kafka's ``LogManager.asyncDelete``
+        also goes on): a checkpoint that cannot be written is owed (written before a log
+        of the same name is created there, so a new topic never inherits a deleted one's
+        recovery point or log start offset), and a directory that cannot be renamed is
+        renamed again before a log of the same name is created, and by every
+        ``remove_deleted`` pass. After a restart the broker hands the names of the topics
+        still alive to ``delete_stray_logs``, so nothing a deletion left behind is served.
+        """
+        removed: list[tuple[Log, str]] = []
         with self._lock:
-            tp = (topic, partition)
-            log = self._logs.pop(tp, None)
-            if log is None:
-                return False
-            directory = self._dir_of.pop(tp)
-            self._cleaner_offsets.pop(tp, None)
+            for tp in partitions:
+                log = self._logs.pop(tp, None)
+                if log is None:
+                    continue
+                self._cleaner_offsets.pop(tp, None)
+                self._topic_ids.pop(tp, None)
+                removed.append((log, self._dir_of.pop(tp)))
+        for log, _ in removed:
             log.abandon()
-            target = f"{log.directory}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-            os.rename(log.directory, target)
-            fsync_directory(directory)
-            deadline = self.clock.milliseconds() + log.config.file_delete_delay_ms
-            self._pending_dir_deletes.append((deadline, target))
-            self.checkpoint()
-            return True
+            self._retire_dir(log.directory, log.config.file_delete_delay_ms)
+        for directory in {d for _, d in removed}:
+            self._checkpoint_or_owe(directory)
+        return len(removed)
+
+    def delete_stray_logs(self, is_live: Callable[[str, uuid.UUID | None], bool]) -> list[TopicPartition]:
+        """Remove (as ``delete_logs``) every log for which ``is_live(topic, recorded topic
+        id or None)`` says its topic was deleted; return them. At start-up: a deletion cut
+        short by a crash or a disk error left directories that no metadata names any more
+        (Kafka removes such stray logs too)."""
+        with self._lock:
+            stray = [tp for tp in self._logs if not is_live(tp[0], self._topic_ids.get(tp))]
+        if stray:
+            logger.warning("removing %d log(s) of deleted topics: %s", len(stray),
+                           ", ".join(f"{t}-{p}" for t, p in sorted(stray)))
+            self.delete_logs(stray)
+        return stray
+
+    def _retire_dir(self, path: str, delay_ms: int) -> None:
+        """Rename a removed log's directory ``<name>.<uuid>-delete`` (loading erases such
+        directories, never loads them); erase it after ``delay_ms``. On failure, remember
+        the path: it must not be loaded or reused while it holds the old data."""
+        target = f"{path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            logger.error("could not rename deleted log %s (will retry): %s", path, exc)
+            with self._lock:
+                self._unrenamed.add(path)
+            return
+        with self._lock:
+            self._unrenamed.discard(path)
+            self._pending_dir_deletes.append((self.clock.milliseconds() + delay_ms, target))
+        try:
+            fsync_directory(os.path.dirname(path))
+        except OSError as exc:  # renamed; should a crash undo it, start-up's stray check removes it
+            logger.warning("could not sync %s after deleting a log: %s", os.path.dirname(path), exc)
+
+    def _checkpoint_or_owe(self, directory: str) -> None:
+        try:
+            self.checkpoint_dir(directory)
+        except OSError as exc:
+            logger.warning("checkpoint of %s after deleting logs failed (owed): %s", directory, exc)
+            with self._lock:
+                self._owed_checkpoints.add(directory)
+
+    def _clear_leftovers(self, directory: str, path: str) -> None:
+        """Before a new log is created at ``path``: rename away a deleted log's directory
+        still there, and write the checkpoint its deletion owes (OSError if impossible:
+        the new log must not start from the deleted one's checkpointed offsets)."""
+        if path in self._unrenamed or os.path.exists(path):
+            self._retire_dir(path, self.default_config.file_delete_delay_ms)
+            if os.path.exists(path):
+                raise StorageError(f"{path} holds a deleted log that cannot be moved away")
+        if directory in self._owed_checkpoints:
+            self.checkpoint_dir(directory)
 
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
         """Truncate a log and checkpoint its lowered recovery point at once, so recovery
@@ -298,6 +426,10 @@ class LogManager:
             self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now_ms]
         for path in due:
             shutil.rmtree(path, ignore_errors=True)
+        with self._lock:
+            unrenamed = list(self._unrenamed)
+        for path in unrenamed:
+            self._retire_dir(path, 0)
         return count + len(due)
 
     def run_cleaner(self, now_ms: int, force: bool = False) -> dict[TopicPartition, CleanerStats]:
@@ -336,6 +468,8 @@ class LogManager:
             {tp: log.log_start_offset for tp, log in logs.items()}
         )
         OffsetCheckpointFile(path(directory, CLEANER_OFFSET_CHECKPOINT)).write(cleaner)
+        with self._lock:
+            self._owed_checkpoints.discard(directory)
 
     def cleaner_offset(self, topic: str, partition: int) -> int:
         """Where the dirty (never cleaned) part of a compacted log starts."""

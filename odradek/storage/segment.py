@@ -242,7 +242,7 @@ class LogSegment(SegmentReads):
         """Rebuild both indexes from the valid prefix of the ``.log`` file (no truncation)."""
         index, _ = self._scan_valid(self.handle(), self.size)
         if self.sealed and self.suffix != DELETED_SUFFIX:
-            self._write_index(index)  # (a retired segment's files must not come back)
+            self._try_write_index(index)  # (a retired segment's files must not come back)
         return index
 
     def _scan_valid(self, file: SegmentFile, size: int) -> tuple[SegmentIndex, int]:
@@ -260,8 +260,23 @@ class LogSegment(SegmentReads):
         return index, end
 
     def _write_index(self, index: SegmentIndex) -> None:
-        index.write(self.index_path, self.time_index_path)
+        """Write both index files; on failure (a full disk) remove them instead, so that no
+        torn or stale file is read back: the next load rebuilds them from the log."""
+        try:
+            index.write(self.index_path, self.time_index_path)
+        except OSError:
+            for path in (self.index_path, self.time_index_path):
+                unlink_quietly(path)
+            raise
         self._index_synced = False
+
+    def _try_write_index(self, index: SegmentIndex) -> None:
+        """``_write_index`` where the files are only a cache of the in-memory index just
+        rebuilt (loading, recovery): a full disk must not stop the log from opening."""
+        try:
+            self._write_index(index)
+        except OSError:
+            pass
 
     # -- facts ------------------------------------------------------------------------------
 
@@ -349,15 +364,30 @@ class LogSegment(SegmentReads):
             file = self.handle()
         if position + size > self._reserved_to and position + size >= RESERVE_FROM:
             self._reserve_ahead(file, position, position + size)
-        written = os.pwrite(file.fd, data, position)
-        if written != size:
-            file.write_at(memoryview(data)[written:], position + written)
+        try:
+            written = os.pwrite(file.fd, data, position)
+            if written != size:
+                file.write_at(memoryview(data)[written:], position + written)
+        except OSError:
+            self.cut_back(file.fd)
+            raise
         self.size = position + size
         if self._first_batch_ts is None:
             self._first_batch_ts = info.max_timestamp
         ts_offset = min(max(info.offset_of_max_timestamp, info.first_offset), info.last_offset)
         index.track(position, size, info.last_offset, info.max_timestamp, ts_offset)
         return position
+
+    def cut_back(self, fd: int) -> None:
+        """After a failed write (ENOSPC, EIO): cut the file back to ``size``, so no torn
+        batch stays past the end for a restart to find or a shorter append to leave behind.
+        Shrinking a file needs no free space; if even that fails, recovery truncates the
+        torn tail after an unclean restart, and the next append overwrites it meanwhile."""
+        try:
+            os.ftruncate(fd, self.size)
+        except OSError:
+            pass
+        self._reserved_to = 0
 
     def _reserve_ahead(self, file: SegmentFile, position: int, end: int) -> None:
         """Reserve the blocks of an append at ``position`` up to ``end``, and as many again
@@ -402,7 +432,7 @@ class LogSegment(SegmentReads):
         self.size = end
         self._index = index
         if self.sealed:
-            self._write_index(index)
+            self._try_write_index(index)
         return file_size - end
 
     def truncate_to(self, offset: int) -> int | None:

@@ -218,7 +218,9 @@ class GroupCoordinator:
             appended = rm.append_as_coordinator(part, builder.build())
         except Exception as e:
             error = getattr(e, "error", None)
-            if not isinstance(error, ErrorCode):
+            if error == ErrorCode.KAFKA_STORAGE_ERROR:  # the disk refused (log unchanged)
+                self.broker.log_storage_error(e)
+            elif not isinstance(error, ErrorCode):
                 log.exception("writing to %s-%d failed", OFFSETS_TOPIC, slot.partition)
                 error = ErrorCode.KAFKA_STORAGE_ERROR
             return error, -1

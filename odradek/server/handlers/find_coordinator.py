@@ -99,6 +99,9 @@ async def _create_offsets_topic(broker) -> ErrorCode:
         plan = broker.topics.plan_topic(OFFSETS_TOPIC, config["offsets.topic.num.partitions"], rf, None, configs)
         await broker.topics.create(plan)
     except TopicError as e:
+        if e.error == ErrorCode.KAFKA_STORAGE_ERROR:
+            broker.log_storage_error(f"could not create {OFFSETS_TOPIC}: {e}")
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if e.error != ErrorCode.TOPIC_ALREADY_EXISTS:
             broker.log_bad_input(f"could not create {OFFSETS_TOPIC}: {e}")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE

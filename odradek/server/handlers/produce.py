@@ -4,7 +4,9 @@ acks=0 gets no response at all. acks=1 is answered once the leader appended. ack
 refused with NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is smaller than the topic's
 ``min.insync.replicas``, and otherwise answered once every in-sync replica has the batches,
 i.e. when the high watermark passed them; with a single replica in the ISR that is at once.
-Errors are per partition; a partition that fails does not stop the others.
+Errors are per partition; a partition that fails does not stop the others. A partition whose
+append the disk refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its log unchanged,
+and accepts writes again as soon as the disk does.
 
 A partition whose unflushed offsets reached ``flush.messages`` is answered only once its log is
 flushed through the append (``produce_flush``: one fsync in flight per log, shared by every
@@ -112,7 +114,10 @@ def _produce_one(broker, acks: int, topic: str, data) -> tuple[PartitionProduceR
     try:
         result = broker.replica_manager.append(part, data.records)
     except ProduceError as e:
-        broker.log_bad_input(f"produce to {topic}-{index} refused: {e.error.name}: {e}")
+        if e.error == ErrorCode.KAFKA_STORAGE_ERROR:
+            broker.log_storage_error(e)  # the disk, not the client: its log is unchanged
+        else:
+            broker.log_bad_input(f"produce to {topic}-{index} refused: {e.error.name}: {e}")
         return _error(index, e.error, str(e))
     # No current_leader: it is for NOT_LEADER_OR_FOLLOWER answers, and leaving it None spares
     # building (and, when encoding, comparing) a default LeaderIdAndEpoch per partition.
