@@ -13,7 +13,8 @@ import pytest
 
 from odradek.records.batch import read_header
 from odradek.records.reader import iter_batches
-from odradek.replication.partition import Partition
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.replication.partition import Partition, ProduceError
 from odradek.storage.config import LogConfig
 from tests.storage.helpers import T0, make_batch, open_log
 
@@ -51,8 +52,9 @@ def test_failed_append_leaves_log_and_producer_state_unchanged(tmp_path, monkeyp
     before = (part.log_end_offset, part.high_watermark, _stored(part), part.producer_state.snapshot())
     retry = make_batch(0, 3, producer_id=7, base_sequence=2)
     disk.full = True
-    with pytest.raises(OSError):
+    with pytest.raises(ProduceError) as refused:
         _produce(part, retry)
+    assert refused.value.error == ErrorCode.KAFKA_STORAGE_ERROR
     assert disk.failures == 1  # the append really reached the file and failed there
     assert (part.log_end_offset, part.high_watermark, _stored(part), part.producer_state.snapshot()) == before
     assert part.producer_state.check(read_header(retry)).ok  # still the next in sequence
