@@ -245,3 +245,10 @@ def set_log_append_time(buf, pos: int, size: int, timestamp: int) -> None:
     _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_BIT)
     _INT64.pack_into(buf, pos + 35, timestamp)
     struct.pack_into(">I", buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
+
+
+def set_max_timestamp(buf, pos: int, size: int, timestamp: int) -> None:
+    """Set the max timestamp of the batch at ``pos`` (its records' largest, as Kafka's
+    ``setMaxTimestamp`` on append) and recompute its CRC, which covers it."""
+    _INT64.pack_into(buf, pos + 35, timestamp)
+    _UINT32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))

@@ -35,7 +35,7 @@ import struct
 import cramjam
 import xxhash
 
-from odradek.records.errors import CorruptRecordError
+from odradek.records.errors import CorruptRecordError, DecompressionLimitError
 
 NONE = 0
 GZIP = 1
@@ -143,12 +143,12 @@ def fix_kafka08_lz4_header(data) -> bytes:
 def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
     """Decompress ``data`` written in the wire format of ``codec``; at most ``max_size`` bytes.
 
-    Raises CorruptRecordError when the codec is unknown, the data is not valid for it, or
-    its output would exceed ``max_size`` bytes.
+    Raises CorruptRecordError when the codec is unknown or the data is not valid for it, and
+    its subclass DecompressionLimitError when the output would exceed ``max_size`` bytes.
     """
     if codec == NONE:
         if len(data) > max_size:
-            raise CorruptRecordError(f"data of {len(data)} bytes exceeds {max_size}")
+            raise DecompressionLimitError(f"data of {len(data)} bytes exceeds {max_size}")
         return bytes(data)
     if codec == SNAPPY:
         if bytes(data[:8]) == XERIAL_MAGIC and len(data) >= _XERIAL_HEADER_SIZE:
@@ -188,7 +188,7 @@ def _decompress_bounded(module, codec: int, data, guess: int | None, max_size: i
             if _BUFFER_FULL not in str(exc):
                 raise CorruptRecordError(f"{CODEC_NAMES[codec]} data is corrupt: {exc}") from None
             if size >= max_size:
-                raise CorruptRecordError(
+                raise DecompressionLimitError(
                     f"{CODEC_NAMES[codec]} data decompresses to more than {max_size} bytes"
                 ) from None
             size = min(size * 4, max_size)
@@ -237,7 +237,7 @@ def _snappy_raw_decompress(data, max_size: int) -> bytes:
     except cramjam.DecompressionError as exc:
         raise CorruptRecordError(f"snappy data is corrupt: {exc}") from None
     if size > max_size:
-        raise CorruptRecordError(f"snappy data of {size} bytes exceeds {max_size}")
+        raise DecompressionLimitError(f"snappy data of {size} bytes exceeds {max_size}")
     if size > _SNAPPY_MAX_RATIO * len(data) + 64:
         raise CorruptRecordError(f"snappy block of {len(data)} bytes claims {size}")
     out = bytearray(size)
@@ -270,7 +270,7 @@ def _snappy_xerial_decompress(view: memoryview, max_size: int) -> bytes:
                 raise CorruptRecordError(f"snappy block of {length} bytes claims {size}")
             total += size
             if total > max_size:
-                raise CorruptRecordError(f"xerial snappy data exceeds {max_size} bytes")
+                raise DecompressionLimitError(f"xerial snappy data exceeds {max_size} bytes")
             blocks.append((block, size))
             pos += length
         out = bytearray(total)
