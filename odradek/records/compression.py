@@ -236,10 +236,10 @@ def _snappy_raw_decompress(data, max_size: int) -> bytes:
         size = cramjam.snappy.decompress_raw_len(data)
     except cramjam.DecompressionError as exc:
         raise CorruptRecordError(f"snappy data is corrupt: {exc}") from None
+    if size > _SNAPPY_MAX_RATIO * len(data) + 64:  # a lie, not a large block: corrupt
+        raise CorruptRecordError(f"snappy block of {len(data)} bytes claims {size}")
     if size > max_size:
         raise DecompressionLimitError(f"snappy data of {size} bytes exceeds {max_size}")
-    if size > _SNAPPY_MAX_RATIO * len(data) + 64:
-        raise CorruptRecordError(f"snappy block of {len(data)} bytes claims {size}")
     out = bytearray(size)
     try:
         written = cramjam.snappy.decompress_raw_into(data, out)

@@ -333,13 +333,25 @@ class Log(LogRemoval):
                     yield header
 
     def max_timestamp(self) -> TimestampOffset:
-        """The largest timestamp in the log and an offset of the batch holding it (the
-        record's offset when the appender gave it); (-1, -1) when no batch has one."""
-        best = TimestampOffset(-1, -1)
+        """The largest timestamp in the log (at or above the log start offset) and the offset
+        of the first record holding it, as Kafka's ListOffsets MAX_TIMESTAMP answers since
+        3.8 (KAFKA-16310): the segment's time index knows the timestamp and its batch, the
+        batch's records say which record; (-1, -1) when no batch has a timestamp."""
+        start = self._log_start
+        best, best_segment = TimestampOffset(-1, -1), None
         for segment in self._view.segments:
             ts, offset = segment.max_timestamp
-            if ts > best.timestamp and offset >= self._log_start:
-                best = TimestampOffset(ts, offset)
+            if ts > best.timestamp and offset >= start:
+                best, best_segment = TimestampOffset(ts, offset), segment
+        if best_segment is None:
+            return best
+        for position, header in best_segment.batches_from_timestamp(best.timestamp, start):
+            if header.records_count == 0:
+                continue
+            data = best_segment.handle().read_exact(position, header.size)
+            for record in RecordBatch(data).records():
+                if record.timestamp == best.timestamp and record.offset >= start:
+                    return TimestampOffset(record.timestamp, record.offset)
         return best
 
     # -- flush ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from odradek.records import batch as rb
 from odradek.records._log_validator import validate_and_assign
 from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.records.errors import CorruptRecordError, InvalidRecordError
+from odradek.records.log_validator import inline_decompress
 from odradek.replication import partition as pp
 from tests.records.strategies import CODECS, blobs, header_lists
 
@@ -30,10 +31,11 @@ BATCH_LENGTH, LAST_OFFSET_DELTA, BASE_TIMESTAMP, MAX_TIMESTAMP = 8, 23, 27, 35
 PRODUCER_ID, RECORDS_COUNT = 43, 57
 
 
-def python_path(records, base_offset, leader_epoch, max_message_bytes, low, high):
+def python_path(records, base_offset, leader_epoch, max_message_bytes, low, high, compacted=False):
     """``(summary, patched bytes)`` from the Python produce path on a copy of ``records``, or
     None when it refuses them or would do more than the fast path does (convert a legacy
-    message set, consult producer state for an idempotent or transactional batch).
+    message set, consult producer state for an idempotent or transactional batch, check
+    records off the event loop).
 
     ``low``/``high`` are Python's bounds, which may lie beyond int64 (``UNLIMITED``).
     """
@@ -44,17 +46,21 @@ def python_path(records, base_offset, leader_epoch, max_message_bytes, low, high
         return None
     if converted is not buf:
         return None  # legacy: Python converts
+    partition = SimpleNamespace(log_end_offset=base_offset, leader_epoch=leader_epoch, topic="t", index=0,
+                                log=SimpleNamespace(config=SimpleNamespace(max_message_bytes=max_message_bytes)))
+    partition._check_records = lambda *args: pp.Partition._check_records(partition, *args)
+    # The bounds as ProduceSettings holds them, around a clock at 0.
+    settings = pp.ProduceSettings(None, -low, high, None, True, True, compacted)
     try:
-        for _, size, header in batches:
-            pp._validate_client_batch(header, size, max_message_bytes)
-            pp._check_timestamps(header, low, high)
-    except pp.ProduceError:
+        summaries, idempotent = pp.Partition._check_batches(partition, buf, batches, partition.log.config, settings,
+                                                            0, None)
+    except (pp.ProduceError, pp.CheckOffLoop):
         return None
-    if any(header.producer_id != rb.NO_PRODUCER_ID or header.is_transactional for _, _, header in batches):
+    if idempotent or any(header.is_transactional for _, _, header in batches):
         return None  # producer state is Python's
-    partition = SimpleNamespace(log_end_offset=base_offset, leader_epoch=leader_epoch)
+    batches = pp._set_max_timestamps(buf, batches, summaries)
     try:
-        info = pp.Partition._assign_offsets(partition, buf, batches, -1)
+        info = pp.Partition._assign_offsets(partition, buf, batches, -1, summaries)
     except (ValueError, struct.error):
         return None  # a negative first offset, or a batch's base offset beyond int64
     if info.last_offset > INT64_MAX:
@@ -66,18 +72,19 @@ def clamp(bound):
     return max(INT64_MIN, min(INT64_MAX, bound))
 
 
-def c_path(records, base_offset, leader_epoch, max_message_bytes, low, high):
+def c_path(records, base_offset, leader_epoch, max_message_bytes, low, high, compacted=False):
     """``(result, bytes after)`` of the C call on a copy of ``records``."""
     buf = bytearray(records)
-    result = validate_and_assign(buf, base_offset, leader_epoch, max_message_bytes, clamp(low), clamp(high))
+    result = validate_and_assign(buf, base_offset, leader_epoch, max_message_bytes, clamp(low), clamp(high),
+                                 inline_decompress, compacted)
     return result, bytes(buf)
 
 
 def check_agrees(records, base_offset=0, leader_epoch=0, max_message_bytes=10**9, low=-UNLIMITED,
-                 high=UNLIMITED):
+                 high=UNLIMITED, compacted=False):
     """Assert C and Python agree on ``records``; return the C result."""
-    expected = python_path(records, base_offset, leader_epoch, max_message_bytes, low, high)
-    result, after = c_path(records, base_offset, leader_epoch, max_message_bytes, low, high)
+    expected = python_path(records, base_offset, leader_epoch, max_message_bytes, low, high, compacted)
+    result, after = c_path(records, base_offset, leader_epoch, max_message_bytes, low, high, compacted)
     if expected is None:
         assert result is None
         assert after == bytes(records)
@@ -104,15 +111,16 @@ def patched(batch, offset, fmt, value, fix_crc=True):
     return bytes(out)
 
 
-def assert_refused(records, *args, **kwargs):
+def assert_refused(records, *args, compacted=False):
     buf = bytearray(records)
-    assert validate_and_assign(buf, *args, **kwargs) is None
+    assert validate_and_assign(buf, *args, inline_decompress, compacted) is None
     assert buf == records
 
 
-def refuse(records, base_offset=0, leader_epoch=0, max_message_bytes=10**9, low=INT64_MIN, high=INT64_MAX):
-    assert_refused(records, base_offset, leader_epoch, max_message_bytes, low, high)
-    assert python_path(records, base_offset, leader_epoch, max_message_bytes, low, high) is None
+def refuse(records, base_offset=0, leader_epoch=0, max_message_bytes=10**9, low=INT64_MIN, high=INT64_MAX,
+           compacted=False):
+    assert_refused(records, base_offset, leader_epoch, max_message_bytes, low, high, compacted=compacted)
+    assert python_path(records, base_offset, leader_epoch, max_message_bytes, low, high, compacted) is None
 
 
 # --- agreement on valid input ----------------------------------------------------------------
@@ -152,7 +160,9 @@ def test_agrees_with_python_path(parts, base_offset, leader_epoch, max_message_b
 def test_assigns_offsets_and_epoch_and_summary():
     first, second = build(3, timestamps=[NOW, NOW + 9, NOW + 2]), build(2, codec=4, timestamps=[NOW, NOW + 5])
     buf = bytearray(first + second)
-    assert validate_and_assign(buf, 1000, 7, 10**6, INT64_MIN, INT64_MAX) == (1000, 1004, NOW + 9, 1002)
+    # The largest timestamp is the second record's: offset 1001.
+    assert validate_and_assign(buf, 1000, 7, 10**6, INT64_MIN, INT64_MAX, inline_decompress, False) == (
+        1000, 1004, NOW + 9, 1001)
     a, b = rb.validate(buf, 0), rb.validate(buf, len(first))
     assert (a.base_offset, a.partition_leader_epoch, b.base_offset, b.partition_leader_epoch) == (1000, 7, 1003, 7)
     # Only base_offset and partition_leader_epoch changed.
@@ -205,9 +215,8 @@ def test_count_and_delta_must_agree():
     # Consistent but negative: -1 + 1 == 0.
     refuse(patched(patched(batch, RECORDS_COUNT, ">i", 0), LAST_OFFSET_DELTA, ">i", -1))
     refuse(patched(patched(batch, RECORDS_COUNT, ">i", -1), LAST_OFFSET_DELTA, ">i", -2))
-    # Consistent and large is fine (offsets are not per record here).
-    big = patched(patched(batch, RECORDS_COUNT, ">i", INT32_MAX), LAST_OFFSET_DELTA, ">i", INT32_MAX - 1)
-    assert check_agrees(big, base_offset=10)[:2] == (10, 10 + INT32_MAX - 1)
+    # Consistent but more records than the batch holds.
+    refuse(patched(patched(batch, RECORDS_COUNT, ">i", INT32_MAX), LAST_OFFSET_DELTA, ">i", INT32_MAX - 1))
 
 
 def test_empty_batch_refused():
@@ -253,8 +262,9 @@ def test_timestamp_bounds():
 
 
 def test_unlimited_bounds_clamped_to_int64_are_exact():
-    extreme = patched(patched(build(1), BASE_TIMESTAMP, ">q", INT64_MIN), MAX_TIMESTAMP, ">q", INT64_MAX)
-    assert check_agrees(extreme, low=-UNLIMITED, high=UNLIMITED) == (0, 0, INT64_MAX, 0)
+    assert check_agrees(build(1, timestamps=[INT64_MAX]), low=-UNLIMITED, high=UNLIMITED) == (0, 0, INT64_MAX, 0)
+    # A first timestamp of INT64_MIN passes too; below -1 it counts as no timestamp.
+    assert check_agrees(build(1, timestamps=[INT64_MIN]), low=-UNLIMITED, high=UNLIMITED) == (0, 0, -1, 0)
 
 
 @pytest.mark.parametrize("codec", [0, 3])
@@ -308,11 +318,13 @@ def test_read_only_or_non_buffer_records_raise_type_error():
     batch = build(1)
     for records in (batch, memoryview(bytearray(batch)).toreadonly(), "text", None):
         with pytest.raises(TypeError):
-            validate_and_assign(records, 0, 0, 10**9, INT64_MIN, INT64_MAX)
+            validate_and_assign(records, 0, 0, 10**9, INT64_MIN, INT64_MAX, None, False)
     with pytest.raises(TypeError):
-        validate_and_assign(memoryview(bytearray(batch * 2))[::2], 0, 0, 10**9, INT64_MIN, INT64_MAX)
+        validate_and_assign(memoryview(bytearray(batch * 2))[::2], 0, 0, 10**9, INT64_MIN, INT64_MAX, None, False)
     with pytest.raises(TypeError):
-        validate_and_assign(bytearray(batch), 0, 0, 10**9, INT64_MIN)
+        validate_and_assign(bytearray(batch), 0, 0, 10**9, INT64_MIN, INT64_MAX)
+    with pytest.raises(TypeError):
+        validate_and_assign(bytearray(batch), 0, 0, 10**9, INT64_MIN, INT64_MAX, "not callable", False)
 
 
 @pytest.mark.parametrize("args", [
@@ -327,7 +339,7 @@ def test_out_of_range_ints_raise_overflow_error(args):
     buf = bytearray(build(1))
     before = bytes(buf)
     with pytest.raises(OverflowError):
-        validate_and_assign(buf, *args)
+        validate_and_assign(buf, *args, None, False)
     assert buf == before
 
 
@@ -335,7 +347,7 @@ def test_accepts_memoryview_slices_in_place():
     batch = build(2)
     backing = bytearray(b"\xaa" * 7 + batch + b"\xbb" * 5)
     view = memoryview(backing)[7:7 + len(batch)]
-    assert validate_and_assign(view, 3, 1, 10**9, INT64_MIN, INT64_MAX) == (3, 4, NOW + 1, 4)
+    assert validate_and_assign(view, 3, 1, 10**9, INT64_MIN, INT64_MAX, None, False) == (3, 4, NOW + 1, 4)
     assert backing[:7] == b"\xaa" * 7 and backing[-5:] == b"\xbb" * 5
     assert rb.read_header(backing, 7).base_offset == 3
 

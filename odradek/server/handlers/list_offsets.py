@@ -5,12 +5,17 @@ Special timestamps: -2 earliest (the log start offset), -1 latest (the high wate
 follower asking), -3 the record with the largest timestamp (v7+), -4 earliest local (v8+; all of
 odradek's log is local, so the log start offset). Any other timestamp t gives the first offset
 whose record timestamp is at least t, or -1 (with timestamp -1) when there is none. Version 0
-answers in ``old_style_offsets``.
+answers in ``old_style_offsets``. -3 answers the offset of the record with the largest timestamp
+(the first one, if several), not of its batch (Kafka 3.8, KAFKA-16310).
+
+A lookup that meets a batch the log cannot decode (stored before its records were validated)
+answers CORRUPT_MESSAGE for that partition alone, and one the disk fails KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
 
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.records.errors import CorruptRecordError
 from odradek.protocol.generated.list_offsets_response import (
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 )
@@ -38,7 +43,16 @@ def _one(broker, version: int, request, topic: str, p) -> ListOffsetsPartitionRe
         newer = p.current_leader_epoch < part.leader_epoch
         resp.error_code = ErrorCode.FENCED_LEADER_EPOCH if newer else ErrorCode.UNKNOWN_LEADER_EPOCH
         return resp
-    timestamp, offset = _lookup(part, request, p.timestamp)
+    try:
+        timestamp, offset = _lookup(part, request, p.timestamp)
+    except CorruptRecordError as e:
+        broker.log_bad_input(f"ListOffsets of {topic}-{p.partition_index}: {e}")
+        resp.error_code = ErrorCode.CORRUPT_MESSAGE
+        return resp
+    except OSError as e:
+        broker.log_bad_input(f"ListOffsets of {topic}-{p.partition_index}: {e!r}")
+        resp.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+        return resp
     if version == 0:
         resp.old_style_offsets = [offset] if offset >= 0 else []
     else:
