@@ -1,4 +1,5 @@
-"""The C log validator (``records/_log_validator.c``) against the Python produce path.
+"""The C log validator (``records/_log_validator.c``) against the Python produce path, and its
+record walk against the Python record decoder.
 
 The Python path (``replication/partition.py``) is the source of truth: for every input the C
 call either returns None and leaves the buffer byte-identical, or returns exactly the summary
@@ -14,11 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.records import batch as rb
-from odradek.records._log_validator import validate_and_assign
+from odradek.records import compression as codecs
+from odradek.records._log_validator import check_records, validate_and_assign
 from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.records.errors import CorruptRecordError, InvalidRecordError
-from odradek.records.log_validator import inline_decompress
+from odradek.records.log_validator import INLINE_DECOMPRESSED, inline_decompress
+from odradek.records.record import decode_records
 from odradek.replication import partition as pp
+from tests.records import bad_batches as bad
 from tests.records.strategies import CODECS, blobs, header_lists
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -421,3 +425,130 @@ def test_mutations_c_accepts_only_what_python_accepts(parts, muts, base_offset, 
     if result is not None or records[rb.MAGIC_OFFSET:rb.MAGIC_OFFSET + 1] == b"\x02":
         expected = python_path(records, base_offset, epoch, max_bytes, *bound)
         assert (result, after) == (expected or (None, records))
+
+
+# --- the records of each batch ---------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [bad.garbage_gzip, bad.garbage_snappy, bad.codec_7, bad.broken_framing,
+                                  bad.count_mismatch, bad.wrong_offset_delta, lambda: bad.gzip_bomb(8 << 20)])
+def test_invalid_records_refused_by_both_paths(make):
+    refuse(make())
+    refuse(build(2) + make())
+
+
+def test_records_without_key_refused_on_compacted_topics_only():
+    refuse(bad.unkeyed(3, keyed_at=(0, 2)), compacted=True)
+    assert check_agrees(bad.unkeyed(3, keyed_at=(0, 2))) is not None
+    assert check_agrees(bad.unkeyed(3, keyed_at=(0, 1, 2)), compacted=True) is not None
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_max_timestamp_set_from_the_records_and_crc_fixed(codec):
+    sent = bad.max_timestamp_unset([NOW + 5, NOW + 50, NOW + 20], codec=codec)
+    result = check_agrees(sent, base_offset=10)
+    assert result == (10, 12, NOW + 50, 11)
+    buf = bytearray(sent)
+    validate_and_assign(buf, 10, 0, 10**9, INT64_MIN, INT64_MAX, inline_decompress, False)
+    header = rb.validate(buf)  # the CRC holds
+    assert header.max_timestamp == NOW + 50
+    assert buf[rb.BATCH_HEADER_SIZE:] == sent[rb.BATCH_HEADER_SIZE:]
+
+
+def test_a_header_claiming_a_larger_max_timestamp_gets_the_records_one():
+    lying = bad.patched(build(2, timestamps=[NOW, NOW + 1]), MAX_TIMESTAMP, ">q", NOW + 10**6)
+    assert check_agrees(lying, low=NOW, high=NOW + 10) == (0, 1, NOW + 1, 1)
+
+
+def test_records_beyond_what_the_loop_decompresses_are_left_to_the_generic_path():
+    builder = BatchBuilder(BatchSpec(compression=1))
+    for _ in range(3):
+        builder.append(NOW, b"k", bytes(INLINE_DECOMPRESSED // 2))
+    large = builder.build()
+    assert python_path(large, 0, 0, 10**9, -UNLIMITED, UNLIMITED) is None  # CheckOffLoop
+    assert_refused(large, 0, 0, 10**9, INT64_MIN, INT64_MAX)
+
+
+def test_second_pass_writes_where_the_first_pass_checked():
+    """Pass 2 uses the sizes pass 1 checked: a batch length changed in between (here by the
+    decompress callback, which runs Python code; in production another thread could while
+    crc32c released the GIL) cannot make it write elsewhere."""
+    first, second = build(2, codec=1), build(3)
+    buf = bytearray(first + second)
+
+    def decompress_and_meddle(codec, data):
+        struct.pack_into(">i", buf, BATCH_LENGTH, INT32_MAX)  # the first batch's length
+        return codecs.decompress(codec, data)
+
+    assert validate_and_assign(buf, 100, 5, 10**9, INT64_MIN, INT64_MAX, decompress_and_meddle, False) == (
+        100, 104, NOW + 2, 104)
+    second_header = rb.read_header(buf, len(first))
+    assert (second_header.base_offset, second_header.partition_leader_epoch) == (102, 5)
+    assert len(buf) == len(first) + len(second)
+
+
+def test_check_records_verdicts():
+    ok = build(3, timestamps=[NOW, NOW + 7, NOW + 3])
+    assert check_records(ok[61:], 3, NOW, False) == (0, 3, NOW + 7, 1, [])
+    assert check_records(bad.broken_framing()[61:], 3, NOW, False)[:2] == (1, 1)
+    assert check_records(bad.wrong_offset_delta()[61:], 3, NOW, False)[:2] == (2, 1)
+    assert check_records(ok[61:], 4, NOW, False)[:2] == (3, 3)
+    assert check_records(ok[61:] + b"\x00", 3, NOW, False)[:2] == (4, 3)
+    assert check_records(b"", 0, NOW, False) == (0, 0, -1, -1, [])
+    assert check_records(bad.unkeyed(3, keyed_at=(1,))[61:], 3, NOW, True)[4] == [0, 2]
+
+
+# --- fuzz: mutated records, both paths and the Python decoder --------------------------------
+
+def _rebuilt(batch: bytes, records: bytes) -> bytes:
+    """``batch`` with ``records`` as its (uncompressed) records, recompressed in its codec."""
+    header = rb.read_header(batch)
+    section = codecs.compress(header.compression, records) if header.compression else records
+    return bad.with_section(section, header.compression, header.records_count, template=batch)
+
+
+record_mutations = st.one_of(
+    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
+    st.tuples(st.just("set"), st.integers(0, 10**6), st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFF, 0x0F, 0x10])),
+    st.tuples(st.just("cut"), st.integers(0, 10**6), st.integers(1, 8)),
+    st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=6)),
+)
+
+
+def mutate_records(records: bytes, mutation) -> bytes:
+    kind, where, arg = mutation
+    out = bytearray(records)
+    if not out:
+        return bytes(arg) if kind == "insert" else records
+    at = where % len(out)
+    if kind == "flip":
+        out[at] ^= arg
+    elif kind == "set":
+        out[at] = arg
+    elif kind == "cut":
+        del out[at:at + arg]
+    else:
+        out[at:at] = arg
+    return bytes(out)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches(), st.lists(record_mutations, min_size=1, max_size=3), st.booleans(), st.booleans())
+def test_fuzz_mutated_records_same_verdict_on_both_paths(batch, muts, compacted, with_good_batch):
+    header = rb.read_header(batch)
+    records = codecs.decompress(header.compression, batch[rb.BATCH_HEADER_SIZE:])
+    for mutation in muts:
+        records = mutate_records(records, mutation)
+    mutated = _rebuilt(batch, records)
+    if with_good_batch:
+        mutated = build(1) + mutated
+    check_agrees(mutated, compacted=compacted)  # C and Python: same verdict, same bytes
+    # The walk is never more lenient than the Python decoder, and agrees on the offsets.
+    verdict, _, max_ts, _, _ = check_records(records, header.records_count, header.base_timestamp, False)
+    try:
+        decoded = decode_records(records, header.records_count, 0, header.base_timestamp)
+    except CorruptRecordError:
+        assert verdict != 0
+        return
+    if verdict == 0:
+        assert [r.offset for r in decoded] == list(range(header.records_count))
+        assert max_ts == max([r.timestamp for r in decoded if r.timestamp > -1], default=-1)
