@@ -62,13 +62,25 @@ def max_decompressed(max_message_bytes: int) -> int:
     return min(max(DECOMPRESSED_RATIO * max_message_bytes, MIN_DECOMPRESSED), MAX_DECOMPRESSED)
 
 
-def inline_decompress(codec: int, data) -> bytes | None:
-    """The produce fast path's ``decompress``: the section decompressed if it takes at most
-    ``INLINE_DECOMPRESSED`` bytes, else None (corrupt, or larger: the generic path decides)."""
-    try:
-        return codecs.decompress(codec, data, INLINE_DECOMPRESSED)
-    except CorruptRecordError:
-        return None
+def inline_limit(max_message_bytes: int) -> int:
+    """What a batch's records may take when decompressed on the event loop."""
+    return min(INLINE_DECOMPRESSED, max_decompressed(max_message_bytes))
+
+
+def inline_decompressor(limit: int):
+    """The produce fast path's ``decompress`` for a bound of ``limit`` bytes (``inline_limit``):
+    the section decompressed, or None (corrupt, or larger: the generic path decides)."""
+
+    def decompress(codec: int, data) -> bytes | None:
+        try:
+            return codecs.decompress(codec, data, limit)
+        except CorruptRecordError:
+            return None
+
+    return decompress
+
+
+inline_decompress = inline_decompressor(INLINE_DECOMPRESSED)
 
 
 def records_section(buf, pos: int, size: int, header: BatchHeader, limit: int):
@@ -119,5 +131,5 @@ def check_batch_records(buf, pos: int, size: int, header: BatchHeader, topic_par
 
 __all__ = [
     "DecompressionLimitError", "INLINE_DECOMPRESSED", "RecordsSummary", "check_batch_records",
-    "inline_decompress", "max_decompressed", "records_section", "validate_records",
+    "inline_decompress", "inline_decompressor", "inline_limit", "max_decompressed", "records_section", "validate_records",
 ]

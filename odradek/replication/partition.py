@@ -46,6 +46,8 @@ from odradek.records.log_validator import (
     RecordsSummary,
     check_batch_records,
     inline_decompress,
+    inline_decompressor,
+    inline_limit,
     max_decompressed,
 )
 from odradek.records.recompression import recompress_batches, target_codec
@@ -92,7 +94,9 @@ class ProduceSettings(NamedTuple):
     batches are rewritten into, None for ``compression.type=producer``; ``plain``: the
     produce fast path may append (batches kept as they are, CreateTime, no
     ``flush.messages``); ``bounded``: some timestamp bound is set, so a produce reads the clock;
-    ``compacted``: ``cleanup.policy`` has ``compact``, so every record needs a key.
+    ``compacted``: ``cleanup.policy`` has ``compact``, so every record needs a key;
+    ``inline_limit``: the bytes a batch's records may take decompressed on the event loop
+    (``records/log_validator.py``), and ``decompress`` the fast path's decompressor for it.
     """
 
     config: object
@@ -102,6 +106,8 @@ class ProduceSettings(NamedTuple):
     plain: bool
     bounded: bool
     compacted: bool
+    inline_limit: int = INLINE_DECOMPRESSED
+    decompress: object = inline_decompress
 
 
 _NO_SETTINGS = ProduceSettings(None, _UNLIMITED, _UNLIMITED, None, False, False, False)
@@ -195,7 +201,7 @@ class Partition:
         for i, (pos, size, header) in enumerate(batches):
             _validate_client_batch(header, size, max_message_bytes)
             summary = (checked[i] if checked is not None
-                       else self._check_records(buf, pos, size, header, compacted, INLINE_DECOMPRESSED))
+                       else self._check_records(buf, pos, size, header, compacted, settings.inline_limit))
             summaries.append(summary)
             # Two comparisons per batch; only a batch past a bound pays for a call.
             if header.base_timestamp < low or summary.max_timestamp > high:
@@ -246,7 +252,7 @@ class Partition:
         else:
             low, high = _INT64_MIN, _INT64_MAX
         info = validate_and_assign(records, self.log.log_end_offset, self.leader_epoch,
-                                   config.max_message_bytes, low, high, inline_decompress,
+                                   config.max_message_bytes, low, high, settings.decompress,
                                    settings.compacted)
         if info is None or self.log.append_refusal(len(records), info[0], info[1]) is not None:
             return None
@@ -449,13 +455,20 @@ def _produce_settings(config) -> ProduceSettings:
     """
     target = target_codec(config)
     if config.message_timestamp_type == LOG_APPEND_TIME:
-        return ProduceSettings(config, _UNLIMITED, _UNLIMITED, target, False, False, config.compact_enabled)
+        return ProduceSettings(config, _UNLIMITED, _UNLIMITED, target, False, False, config.compact_enabled,
+                               *_inline(config))
     before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
     before = _UNLIMITED if before == LONG_MAX else before
     after = _UNLIMITED if after == LONG_MAX else after
     plain = target is None and config.flush_messages == LONG_MAX
     return ProduceSettings(config, before, after, target, plain, before != _UNLIMITED or after != _UNLIMITED,
-                           config.compact_enabled)
+                           config.compact_enabled, *_inline(config))
+
+
+def _inline(config) -> tuple[int, object]:
+    """``(inline_limit, decompress)`` of ``ProduceSettings`` for a log's config."""
+    limit = inline_limit(config.max_message_bytes)
+    return limit, (inline_decompress if limit == INLINE_DECOMPRESSED else inline_decompressor(limit))
 
 
 def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:

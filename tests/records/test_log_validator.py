@@ -54,7 +54,7 @@ def python_path(records, base_offset, leader_epoch, max_message_bytes, low, high
                                 log=SimpleNamespace(config=SimpleNamespace(max_message_bytes=max_message_bytes)))
     partition._check_records = lambda *args: pp.Partition._check_records(partition, *args)
     # The bounds as ProduceSettings holds them, around a clock at 0.
-    settings = pp.ProduceSettings(None, -low, high, None, True, True, compacted)
+    settings = pp.ProduceSettings(None, -low, high, None, True, True, compacted, *pp._inline(partition.log.config))
     try:
         summaries, idempotent = pp.Partition._check_batches(partition, buf, batches, partition.log.config, settings,
                                                             0, None)
@@ -80,7 +80,7 @@ def c_path(records, base_offset, leader_epoch, max_message_bytes, low, high, com
     """``(result, bytes after)`` of the C call on a copy of ``records``."""
     buf = bytearray(records)
     result = validate_and_assign(buf, base_offset, leader_epoch, max_message_bytes, clamp(low), clamp(high),
-                                 inline_decompress, compacted)
+                                 fast_decompress(max_message_bytes), compacted)
     return result, bytes(buf)
 
 
@@ -115,9 +115,14 @@ def patched(batch, offset, fmt, value, fix_crc=True):
     return bytes(out)
 
 
+def fast_decompress(max_message_bytes):
+    """The fast path's decompressor for a topic of that ``max.message.bytes``."""
+    return pp._inline(SimpleNamespace(max_message_bytes=max_message_bytes))[1]
+
+
 def assert_refused(records, *args, compacted=False):
     buf = bytearray(records)
-    assert validate_and_assign(buf, *args, inline_decompress, compacted) is None
+    assert validate_and_assign(buf, *args, fast_decompress(args[2]), compacted) is None
     assert buf == records
 
 
@@ -552,3 +557,19 @@ def test_fuzz_mutated_records_same_verdict_on_both_paths(batch, muts, compacted,
     if verdict == 0:
         assert [r.offset for r in decoded] == list(range(header.records_count))
         assert max_ts == max([r.timestamp for r in decoded if r.timestamp > -1], default=-1)
+
+
+def test_small_max_message_bytes_bounds_what_is_decompressed_on_both_paths():
+    """32 x max.message.bytes, at least 1 MiB: with 10,000 bytes, 1.5 MiB of records is
+    refused outright (not left to the worker thread)."""
+    builder = BatchBuilder(BatchSpec(compression=1))
+    builder.append(NOW, b"k", bytes(1536 * 1024))
+    batch = builder.build()
+    assert len(batch) < 10_000
+    refuse(batch, max_message_bytes=10_000)
+    assert check_agrees(batch, max_message_bytes=len(batch)) is None
+    partition = SimpleNamespace(topic="t", index=0, log=SimpleNamespace(config=SimpleNamespace(
+        max_message_bytes=10_000)))
+    with pytest.raises(pp.ProduceError) as refused:
+        pp.Partition._check_records(partition, batch, 0, len(batch), rb.read_header(batch), False, 1 << 20)
+    assert refused.value.error == pp.ErrorCode.INVALID_RECORD
