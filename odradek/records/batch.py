@@ -19,9 +19,11 @@ Byte layout of one batch (seed 001; all integers big-endian)::
         57     4  records_count
         61     …  records
 
-The broker never decodes records on the produce or fetch paths: it reads this header, checks
-the CRC, and patches ``base_offset`` and ``partition_leader_epoch`` in place (the CRC does not
-cover them, so patching keeps the batch valid).
+The broker never re-encodes records: on produce it reads this header, checks the CRC, walks
+the records' framing (``log_validator.py``, ``_log_validator.c``), and patches ``base_offset``
+and ``partition_leader_epoch`` in place (the CRC does not cover them, so patching keeps the
+batch valid), and ``max_timestamp`` with the CRC where the records say otherwise; fetch hands
+out the stored bytes.
 """
 
 from __future__ import annotations

@@ -293,9 +293,7 @@ class Partition:
         """``Log.append_refusal`` as this partition's error, checked before appending: a
         request's earlier partitions may be appended already, and an exception from the log
         would leave the request half done. More bytes than ``segment.bytes``:
-        RECORD_LIST_TOO_LARGE, as Kafka answers; offsets beyond 2**31 - 1 apart (only batches
-        claiming far more records than their bytes hold: records are not decoded here):
-        INVALID_RECORD."""
+        RECORD_LIST_TOO_LARGE, as Kafka answers; offsets beyond 2**31 - 1 apart: INVALID_RECORD."""
         refused = self.log.append_refusal(size, first_offset, last_offset)
         if refused is None:
             return None
@@ -474,16 +472,12 @@ def _inline(config) -> tuple[int, object]:
 def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:
     """Raise INVALID_TIMESTAMP (32) if the batch's timestamps are outside ``[low, high]``.
 
-    Batches travel verbatim and the produce path decodes no record, so only the header is
-    checked: ``base_timestamp`` (the first record's timestamp, from which the others are
-    stored as deltas) against ``low``, and ``max_timestamp`` (the largest record timestamp,
-    as the producer wrote it; the broker keeps it) against ``high``. Every record is thus
-    checked against ``high``, but against ``low`` only the first one: a later record whose
-    timestamp is below the batch's base timestamp (a negative delta) is not checked,
-    because finding it means decoding, and for compressed batches decompressing, every
-    record, which this path never does. Kafka checks each record; producers stamp records in
-    the order they are appended to a batch, so such a record is rare (a timestamp the
-    application set explicitly). A failing batch fails the whole partition's append, as in
+    ``header`` carries the largest record timestamp the record walk found as its
+    ``max_timestamp``: it is checked against ``high``, so every record is; against ``low``
+    only ``base_timestamp`` is (the first record's timestamp, from which the others are
+    stored as deltas): a later record below it (a negative delta) is not checked. Kafka
+    checks each record; producers stamp records in the order they are appended to a batch,
+    so such a record is rare (a timestamp the application set explicitly). A failing batch fails the whole partition's append, as in
     Kafka; the client sees INVALID_TIMESTAMP, which it does not retry.
     """
     base, top = header.base_timestamp, header.max_timestamp
