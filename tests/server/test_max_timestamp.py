@@ -15,9 +15,11 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from odradek.protocol import codec
+from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
 from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.records.reader import iter_batches
+from odradek.storage.append_info import LogAppendInfo
 from odradek.testing.broker import InProcessBroker
 from tests.records import bad_batches as bad
 from tests.server.clients import unique_topic
@@ -114,3 +116,21 @@ def test_confluent_kafka_max_timestamp_and_offsets_for_times(broker, wire):
     finally:
         consumer.close()
     assert (before.offset, middle.offset) == (0, 1)
+
+
+def test_a_lookup_over_a_stored_corrupt_batch_is_its_partitions_error(broker, wire):
+    """A batch stored before records were validated (here written to the log directly) makes
+    a timestamp lookup answer CORRUPT_MESSAGE for its partition; the connection and the other
+    partition are served."""
+    topic = unique_topic("max-ts-corrupt")
+    create_topic(broker.bootstrap, topic, 2)
+    t = int(time.time() * 1000) - 60_000
+    garbage = bytearray(bad.patched(bad.garbage_gzip(), bad.MAX_TIMESTAMP, ">q", t + 10))
+    broker.broker.replica_manager.get(topic, 0).log.append(garbage, LogAppendInfo.from_batches(garbage))
+    wire.request("Produce", 9, produce_body(topic, 1, bad.good(2, timestamps=[t, t + 10])))
+    m = codec.module("ListOffsetsRequest")
+    body = m.MESSAGE(replica_id=-1, isolation_level=0, topics=[m.ListOffsetsTopic(name=topic, partitions=[
+        m.ListOffsetsPartition(partition_index=p, timestamp=ts) for p in (0, 1) for ts in (t, MAX_TIMESTAMP)])])
+    _, response = wire.request("ListOffsets", 7, body)
+    got = [(p.partition_index, p.error_code, p.offset) for p in response.topics[0].partitions]
+    assert got == [(0, ErrorCode.CORRUPT_MESSAGE, -1), (0, ErrorCode.CORRUPT_MESSAGE, -1), (1, 0, 0), (1, 0, 1)]
