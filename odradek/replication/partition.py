@@ -1,11 +1,12 @@
 """A partition this broker hosts: its log, its role, its high watermark, its producers.
 
-The produce path (``append_records_as_leader``) does per-batch work only, never per-record:
+The produce path (``append_records_as_leader``) works per batch in Python; the one per-record
+step, the walk of each batch's records, is a C loop (``records/_log_validator.c``):
 
 1. split the request's records into batches by their length fields; the bytes must be whole
    batches (else CORRUPT_MESSAGE);
 2. legacy message sets (magic 0/1) are converted to v2 batches first (the one place where
-   records are touched, for clients that old);
+   records are re-encoded, for clients that old);
 3. validate each batch: CRC-32C, magic, ``last_offset_delta + 1 == records_count``, size
    within ``max.message.bytes``, no control batches from clients; its records as Kafka's
    ``LogValidator`` does (``records/log_validator.py``: codec, decompression within a bound,
