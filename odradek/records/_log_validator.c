@@ -266,7 +266,7 @@ static int walk_records(const unsigned char *p, Py_ssize_t len, int32_t count, i
             verdict = WALK_MALFORMED;
             break;
         }
-        if (p[pos] == 0 && pos + 1 == end) /* no headers: nearly every record */
+        if (pos + 1 == end && p[pos] == 0) /* no headers: nearly every record (pos < end first) */
             pos = end;
         else if (!skip_headers(p, &pos, end) || pos != end) {
             verdict = WALK_MALFORMED;
@@ -394,7 +394,15 @@ static int records_ok(const unsigned char *b, Py_ssize_t size, const Limits *lim
     if (section == NULL)
         return -1;
     PyObject *data = PyObject_CallFunction(lim->decompress, "iO", codec, section);
+    /* Released, so that a reference the callable kept cannot reach the buffer later (it is
+     * over raw memory, which no export pins once ``records`` is released). */
+    PyObject *released = PyObject_CallMethod(section, "release", NULL);
     Py_DECREF(section);
+    if (released == NULL) {
+        Py_XDECREF(data);
+        return -1;
+    }
+    Py_DECREF(released);
     if (data == NULL)
         return -1;
     if (data == Py_None) {

@@ -603,3 +603,16 @@ def test_small_max_message_bytes_bounds_what_is_decompressed_on_both_paths():
     with pytest.raises(pp.ProduceError) as refused:
         pp.Partition._check_records(partition, batch, 0, len(batch), rb.read_header(batch), False, 1 << 20)
     assert refused.value.error == pp.ErrorCode.INVALID_RECORD
+
+
+def test_the_section_given_to_decompress_is_released_after_the_call():
+    kept = []
+
+    def decompress_and_keep(codec, data):
+        kept.append(data)
+        return codecs.decompress(codec, data)
+
+    buf = bytearray(build(2, codec=1))
+    assert validate_and_assign(buf, 0, 0, 10**9, INT64_MIN, INT64_MAX, decompress_and_keep, False) is not None
+    with pytest.raises(ValueError):
+        bytes(kept[0])  # released: no way back to the request's bytes
