@@ -59,11 +59,10 @@ def python_path(records, base_offset, leader_epoch, max_message_bytes, low, high
     # The bounds as ProduceSettings holds them, around a clock at 0.
     settings = pp.ProduceSettings(None, -low, high, None, True, True, compacted, *pp._inline(partition.log.config))
     try:
-        summaries, idempotent = pp.Partition._check_batches(partition, buf, batches, partition.log.config, settings,
-                                                            0, None)
+        summaries, _ = pp.Partition._check_batches(partition, buf, batches, partition.log.config, settings, 0, None)
     except (pp.ProduceError, pp.CheckOffLoop):
         return None
-    if idempotent or any(header.is_transactional for _, _, header in batches):
+    if any(header.producer_id != rb.NO_PRODUCER_ID or header.is_transactional for _, _, header in batches):
         return None  # producer state is Python's
     batches = pp._set_max_timestamps(buf, batches, summaries)
     try:
