@@ -5,7 +5,8 @@ sent in raw Produce frames beside a good batch for another partition of the same
 The bad partition gets its error (and KIP-467 record errors from v8), nothing of it is
 stored, the good one is appended, and consumers keep reading. "fast" topics keep batches as
 produced (the produce fast path takes them, ``records/_log_validator.c``); "generic" ones
-set ``flush.messages``, which sends every request down the generic path.
+set ``flush.messages``, which sends every request down the generic path; "recompressing" ones
+rewrite batches into lz4 there, after the records were checked.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tests.server.clients import unique_topic
 from tests.server.group_clients import create_topic
 from tests.server.wire import WireClient, fetch_body
 
-PATHS = {"fast": {}, "generic": {"flush.messages": 10**9}}
+PATHS = {"fast": {}, "generic": {"flush.messages": 10**9}, "recompressing": {"compression.type": "lz4"}}
 CASES = {
     # case: (batch, error, record errors' batch indexes)
     "garbage-gzip": (bad.garbage_gzip, ErrorCode.CORRUPT_MESSAGE, []),
