@@ -36,7 +36,10 @@ import random
 import threading
 from collections.abc import Iterator
 
+from odradek.records._log_validator import check_records
 from odradek.records.batch import BatchHeader
+from odradek.records.builder import LOG_APPEND_TIME
+from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import RecordBatch
 from odradek.storage.append_info import AppendResult, LogAppendInfo, TimestampOffset
 from odradek.storage.clock import Clock
@@ -348,10 +351,9 @@ class Log(LogRemoval):
         for position, header in best_segment.batches_from_timestamp(best.timestamp, start):
             if header.records_count == 0:
                 continue
-            data = best_segment.handle().read_exact(position, header.size)
-            for record in RecordBatch(data).records():
-                if record.timestamp == best.timestamp and record.offset >= start:
-                    return TimestampOffset(record.timestamp, record.offset)
+            found = _max_timestamp_record(RecordBatch(best_segment.handle().read_exact(position, header.size)))
+            if found.timestamp == best.timestamp and found.offset >= start:
+                return found
         return best
 
     # -- flush ------------------------------------------------------------------------------
@@ -463,3 +465,15 @@ class Log(LogRemoval):
             segment.release_handles()
             self._cache.discard(segment)
 
+
+def _max_timestamp_record(batch: RecordBatch) -> TimestampOffset:
+    """The largest timestamp of ``batch``'s records and the offset of the first record with
+    it, found by the C record walk (no record objects; offsets are base offset + index, as
+    the produce path requires). CorruptRecordError when the records are malformed."""
+    header = batch.header
+    if header.timestamp_type == LOG_APPEND_TIME:
+        return TimestampOffset(header.max_timestamp, header.base_offset)  # every record has it
+    verdict, _, ts, index, _ = check_records(batch.records_bytes(), header.records_count, header.base_timestamp, False)
+    if verdict != 0:
+        raise CorruptRecordError(f"malformed records in the batch at offset {header.base_offset}")
+    return TimestampOffset(ts, header.base_offset + index)
