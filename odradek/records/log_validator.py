@@ -42,9 +42,11 @@ from odradek.records.errors import (
 MIN_DECOMPRESSED = 1024 * 1024
 MAX_DECOMPRESSED = 256 * 1024 * 1024
 DECOMPRESSED_RATIO = 32
-# What may be decompressed on the event loop (a few milliseconds): librdkafka's default
-# batches (batch.size 1,000,000 bytes before compression) and the Java client's fit.
-INLINE_DECOMPRESSED = 2 * 1024 * 1024
+# What may be decompressed on the event loop (about a millisecond): librdkafka's default
+# batches (batch.size 1,000,000 bytes before compression) and the Java client's fit. A
+# section that claims more (gzip's ISIZE, an lz4 or zstd content size) goes off the loop
+# without a try.
+INLINE_DECOMPRESSED = 1024 * 1024
 
 WALK_OK, WALK_MALFORMED, WALK_OFFSET_DELTA, WALK_TOO_FEW, WALK_TOO_MANY = range(5)
 
@@ -71,9 +73,12 @@ def inline_decompressor(limit: int):
     """The produce fast path's ``decompress`` for a bound of ``limit`` bytes (``inline_limit``):
     the section decompressed, or None (corrupt, or larger: the generic path decides)."""
 
-    def decompress(codec: int, data) -> bytes | None:
+    def decompress(codec: int, data):
+        claimed = codecs.claimed_size(codec, data)
+        if claimed is not None and claimed > limit:
+            return None  # not worth trying on the loop
         try:
-            return codecs.decompress(codec, data, limit)
+            return codecs.decompress(codec, data, limit, view=True)
         except CorruptRecordError:
             return None
 
@@ -83,17 +88,23 @@ def inline_decompressor(limit: int):
 inline_decompress = inline_decompressor(INLINE_DECOMPRESSED)
 
 
-def records_section(buf, pos: int, size: int, header: BatchHeader, limit: int):
+def records_section(buf, pos: int, size: int, header: BatchHeader, limit: int, retry_larger: bool = False):
     """The records of the batch at ``buf[pos:pos + size]``, decompressed (at most ``limit``
     bytes). Raises UnsupportedCompressionTypeError, CorruptRecordError, or
-    DecompressionLimitError (a CorruptRecordError) when beyond ``limit``."""
+    DecompressionLimitError (a CorruptRecordError) when beyond ``limit``; with
+    ``retry_larger`` (the caller will try a larger limit off the event loop) also at once
+    when the section claims more (``compression.claimed_size``)."""
     codec = header.attributes & 0x07
     section = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + size]
     if codec == codecs.NONE:
         return section
     if codec not in codecs.CODEC_NAMES:
         raise UnsupportedCompressionTypeError(f"unknown compression codec {codec} in record batch")
-    return codecs.decompress(codec, section, limit)
+    if retry_larger:
+        claimed = codecs.claimed_size(codec, section)
+        if claimed is not None and claimed > limit:
+            raise DecompressionLimitError(f"{codecs.CODEC_NAMES[codec]} data claims {claimed} bytes")
+    return codecs.decompress(codec, section, limit, view=True)
 
 
 def validate_records(data, header: BatchHeader, topic_partition: str, compacted: bool) -> RecordsSummary:
@@ -118,14 +129,14 @@ def validate_records(data, header: BatchHeader, topic_partition: str, compacted:
 
 
 def check_batch_records(buf, pos: int, size: int, header: BatchHeader, topic_partition: str, compacted: bool,
-                        limit: int) -> RecordsSummary:
+                        limit: int, retry_larger: bool = False) -> RecordsSummary:
     """``records_section`` then ``validate_records``: one batch's records checked.
 
-    Raises DecompressionLimitError beyond ``limit`` (the caller may try again with a larger
-    one off the event loop), CorruptRecordError, UnsupportedCompressionTypeError,
-    InvalidRecordError.
+    Raises DecompressionLimitError beyond ``limit`` (with ``retry_larger``, the caller tries
+    again with a larger one off the event loop), CorruptRecordError,
+    UnsupportedCompressionTypeError, InvalidRecordError.
     """
-    data = records_section(buf, pos, size, header, limit)
+    data = records_section(buf, pos, size, header, limit, retry_larger)
     return validate_records(data, header, topic_partition, compacted)
 
 

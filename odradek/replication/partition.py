@@ -214,10 +214,11 @@ class Partition:
                        limit: int) -> RecordsSummary:
         """One batch's records checked (``records/log_validator.py``), errors as ProduceError;
         CheckOffLoop when they need more than ``limit`` bytes and more is allowed."""
+        full = max_decompressed(self.log.config.max_message_bytes)
         try:
-            return check_batch_records(buf, pos, size, header, f"{self.topic}-{self.index}", compacted, limit)
+            return check_batch_records(buf, pos, size, header, f"{self.topic}-{self.index}", compacted, limit,
+                                       limit < full)
         except DecompressionLimitError as e:
-            full = max_decompressed(self.log.config.max_message_bytes)
             if limit < full:
                 raise CheckOffLoop() from None
             raise ProduceError(ErrorCode.INVALID_RECORD, f"{e} (the bound for this topic's max.message.bytes)") from None

@@ -615,3 +615,32 @@ def test_the_section_given_to_decompress_is_released_after_the_call():
     assert validate_and_assign(buf, 0, 0, 10**9, INT64_MIN, INT64_MAX, decompress_and_keep, False) is not None
     with pytest.raises(ValueError):
         bytes(kept[0])  # released: no way back to the request's bytes
+
+
+def test_a_section_claiming_more_than_the_loop_takes_goes_off_it_untried(monkeypatch):
+    from odradek.records import log_validator as lv
+    from odradek.records.errors import DecompressionLimitError
+
+    bomb = bad.gzip_bomb(8 << 20)  # ISIZE says 8 MiB
+    header = rb.read_header(bomb)
+    calls = []
+    monkeypatch.setattr(codecs, "decompress", lambda *args, **kw: calls.append(args))
+    with pytest.raises(DecompressionLimitError):
+        lv.records_section(bomb, 0, len(bomb), header, lv.INLINE_DECOMPRESSED, retry_larger=True)
+    assert lv.inline_decompress(header.compression, bomb[rb.BATCH_HEADER_SIZE:]) is None
+    assert calls == []
+
+
+def test_a_claim_alone_never_refuses():
+    """A gzip trailer claiming 4 GiB - 1 over three good records: decompressed and accepted
+    where no larger bound is left to try."""
+    from odradek.records import log_validator as lv
+
+    batch = bytearray(build(3, codec=1))
+    struct.pack_into("<I", batch, len(batch) - 4, 2**32 - 1)  # ISIZE
+    rb.update_crc(batch, 0, len(batch))
+    header = rb.read_header(batch)
+    try:
+        lv.check_batch_records(batch, 0, len(batch), header, "t-0", False, lv.INLINE_DECOMPRESSED)
+    except CorruptRecordError as e:  # if the codec checks ISIZE: corrupt, never "too large"
+        assert not isinstance(e, lv.DecompressionLimitError)
