@@ -20,8 +20,8 @@ Decompression bound (``max_decompressed``): 32 x ``max.message.bytes``, within [
 ``max.message.bytes``; producers' data compresses 2-10x (JSON, logs; repetitive data ~20x),
 and librdkafka's and the Java client's default batches hold at most ~1 MiB before
 compression, so 32x refuses no real batch, while a "bomb" (1 MiB of gzip can claim ~1 GiB)
-costs at most that many bytes of one worker thread's memory (``server/handlers/produce.py``
-decompresses beyond ``INLINE_DECOMPRESSED`` off the event loop). Kafka has no such bound
+costs at most that many bytes of one worker thread's memory (``ReplicaManager.append_off_loop``
+checks records beyond ``INLINE_DECOMPRESSED`` on its few worker threads, off the event loop). Kafka has no such bound
 because it decompresses record by record in a stream; odradek decompresses a section whole.
 """
 

@@ -8,7 +8,9 @@ fetch, without a purgatory timer wheel: one future per waiting fetch).
 
 Appends whose records must be checked off the event loop (``Partition.CheckOffLoop``: they
 decompress to more than ``INLINE_DECOMPRESSED``) go through ``append_off_loop``: the check
-runs on a worker thread, the append back on the loop. While a partition has such an append
+runs on one of ``RECORD_CHECK_THREADS`` worker threads, the append back on the loop. Each
+check holds at most one batch's decompression bound (``records/log_validator.py``: 32 MiB at
+the default ``max.message.bytes``), so these threads hold at most that many of them. While a partition has such an append
 pending, every later append to it queues behind it (``checking_off_loop``; the produce fast
 path hands those to the generic path), so a partition's appends keep their arrival order.
 """
@@ -19,6 +21,7 @@ import asyncio
 import logging
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from odradek.coordinator.producer_state import (
     CorruptSnapshotError,
@@ -30,6 +33,8 @@ from odradek.replication.partition import CheckOffLoop, Partition, ProduceError,
 log = logging.getLogger("odradek.replication")
 
 PRODUCER_SNAPSHOT = "producer-state.snapshot"
+# Worker threads checking records off the event loop: bounds their memory (see above).
+RECORD_CHECK_THREADS = 2
 
 
 class ReplicaManager:
@@ -41,6 +46,7 @@ class ReplicaManager:
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         # Partitions with appends queued by append_off_loop: (how many, the lock they take in turn).
         self.off_loop_appends: dict[tuple[str, int], list] = {}
+        self._record_checks: ThreadPoolExecutor | None = None  # made on first use
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -118,15 +124,20 @@ class ReplicaManager:
         async with lock:  # FIFO: the partition's queued appends in arrival order
             if self.partitions.get(part.key) is not part or not part.is_leader(self.broker_id):
                 raise ProduceError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{part.topic}-{part.index} moved")
-            loop = asyncio.get_running_loop()
-            checked = await loop.run_in_executor(None, part.check_records_off_loop, records) if heavy else None
+            checked = await self._check_off_loop(part, records) if heavy else None
             try:
                 result = part.append_records_as_leader(records, self.clock.milliseconds(), checked)
             except CheckOffLoop:
-                checked = await loop.run_in_executor(None, part.check_records_off_loop, records)
+                checked = await self._check_off_loop(part, records)
                 result = part.append_records_as_leader(records, self.clock.milliseconds(), checked)
             self.notify(part.key)
             return result
+
+    async def _check_off_loop(self, part: Partition, records):
+        if self._record_checks is None:
+            self._record_checks = ThreadPoolExecutor(RECORD_CHECK_THREADS, thread_name_prefix="odradek-record-check")
+        return await asyncio.get_running_loop().run_in_executor(
+            self._record_checks, part.check_records_off_loop, records)
 
     def append_as_coordinator(self, part: Partition, batch) -> ProduceResult:
         """Append a batch built by a coordinator on this broker (see ``Partition``)."""
@@ -208,6 +219,8 @@ class ReplicaManager:
         (file contents and their renames): an fsync per file made a clean stop of 10,000
         partitions take 10-15 s, one journal commit each."""
         self.wake_all()
+        if self._record_checks is not None:
+            self._record_checks.shutdown(wait=True, cancel_futures=True)  # before the logs close
         written = 0
         for part in self.partitions.values():
             try:
