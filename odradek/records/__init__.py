@@ -6,4 +6,7 @@
 - ``reader``: iterating the batches and records of a fetch response's records.
 - ``compression``: the codecs (gzip, snappy, lz4, zstd), bounded on decompression.
 - ``legacy`` and ``conversion``: message sets v0/v1 and their conversion to and from v2.
+- ``log_validator`` and ``_log_validator.c``: Kafka's LogValidator checks of produced batches
+  (every record's framing, codecs, bounded decompression, keys on compacted topics, the max
+  timestamp), one C record walk for both produce paths.
 """

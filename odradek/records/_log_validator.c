@@ -1,10 +1,10 @@
 /*
- * The produce fast path's log validator: check a partition's produced v2 batches and assign
- * their offsets in one C call, where the Python path (replication/partition.py:
- * _split_batches, _validate_client_batch, _check_timestamps, Partition._assign_offsets) makes
- * a dozen calls per batch. That Python path stays the source of truth and the fallback: this
- * module accepts a subset of what it accepts, writes the same bytes, returns the same summary,
- * and returns None, touching nothing, wherever Python would refuse, convert or do more.
+ * The log validator in C: Kafka's LogValidator checks on produced v2 batches, for both produce
+ * paths. ``validate_and_assign`` is the produce fast path's one call per partition: check the
+ * batches (header, CRC-32C, every record's framing) and assign their offsets. ``check_records``
+ * is the record walk alone, which the generic Python path (replication/partition.py,
+ * records/log_validator.py) runs on each batch's records section, decompressed where needed.
+ * Both use one walker, so both paths accept exactly the same records.
  *
  * Byte layout of one v2 batch (records/batch.py; integers big-endian):
  *
@@ -17,24 +17,47 @@
  *         21    2 attributes                  57    4 records_count
  *         23    4 last_offset_delta           61    … records
  *
- * Contract:
- *   validate_and_assign(records, base_offset, leader_epoch, max_message_bytes,
- *                       min_timestamp, max_timestamp) -> (first_offset, last_offset,
- *                       max_timestamp, offset_of_max_timestamp) | None
+ * and of one record (records/record.py; varints zigzag):
+ *
+ *     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+ *     keyLength varint | key | valueLength varint | value | headerCount varint |
+ *     [headerKeyLength varint | headerKey | headerValueLength varint | headerValue]*
+ *
+ * The walk (``walk_records``) accepts a records section when it holds exactly records_count
+ * records, each filling its length exactly, with offsetDelta equal to its index (the records
+ * stay verbatim, so their offsets must be the ones the batch's base offset gives them), key,
+ * value and header lengths of -1 (null) or more that end within the record (header keys 0 or
+ * more), and varints as Kafka's ByteUtils reads them: at most 5 bytes for an int32 field and
+ * 10 for the timestamp delta, here also with no bit beyond 32 (64) bits, so no value wraps
+ * (the Python decoder, records/record.py, reads any such record the same). It also yields
+ * the largest record timestamp (base_timestamp + delta; records at -1 or below count as none,
+ * as in Kafka's LogValidator) and which record first has it, and finds records without a key
+ * for compacted topics. Each record takes at least 7 bytes, so the walk is bounded by the
+ * section's size whatever records_count claims.
+ *
+ * Contract of validate_and_assign(records, base_offset, leader_epoch, max_message_bytes,
+ *     min_timestamp, max_timestamp, decompress, compacted)
+ *     -> (first_offset, last_offset, max_timestamp, offset_of_max_timestamp) | None:
  *
  * ``records`` is a writable contiguous buffer holding whole v2 batches back to back (else
  * TypeError); the integers must fit int64 (``leader_epoch`` int32), else OverflowError.
- * ``min_timestamp``/``max_timestamp`` bound the batches' base and max timestamps (-1, no
- * timestamp, is never checked); the caller clamps an unlimited bound to INT64_MIN/INT64_MAX,
- * which is exact, as no int64 timestamp lies beyond those.
+ * ``min_timestamp``/``max_timestamp`` bound the batches' base timestamps and their largest
+ * record timestamps (-1, no timestamp, is never checked); the caller clamps an unlimited bound
+ * to INT64_MIN/INT64_MAX, which is exact. ``decompress(codec, memoryview)`` returns a
+ * compressed batch's records section as a bytes-like object, or None to leave the batch to
+ * the generic path (corrupt, or too large to decompress here). ``compacted``: a record
+ * without a key is refused.
  *
- * Pass 1 reads every header and CRC and writes nothing; the answer is None when a batch is
- * corrupt or invalid, too large, out of the timestamp bounds, a control batch, idempotent or
- * transactional (producer state lives in Python), when the first magic is not 2 (Python
- * converts legacy message sets), when ``base_offset`` is negative (LogAppendInfo refuses it)
- * or the last offset would not fit an int64. Pass 2 patches each batch's base_offset and
- * partition_leader_epoch, fields the CRC does not cover, so the batches stay valid.
- * Nothing here decodes a record: the cost is the CRC, one call per batch.
+ * Pass 1 reads every header, CRC and record and writes nothing; the answer is None when a
+ * batch is corrupt or invalid, too large, out of the timestamp bounds, a control batch,
+ * idempotent or transactional (producer state lives in Python), of an unknown codec, when the
+ * first magic is not 2 (Python converts legacy message sets), when ``base_offset`` is negative
+ * or the last offset would not fit an int64. Pass 2 writes what pass 1 planned, from the sizes
+ * and values pass 1 checked (never re-read from the buffer, whose bytes another thread could
+ * change while crc32c or ``decompress`` released the GIL: the buffer's length cannot change
+ * while exported, so those sizes stay within it): each batch's base_offset and
+ * partition_leader_epoch (outside the CRC), and, where the header's max_timestamp differs from
+ * its records' (sarama writes -1), the max_timestamp and the CRC computed for it in pass 1.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -55,12 +78,26 @@ enum {
     HEADER_SIZE = 61,
     LOG_OVERHEAD = 12, /* base_offset + batch_length: what batch_length does not count */
     MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD, /* a header without records */
+    MIN_RECORD_BODY = 6, /* attributes, two deltas, two -1 lengths, no headers: a byte each */
+    PLANS_ON_STACK = 16,
 };
 
+#define COMPRESSION_MASK 0x07
+#define MAX_CODEC 4 /* zstd */
 #define TRANSACTIONAL_BIT 0x10
 #define CONTROL_BIT 0x20
 #define NO_TIMESTAMP (-1)
 #define NO_PRODUCER_ID (-1)
+
+/* Verdicts of walk_records. */
+enum {
+    WALK_OK = 0,
+    WALK_MALFORMED = 1,    /* record ``index`` is not well formed */
+    WALK_OFFSET_DELTA = 2, /* record ``index`` has an offsetDelta other than ``index`` */
+    WALK_TOO_FEW = 3,      /* the section ends after ``index`` records, fewer than declared */
+    WALK_TOO_MANY = 4,     /* bytes are left after the declared records */
+    WALK_NULL_KEY = 5,     /* record ``index`` has no key (compacted topics only) */
+};
 
 /* crc32c.crc32c, looked up once at import: the package's slice-by-8/SSE4.2 code runs at
  * ~24 GB/s, several times a plain C loop. */
@@ -72,6 +109,8 @@ typedef struct {
     int64_t max_message_bytes;
     int64_t min_timestamp;
     int64_t max_timestamp;
+    PyObject *decompress;
+    int compacted;
 } Limits;
 
 typedef struct {
@@ -79,6 +118,27 @@ typedef struct {
     int64_t max_timestamp;
     int64_t offset_of_max_timestamp;
 } Summary;
+
+/* What pass 2 writes to one batch, all checked in pass 1. */
+typedef struct {
+    Py_ssize_t size;
+    int64_t next_base;     /* the base offset of the batch after this one */
+    int64_t max_timestamp; /* of its records */
+    uint32_t crc;          /* with that max_timestamp */
+    int patch_max;         /* the header's max_timestamp differs */
+} Plan;
+
+typedef struct {
+    Plan *items;
+    Py_ssize_t count, capacity;
+    Plan stack[PLANS_ON_STACK];
+} Plans;
+
+typedef struct {
+    int64_t max_timestamp;  /* NO_TIMESTAMP when no record has one above it */
+    int32_t index_of_max;   /* the first record with it; -1 when none */
+    int32_t index;          /* the record a verdict other than WALK_OK is about */
+} Walk;
 
 static inline uint32_t read_u32(const unsigned char *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -100,6 +160,147 @@ static inline void write_u32(unsigned char *p, uint32_t v) {
 static inline void write_i64(unsigned char *p, int64_t v) {
     write_u32(p, (uint32_t)((uint64_t)v >> 32));
     write_u32(p + 4, (uint32_t)v);
+}
+
+/* The zigzag varint at p[*pos] (an int32 field: at most 5 bytes, the fifth holding only the
+ * top 4 bits) ending by ``end``: 1 with *out set and *pos moved past it, else 0. */
+static inline int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int32_t *out) {
+    Py_ssize_t i = *pos;
+    if (i >= end)
+        return 0;
+    uint32_t b = p[i++], raw = b & 0x7f;
+    for (int shift = 7; b & 0x80; shift += 7) {
+        if (i >= end)
+            return 0;
+        b = p[i++];
+        if (shift == 28) {
+            if (b > 0x0f)
+                return 0;
+            raw |= b << 28;
+            break;
+        }
+        raw |= (b & 0x7f) << shift;
+    }
+    *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
+    *pos = i;
+    return 1;
+}
+
+/* The zigzag varlong at p[*pos] (at most 10 bytes, the tenth holding only the top bit). */
+static inline int read_varlong(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *out) {
+    Py_ssize_t i = *pos;
+    if (i >= end)
+        return 0;
+    uint64_t b = p[i++], raw = b & 0x7f;
+    for (int shift = 7; b & 0x80; shift += 7) {
+        if (i >= end)
+            return 0;
+        b = p[i++];
+        if (shift == 63) {
+            if (b > 1)
+                return 0;
+            raw |= b << 63;
+            break;
+        }
+        raw |= (b & 0x7f) << shift;
+    }
+    *out = (int64_t)((raw >> 1) ^ (0u - (raw & 1)));
+    *pos = i;
+    return 1;
+}
+
+/* A length-prefixed field (length ``min_length`` or more, -1 meaning null when allowed)
+ * ending by ``end``: 1 with *pos past it and *null set, else 0. */
+static inline int skip_bytes(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int32_t min_length,
+                             int *null) {
+    int32_t length;
+    if (!read_varint(p, pos, end, &length) || length < min_length || length > end - *pos)
+        return 0;
+    *null = length < 0;
+    if (length > 0)
+        *pos += length;
+    return 1;
+}
+
+/* The headers of a record from its header count at p[*pos] to ``end``. */
+static int skip_headers(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end) {
+    int32_t count;
+    int null;
+    /* Each header takes at least two bytes (two lengths), which bounds the loop. */
+    if (!read_varint(p, pos, end, &count) || count < 0 || count > (end - *pos) / 2)
+        return 0;
+    for (int32_t h = 0; h < count; h++) {
+        if (!skip_bytes(p, pos, end, 0, &null) || !skip_bytes(p, pos, end, -1, &null))
+            return 0;
+    }
+    return 1;
+}
+
+/* Walk the ``count`` records of a section (see the top of this file): a WALK_ verdict, with
+ * ``w`` filled. With ``null_keys`` (a list) every record without a key is appended to it by
+ * index and the walk goes on (-1 with an exception if appending fails); else, when
+ * ``compacted``, the first such record ends the walk with WALK_NULL_KEY. */
+static int walk_records(const unsigned char *p, Py_ssize_t len, int32_t count, int64_t base_timestamp,
+                        int compacted, PyObject *null_keys, Walk *w) {
+    /* Locals, not w's fields, in the loop: stores through ``w`` could alias ``p``. */
+    Py_ssize_t pos = 0;
+    int64_t max_timestamp = NO_TIMESTAMP;
+    int32_t index_of_max = -1, i = 0;
+    int verdict = WALK_OK;
+    for (; i < count; i++) {
+        int32_t length, offset_delta;
+        int64_t timestamp_delta;
+        int null_key, null_value;
+        if (pos >= len) {
+            verdict = WALK_TOO_FEW;
+            break;
+        }
+        if (!read_varint(p, &pos, len, &length) || length < MIN_RECORD_BODY || length > len - pos) {
+            verdict = WALK_MALFORMED;
+            break;
+        }
+        Py_ssize_t end = pos + length;
+        pos++; /* attributes: unused */
+        if (!read_varlong(p, &pos, end, &timestamp_delta) || !read_varint(p, &pos, end, &offset_delta)
+            || !skip_bytes(p, &pos, end, -1, &null_key) || !skip_bytes(p, &pos, end, -1, &null_value)) {
+            verdict = WALK_MALFORMED;
+            break;
+        }
+        if (pos + 1 == end && p[pos] == 0) /* no headers: nearly every record (pos < end first) */
+            pos = end;
+        else if (!skip_headers(p, &pos, end) || pos != end) {
+            verdict = WALK_MALFORMED;
+            break;
+        }
+        if (offset_delta != i) {
+            verdict = WALK_OFFSET_DELTA;
+            break;
+        }
+        if (null_key && compacted) {
+            if (null_keys == NULL) {
+                verdict = WALK_NULL_KEY;
+                break;
+            }
+            PyObject *index = PyLong_FromLong(i);
+            if (index == NULL || PyList_Append(null_keys, index) < 0) {
+                Py_XDECREF(index);
+                return -1;
+            }
+            Py_DECREF(index);
+        }
+        /* Java's long addition: wraps (only for timestamps no clock gives). */
+        int64_t timestamp = (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
+        if (timestamp > max_timestamp) {
+            max_timestamp = timestamp;
+            index_of_max = i;
+        }
+    }
+    if (verdict == WALK_OK && pos != len)
+        verdict = WALK_TOO_MANY;
+    w->max_timestamp = max_timestamp;
+    w->index_of_max = index_of_max;
+    w->index = i;
+    return verdict;
 }
 
 /* Size of the batch at ``b`` (``remaining`` bytes from it to the end of the buffer), or 0
@@ -124,15 +325,28 @@ static int header_ok(const unsigned char *b, Py_ssize_t size, const Limits *lim)
     if (delta < 0 || count < 0 || delta != count - 1) /* count - 1 cannot overflow */
         return 0;
     int attributes = b[ATTRIBUTES + 1]; /* the low byte holds every bit checked here */
-    if (attributes & (CONTROL_BIT | TRANSACTIONAL_BIT))
+    if (attributes & (CONTROL_BIT | TRANSACTIONAL_BIT) || (attributes & COMPRESSION_MASK) > MAX_CODEC)
         return 0;
     if (read_i64(b + PRODUCER_ID) != NO_PRODUCER_ID)
         return 0;
-    int64_t first = read_i64(b + BASE_TIMESTAMP), top = read_i64(b + MAX_TIMESTAMP);
-    if (first != NO_TIMESTAMP && first < lim->min_timestamp)
-        return 0;
-    if (top != NO_TIMESTAMP && top > lim->max_timestamp)
-        return 0;
+    int64_t first = read_i64(b + BASE_TIMESTAMP);
+    return first == NO_TIMESTAMP || first >= lim->min_timestamp;
+}
+
+/* crc32c.crc32c(b[from:to], value): 1 with *out set, -1 with an exception set. */
+static int crc_of(const unsigned char *b, Py_ssize_t from, Py_ssize_t to, uint32_t value, uint32_t *out) {
+    PyObject *span = PyMemoryView_FromMemory((char *)b + from, to - from, PyBUF_READ);
+    if (span == NULL)
+        return -1;
+    PyObject *crc = PyObject_CallFunction(crc32c_func, "Ok", span, (unsigned long)value);
+    Py_DECREF(span);
+    if (crc == NULL)
+        return -1;
+    unsigned long result = PyLong_AsUnsignedLong(crc);
+    Py_DECREF(crc);
+    if (result == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    *out = (uint32_t)result;
     return 1;
 }
 
@@ -153,24 +367,112 @@ static int crc_ok(const unsigned char *b, Py_ssize_t size) {
     return value == read_u32(b + CRC);
 }
 
-/* Fold the batch at ``b`` into the summary as Partition._assign_offsets does with
- * append_time -1; 0 when its last offset would not fit an int64. ``base`` is its offset. */
-static int summarize(const unsigned char *b, int64_t base, Summary *s) {
-    int32_t delta = read_i32(b + LAST_OFFSET_DELTA);
-    if (base > INT64_MAX - delta)
+/* The CRC the batch gets with ``max_timestamp`` in its header: the fields before it from a
+ * copy, the rest from the buffer. */
+static int crc_with_max_timestamp(const unsigned char *b, Py_ssize_t size, int64_t max_timestamp, uint32_t *out) {
+    unsigned char head[PRODUCER_ID - ATTRIBUTES];
+    memcpy(head, b + ATTRIBUTES, MAX_TIMESTAMP - ATTRIBUTES);
+    write_i64(head + (MAX_TIMESTAMP - ATTRIBUTES), max_timestamp);
+    uint32_t crc;
+    if (crc_of(head, 0, sizeof head, 0, &crc) < 0)
+        return -1;
+    return crc_of(b, PRODUCER_ID, size, crc, out);
+}
+
+/* Walk the records of the batch at ``b``, decompressing them first through lim->decompress:
+ * 1 when they pass, 0 when not (or when decompress declines), -1 on an exception. */
+static int records_ok(const unsigned char *b, Py_ssize_t size, const Limits *lim, Walk *w) {
+    int codec = b[ATTRIBUTES + 1] & COMPRESSION_MASK;
+    int32_t count = read_i32(b + RECORDS_COUNT);
+    int64_t base_timestamp = read_i64(b + BASE_TIMESTAMP);
+    if (codec == 0)
+        return walk_records(b + HEADER_SIZE, size - HEADER_SIZE, count, base_timestamp, lim->compacted, NULL, w)
+               == WALK_OK;
+    if (lim->decompress == Py_None)
         return 0;
+    PyObject *section = PyMemoryView_FromMemory((char *)b + HEADER_SIZE, size - HEADER_SIZE, PyBUF_READ);
+    if (section == NULL)
+        return -1;
+    PyObject *data = PyObject_CallFunction(lim->decompress, "iO", codec, section);
+    /* Released, so that a reference the callable kept cannot reach the buffer later (it is
+     * over raw memory, which no export pins once ``records`` is released). */
+    PyObject *released = PyObject_CallMethod(section, "release", NULL);
+    Py_DECREF(section);
+    if (released == NULL) {
+        Py_XDECREF(data);
+        return -1;
+    }
+    Py_DECREF(released);
+    if (data == NULL)
+        return -1;
+    if (data == Py_None) {
+        Py_DECREF(data);
+        return 0;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    int verdict = walk_records(view.buf, view.len, count, base_timestamp, lim->compacted, NULL, w);
+    PyBuffer_Release(&view);
+    Py_DECREF(data);
+    return verdict == WALK_OK;
+}
+
+static int add_plan(Plans *plans, const Plan *plan) {
+    if (plans->count == plans->capacity) {
+        Py_ssize_t capacity = 2 * plans->capacity;
+        Plan *items = plans->items == plans->stack ? PyMem_Malloc(capacity * sizeof(Plan))
+                                                   : PyMem_Realloc(plans->items, capacity * sizeof(Plan));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (plans->items == plans->stack)
+            memcpy(items, plans->stack, sizeof plans->stack);
+        plans->items = items;
+        plans->capacity = capacity;
+    }
+    plans->items[plans->count++] = *plan;
+    return 0;
+}
+
+/* Check one batch of ``size`` bytes at ``b`` with offsets from ``base`` and plan its writes:
+ * 1 when it may take the fast path (summary folded), 0 when not, -1 on an exception. Cheap
+ * header checks come before the CRC, and the CRC before the records. */
+static int check_batch(const unsigned char *b, Py_ssize_t size, int64_t base, const Limits *lim, Summary *s,
+                       Plan *plan) {
+    int32_t delta = read_i32(b + LAST_OFFSET_DELTA);
+    if (!header_ok(b, size, lim) || base > INT64_MAX - delta)
+        return 0;
+    int ok = crc_ok(b, size);
+    if (ok <= 0)
+        return ok;
+    Walk w;
+    ok = records_ok(b, size, lim, &w);
+    if (ok <= 0)
+        return ok;
+    if (w.max_timestamp != NO_TIMESTAMP && w.max_timestamp > lim->max_timestamp)
+        return 0;
+    plan->size = size;
+    plan->max_timestamp = w.max_timestamp;
+    plan->patch_max = w.max_timestamp != read_i64(b + MAX_TIMESTAMP);
+    if (plan->patch_max && crc_with_max_timestamp(b, size, w.max_timestamp, &plan->crc) < 0)
+        return -1;
     s->last_offset = base + delta;
-    int64_t top = read_i64(b + MAX_TIMESTAMP);
-    if (top > s->max_timestamp) { /* strictly greater: the first batch with it wins */
-        s->max_timestamp = top;
-        s->offset_of_max_timestamp = s->last_offset;
+    /* Unsigned: past a last offset of INT64_MAX it wraps, and check_all refuses a next batch. */
+    plan->next_base = (int64_t)((uint64_t)s->last_offset + 1);
+    if (w.max_timestamp > s->max_timestamp) { /* strictly greater: the first record with it wins */
+        s->max_timestamp = w.max_timestamp;
+        s->offset_of_max_timestamp = base + w.index_of_max;
     }
     return 1;
 }
 
-/* Pass 1: 1 when every batch may take the fast path (summary filled), 0 when not, -1 on an
- * exception. Cheap header checks come before each CRC so a refused batch costs little. */
-static int check_all(const unsigned char *buf, Py_ssize_t len, const Limits *lim, Summary *s) {
+/* Pass 1: 1 when every batch may take the fast path (summary and plans filled), 0 when not,
+ * -1 on an exception. */
+static int check_all(const unsigned char *buf, Py_ssize_t len, const Limits *lim, Summary *s, Plans *plans) {
     if (len <= MAGIC || buf[MAGIC] != 2 || lim->base_offset < 0)
         return 0;
     s->max_timestamp = NO_TIMESTAMP;
@@ -178,34 +480,40 @@ static int check_all(const unsigned char *buf, Py_ssize_t len, const Limits *lim
     int64_t base = lim->base_offset;
     for (Py_ssize_t pos = 0; pos < len;) {
         const unsigned char *b = buf + pos;
+        Plan plan;
         Py_ssize_t size = batch_size(b, len - pos);
-        if (size == 0 || !header_ok(b, size, lim) || !summarize(b, base, s))
+        if (size == 0)
             return 0;
-        int crc = crc_ok(b, size);
-        if (crc <= 0)
-            return crc;
+        int ok = check_batch(b, size, base, lim, s, &plan);
+        if (ok <= 0)
+            return ok;
+        if (add_plan(plans, &plan) < 0)
+            return -1;
         pos += size;
-        if (pos < len) {
-            if (s->last_offset == INT64_MAX) /* the next batch's base would not fit */
-                return 0;
-            base = s->last_offset + 1;
-        }
+        if (pos < len && s->last_offset == INT64_MAX) /* the next batch's base would not fit */
+            return 0;
+        base = plan.next_base;
     }
     if (s->offset_of_max_timestamp < 0)
         s->offset_of_max_timestamp = s->last_offset;
     return 1;
 }
 
-/* Pass 2, after check_all passed: patch base offsets and leader epochs. */
-static void assign_all(unsigned char *buf, Py_ssize_t len, const Limits *lim) {
+/* Pass 2, after check_all passed: write what it planned, nothing read from the buffer. */
+static void assign_all(unsigned char *buf, const Plans *plans, const Limits *lim) {
     int64_t next = lim->base_offset;
-    for (Py_ssize_t pos = 0; pos < len;) {
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < plans->count; i++) {
+        const Plan *plan = &plans->items[i];
         unsigned char *b = buf + pos;
         write_i64(b + BASE_OFFSET, next);
         write_u32(b + LEADER_EPOCH, (uint32_t)lim->leader_epoch);
-        /* Unsigned: past a last offset of INT64_MAX it wraps, but only after the last batch. */
-        next = (int64_t)((uint64_t)next + (uint64_t)read_i32(b + LAST_OFFSET_DELTA) + 1);
-        pos += LOG_OVERHEAD + read_i32(b + BATCH_LENGTH);
+        if (plan->patch_max) {
+            write_i64(b + MAX_TIMESTAMP, plan->max_timestamp);
+            write_u32(b + CRC, plan->crc);
+        }
+        next = plan->next_base;
+        pos += plan->size;
     }
 }
 
@@ -244,20 +552,31 @@ static int get_records(PyObject *arg, Py_buffer *view) {
 }
 
 static PyObject *validate_and_assign(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "validate_and_assign takes 6 arguments (%zd given)", nargs);
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "validate_and_assign takes 8 arguments (%zd given)", nargs);
         return NULL;
     }
     Limits lim;
     if (parse_limits(args, &lim) < 0)
         return NULL;
+    lim.decompress = args[6];
+    if (lim.decompress != Py_None && !PyCallable_Check(lim.decompress)) {
+        PyErr_SetString(PyExc_TypeError, "decompress must be callable or None");
+        return NULL;
+    }
+    lim.compacted = PyObject_IsTrue(args[7]);
+    if (lim.compacted < 0)
+        return NULL;
     Py_buffer view;
     if (get_records(args[0], &view) < 0)
         return NULL;
     Summary s;
-    int ok = check_all((const unsigned char *)view.buf, view.len, &lim, &s);
+    Plans plans = {.items = plans.stack, .count = 0, .capacity = PLANS_ON_STACK};
+    int ok = check_all((const unsigned char *)view.buf, view.len, &lim, &s, &plans);
     if (ok > 0)
-        assign_all((unsigned char *)view.buf, view.len, &lim);
+        assign_all((unsigned char *)view.buf, &plans, &lim);
+    if (plans.items != plans.stack)
+        PyMem_Free(plans.items);
     PyBuffer_Release(&view);
     if (ok < 0)
         return NULL;
@@ -267,19 +586,71 @@ static PyObject *validate_and_assign(PyObject *module, PyObject *const *args, Py
                          (long long)s.max_timestamp, (long long)s.offset_of_max_timestamp);
 }
 
+/* check_records(data, records_count, base_timestamp, compacted)
+ *     -> (verdict, index, max_timestamp, index_of_max, null_keys) */
+static PyObject *check_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "check_records takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int64_t count, base_timestamp;
+    if (int64_arg(args[1], &count) < 0 || int64_arg(args[2], &base_timestamp) < 0)
+        return NULL;
+    if (count < 0 || count > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "records_count must be an int32 of 0 or more");
+        return NULL;
+    }
+    int compacted = PyObject_IsTrue(args[3]);
+    if (compacted < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *null_keys = PyList_New(0);
+    if (null_keys == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    /* Without the GIL (a section may hold 256 MiB of records, walked on a worker thread):
+     * only the walk that lists records without a key, when there are any, holds it. */
+    Walk w;
+    int verdict;
+    Py_BEGIN_ALLOW_THREADS
+    verdict = walk_records(view.buf, view.len, (int32_t)count, base_timestamp, compacted, NULL, &w);
+    Py_END_ALLOW_THREADS
+    if (verdict == WALK_NULL_KEY)
+        verdict = walk_records(view.buf, view.len, (int32_t)count, base_timestamp, compacted, null_keys, &w);
+    PyBuffer_Release(&view);
+    if (verdict < 0) {
+        Py_DECREF(null_keys);
+        return NULL;
+    }
+    return Py_BuildValue("(iiLiN)", verdict, (int)w.index, (long long)w.max_timestamp, (int)w.index_of_max,
+                         null_keys);
+}
+
 static PyMethodDef methods[] = {
     {"validate_and_assign", (PyCFunction)(void (*)(void))validate_and_assign, METH_FASTCALL,
      "validate_and_assign(records, base_offset, leader_epoch, max_message_bytes, min_timestamp,\n"
-     "max_timestamp) -> (first_offset, last_offset, max_timestamp, offset_of_max_timestamp) | None\n\n"
-     "Check the produced v2 batches in ``records`` and patch their base offsets and leader\n"
-     "epochs in place; None, with nothing written, when the Python path must handle them."},
+     "max_timestamp, decompress, compacted)\n"
+     "-> (first_offset, last_offset, max_timestamp, offset_of_max_timestamp) | None\n\n"
+     "Check the produced v2 batches in ``records`` and their records, and patch their base\n"
+     "offsets and leader epochs (and max timestamps that differ from their records') in place;\n"
+     "None, with nothing written, when the Python path must handle them."},
+    {"check_records", (PyCFunction)(void (*)(void))check_records, METH_FASTCALL,
+     "check_records(data, records_count, base_timestamp, compacted)\n"
+     "-> (verdict, index, max_timestamp, index_of_max, null_keys)\n\n"
+     "Walk the records section ``data`` of a batch (decompressed): verdict 0 when well formed,\n"
+     "1 record ``index`` malformed, 2 its offset delta is not its index, 3 fewer records than\n"
+     "declared, 4 bytes left after them; the largest record timestamp and the first record\n"
+     "with it (-1, -1 when none); when ``compacted``, the indexes of records without a key."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "odradek.records._log_validator",
-    .m_doc = "The produce fast path's batch validation and offset assignment, in C.",
+    .m_doc = "Kafka's LogValidator checks of produced batches and the fast path's offset assignment, in C.",
     .m_size = -1,
     .m_methods = methods,
 };

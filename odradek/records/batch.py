@@ -19,9 +19,11 @@ Byte layout of one batch (seed 001; all integers big-endian)::
         57     4  records_count
         61     …  records
 
-The broker never decodes records on the produce or fetch paths: it reads this header, checks
-the CRC, and patches ``base_offset`` and ``partition_leader_epoch`` in place (the CRC does not
-cover them, so patching keeps the batch valid).
+The broker never re-encodes records: on produce it reads this header, checks the CRC, walks
+the records' framing (``log_validator.py``, ``_log_validator.c``), and patches ``base_offset``
+and ``partition_leader_epoch`` in place (the CRC does not cover them, so patching keeps the
+batch valid), and ``max_timestamp`` with the CRC where the records say otherwise; fetch hands
+out the stored bytes.
 """
 
 from __future__ import annotations
@@ -245,3 +247,10 @@ def set_log_append_time(buf, pos: int, size: int, timestamp: int) -> None:
     _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_BIT)
     _INT64.pack_into(buf, pos + 35, timestamp)
     struct.pack_into(">I", buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
+
+
+def set_max_timestamp(buf, pos: int, size: int, timestamp: int) -> None:
+    """Set the max timestamp of the batch at ``pos`` (its records' largest, as Kafka's
+    ``setMaxTimestamp`` on append) and recompute its CRC, which covers it."""
+    _INT64.pack_into(buf, pos + 35, timestamp)
+    _UINT32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))

@@ -1,22 +1,26 @@
 """A partition this broker hosts: its log, its role, its high watermark, its producers.
 
-The produce path (``append_records_as_leader``) does per-batch work only, never per-record:
+The produce path (``append_records_as_leader``) works per batch in Python; the one per-record
+step, the walk of each batch's records, is a C loop (``records/_log_validator.c``):
 
 1. split the request's records into batches by their length fields; the bytes must be whole
    batches (else CORRUPT_MESSAGE);
 2. legacy message sets (magic 0/1) are converted to v2 batches first (the one place where
-   records are touched, for clients that old);
+   records are re-encoded, for clients that old);
 3. validate each batch: CRC-32C, magic, ``last_offset_delta + 1 == records_count``, size
-   within ``max.message.bytes``, no control batches from clients, and on CreateTime topics
-   timestamps within ``message.timestamp.before.max.ms`` / ``after.max.ms`` of the broker's
-   clock (``_produce_settings``, from the header only);
+   within ``max.message.bytes``, no control batches from clients; its records as Kafka's
+   ``LogValidator`` does (``records/log_validator.py``: codec, decompression within a bound,
+   every record's framing, keys on compacted topics), which also yields the largest record
+   timestamp; and on CreateTime topics timestamps within ``message.timestamp.before.max.ms``
+   / ``after.max.ms`` of the broker's clock (``_produce_settings``);
 4. check idempotent producers' sequence numbers (duplicates are acknowledged with the offsets
    they were first written at, and not appended again);
 5. only when the topic's ``compression.type`` is not ``producer``: rewrite each batch of
    another codec into the topic's (``records/recompression.py``; the rewritten batch must
    fit ``max.message.bytes`` too); with ``producer`` this costs one comparison per request;
 6. assign offsets by patching each batch's base offset and partition leader epoch in place
-   (and, for LogAppendTime topics, its max timestamp and CRC);
+   (and its max timestamp and CRC: for LogAppendTime topics the append time, else its
+   records' largest timestamp where the header says otherwise);
 7. append the bytes to the log as they are, update producer state, advance the high
    watermark (the lowest log end offset in the ISR) and wake waiting fetches.
 """
@@ -32,7 +36,21 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
 from odradek.records._log_validator import validate_and_assign
 from odradek.records.conversion import legacy_to_v2
-from odradek.records.errors import CorruptRecordError, InvalidRecordError
+from odradek.records.errors import (
+    CorruptRecordError,
+    DecompressionLimitError,
+    InvalidRecordError,
+    UnsupportedCompressionTypeError,
+)
+from odradek.records.log_validator import (
+    INLINE_DECOMPRESSED,
+    RecordsSummary,
+    check_batch_records,
+    inline_decompress,
+    inline_decompressor,
+    inline_limit,
+    max_decompressed,
+)
 from odradek.records.recompression import recompress_batches, target_codec
 from odradek.storage._fast_append import append_to_active_segment
 from odradek.storage.append_info import LogAppendInfo
@@ -45,11 +63,19 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class ProduceError(Exception):
-    """A produce to one partition failed with a Kafka error code."""
+    """A produce to one partition failed with a Kafka error code; ``record_errors``:
+    ``(index in its batch, message)`` of the records at fault (KIP-467)."""
 
-    def __init__(self, error: ErrorCode, message: str) -> None:
+    def __init__(self, error: ErrorCode, message: str, record_errors: tuple[tuple[int, str], ...] = ()) -> None:
         super().__init__(message)
         self.error = error
+        self.record_errors = record_errors
+
+
+class CheckOffLoop(Exception):
+    """A batch's records decompress to more than may be checked on the event loop
+    (``INLINE_DECOMPRESSED``): nothing was changed; check them with ``check_records_off_loop``
+    on a worker thread, then append with its result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +94,10 @@ class ProduceSettings(NamedTuple):
     (``_UNLIMITED`` when there is no bound); ``recompress_to`` is the ``(codec, level)``
     batches are rewritten into, None for ``compression.type=producer``; ``plain``: the
     produce fast path may append (batches kept as they are, CreateTime, no
-    ``flush.messages``); ``bounded``: some timestamp bound is set, so a produce reads the clock.
+    ``flush.messages``); ``bounded``: some timestamp bound is set, so a produce reads the clock;
+    ``compacted``: ``cleanup.policy`` has ``compact``, so every record needs a key;
+    ``inline_limit``: the bytes a batch's records may take decompressed on the event loop
+    (``records/log_validator.py``), and ``decompress`` the fast path's decompressor for it.
     """
 
     config: object
@@ -77,9 +106,12 @@ class ProduceSettings(NamedTuple):
     recompress_to: tuple[int, int | None] | None
     plain: bool
     bounded: bool
+    compacted: bool
+    inline_limit: int = INLINE_DECOMPRESSED
+    decompress: object = inline_decompress
 
 
-_NO_SETTINGS = ProduceSettings(None, _UNLIMITED, _UNLIMITED, None, False, False)
+_NO_SETTINGS = ProduceSettings(None, _UNLIMITED, _UNLIMITED, None, False, False, False)
 
 
 @dataclass
@@ -116,36 +148,28 @@ class Partition:
         return self.leader_id == broker_id
 
     # --- produce ----------------------------------------------------------------------------
-    def append_records_as_leader(self, records, now_ms: int) -> ProduceResult:
+    def append_records_as_leader(self, records, now_ms: int,
+                                 checked: list[RecordsSummary] | None = None) -> ProduceResult:
         """Validate, assign offsets to and append the batches in ``records`` (writable).
 
-        Raises ProduceError with the Kafka error code when nothing was appended.
+        ``checked``: the batches' records as ``check_records_off_loop`` found them, which are
+        then not walked again. Raises ProduceError with the Kafka error code when nothing was
+        appended, CheckOffLoop (nothing changed) when records must be checked off the loop.
         """
         config = self.log.config
-        try:
-            buf, batches = _split_batches(records)
-        except CorruptRecordError as e:
-            raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
-        except InvalidRecordError as e:
-            raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
-        max_message_bytes = config.max_message_bytes
+        buf, batches = _split_or_refuse(records)
         settings = self._settings(config)
-        low, high = now_ms - settings.before_ms, now_ms + settings.after_ms
-        idempotent = False
-        for _, size, header in batches:
-            _validate_client_batch(header, size, max_message_bytes)
-            # Two comparisons per batch; only a batch past a bound pays for a call.
-            if header.base_timestamp < low or header.max_timestamp > high:
-                _check_timestamps(header, low, high)
-            idempotent = idempotent or header.producer_id >= 0
+        summaries, idempotent = self._check_batches(buf, batches, config, settings, now_ms, checked)
         if idempotent:
             duplicate = self._check_producers(batches)
             if duplicate is not None:
                 return ProduceResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
-        if settings.recompress_to is not None:  # compression.type is not "producer"
-            buf, batches = _recompress(buf, batches, settings.recompress_to, max_message_bytes)
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
-        info = self._assign_offsets(buf, batches, append_time)
+        if append_time < 0:
+            batches = _set_max_timestamps(buf, batches, summaries)
+        if settings.recompress_to is not None:  # compression.type is not "producer"
+            buf, batches = _recompress(buf, batches, settings.recompress_to, config.max_message_bytes)
+        info = self._assign_offsets(buf, batches, append_time, summaries)
         refusal = self._log_refusal(len(buf), info.first_offset, info.last_offset)
         if refusal is not None:
             raise refusal
@@ -154,15 +178,69 @@ class Partition:
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
 
+    def check_records_off_loop(self, records) -> list[RecordsSummary]:
+        """The records of every batch in ``records`` checked with the full decompression
+        bound (``max_decompressed``), for ``append_records_as_leader(checked=...)``. Reads
+        only ``records`` and the config, so it may run on a worker thread (the decompressors
+        and the walk release the GIL). Raises ProduceError as the append would."""
+        buf, batches = _split_or_refuse(records)
+        config = self.log.config
+        limit = max_decompressed(config.max_message_bytes)
+        compacted = config.compact_enabled
+        return [self._check_records(buf, pos, size, header, compacted, limit) for pos, size, header in batches]
+
+    def _check_batches(self, buf, batches, config, settings: ProduceSettings, now_ms: int,
+                       checked: list[RecordsSummary] | None) -> tuple[list[RecordsSummary], bool]:
+        """Every batch's header, records and timestamps checked, in batch order (the first
+        failing batch decides the error): the records' summaries and whether any batch is
+        idempotent."""
+        max_message_bytes = config.max_message_bytes
+        low, high = now_ms - settings.before_ms, now_ms + settings.after_ms
+        compacted = settings.compacted
+        summaries = []
+        idempotent = False
+        for i, (pos, size, header) in enumerate(batches):
+            _validate_client_batch(header, size, max_message_bytes)
+            summary = (checked[i] if checked is not None
+                       else self._check_records(buf, pos, size, header, compacted, settings.inline_limit))
+            summaries.append(summary)
+            # Two comparisons per batch; only a batch past a bound pays for a call.
+            if header.base_timestamp < low or summary.max_timestamp > high:
+                _check_timestamps(header._replace(max_timestamp=summary.max_timestamp), low, high)
+            idempotent = idempotent or header.producer_id >= 0
+        return summaries, idempotent
+
+    def _check_records(self, buf, pos: int, size: int, header: rb.BatchHeader, compacted: bool,
+                       limit: int) -> RecordsSummary:
+        """One batch's records checked (``records/log_validator.py``), errors as ProduceError;
+        CheckOffLoop when they need more than ``limit`` bytes and more is allowed."""
+        full = max_decompressed(self.log.config.max_message_bytes)
+        try:
+            return check_batch_records(buf, pos, size, header, f"{self.topic}-{self.index}", compacted, limit,
+                                       limit < full)
+        except DecompressionLimitError as e:
+            if limit < full:
+                raise CheckOffLoop() from None
+            raise ProduceError(ErrorCode.INVALID_RECORD, f"{e} (the bound for this topic's max.message.bytes)") from None
+        except CorruptRecordError as e:
+            raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+        except UnsupportedCompressionTypeError as e:
+            raise ProduceError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(e)) from None
+        except InvalidRecordError as e:
+            raise ProduceError(ErrorCode.INVALID_RECORD, str(e), e.record_errors) from None
+
     def prepare_plain_append(self, records, clock) -> tuple[int, int, int, int] | None:
         """Phase one of the produce fast path (``server/produce_fast_path.py``): validate
         ``records`` and assign their offsets from the log end offset, in one C call
         (``records/_log_validator.c``) that changes nothing but the batches' base offsets and
         leader epochs, which every append assigns anyway.
 
+        The records are walked there too (the generic path's checks, same walker); a batch
+        whose header's max timestamp is not its records' gets theirs (and its CRC).
         Returns the fields of the ``LogAppendInfo`` to append with, or None when the batches
-        need more than that: a refusal, idempotent or legacy batches, or a topic whose config
-        rewrites batches, stamps LogAppendTime or flushes by message count. The caller then
+        need more than that: a refusal, idempotent or legacy batches, records that decompress
+        to more than ``INLINE_DECOMPRESSED``, or a topic whose config rewrites batches, stamps
+        LogAppendTime or flushes by message count. The caller then
         runs ``append_records_as_leader``, which checks and assigns everything again.
         """
         config = self.log.config
@@ -176,7 +254,8 @@ class Partition:
         else:
             low, high = _INT64_MIN, _INT64_MAX
         info = validate_and_assign(records, self.log.log_end_offset, self.leader_epoch,
-                                   config.max_message_bytes, low, high)
+                                   config.max_message_bytes, low, high, settings.decompress,
+                                   settings.compacted)
         if info is None or self.log.append_refusal(len(records), info[0], info[1]) is not None:
             return None
         return info
@@ -232,9 +311,7 @@ class Partition:
         """``Log.append_refusal`` as this partition's error, checked before appending: a
         request's earlier partitions may be appended already, and an exception from the log
         would leave the request half done. More bytes than ``segment.bytes``:
-        RECORD_LIST_TOO_LARGE, as Kafka answers; offsets beyond 2**31 - 1 apart (only batches
-        claiming far more records than their bytes hold: records are not decoded here):
-        INVALID_RECORD."""
+        RECORD_LIST_TOO_LARGE, as Kafka answers; offsets beyond 2**31 - 1 apart: INVALID_RECORD."""
         refused = self.log.append_refusal(size, first_offset, last_offset)
         if refused is None:
             return None
@@ -274,11 +351,17 @@ class Partition:
             update(header, base, timestamp=timestamp)
             base += header.last_offset_delta + 1
 
-    def _assign_offsets(self, buf, batches, append_time: int) -> LogAppendInfo:
+    def _assign_offsets(self, buf, batches, append_time: int,
+                        summaries: list[RecordsSummary] | None = None) -> LogAppendInfo:
+        """Patch base offsets and leader epochs (LogAppendTime: max timestamps) and sum up.
+
+        The offset of the largest timestamp is that of the first record holding it (Kafka's
+        ``offsetOfMaxTimestamp``) where ``summaries`` say which record it is, else the last
+        offset of its batch; with no timestamp at all, the last offset."""
         next_offset = self.log_end_offset
         first = next_offset
         max_ts, max_ts_offset = rb.NO_TIMESTAMP, -1
-        for pos, size, header in batches:
+        for i, (pos, size, header) in enumerate(batches):
             rb.set_base_offset(buf, pos, next_offset)
             rb.set_partition_leader_epoch(buf, pos, self.leader_epoch)
             if append_time >= 0:
@@ -286,7 +369,8 @@ class Partition:
             last = next_offset + header.last_offset_delta
             ts = append_time if append_time >= 0 else header.max_timestamp
             if ts > max_ts:
-                max_ts, max_ts_offset = ts, last
+                at = summaries[i].index_of_max if summaries is not None and append_time < 0 else -1
+                max_ts, max_ts_offset = ts, (next_offset + at if at >= 0 else last)
             next_offset = last + 1
         return LogAppendInfo(first, next_offset - 1, max_ts, max_ts_offset if max_ts_offset >= 0 else next_offset - 1)
 
@@ -310,6 +394,30 @@ class Partition:
 def _storage_error(part: Partition, error: OSError) -> ProduceError:
     return ProduceError(ErrorCode.KAFKA_STORAGE_ERROR,
                         f"write to {part.topic}-{part.index} failed: {error.strerror or error}")
+
+
+def _split_or_refuse(records):
+    """``_split_batches`` with its errors as ProduceError."""
+    try:
+        return _split_batches(records)
+    except CorruptRecordError as e:
+        raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+    except InvalidRecordError as e:
+        raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
+
+
+def _set_max_timestamps(buf, batches, summaries: list[RecordsSummary]):
+    """Give each batch its records' largest timestamp where its header says otherwise, as
+    Kafka does on append (``setMaxTimestamp``: the header and the CRC, records untouched);
+    the batches with their headers as they now are."""
+    out = batches
+    for i, ((pos, size, header), summary) in enumerate(zip(batches, summaries)):
+        if summary.max_timestamp != header.max_timestamp:
+            rb.set_max_timestamp(buf, pos, size, summary.max_timestamp)
+            if out is batches:
+                out = list(batches)
+            out[i] = (pos, size, header._replace(max_timestamp=summary.max_timestamp))
+    return out
 
 
 def _split_batches(records):
@@ -368,27 +476,31 @@ def _produce_settings(config) -> ProduceSettings:
     """
     target = target_codec(config)
     if config.message_timestamp_type == LOG_APPEND_TIME:
-        return ProduceSettings(config, _UNLIMITED, _UNLIMITED, target, False, False)
+        return ProduceSettings(config, _UNLIMITED, _UNLIMITED, target, False, False, config.compact_enabled,
+                               *_inline(config))
     before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
     before = _UNLIMITED if before == LONG_MAX else before
     after = _UNLIMITED if after == LONG_MAX else after
     plain = target is None and config.flush_messages == LONG_MAX
-    return ProduceSettings(config, before, after, target, plain, before != _UNLIMITED or after != _UNLIMITED)
+    return ProduceSettings(config, before, after, target, plain, before != _UNLIMITED or after != _UNLIMITED,
+                           config.compact_enabled, *_inline(config))
+
+
+def _inline(config) -> tuple[int, object]:
+    """``(inline_limit, decompress)`` of ``ProduceSettings`` for a log's config."""
+    limit = inline_limit(config.max_message_bytes)
+    return limit, (inline_decompress if limit == INLINE_DECOMPRESSED else inline_decompressor(limit))
 
 
 def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:
     """Raise INVALID_TIMESTAMP (32) if the batch's timestamps are outside ``[low, high]``.
 
-    Batches travel verbatim and the produce path decodes no record, so only the header is
-    checked: ``base_timestamp`` (the first record's timestamp, from which the others are
-    stored as deltas) against ``low``, and ``max_timestamp`` (the largest record timestamp,
-    as the producer wrote it; the broker keeps it) against ``high``. Every record is thus
-    checked against ``high``, but against ``low`` only the first one: a later record whose
-    timestamp is below the batch's base timestamp (a negative delta) is not checked,
-    because finding it means decoding, and for compressed batches decompressing, every
-    record, which this path never does. Kafka checks each record; producers stamp records in
-    the order they are appended to a batch, so such a record is rare (a timestamp the
-    application set explicitly). A failing batch fails the whole partition's append, as in
+    ``header`` carries the largest record timestamp the record walk found as its
+    ``max_timestamp``: it is checked against ``high``, so every record is; against ``low``
+    only ``base_timestamp`` is (the first record's timestamp, from which the others are
+    stored as deltas): a later record below it (a negative delta) is not checked. Kafka
+    checks each record; producers stamp records in the order they are appended to a batch,
+    so such a record is rare (a timestamp the application set explicitly). A failing batch fails the whole partition's append, as in
     Kafka; the client sees INVALID_TIMESTAMP, which it does not retry.
     """
     base, top = header.base_timestamp, header.max_timestamp

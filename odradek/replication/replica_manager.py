@@ -5,6 +5,14 @@ logs through the log manager, appends as leader, and lets fetches wait for data:
 fetch that has fewer than ``fetch.min.bytes`` waits in ``wait_for_appends`` until an append to
 one of its partitions (or its ``max.wait.ms``) wakes it, then reads again (Kafka's delayed
 fetch, without a purgatory timer wheel: one future per waiting fetch).
+
+Appends whose records must be checked off the event loop (``Partition.CheckOffLoop``: they
+decompress to more than ``INLINE_DECOMPRESSED``) go through ``append_off_loop``: the check
+runs on one of ``RECORD_CHECK_THREADS`` worker threads, the append back on the loop. Each
+check holds at most one batch's decompression bound (``records/log_validator.py``: 32 MiB at
+the default ``max.message.bytes``), so these threads hold at most that many of them. While a partition has such an append
+pending, every later append to it queues behind it (``checking_off_loop``; the produce fast
+path hands those to the generic path), so a partition's appends keep their arrival order.
 """
 
 from __future__ import annotations
@@ -13,16 +21,20 @@ import asyncio
 import logging
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from odradek.coordinator.producer_state import (
     CorruptSnapshotError,
     ProducerStateManager,
 )
-from odradek.replication.partition import Partition, ProduceResult
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.replication.partition import CheckOffLoop, Partition, ProduceError, ProduceResult
 
 log = logging.getLogger("odradek.replication")
 
 PRODUCER_SNAPSHOT = "producer-state.snapshot"
+# Worker threads checking records off the event loop: bounds their memory (see above).
+RECORD_CHECK_THREADS = 2
 
 
 class ReplicaManager:
@@ -32,6 +44,9 @@ class ReplicaManager:
         self.clock = clock
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        # Partitions with appends queued by append_off_loop: (how many, the lock they take in turn).
+        self.off_loop_appends: dict[tuple[str, int], list] = {}
+        self._record_checks: ThreadPoolExecutor | None = None  # made on first use
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -80,6 +95,49 @@ class ReplicaManager:
         result = part.append_records_as_leader(records, self.clock.milliseconds())
         self.notify(part.key)
         return result
+
+    def checking_off_loop(self, key: tuple[str, int]) -> bool:
+        """True while appends to ``key`` queue behind one checked off the event loop."""
+        return key in self.off_loop_appends
+
+    def append_off_loop(self, part: Partition, records, heavy: bool) -> asyncio.Task:
+        """Queue an append behind the partition's other off-loop ones (now, so that appends
+        arriving meanwhile queue behind it); the task that makes it gives the result, or
+        raises ProduceError. ``heavy``: the records are known to need the worker thread
+        (else they are first tried on the loop: they may have queued only for order)."""
+        key = part.key
+        entry = self.off_loop_appends.get(key)
+        if entry is None:
+            entry = self.off_loop_appends[key] = [0, asyncio.Lock()]
+        entry[0] += 1
+        # A copy: the request's bytes may lie in a receive buffer the connection reuses.
+        task = asyncio.ensure_future(self._append_in_turn(part, memoryview(bytearray(records)), heavy, entry[1]))
+        task.add_done_callback(lambda _: self._off_loop_done(key, entry))  # even if cancelled unstarted
+        return task
+
+    def _off_loop_done(self, key: tuple[str, int], entry: list) -> None:
+        entry[0] -= 1
+        if entry[0] == 0 and self.off_loop_appends.get(key) is entry:
+            del self.off_loop_appends[key]
+
+    async def _append_in_turn(self, part: Partition, records, heavy: bool, lock: asyncio.Lock) -> ProduceResult:
+        async with lock:  # FIFO: the partition's queued appends in arrival order
+            if self.partitions.get(part.key) is not part or not part.is_leader(self.broker_id):
+                raise ProduceError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{part.topic}-{part.index} moved")
+            checked = await self._check_off_loop(part, records) if heavy else None
+            try:
+                result = part.append_records_as_leader(records, self.clock.milliseconds(), checked)
+            except CheckOffLoop:
+                checked = await self._check_off_loop(part, records)
+                result = part.append_records_as_leader(records, self.clock.milliseconds(), checked)
+            self.notify(part.key)
+            return result
+
+    async def _check_off_loop(self, part: Partition, records):
+        if self._record_checks is None:
+            self._record_checks = ThreadPoolExecutor(RECORD_CHECK_THREADS, thread_name_prefix="odradek-record-check")
+        return await asyncio.get_running_loop().run_in_executor(
+            self._record_checks, part.check_records_off_loop, records)
 
     def append_as_coordinator(self, part: Partition, batch) -> ProduceResult:
         """Append a batch built by a coordinator on this broker (see ``Partition``)."""
@@ -161,6 +219,8 @@ class ReplicaManager:
         (file contents and their renames): an fsync per file made a clean stop of 10,000
         partitions take 10-15 s, one journal commit each."""
         self.wake_all()
+        if self._record_checks is not None:
+            self._record_checks.shutdown(wait=True, cancel_futures=True)  # before the logs close
         written = 0
         failed = []
         for part in self.partitions.values():

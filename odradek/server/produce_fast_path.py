@@ -22,8 +22,10 @@ the same frame, which answers exactly as it always did. It takes a request when:
   way (no response either way);
 - every partition is led here, is not an internal topic, appears once, and its topic keeps
   batches as produced (``compression.type=producer``, CreateTime, no ``flush.messages``);
-- every partition's batches pass the generic path's checks, none has a producer id (the
-  idempotent and transactional producers' sequence checks stay in Python), none is legacy.
+- every partition's batches pass the generic path's checks (their records walked in C,
+  compressed ones decompressed up to ``INLINE_DECOMPRESSED``), none has a producer id (the
+  idempotent and transactional producers' sequence checks stay in Python), none is legacy,
+  and no append to the partition waits for records checked off the event loop.
 
 Nothing is appended until every partition is known to pass, so a request is handled entirely
 here or entirely by the generic path. The response is what the generic path would send for
@@ -46,6 +48,7 @@ class ProduceFastPath:
         self._broker = broker
         replica_manager = broker.replica_manager
         self._partitions = replica_manager.partitions  # (topic, index) -> Partition, live
+        self._checking_off_loop = replica_manager.off_loop_appends  # keys with queued appends, live
         self._notify = replica_manager.notify
         self._clock = replica_manager.clock
         self._broker_id = broker.broker_id
@@ -82,6 +85,7 @@ class ProduceFastPath:
         partitions = self._partitions
         broker_id = self._broker_id
         clock = self._clock
+        checking = self._checking_off_loop
         plan = []
         count = 0
         for name, partition_data in topics:
@@ -90,8 +94,8 @@ class ProduceFastPath:
             appends = []
             for index, records in partition_data:
                 part = partitions.get((name, index))
-                if part is None or part.leader_id != broker_id:
-                    return None
+                if part is None or part.leader_id != broker_id or part.key in checking:
+                    return None  # (checking: appends queue behind one checked off the loop)
                 if acks == -1 and not self._replicated_on_append(part):
                     return None
                 info = part.prepare_plain_append(records, clock)

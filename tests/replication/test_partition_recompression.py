@@ -14,7 +14,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
 from odradek.records import compression as codecs
 from odradek.records.reader import iter_batches
-from odradek.replication.partition import Partition, ProduceError
+from odradek.replication.partition import CheckOffLoop, Partition, ProduceError
 from odradek.storage.config import LOG_APPEND_TIME, LogConfig
 from tests.storage.helpers import T0, make_batch, open_log
 
@@ -27,7 +27,13 @@ def partition(tmp_path, **config) -> Partition:
 
 
 def produce(part: Partition, *batches: bytes):
-    return part.append_records_as_leader(memoryview(bytearray(b"".join(batches))), NOW)
+    """The append as ``ReplicaManager`` makes it: records the loop may not decompress are
+    checked first (there on a worker thread)."""
+    records = memoryview(bytearray(b"".join(batches)))
+    try:
+        return part.append_records_as_leader(records, NOW)
+    except CheckOffLoop:
+        return part.append_records_as_leader(records, NOW, part.check_records_off_loop(records))
 
 
 def log_bytes(part: Partition) -> bytes:

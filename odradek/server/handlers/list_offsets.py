@@ -5,7 +5,11 @@ Special timestamps: -2 earliest (the log start offset), -1 latest (the high wate
 follower asking), -3 the record with the largest timestamp (v7+), -4 earliest local (v8+; all of
 odradek's log is local, so the log start offset). Any other timestamp t gives the first offset
 whose record timestamp is at least t, or -1 (with timestamp -1) when there is none. Version 0
-answers in ``old_style_offsets``.
+answers in ``old_style_offsets``. -3 answers the offset of the record with the largest timestamp
+(the first one, if several), not of its batch (Kafka 3.8, KAFKA-16310).
+
+A lookup that meets a batch the log cannot decode (stored before its records were validated)
+answers CORRUPT_MESSAGE for that partition alone, and one the disk fails KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ Errors are per partition; a partition that fails does not stop the others. A par
 append the disk refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its log unchanged,
 and accepts writes again as soon as the disk does.
 
+Records that decompress to more than may be checked on the event loop (a "bomb", or a very
+large batch) are checked on a worker thread (``ReplicaManager.append_off_loop``); the
+request is answered once those appends are made, and later appends to the partition queue
+behind them. Refusals carry ``error_message`` and, for record-level errors (v8+), KIP-467
+``record_errors``.
+
 A partition whose unflushed offsets reached ``flush.messages`` is answered only once its log is
 flushed through the append (``produce_flush``: one fsync in flight per log, shared by every
 produce that arrived meanwhile); a failed fsync answers KAFKA_STORAGE_ERROR for it.
@@ -24,11 +30,12 @@ import logging
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.produce_response import (
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceResponse,
     TopicProduceResponse,
 )
-from odradek.replication.partition import ProduceError
+from odradek.replication.partition import CheckOffLoop, ProduceError
 from odradek.server.handlers.produce_flush import flush_all
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE
 
@@ -46,8 +53,8 @@ def handle(ctx, request):
     elif request.transactional_id is not None:
         refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
     topics = []
-    waits = []
-    appended = []
+    appended = []  # (topic, index, response, last offset) of the partitions appended
+    queued = []  # (task, topic, response) of appends queued off the event loop
     for topic in request.topic_data:
         name = topic.name
         responses = []
@@ -56,13 +63,24 @@ def handle(ctx, request):
                 resp, last_offset = _error(data.index, *refusal)
             else:
                 resp, last_offset = _produce_one(broker, acks, name, data)
+            if isinstance(resp, asyncio.Future):
+                task, (resp, _) = resp, _error(data.index, ErrorCode.NONE)  # filled in when done
+                queued.append((task, name, resp))
+            elif last_offset >= 0:
+                appended.append((name, data.index, resp, last_offset))
             responses.append(resp)
-            if last_offset >= 0:
-                appended.append((name, data.index, resp))
-                if acks == -1:
-                    waits.append((name, data.index, last_offset, resp))
         topics.append(TopicProduceResponse(name=name, partition_responses=responses))
-    flushes = broker.replica_manager.flushes_due_by_messages(appended) if appended else ()
+    if queued:
+        return _finish_queued(broker, acks, request.timeout_ms, topics, appended, queued)
+    return _finish(broker, acks, request.timeout_ms, topics, appended)
+
+
+def _finish(broker, acks: int, timeout_ms: int, topics, appended):
+    """The response (NO_RESPONSE or CLOSE_CONNECTION for acks=0; a coroutine when it waits
+    for flushes or replication) once every partition was appended or refused."""
+    waits = [(name, index, last_offset, resp) for name, index, resp, last_offset in appended] if acks == -1 else []
+    flushes = (broker.replica_manager.flushes_due_by_messages([(n, i, resp) for n, i, resp, _ in appended])
+               if appended else ())
     if acks == 0:
         if flushes:
             broker.track(asyncio.ensure_future(flush_all([(log, up_to) for log, up_to, _ in flushes])))
@@ -72,8 +90,25 @@ def handle(ctx, request):
         return CLOSE_CONNECTION if failed else NO_RESPONSE
     response = ProduceResponse(responses=topics, throttle_time_ms=0)
     if flushes or (waits and not broker.replica_manager.all_replicated(waits)):
-        return _complete(broker, flushes, waits, request.timeout_ms, response)
+        return _complete(broker, flushes, waits, timeout_ms, response)
     return response
+
+
+async def _finish_queued(broker, acks: int, timeout_ms: int, topics, appended, queued):
+    """``_finish`` once the appends queued off the event loop are made."""
+    for task, topic, resp in queued:
+        try:
+            result = await task
+        except ProduceError as e:
+            broker.log_bad_input(f"produce to {topic}-{resp.index} refused: {e.error.name}: {e}")
+            _set_error(resp, e)
+            continue
+        resp.base_offset = result.base_offset
+        resp.log_append_time_ms = result.log_append_time
+        resp.log_start_offset = result.log_start_offset
+        appended.append((topic, resp.index, resp, result.last_offset))
+    result = _finish(broker, acks, timeout_ms, topics, appended)
+    return await result if asyncio.iscoroutine(result) else result
 
 
 async def _complete(broker, flushes, waits, timeout_ms: int, response):
@@ -97,8 +132,17 @@ def _error(index: int, code: ErrorCode, message: str | None = None) -> tuple[Par
                                     current_leader=None), -1
 
 
-def _produce_one(broker, acks: int, topic: str, data) -> tuple[PartitionProduceResponse, int]:
-    """The partition's response and the last offset appended (-1 when none)."""
+def _set_error(resp: PartitionProduceResponse, e: ProduceError) -> None:
+    """A refusal in ``resp``: the code, the message and KIP-467 record errors (encoded v8+)."""
+    resp.error_code = e.error
+    resp.base_offset = -1
+    resp.error_message = str(e)
+    resp.record_errors = [BatchIndexAndErrorMessage(i, m) for i, m in e.record_errors]
+
+
+def _produce_one(broker, acks: int, topic: str, data):
+    """The partition's response and the last offset appended (-1 when none); instead of a
+    response, the task of an append queued off the event loop."""
     index = data.index
     if broker.is_internal_topic(topic) and not broker.allow_internal_writes:
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{topic} is internal")
@@ -111,14 +155,21 @@ def _produce_one(broker, acks: int, topic: str, data) -> tuple[PartitionProduceR
         if len(part.isr) < min_isr:
             return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, f"{len(part.isr)} in-sync replica(s) of "
                           f"{topic}-{index}, min.insync.replicas is {min_isr}")
+    replica_manager = broker.replica_manager
+    if replica_manager.checking_off_loop(part.key):  # behind an append checked off the loop
+        return replica_manager.append_off_loop(part, data.records, heavy=False), -1
     try:
-        result = broker.replica_manager.append(part, data.records)
+        result = replica_manager.append(part, data.records)
+    except CheckOffLoop:
+        return replica_manager.append_off_loop(part, data.records, heavy=True), -1
     except ProduceError as e:
         if e.error == ErrorCode.KAFKA_STORAGE_ERROR:
             broker.log_storage_error(e)  # the disk, not the client: its log is unchanged
         else:
             broker.log_bad_input(f"produce to {topic}-{index} refused: {e.error.name}: {e}")
-        return _error(index, e.error, str(e))
+        resp, _ = _error(index, e.error)
+        _set_error(resp, e)
+        return resp, -1
     # No current_leader: it is for NOT_LEADER_OR_FOLLOWER answers, and leaving it None spares
     # building (and, when encoding, comparing) a default LeaderIdAndEpoch per partition.
     resp = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
