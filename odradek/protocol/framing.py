@@ -125,6 +125,12 @@ class FrameParser:
         return self._completed + self._current
 
     @property
+    def completed(self) -> int:
+        """4 + the size of every frame completed so far (``declared`` less the frame in
+        progress)."""
+        return self._completed
+
+    @property
     def in_frame(self) -> bool:
         """A frame's prefix was parsed and the rest of it is still to come."""
         return self._current != 0

@@ -23,6 +23,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.config import BrokerConfig, ConfigError
 from odradek.server.connection import Connection
 from odradek.server.handlers import HANDLERS
+from odradek.server.memory_pool import MemoryPool
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
@@ -38,6 +39,7 @@ class Broker:
         self.clock = clock or SystemClock()
         self.broker_id = config.broker_id
         self.connections: set[Connection] = set()
+        self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, port)
         self.stopping = False

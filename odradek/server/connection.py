@@ -23,6 +23,15 @@ Backpressure: reading pauses while more than ``queued.max.requests`` responses a
 while the transport's write buffer is above its high-water mark (a slow reader), so one
 client can neither grow the broker's memory without bound nor slow other connections down.
 
+Memory for requests: the frame parser allocates as bytes arrive, never what a size prefix
+declares (``protocol/framing.py``). Every request's declared bytes are reserved in the
+broker's ``MemoryPool`` (``queued.max.request.bytes``, ``server/memory_pool.py``) as soon as
+its prefix is read and released once it is handled (its response computed, or its handler's
+future done); while the pool is at its limit, a connection between requests stops reading
+until a release brings the pool back under it. Nothing fails for want of memory: requests
+wait. A half-received request keeps its reservation until ``connections.max.idle.ms`` closes
+its silent connection (``server/background.py``), which releases it.
+
 Bad input: an oversized or negative frame size, an unknown API key, an unsupported version
 (other than of ApiVersions, which gets UNSUPPORTED_VERSION in the v0 layout) or a body that
 does not decode closes this connection after one log line; nothing else is disturbed.
@@ -42,6 +51,7 @@ from odradek.protocol.api_keys import ApiKey, is_supported
 from odradek.protocol.framing import FrameParser, FrameTooLargeError
 from odradek.protocol.primitives import DecodeError
 from odradek.server.handlers import api_versions
+from odradek.server.memory_pool import MemoryPool
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 
 log = logging.getLogger("odradek.server")
@@ -66,6 +76,10 @@ class Connection(asyncio.BufferedProtocol):
         self.listener_name = listener_name
         self.parser = FrameParser(broker.config["socket.request.max.bytes"], reuse_limit=FRAME_REUSE_LIMIT)
         self.max_queued = broker.config["queued.max.requests"]
+        self.memory: MemoryPool = broker.memory_pool
+        self._reserved = 0  # the parser's ``declared`` bytes, reserved in ``memory``
+        self._released = 0  # of those, released (handled requests)
+        self._holder: asyncio.Future | None = None  # the last frame's handler, if it waits
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.pending: collections.deque = collections.deque()  # [ctx, result|future]
@@ -90,6 +104,12 @@ class Connection(asyncio.BufferedProtocol):
     def connection_lost(self, exc) -> None:
         self.closed = True
         self.broker.connections.discard(self)
+        # Whatever this connection reserved and did not release: requests half received,
+        # waiting in the parser, or with handlers still running (their releases are ignored
+        # once closed).
+        self.memory.forget(self)
+        self.memory.release(self._reserved - self._released)
+        self._released = self._reserved
         for _, result in self.pending:
             if isinstance(result, asyncio.Future):
                 result.cancel()
@@ -110,10 +130,16 @@ class Connection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
+        parser = self.parser
+        ready = parser.buffer_updated(nbytes)
+        if parser.declared != self._reserved:  # new size prefixes
+            self._reserve()
         # A read that completed no frame (most reads of a big request) has nothing to
         # handle and nothing new to write: no _process, no scheduled flush.
-        if self.parser.buffer_updated(nbytes):
+        if ready:
             self._process()
+        if self.memory.exhausted or self._reserved != parser.declared:
+            self._update_reading()
 
     def eof_received(self) -> bool:
         return False  # close our side too
@@ -130,7 +156,10 @@ class Connection(asyncio.BufferedProtocol):
                 frame = self.parser.next_frame()
                 if frame is None:
                     break
+                nbytes = 4 + len(frame)
                 self._handle_frame(frame)
+                del frame
+                self._release_when_handled(nbytes)
         except FrameTooLargeError as e:
             self.close(f"{e} (socket.request.max.bytes)")
             return
@@ -189,8 +218,41 @@ class Connection(asyncio.BufferedProtocol):
         if type(result) is CoroutineType:
             result = asyncio.ensure_future(result)
             result.add_done_callback(self._on_done)
+            self._holder = result  # it may keep the request's bytes until it is done
             self.broker.track(result)
         self._queue(ctx, result)
+
+    def _release_when_handled(self, nbytes: int) -> None:
+        """Give the bytes of the request just handled back to the pool: now, or when its
+        handler's future is done."""
+        holder, self._holder = self._holder, None
+        if holder is None:
+            self._release(nbytes)
+        else:
+            holder.add_done_callback(lambda _, n=nbytes: self._release(n))
+
+    def _release(self, nbytes: int) -> None:
+        if not self.closed:  # once closed, connection_lost released everything
+            self._released += nbytes
+            self.memory.release(nbytes)
+
+    def _reserve(self) -> None:
+        """Reserve the bytes the parser's size prefixes declared: complete frames at once
+        (they are in memory and handled next), the frame in progress only while the pool is
+        under its limit (it is then admitted: it reads on to its end whatever the pool does;
+        else the connection stops reading, holding only what it received, until a release)."""
+        parser = self.parser
+        if parser.completed > self._reserved:
+            self.memory.reserve(parser.completed - self._reserved)
+            self._reserved = parser.completed
+        if self._reserved < parser.declared and not self.memory.exhausted:
+            self.memory.reserve(parser.declared - self._reserved)
+            self._reserved = parser.declared
+
+    def resume_for_memory(self) -> None:
+        """The pool is back under its limit (``MemoryPool.release``)."""
+        if not self.closed:
+            self._update_reading()
 
     def _queue(self, ctx: RequestContext, result) -> None:
         self.pending.append((ctx, result))
@@ -323,7 +385,15 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        want_pause = self._writing_paused or len(self.pending) >= self.max_queued
+        # For memory, a connection waits while it is between requests or its request in
+        # progress is not admitted (reserved) yet; one admitted reads on to its end:
+        # stopping it could leave every reader waiting on the others.
+        self._reserve()
+        memory_wait = self._reserved != self.parser.declared or (self.memory.exhausted
+                                                                 and not self.parser.in_frame)
+        if memory_wait:
+            self.memory.wait(self)
+        want_pause = self._writing_paused or len(self.pending) >= self.max_queued or memory_wait
         if want_pause and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
