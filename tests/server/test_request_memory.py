@@ -1,0 +1,127 @@
+"""Memory for requests: what a size prefix declares is not allocated before its bytes arrive,
+the bytes of requests being received or handled are bounded across the broker
+(``queued.max.request.bytes``: clients wait, they do not fail), a frame over
+``socket.request.max.bytes`` closes its connection with a line saying so, and a half-sent
+frame's reservation goes with its connection at ``connections.max.idle.ms``."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+import time
+
+from odradek.protocol.framing import SCRATCH_SIZE
+from odradek.testing.broker import InProcessBroker
+from tests.server.test_bad_input import create_topic, fetch_values
+from tests.server.test_connection_reads import big_batch, check_answers, produce_frames
+from tests.server.wire import WireClient
+
+DECLARED = 100_000_000
+
+
+def wait_for(condition, timeout: float = 10.0, what: str = "") -> None:
+    """Poll ``condition`` (state the broker's thread changes) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what or condition}"
+        time.sleep(0.01)
+
+
+def half_sent(bootstrap: str, declared: int = DECLARED, body: int = 1000) -> socket.socket:
+    host, port = bootstrap.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    sock.sendall(struct.pack(">i", declared) + b"\0" * body)
+    return sock
+
+
+def connections_in_frame(b: InProcessBroker, declared: int) -> list:
+    return [c for c in list(b.broker.connections) if c.parser.declared == 4 + declared]
+
+
+def test_half_sent_frames_declaring_100_mb_allocate_what_arrived(broker):
+    """Ten connections each declare 100 MB and send 1000 bytes: the broker holds a few
+    receive buffers' worth, not a gigabyte (it zero-filled 100 MB per prefix before)."""
+    socks = [half_sent(broker.bootstrap) for _ in range(10)]
+    wait_for(lambda: len(connections_in_frame(broker, DECLARED)) == 10, what="ten prefixes read")
+    conns = connections_in_frame(broker, DECLARED)
+    total = sum(c.parser.allocated for c in conns)
+    assert total <= 10 * 3 * SCRATCH_SIZE
+    # Sending more makes the buffer follow the bytes received, not the declared size.
+    socks[0].sendall(b"\0" * 1_000_000)
+    port = socks[0].getsockname()[1]
+    conn = next(c for c in conns if c.peer == f"127.0.0.1:{port}")
+    wait_for(lambda: conn.parser.buffered == 1_001_000, what="a megabyte received")
+    assert conn.parser.allocated <= SCRATCH_SIZE + 2 * 1_001_000 + SCRATCH_SIZE
+    # Other clients are served meanwhile.
+    client = WireClient(broker.bootstrap)
+    create_topic(client, "served")
+    client.close()
+    for s in socks:
+        s.close()
+
+
+def test_a_half_sent_frame_is_released_at_the_idle_timeout(tmp_path):
+    with InProcessBroker(tmp_path / "data", connections_max_idle_ms=300) as b:
+        sock = half_sent(b.bootstrap)
+        wait_for(lambda: b.broker.memory_pool.used == 4 + DECLARED, what="the frame reserved")
+        sock.settimeout(10)
+        assert sock.recv(1) == b""  # closed by the broker as idle
+        wait_for(lambda: b.broker.memory_pool.used == 0, what="the reservation released")
+        sock.close()
+
+
+def test_a_frame_over_socket_request_max_bytes_closes_with_a_clear_line(tmp_path, caplog):
+    with InProcessBroker(tmp_path / "data", socket_request_max_bytes=1_000_000) as b:
+        with caplog.at_level(logging.WARNING, logger="odradek.server"):
+            sock = half_sent(b.bootstrap, declared=1_000_001, body=10)
+            sock.settimeout(10)
+            assert sock.recv(1) == b""
+            wait_for(lambda: any("1000001" in r.getMessage() for r in caplog.records), what="the log line")
+        line = next(r.getMessage() for r in caplog.records if "1000001" in r.getMessage())
+        assert "socket.request.max.bytes" in line and "1000000" in line
+        assert b.broker.memory_pool.used == 0
+        sock.close()
+
+
+def test_queued_max_request_bytes_pauses_clients_and_answers_every_request(tmp_path):
+    """With the pool full (a ~500 KB request admitted and half received), a second client's
+    requests wait unread (its connection stops reading) instead of failing; once the first
+    request completes, every request of both is answered and stored."""
+    limit = 200_000
+    with InProcessBroker(tmp_path / "data", queued_max_request_bytes=limit) as b:
+        pool = b.broker.memory_pool
+        first, second = WireClient(b.bootstrap), WireClient(b.bootstrap)
+        create_topic(first, "big")
+        big, big_values = big_batch(0, count=4000)  # ~500 KB: over the whole limit
+        (big_frame,) = produce_frames(first, "big", [big])
+        assert len(big_frame) > 2 * limit
+        half = len(big_frame) // 2
+        first.send_raw(big_frame[:half])
+        wait_for(lambda: pool.used == len(big_frame), what="the big request admitted")
+        assert pool.exhausted
+
+        made = [big_batch(i, count=500) for i in range(1, 6)]  # ~100-250 KB each
+        frames = produce_frames(second, "big", [m for m, _ in made])
+        # (From a thread: the broker stops reading, so the socket buffers may fill.)
+        sender = threading.Thread(target=second.send_raw, args=(b"".join(frames),))
+        sender.start()
+        port = second.sock.getsockname()[1]
+        conn = next(c for c in list(b.broker.connections) if c.peer == f"127.0.0.1:{port}")
+        wait_for(lambda: conn._reading_paused, what="the second client paused")
+        assert not conn.closed and conn in pool._waiting
+        assert pool.used <= len(big_frame) + max(len(f) for f in frames)
+
+        first.send_raw(big_frame[half:])
+        check_answers(first, 1)
+        check_answers(second, len(frames))
+        sender.join()
+        wait_for(lambda: pool.used == 0, what="every reservation released")
+        expected = big_values + [v for _, values in made for v in values]
+        got = []
+        while len(got) < len(expected):
+            got += fetch_values(first, "big", len(got))
+        assert got == expected
+        first.close()
+        second.close()
