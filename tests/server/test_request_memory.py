@@ -125,3 +125,22 @@ def test_queued_max_request_bytes_pauses_clients_and_answers_every_request(tmp_p
         assert got == expected
         first.close()
         second.close()
+
+
+def test_a_produce_request_of_tiny_entries_closes_its_connection_only(broker, caplog):
+    """Three megabytes of empty topics would decode into ~64 MB of objects: the broker
+    refuses the request (closing its connection with a line naming the bound) and serves
+    everyone else."""
+    from tests.protocol.test_produce_codec import tiny_entries_frame
+
+    frame = tiny_entries_frame(9, 1_000_000)
+    hostile = WireClient(broker.bootstrap)
+    with caplog.at_level(logging.WARNING, logger="odradek.server"):
+        hostile.send_raw(struct.pack(">i", len(frame)) + frame)
+        assert hostile.is_closed()
+    assert any("entries than its size allows" in r.getMessage() for r in caplog.records)
+    client = WireClient(broker.bootstrap)
+    create_topic(client, "after")
+    wait_for(lambda: broker.broker.memory_pool.used == 0, what="the request released")
+    client.close()
+    hostile.close()
