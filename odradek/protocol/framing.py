@@ -62,6 +62,10 @@ import sys
 DEFAULT_MAX_FRAME_SIZE = 104_857_600
 SCRATCH_SIZE = 64 * 1024
 GROW_STEP_MAX = 8 << 20  # most a buffer grows by at once (see the module docstring)
+# What buffers grow by, extended in place: ``bytearray += zeros`` reallocates (large blocks by
+# remapping their pages, not copying them) and writes only the new bytes. Never written, so
+# its pages stay unmapped until read, and then map the kernel's shared zero page.
+_ZEROS = memoryview(bytes(GROW_STEP_MAX))
 _SIZE = struct.Struct(">i")
 _refcount = sys.getrefcount
 
@@ -236,9 +240,7 @@ class FrameParser:
         self._start = self._end  # all taken; get_buffer starts the buffer over
 
     def _grow_big(self) -> None:
-        new = bytearray(self._grown(self._filled, self._big_size))
-        new[: self._filled] = self._big
-        self._big = new
+        self._big = _extended(self._big, self._grown(self._filled, self._big_size))
 
     def _make_room(self) -> None:
         """Space after ``_end``: start over at the front of the buffer (moving what is not
@@ -248,8 +250,10 @@ class FrameParser:
         size = len(self._buf)
         if self._current > size:
             size = max(size if self._start else 0, self._grown(have, self._current))
-        if self._is_free() and size == len(self._buf):
+        if self._is_free():
             self._compact()
+            if size > len(self._buf):
+                self._buf = _extended(self._buf, size)
             return
         new = bytearray(size)
         new[:have] = memoryview(self._buf)[self._start : self._end]
@@ -265,6 +269,18 @@ class FrameParser:
         if self._start:
             self._buf[:remaining] = self._buf[self._start : self._end]
         self._start, self._end = 0, remaining
+
+
+def _extended(buf: bytearray, size: int) -> bytearray:
+    """``buf`` grown to ``size`` bytes, in place when nothing holds a view of it, else a
+    copy (a receiver may still hold the view it was given, until it lets go)."""
+    try:
+        buf += _ZEROS[: size - len(buf)]
+        return buf
+    except BufferError:
+        new = bytearray(size)
+        new[: len(buf)] = buf
+        return new
 
 
 def frame(payload: bytes) -> bytes:
