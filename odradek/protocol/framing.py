@@ -243,9 +243,9 @@ class FrameParser:
         self._big = _extended(self._big, self._grown(self._filled, self._big_size))
 
     def _make_room(self) -> None:
-        """Space after ``_end``: start over at the front of the buffer (moving what is not
-        parsed yet) when nothing refers to it and the frame in progress fits there, else
-        continue in a new one, grown for that frame as far as ``_grown`` allows."""
+        """Space after ``_end``. When nothing refers to the buffer: start over at its front
+        (moving what is not parsed yet), and grow it in place if the frame in progress needs
+        more (as far as ``_grown`` allows). Else continue in a new buffer, of that size."""
         have = self._end - self._start
         size = len(self._buf)
         if self._current > size:
