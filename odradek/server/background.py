@@ -79,7 +79,13 @@ async def _clean(broker) -> None:
 
 
 def _close_idle(broker, idle_s: float) -> None:
+    """Close the connections that neither sent nor received for ``idle_s``: those with no
+    request pending, and those whose peer stopped reading our responses (writing paused), so
+    that it cannot hold its queue and a half-sent request's memory reservation for ever."""
     now = time.monotonic()
     for conn in list(broker.connections):
-        if not conn.pending and now - conn.last_active > idle_s:
+        if (not conn.pending or conn.writing_paused) and now - conn.last_active > idle_s:
+            stuck = conn.writing_paused
             conn.close(f"idle for more than {idle_s:.0f} s (connections.max.idle.ms)")
+            if stuck and conn.transport is not None:
+                conn.transport.abort()  # (close would wait to flush what the peer never reads)

@@ -115,6 +115,11 @@ class Connection(asyncio.BufferedProtocol):
                 result.cancel()
         self.pending.clear()
 
+    @property
+    def writing_paused(self) -> bool:
+        """The transport's buffer is above its high-water mark: the peer is not reading."""
+        return self._writing_paused
+
     def pause_writing(self) -> None:
         self._writing_paused = True
         self._update_reading()

@@ -16,7 +16,7 @@ from odradek.protocol.framing import SCRATCH_SIZE
 from odradek.testing.broker import InProcessBroker
 from tests.server.test_bad_input import create_topic, fetch_values
 from tests.server.test_connection_reads import big_batch, check_answers, produce_frames
-from tests.server.wire import WireClient
+from tests.server.wire import WireClient, fetch_body, produce_body, simple_batch
 
 DECLARED = 100_000_000
 
@@ -144,3 +144,31 @@ def test_a_produce_request_of_tiny_entries_closes_its_connection_only(broker, ca
     wait_for(lambda: broker.broker.memory_pool.used == 0, what="the request released")
     client.close()
     hostile.close()
+
+
+def test_a_client_that_stops_reading_is_closed_at_the_idle_timeout(tmp_path):
+    """A client that pipelines big fetches, never reads the answers, and leaves a request
+    half sent: the broker stops reading from it (backpressure), and once it has been silent
+    for connections.max.idle.ms closes it, releasing what its half-sent request reserved
+    (requests pending used to keep such a connection open for ever)."""
+    with InProcessBroker(tmp_path / "data", queued_max_requests=20, connections_max_idle_ms=500,
+                         queued_max_request_bytes=10_000_000) as b:
+        c = WireClient(b.bootstrap)
+        create_topic(c, "big")
+        for _ in range(4):
+            c.request("Produce", 9, produce_body("big", 0, simple_batch([b"x" * 200_000])))
+        slow = WireClient(b.bootstrap)
+        slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        frame = slow.frame("Fetch", 11, fetch_body("big", 0, 0))
+        slow.sock.settimeout(2)
+        try:
+            for _ in range(2000):
+                slow.send_raw(frame)
+            slow.send_raw(struct.pack(">i", 5_000_000) + b"\0" * 100)  # never completed
+        except (TimeoutError, OSError):
+            pass  # the broker stopped reading from us
+        port = slow.sock.getsockname()[1]
+        wait_for(lambda: all(x.peer != f"127.0.0.1:{port}" for x in list(b.broker.connections)),
+                 timeout=20, what="the silent connection closed")
+        wait_for(lambda: b.broker.memory_pool.used == 0, what="its reservations released")
+        c.close()
