@@ -37,6 +37,7 @@ class MemoryPool:
         self.limit = limit
         self.used = 0
         self._waiting: set = set()  # connections paused for memory: each has resume_for_memory()
+        self.waits = 0  # times a connection began to wait (a metric of memory pressure)
 
     @property
     def exhausted(self) -> bool:
@@ -55,7 +56,9 @@ class MemoryPool:
 
     def wait(self, conn) -> None:
         """``conn`` stopped reading for memory: resume it at the next release under the limit."""
-        self._waiting.add(conn)
+        if conn not in self._waiting:
+            self._waiting.add(conn)
+            self.waits += 1
 
     def forget(self, conn) -> None:
         self._waiting.discard(conn)
