@@ -172,3 +172,29 @@ def test_a_client_that_stops_reading_is_closed_at_the_idle_timeout(tmp_path):
                  timeout=20, what="the silent connection closed")
         wait_for(lambda: b.broker.memory_pool.used == 0, what="its reservations released")
         c.close()
+
+
+def rss_bytes(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_ten_half_sent_100_mb_frames_leave_the_broker_process_rss_flat(tmp_path):
+    """The measurement that found it, on a broker process of its own: ten connections each
+    declaring 100 MB and sending 1000 bytes grew its RSS by 1 GB; now by a few buffers."""
+    from odradek.testing.broker import BrokerProcess
+
+    with BrokerProcess(tmp_path / "data") as b:
+        probe = WireClient(b.bootstrap)
+        create_topic(probe, "warm")  # the broker's steady state before measuring
+        before = rss_bytes(b.pid)
+        socks = [half_sent(b.bootstrap) for _ in range(10)]
+        late = WireClient(b.bootstrap)  # answered after the loop read the ten others' bytes
+        create_topic(late, "after")
+        assert rss_bytes(b.pid) - before < 32 << 20
+        for s in socks:
+            s.close()
+        late.close()
+        probe.close()
