@@ -50,7 +50,8 @@ into) holds one reference to the buffer through their shared managed buffer; a c
 parser's own reference alone means no reader is left. So a frame that something keeps (a
 handler holding on to records) is never overwritten: the parser moves on to a new buffer and
 leaves the old one to its holder. Memory: one receive buffer per parser, of at most
-``reuse_limit`` bytes plus a prefix, and frames still referenced elsewhere.
+``reuse_limit`` bytes plus a prefix (``shrink`` gives it back), and frames still referenced
+elsewhere.
 """
 
 from __future__ import annotations
@@ -184,6 +185,16 @@ class FrameParser:
             del buf
             self.buffer_updated(n)
             view = view[n:]
+
+    def shrink(self) -> None:
+        """Between frames (nothing unparsed, no view of the buffer alive), give back a
+        receive buffer grown for big frames: the next read starts in a ``scratch_size`` one.
+        For connections gone quiet (``server/background.py``), so that a grown buffer is
+        kept while requests keep coming, not for ever."""
+        if (len(self._buf) > self._copy_limit and self._start == self._end and self._big is None
+                and self._is_free()):
+            self._buf = bytearray(self._copy_limit)
+            self._start = self._end = 0
 
     # --- frames -------------------------------------------------------------------------
     def next_frame(self) -> bytearray | memoryview | None:

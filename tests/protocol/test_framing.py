@@ -234,3 +234,19 @@ def test_a_big_frame_grows_its_buffer_with_the_bytes_received(reuse_limit):
     assert len(got) == 1 and got[0] == data[4:]
     assert len(buffers) <= 16
     assert parser.declared == len(data) and not parser.in_frame
+
+
+def test_shrink_gives_back_a_grown_buffer_only_between_frames():
+    parser = FrameParser(scratch_size=16, reuse_limit=1000)
+    (first,) = _receive(parser, frame(b"x" * 300))
+    parser.shrink()
+    assert parser.allocated > 300  # the frame is still referenced: kept
+    del first
+    _receive(parser, frame(b"y" * 300)[:100])
+    parser.shrink()
+    assert parser.allocated > 100  # a frame in progress: kept
+    (second,) = _receive(parser, frame(b"y" * 300)[100:])
+    del second
+    parser.shrink()
+    assert parser.allocated == 16
+    assert [bytes(f) for f in _receive(parser, frame(b"z" * 300))] == [b"z" * 300]

@@ -198,3 +198,24 @@ def test_ten_half_sent_100_mb_frames_leave_the_broker_process_rss_flat(tmp_path)
             s.close()
         late.close()
         probe.close()
+
+
+def test_a_quiet_connection_gives_back_its_grown_receive_buffer(tmp_path):
+    """A producer's 1 MB request grows its connection's receive buffer (kept while requests
+    keep coming); once the connection is quiet, the buffer goes back to its first size
+    (it used to be kept until the connection closed: 2 MiB per connection that ever sent one)."""
+    with InProcessBroker(tmp_path / "data", connections_max_idle_ms=2000) as b:
+        client = WireClient(b.bootstrap)
+        create_topic(client, "big")
+        batch, _ = big_batch(0, count=4000)
+        (frame,) = produce_frames(client, "big", [batch])
+        client.send_raw(frame)
+        check_answers(client, 1)
+        port = client.sock.getsockname()[1]
+        conn = next(c for c in list(b.broker.connections) if c.peer == f"127.0.0.1:{port}")
+        assert conn.parser.allocated >= len(frame)
+        wait_for(lambda: conn.parser.allocated == SCRATCH_SIZE, what="the buffer given back")
+        assert not conn.closed
+        client.send_raw(frame)  # and it grows again for the next one
+        check_answers(client, 1)
+        client.close()
