@@ -25,12 +25,13 @@ client can neither grow the broker's memory without bound nor slow other connect
 
 Memory for requests: the frame parser allocates as bytes arrive, never what a size prefix
 declares (``protocol/framing.py``). Every request's declared bytes are reserved in the
-broker's ``MemoryPool`` (``queued.max.request.bytes``, ``server/memory_pool.py``) as soon as
-its prefix is read and released once it is handled (its response computed, or its handler's
-future done); while the pool is at its limit, a connection between requests stops reading
-until a release brings the pool back under it. Nothing fails for want of memory: requests
-wait. A half-received request keeps its reservation until ``connections.max.idle.ms`` closes
-its silent connection (``server/background.py``), which releases it.
+broker's ``MemoryPool`` (``queued.max.request.bytes``, ``server/memory_pool.py``) when its
+prefix is read with the pool under its limit, and released once it is handled (its response
+computed, or its handler's future done); while the pool is at its limit, a connection between
+requests, or with a request begun but not yet reserved, stops reading until a release brings
+the pool back under it. Nothing fails for want of memory: requests wait. A half-received
+request keeps its reservation until ``connections.max.idle.ms`` closes its silent connection
+(``server/background.py``), which releases it.
 
 Bad input: an oversized or negative frame size, an unknown API key, an unsupported version
 (other than of ApiVersions, which gets UNSUPPORTED_VERSION in the v0 layout) or a body that
