@@ -26,7 +26,6 @@
  *   before anything changes.
  * - Invariants: ``count`` records follow the header in ``buf``; ``timestamps`` holds their
  *   timestamps in order (``timestamps[i] - base_ts`` is record i's delta).
- *
  * - ``count`` stays within 0..2**31-1 (a v2 batch's record count and offset deltas are int32):
  *   an append to a batch whose ``count`` (writable, as ``ProducerBatch`` counts the records it
  *   appends in Python) is outside 0..2**31-2 raises OverflowError and changes nothing.
@@ -38,8 +37,8 @@
  * Python code (a class's ``__buffer__``, from Python 3.12), and so can allocating (a garbage
  * collection runs finalizers and ``gc.callbacks``); such code may re-run ``__init__`` or set
  * ``buf`` and drop the builder's references. The record goes to the ``buf`` that ``append``
- * started with, and only if it is still the builder's ``buf`` once both buffers are held
- * (else RuntimeError, nothing changed).
+ * started with, and only if the builder still has that ``buf``, those ``timestamps`` and that
+ * ``count`` once both buffers are held (else RuntimeError, nothing changed).
  *
  * The future is made without a Python call when ``future_type`` is a tuple subclass that keeps
  * tuple's __new__ and object's __init__ (RecordFuture, SyncRecordFuture): it is allocated as a
