@@ -26,6 +26,19 @@
  *   before anything changes.
  * - Invariants: ``count`` records follow the header in ``buf``; ``timestamps`` holds their
  *   timestamps in order (``timestamps[i] - base_ts`` is record i's delta).
+ * - ``count`` stays within 0..2**31-1 (a v2 batch's record count and offset deltas are int32):
+ *   an append to a batch whose ``count`` (writable, as ``ProducerBatch`` counts the records it
+ *   appends in Python) is outside 0..2**31-2 raises OverflowError and changes nothing.
+ * - A builder whose ``__init__`` did not run (``MemoryRecordsBuilder.__new__``, or a subclass
+ *   that skipped it) refuses ``append`` with RuntimeError.
+ *
+ * References: ``append`` holds its own reference to every object it uses (buf, timestamps,
+ * result, the future type) from the start, because getting a key's or value's buffer can run
+ * Python code (a class's ``__buffer__``, from Python 3.12), and so can allocating (a garbage
+ * collection runs finalizers and ``gc.callbacks``); such code may re-run ``__init__`` or set
+ * ``buf`` and drop the builder's references. The record goes to the ``buf`` that ``append``
+ * started with, and only if the builder still has that ``buf``, those ``timestamps`` and that
+ * ``count`` once both buffers are held (else RuntimeError, nothing changed).
  *
  * The future is made without a Python call when ``future_type`` is a tuple subclass that keeps
  * tuple's __new__ and object's __init__ (RecordFuture, SyncRecordFuture): it is allocated as a
@@ -110,8 +123,9 @@ static int is_plain_tuple_type(PyObject *t) {
            && type->tp_init == PyBaseObject_Type.tp_init;
 }
 
-/* future_type((result, index)), without a Python call for plain tuple subclasses. */
-static PyObject *make_future(Builder *self, PyObject *future_type, Py_ssize_t index) {
+/* future_type((result, index)), without a Python call for plain tuple subclasses. The caller
+ * holds references to `result` and `future_type`. */
+static PyObject *make_future(PyObject *result, PyObject *future_type, Py_ssize_t index) {
     PyObject *i = PyLong_FromSsize_t(index);
     if (i == NULL) {
         return NULL;
@@ -123,12 +137,12 @@ static PyObject *make_future(Builder *self, PyObject *future_type, Py_ssize_t in
             Py_DECREF(i);
             return NULL;
         }
-        Py_INCREF(self->result);
-        PyTuple_SET_ITEM(f, 0, self->result);
+        Py_INCREF(result);
+        PyTuple_SET_ITEM(f, 0, result);
         PyTuple_SET_ITEM(f, 1, i);
         return f;
     }
-    PyObject *pair = PyTuple_Pack(2, self->result, i);
+    PyObject *pair = PyTuple_Pack(2, result, i);
     Py_DECREF(i);
     if (pair == NULL) {
         return NULL;
@@ -144,32 +158,49 @@ static PyObject *now_ms(void) {
     return PyLong_FromLongLong((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
-/* Write the record; 1 when appended, 0 when it does not fit, -1 on error. */
-static int write_record(Builder *self, long long delta, const Py_buffer *key,
-                        const Py_buffer *value) {
-    Py_ssize_t body = 1 + uvarint_size(zigzag(delta)) + uvarint_size(zigzag(self->count))
-                      + field_size(key) + field_size(value) + 1;
-    Py_ssize_t framed = uvarint_size(zigzag(body)) + body;
-    Py_ssize_t at = PyByteArray_GET_SIZE(self->buf);
-    if (self->count > 0 && at + framed > self->limit) {
-        return 0;
-    }
-    if (PyByteArray_Resize(self->buf, at + framed) < 0) {
+/* Write record number `count` into `buf`; 1 when appended, 0 when it does not fit, -1 on
+ * error. The sizes cannot overflow: a key's or value's length is that of a buffer in memory,
+ * and the record's end is checked against PY_SSIZE_T_MAX before the resize. */
+static int write_record(PyObject *buf, Py_ssize_t count, Py_ssize_t limit, long long delta,
+                        const Py_buffer *key, const Py_buffer *value) {
+    Py_ssize_t at = PyByteArray_GET_SIZE(buf);
+    if (field_size(key) > PY_SSIZE_T_MAX / 4 || field_size(value) > PY_SSIZE_T_MAX / 4) {
+        PyErr_NoMemory();
         return -1;
     }
-    char *p = PyByteArray_AS_STRING(self->buf) + at;
+    Py_ssize_t body = 1 + uvarint_size(zigzag(delta)) + uvarint_size(zigzag(count)) + field_size(key)
+                      + field_size(value) + 1;
+    Py_ssize_t framed = uvarint_size(zigzag(body)) + body;
+    if (count > 0 && (at > limit || framed > limit - at)) {
+        return 0;
+    }
+    if (framed > PY_SSIZE_T_MAX - at) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (PyByteArray_Resize(buf, at + framed) < 0) {
+        return -1;
+    }
+    char *p = PyByteArray_AS_STRING(buf) + at;
     p = put_uvarint(p, zigzag(body));
     *p++ = 0; /* attributes */
     p = put_uvarint(p, zigzag(delta));
-    p = put_uvarint(p, zigzag(self->count));
+    p = put_uvarint(p, zigzag(count));
     p = put_field(p, key);
     p = put_field(p, value);
     *p = 0; /* no headers */
     return 1;
 }
 
+/* Append one record. `future_type` is borrowed from the caller (an argument, or the builder's
+ * own, which the caller holds a reference to). Every object of the builder used here is held
+ * with a reference of this function's own: see "References" at the top. */
 static PyObject *append_record(Builder *self, PyObject *timestamp, PyObject *key_obj,
                                PyObject *value_obj, PyObject *future_type) {
+    if (self->timestamps == NULL || self->result == NULL || self->future_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "MemoryRecordsBuilder.__init__ was not called");
+        return NULL;
+    }
     if (self->buf == NULL || !PyByteArray_CheckExact(self->buf)) {
         PyErr_SetString(PyExc_RuntimeError, "the batch is sealed");
         return NULL;
@@ -178,47 +209,59 @@ static PyObject *append_record(Builder *self, PyObject *timestamp, PyObject *key
     if (ts == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    long long base = self->count ? self->base_ts : ts;
+    Py_ssize_t count = self->count;
+    if (count < 0 || count >= INT32_MAX) {
+        return PyErr_Format(PyExc_OverflowError, "a batch holds at most %d records (count is %zd)",
+                            INT32_MAX, count);
+    }
+    long long base = count ? self->base_ts : ts;
     long long delta;
     if (__builtin_sub_overflow(ts, base, &delta)) {
         PyErr_SetString(PyExc_OverflowError, "timestamp too far from the batch's first");
         return NULL;
     }
-    Py_buffer key, value;
-    if (get_field(key_obj, &key, "key") < 0) {
-        return NULL;
+    PyObject *buf = Py_NewRef(self->buf);
+    PyObject *timestamps = Py_NewRef(self->timestamps);
+    PyObject *result = Py_NewRef(self->result);
+    PyObject *out = NULL;
+    Py_buffer key = {.obj = NULL}, value = {.obj = NULL};
+    if (get_field(key_obj, &key, "key") < 0 || get_field(value_obj, &value, "value") < 0) {
+        goto done;
     }
-    if (get_field(value_obj, &value, "value") < 0) {
-        if (key.obj != NULL) {
-            PyBuffer_Release(&key);
-        }
-        return NULL;
+    /* Getting the buffers may have run Python code that changed the builder. */
+    if (self->buf != buf || self->timestamps != timestamps || self->count != count
+        || (count && self->base_ts != base)) {
+        PyErr_SetString(PyExc_RuntimeError, "the batch changed while a record was appended");
+        goto done;
     }
-    Py_ssize_t before = PyByteArray_GET_SIZE(self->buf);
-    int written = write_record(self, delta, &key, &value);
+    Py_ssize_t before = PyByteArray_GET_SIZE(buf);
+    int written = write_record(buf, count, self->limit, delta, &key, &value);
+    if (written <= 0) {
+        out = written == 0 ? Py_NewRef(Py_None) : NULL;
+        goto done;
+    }
+    if (PyList_Append(timestamps, timestamp) < 0) {
+        /* Keep the invariant (one timestamp per record): take the record back. */
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        (void)PyByteArray_Resize(buf, before); /* shrinking does not fail */
+        PyErr_Restore(type, val, tb);
+        goto done;
+    }
+    self->base_ts = base;
+    self->count = count + 1;
+    out = make_future(result, future_type, count);
+done:
     if (key.obj != NULL) {
         PyBuffer_Release(&key);
     }
     if (value.obj != NULL) {
         PyBuffer_Release(&value);
     }
-    if (written <= 0) {
-        if (written == 0) {
-            Py_RETURN_NONE;
-        }
-        return NULL;
-    }
-    if (PyList_Append(self->timestamps, timestamp) < 0) {
-        /* Keep the invariant (one timestamp per record): take the record back. */
-        PyObject *type, *val, *tb;
-        PyErr_Fetch(&type, &val, &tb);
-        (void)PyByteArray_Resize(self->buf, before); /* shrinking does not fail */
-        PyErr_Restore(type, val, tb);
-        return NULL;
-    }
-    self->base_ts = base;
-    self->count++;
-    return make_future(self, future_type, self->count - 1);
+    Py_DECREF(buf);
+    Py_DECREF(timestamps);
+    Py_DECREF(result);
+    return out;
 }
 
 static PyObject *Builder_append(Builder *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -226,21 +269,25 @@ static PyObject *Builder_append(Builder *self, PyObject *const *args, Py_ssize_t
         PyErr_Format(PyExc_TypeError, "append() takes 3 or 4 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *future_type = nargs == 4 && args[3] != Py_None ? args[3] : self->future_type;
-    if (args[0] != Py_None) {
-        if (!PyLong_Check(args[0])) {
-            PyErr_Format(PyExc_TypeError, "timestamp must be an int or None, not %.100s",
-                         Py_TYPE(args[0])->tp_name);
-            return NULL;
-        }
-        return append_record(self, args[0], args[1], args[2], future_type);
-    }
-    PyObject *ts = now_ms();
-    if (ts == NULL) {
+    if (self->future_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "MemoryRecordsBuilder.__init__ was not called");
         return NULL;
     }
-    PyObject *f = append_record(self, ts, args[1], args[2], future_type);
-    Py_DECREF(ts);
+    /* Our own reference: the default future type is the builder's, which Python code run
+     * during the append may replace (by calling __init__ again). */
+    PyObject *future_type = Py_NewRef(nargs == 4 && args[3] != Py_None ? args[3] : self->future_type);
+    PyObject *ts = NULL;
+    if (args[0] == Py_None) {
+        ts = now_ms();
+    } else if (PyLong_Check(args[0])) {
+        ts = Py_NewRef(args[0]);
+    } else {
+        PyErr_Format(PyExc_TypeError, "timestamp must be an int or None, not %.100s",
+                     Py_TYPE(args[0])->tp_name);
+    }
+    PyObject *f = ts == NULL ? NULL : append_record(self, ts, args[1], args[2], future_type);
+    Py_XDECREF(ts);
+    Py_DECREF(future_type);
     return f;
 }
 

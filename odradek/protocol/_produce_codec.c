@@ -29,6 +29,23 @@
  *   and the frame's object stays referenced exactly while a view is alive (the frame parser
  *   judges by that reference count when it may reuse its receive buffer).
  *
+ *   The decoded objects are bounded by the frame: a request of `size` bytes may hold at most
+ *   ENTRY_BUDGET(size) = 64 + size / 32 topic and partition entries in all, else the answer
+ *   is None (counted as each array's count is read, before its tuple is allocated, so a
+ *   refused request costs no more than what was decoded before it). Why 32: a partition
+ *   entry decodes to ~280 bytes of objects (a pair, its index, a memoryview), so the
+ *   objects stay under ~9x the frame, where a frame of minimal topics (3 bytes each) or
+ *   partitions (6 bytes) decoded to 20-45x; and no valid request comes near it, since a
+ *   valid partition carries a record batch (61 bytes of header at least) and a valid topic
+ *   at least one partition: ~35 bytes per entry or more in every version.
+ *
+ * within_entry_budget(frame) -> bool
+ *   For the generic decoder (codec.decode_request_body), which builds objects of the same
+ *   amplification: False when `frame` (a bytes-like object) is a Produce request of any
+ *   version 0-11 whose topic and partition entries, counted without building anything,
+ *   exceed ENTRY_BUDGET(len(frame)); True otherwise (also when it does not parse as one:
+ *   the decoder then reports what is wrong).
+ *
  * encode_response(api_version, correlation_id, responses, throttle_time_ms=0) -> bytes
  *   The whole frame, size prefix included, as codec.encode_response_frame writes a
  *   ProduceResponse whose partitions carry no record errors, error message or current leader:
@@ -49,6 +66,7 @@
 #define FIRST_VERSION 3
 #define LAST_VERSION 11
 #define FIRST_FLEXIBLE 9
+#define ENTRY_BUDGET(size) (64 + (size) / 32)
 
 /* ---------------------------------------------------------------------------------------
  * Reading. Every reader returns 1 on success and 0 when the bytes are not of the accepted
@@ -200,6 +218,8 @@ typedef struct {
     int flexible;
     const unsigned char *base;
     PyObject *view;
+    Py_ssize_t entries; /* topic and partition entries counted so far */
+    Py_ssize_t budget;  /* ENTRY_BUDGET of the frame */
 } parser;
 
 /* view[start:start + len], made the way memoryview's own slicing makes it (a new view
@@ -234,8 +254,9 @@ static PyObject *read_partition(parser *p) {
  * (read_count bounds the count, and so the tuple, by it). */
 static PyObject *read_array(parser *p, Py_ssize_t min_size, PyObject *(*read_item)(parser *)) {
     Py_ssize_t count;
-    if (!read_count(&p->c, p->flexible, min_size, &count))
+    if (!read_count(&p->c, p->flexible, min_size, &count) || count > p->budget - p->entries)
         return NULL;
+    p->entries += count;
     PyObject *items = PyTuple_New(count);
     for (Py_ssize_t i = 0; items != NULL && i < count; i++) {
         PyObject *item = read_item(p);
@@ -315,12 +336,59 @@ static PyObject *parse_request(PyObject *module, PyObject *frame) {
         PyErr_SetString(PyExc_TypeError, "parse_request needs a writable, contiguous byte buffer");
         return NULL;
     }
-    parser p = {{b->buf, (const unsigned char *)b->buf + b->len}, 0, b->buf, view};
+    parser p = {{b->buf, (const unsigned char *)b->buf + b->len}, 0, b->buf, view, 0,
+                ENTRY_BUDGET(b->len)};
     PyObject *result = read_request(&p);
     Py_DECREF(view); /* the slices keep the managed buffer (and so the frame) alive */
     if (result == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
     return result;
+}
+
+/* Count the topic and partition entries of a Produce request of any version, building
+ * nothing; 1 when they are within `budget` or the bytes do not parse as a request (counting
+ * stops there), 0 when over it. */
+static int entries_within(cursor *c, Py_ssize_t budget) {
+    int16_t api_key, version, i16;
+    int32_t i32;
+    const unsigned char *start;
+    Py_ssize_t len, topics, partitions, entries = 0;
+    if (!read_i16(c, &api_key) || !read_i16(c, &version) || !read_i32(c, &i32) || api_key != 0
+        || version < 0 || version > LAST_VERSION)
+        return 1;
+    int flexible = version >= FIRST_FLEXIBLE;
+    if (!read_span(c, 0, 0, &start, &len) || (flexible && !skip_tagged_fields(c)))
+        return 1;
+    if (version >= 3 && !read_span(c, flexible, 0, &start, &len)) /* transactional_id */
+        return 1;
+    if (!read_i16(c, &i16) || !read_i32(c, &i32) || !read_count(c, flexible, flexible ? 3 : 6, &topics))
+        return 1;
+    if ((entries += topics) > budget)
+        return 0;
+    for (Py_ssize_t t = 0; t < topics; t++) {
+        if (!read_span(c, flexible, 0, &start, &len) || !read_count(c, flexible, flexible ? 6 : 8, &partitions))
+            return 1;
+        if ((entries += partitions) > budget)
+            return 0;
+        for (Py_ssize_t i = 0; i < partitions; i++) {
+            if (!read_i32(c, &i32) || !read_span(c, flexible, 1, &start, &len)
+                || (flexible && !skip_tagged_fields(c)))
+                return 1;
+        }
+        if (flexible && !skip_tagged_fields(c))
+            return 1;
+    }
+    return 1;
+}
+
+static PyObject *within_entry_budget(PyObject *module, PyObject *frame) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(frame, &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    cursor c = {b.buf, (const unsigned char *)b.buf + b.len};
+    int within = entries_within(&c, ENTRY_BUDGET(b.len));
+    PyBuffer_Release(&b);
+    return PyBool_FromLong(within);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -522,6 +590,9 @@ static PyMethodDef methods[] = {
     {"parse_request", parse_request, METH_O,
      "parse_request(frame) -> (api_version, correlation_id, client_id, acks, timeout_ms, topics)"
      " for a common Produce request v3-11, else None; records are slices of the frame."},
+    {"within_entry_budget", within_entry_budget, METH_O,
+     "within_entry_budget(frame) -> False when a Produce request holds more topic and partition"
+     " entries than its size allows (64 + size / 32), else True."},
     {"encode_response", (PyCFunction)(void (*)(void))encode_response, METH_FASTCALL | METH_KEYWORDS,
      "encode_response(api_version, correlation_id, responses, throttle_time_ms=0) -> bytes:"
      " the Produce response frame, size prefix included."},

@@ -21,6 +21,7 @@ import importlib
 import struct
 from types import ModuleType
 
+from odradek.protocol._produce_codec import within_entry_budget
 from odradek.protocol.generated import APIS, MODULES, ApiKey
 from odradek.protocol.generated.request_header import RequestHeader
 from odradek.protocol.generated.response_header import ResponseHeader
@@ -169,6 +170,10 @@ def decode_request_body(header: RequestHeader, frame, pos: int):
     """Decode the body of a request whose header ``decode_request_header`` returned."""
     api_key, api_version = header.request_api_key, header.request_api_version
     plan = _request_plan(api_key, api_version)
+    if api_key == 0 and not within_entry_budget(frame):
+        # Tiny topic and partition entries would decode to ~50x the frame in objects.
+        raise DecodeError("Produce request holds more topic and partition entries than its "
+                          "size allows (64 + size / 32)")
     try:
         body, _ = plan[1](memoryview(frame), pos)
     except DecodeError:

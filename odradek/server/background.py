@@ -11,7 +11,7 @@
 - leadership retry: lead the partitions whose log could not be created (a full disk);
 - producer ids (``producer.id.expiration.check.interval.ms``): forget the idempotent
   producers silent for ``producer.id.expiration.ms``, so their state does not grow forever;
-- idle connections (``connections.max.idle.ms``).
+- idle connections (``connections.max.idle.ms``), and receive buffers of quiet ones.
 
 ``log.cleaner.backoff.ms`` and ``producer.id.expiration.ms`` are dynamic broker configs in
 Kafka: they are read from ``Broker.effective_config()`` at every pass, so a change made with
@@ -26,6 +26,10 @@ import time
 
 log = logging.getLogger("odradek.background")
 
+# A connection silent this long gives back a receive buffer grown for big requests; the idle
+# sweep runs at least this often.
+QUIET_S = 5.0
+
 
 def background_tasks(broker):
     cfg = broker.config
@@ -39,8 +43,10 @@ def background_tasks(broker):
     yield _every(cfg["producer.id.expiration.check.interval.ms"], lambda: _expire_producers(broker),
                  "producer id expiration")
     idle_ms = cfg["connections.max.idle.ms"]
-    if idle_ms > 0:
-        yield _every(min(idle_ms, 10_000), lambda: _close_idle(broker, idle_ms / 1000), "idle connections")
+    # Every half of the idle time (at most QUIET_S): a connection is shrunk (at a quarter of
+    # it) before it can be closed.
+    yield _every(min(idle_ms / 2, QUIET_S * 1000) if idle_ms > 0 else QUIET_S * 1000,
+                 lambda: _sweep_idle(broker, idle_ms / 1000), "idle connections")
 
 
 async def _every(interval_ms, step, name: str) -> None:
@@ -96,8 +102,22 @@ async def _clean(broker) -> None:
     await _in_thread(broker.log_manager.run_cleaner, broker.clock.milliseconds())
 
 
-def _close_idle(broker, idle_s: float) -> None:
+def _sweep_idle(broker, idle_s: float) -> None:
+    """Close the connections that neither sent nor received for ``idle_s`` (when positive):
+    those with no request pending, and those whose peer stopped reading our responses
+    (writing paused), so that it cannot hold its queue and a half-sent request's memory
+    reservation for ever. Connections quiet for a quarter of that (at most QUIET_S) give
+    back a receive buffer grown for big requests (``FrameParser.shrink``)."""
     now = time.monotonic()
+    quiet_s = min(idle_s / 4, QUIET_S) if idle_s > 0 else QUIET_S
     for conn in list(broker.connections):
-        if not conn.pending and now - conn.last_active > idle_s:
-            conn.close(f"idle for more than {idle_s:.0f} s (connections.max.idle.ms)")
+        silent = now - conn.last_active
+        if silent > quiet_s:
+            conn.parser.shrink()
+        if idle_s <= 0:
+            continue
+        if (not conn.pending or conn.writing_paused) and silent > idle_s:
+            stuck = conn.writing_paused
+            conn.close(f"idle for more than {idle_s:.0f} s (connections.max.idle.ms)", logging.DEBUG)
+            if stuck and conn.transport is not None:
+                conn.transport.abort()  # (close would wait to flush what the peer never reads)

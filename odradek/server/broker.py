@@ -26,6 +26,7 @@ from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
 from odradek.server.log_limiter import LogRateLimiter, message_key
+from odradek.server.memory_pool import MemoryPool
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
@@ -46,6 +47,7 @@ class Broker:
         self.clock = clock or SystemClock()
         self.broker_id = config.broker_id
         self.connections: set[Connection] = set()
+        self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.servers: dict[str, tuple[Listener, asyncio.AbstractServer]] = {}  # by listener name
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, port)
         self.stopping = False

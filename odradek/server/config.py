@@ -61,6 +61,8 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("socket.receive.buffer.bytes", "int", -1, -1, doc="odradek: -1, the OS's (Kafka: 102400)"),
     _k("connections.max.idle.ms", "long", 600000, -1),
     _k("queued.max.requests", "int", 500, 1, doc="requests in flight per connection"),
+    _k("queued.max.request.bytes", "long", -1, -1,
+       doc="bytes of requests being received or handled, across the broker; -1: unbounded"),
     _k("num.network.threads", "int", 3, 1, doc="accepted for compatibility; asyncio edge"),
     _k("num.io.threads", "int", 8, 1, doc="accepted for compatibility"),
     _k("num.recovery.threads.per.data.dir", "int", 1, 1, doc="accepted for compatibility; logs load in one thread"),

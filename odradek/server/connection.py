@@ -23,6 +23,16 @@ Backpressure: reading pauses while more than ``queued.max.requests`` responses a
 while the transport's write buffer is above its high-water mark (a slow reader), so one
 client can neither grow the broker's memory without bound nor slow other connections down.
 
+Memory for requests: the frame parser allocates as bytes arrive, never what a size prefix
+declares (``protocol/framing.py``). Every request's declared bytes are reserved in the
+broker's ``MemoryPool`` (``queued.max.request.bytes``, ``server/memory_pool.py``) when its
+prefix is read with the pool under its limit, and released once it is handled (its response
+computed, or its handler's future done); while the pool is at its limit, a connection between
+requests, or with a request begun but not yet reserved, stops reading until a release brings
+the pool back under it. Nothing fails for want of memory: requests wait. A half-received
+request keeps its reservation until ``connections.max.idle.ms`` closes its silent connection
+(``server/background.py``), which releases it.
+
 Bad input: an oversized or negative frame size, an unknown API key, an unsupported version
 (other than of ApiVersions, which gets UNSUPPORTED_VERSION in the v0 layout) or a body that
 does not decode closes this connection after one log line (at most one per kind of reason
@@ -44,6 +54,7 @@ from odradek.protocol.framing import FrameParser, FrameTooLargeError
 from odradek.protocol.primitives import DecodeError
 from odradek.server.handlers import api_versions
 from odradek.server.log_limiter import message_key
+from odradek.server.memory_pool import MemoryPool
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 
 log = logging.getLogger("odradek.server")
@@ -68,6 +79,10 @@ class Connection(asyncio.BufferedProtocol):
         self.listener_name = listener_name
         self.parser = FrameParser(broker.config["socket.request.max.bytes"], reuse_limit=FRAME_REUSE_LIMIT)
         self.max_queued = broker.config["queued.max.requests"]
+        self.memory: MemoryPool = broker.memory_pool
+        self._reserved = 0  # the parser's ``declared`` bytes, reserved in ``memory``
+        self._released = 0  # of those, released (handled requests)
+        self._holder: asyncio.Future | None = None  # the last frame's handler, if it waits
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.pending: collections.deque = collections.deque()  # [ctx, result|future]
@@ -102,10 +117,21 @@ class Connection(asyncio.BufferedProtocol):
         if self._counted_address is not None:
             self.broker.connection_quotas.release(self._counted_address)
             self._counted_address = None
+        # Whatever this connection reserved and did not release: requests half received,
+        # waiting in the parser, or with handlers still running (their releases are ignored
+        # once closed).
+        self.memory.forget(self)
+        self.memory.release(self._reserved - self._released)
+        self._released = self._reserved
         for _, result in self.pending:
             if isinstance(result, asyncio.Future):
                 result.cancel()
         self.pending.clear()
+
+    @property
+    def writing_paused(self) -> bool:
+        """The transport's buffer is above its high-water mark: the peer is not reading."""
+        return self._writing_paused
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -122,10 +148,16 @@ class Connection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
+        parser = self.parser
+        ready = parser.buffer_updated(nbytes)
+        if parser.declared != self._reserved:  # new size prefixes
+            self._reserve()
         # A read that completed no frame (most reads of a big request) has nothing to
         # handle and nothing new to write: no _process, no scheduled flush.
-        if self.parser.buffer_updated(nbytes):
+        if ready:
             self._process()
+        if self.memory.exhausted or self._reserved != parser.declared:
+            self._update_reading()
 
     def eof_received(self) -> bool:
         return False  # close our side too
@@ -142,7 +174,10 @@ class Connection(asyncio.BufferedProtocol):
                 frame = self.parser.next_frame()
                 if frame is None:
                     break
+                nbytes = 4 + len(frame)
                 self._handle_frame(frame)
+                del frame
+                self._release_when_handled(nbytes)
         except FrameTooLargeError as e:
             self.close(f"{e} (socket.request.max.bytes)")
             return
@@ -203,8 +238,41 @@ class Connection(asyncio.BufferedProtocol):
         if type(result) is CoroutineType:
             result = asyncio.ensure_future(result)
             result.add_done_callback(self._on_done)
+            self._holder = result  # it may keep the request's bytes until it is done
             self.broker.track(result)
         self._queue(ctx, result)
+
+    def _release_when_handled(self, nbytes: int) -> None:
+        """Give the bytes of the request just handled back to the pool: now, or when its
+        handler's future is done."""
+        holder, self._holder = self._holder, None
+        if holder is None:
+            self._release(nbytes)
+        else:
+            holder.add_done_callback(lambda _, n=nbytes: self._release(n))
+
+    def _release(self, nbytes: int) -> None:
+        if not self.closed:  # once closed, connection_lost released everything
+            self._released += nbytes
+            self.memory.release(nbytes)
+
+    def _reserve(self) -> None:
+        """Reserve the bytes the parser's size prefixes declared: complete frames at once
+        (they are in memory and handled next), the frame in progress only while the pool is
+        under its limit (it is then admitted: it reads on to its end whatever the pool does;
+        else the connection stops reading, holding only what it received, until a release)."""
+        parser = self.parser
+        if parser.completed > self._reserved:
+            self.memory.reserve(parser.completed - self._reserved)
+            self._reserved = parser.completed
+        if self._reserved < parser.declared and not self.memory.exhausted:
+            self.memory.reserve(parser.declared - self._reserved)
+            self._reserved = parser.declared
+
+    def resume_for_memory(self) -> None:
+        """The pool is back under its limit (``MemoryPool.release``)."""
+        if not self.closed:
+            self._update_reading()
 
     def _queue(self, ctx: RequestContext, result) -> None:
         self.pending.append((ctx, result))
@@ -338,7 +406,15 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        want_pause = self._writing_paused or len(self.pending) >= self.max_queued
+        # For memory, a connection waits while it is between requests or its request in
+        # progress is not admitted (reserved) yet; one admitted reads on to its end:
+        # stopping it could leave every reader waiting on the others.
+        self._reserve()
+        memory_wait = self._reserved != self.parser.declared or (self.memory.exhausted
+                                                                 and not self.parser.in_frame)
+        if memory_wait:
+            self.memory.wait(self)
+        want_pause = self._writing_paused or len(self.pending) >= self.max_queued or memory_wait
         if want_pause and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
@@ -346,12 +422,14 @@ class Connection(asyncio.BufferedProtocol):
             self._reading_paused = False
             self.transport.resume_reading()
 
-    def close(self, reason: str | None = None) -> None:
+    def close(self, reason: str | None = None, level: int = logging.WARNING) -> None:
+        """Close, saying why at ``level`` (routine closes, such as idle ones, at DEBUG as in
+        Kafka's ``Selector``)."""
         if self.closed:
             return
         if reason:  # one line per kind of reason and interval: a flood of bad frames is one kind
-            self.broker.log_limiter.warning(log, ("close", message_key(reason)),
-                                            "closing connection from %s: %s", self.peer, reason)
+            self.broker.log_limiter.log(log, level, ("close", message_key(reason)),
+                                        "closing connection from %s: %s", self.peer, reason)
         self.closed = True
         if self.transport is not None:
             self.transport.close()

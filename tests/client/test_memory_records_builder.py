@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
+import weakref
 
 import pytest
 from hypothesis import given
@@ -161,3 +162,72 @@ def test_a_batch_whose_buffer_was_deleted_refuses_appends():
     del batch.buf
     with pytest.raises(RuntimeError):
         batch.append(BASE_TS, None, b"v")
+
+
+def test_use_before_init_is_refused():
+    """A builder whose __init__ never ran has no timestamps, result or future type: append
+    must refuse it, even with a ``buf`` set through the attribute."""
+    class SkipsInit(MemoryRecordsBuilder):
+        def __init__(self) -> None:
+            self.buf = bytearray(BATCH_HEADER_SIZE)
+
+    for builder in (MemoryRecordsBuilder.__new__(MemoryRecordsBuilder), SkipsInit()):
+        with pytest.raises(RuntimeError, match="__init__"):
+            builder.append(BASE_TS, b"k", b"v")
+        with pytest.raises(RuntimeError, match="__init__"):
+            builder.append(None, None, b"v", RecordFuture)
+
+
+@pytest.mark.parametrize("count", [2**31 - 1, 2**31, sys.maxsize, -1, -sys.maxsize - 1])
+def test_count_never_leaves_the_int32_range(count):
+    """A v2 batch counts its records (and numbers their offset deltas) in int32: at
+    2**31 - 1 records, or with ``count`` set out of range, append refuses and changes nothing
+    (it used to write offset delta 2**31 - 1 and beyond, and overflow at sys.maxsize)."""
+    batch = ProducerBatch("t", 0, 0.0, 1 << 20)
+    batch.append(BASE_TS, None, b"first")
+    batch.count = count
+    before = bytes(batch.buf)
+    with pytest.raises(OverflowError):
+        batch.append(BASE_TS, None, b"v")
+    assert bytes(batch.buf) == before and batch.count == count and len(batch.timestamps) == 1
+
+
+def test_the_last_int32_record_is_numbered_2_pow_31_minus_2():
+    batch = ProducerBatch("t", 0, 0.0, 1 << 20)
+    batch.append(BASE_TS, None, b"first")
+    batch.count = 2**31 - 2
+    future = batch.append(BASE_TS, None, b"v")
+    assert future[1] == 2**31 - 2 and batch.count == 2**31 - 1
+
+
+def test_append_holds_its_own_references_while_python_code_runs():
+    """Python code may run in the middle of an append (the future type's call here; a key's
+    ``__buffer__`` from Python 3.12, a garbage collection's finalizers anywhere) and re-run
+    ``__init__``, dropping the builder's references to its buf, timestamps and result. The
+    append holds its own: seen from inside that code, each keeps as many references as
+    before (the builder's replaced by the append's), and the record and its future use the
+    objects the append started with. (An append used to borrow them: with nothing else
+    holding the buf, it would have written into freed memory.)"""
+    class Result:
+        pass
+
+    buf, timestamps = bytearray(BATCH_HEADER_SIZE), []
+    seen = {}
+
+    def future_type(pair):
+        seen["before"] = sys.getrefcount(buf), sys.getrefcount(timestamps)
+        builder.__init__(bytearray(BATCH_HEADER_SIZE), [], 1 << 20, Result(), tuple)
+        seen["after"] = sys.getrefcount(buf), sys.getrefcount(timestamps)
+        return pair
+
+    builder = MemoryRecordsBuilder(buf, timestamps, 1 << 20, Result(), future_type)
+    old_result = weakref.ref(builder.result)
+    future = builder.append(BASE_TS, b"k", b"v")
+    # Before: ours, the builder's, the append's and getrefcount's argument; after the
+    # builder dropped its own, the append's is still there.
+    assert seen["before"] == (4, 4) and seen["after"] == (3, 3)
+    assert sys.getrefcount(buf) == sys.getrefcount(timestamps) == 2  # only ours now
+    assert future[0] is not builder.result and future[1] == 0
+    assert old_result() is future[0]  # (kept alive by the future alone)
+    assert len(buf) > BATCH_HEADER_SIZE and timestamps == [BASE_TS]
+    assert builder.count == 0 and builder.buf == bytearray(BATCH_HEADER_SIZE)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odradek.protocol.framing import FrameParser, FrameTooLargeError, frame
+from odradek.protocol.framing import GROW_STEP_MAX, SCRATCH_SIZE, FrameParser, FrameTooLargeError, frame
 
 
 @given(st.lists(st.binary(max_size=300), max_size=8), st.data())
@@ -71,10 +71,13 @@ def test_a_big_frame_is_received_in_place():
     parser.feed(frame(b"y" * 1000)[:0])
     parser.feed(frame(b"x" * 10)[8:] + frame(b"z" * 1000)[:100])
     assert parser.next_frame() == b"x" * 10
-    target = parser.get_buffer()
-    assert len(target) == 1000 - 96  # the rest of the big frame, nothing else
-    target[:] = b"z" * len(target)
-    parser.buffer_updated(len(target))
+    received = 96
+    while received < 1000:  # the rest of the big frame only, into its own growing buffer
+        target = parser.get_buffer()
+        assert 0 < len(target) <= 1000 - received
+        target[:] = b"z" * len(target)
+        received += len(target)
+        assert parser.buffer_updated(len(target)) is (received == 1000)
     assert parser.next_frame() == b"z" * 1000
 
 
@@ -112,9 +115,13 @@ def test_buffer_updated_says_whether_a_frame_is_ready():
     buf[:10] = data[:10]
     assert parser.buffer_updated(10) is False  # a big frame begun: 6 of its 40 bytes
     buf = parser.get_buffer()
-    assert len(buf) == 34
-    buf[:] = data[10:44]
-    assert parser.buffer_updated(34) is True
+    assert len(buf) == 16  # its buffer: what arrived and one 16-byte step
+    buf[:] = data[10:26]
+    assert parser.buffer_updated(16) is False
+    buf = parser.get_buffer()
+    assert len(buf) == 18  # the rest: the buffer never grows past the frame
+    buf[:] = data[26:44]
+    assert parser.buffer_updated(18) is True
     assert parser.next_frame() == b"a" * 40
     buf = parser.get_buffer()
     buf[:3] = data[44:47]
@@ -189,3 +196,57 @@ def test_reuse_keeps_every_frame_intact(payloads, data):
                 kept.append((f, bytes(f)))
     assert taken == payloads
     assert all(bytes(view) == copy for view, copy in kept)
+
+
+@pytest.mark.parametrize("reuse_limit", [0, 2 << 20])
+@pytest.mark.parametrize("size", [100_000_000, 2 << 20])
+def test_a_declared_size_allocates_nothing_until_its_bytes_arrive(reuse_limit, size):
+    """A prefix announcing 100 MB (or 2 MiB: in place where reused) and a few bytes of body:
+    the parser holds its receive buffer, what arrived and one growth step, not the announced
+    size (which it reports as ``declared``)."""
+    parser = FrameParser(reuse_limit=reuse_limit)
+    _receive(parser, size.to_bytes(4, "big") + b"x" * 1000)
+    assert parser.allocated <= 3 * SCRATCH_SIZE
+    _receive(parser, b"x" * 100_000)
+    assert parser.allocated <= SCRATCH_SIZE + 2 * 101_004
+    assert parser.declared == 4 + size and parser.in_frame
+    assert parser.next_frame() is None
+
+
+@pytest.mark.parametrize("reuse_limit", [0, 2 << 20])
+def test_a_big_frame_grows_its_buffer_with_the_bytes_received(reuse_limit):
+    """At every step the parser holds at most what arrived plus GROW_STEP_MAX, and a frame
+    arriving in big reads costs a few growths (doubling), not one per read."""
+    size = 3 * GROW_STEP_MAX + 12345
+    data = frame(bytes(range(256)) * (size // 256) + b"e" * (size % 256))
+    parser = FrameParser(max_size=size, reuse_limit=reuse_limit)
+    buffers, pos, got = set(), 0, []
+    while pos < len(data):
+        buf = parser.get_buffer()
+        buffers.add(id(buf.obj))
+        n = min(len(buf), len(data) - pos, 256 * 1024)
+        buf[:n] = data[pos:pos + n]
+        del buf
+        parser.buffer_updated(n)
+        pos += n
+        assert parser.allocated <= pos + GROW_STEP_MAX + SCRATCH_SIZE
+        got.extend(parser.frames())
+    assert len(got) == 1 and got[0] == data[4:]
+    assert len(buffers) <= 16
+    assert parser.declared == len(data) and not parser.in_frame
+
+
+def test_shrink_gives_back_a_grown_buffer_only_between_frames():
+    parser = FrameParser(scratch_size=16, reuse_limit=1000)
+    (first,) = _receive(parser, frame(b"x" * 300))
+    parser.shrink()
+    assert parser.allocated > 300  # the frame is still referenced: kept
+    del first
+    _receive(parser, frame(b"y" * 300)[:100])
+    parser.shrink()
+    assert parser.allocated > 100  # a frame in progress: kept
+    (second,) = _receive(parser, frame(b"y" * 300)[100:])
+    del second
+    parser.shrink()
+    assert parser.allocated == 16
+    assert [bytes(f) for f in _receive(parser, frame(b"z" * 300))] == [b"z" * 300]

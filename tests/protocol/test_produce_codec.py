@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import struct
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odradek.protocol import codec
-from odradek.protocol._produce_codec import encode_response, parse_request
+from odradek.protocol._produce_codec import encode_response, parse_request, within_entry_budget
 from odradek.protocol.framing import FrameParser, frame as size_prefixed
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.produce_request import (
@@ -426,3 +427,74 @@ def test_encode_response_rejects_bad_arguments(args, error):
         encode_response(9, 1, [], throttle=0)
     with pytest.raises(TypeError):
         encode_response(9, 1, [], api_version=9)
+
+
+# --- what one request may decode into ---------------------------------------------------------
+
+
+def tiny_entries_frame(version: int, topics: int, partitions: int = 0) -> bytearray:
+    """A Produce request of ``topics`` minimal topics (empty names), the first of them with
+    ``partitions`` minimal partitions (empty records): a few bytes per entry."""
+    flexible = version >= 9
+    count = (lambda n: encode_uvarint(n + 1)) if flexible else (lambda n: struct.pack(">i", n))
+    tags = b"\x00" if flexible else b""
+    header = struct.pack(">hhi", 0, version, 1) + struct.pack(">h", -1) + tags
+    body = (b"\x00" if flexible else struct.pack(">h", -1)) + struct.pack(">hi", 1, 30000)
+    name = b"\x01" if flexible else b"\x00\x00"  # an empty name
+    partition = struct.pack(">i", 0) + (b"\x01" if flexible else b"\x00\x00\x00\x00") + tags
+    first = name + count(partitions) + partition * partitions + tags
+    rest = (name + count(0) + tags) * (topics - 1)
+    return bytearray(header + body + count(topics) + first + rest + tags)
+
+
+def encode_uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def peak_bytes(fn, *args) -> int:
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("version", [3, 9])
+@pytest.mark.parametrize("topics, partitions", [(1_000_000, 0), (1, 500_000)])
+def test_a_frame_of_tiny_entries_is_declined_with_bounded_memory(version, topics, partitions):
+    """Megabytes of minimal topics (or partitions) would decode into 20-45 times their size
+    in objects (64 MB for 3 MB); over 64 + size / 32 entries the fast path declines at the
+    count, before allocating for it, and the generic decoder refuses it without decoding."""
+    frame = tiny_entries_frame(version, topics, partitions)
+    assert len(frame) >= 3_000_000
+    assert peak_bytes(parse_request, frame) < 100_000
+    assert parse_request(frame) is None
+    assert not within_entry_budget(frame)
+
+    def generic_decode():
+        with pytest.raises(DecodeError, match="entries"):
+            codec.decode_request(frame)
+
+    assert peak_bytes(generic_decode) < 100_000
+
+
+@pytest.mark.parametrize("version", [3, 9])
+def test_entries_up_to_the_budget_decode_and_valid_requests_stay_far_below_it(version):
+    frame = tiny_entries_frame(version, 10, 5)  # 15 entries: within the base of 64
+    assert parse_request(frame) is not None and within_entry_budget(frame)
+    codec.decode_request(frame)
+    # Many topics of one partition each, each with the smallest record batch (61 bytes) and
+    # one-letter names: the densest valid request, still within the budget.
+    batch = b"b" * 61
+    parts = lambda: [PartitionProduceData(0, batch)]  # noqa: E731
+    body = ProduceRequest(None, 1, 30000, [TopicProduceData(chr(65 + i % 26), parts()) for i in range(5000)])
+    header = codec.RequestHeader(ApiKey.PRODUCE, version, 42, None)
+    frame = encode(header, body)
+    assert within_entry_budget(frame)
+    assert len(parse_request(frame)[5]) == 5000

@@ -11,6 +11,7 @@ from odradek.protocol.generated.api_versions_request import ApiVersionsRequest
 from odradek.protocol.generated.api_versions_response import ApiVersionsResponse
 from odradek.server.connection import Connection
 from odradek.server.log_limiter import LogRateLimiter
+from odradek.server.memory_pool import MemoryPool
 
 
 class FakeTransport(asyncio.Transport):
@@ -48,6 +49,7 @@ class FakeBroker:
     def __init__(self, slow=()) -> None:
         self.config = {"socket.request.max.bytes": 1 << 20, "queued.max.requests": 500}
         self.connections: set = set()
+        self.memory_pool = MemoryPool(-1)
         self.slow = set(slow)
         self.tasks: set = set()
         # Only ApiVersions comes here; the produce fast path would decline anything else.
