@@ -1,7 +1,8 @@
 """What a group consumer subscribes to: a list of topics, or the topics a filter lets through.
 
-Seed 004's high-level consumer takes a ``TopicFilter``, "a whitelist or a blacklist which is a
-standard Java regex", and watches for new topics that match. Here:
+Kafka 0.8's high-level consumer (``ConsumerConnector.createMessageStreamsByFilter``, in the
+'API Design' section of Kafka 0.8's documentation) takes a ``TopicFilter``, "a whitelist or a
+blacklist which is a standard Java regex", and watches for new topics that match. Here:
 
 - ``TopicList(["a", "b"])``: exactly those topics, whether they exist yet or not.
 - ``Whitelist(regex)``: every topic whose whole name matches ``regex`` (Java's

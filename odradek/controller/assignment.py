@@ -1,7 +1,8 @@
 """Replica assignment: which brokers hold each partition's replicas, the leader first.
 
-Kafka's algorithms (``AdminUtils.assignReplicasToBrokers`` in Kafka 2.8), as seed 000 walks
-through them.
+Kafka's algorithms: ``AdminUtils.assignReplicasToBrokers``,
+``assignReplicasToBrokersRackUnaware`` and ``replicaIndex`` in Kafka 2.8's
+``core/src/main/scala/kafka/admin/AdminUtils.scala``.
 
 Rack-unaware, over the broker list ``B`` (sorted by id) of ``n`` brokers:
 
@@ -13,8 +14,8 @@ Rack-unaware, over the broker list ``B`` (sorted by id) of ``n`` brokers:
   so partitions ``p`` and ``p + n`` (same leader) get different followers.
 
 ``start_index`` and ``replica_shift`` are random in ``[0, n)`` unless ``fixed_start_index``
-(>= 0) gives both. Worked example of seed 000, brokers 1000-1004, 10 partitions, 3 replicas,
-``start_index = 0`` and ``replica_shift = 3``::
+(>= 0) gives both. Worked example (checked in ``tests/controller/test_assignment.py``):
+brokers 1000-1004, 10 partitions, 3 replicas, ``start_index = 0`` and ``replica_shift = 3``::
 
     partition  0: [1000, 1004, 1001]    5: [1000, 1001, 1002]
     partition  1: [1001, 1000, 1002]    6: [1001, 1002, 1003]

@@ -1,6 +1,7 @@
-"""The offline loader of seed 002: each run loads the activity topics' new records into the
-Parquet warehouse, one parallel task per topic-partition, and stores the consumed offset
-ranges with the output, so that a rerun neither loses nor duplicates records.
+"""The offline loader, after the Hadoop loading of Kafka 0.7's design documentation: each run
+loads the activity topics' new records into the Parquet warehouse, one parallel task per
+topic-partition, and stores the consumed offset ranges with the output, so that a rerun
+neither loses nor duplicates records.
 
 Layout, under ``warehouse/activity``::
 
@@ -17,8 +18,8 @@ source (``startingOffsets``/``endingOffsets`` as JSON), writes Parquet into ``_s
 writes ``_offsets.json`` beside it, and then renames the directory to ``load=N`` in one step
 (a rename is atomic on a local file system). A load cut short before the rename leaves only
 ``_staging`` (cleared by the next run), so its records are loaded again, once; after it,
-its offsets are committed together with its records. Like the seed's Hadoop loader, the
-offsets live with the output, not in the broker.
+its offsets are committed together with its records. Like the Hadoop loader of that
+document, the offsets live with the output, not in the broker.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Record batch v2: a zero-copy header view, validation and in-place offset assignment.
 
-Byte layout of one batch (seed 001; all integers big-endian)::
+Byte layout of one batch (Kafka's documentation, 'Record Batch'; all integers big-endian)::
 
     offset  size  field
          0     8  base_offset             first offset of the batch

@@ -1,4 +1,5 @@
-"""Control records: the transaction markers a control batch carries (seed 001, 5.3.1.1).
+"""Control records: the transaction markers a control batch carries (Kafka's documentation,
+'Control Batches').
 
 A control batch has the control bit (and, for transaction markers, the transactional bit) set
 in its attributes and holds one record whose key and value are::

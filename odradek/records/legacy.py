@@ -1,4 +1,5 @@
-"""Legacy message sets, magic v0 and v1 (Kafka before 0.11; seeds 001 5.3.3, 003, 004).
+"""Legacy message sets, magic v0 and v1 (Kafka before 0.11; Kafka's documentation,
+'Old Message Format').
 
 A message set is a plain sequence of entries (no count in front)::
 

@@ -1,6 +1,7 @@
 """One record of a v2 batch: the Record value, its encoding and the decoding loop.
 
-Byte layout of a record (seed 001; varints are zigzag, as in ``protocol.varint``)::
+Byte layout of a record (Kafka's documentation, 'Record'; varints are zigzag, as in
+``protocol.varint``)::
 
     length           varint    bytes that follow, up to the end of the headers
     attributes       int8      unused, written 0

@@ -1,11 +1,12 @@
 """Topic administration on the broker: create, delete, add partitions, configure.
 
 Requests are checked the way Kafka checks them (names, partition counts, replication factors,
-explicit assignments, configs), replica assignments come from the seeds' algorithm
-(``controller.assignment``), and the result is written to the metadata store as the znodes of
-seed 000. The broker then takes up its role for each partition of the new assignment: with the
-embedded store this broker is the controller, so it makes itself leader of what it was
-assigned right away.
+explicit assignments, configs), replica assignments come from Kafka's algorithm
+(``AdminUtils.assignReplicasToBrokers``, in ``controller.assignment``), and the result is
+written to the metadata store as Kafka's ZooKeeper znodes (``/brokers/topics/<topic>``, see
+``metadata.layout``). The broker then takes up its role for each partition of the new
+assignment: with the embedded store this broker is the controller, so it makes itself leader
+of what it was assigned right away.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ A pass over one log:
    id's last batch.
 3. Consecutive segments are grouped (at most ``segment.bytes`` together) and each group is
    rewritten into one ``.cleaned`` segment named after the group's first base offset. Per
-   batch (seed 001):
+   batch (Kafka's documentation, 'Record Batch', on compaction):
 
    - a record survives if it is the latest for its key; a keyless record does not (brokers
      refuse them on compacted topics, and Kafka's cleaner drops them);
@@ -26,8 +26,8 @@ A pass over one log:
    - a batch whose records all survive and that needs no horizon is copied verbatim;
      otherwise it is re-encoded with the same base offset, last offset delta, producer
      id/epoch, base sequence, partition leader epoch, codec and flags, so offsets, batch
-     boundaries and producer state survive (``firstTimestamp`` is not kept, as seed 001
-     notes);
+     boundaries and producer state survive (``firstTimestamp`` is not kept, as Kafka's
+     documentation notes);
    - a batch left with no records is dropped, unless it is its producer's last batch in the
      range: then an empty batch (no records, same base/last offset and sequence numbers)
      keeps the producer's last sequence for when the log is reloaded;
@@ -339,8 +339,9 @@ def encode_compacted_batch(
 
 
 def encode_empty_batch(header: BatchHeader) -> bytes:
-    """A batch with no records that keeps ``header``'s offsets and producer fields (seed
-    001: a batch kept only to preserve the producer's last sequence)."""
+    """A batch with no records that keeps ``header``'s offsets and producer fields (Kafka's
+    documentation, 'Record Batch': a batch kept only to preserve the producer's last
+    sequence)."""
     attributes = header.attributes & ~(COMPRESSION_MASK | DELETE_HORIZON_BIT)
     ts = header.max_timestamp
     return _assemble(header, attributes, ts, ts, 0, b"")

@@ -10,7 +10,8 @@ class StorageError(Exception):
 class OffsetOutOfRangeError(StorageError):
     """A read or lookup asked for an offset outside [log start offset, log end offset].
 
-    Kafka's OFFSET_OUT_OF_RANGE: the consumer then resets its position (seed 003).
+    Kafka's OFFSET_OUT_OF_RANGE: the consumer then resets its position (Kafka's
+    documentation, 'Log', on reads).
     """
 
     def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:

@@ -1,16 +1,17 @@
 """Walking the batches of a segment's ``.log`` file (Kafka's ``FileRecords``).
 
-A ``.log`` file is batches verbatim, back to back, exactly as appended (seed 003: the log is
-"a sequence of log entries"; here each entry is a v2 batch, layout in ``records.batch``).
-Two walks exist:
+A ``.log`` file is batches verbatim, back to back, exactly as appended (Kafka's documentation,
+'Log': the log is "a sequence of log entries"; here each entry is a v2 batch, layout in
+``records.batch``). Two walks exist:
 
 - ``iter_headers``: for reads and index lookups over data already known good. Reads the file
   in chunks and decodes only the 61-byte headers; a header that cannot be right (wrong
   magic, impossible length, running past the end) raises CorruptSegmentError rather than
   letting garbage be served.
-- ``iter_valid_batches``: for recovery. Reads every byte and checks each batch as the seed
-  says (its size within the file, its CRC) plus that offsets increase; it stops, without
-  raising, at the first batch that fails, which is where recovery truncates.
+- ``iter_valid_batches``: for recovery. Reads every byte and checks each batch as Kafka's
+  documentation ('Log') says (its size within the file, its CRC) plus that offsets
+  increase; it stops, without raising, at the first batch that fails, which is where
+  recovery truncates.
 """
 
 from __future__ import annotations

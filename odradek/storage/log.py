@@ -5,7 +5,7 @@ The log end offset (LEO) is the offset the next batch gets; the log start offset
 first offset a reader may ask for; the recovery point is the offset below which everything
 is known to be on disk (flushed), so recovery after a crash starts there.
 
-Concurrency (seed 003's copy-on-write segment list):
+Concurrency (the copy-on-write segment list of Kafka's documentation, 'Log', on deletes):
 
 - Appends, rolls, truncation, retention, DeleteRecords and the cleaner's swap take the log's
   lock, briefly. Each change to the segment list builds a new immutable ``SegmentList``

@@ -13,7 +13,8 @@ Steps, in order (Kafka's ``LogLoader``):
 4. After an unclean stop (no clean-shutdown marker), recover every segment from the one
    holding the recovery point onward: validate each batch (its size within the file, its
    CRC-32C, increasing offsets), truncate at the first invalid byte, which handles both a
-   torn tail and garbage appended after valid data (seed 003), and delete all later
+   torn tail and garbage appended after valid data (the two kinds of corruption of Kafka's
+   documentation, 'Log', on guarantees), and delete all later
    segments, since nothing after the first invalid byte may be served. Indexes of the
    scanned segments are rebuilt rather than trusted.
 5. The last segment becomes the active one; the log end offset is the offset after its last

@@ -1,4 +1,5 @@
-"""Which segments retention deletes (seed 001: time and size, either one triggering).
+"""Which segments retention deletes (Kafka's documentation, 'Log', on deletes: time and
+size, either one triggering).
 
 Data is deleted a whole segment at a time, oldest first, never the active segment:
 

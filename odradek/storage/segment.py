@@ -1,7 +1,8 @@
 """``LogSegment``: one ``.log`` file of batches with its offset and time indexes.
 
-Files of a segment whose base offset is 368769, in its partition directory (seed 003: a
-file is named by the first offset it holds, zero-padded to 20 digits)::
+Files of a segment whose base offset is 368769, in its partition directory (Kafka's
+documentation, 'Log': a file is named by the first offset it holds; zero-padded to 20 digits,
+as Kafka's ``LogSegment`` files are)::
 
     00000000000000368769.log        batches verbatim (layout: records.batch)
     00000000000000368769.index      offset -> position (layout: offset_index)

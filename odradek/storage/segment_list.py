@@ -1,4 +1,5 @@
-"""``SegmentList``: the copy-on-write list of a log's segments (seed 003).
+"""``SegmentList``: the copy-on-write list of a log's segments (Kafka's documentation,
+'Log', on deletes).
 
 Deletes and swaps must not lock out readers, so the list is immutable: every change builds
 a new ``SegmentList`` and the log replaces its reference in one assignment. A reader takes

@@ -10,7 +10,8 @@ above ``t``. Entries are added alongside offset index entries, only when the seg
 largest timestamp grew, so timestamps strictly increase and offsets never decrease. When a
 segment stops being active, one more entry records its largest timestamp (even if that
 exceeds ``max_entries`` by one), so the last entry of an inactive segment's index gives the
-segment's largest timestamp, which decides its retention (seed 001).
+segment's largest timestamp, which decides its retention (Kafka's
+documentation, 'Log', on deletes).
 
 Kept in a ``bytearray`` in file format, for the reasons given in ``offset_index``.
 """

@@ -1,5 +1,5 @@
-"""Fixtures: a broker whose id is 1000 (the seed's examples name broker 1000), one per test
-module, and ``cli`` to run ``odradek`` in-process with its input and output captured."""
+"""Fixtures: a broker whose id is 1000 (as in ``controller.assignment``'s worked example), one
+per test module, and ``cli`` to run ``odradek`` in-process with its input and output captured."""
 
 from __future__ import annotations
 

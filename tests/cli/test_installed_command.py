@@ -1,5 +1,5 @@
-"""The installed ``odradek`` script, run as a real process: the seed's topic commands, a
-console round trip through pipes, and how failures look from a shell."""
+"""The installed ``odradek`` script, run as a real process: ``kafka-topics.sh``-style topic
+commands, a console round trip through pipes, and how failures look from a shell."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def odradek(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
     return subprocess.run([str(ODRADEK), *args], input=stdin, capture_output=True, text=True, timeout=120)
 
 
-def test_seed_commands_and_round_trip_in_a_real_process(broker, topic_name):
+def test_topic_commands_and_round_trip_in_a_real_process(broker, topic_name):
     assert ODRADEK.is_file(), f"{ODRADEK} is not installed (pip install -e .)"
     bootstrap = ["--bootstrap-server", broker.bootstrap]
     topic = "topicA-" + topic_name

@@ -1,4 +1,5 @@
-"""``odradek topics``: the seed's own commands (seed 000) against broker 1000, then describe,
+"""``odradek topics``: ``kafka-topics.sh``'s create commands (``--partitions`` and
+``--replication-factor``, ``--replica-assignment``) against broker 1000, then describe,
 alter, delete, and the errors."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def describe_json(cli, topic: str) -> dict:
     return json.loads(line)
 
 
-def test_seed_create_with_partitions_and_replication_factor(cli, topic_name):
+def test_create_with_partitions_and_replication_factor(cli, topic_name):
     topic = "topicA-" + topic_name
     result = cli("topics", "--create", "--topic", topic, "--partitions", "10", "--replication-factor", "1")
     assert (result.code, result.out, result.err) == (0, f"Created topic {topic}.\n", "")
@@ -34,7 +35,7 @@ def test_seed_create_with_partitions_and_replication_factor(cli, topic_name):
         assert (p["leader"], p["replicas"], p["isr"]) == (BROKER_ID, [BROKER_ID], [BROKER_ID])
 
 
-def test_seed_replica_assignment_puts_five_partitions_on_broker_1000(cli, broker, topic_name):
+def test_replica_assignment_puts_five_partitions_on_broker_1000(cli, broker, topic_name):
     topic = "topicB-" + topic_name
     result = cli("topics", "--create", "--topic", topic, "--replica-assignment", "1000,1000,1000,1000,1000")
     assert result.code == 0, result.err

@@ -153,7 +153,7 @@ def test_newer_versions_decode_and_garbage_is_a_clear_error():
 
 
 # --- topic filters ------------------------------------------------------------------------------
-def test_whitelist_and_blacklist_like_the_seeds_topic_filters():
+def test_whitelist_and_blacklist_like_kafka_topic_filters():
     meta = ClusterMetadata(topics={n: TopicInfo(n, is_internal=n.startswith("__"))
                                    for n in ("orders", "orders-eu", "audit", "__consumer_offsets")})
     assert Whitelist("orders.*").matching(meta) == {"orders", "orders-eu"}

@@ -1,4 +1,5 @@
-"""Replica assignment: seed 000's worked examples exactly, then properties over random inputs."""
+"""Replica assignment: worked examples over brokers 1000-1004 exactly (the one in
+``controller.assignment``'s docstring among them), then properties over random inputs."""
 
 from __future__ import annotations
 
@@ -29,17 +30,17 @@ BROKERS = [1000, 1001, 1002, 1003, 1004]
 
 def by_broker(assignment: dict[int, list[int]], slot: int) -> dict[int, set[int]]:
     """For each broker, the partitions whose replica number ``slot`` it holds (0 = leader):
-    the shape of the seed's tables."""
+    the shape of per-broker assignment tables."""
     table: dict[int, set[int]] = {b: set() for b in BROKERS}
     for partition, replicas in assignment.items():
         table[replicas[slot]].add(partition)
     return table
 
 
-# -- seed 000, section 3.1: leaders ---------------------------------------------------------
+# -- leaders: five brokers 1000-1004, ten partitions --------------------------------------
 
 
-def test_seed_leaders_when_partition_0_lands_on_1000():
+def test_leaders_when_partition_0_lands_on_1000():
     assignment = assign_replicas_rack_unaware(10, 1, BROKERS, fixed_start_index=0)
     assert by_broker(assignment, 0) == {
         1000: {0, 5},
@@ -50,7 +51,7 @@ def test_seed_leaders_when_partition_0_lands_on_1000():
     }
 
 
-def test_seed_leaders_when_partition_0_lands_on_1002():
+def test_leaders_when_partition_0_lands_on_1002():
     assignment = assign_replicas_rack_unaware(10, 1, BROKERS, fixed_start_index=2)
     assert by_broker(assignment, 0) == {
         1000: {3, 8},
@@ -61,32 +62,32 @@ def test_seed_leaders_when_partition_0_lands_on_1002():
     }
 
 
-# -- seed 000, section 3.2: followers -------------------------------------------------------
-# The seed's run had start index 0 (partition 0 on 1000) and a random follower shift, which its
-# table pins to 3 (partition 1's first follower is 1000, four places after its leader 1001).
+# -- followers: the same brokers and partitions, three replicas ----------------------------
+# The worked run has start index 0 (partition 0 on 1000) and a follower shift (random in Kafka)
+# of 3: partition 1's first follower is 1000, four places after its leader 1001.
 
 
 @pytest.fixture
-def seed_run():
+def worked_example_run():
     return assign_replicas_rack_unaware(10, 3, BROKERS, fixed_start_index=0, replica_shift=3)
 
 
-def test_seed_follower_table(seed_run):
-    assert by_broker(seed_run, 0) == {
+def test_worked_example_follower_table(worked_example_run):
+    assert by_broker(worked_example_run, 0) == {
         1000: {0, 5},
         1001: {1, 6},
         1002: {2, 7},
         1003: {3, 8},
         1004: {4, 9},
     }
-    assert by_broker(seed_run, 1) == {
+    assert by_broker(worked_example_run, 1) == {
         1000: {1, 9},
         1001: {2, 5},
         1002: {3, 6},
         1003: {4, 7},
         1004: {0, 8},
     }
-    assert by_broker(seed_run, 2) == {
+    assert by_broker(worked_example_run, 2) == {
         1000: {4, 8},
         1001: {0, 9},
         1002: {1, 5},
@@ -95,13 +96,13 @@ def test_seed_follower_table(seed_run):
     }
 
 
-def test_seed_narrated_partitions(seed_run):
-    # "Partition 1: leader on 1001, followers on 1000 and 1002."
-    assert seed_run[1] == [1001, 1000, 1002]
-    # "Partition 3: leader on 1003, followers from 1002: [1002, 1004]."
-    assert seed_run[3] == [1003, 1002, 1004]
-    # "Partition 7: from partition 5 the shift grew by one: followers [1003, 1004]."
-    assert seed_run[7][1:] == [1003, 1004]
+def test_worked_example_partitions(worked_example_run):
+    # Partition 1: leader on 1001, followers on 1000 and 1002.
+    assert worked_example_run[1] == [1001, 1000, 1002]
+    # Partition 3: leader on 1003, followers from 1002: [1002, 1004].
+    assert worked_example_run[3] == [1003, 1002, 1004]
+    # Partition 7: from partition 5 on the shift is one more: followers [1003, 1004].
+    assert worked_example_run[7][1:] == [1003, 1004]
 
 
 def test_replica_index_never_lands_on_the_leader():

@@ -1,7 +1,8 @@
 """Loading a shard: replay a ``__consumer_offsets`` partition from its log start to its end.
 
 This is how a coordinator takes up a partition, after a restart or when it becomes its
-leader (seed 001: until it is done, requests for its groups get COORDINATOR_LOAD_IN_PROGRESS).
+leader (Kafka's documentation, 'Consumer Offset Tracking': until it is done, requests for its
+groups get COORDINATOR_LOAD_IN_PROGRESS).
 It reads whole batches, ``READ_BYTES`` at a time, decodes each record's key and value and
 replays it into the shard: later records overwrite earlier ones, tombstones delete. Control
 batches are skipped (transactional offset commits are not supported yet). A record that does
