@@ -1,9 +1,10 @@
 """The committed-offset APIs: OffsetCommit (8), OffsetFetch (9), OffsetDelete (47).
 
 Offsets are kept by the group coordinator in ``__consumer_offsets`` (Kafka's documentation,
-"Consumer Offset Tracking"); these handlers translate versions. OffsetCommit: v0 has neither generation nor member id (a commit
-outside group management), v1 carries a commit timestamp per partition, v2-v4 a retention
-time, v6+ the leader epoch, v7+ the ``group.instance.id``; partitions of topics the cluster
+"Consumer Offset Tracking"); these handlers translate versions. OffsetCommit: v0 has neither
+generation nor member id (a commit outside group management), v1 carries a commit timestamp
+per partition, v2-v4 a retention time, v6+ the leader epoch, v7+ the ``group.instance.id``;
+partitions of topics the cluster
 does not have get UNKNOWN_TOPIC_OR_PARTITION and are not stored (Kafka does the same). The
 response waits until the offsets are written and replicated.
 
