@@ -1,0 +1,32 @@
+"""Decodable requests with odd values that once closed the connection (found by
+``test_fuzz_requests``): each is answered with data or an error code, and the connection
+stays open."""
+
+from __future__ import annotations
+
+from odradek.protocol.generated import ApiKey
+from odradek.protocol.generated.error_codes import ErrorCode as E
+from tests.server.group_wire import WireClient, module
+
+OC = module("OffsetCommitRequest")
+OF = module("OffsetFetchRequest")
+TOPIC = "odd-requests"
+INT64_MAX = 2**63 - 1
+
+
+def test_offset_commit_with_the_largest_retention_time_is_stored(shared_broker):
+    """v2-v4 retention is added to the commit time: Long.MAX_VALUE must not overflow the
+    offset record's int64 expire timestamp (it means: never expire on its own)."""
+    b = shared_broker.broker
+    shared_broker.call(lambda: b.topics.create(b.topics.plan_topic(TOPIC, 1, 1, None, {})))
+    with WireClient(shared_broker.port) as c:
+        c.call(ApiKey.FIND_COORDINATOR, 3, key="odd-retention", key_type=0)  # creates the offsets topic
+        for version in (2, 3, 4):
+            r = c.call(ApiKey.OFFSET_COMMIT, version, group_id=f"odd-retention-{version}",
+                       generation_id_or_member_epoch=-1, member_id="", retention_time_ms=INT64_MAX,
+                       topics=[OC.OffsetCommitRequestTopic(name=TOPIC, partitions=[
+                           OC.OffsetCommitRequestPartition(partition_index=0, committed_offset=7)])])
+            assert r.topics[0].partitions[0].error_code == E.NONE
+            f = c.call(ApiKey.OFFSET_FETCH, 3, group_id=f"odd-retention-{version}",
+                       topics=[OF.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=[0])])
+            assert f.topics[0].partitions[0].committed_offset == 7
