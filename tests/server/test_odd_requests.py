@@ -30,3 +30,27 @@ def test_offset_commit_with_the_largest_retention_time_is_stored(shared_broker):
             f = c.call(ApiKey.OFFSET_FETCH, 3, group_id=f"odd-retention-{version}",
                        topics=[OF.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=[0])])
             assert f.topics[0].partitions[0].committed_offset == 7
+
+
+def test_create_partitions_naming_a_topic_twice_is_invalid_request(shared_broker):
+    b = shared_broker.broker
+    shared_broker.call(lambda: b.topics.create(b.topics.plan_topic("odd-grow-twice", 1, 1, None, {})))
+    cp = module("CreatePartitionsRequest")
+    with WireClient(shared_broker.port) as c:
+        r = c.call(ApiKey.CREATE_PARTITIONS, 1, timeout_ms=5000, validate_only=False, topics=[
+            cp.CreatePartitionsTopic(name="odd-grow-twice", count=2, assignments=None),
+            cp.CreatePartitionsTopic(name="odd-grow-twice", count=3, assignments=None)])
+        assert [x.error_code for x in r.results] == [E.INVALID_REQUEST, E.INVALID_REQUEST]
+    assert len(b.metadata_image().topic("odd-grow-twice").partitions) == 1
+
+
+def test_create_topics_with_a_partition_index_assigned_twice_is_refused(shared_broker):
+    ct = module("CreateTopicsRequest")
+    broker_id = shared_broker.broker.broker_id
+    twice = [ct.CreatableReplicaAssignment(partition_index=0, broker_ids=[broker_id])] * 2
+    with WireClient(shared_broker.port) as c:
+        r = c.call(ApiKey.CREATE_TOPICS, 5, timeout_ms=5000, validate_only=False, topics=[
+            ct.CreatableTopic(name="odd-assigned-twice", num_partitions=-1, replication_factor=-1,
+                              assignments=twice, configs=[])])
+        assert r.topics[0].error_code == E.INVALID_REPLICA_ASSIGNMENT
+    assert shared_broker.broker.metadata_image().topic("odd-assigned-twice") is None
