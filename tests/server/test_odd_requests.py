@@ -54,3 +54,16 @@ def test_create_topics_with_a_partition_index_assigned_twice_is_refused(shared_b
                               assignments=twice, configs=[])])
         assert r.topics[0].error_code == E.INVALID_REPLICA_ASSIGNMENT
     assert shared_broker.broker.metadata_image().topic("odd-assigned-twice") is None
+
+
+def test_list_offsets_asking_for_a_partition_twice_is_invalid_request(shared_broker):
+    b = shared_broker.broker
+    shared_broker.call(lambda: b.topics.create(b.topics.plan_topic("odd-list-twice", 2, 1, None, {})))
+    lo = module("ListOffsetsRequest")
+    with WireClient(shared_broker.port) as c:
+        r = c.call(ApiKey.LIST_OFFSETS, 5, replica_id=-1, isolation_level=0, topics=[
+            lo.ListOffsetsTopic(name="odd-list-twice", partitions=[
+                lo.ListOffsetsPartition(partition_index=i, current_leader_epoch=-1, timestamp=ts)
+                for i, ts in ((0, -1), (1, -1), (0, -2))])])
+        assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [
+            (0, E.INVALID_REQUEST), (1, E.NONE), (0, E.INVALID_REQUEST)]
