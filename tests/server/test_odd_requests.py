@@ -67,3 +67,16 @@ def test_list_offsets_asking_for_a_partition_twice_is_invalid_request(shared_bro
                 for i, ts in ((0, -1), (1, -1), (0, -2))])])
         assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [
             (0, E.INVALID_REQUEST), (1, E.NONE), (0, E.INVALID_REQUEST)]
+
+
+def test_join_group_listing_a_protocol_twice_joins_with_it(shared_broker):
+    """The group counts each member's protocols once (a name listed twice used to look
+    unsupported by the member itself, and choosing the group's protocol raised)."""
+    jg = module("JoinGroupRequest")
+    with WireClient(shared_broker.port, timeout=5) as c:
+        c.call(ApiKey.FIND_COORDINATOR, 3, key="odd-join", key_type=0)  # creates the offsets topic
+        r = c.call(ApiKey.JOIN_GROUP, 3, group_id="odd-join", session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                   member_id="", protocol_type="consumer",
+                   protocols=[jg.JoinGroupRequestProtocol(name="range", metadata=b"a"),
+                              jg.JoinGroupRequestProtocol(name="range", metadata=b"b")])
+        assert (r.error_code, r.protocol_name, r.leader) == (E.NONE, "range", r.member_id)
