@@ -71,9 +71,26 @@ def fuzzed(tmp_path_factory):
         bystander = WireClient(b.bootstrap)
         create_topic(bystander, "fuzz", partitions=2)
         tid = b.broker.metadata_image().topic("fuzz").topic_id
-        yield b, bystander, Known(("fuzz",), (tid,), simple_batch([b"fuzz"])), trouble
+        member_id = join_group(bystander, "fuzz")
+        yield b, bystander, Known(("fuzz", member_id), (tid,), simple_batch([b"fuzz"])), trouble
         bystander.close()
     root.removeHandler(trouble)
+
+
+def join_group(c: WireClient, group: str) -> str:
+    """A member of ``group`` (generation 1, the group Stable), so that drawn group requests
+    can name a real group and member."""
+    jg = codec.module("JoinGroupRequest")
+    c.request("FindCoordinator", 3, message("FindCoordinatorRequest", key=group, key_type=0))
+    _, joined = c.request("JoinGroup", 3, jg.MESSAGE(
+        group_id=group, session_timeout_ms=600_000, rebalance_timeout_ms=10_000, member_id="",
+        protocol_type="consumer", protocols=[jg.JoinGroupRequestProtocol(name="range", metadata=b"")]))
+    assert joined.error_code == ErrorCode.NONE, joined
+    _, synced = c.request("SyncGroup", 3, message(
+        "SyncGroupRequest", group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
+        assignments=[]))
+    assert synced.error_code == ErrorCode.NONE, synced
+    return joined.member_id
 
 
 def framed(payload: bytes) -> bytes:
