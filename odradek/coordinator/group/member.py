@@ -50,7 +50,9 @@ class GroupMember:
         return self.sync_callback is not None
 
     def protocol_names(self) -> list[str]:
-        return [name for name, _ in self.protocols]
+        """Each name once, in the member's order of preference: a request may list a name
+        twice, and the group counts members per protocol (Kafka keeps a set)."""
+        return list(dict.fromkeys(name for name, _ in self.protocols))
 
     def metadata(self, protocol: str) -> bytes:
         """The member's metadata for ``protocol``; KeyError if it does not support it."""

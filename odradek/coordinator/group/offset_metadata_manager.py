@@ -34,6 +34,8 @@ from odradek.coordinator.group.group_state import GroupState
 from odradek.coordinator.group.offset_and_metadata import OffsetAndMetadata
 from odradek.protocol.generated.error_codes import ErrorCode
 
+INT64_MAX = 2**63 - 1
+
 TopicPartition = tuple[str, int]
 
 
@@ -63,7 +65,9 @@ class OffsetMetadataManager:
             # rebalance from its next heartbeat.
             self.groups.touch(group, req.member_id)
         now = self.clock.milliseconds()
-        expire = now + req.retention_time_ms if req.retention_time_ms >= 0 else None
+        # Capped at Long.MAX_VALUE: the record's expire timestamp is an int64, and a client's
+        # retention of up to Long.MAX_VALUE ms means "keep it" (Java would wrap to negative).
+        expire = min(now + req.retention_time_ms, INT64_MAX) if req.retention_time_ms >= 0 else None
         response: dict[TopicPartition, ErrorCode] = {}
         records = []
         for p in req.partitions:

@@ -1,17 +1,29 @@
-"""CreatePartitions (key 37): add partitions to topics (never remove)."""
+"""CreatePartitions (key 37): add partitions to topics (never remove).
+
+A topic named twice in one request is refused, every time it appears, with INVALID_REQUEST
+(as Kafka's ``KafkaApis.handleCreatePartitionsRequest``): which count should win is unclear.
+"""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from odradek.protocol.generated.create_partitions_response import (
     CreatePartitionsResponse, CreatePartitionsTopicResult,
 )
+from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.topics import TopicError
 
 
 async def handle(ctx, request):
     results = []
+    counts = Counter(t.name for t in request.topics)
     for topic in request.topics:
         result = CreatePartitionsTopicResult(name=topic.name)
+        if counts[topic.name] > 1:
+            result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            results.append(result)
+            continue
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         try:
             await ctx.broker.topics.add_partitions(topic.name, topic.count, assignments, request.validate_only)

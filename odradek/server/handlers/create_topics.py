@@ -40,6 +40,8 @@ async def handle(ctx, request):
 
 async def _create(broker, request, topic, result) -> None:
     assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
+    if assignments and len(assignments) != len(topic.assignments):
+        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "A partition index appears twice in the assignment.")
     configs = {}
     for c in topic.configs:
         if c.value is None:

@@ -1,6 +1,14 @@
-"""DeleteTopics (key 20): delete topics by name (and by id from v6)."""
+"""DeleteTopics (key 20): delete topics by name (and by id from v6).
+
+Entries are checked before anything is deleted, as Kafka's ``ControllerApis.deleteTopics``
+checks them: an entry with both a name and an id, or with neither, and a name or id that
+appears twice in the request are INVALID_REQUEST; an id no topic has is UNKNOWN_TOPIC_ID
+(with a null name). The other entries are deleted one by one.
+"""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from odradek.protocol.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -10,19 +18,13 @@ from odradek.server.topics import TopicError
 
 async def handle(ctx, request):
     broker = ctx.broker
-    wanted = [(name, None) for name in request.topic_names]
-    wanted += [(t.name, t.topic_id) for t in request.topics]
     results = []
-    for name, topic_id in wanted:
+    for result in _checked(request, broker.metadata_image()):
+        results.append(result)
+        if result.error_code:
+            continue
+        name = result.name
         image = broker.metadata_image()
-        result = DeletableTopicResult(name=name, topic_id=topic_id or ZERO_UUID)
-        if name is None:
-            found = image.topic_by_id(topic_id)
-            if found is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
-                results.append(result)
-                continue
-            name = result.name = found.name
         try:
             assignment = image.topic(name)
             if assignment is not None:
@@ -32,5 +34,34 @@ async def handle(ctx, request):
             await broker.topics.delete(name)
         except TopicError as e:
             result.error_code, result.error_message = e.error, e.message
-        results.append(result)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+def _checked(request, image) -> list[DeletableTopicResult]:
+    """One result per entry, in request order (``topic_names`` up to v5, ``topics`` from v6):
+    its name resolved, or the error that refuses it."""
+    entries = [(name, ZERO_UUID) for name in request.topic_names]
+    entries += [(t.name, t.topic_id) for t in request.topics]
+    names = Counter(name for name, topic_id in entries if topic_id == ZERO_UUID)
+    ids = Counter(topic_id for name, topic_id in entries if name is None)
+    results = []
+    for name, topic_id in entries:
+        result = DeletableTopicResult(name=name, topic_id=topic_id)
+        by_id = topic_id != ZERO_UUID
+        refusal = (
+            "You may not specify both topic name and topic id." if by_id and name is not None
+            else "Neither topic name nor id were specified." if not by_id and name is None
+            else "Duplicate topic id." if by_id and ids[topic_id] > 1
+            else "Duplicate topic name." if not by_id and names[name] > 1
+            else None
+        )
+        if refusal is not None:
+            result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, refusal
+        elif by_id:
+            found = image.topic_by_id(topic_id)
+            if found is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            else:
+                result.name = found.name
+        results.append(result)
+    return results

@@ -14,6 +14,8 @@ answers CORRUPT_MESSAGE for that partition alone, and one the disk fails KAFKA_S
 
 from __future__ import annotations
 
+from collections import Counter
+
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.list_offsets_response import (
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
@@ -25,10 +27,15 @@ READ_COMMITTED = 1
 
 
 def handle(ctx, request):
+    """A partition asked for twice in one request is INVALID_REQUEST each time (Kafka's
+    ``ListOffsetsRequest.duplicatePartitions``): which timestamp should win is unclear."""
     broker = ctx.broker
+    asked = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     topics = []
     for topic in request.topics:
-        parts = [_one(broker, ctx.api_version, request, topic.name, p) for p in topic.partitions]
+        parts = [ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=ErrorCode.INVALID_REQUEST)
+                 if asked[(topic.name, p.partition_index)] > 1
+                 else _one(broker, ctx.api_version, request, topic.name, p) for p in topic.partitions]
         topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 

@@ -4,8 +4,16 @@ A null topic list (v1+) or an empty one at v0 means every topic. Unknown topics 
 with the broker defaults when the request allows it (v4+ ``allow_auto_topic_creation``;
 always before v4) and ``auto.create.topics.enable`` is on, as Kafka does. Where Kafka
 answers LEADER_NOT_AVAILABLE for a topic it just created, odradek's embedded controller has
-already made this broker its leader, so the new topic is answered complete. v10+ may name
-topics by id.
+already made this broker its leader, so the new topic is answered complete.
+
+Topic ids, as Kafka's ``KafkaApis.handleTopicMetadataRequest`` treats them: v10 and v11 carry
+an id field but may not use it, so a topic there with a null name or a non-zero id makes the
+request invalid (every topic answered INVALID_REQUEST, a null name as "", as Kafka's
+``MetadataRequest.getErrorResponse``). From v12 a request naming any non-zero id is answered by
+id alone: each distinct id in full, or UNKNOWN_TOPIC_ID with a null name and the id; names in
+it are ignored (the Java admin client's ``describeTopics(TopicCollection.ofTopicIds(..))``
+sends empty names with its ids). Without ids, a null name is INVALID_REQUEST for that entry.
+Each topic is answered once, however often it is asked for (Kafka collects them in a set).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ def handle(ctx, request):
     """Answered at once, unless a topic must be created first."""
     image = ctx.broker.metadata_image()
     names = _requested_names(ctx.api_version, request, image)
-    missing = [n for n, _ in names if n is not None and image.topic(n) is None]
+    missing = [n for n, _, error in names if error is None and image.topic(n) is None]
     if missing and _may_create(ctx, request):
         return _create_then_answer(ctx, request, names, missing)
     return _with_authorized_operations(ctx, request, _answer(ctx, names, {}))
@@ -51,8 +59,11 @@ def _answer(ctx, names, create_errors: dict[str, int]):
     broker = ctx.broker
     image = broker.metadata_image()
     topics = []
-    for name, topic_id in names:
-        assignment = image.topic(name) if name is not None else None
+    for name, topic_id, error in names:
+        if error is not None:
+            topics.append(MetadataResponseTopic(error_code=error, name=name, topic_id=topic_id))
+            continue
+        assignment = image.topic(name)
         if assignment is None and name in create_errors:
             # Not in the image although creation was attempted: it failed, or another request
             # is creating it right now (ours then got TOPIC_ALREADY_EXISTS), which Kafka
@@ -61,8 +72,8 @@ def _answer(ctx, names, create_errors: dict[str, int]):
             topics.append(MetadataResponseTopic(error_code=code, name=name, topic_id=ZERO_UUID))
             continue
         if assignment is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            topics.append(MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id or ZERO_UUID))
+            topics.append(MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                name=name, topic_id=ZERO_UUID))
             continue
         topics.append(_topic(broker, image, assignment))
     return MetadataResponse(
@@ -75,17 +86,24 @@ def _answer(ctx, names, create_errors: dict[str, int]):
 
 
 def _requested_names(version: int, request, image):
-    """``[(name or None, topic_id or None)]`` of the topics asked for."""
+    """``[(name, topic_id, error)]`` of the topics to answer, each once: ``error`` is None for
+    a name to look up (and maybe create), else the code to answer the entry with."""
     if request.topics is None or (version == 0 and not request.topics):
-        return [(name, None) for name in sorted(image.topics)]
-    out = []
-    for t in request.topics:
-        if t.name is None:
-            found = image.topic_by_id(t.topic_id)
-            out.append((found.name if found else None, t.topic_id))
-        else:
-            out.append((t.name, None))
-    return out
+        return [(name, ZERO_UUID, None) for name in sorted(image.topics)]
+    if version < 12 and any(t.name is None or t.topic_id != ZERO_UUID for t in request.topics):
+        return [(t.name or "", t.topic_id, ErrorCode.INVALID_REQUEST) for t in request.topics]
+    ids = list(dict.fromkeys(t.topic_id for t in request.topics if t.topic_id != ZERO_UUID))
+    if ids:
+        out = []
+        for topic_id in ids:
+            found = image.topic_by_id(topic_id)
+            if found is None:
+                out.append((None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+            else:
+                out.append((found.name, topic_id, None))
+        return out
+    return [(name, ZERO_UUID, None if name is not None else ErrorCode.INVALID_REQUEST)
+            for name in dict.fromkeys(t.name for t in request.topics)]
 
 
 def _may_create(ctx, request) -> bool:
