@@ -330,7 +330,15 @@ class Connection(asyncio.BufferedProtocol):
                 self.close(f"{ctx.api_name} with acks=0 failed")
                 return
             else:
-                buf = codec.encode_response_frame(ctx.api_key, ctx.response_version, ctx.correlation_id, result)
+                try:
+                    buf = codec.encode_response_frame(ctx.api_key, ctx.response_version, ctx.correlation_id, result)
+                except Exception as e:  # a handler's bug: one rate-limited line, this connection only
+                    self.broker.log_limiter.error(log, ("encode", ctx.api_name, type(e)),
+                                                  "%s v%d response could not be encoded; closing %s", ctx.api_name,
+                                                  ctx.response_version, self.peer, exc_info=True)
+                    self._write(parts, plain)
+                    self.close("response encoding error")
+                    return
                 if buf.regions:
                     parts.extend(buf.parts())
                     pending_bytes += buf.total_size()

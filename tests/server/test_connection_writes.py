@@ -180,3 +180,26 @@ def test_an_oversized_frame_closes_the_connection_as_soon_as_its_size_is_read():
         return transport.closed
 
     assert asyncio.run(scenario()) is True
+
+
+def test_a_response_that_cannot_be_encoded_closes_only_its_connection_after_the_earlier_ones(caplog):
+    """A handler's bug (a response its version cannot carry): the responses before it are
+    written, the connection is closed, and the log has one line, not an exception escaping
+    into the event loop."""
+    class BadSecond(FakeBroker):
+        def dispatch(self, ctx, body):
+            if ctx.correlation_id == 2:
+                return ApiVersionsResponse(error_code="not a number", api_keys=[])
+            return super().dispatch(ctx, body)
+
+    async def scenario():
+        transport = FakeTransport()
+        conn = Connection(BadSecond(), "PLAINTEXT")
+        conn.connection_made(transport)
+        receive(conn, request_frame(1) + request_frame(2) + request_frame(3))
+        return list(transport.writes), transport.closed
+
+    writes, closed = asyncio.run(scenario())
+    assert [response_ids(w) for w in writes] == [[1]] and closed
+    lines = [r for r in caplog.records if "could not be encoded" in r.getMessage()]
+    assert len(lines) == 1
