@@ -15,17 +15,15 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from protocol_model import load_all
 
 from odradek.protocol import codec
 from odradek.protocol._produce_codec import parse_request
 from odradek.protocol.primitives import DecodeError
-from tests.conftest import PROTOCOL_DIR
-from tests.protocol.strategies import message_strategy
+from tests.protocol.strategies import SPECS, message_strategy
 from tests.server.fuzz_requests import mutated
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-REQUESTS = [s for s in load_all(PROTOCOL_DIR) if s.type == "request"]
+REQUESTS = [s for s in SPECS if s.type == "request"]
 CASES = [(s, v) for s in REQUESTS for v in s.valid]
 
 

@@ -23,20 +23,19 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from protocol_model import load_all
 
 from odradek.protocol import codec
 from odradek.protocol.api_keys import SUPPORTED, ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.testing.broker import InProcessBroker
-from tests.conftest import PROTOCOL_DIR
+from tests.protocol.strategies import SPECS as ALL_SPECS
 from tests.protocol.test_fuzz_decoder import GOLDEN
 from tests.server.fuzz_connection import Outcome, exchange
 from tests.server.fuzz_requests import Known, mutated, odd_request
 from tests.server.test_bad_input import create_topic
 from tests.server.wire import WireClient, message, simple_batch
 
-SPECS = {s.api_key: s for s in load_all(PROTOCOL_DIR) if s.type == "request"}
+SPECS = {s.api_key: s for s in ALL_SPECS if s.type == "request"}
 CASES = [(SPECS[key], v) for key, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1)]
 # Handlers that may wait on purpose (long poll, a group's join and sync barriers).
 MAY_WAIT = {ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.PRODUCE}
