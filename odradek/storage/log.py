@@ -35,6 +35,7 @@ import os
 import random
 import threading
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from odradek.records._log_validator import check_records
 from odradek.records.batch import BatchHeader
@@ -54,6 +55,7 @@ from odradek.storage.errors import (
 from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.file_region import EMPTY_REGION, FileRegion
+from odradek.storage.leader_epoch_cache import open_leader_epoch_cache
 from odradek.storage.log_loader import LoadedLog, load_log
 from odradek.storage.log_removal import LogRemoval
 from odradek.storage.segment import LogSegment
@@ -107,6 +109,11 @@ class Log(LogRemoval):
         self._closed = False
         for segment in loaded.segments:  # Kafka draws a jitter for each segment it loads
             segment.roll_jitter_ms = config.random_segment_jitter(self._rng)
+        # Which leader epoch wrote which offsets (``leader_epoch_cache``): appends assign it,
+        # truncation and a rising log start offset cut it (``LogRemoval``).
+        self.leader_epoch_cache = open_leader_epoch_cache(
+            directory, f"{topic}-{partition}", self._log_start, self._leo, self.batch_headers,
+            loaded.recovery_point)
 
     @classmethod
     def open(
@@ -205,6 +212,11 @@ class Log(LogRemoval):
         when the disk refuses (ENOSPC, EIO): then nothing readable changed (log end offset,
         indexes, the file cut back to its size; at most an empty active segment was
         added), and the next append tries again.
+
+        A batch whose leader epoch is not the latest one of ``leader_epoch_cache`` is
+        assigned there first (its checkpoint written before the bytes, as Kafka does): a
+        leader's batches carry the epoch it assigned when it became leader
+        (``assign_leader_epoch``), so this costs a comparison per batch.
         """
         size = len(data)
         if size == 0:
@@ -219,6 +231,9 @@ class Log(LogRemoval):
             refused = self.append_refusal(size, info.first_offset, info.last_offset)
             if refused is not None:
                 raise refused
+            epochs = self.leader_epoch_cache
+            if _epoch_at(data, 0) != epochs.latest_epoch or _batch_size_at(data, 0) != size:
+                epochs.assign_batches(_new_epochs(data, epochs.latest_epoch))
             try:
                 segment = self._maybe_roll(size, info)
                 segment.append(data, info)
@@ -227,6 +242,19 @@ class Log(LogRemoval):
                 raise
             self._leo = info.last_offset + 1
             return AppendResult(info.first_offset, info.last_offset, self._log_start, self._leo)
+
+    def assign_leader_epoch(self, epoch: int) -> bool:
+        """Begin leader epoch ``epoch`` at the log end offset (Kafka's
+        ``maybeAssignEpochStartOffset``, when a broker becomes leader); whether the cache
+        changed."""
+        with self._lock:
+            self._check_open()
+            return self.leader_epoch_cache.assign(epoch, self._leo)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """``LeaderEpochFileCache.end_offset_for`` at this log's end offset: the answer to
+        OffsetForLeaderEpoch."""
+        return self.leader_epoch_cache.end_offset_for(epoch, self._leo)
 
     def append_refusal(self, size: int, first_offset: int, last_offset: int) -> StorageError | None:
         """What ``append`` refuses of ``size`` bytes at these offsets whatever the log holds
@@ -502,6 +530,33 @@ def _attempt(errors: list[OSError], step) -> bool:
     except OSError as exc:
         errors.append(exc)
         return False
+
+
+def _epoch_at(data, pos: int) -> int:
+    """The ``partition_leader_epoch`` of the batch at ``pos`` of ``data``."""
+    return int.from_bytes(data[pos + 12 : pos + 16], "big", signed=True)
+
+
+def _batch_size_at(data, pos: int) -> int:
+    return 12 + int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
+
+
+def _new_epochs(data, latest: int | None):
+    """``(base_offset, partition_leader_epoch)`` of the v2 batches of ``data`` whose epoch
+    differs from the one before (the first compared with ``latest``), for
+    ``LeaderEpochFileCache.assign_batches``."""
+    pos, end = 0, len(data)
+    while pos + 17 <= end:
+        epoch = _epoch_at(data, pos)
+        if epoch != latest and data[pos + 16] >= 2:
+            yield _EpochStart(int.from_bytes(data[pos : pos + 8], "big", signed=True), epoch)
+            latest = epoch
+        pos += _batch_size_at(data, pos)
+
+
+class _EpochStart(NamedTuple):
+    base_offset: int
+    partition_leader_epoch: int
 
 
 def _max_timestamp_record(batch: RecordBatch) -> TimestampOffset:

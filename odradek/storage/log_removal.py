@@ -51,6 +51,8 @@ class LogRemoval:
                 count = self._view.wholly_below(offset)
                 if count:
                     self._remove_prefix(count, self._clock.milliseconds())
+                else:
+                    self.leader_epoch_cache.truncate_from_start(offset)
             return self._log_start
 
     def _remove_prefix(self, count: int, now_ms: int) -> None:
@@ -59,6 +61,7 @@ class LogRemoval:
         self._set_view(segments[count:])
         for segment in segments[:count]:
             self._retire(segment, now_ms)
+        self.leader_epoch_cache.truncate_from_start(self._log_start)
 
     def _retire(self, segment: LogSegment, now_ms: int) -> None:
         """Take a segment out of service: rename its files ``.deleted``, erase them after
@@ -84,7 +87,8 @@ class LogRemoval:
     def truncate_to(self, offset: int) -> bool:
         """Remove every batch holding an offset at or above ``offset`` (replication). A batch
         that straddles ``offset`` goes whole, and the log end offset becomes its base offset
-        (never below the log start offset); return whether anything changed. The caller must
+        (never below the log start offset); the leader epoch cache loses the epochs that
+        began at or after the new end. Return whether anything changed. The caller must
         checkpoint the recovery point before appending again (LogManager.truncate_to does).
 
         Example, with batches [0..9] [10..19] [20..29]: ``truncate_to(25)`` and
@@ -121,6 +125,7 @@ class LogRemoval:
             self._recovery_point = min(self._recovery_point, self._leo)
             self._truncations += 1
             self._dir_dirty = True
+            self.leader_epoch_cache.truncate_from_end(self._leo)
             return True
 
     def truncate_fully(self, new_start_offset: int) -> None:
@@ -140,3 +145,4 @@ class LogRemoval:
         self._log_start = self._leo = self._recovery_point = new_start
         self._truncations += 1
         self._dir_dirty = True
+        self.leader_epoch_cache.clear()
