@@ -52,6 +52,8 @@ from odradek.records.log_validator import (
     max_decompressed,
 )
 from odradek.records.recompression import recompress_batches, target_codec
+from odradek.replication.follower_state import FollowerState
+from odradek.replication.isr import IsrChange, expand_isr, high_watermark_bound, maximal_isr, shrink_isr
 from odradek.storage._fast_append import append_to_active_segment
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.config import LOG_APPEND_TIME, LONG_MAX
@@ -112,6 +114,16 @@ class ProduceSettings(NamedTuple):
 
 
 _NO_SETTINGS = ProduceSettings(None, _UNLIMITED, _UNLIMITED, None, False, False, False)
+_NO_FOLLOWER = FollowerState()
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerFetchUpdate:
+    """What a follower's fetch changed: whether the high watermark moved (wake acks=all
+    produces and fetches waiting on it), and an ISR change to make durable, if any."""
+
+    high_watermark_moved: bool
+    isr_change: IsrChange | None
 
 
 @dataclass
@@ -126,8 +138,14 @@ class Partition:
     isr: tuple[int, ...] = ()
     high_watermark: int = 0
     producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
-    # Log end offsets of followers, by broker id (for the high watermark).
-    follower_end_offsets: dict[int, int] = field(default_factory=dict)
+    # As leader: what each follower's fetches told (``replication/follower_state.py``), by
+    # broker id; an ISR change proposed and not yet durable (``replication/isr.py``); the
+    # log end offset when the current leader epoch began; ``replica.lag.time.max.ms``.
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    pending_isr: IsrChange | None = None
+    leader_epoch_start_offset: int = -1
+    replica_lag_time_max_ms: int = 30_000
+    clock: object = None  # reads the time for the high watermark when a follower lags
     # Recomputed only when a config change replaced the log's config, so a produce pays an
     # identity test, not property calls.
     produce_settings: ProduceSettings = field(default=_NO_SETTINGS, repr=False, compare=False)
@@ -374,15 +392,90 @@ class Partition:
             next_offset = last + 1
         return LogAppendInfo(first, next_offset - 1, max_ts, max_ts_offset if max_ts_offset >= 0 else next_offset - 1)
 
-    # --- replication state ----------------------------------------------------------------
-    def maybe_advance_high_watermark(self) -> bool:
-        """HW = the lowest log end offset among ISR members; returns True when it moved."""
+    # --- replication state (Kafka's Partition: makeLeader, updateFollowerFetchState, ...) ---
+    def become_leader(self, broker_id: int, leader_epoch: int, replicas, isr, now_ms: int) -> None:
+        """Take the leadership ``LeaderAndIsr`` gave (Kafka's ``makeLeader``): a new epoch
+        begins at the log end offset (in the log's leader epoch cache too), and the followers'
+        states are reset (``FollowerState.reset``)."""
+        is_new_leader = self.leader_id != broker_id
         leo = self.log_end_offset
-        for replica in self.isr:
-            if replica != self.leader_id:
-                leo = min(leo, self.follower_end_offsets.get(replica, 0))
-        if leo > self.high_watermark:
-            self.high_watermark = leo
+        if is_new_leader or leader_epoch != self.leader_epoch or self.leader_epoch_start_offset < 0:
+            self.log.assign_leader_epoch(leader_epoch)
+            self.leader_epoch_start_offset = leo
+        self.leader_id = broker_id
+        self.leader_epoch = leader_epoch
+        self.replicas = tuple(replicas)
+        self.isr = tuple(isr)
+        self.pending_isr = None
+        old = self.followers
+        self.followers = {
+            r: old.get(r, _NO_FOLLOWER).reset(now_ms, leo, is_new_leader, r in self.isr)
+            for r in self.replicas if r != broker_id
+        }
+        self.maybe_advance_high_watermark(now_ms)
+
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int,
+                                    now_ms: int) -> FollowerFetchUpdate | None:
+        """A Fetch from follower ``replica_id`` at ``fetch_offset`` arrived at ``now_ms``
+        (Kafka's ``updateFollowerFetchState``): record it, then see whether the follower may
+        join the ISR and whether the high watermark moves. None when ``replica_id`` is not a
+        replica of this partition."""
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            return None
+        before = follower.log_end_offset
+        self.followers[replica_id] = follower.after_fetch(fetch_offset, log_start_offset, now_ms,
+                                                          self.log_end_offset)
+        change = self.maybe_expand_isr(replica_id)
+        moved = before != fetch_offset and self.maybe_advance_high_watermark(now_ms)
+        return FollowerFetchUpdate(moved, change)
+
+    def maybe_expand_isr(self, replica_id: int, eligible: bool = True) -> IsrChange | None:
+        """The ISR with ``replica_id`` added, when it caught up (``isr.expand_isr``); it becomes
+        ``pending_isr``: make it durable, then ``commit_isr``."""
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            return None
+        change = expand_isr(self.leader_epoch, self.isr, self.pending_isr, replica_id, follower,
+                            self.high_watermark, self.leader_epoch_start_offset, eligible)
+        if change is not None:
+            self.pending_isr = change
+        return change
+
+    def maybe_shrink_isr(self, now_ms: int) -> IsrChange | None:
+        """The ISR without the followers that lag by more than ``replica.lag.time.max.ms``
+        (``isr.shrink_isr``), as ``pending_isr``: make it durable, then ``commit_isr``."""
+        change = shrink_isr(self.leader_epoch, self.isr, self.pending_isr, self.leader_id, self.followers,
+                            self.log_end_offset, now_ms, self.replica_lag_time_max_ms)
+        if change is not None:
+            self.pending_isr = change
+        return change
+
+    def commit_isr(self, isr, now_ms: int | None = None) -> bool:
+        """The controller's state now holds ``isr`` (the pending change, or what the controller
+        answered instead): use it. Returns whether the high watermark moved."""
+        self.isr = tuple(isr)
+        self.pending_isr = None
+        return self.maybe_advance_high_watermark(now_ms)
+
+    def abandon_isr_change(self) -> None:
+        """The pending change could not be made durable (a newer controller or leader epoch
+        won): forget it; the next check may propose again."""
+        self.pending_isr = None
+
+    def maybe_advance_high_watermark(self, now_ms: int | None = None) -> bool:
+        """HW = the lowest log end offset among the leader, the maximal ISR and the followers
+        that are caught up (``isr.high_watermark_bound``); it only moves forward. Returns True
+        when it moved. Without followers (one replica) this is the log end offset."""
+        bound = self.log_end_offset
+        if self.followers or len(self.isr) > 1:
+            if now_ms is None:
+                now_ms = self.clock.milliseconds() if self.clock is not None else 0
+            bound = high_watermark_bound(self.leader_id, bound, self.followers,
+                                         maximal_isr(self.isr, self.pending_isr), now_ms,
+                                         self.replica_lag_time_max_ms)
+        if bound > self.high_watermark:
+            self.high_watermark = bound
             return True
         return False
 

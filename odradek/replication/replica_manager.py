@@ -38,10 +38,11 @@ RECORD_CHECK_THREADS = 2
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager, clock) -> None:
+    def __init__(self, broker_id: int, log_manager, clock, replica_lag_time_max_ms: int = 30_000) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.clock = clock
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms  # replica.lag.time.max.ms
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         # Partitions with appends queued by append_off_loop: (how many, the lock they take in turn).
@@ -63,12 +64,9 @@ class ReplicaManager:
             part = Partition(topic, index, topic_id, plog)
             _restore_producer_state(part)
             self.partitions[part.key] = part
-        part.leader_id = self.broker_id
-        part.leader_epoch = leader_epoch
-        part.replicas = tuple(replicas)
-        part.isr = tuple(isr)
-        part.high_watermark = max(part.high_watermark, 0)
-        part.maybe_advance_high_watermark()
+        part.clock = self.clock
+        part.replica_lag_time_max_ms = self.replica_lag_time_max_ms
+        part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds())
         return part
 
     def remove(self, topic: str, index: int, delete: bool) -> None:
