@@ -291,9 +291,11 @@ class TopicManager:
             for args in todo:
                 if self.broker.stopping:
                     break
-                name, index, topic_id, *_, config = args
+                name, index, topic_id, _, _, leader_epoch, config = args
                 try:
-                    log_manager.get_or_create_log(name, index, config, topic_id)
+                    # With its leader epoch begun here too: that writes the log's
+                    # leader-epoch-checkpoint (two fsyncs), which make_leader then finds done.
+                    log_manager.get_or_create_log(name, index, config, topic_id).assign_leader_epoch(leader_epoch)
                 except (OSError, StorageError) as e:
                     if name not in self.unled:
                         log.error("could not create the log of %s-%d (retried): %s", name, index, e)
