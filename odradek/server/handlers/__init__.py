@@ -11,7 +11,7 @@ from odradek.server.handlers import (
     alter_configs, api_versions, create_partitions, create_topics, delete_records, delete_topics,
     describe_cluster, describe_configs, fetch, init_producer_id, list_offsets, metadata, produce,
 )
-from odradek.server.handlers import find_coordinator, groups, offsets
+from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
 
 HANDLERS = {
     ApiKey.API_VERSIONS: api_versions.handle,
@@ -39,4 +39,5 @@ HANDLERS = {
     ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.handle_offset_delete,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
 }
