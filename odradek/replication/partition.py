@@ -257,14 +257,15 @@ class Partition:
         whose header's max timestamp is not its records' gets theirs (and its CRC).
         Returns the fields of the ``LogAppendInfo`` to append with, or None when the batches
         need more than that: a refusal, idempotent or legacy batches, records that decompress
-        to more than ``INLINE_DECOMPRESSED``, or a topic whose config rewrites batches, stamps
-        LogAppendTime or flushes by message count. The caller then
+        to more than ``INLINE_DECOMPRESSED``, a topic whose config rewrites batches, stamps
+        LogAppendTime or flushes by message count, or a leader epoch the log's leader epoch
+        cache has not begun (``become_leader`` begins it). The caller then
         runs ``append_records_as_leader``, which checks and assigns everything again.
         """
         config = self.log.config
         settings = self._settings(config)
-        if not settings.plain:
-            return None
+        if not settings.plain or self.log.leader_epoch_cache.latest_epoch != self.leader_epoch:
+            return None  # (an epoch not begun yet: Log.append records it)
         if settings.bounded:
             now_ms = clock.milliseconds()
             low = max(now_ms - settings.before_ms, _INT64_MIN)

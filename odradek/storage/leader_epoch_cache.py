@@ -199,6 +199,11 @@ class LeaderEpochFileCache:
             self._replace(entries)
             return True
 
+    def flush(self) -> None:
+        """Write the entries to the checkpoint as they are."""
+        with self._lock:
+            self._replace(self._entries)
+
     def clear(self) -> None:
         """Remove every entry (the log was emptied: ``Log.truncate_fully``)."""
         with self._lock:
@@ -274,6 +279,7 @@ def open_leader_epoch_cache(directory: str, name: str, log_start_offset: int, lo
     cache = LeaderEpochFileCache(checkpoint, entries or (), name)
     if entries is None and log_end_offset > log_start_offset:
         cache.assign_batches(headers_from(log_start_offset))
+        cache.flush()  # even with no entries (batches without epochs): rebuilt once only
     elif recover_from < log_end_offset:
         cache.assign_batches(headers_from(max(recover_from, log_start_offset)))
     cache.truncate_from_end(log_end_offset)

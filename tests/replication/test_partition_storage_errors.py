@@ -18,6 +18,7 @@ from tests.storage.helpers import T0, make_batch, open_log, read_records
 
 def partition(tmp_path) -> Partition:
     log = open_log(tmp_path, LogConfig())
+    log.assign_leader_epoch(5)  # as becoming leader does
     return Partition("topic", 0, uuid.uuid4(), log, leader_id=1, isr=(1,), leader_epoch=5)
 
 
