@@ -1,6 +1,8 @@
 """``Log``: one partition's log, a list of segments in one directory.
 
-The directory is ``<topic>-<partition>``; the segments' files are described in ``segment``.
+The directory is ``<topic>-<partition>``; the segments' files are described in ``segment``,
+the ``leader-epoch-checkpoint`` beside them in ``leader_epoch_checkpoint`` (the log keeps its
+``LeaderEpochFileCache`` in step with its batches: ``leader_epoch_cache``).
 The log end offset (LEO) is the offset the next batch gets; the log start offset is the
 first offset a reader may ask for; the recovery point is the offset below which everything
 is known to be on disk (flushed), so recovery after a crash starts there.
