@@ -26,9 +26,11 @@ no lock; writers hold the cache's lock (the log calls them under its own lock an
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from odradek.storage.errors import CheckpointError
 from odradek.storage.leader_epoch_checkpoint import EpochEntry, LeaderEpochCheckpointFile
@@ -176,6 +178,15 @@ class LeaderEpochFileCache:
             if entries != self._entries:
                 self._replace(entries)
 
+    def assign_appended(self, data) -> None:
+        """``assign`` the epochs of the batches in ``data`` (whole batches, about to be
+        appended; Kafka assigns each v2 batch's ``partitionLeaderEpoch`` on append). The
+        common case, one batch of the latest epoch, costs one header read."""
+        base, length, epoch = _PREFIX.unpack_from(data, 0)
+        if epoch == self.latest_epoch and length + 12 == len(data):
+            return
+        self.assign_batches(_epoch_changes(data, self.latest_epoch))
+
     def truncate_from_end(self, end_offset: int) -> bool:
         """Remove the entries starting at or after ``end_offset`` (the log was truncated
         there); a negative offset changes nothing. Example: (2, 6) (3, 8) (4, 11) truncated
@@ -215,6 +226,30 @@ class LeaderEpochFileCache:
         if self.checkpoint is not None:
             self.checkpoint.write(entries)
         self._entries = entries
+
+
+class _EpochStart(NamedTuple):
+    base_offset: int
+    partition_leader_epoch: int
+
+
+# A batch's first fields (``records/batch.py``): base offset, batch length, leader epoch; the
+# magic byte follows at 16.
+_PREFIX = struct.Struct(">qii")
+
+
+def _epoch_changes(data, latest: int | None):
+    """``_EpochStart`` of each v2 batch of ``data`` whose epoch differs from the one before
+    (the first compared with ``latest``)."""
+    pos, end = 0, len(data)
+    while pos + 17 <= end:
+        base, length, epoch = _PREFIX.unpack_from(data, pos)
+        if length <= 0:
+            return  # not a batch (callers pass validated ones)
+        if epoch != latest and data[pos + 16] >= 2:
+            yield _EpochStart(base, epoch)
+            latest = epoch
+        pos += 12 + length
 
 
 def _update_needed(entries: tuple[EpochEntry, ...], epoch: int, start_offset: int) -> bool:

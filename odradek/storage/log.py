@@ -37,7 +37,6 @@ import os
 import random
 import threading
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from odradek.records._log_validator import check_records
 from odradek.records.batch import BatchHeader
@@ -233,9 +232,7 @@ class Log(LogRemoval):
             refused = self.append_refusal(size, info.first_offset, info.last_offset)
             if refused is not None:
                 raise refused
-            epochs = self.leader_epoch_cache
-            if _epoch_at(data, 0) != epochs.latest_epoch or _batch_size_at(data, 0) != size:
-                epochs.assign_batches(_new_epochs(data, epochs.latest_epoch))
+            self.leader_epoch_cache.assign_appended(data)
             try:
                 segment = self._maybe_roll(size, info)
                 segment.append(data, info)
@@ -532,33 +529,6 @@ def _attempt(errors: list[OSError], step) -> bool:
     except OSError as exc:
         errors.append(exc)
         return False
-
-
-def _epoch_at(data, pos: int) -> int:
-    """The ``partition_leader_epoch`` of the batch at ``pos`` of ``data``."""
-    return int.from_bytes(data[pos + 12 : pos + 16], "big", signed=True)
-
-
-def _batch_size_at(data, pos: int) -> int:
-    return 12 + int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
-
-
-def _new_epochs(data, latest: int | None):
-    """``(base_offset, partition_leader_epoch)`` of the v2 batches of ``data`` whose epoch
-    differs from the one before (the first compared with ``latest``), for
-    ``LeaderEpochFileCache.assign_batches``."""
-    pos, end = 0, len(data)
-    while pos + 17 <= end:
-        epoch = _epoch_at(data, pos)
-        if epoch != latest and data[pos + 16] >= 2:
-            yield _EpochStart(int.from_bytes(data[pos : pos + 8], "big", signed=True), epoch)
-            latest = epoch
-        pos += _batch_size_at(data, pos)
-
-
-class _EpochStart(NamedTuple):
-    base_offset: int
-    partition_leader_epoch: int
 
 
 def _max_timestamp_record(batch: RecordBatch) -> TimestampOffset:

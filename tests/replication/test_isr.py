@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from odradek.replication.isr import IsrChange, high_watermark_bound, maximal_isr
 from odradek.replication.follower_state import FollowerState
+from odradek.replication.isr import IsrChange, high_watermark_bound, maximal_isr
 from odradek.replication.partition import Partition
 from odradek.storage.clock import FakeClock
 from odradek.storage.config import LogConfig
