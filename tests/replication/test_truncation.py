@@ -9,6 +9,9 @@ below a high watermark is ever lost.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,11 +22,19 @@ from odradek.replication.truncation import (
     offset_to_truncate_to,
     truncate_to_high_watermark,
 )
+from odradek.records import batch as rb
+from odradek.records.reader import iter_batches
+from odradek.storage.append_info import LogAppendInfo
+from odradek.storage.clock import FakeClock
+from odradek.storage.config import LogConfig
+from odradek.storage.file_handle_cache import FileHandleCache
+from odradek.storage.log import Log
 from odradek.storage.leader_epoch_cache import (
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
     LeaderEpochFileCache,
 )
+from tests.storage.helpers import T0, make_batch
 
 
 def _cache(*entries):
@@ -121,10 +132,60 @@ class Replica:
         self.hw = min(self.hw, offset)
 
 
+class LogReplica(Replica):
+    """The same replica on a real ``Log`` (small segments): each record a batch of its own
+    carrying its epoch, so the log's own hooks keep ``cache`` (its ``leader_epoch_cache``,
+    the file included); ``log`` mirrors what the Log holds."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self.directory = directory
+        self.real = Log.open(directory, "topic", 0, LogConfig(segment_bytes=400), FakeClock(T0), FileHandleCache(16))
+        self.cache = self.real.leader_epoch_cache
+
+    def append(self, records) -> None:
+        for epoch, serial in records:
+            data = bytearray(make_batch(len(self.log), 1, values=[b"%d" % serial]))
+            rb.set_partition_leader_epoch(data, 0, epoch)
+            self.real.append(data, LogAppendInfo.from_batches(data))
+            self.log.append((epoch, serial))
+
+    def truncate(self, offset: int) -> None:
+        assert 0 <= offset <= self.leo
+        cut = offset < self.leo
+        del self.log[offset:]
+        self.hw = min(self.hw, offset)
+        self.real.truncate_to(offset)  # which cuts the cache
+        if cut:
+            assert all(start < offset for _, start in self.cache.entries)
+
+    def verify(self) -> None:
+        """The Log holds the mirror's records, its cache is the one its records imply, and
+        reopening it (the checkpoint file) gives the same."""
+        held, offset = [], 0
+        while offset < self.real.log_end_offset:
+            for batch in iter_batches(self.real.read(offset, 1 << 20).read()):
+                held += [(batch.header.partition_leader_epoch, int(r.value)) for r in batch.records()]
+                offset = batch.next_offset
+        assert held == self.log
+        implied = LeaderEpochFileCache()
+        for offset, (epoch, _) in enumerate(self.log):
+            implied.assign(epoch, offset)
+        entries = self.cache.entries
+        assert entries[: len(implied.entries)] == implied.entries  # (+ an epoch begun, not written)
+        self.real.close()
+        again = Log.open(self.directory, "topic", 0, LogConfig(segment_bytes=400), FakeClock(T0),
+                         FileHandleCache(16), clean_shutdown=True)
+        # An epoch begun at the log end with nothing written in it is cut when the log is
+        # opened (as Kafka's loading does); becoming leader begins it again.
+        assert again.leader_epoch_cache.entries == implied.entries
+        again.close()
+
+
 class Cluster:
-    def __init__(self, n: int = N) -> None:
+    def __init__(self, n: int = N, make_replica=Replica) -> None:
         self.n = n
-        self.replicas = [Replica() for _ in range(n)]
+        self.replicas = [make_replica(i) if make_replica is not Replica else Replica() for i in range(n)]
         self.leader = 0
         self.epoch = 0
         self.isr = set(range(n))
@@ -242,8 +303,8 @@ _ops = st.lists(
 )
 
 
-def _run(ops, allow_unclean: bool, n: int = N) -> Cluster:
-    cluster = Cluster(n)
+def _run(ops, allow_unclean: bool, n: int = N, make_replica=Replica) -> Cluster:
+    cluster = Cluster(n, make_replica)
     for op in ops:
         name, who, *more = op
         who %= n
@@ -290,3 +351,12 @@ def test_clean_elections_keep_replicas_identical_below_the_high_watermark(ops, n
 @given(_ops, st.integers(2, 3))
 def test_truncated_followers_hold_a_prefix_of_the_leader_even_after_unclean_elections(ops, n):
     _run(ops, allow_unclean=True, n=n)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ops)
+def test_the_model_on_real_logs(ops):
+    with tempfile.TemporaryDirectory() as root:
+        cluster = _run(ops, allow_unclean=True, make_replica=lambda i: LogReplica(os.path.join(root, f"r{i}", "topic-0")))
+        for replica in cluster.replicas:
+            replica.verify()
