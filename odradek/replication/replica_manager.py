@@ -69,6 +69,18 @@ class ReplicaManager:
         part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds())
         return part
 
+    def truncate_to(self, part: Partition, offset: int) -> bool:
+        """Truncate a follower's log to ``offset`` (``replication/truncation.py`` decides
+        where), with what depends on the log: the recovery point checkpointed at once
+        (``LogManager.truncate_to``), the leader epoch cache (the log's own), the producer
+        state and the high watermark cut to the new log end offset. Whether anything changed."""
+        changed = self.log_manager.truncate_to(part.topic, part.index, offset)
+        if changed:
+            end = part.log_end_offset
+            part.producer_state.truncate_to(end)
+            part.high_watermark = min(part.high_watermark, end)
+        return changed
+
     def remove(self, topic: str, index: int, delete: bool) -> None:
         part = self.partitions.pop((topic, index), None)
         if part is not None:
