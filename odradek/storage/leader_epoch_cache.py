@@ -195,7 +195,7 @@ class LeaderEpochFileCache:
             entries = _truncated_from_end(self._entries, end_offset)[0]
             if entries == self._entries:
                 return False
-            self._replace(entries)
+            self._cut(entries)
             return True
 
     def truncate_from_start(self, start_offset: int) -> bool:
@@ -207,7 +207,7 @@ class LeaderEpochFileCache:
             entries = _truncated_from_start(self._entries, start_offset)[0]
             if entries == self._entries:
                 return False
-            self._replace(entries)
+            self._cut(entries)
             return True
 
     def flush(self) -> None:
@@ -219,13 +219,26 @@ class LeaderEpochFileCache:
         """Remove every entry (the log was emptied: ``Log.truncate_fully``)."""
         with self._lock:
             if self._entries or self.checkpoint is not None:
-                self._replace(())
+                self._cut(())
 
     def _replace(self, entries: tuple[EpochEntry, ...]) -> None:
-        """Persist ``entries`` then publish them (a failed write changes nothing)."""
+        """Persist ``entries`` then publish them (a failed write changes nothing): for
+        assignments, which must be on disk before the batches they describe."""
         if self.checkpoint is not None:
             self.checkpoint.write(entries)
         self._entries = entries
+
+    def _cut(self, entries: tuple[EpochEntry, ...]) -> None:
+        """Publish ``entries`` (fewer: the log already lost their batches), then persist them.
+        A failed write (a full disk) is logged and not raised: the log's own change is done,
+        the file keeps entries past the log's data, which the next write (any change) or the
+        next opening of the log (``open_leader_epoch_cache``) removes."""
+        self._entries = entries
+        if self.checkpoint is not None:
+            try:
+                self.checkpoint.write(entries)
+            except OSError as exc:
+                logger.error("%s: could not write %s: %s", self.name, self.checkpoint.path, exc)
 
 
 class _EpochStart(NamedTuple):

@@ -209,3 +209,14 @@ def test_a_failed_write_changes_nothing(tmp_path):
     with pytest.raises(OSError):
         cache.assign(1, 0)
     assert cache.entries == ()
+
+
+def test_a_failed_write_after_a_truncation_keeps_the_cut(tmp_path, caplog):
+    checkpoint = LeaderEpochCheckpointFile.in_directory(str(tmp_path))
+    cache = LeaderEpochFileCache(checkpoint)
+    cache.assign(1, 0)
+    cache.assign(2, 5)
+    checkpoint.path = str(tmp_path / "gone" / "leader-epoch-checkpoint")  # writes now fail
+    assert cache.truncate_from_end(5)  # the log lost those batches already: not raised
+    assert cache.entries == ((1, 0),)
+    assert "could not write" in caplog.text
