@@ -20,27 +20,14 @@ from odradek.records import batch as rb
 from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.records.reader import iter_batches
 from odradek.storage.append_info import LogAppendInfo
-from odradek.testing.broker import InProcessBroker
 from tests.records import bad_batches as bad
 from tests.server.clients import unique_topic
 from tests.server.group_clients import create_topic
 from tests.server.wire import WireClient, fetch_body, produce_body
+from tests.server.wire_fixtures import module_broker, wire_client  # noqa: F401 (the fixtures)
 
 PATHS = {"fast": {}, "generic": {"flush.messages": 10**9}}
 MAX_TIMESTAMP = -3
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with InProcessBroker(tmp_path_factory.mktemp("data")) as b:
-        yield b
-
-
-@pytest.fixture
-def wire(broker):
-    client = WireClient(broker.bootstrap)
-    yield client
-    client.close()
 
 
 def _list_offsets(wire: WireClient, topic: str, timestamp: int) -> tuple[int, int]:
