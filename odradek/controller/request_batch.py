@@ -54,6 +54,9 @@ class RequestBatch:
         return not (self.writes or self.leader_and_isr or self.update_metadata or self.stop_replica)
 
     def add_write(self, write: ZnodeWrite) -> None:
+        """Queue a write; a create-if-missing already queued is not queued twice."""
+        if getattr(write, "exists_ok", False) and write in self.writes:
+            return
         self.writes.append(write)
 
     def add_leader_and_isr(
