@@ -1,0 +1,101 @@
+"""Random sequences of broker failures, restarts, controlled shutdowns, follower catch-ups and
+preferred elections; after every event the invariants hold (`harness.Cluster` checks the
+store against the controller, leaders in ISRs, one leader per epoch; here also: clean
+elections only pick previous ISR members, dead brokers leave ISRs, and a partition with a
+live eligible ISR member has a live leader)."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from odradek.controller import events as ev
+from odradek.controller.assignment import assign_replicas_rack_unaware
+from odradek.controller.controller_context import PartitionStateName as P
+from odradek.metadata.layout import NO_LEADER, TopicAssignment
+
+from tests.controller.harness import BROKERS, Cluster
+
+OPS = ("kill", "start", "shutdown", "catch_up", "preferred", "controller_failover")
+
+
+def make_cluster(unclean: bool) -> Cluster:
+    c = Cluster(unclean=unclean)
+    parts = assign_replicas_rack_unaware(8, 3, BROKERS, fixed_start_index=1, replica_shift=2)
+    parts[8] = [1002]  # one single-replica partition
+    c.create_topic(TopicAssignment("t", uuid.UUID(int=3), parts))
+    return c
+
+
+def catch_up(c: Cluster, broker: int) -> None:
+    """Broker ``broker``, where it leads, adds every live follower to the ISR."""
+    entries = []
+    for tp, state in sorted(c.ctx.leadership.items()):
+        if state.leader != broker:
+            continue
+        isr = tuple(r for r in c.ctx.replicas(tp) if r in c.live)
+        if isr != state.isr:
+            entries.append((tp, state.leader_epoch, isr, state.zk_version))
+    c.run(ev.AlterPartition(broker, c.live[broker].epoch, tuple(entries)))
+
+
+def failover(c: Cluster) -> None:
+    from odradek.controller.controller import Controller
+    from odradek.controller.snapshot import read_snapshot
+    from odradek.metadata import layout
+
+    c.run(ev.Resign())
+    data, version = c.store.get(layout.CONTROLLER_EPOCH)
+    epoch = layout.decode_controller_epoch(data)
+    c.store.set(layout.CONTROLLER_EPOCH, layout.encode_controller_epoch(epoch + 1), version)
+    c.controller = Controller(min(c.live, default=1000))
+    c.run(ev.Startup(read_snapshot(c.store, c.controller.broker_id, c.broker_epochs(), c.unclean)))
+
+
+def apply(c: Cluster, op: str, broker: int) -> None:
+    if op == "kill" and broker in c.live:
+        c.kill(broker)
+    elif op == "start" and broker not in c.live:
+        c.start(broker)
+    elif op == "shutdown" and broker in c.live:
+        c.shutdown(broker)
+        c.kill(broker)
+    elif op == "catch_up" and broker in c.live:
+        catch_up(c, broker)
+    elif op == "preferred":
+        c.run(ev.PreferredReplicaElection())
+    elif op == "controller_failover":
+        failover(c)
+
+
+def check(c: Cluster, before: dict, unclean: bool) -> None:
+    ctx = c.ctx
+    eligible = set(c.live) - ctx.shutting_down
+    for tp, state in ctx.leadership.items():
+        dead_in_isr = [r for r in state.isr if r not in c.live]
+        if dead_in_isr:
+            assert state.isr == tuple(dead_in_isr) and len(state.isr) == 1, (tp, state)
+            assert state.leader == NO_LEADER, (tp, state)
+        if state.leader not in c.live:
+            assert not set(state.isr) & eligible, (tp, state)
+            assert ctx.partition_state(tp) is P.OFFLINE
+        else:
+            assert ctx.partition_state(tp) is P.ONLINE
+        old = before.get(tp)
+        if old is not None and state.leader not in (old.leader, NO_LEADER) and not unclean:
+            assert state.leader in old.isr, (tp, old, state)  # clean: no acknowledged loss
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    unclean=st.booleans(),
+    steps=st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(BROKERS)), max_size=25),
+)
+def test_invariants_hold_after_every_event(unclean, steps):
+    c = make_cluster(unclean)
+    for op, broker in steps:
+        before = dict(c.ctx.leadership)
+        apply(c, op, broker)
+        check(c, before, unclean)
