@@ -33,13 +33,14 @@ listener. Per broker the order is LeaderAndIsr, UpdateMetadata, StopReplica, as 
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from odradek.metadata import layout
 from odradek.metadata.layout import BrokerInfo
-from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.metadata.errors import NodeExistsError, NoNodeError
 from odradek.metadata.store import CheckOp, CreateOp, DeleteOp, MetadataStore, SetOp, join_path
+from odradek.protocol.generated.error_codes import ErrorCode
 
 TopicPartition = tuple[str, int]
 
@@ -220,7 +221,7 @@ class LeaderAndIsrRequest(BrokerRequest):
 
     partition_states: tuple[LeaderAndIsrPartition, ...] = ()
     live_leaders: tuple[LiveBroker, ...] = ()
-    topic_ids: tuple[tuple[str, object], ...] = ()
+    topic_ids: tuple[tuple[str, uuid.UUID], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +230,7 @@ class UpdateMetadataRequest(BrokerRequest):
 
     partition_states: tuple[UpdateMetadataPartition, ...] = ()
     live_brokers: tuple[LiveBroker, ...] = ()
-    topic_ids: tuple[tuple[str, object], ...] = ()
+    topic_ids: tuple[tuple[str, uuid.UUID], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ The handlers mirror Kafka's: `on_controller_failover`, `on_broker_startup`,
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import singledispatchmethod
 
@@ -39,7 +39,11 @@ from odradek.controller.commands import (
     SetZnode,
     TopicPartition,
 )
-from odradek.controller.controller_context import ControllerContext, ReplicaAssignment
+from odradek.controller.controller_context import (
+    ControllerContext,
+    PartitionReplica,
+    ReplicaAssignment,
+)
 from odradek.controller.controller_context import PartitionStateName as P
 from odradek.controller.controller_context import ReplicaStateName as R
 from odradek.controller.leader_election import ElectionStrategy, preferred_leader
@@ -48,7 +52,7 @@ from odradek.controller.replica_state_machine import ReplicaStateMachine
 from odradek.controller.request_batch import RequestBatch
 from odradek.controller.topic_deletion import TopicDeletionManager
 from odradek.metadata import layout
-from odradek.metadata.layout import ZERO_UUID, TopicAssignment
+from odradek.metadata.layout import ZERO_UUID, PartitionState, TopicAssignment
 from odradek.protocol.generated.error_codes import ErrorCode
 
 
@@ -242,7 +246,7 @@ class Controller:
         self.ctx.shutting_down.difference_update(dead_brokers)
         self.on_replicas_become_offline(self.ctx.replicas_on_brokers(set(dead_brokers)))
 
-    def on_replicas_become_offline(self, replicas: list) -> None:
+    def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
         """Kafka's ``onReplicasBecomeOffline``: partitions that lost their leader go Offline
         and are elected anew from their live ISR; the replicas go Offline (leaving ISRs)."""
         ctx = self.ctx
@@ -304,7 +308,7 @@ class Controller:
 
     # -- ISR changes --------------------------------------------------------------------------
 
-    def on_isr_change(self, states) -> None:
+    def on_isr_change(self, states: Mapping[TopicPartition, PartitionState]) -> None:
         """Kafka's ``processIsrChangeNotification``: take the states leaders wrote (newer
         versions only) and tell every broker."""
         ctx, changed = self.ctx, []
@@ -402,7 +406,7 @@ class Controller:
 
     # -- conflicts ----------------------------------------------------------------------------
 
-    def on_leader_and_isr_conflict(self, states) -> None:
+    def on_leader_and_isr_conflict(self, states: Mapping[TopicPartition, PartitionState]) -> None:
         """A conditional write failed: adopt the states in the store, then redo what the
         lost writes did: elect where the leader is gone, take dead replicas out of ISRs, and
         send every replica of these partitions the state in force."""

@@ -17,6 +17,7 @@ and StopReplica. Within a batch:
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from odradek.controller.commands import (
@@ -122,7 +123,7 @@ class RequestBatch:
         ctx = self.ctx
         return (broker, ctx.controller_id, ctx.epoch, ctx.broker_epoch(broker))
 
-    def _topic_ids(self, topics: Iterable[str]) -> tuple[tuple[str, object], ...]:
+    def _topic_ids(self, topics: Iterable[str]) -> tuple[tuple[str, uuid.UUID], ...]:
         return tuple((t, self.ctx.topic_ids[t]) for t in sorted(set(topics)) if t in self.ctx.topic_ids)
 
     def _requests_for(self, broker: int) -> list[BrokerRequest]:
