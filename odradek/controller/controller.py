@@ -17,7 +17,8 @@ Invariants, after every event (the tests check them after random event sequences
 
 The handlers mirror Kafka's: `on_controller_failover`, `on_broker_startup`,
 `on_broker_failure`, `on_new_partition_creation`, `on_topic_deletion`,
-`on_controlled_shutdown`, `on_preferred_replica_election`, `on_alter_partition`.
+`on_controlled_shutdown`, `on_preferred_replica_election`, `on_alter_partition`;
+reassignment is `reassignment.ReassignmentManager`, deletion `topic_deletion`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from odradek.controller.controller_context import PartitionStateName as P
 from odradek.controller.controller_context import ReplicaStateName as R
 from odradek.controller.leader_election import ElectionStrategy, preferred_leader
 from odradek.controller.partition_state_machine import PartitionStateMachine, write_leader_and_isr
+from odradek.controller.reassignment import ReassignmentManager
 from odradek.controller.replica_state_machine import ReplicaStateMachine
 from odradek.controller.request_batch import RequestBatch
 from odradek.controller.topic_deletion import TopicDeletionManager
@@ -72,6 +74,7 @@ class Controller:
         self.partitions = PartitionStateMachine(self.ctx, self.batch)
         self.replicas = ReplicaStateMachine(self.ctx, self.batch)
         self.deletion = TopicDeletionManager(self.ctx, self.batch, self.partitions, self.replicas)
+        self.reassignment = ReassignmentManager(self.ctx, self.batch, self.partitions, self.replicas)
         self._replies: list[Reply] = []
 
     # -- dispatch -----------------------------------------------------------------------------
@@ -143,6 +146,11 @@ class Controller:
         self.on_preferred_replica_election(event.partitions)
 
     @_dispatch.register
+    def _(self, event: ev.PartitionReassignment) -> None:
+        for tp, target in sorted(event.targets.items()):
+            self.reassignment.reassign(tp, tuple(target))
+
+    @_dispatch.register
     def _(self, event: ev.LeaderAndIsrConflict) -> None:
         self.on_leader_and_isr_conflict(event.states)
 
@@ -173,6 +181,8 @@ class Controller:
         self.replicas.handle_state_changes(sorted(offline), R.OFFLINE)
         self.partitions.initialize()
         self._trigger_online()
+        for tp in self.reassignment.partitions_being_reassigned():
+            self.reassignment.maybe_complete(tp, start=True)
         self.deletion.resume()
 
     def _add_topic(self, topic: TopicAssignment) -> None:
@@ -239,6 +249,9 @@ class Controller:
         replicas = ctx.replicas_on_brokers(set(new_brokers))
         self.replicas.handle_state_changes(replicas, R.ONLINE)
         self._trigger_online()
+        for tp in self.reassignment.partitions_being_reassigned():
+            if set(ctx.assignments[tp].target_replicas) & set(new_brokers):
+                self.reassignment.maybe_complete(tp, start=True)
         self.deletion.resume_for({tp[0] for tp, _ in replicas})
 
     def on_broker_failure(self, dead_brokers: list[int]) -> None:
@@ -318,6 +331,8 @@ class Controller:
                 ctx.leadership[tp] = state
                 changed.append(tp)
         self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), changed)
+        for tp in changed:
+            self.reassignment.maybe_complete(tp)
 
     def on_alter_partition(self, event: ev.AlterPartition) -> AlterPartitionReply:
         """Kafka's ``processAlterIsr``: a leader's ISR change, written conditionally on the
@@ -332,6 +347,8 @@ class Controller:
             if result.error is ErrorCode.NONE:
                 changed.append(tp)
         self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), changed)
+        for tp in changed:
+            self.reassignment.maybe_complete(tp)
         return AlterPartitionReply(event.broker_id, ErrorCode.NONE, tuple(results))
 
     def _alter_one(

@@ -126,6 +126,14 @@ class PreferredReplicaElection(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class PartitionReassignment(ControllerEvent):
+    """Move partitions to new replicas (AlterPartitionReassignments, or
+    ``/admin/reassign_partitions``): target replicas per partition, the preferred first."""
+
+    targets: Mapping[TopicPartition, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
 class LeaderAndIsrConflict(ControllerEvent):
     """A conditional write of partition states failed on its version: the states now in the
     store of every partition written by the failed command list."""
