@@ -18,7 +18,7 @@ from odradek.metadata.layout import NO_LEADER, TopicAssignment
 
 from tests.controller.harness import BROKERS, Cluster
 
-OPS = ("kill", "start", "shutdown", "catch_up", "preferred", "controller_failover")
+OPS = ("kill", "start", "shutdown", "catch_up", "preferred", "controller_failover", "reassign")
 
 
 def make_cluster(unclean: bool) -> Cluster:
@@ -68,6 +68,10 @@ def apply(c: Cluster, op: str, broker: int) -> None:
         c.run(ev.PreferredReplicaElection())
     elif op == "controller_failover":
         failover(c)
+    elif op == "reassign":  # partition broker % 9 to the two brokers from ``broker`` on
+        i = BROKERS.index(broker)
+        target = (BROKERS[i], BROKERS[(i + 1) % len(BROKERS)])
+        c.run(ev.PartitionReassignment({("t", broker % 9): target}))
 
 
 def check(c: Cluster, before: dict, unclean: bool) -> None:
@@ -88,10 +92,10 @@ def check(c: Cluster, before: dict, unclean: bool) -> None:
             assert state.leader in old.isr, (tp, old, state)  # clean: no acknowledged loss
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     unclean=st.booleans(),
-    steps=st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(BROKERS)), max_size=25),
+    steps=st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(BROKERS)), max_size=40),
 )
 def test_invariants_hold_after_every_event(unclean, steps):
     c = make_cluster(unclean)
