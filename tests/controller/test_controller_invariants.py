@@ -18,7 +18,10 @@ from odradek.metadata.layout import NO_LEADER, TopicAssignment
 
 from tests.controller.harness import BROKERS, Cluster
 
-OPS = ("kill", "start", "shutdown", "catch_up", "preferred", "controller_failover", "reassign")
+OPS = (
+    "kill", "start", "shutdown", "catch_up", "preferred", "controller_failover", "reassign",
+    "delete", "answer",
+)
 
 
 def make_cluster(unclean: bool) -> Cluster:
@@ -26,7 +29,24 @@ def make_cluster(unclean: bool) -> Cluster:
     parts = assign_replicas_rack_unaware(8, 3, BROKERS, fixed_start_index=1, replica_shift=2)
     parts[8] = [1002]  # one single-replica partition
     c.create_topic(TopicAssignment("t", uuid.UUID(int=3), parts))
+    c.create_topic(TopicAssignment("u", uuid.UUID(int=4), {0: (1000, 1003), 1: (1004, 1001)}))
     return c
+
+
+def answer_deletes(c: Cluster, pending: dict) -> None:
+    """Live brokers answer the StopReplica-with-delete requests they received."""
+    for broker in sorted(pending):
+        parts = tuple(sorted(pending.pop(broker)))
+        if broker in c.live and parts:
+            c.run(ev.TopicDeletionStopReplicaResponse(broker, deleted=parts))
+            note_deletes(c, pending)
+
+
+def note_deletes(c: Cluster, pending: dict) -> None:
+    for broker in c.live:
+        for tp, stop in c.stop_replica(broker).items():
+            if stop.delete_partition:
+                pending.setdefault(broker, set()).add(tp)
 
 
 def catch_up(c: Cluster, broker: int) -> None:
@@ -54,8 +74,12 @@ def failover(c: Cluster) -> None:
     c.run(ev.Startup(read_snapshot(c.store, c.controller.broker_id, c.broker_epochs(), c.unclean)))
 
 
-def apply(c: Cluster, op: str, broker: int) -> None:
-    if op == "kill" and broker in c.live:
+def apply(c: Cluster, op: str, broker: int, pending: dict) -> None:
+    if op == "delete" and "u" in c.ctx.all_topics():
+        c.run(ev.TopicDeletion(("u",)))
+    elif op == "answer":
+        answer_deletes(c, pending)
+    elif op == "kill" and broker in c.live:
         c.kill(broker)
     elif op == "start" and broker not in c.live:
         c.start(broker)
@@ -82,6 +106,8 @@ def check(c: Cluster, before: dict, unclean: bool) -> None:
         if dead_in_isr:
             assert state.isr == tuple(dead_in_isr) and len(state.isr) == 1, (tp, state)
             assert state.leader == NO_LEADER, (tp, state)
+        if ctx.is_queued_for_deletion(tp[0]):
+            continue  # no elections for a topic being deleted
         if state.leader not in c.live:
             assert not set(state.isr) & eligible, (tp, state)
             assert ctx.partition_state(tp) is P.OFFLINE
@@ -99,7 +125,12 @@ def check(c: Cluster, before: dict, unclean: bool) -> None:
 )
 def test_invariants_hold_after_every_event(unclean, steps):
     c = make_cluster(unclean)
+    pending: dict[int, set] = {}
     for op, broker in steps:
         before = dict(c.ctx.leadership)
-        apply(c, op, broker)
+        apply(c, op, broker, pending)
+        note_deletes(c, pending)
         check(c, before, unclean)
+    answer_deletes(c, pending)
+    if c.controller.active and "u" in c.ctx.topics_to_delete and set(c.live) == set(BROKERS):
+        assert False, "deletion stuck with every broker live"
