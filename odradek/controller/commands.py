@@ -145,6 +145,12 @@ class DeleteZnode(ZnodeWrite):
             pass
 
 
+def written_partitions(commands: list) -> list[TopicPartition]:
+    """The partitions whose state znodes ``commands`` write: what an executor reads back for
+    `events.LeaderAndIsrConflict` after a write failed on its version."""
+    return sorted({c.partition for c in commands if isinstance(c, ZnodeWrite) and c.partition})
+
+
 def _subtree(store: MetadataStore, path: str) -> list[str]:
     """``path`` and everything under it, children before parents."""
     try:

@@ -10,6 +10,7 @@ import pytest
 from odradek.controller import events as ev
 from odradek.controller.commands import (
     LeaderAndIsrRequest,
+    written_partitions,
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
@@ -281,8 +282,7 @@ def test_conflicting_state_write_is_resolved_from_the_store(cluster):
     with pytest.raises(BadVersionError):
         for w in writes:
             w.apply(cluster.store)
-    touched = {w.partition for w in writes if w.partition}
-    states = {p: cluster.state(*p) for p in touched}
+    states = {p: cluster.state(*p) for p in written_partitions(commands)}
     cluster.run(ev.LeaderAndIsrConflict(states))
     assert cluster.ctx.leadership[tp] == cluster.state(*tp)
     assert cluster.leader_and_isr(1004)[tp].zk_version == cluster.state(*tp).zk_version
