@@ -66,6 +66,7 @@ class Controller:
         self.new_topic_id = new_topic_id
         self.active = False
         self.unclean_elections: list[TopicPartition] = []
+        """Partitions the last event gave an out-of-sync leader: for the edge to log loudly."""
         self._reset()
 
     def _reset(self) -> None:
@@ -81,6 +82,7 @@ class Controller:
 
     def handle(self, event: ev.ControllerEvent) -> list[Command]:
         """Handle one event; return the commands to execute, in order."""
+        self.unclean_elections = []
         if not self.active and not isinstance(event, ev.Startup):
             return self._inactive_reply(event)
         self._dispatch(event)
@@ -244,7 +246,10 @@ class Controller:
         ctx = self.ctx
         existing = ctx.live_or_shutting_down_ids() - set(new_brokers)
         self.batch.add_update_metadata(existing, [])
-        with_leaders = [tp for tp in ctx.all_partitions() if tp in ctx.leadership]
+        with_leaders = [
+            tp for tp in ctx.all_partitions()
+            if tp in ctx.leadership and not ctx.is_queued_for_deletion(tp[0])
+        ]
         self.batch.add_update_metadata(new_brokers, with_leaders)
         replicas = ctx.replicas_on_brokers(set(new_brokers))
         self.replicas.handle_state_changes(replicas, R.ONLINE)

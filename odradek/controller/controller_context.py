@@ -175,6 +175,11 @@ class ControllerContext:
                 out.append(tp)
         return out
 
+    def partitions_being_reassigned(self) -> list[TopicPartition]:
+        """Partitions with adding or removing replicas (Kafka's
+        ``partitionsBeingReassigned``)."""
+        return [tp for tp, a in sorted(self.assignments.items()) if a.is_being_reassigned]
+
     def offline_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
         return tuple(r for r in self.replicas(tp) if r not in self.live_brokers)
 

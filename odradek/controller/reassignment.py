@@ -98,7 +98,7 @@ class ReassignmentManager:
             self.rsm.handle_state_changes(adding, R.NEW)  # A2
 
     def partitions_being_reassigned(self) -> list[TopicPartition]:
-        return [tp for tp, a in sorted(self.ctx.assignments.items()) if a.is_being_reassigned]
+        return self.ctx.partitions_being_reassigned()
 
     def _complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         ctx = self.ctx
