@@ -61,7 +61,9 @@ from odradek.protocol.generated.error_codes import ErrorCode
 class Controller:
     """The controller of one broker; inactive until `events.Startup`."""
 
-    def __init__(self, broker_id: int, *, new_topic_id: Callable[[], uuid.UUID] = layout.new_kafka_uuid):
+    def __init__(
+        self, broker_id: int, *, new_topic_id: Callable[[], uuid.UUID] = layout.new_kafka_uuid
+    ) -> None:
         self.broker_id = broker_id
         self.new_topic_id = new_topic_id
         self.active = False
@@ -75,7 +77,9 @@ class Controller:
         self.partitions = PartitionStateMachine(self.ctx, self.batch)
         self.replicas = ReplicaStateMachine(self.ctx, self.batch)
         self.deletion = TopicDeletionManager(self.ctx, self.batch, self.partitions, self.replicas)
-        self.reassignment = ReassignmentManager(self.ctx, self.batch, self.partitions, self.replicas)
+        self.reassignment = ReassignmentManager(
+            self.ctx, self.batch, self.partitions, self.replicas
+        )
         self._replies: list[Reply] = []
 
     # -- dispatch -----------------------------------------------------------------------------
@@ -225,7 +229,9 @@ class Controller:
         new = sorted(set(current) - set(ctx.live_brokers))
         dead = sorted(set(ctx.live_brokers) - set(current))
         bounced = sorted(
-            b for b in set(current) & set(ctx.live_brokers) if current[b].epoch != ctx.live_brokers[b].epoch
+            b
+            for b in set(current) & set(ctx.live_brokers)
+            if current[b].epoch != ctx.live_brokers[b].epoch
         )
         for broker in bounced + dead:
             del ctx.live_brokers[broker]
@@ -357,7 +363,12 @@ class Controller:
         return AlterPartitionReply(event.broker_id, ErrorCode.NONE, tuple(results))
 
     def _alter_one(
-        self, broker: int, tp: TopicPartition, leader_epoch: int, isr: tuple[int, ...], zk_version: int
+        self,
+        broker: int,
+        tp: TopicPartition,
+        leader_epoch: int,
+        isr: tuple[int, ...],
+        zk_version: int,
     ) -> AlterPartitionResult:
         ctx = self.ctx
         current = ctx.leadership.get(tp)
@@ -381,7 +392,9 @@ class Controller:
 
     # -- leadership moves ---------------------------------------------------------------------
 
-    def on_controlled_shutdown(self, broker_id: int, broker_epoch: int = -1) -> ControlledShutdownReply:
+    def on_controlled_shutdown(
+        self, broker_id: int, broker_epoch: int = -1
+    ) -> ControlledShutdownReply:
         """Kafka's ``doControlledShutdown``: leaderships move to other live ISR members, the
         broker leaves the ISRs of the partitions it follows (StopReplica, no delete). Replies
         with the partitions it still leads (those with no other eligible leader)."""

@@ -138,7 +138,9 @@ class ControllerContext:
         assignment = self.assignments.get(tp)
         return assignment.replicas if assignment else ()
 
-    def replicas_for_partitions(self, partitions: Iterable[TopicPartition]) -> list[PartitionReplica]:
+    def replicas_for_partitions(
+        self, partitions: Iterable[TopicPartition]
+    ) -> list[PartitionReplica]:
         return [(tp, r) for tp in partitions for r in self.replicas(tp)]
 
     def replicas_on_brokers(self, brokers: set[int]) -> list[PartitionReplica]:

@@ -97,7 +97,9 @@ def reassign_leader(target: tuple[int, ...], isr: tuple[int, ...], live: set[int
     return next((r for r in target if r in live and r in isr), None)
 
 
-def preferred_leader(assignment: tuple[int, ...], isr: tuple[int, ...], live: set[int]) -> int | None:
+def preferred_leader(
+    assignment: tuple[int, ...], isr: tuple[int, ...], live: set[int]
+) -> int | None:
     """Kafka's ``preferredReplicaPartitionLeaderElection``: the first replica or nobody."""
     if assignment and assignment[0] in live and assignment[0] in isr:
         return assignment[0]
@@ -131,7 +133,9 @@ def elect_offline(
     )
 
 
-def elect_reassign(ctx: ControllerContext, tp: TopicPartition, current: PartitionState) -> ElectionResult:
+def elect_reassign(
+    ctx: ControllerContext, tp: TopicPartition, current: PartitionState
+) -> ElectionResult:
     target = ctx.assignments[tp].target_replicas
     live = {r for r in target if ctx.is_replica_online(r)}
     leader = reassign_leader(target, current.isr, live)
@@ -140,7 +144,9 @@ def elect_reassign(ctx: ControllerContext, tp: TopicPartition, current: Partitio
     return ElectionResult(tp, new_leader_and_isr(current, leader, current.isr, ctx.epoch), target)
 
 
-def elect_preferred(ctx: ControllerContext, tp: TopicPartition, current: PartitionState) -> ElectionResult:
+def elect_preferred(
+    ctx: ControllerContext, tp: TopicPartition, current: PartitionState
+) -> ElectionResult:
     assignment = ctx.replicas(tp)
     live = {r for r in assignment if ctx.is_replica_online(r)}
     leader = preferred_leader(assignment, current.isr, live)

@@ -153,7 +153,9 @@ class PartitionStateMachine:
         self.batch.add_leader_and_isr(written.isr, tp, written, is_new=True)
         return written
 
-    def _elect(self, tp: TopicPartition, strategy: ElectionStrategy) -> ElectionResult | StateChangeFailed:
+    def _elect(
+        self, tp: TopicPartition, strategy: ElectionStrategy
+    ) -> ElectionResult | StateChangeFailed:
         """Offline/Online -> Online by ``strategy``."""
         current = self.ctx.leadership.get(tp)
         if current is None:

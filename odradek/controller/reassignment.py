@@ -94,7 +94,11 @@ class ReassignmentManager:
             self._complete(tp, assignment)
         elif start:
             self._bump_leader_epoch(tp)  # A1
-            adding = [(tp, r) for r in assignment.adding if ctx.replica_state((tp, r)) is R.NON_EXISTENT]
+            adding = [
+                (tp, r)
+                for r in assignment.adding
+                if ctx.replica_state((tp, r)) is R.NON_EXISTENT
+            ]
             self.rsm.handle_state_changes(adding, R.NEW)  # A2
 
     def partitions_being_reassigned(self) -> list[TopicPartition]:

@@ -85,7 +85,9 @@ class RequestBatch:
             )
         self.add_update_metadata(self.ctx.live_or_shutting_down_ids(), [tp])
 
-    def add_update_metadata(self, brokers: Iterable[int], partitions: Iterable[TopicPartition]) -> None:
+    def add_update_metadata(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> None:
         """Kafka's ``addUpdateMetadataRequestForBrokers``: no partitions still sends the
         broker list."""
         partitions = list(partitions)
@@ -124,7 +126,8 @@ class RequestBatch:
         return (broker, ctx.controller_id, ctx.epoch, ctx.broker_epoch(broker))
 
     def _topic_ids(self, topics: Iterable[str]) -> tuple[tuple[str, uuid.UUID], ...]:
-        return tuple((t, self.ctx.topic_ids[t]) for t in sorted(set(topics)) if t in self.ctx.topic_ids)
+        ids = self.ctx.topic_ids
+        return tuple((t, ids[t]) for t in sorted(set(topics)) if t in ids)
 
     def _requests_for(self, broker: int) -> list[BrokerRequest]:
         ctx, out = self.ctx, []
@@ -134,7 +137,9 @@ class RequestBatch:
             leader_ids = {s.leader for s in states}
             leaders = tuple(ctx.live_brokers[b] for b in sorted(leader_ids & set(ctx.live_brokers)))
             out.append(
-                LeaderAndIsrRequest(*header, states, leaders, self._topic_ids(s.topic for s in states))
+                LeaderAndIsrRequest(
+                    *header, states, leaders, self._topic_ids(s.topic for s in states)
+                )
             )
         if broker in self.update_metadata:
             states = tuple(
@@ -142,7 +147,9 @@ class RequestBatch:
             )
             brokers = tuple(ctx.live_brokers[b] for b in sorted(ctx.live_brokers))
             out.append(
-                UpdateMetadataRequest(*header, states, brokers, self._topic_ids(s.topic for s in states))
+                UpdateMetadataRequest(
+                    *header, states, brokers, self._topic_ids(s.topic for s in states)
+                )
             )
         if broker in self.stop_replica:
             parts = tuple(v for _, v in sorted(self.stop_replica[broker].items()))

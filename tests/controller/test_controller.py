@@ -80,7 +80,8 @@ def test_topic_without_id_gets_one_written_back():
 
 def test_partition_modifications_create_new_partitions(cluster):
     t = cluster.read_topics()[0]
-    more = TopicAssignment("topicA", t.topic_id, {**t.partitions, 10: (1001, 1002)}, zk_version=t.zk_version)
+    partitions = {**t.partitions, 10: (1001, 1002)}
+    more = TopicAssignment("topicA", t.topic_id, partitions, zk_version=t.zk_version)
     cluster.store.set(layout.topic_path("topicA"), more.to_json())
     cluster.run(ev.PartitionModifications(more))
     assert cluster.state("topicA", 10).leader == 1001
@@ -188,7 +189,8 @@ def test_controlled_shutdown_of_unknown_or_stale_broker(cluster):
 
 def alter(c: Cluster, broker: int, tp, isr):
     state = c.state(*tp)
-    c.run(ev.AlterPartition(broker, c.live[broker].epoch, ((tp, state.leader_epoch, isr, state.zk_version),)))
+    entry = (tp, state.leader_epoch, isr, state.zk_version)
+    c.run(ev.AlterPartition(broker, c.live[broker].epoch, (entry,)))
     return c.replies[0]
 
 

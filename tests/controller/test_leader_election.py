@@ -74,7 +74,8 @@ def test_worked_example_offline_clean():
 
 def test_worked_example_offline_no_isr_alive():
     ctx = context(live={1001})
-    assert elect(ctx, TP, state(1000, (1000, 1004)), ElectionStrategy.OFFLINE).leader_and_isr is None
+    result = elect(ctx, TP, state(1000, (1000, 1004)), ElectionStrategy.OFFLINE)
+    assert result.leader_and_isr is None
 
 
 def test_worked_example_offline_unclean_by_topic_config_or_strategy():

@@ -49,7 +49,8 @@ def test_deletion_starts_with_stop_replica_delete_on_every_replica():
     for b, parts in ((1000, {0}), (1001, {0, 1}), (1002, {1})):
         stops = c.stop_replica(b)
         assert {p for _, p in stops} == parts
-        assert all(s.delete_partition and s.leader_epoch == EPOCH_DURING_DELETE for s in stops.values())
+        for stop in stops.values():
+            assert stop.delete_partition and stop.leader_epoch == EPOCH_DURING_DELETE
     (um,) = c.sent(UpdateMetadataRequest, 1000)
     assert {s.leader for s in um.partition_states} == {LEADER_DURING_DELETE}
 
