@@ -198,11 +198,9 @@ class Controller:
         topic_id = topic.topic_id
         if topic_id == ZERO_UUID:
             topic_id = self.new_topic_id()
-            with_id = replace(topic, topic_id=topic_id)
-            self.batch.add_write(
-                SetZnode(layout.topic_path(topic.name), ctx.epoch_zk_version, with_id.to_json(),
-                         topic.zk_version)
-            )
+            data = replace(topic, topic_id=topic_id).to_json()
+            path = layout.topic_path(topic.name)
+            self.batch.add_write(SetZnode(path, ctx.epoch_zk_version, data, topic.zk_version))
             ctx.topic_zk_versions[topic.name] = topic.zk_version + 1
         else:
             ctx.topic_zk_versions[topic.name] = topic.zk_version

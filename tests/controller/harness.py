@@ -56,6 +56,7 @@ class Cluster:
         self.requests: list[BrokerRequest] = []
         self.replies: list[Reply] = []
         self.history: dict[tuple[str, int], dict[int, int]] = {}  # tp -> epoch -> leader
+        self.announced: dict[tuple[str, int], dict[int, int]] = {}  # the same, as sent
         snapshot = read_snapshot(self.store, controller_id, self.broker_epochs(), unclean)
         self.run(ev.Startup(snapshot))
 
@@ -130,8 +131,9 @@ class Cluster:
         return out
 
     def check_invariants(self) -> None:
-        """The store and the controller agree; leaders are in ISRs; one leader per epoch,
-        epochs never go back; requests only to live brokers, at the current epochs."""
+        """The store and the controller agree; leaders are in ISRs; one leader per epoch (in
+        the store and in every LeaderAndIsr ever sent), epochs never go back; requests only
+        to live brokers, at the current epochs."""
         ctx = self.ctx
         if not self.controller.active:
             return
@@ -151,5 +153,7 @@ class Cluster:
             if isinstance(request, LeaderAndIsrRequest):
                 for p in request.partition_states:
                     assert p.leader == NO_LEADER or p.leader in p.isr, p
+                    told = self.announced.setdefault((p.topic, p.partition), {})
+                    assert told.setdefault(p.leader_epoch, p.leader) == p.leader, (p, told)
         for request in self.sent(UpdateMetadataRequest):
             assert {b.broker_id for b in request.live_brokers} == set(self.live)

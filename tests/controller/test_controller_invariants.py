@@ -7,6 +7,7 @@ live eligible ISR member has a live leader)."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -35,7 +36,8 @@ def make_cluster(unclean: bool) -> Cluster:
 
 def answer_deletes(c: Cluster, pending: dict) -> None:
     """Live brokers answer the StopReplica-with-delete requests they received."""
-    for broker in sorted(pending):
+    while pending:
+        broker = min(pending)
         parts = tuple(sorted(pending.pop(broker)))
         if broker in c.live and parts:
             c.run(ev.TopicDeletionStopReplicaResponse(broker, deleted=parts))
@@ -49,8 +51,9 @@ def note_deletes(c: Cluster, pending: dict) -> None:
                 pending.setdefault(broker, set()).add(tp)
 
 
-def catch_up(c: Cluster, broker: int) -> None:
-    """Broker ``broker``, where it leads, adds every live follower to the ISR."""
+def catch_up(c: Cluster, broker: int) -> dict:
+    """Broker ``broker``, where it leads, adds every live follower to the ISR; returns the
+    ISRs asked for (a reassignment completing in the same event may elect from them)."""
     entries = []
     for tp, state in sorted(c.ctx.leadership.items()):
         if state.leader != broker:
@@ -59,6 +62,7 @@ def catch_up(c: Cluster, broker: int) -> None:
         if isr != state.isr:
             entries.append((tp, state.leader_epoch, isr, state.zk_version))
     c.run(ev.AlterPartition(broker, c.live[broker].epoch, tuple(entries)))
+    return {tp: isr for tp, _, isr, _ in entries}
 
 
 def failover(c: Cluster) -> None:
@@ -74,7 +78,8 @@ def failover(c: Cluster) -> None:
     c.run(ev.Startup(read_snapshot(c.store, c.controller.broker_id, c.broker_epochs(), c.unclean)))
 
 
-def apply(c: Cluster, op: str, broker: int, pending: dict) -> None:
+def apply(c: Cluster, op: str, broker: int, pending: dict) -> dict:
+    """Run one operation; returns ISRs granted during it, by partition."""
     if op == "delete" and "u" in c.ctx.all_topics():
         c.run(ev.TopicDeletion(("u",)))
     elif op == "answer":
@@ -87,7 +92,7 @@ def apply(c: Cluster, op: str, broker: int, pending: dict) -> None:
         c.shutdown(broker)
         c.kill(broker)
     elif op == "catch_up" and broker in c.live:
-        catch_up(c, broker)
+        return catch_up(c, broker)
     elif op == "preferred":
         c.run(ev.PreferredReplicaElection())
     elif op == "controller_failover":
@@ -96,6 +101,7 @@ def apply(c: Cluster, op: str, broker: int, pending: dict) -> None:
         i = BROKERS.index(broker)
         target = (BROKERS[i], BROKERS[(i + 1) % len(BROKERS)])
         c.run(ev.PartitionReassignment({("t", broker % 9): target}))
+    return {}
 
 
 def check(c: Cluster, before: dict, unclean: bool) -> None:
@@ -128,7 +134,8 @@ def test_invariants_hold_after_every_event(unclean, steps):
     pending: dict[int, set] = {}
     for op, broker in steps:
         before = dict(c.ctx.leadership)
-        apply(c, op, broker, pending)
+        for tp, isr in apply(c, op, broker, pending).items():
+            before[tp] = replace(before[tp], isr=tuple(set(before[tp].isr) | set(isr)))
         note_deletes(c, pending)
         check(c, before, unclean)
     answer_deletes(c, pending)
