@@ -17,9 +17,10 @@ conditional on the version the controller last read or wrote for that znode. So 
 controller cannot overwrite anything a newer controller wrote, and no controller overwrites a
 partition state it has not seen. A `BadVersionError` therefore means one of two things, told
 apart by reading the version of ``/controller_epoch``: another controller was elected (stop,
-resign: `Controller.resign`), or a partition state changed underneath (stop, read the current
-states of the partitions named by the writes of this list and hand them to the controller as a
-`controller.LeaderAndIsrConflict` event). In both cases the requests after the failed write
+resign: `events.Resign`), or a znode changed underneath (stop, read the current states of
+the partitions named by the writes of this list, `written_partitions`, and the versions of the
+topic znodes it sets, `written_topics`, and hand them to the controller as an
+`events.LeaderAndIsrConflict` event; ``tests/controller/harness.py`` does exactly this). In both cases the requests after the failed write
 are not sent: brokers only ever hear of leader epochs that are durable in the store.
 
 All the writes of one event come before its requests (Kafka's ``ControllerBrokerRequestBatch``
@@ -149,6 +150,20 @@ def written_partitions(commands: list) -> list[TopicPartition]:
     """The partitions whose state znodes ``commands`` write: what an executor reads back for
     `events.LeaderAndIsrConflict` after a write failed on its version."""
     return sorted({c.partition for c in commands if isinstance(c, ZnodeWrite) and c.partition})
+
+
+def written_topics(commands: list) -> list[str]:
+    """The topics whose assignment znodes ``commands`` set (ids, reassignments): their
+    versions are read back for `events.LeaderAndIsrConflict` too."""
+    prefix = layout.BROKER_TOPICS + "/"
+    return sorted(
+        {
+            c.path[len(prefix):]
+            for c in commands
+            if isinstance(c, SetZnode) and c.path.startswith(prefix)
+            and "/" not in c.path[len(prefix):]
+        }
+    )
 
 
 def _subtree(store: MetadataStore, path: str) -> list[str]:

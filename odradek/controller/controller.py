@@ -4,8 +4,9 @@
 controller updates its `ControllerContext` through the partition and replica state machines
 and returns the `commands` that make the change durable and known (conditional znode writes
 first, then requests to brokers, then replies). The edge runs them in order (see
-`commands`); if a write fails on a version it feeds `events.LeaderAndIsrConflict` back, or
-`events.Resign` when another controller took over.
+`commands`); if a write fails on a version it feeds `events.LeaderAndIsrConflict` back (the
+controller then goes back to the context it had before the event, adopts the states read
+back and handles the event again), or `events.Resign` when another controller took over.
 
 Invariants, after every event (the tests check them after random event sequences):
 
@@ -23,6 +24,7 @@ reassignment is `reassignment.ReassignmentManager`, deletion `topic_deletion`.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -81,6 +83,7 @@ class Controller:
             self.ctx, self.batch, self.partitions, self.replicas
         )
         self._replies: list[Reply] = []
+        self._saved: tuple[ControllerContext, ev.ControllerEvent] | None = None
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -89,7 +92,11 @@ class Controller:
         self.unclean_elections = []
         if not self.active and not isinstance(event, ev.Startup):
             return self._inactive_reply(event)
-        self._dispatch(event)
+        if isinstance(event, ev.LeaderAndIsrConflict):
+            self.on_leader_and_isr_conflict(event)
+        else:
+            self._saved = (copy.deepcopy(self.ctx), event)
+            self._dispatch(event)
         out = self.batch.drain() + self._replies
         self._replies = []
         return out
@@ -156,10 +163,6 @@ class Controller:
         for tp, target in sorted(event.targets.items()):
             self.reassignment.reassign(tp, tuple(target))
 
-    @_dispatch.register
-    def _(self, event: ev.LeaderAndIsrConflict) -> None:
-        self.on_leader_and_isr_conflict(event.states)
-
     # -- failover -----------------------------------------------------------------------------
 
     def on_controller_failover(self, snapshot: ev.ClusterSnapshot) -> None:
@@ -195,6 +198,7 @@ class Controller:
         """Record a topic's id and assignment; a topic written without an id gets one (as
         Kafka 2.8's controller does), written back conditionally."""
         ctx = self.ctx
+        topic = ctx.adopted_topics.pop(topic.name, topic)  # fresher: read after a conflict
         topic_id = topic.topic_id
         if topic_id == ZERO_UUID:
             topic_id = self.new_topic_id()
@@ -439,26 +443,37 @@ class Controller:
 
     # -- conflicts ----------------------------------------------------------------------------
 
-    def on_leader_and_isr_conflict(self, states: Mapping[TopicPartition, PartitionState]) -> None:
-        """A conditional write failed: adopt the states in the store, then redo what the
-        lost writes did: elect where the leader is gone, take dead replicas out of ISRs, and
-        send every replica of these partitions the state in force."""
+    def on_leader_and_isr_conflict(self, event: ev.LeaderAndIsrConflict) -> None:
+        """A conditional write of the last event's commands failed on its version: decisions
+        were taken on stale states. Go back to the context before that event, adopt what the
+        store holds now, and handle the event again: as Kafka, which reads the state znodes
+        before it decides, would have. Writes of the first try that succeeded are adopted as
+        they are, so the second try does not repeat them (elections find their new leaders
+        in place, ISR changes find their ISRs)."""
+        if self._saved is None:
+            return
+        before, failed = self._saved
+        self.ctx.__dict__.update(copy.deepcopy(before).__dict__)
+        if isinstance(failed, ev.Startup):
+            snapshot = failed.snapshot
+            topics = {t.name: t for t in snapshot.topics} | dict(event.topics)
+            failed = ev.Startup(
+                replace(
+                    snapshot,
+                    topics=tuple(topics[n] for n in sorted(topics)),
+                    partition_states={**snapshot.partition_states, **event.states},
+                )
+            )
+            self._saved = (before, failed)
         ctx = self.ctx
-        partitions = sorted(tp for tp in states if tp in ctx.assignments)
-        for tp in partitions:
-            ctx.leadership[tp] = states[tp]
-            if ctx.partition_state(tp) is P.ONLINE and not ctx.is_replica_online(
-                states[tp].leader, include_shutting_down=True
-            ):
-                ctx.partition_states[tp] = P.OFFLINE
-        self._trigger_online()
-        dead = [
-            (tp, r)
-            for tp in partitions
-            for r in ctx.replicas(tp)
-            if r not in ctx.live_brokers and r in ctx.leadership[tp].isr
-        ]
-        self.replicas.handle_state_changes(dead, R.OFFLINE)
-        for tp in partitions:
-            live = [r for r in ctx.replicas(tp) if r in ctx.live_brokers]
-            self.batch.add_leader_and_isr(live, tp, ctx.leadership[tp], is_new=False)
+        for tp, state in event.states.items():
+            if tp in ctx.assignments:
+                ctx.leadership[tp] = state
+            else:
+                ctx.adopted_states[tp] = state
+        for name, stored in event.topics.items():
+            if name in ctx.topic_ids:
+                ctx.topic_zk_versions[name] = stored.zk_version
+            else:
+                ctx.adopted_topics[name] = stored
+        self._dispatch(failed)

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from odradek.controller.commands import LiveBroker, TopicPartition
-from odradek.metadata.layout import PartitionState
+from odradek.metadata.layout import PartitionState, TopicAssignment
 
 PartitionReplica = tuple[TopicPartition, int]
 """A replica: ``((topic, partition), broker_id)`` (Kafka's ``PartitionAndReplica``)."""
@@ -98,6 +98,10 @@ class ControllerContext:
     topics_to_delete: set[str] = field(default_factory=set)
     topics_deletion_started: set[str] = field(default_factory=set)
     topics_ineligible_for_deletion: set[str] = field(default_factory=set)
+    adopted_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    """State znodes that exist for partitions not known yet (read back after a conflict)."""
+    adopted_topics: dict[str, TopicAssignment] = field(default_factory=dict)
+    """Topic znodes read back after a conflict, for topics not known yet."""
     unclean_topics: set[str] = field(default_factory=set)
     unclean_default: bool = False
 

@@ -135,8 +135,10 @@ class PartitionReassignment(ControllerEvent):
 
 @dataclass(frozen=True)
 class LeaderAndIsrConflict(ControllerEvent):
-    """A conditional write of partition states failed on its version: the states now in the
-    store of every partition written by the failed command list."""
+    """A conditional write failed on its version: the states now in the store of every
+    partition written by the failed command list (`commands.written_partitions`), and the
+    topic znodes it set (`commands.written_topics`), as read back."""
 
     states: Mapping[TopicPartition, PartitionState]
+    topics: Mapping[str, TopicAssignment] = field(default_factory=dict)
 

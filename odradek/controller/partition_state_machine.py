@@ -133,7 +133,14 @@ class PartitionStateMachine:
         return results
 
     def _initialize(self, tp: TopicPartition) -> PartitionState | StateChangeFailed:
-        """New -> Online: create the state znode (and its parents) with the first state."""
+        """New -> Online: create the state znode (and its parents) with the first state; a
+        state znode already created (read back after a conflict) is taken as it is."""
+        adopted = self.ctx.adopted_states.pop(tp, None) or self.ctx.leadership.get(tp)
+        if adopted is not None:
+            self.ctx.leadership[tp] = adopted
+            self.ctx.partition_states[tp] = P.ONLINE
+            self.batch.add_leader_and_isr(adopted.isr, tp, adopted, is_new=True)
+            return adopted
         state = initial_leader_and_isr(self.ctx, tp)
         if state is None:
             return StateChangeFailed(

@@ -116,7 +116,7 @@ class ReassignmentManager:
             if ctx.partition_state(tp) is P.ONLINE or ctx.partition_state(tp) is P.OFFLINE:
                 self.psm.handle_state_changes([tp], P.ONLINE, ElectionStrategy.REASSIGN)
         self._stop_removed(tp, list(assignment.removing))  # B4, B5
-        self._write_topic(tp[0])  # B6
+        self.write_topic(tp[0])  # B6
         self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), [tp])  # B8
 
     def _stop_removed(self, tp: TopicPartition, removed: Iterable[int]) -> None:
@@ -138,12 +138,15 @@ class ReassignmentManager:
 
     def _set_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         self.ctx.assignments[tp] = assignment
-        self._write_topic(tp[0])
+        self.write_topic(tp[0])
 
-    def _write_topic(self, topic: str) -> None:
-        """The topic znode from the context, conditional on the version last seen."""
+    def write_topic(self, topic: str, stored: TopicAssignment | None = None) -> None:
+        """The topic znode from the context, conditional on the version last seen; the
+        partitions of ``stored`` the context does not know yet are kept."""
         ctx = self.ctx
         parts = {tp[1]: a for tp, a in ctx.assignments.items() if tp[0] == topic}
+        for p, replicas in (stored.partitions.items() if stored else ()):
+            parts.setdefault(p, ReplicaAssignment(tuple(replicas)))
         doc = TopicAssignment(
             topic,
             ctx.topic_ids.get(topic, layout.ZERO_UUID),

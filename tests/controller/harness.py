@@ -17,11 +17,14 @@ from odradek.controller.commands import (
     StopReplicaRequest,
     UpdateMetadataRequest,
     ZnodeWrite,
+    written_partitions,
+    written_topics,
 )
 from odradek.controller.controller import Controller
 from odradek.controller.snapshot import read_snapshot
 from odradek.metadata import layout
 from odradek.metadata.embedded_store import EmbeddedStore
+from odradek.metadata.errors import BadVersionError
 from odradek.metadata.layout import NO_LEADER, BrokerInfo, Endpoint, PartitionState, TopicAssignment
 
 BROKERS = [1000, 1001, 1002, 1003, 1004]
@@ -56,6 +59,7 @@ class Cluster:
         self.requests: list[BrokerRequest] = []
         self.replies: list[Reply] = []
         self.history: dict[tuple[str, int], dict[int, int]] = {}  # tp -> epoch -> leader
+        self.conflicts = 0
         self.announced: dict[tuple[str, int], dict[int, int]] = {}  # the same, as sent
         snapshot = read_snapshot(self.store, controller_id, self.broker_epochs(), unclean)
         self.run(ev.Startup(snapshot))
@@ -70,15 +74,37 @@ class Cluster:
     def run(self, event: ev.ControllerEvent) -> list:
         commands = self.controller.handle(event)
         self.requests, self.replies = [], []
+        if self.execute(commands):
+            self.check_invariants()
+        return commands
+
+    def execute(self, commands: list) -> bool:
+        """Run ``commands`` as the edge will: on a version conflict stop, read back what the
+        list writes and hand it to the controller (False: this list was cut short). A newer
+        controller epoch raises `BadVersionError` (the edge would resign)."""
         for command in commands:
             if isinstance(command, ZnodeWrite):
-                command.apply(self.store)
+                try:
+                    command.apply(self.store)
+                except BadVersionError:
+                    if self.store.get(layout.CONTROLLER_EPOCH)[1] != command.epoch_zk_version:
+                        raise
+                    self.conflicts += 1
+                    self.run(self.conflict_event(commands))
+                    return False
             elif isinstance(command, BrokerRequest):
                 self.requests.append(command)
             else:
                 self.replies.append(command)
-        self.check_invariants()
-        return commands
+        return True
+
+    def conflict_event(self, commands: list) -> ev.LeaderAndIsrConflict:
+        states = {}
+        for tp in written_partitions(commands):
+            if self.store.exists(layout.partition_state_path(*tp)) is not None:
+                states[tp] = self.state(*tp)
+        topics = {t.name: t for t in self.read_topics() if t.name in written_topics(commands)}
+        return ev.LeaderAndIsrConflict(states, topics)
 
     # -- cluster operations -------------------------------------------------------------------
 
@@ -104,7 +130,7 @@ class Cluster:
 
     def shutdown(self, broker_id: int):
         self.run(ev.ControlledShutdown(broker_id, self.live[broker_id].epoch))
-        return self.replies[0]
+        return self.replies[0] if self.replies else None  # None: cut short by a conflict
 
     # -- what happened ------------------------------------------------------------------------
 
@@ -139,7 +165,11 @@ class Cluster:
             return
         for tp, cached in ctx.leadership.items():
             stored = self.state(*tp)
-            assert stored == cached and stored.zk_version == cached.zk_version, (tp, stored, cached)
+            # a newer version was written by a leader itself (an ISR change): the controller
+            # hears of it by notification, or meets it as a conflict on its next write
+            assert stored.zk_version >= cached.zk_version, (tp, stored, cached)
+            if stored.zk_version == cached.zk_version:
+                assert stored == cached, (tp, stored, cached)
             assert stored.leader == NO_LEADER or stored.leader in stored.isr, stored
             assert set(stored.isr) <= set(ctx.replicas(tp)), (tp, stored)
             leaders = self.history.setdefault(tp, {})

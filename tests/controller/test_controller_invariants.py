@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 from odradek.controller import events as ev
 from odradek.controller.assignment import assign_replicas_rack_unaware
 from odradek.controller.controller_context import PartitionStateName as P
+from odradek.metadata import layout
 from odradek.metadata.layout import NO_LEADER, TopicAssignment
 
 from tests.controller.harness import BROKERS, Cluster
 
 OPS = (
     "kill", "start", "shutdown", "catch_up", "preferred", "controller_failover", "reassign",
-    "delete", "answer",
+    "delete", "answer", "direct_shrink", "notify",
 )
 
 
@@ -65,10 +66,21 @@ def catch_up(c: Cluster, broker: int) -> dict:
     return {tp: isr for tp, _, isr, _ in entries}
 
 
+def direct_shrink(c: Cluster, broker: int) -> None:
+    """ZooKeeper-mode leaders shrink their ISRs to themselves in the store directly, at the
+    version they know; the controller hears of it later, or meets it as a conflict."""
+    for tp in sorted(c.ctx.leadership):
+        if c.store.exists(layout.partition_state_path(*tp)) is None:
+            continue
+        state = c.state(*tp)
+        if state.leader == broker and len(state.isr) > 1:
+            shrunk = replace(state, isr=(broker,))
+            c.store.set(layout.partition_state_path(*tp), shrunk.to_json(), state.zk_version)
+
+
 def failover(c: Cluster) -> None:
     from odradek.controller.controller import Controller
     from odradek.controller.snapshot import read_snapshot
-    from odradek.metadata import layout
 
     c.run(ev.Resign())
     data, version = c.store.get(layout.CONTROLLER_EPOCH)
@@ -84,6 +96,10 @@ def apply(c: Cluster, op: str, broker: int, pending: dict) -> dict:
         c.run(ev.TopicDeletion(("u",)))
     elif op == "answer":
         answer_deletes(c, pending)
+    elif op == "direct_shrink" and broker in c.live:
+        direct_shrink(c, broker)
+    elif op == "notify":  # the ISR change notification of the direct writes arrives
+        c.run(ev.IsrChangeNotification({tp: c.state(*tp) for tp in c.ctx.leadership}))
     elif op == "kill" and broker in c.live:
         c.kill(broker)
     elif op == "start" and broker not in c.live:
