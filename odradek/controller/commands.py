@@ -17,11 +17,13 @@ conditional on the version the controller last read or wrote for that znode. So 
 controller cannot overwrite anything a newer controller wrote, and no controller overwrites a
 partition state it has not seen. A `BadVersionError` therefore means one of two things, told
 apart by reading the version of ``/controller_epoch``: another controller was elected (stop,
-resign: `events.Resign`), or a znode changed underneath (stop, read the current states of
-the partitions named by the writes of this list, `written_partitions`, and the versions of the
-topic znodes it sets, `written_topics`, and hand them to the controller as an
-`events.LeaderAndIsrConflict` event; ``tests/controller/harness.py`` does exactly this). In both cases the requests after the failed write
-are not sent: brokers only ever hear of leader epochs that are durable in the store.
+resign: `events.Resign`), or a znode changed underneath (stop; read the current states of
+the partitions named by the writes of this list, `written_partitions`, and the topic znodes
+it sets, `written_topics`; hand them to the controller as an `events.LeaderAndIsrConflict`
+event, whose commands replace the rest of this list). A `NodeExistsError` from creating a
+partition state is the same kind of conflict. ``tests/controller/harness.py`` (`execute`)
+does exactly this. In every case the requests after the failed write are not sent: brokers
+only ever hear of leader epochs that are durable in the store.
 
 All the writes of one event come before its requests (Kafka's ``ControllerBrokerRequestBatch``
 is sent after the znode writes of a state change), and within one event the writes to one

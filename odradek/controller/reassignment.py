@@ -140,13 +140,10 @@ class ReassignmentManager:
         self.ctx.assignments[tp] = assignment
         self.write_topic(tp[0])
 
-    def write_topic(self, topic: str, stored: TopicAssignment | None = None) -> None:
-        """The topic znode from the context, conditional on the version last seen; the
-        partitions of ``stored`` the context does not know yet are kept."""
+    def write_topic(self, topic: str) -> None:
+        """The topic znode from the context, conditional on the version last seen."""
         ctx = self.ctx
         parts = {tp[1]: a for tp, a in ctx.assignments.items() if tp[0] == topic}
-        for p, replicas in (stored.partitions.items() if stored else ()):
-            parts.setdefault(p, ReplicaAssignment(tuple(replicas)))
         doc = TopicAssignment(
             topic,
             ctx.topic_ids.get(topic, layout.ZERO_UUID),

@@ -24,7 +24,7 @@ from odradek.controller.controller import Controller
 from odradek.controller.snapshot import read_snapshot
 from odradek.metadata import layout
 from odradek.metadata.embedded_store import EmbeddedStore
-from odradek.metadata.errors import BadVersionError
+from odradek.metadata.errors import BadVersionError, NodeExistsError
 from odradek.metadata.layout import NO_LEADER, BrokerInfo, Endpoint, PartitionState, TopicAssignment
 
 BROKERS = [1000, 1001, 1002, 1003, 1004]
@@ -86,7 +86,7 @@ class Cluster:
             if isinstance(command, ZnodeWrite):
                 try:
                     command.apply(self.store)
-                except BadVersionError:
+                except (BadVersionError, NodeExistsError):
                     if self.store.get(layout.CONTROLLER_EPOCH)[1] != command.epoch_zk_version:
                         raise
                     self.conflicts += 1
