@@ -308,3 +308,18 @@ def test_stop_replica_only_to_live_brokers(cluster):
     cluster.kill(1000)
     assert not [r for r in cluster.requests if r.broker_id == 1000]
     assert not cluster.sent(StopReplicaRequest)
+
+
+def test_state_znodes_created_by_someone_else_are_adopted():
+    """Today's ``ClusterMetadata.create_topic`` writes the partition states itself: the
+    controller's create meets NodeExists, reads them back and adopts them."""
+    c = Cluster()
+    t = topic("pre", {0: (1001, 1002), 1: (1002, 1003)})
+    c.store.create(layout.topic_path("pre"), t.to_json())
+    first = PartitionState(1002, 0, (1002, 1001), 1)
+    c.store.create(layout.partition_state_path("pre", 0), first.to_json(), make_parents=True)
+    c.run(ev.TopicChange(tuple(c.read_topics())))
+    assert c.conflicts == 1
+    assert c.ctx.leadership[("pre", 0)] == first  # adopted as it was
+    assert c.state("pre", 1).leader == 1002  # created
+    assert c.leader_and_isr(1001)[("pre", 0)].is_new
