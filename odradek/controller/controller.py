@@ -24,7 +24,6 @@ reassignment is `reassignment.ReassignmentManager`, deletion `topic_deletion`.
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -95,7 +94,7 @@ class Controller:
         if isinstance(event, ev.LeaderAndIsrConflict):
             self.on_leader_and_isr_conflict(event)
         else:
-            self._saved = (copy.deepcopy(self.ctx), event)
+            self._saved = (self.ctx.copy(), event)
             self._dispatch(event)
         out = self.batch.drain() + self._replies
         self._replies = []
@@ -453,7 +452,7 @@ class Controller:
         if self._saved is None:
             return
         before, failed = self._saved
-        self.ctx.__dict__.update(copy.deepcopy(before).__dict__)
+        self.ctx.restore(before)
         if isinstance(failed, ev.Startup):
             snapshot = failed.snapshot
             topics = {t.name: t for t in snapshot.topics} | dict(event.topics)

@@ -105,6 +105,19 @@ class ControllerContext:
     unclean_topics: set[str] = field(default_factory=set)
     unclean_default: bool = False
 
+    def copy(self) -> ControllerContext:
+        """An independent copy: every container is copied, the values in them are immutable
+        (frozen dataclasses, enums, ints), so this is O(entries) without a deep copy."""
+        fields = {
+            name: (type(value)(value) if isinstance(value, (dict, set)) else value)
+            for name, value in self.__dict__.items()
+        }
+        return ControllerContext(**fields)
+
+    def restore(self, other: ControllerContext) -> None:
+        """Become a copy of ``other`` (in place: the state machines keep this object)."""
+        self.__dict__.update(other.copy().__dict__)
+
     # -- brokers ------------------------------------------------------------------------------
 
     def live_broker_ids(self) -> set[int]:

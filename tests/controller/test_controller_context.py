@@ -76,3 +76,17 @@ def test_remove_topic_forgets_everything():
     assert ctx.partitions_for_topic("a") == []
     assert not ctx.replica_states and not ctx.partition_states
     assert ("a", 0) not in ctx.leadership and "a" not in ctx.topics_to_delete
+
+
+def test_copy_is_independent():
+    ctx = context()
+    snap = ctx.copy()
+    ctx.shutting_down.add(1)
+    ctx.leadership[("a", 0)] = PartitionState(2, 1, (2,), 1)
+    ctx.live_brokers.pop(2)
+    assert snap.shutting_down == {3} and snap.leadership[("a", 0)].leader == 1
+    assert 2 in snap.live_brokers
+    ctx.restore(snap)
+    assert ctx.shutting_down == {3} and 2 in ctx.live_brokers
+    ctx.shutting_down.add(9)
+    assert snap.shutting_down == {3}

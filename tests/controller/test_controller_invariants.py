@@ -130,6 +130,7 @@ def check(c: Cluster, before: dict, unclean: bool) -> None:
             assert state.leader == NO_LEADER, (tp, state)
         if ctx.is_queued_for_deletion(tp[0]):
             continue  # no elections for a topic being deleted
+        assert state.leader == NO_LEADER or state.leader in ctx.replicas(tp), (tp, state)
         if state.leader not in c.live:
             assert not set(state.isr) & eligible, (tp, state)
             assert ctx.partition_state(tp) is P.OFFLINE
