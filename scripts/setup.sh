@@ -35,7 +35,7 @@ fi
 
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 # Reinstall (and so recompile the C extension) whenever the packaging or the C sources change.
-stamp=".venv/.odradek-$extras-$(cat pyproject.toml setup.py odradek/*/*.c | sha1sum | cut -c1-12)"
+stamp=".venv/.odradek-$extras-$(cat pyproject.toml setup.py odradek/*/*.c odradek/*/*.h | sha1sum | cut -c1-12)"
 built=1
 for c in odradek/*/_*.c; do compgen -G "${c%.c}.*.so" >/dev/null || built=0; done
 if [ ! -f "$stamp" ] || [ "$built" = 0 ]; then

@@ -1,1 +1,17 @@
-"""The controller: replica assignment, partition and replica state machines, election."""
+"""The controller: replica assignment, partition and replica state machines, election.
+
+Modules, in Kafka's vocabulary (``core/src/main/scala/kafka/controller/``):
+
+* `assignment`: where replicas go (``AdminUtils.assignReplicasToBrokers``);
+* `controller_context`: what the controller knows (``ControllerContext``);
+* `leader_election`: the election strategies (``Election``, ``PartitionLeaderElectionAlgorithms``);
+* `partition_state_machine`, `replica_state_machine`: the two state machines;
+* `topic_deletion`: ``TopicDeletionManager``;
+* `request_batch`: ``ControllerBrokerRequestBatch``;
+* `commands`: what the controller asks of the store and brokers (conditional writes,
+  LeaderAndIsr, UpdateMetadata, StopReplica, replies), as values;
+* `events`, `controller`: the events and ``KafkaController``'s handling of them;
+* `snapshot`: reading the store for a newly elected controller.
+
+Everything but `snapshot` (and the writes' ``apply``) is plain code without I/O.
+"""

@@ -4,7 +4,8 @@
  * batches (header, CRC-32C, every record's framing) and assign their offsets. ``check_records``
  * is the record walk alone, which the generic Python path (replication/partition.py,
  * records/log_validator.py) runs on each batch's records section, decompressed where needed.
- * Both use one walker, so both paths accept exactly the same records.
+ * Both use one walker (record_walk.h, where the record layout and the walk are described), so
+ * both paths accept exactly the same records.
  *
  * Byte layout of one v2 batch (records/batch.py; integers big-endian):
  *
@@ -16,24 +17,6 @@
  *         17    4 crc (CRC-32C of 21..end)    53    4 base_sequence
  *         21    2 attributes                  57    4 records_count
  *         23    4 last_offset_delta           61    … records
- *
- * and of one record (records/record.py; varints zigzag):
- *
- *     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
- *     keyLength varint | key | valueLength varint | value | headerCount varint |
- *     [headerKeyLength varint | headerKey | headerValueLength varint | headerValue]*
- *
- * The walk (``walk_records``) accepts a records section when it holds exactly records_count
- * records, each filling its length exactly, with offsetDelta equal to its index (the records
- * stay verbatim, so their offsets must be the ones the batch's base offset gives them), key,
- * value and header lengths of -1 (null) or more that end within the record (header keys 0 or
- * more), and varints as Kafka's ByteUtils reads them: at most 5 bytes for an int32 field and
- * 10 for the timestamp delta, here also with no bit beyond 32 (64) bits, so no value wraps
- * (the Python decoder, records/record.py, reads any such record the same). It also yields
- * the largest record timestamp (base_timestamp + delta; records at -1 or below count as none,
- * as in Kafka's LogValidator) and which record first has it, and finds records without a key
- * for compacted topics. Each record takes at least 7 bytes, so the walk is bounded by the
- * section's size whatever records_count claims.
  *
  * Contract of validate_and_assign(records, base_offset, leader_epoch, max_message_bytes,
  *     min_timestamp, max_timestamp, decompress, compacted)
@@ -63,6 +46,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "record_walk.h"
+
 enum {
     BASE_OFFSET = 0,
     BATCH_LENGTH = 8,
@@ -78,7 +63,6 @@ enum {
     HEADER_SIZE = 61,
     LOG_OVERHEAD = 12, /* base_offset + batch_length: what batch_length does not count */
     MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD, /* a header without records */
-    MIN_RECORD_BODY = 6, /* attributes, two deltas, two -1 lengths, no headers: a byte each */
     PLANS_ON_STACK = 16,
 };
 
@@ -86,18 +70,7 @@ enum {
 #define MAX_CODEC 4 /* zstd */
 #define TRANSACTIONAL_BIT 0x10
 #define CONTROL_BIT 0x20
-#define NO_TIMESTAMP (-1)
 #define NO_PRODUCER_ID (-1)
-
-/* Verdicts of walk_records. */
-enum {
-    WALK_OK = 0,
-    WALK_MALFORMED = 1,    /* record ``index`` is not well formed */
-    WALK_OFFSET_DELTA = 2, /* record ``index`` has an offsetDelta other than ``index`` */
-    WALK_TOO_FEW = 3,      /* the section ends after ``index`` records, fewer than declared */
-    WALK_TOO_MANY = 4,     /* bytes are left after the declared records */
-    WALK_NULL_KEY = 5,     /* record ``index`` has no key (compacted topics only) */
-};
 
 /* crc32c.crc32c, looked up once at import: the package's slice-by-8/SSE4.2 code runs at
  * ~24 GB/s, several times a plain C loop. */
@@ -134,12 +107,6 @@ typedef struct {
     Plan stack[PLANS_ON_STACK];
 } Plans;
 
-typedef struct {
-    int64_t max_timestamp;  /* NO_TIMESTAMP when no record has one above it */
-    int32_t index_of_max;   /* the first record with it; -1 when none */
-    int32_t index;          /* the record a verdict other than WALK_OK is about */
-} Walk;
-
 static inline uint32_t read_u32(const unsigned char *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
@@ -160,147 +127,6 @@ static inline void write_u32(unsigned char *p, uint32_t v) {
 static inline void write_i64(unsigned char *p, int64_t v) {
     write_u32(p, (uint32_t)((uint64_t)v >> 32));
     write_u32(p + 4, (uint32_t)v);
-}
-
-/* The zigzag varint at p[*pos] (an int32 field: at most 5 bytes, the fifth holding only the
- * top 4 bits) ending by ``end``: 1 with *out set and *pos moved past it, else 0. */
-static inline int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int32_t *out) {
-    Py_ssize_t i = *pos;
-    if (i >= end)
-        return 0;
-    uint32_t b = p[i++], raw = b & 0x7f;
-    for (int shift = 7; b & 0x80; shift += 7) {
-        if (i >= end)
-            return 0;
-        b = p[i++];
-        if (shift == 28) {
-            if (b > 0x0f)
-                return 0;
-            raw |= b << 28;
-            break;
-        }
-        raw |= (b & 0x7f) << shift;
-    }
-    *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
-    *pos = i;
-    return 1;
-}
-
-/* The zigzag varlong at p[*pos] (at most 10 bytes, the tenth holding only the top bit). */
-static inline int read_varlong(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *out) {
-    Py_ssize_t i = *pos;
-    if (i >= end)
-        return 0;
-    uint64_t b = p[i++], raw = b & 0x7f;
-    for (int shift = 7; b & 0x80; shift += 7) {
-        if (i >= end)
-            return 0;
-        b = p[i++];
-        if (shift == 63) {
-            if (b > 1)
-                return 0;
-            raw |= b << 63;
-            break;
-        }
-        raw |= (b & 0x7f) << shift;
-    }
-    *out = (int64_t)((raw >> 1) ^ (0u - (raw & 1)));
-    *pos = i;
-    return 1;
-}
-
-/* A length-prefixed field (length ``min_length`` or more, -1 meaning null when allowed)
- * ending by ``end``: 1 with *pos past it and *null set, else 0. */
-static inline int skip_bytes(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int32_t min_length,
-                             int *null) {
-    int32_t length;
-    if (!read_varint(p, pos, end, &length) || length < min_length || length > end - *pos)
-        return 0;
-    *null = length < 0;
-    if (length > 0)
-        *pos += length;
-    return 1;
-}
-
-/* The headers of a record from its header count at p[*pos] to ``end``. */
-static int skip_headers(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end) {
-    int32_t count;
-    int null;
-    /* Each header takes at least two bytes (two lengths), which bounds the loop. */
-    if (!read_varint(p, pos, end, &count) || count < 0 || count > (end - *pos) / 2)
-        return 0;
-    for (int32_t h = 0; h < count; h++) {
-        if (!skip_bytes(p, pos, end, 0, &null) || !skip_bytes(p, pos, end, -1, &null))
-            return 0;
-    }
-    return 1;
-}
-
-/* Walk the ``count`` records of a section (see the top of this file): a WALK_ verdict, with
- * ``w`` filled. With ``null_keys`` (a list) every record without a key is appended to it by
- * index and the walk goes on (-1 with an exception if appending fails); else, when
- * ``compacted``, the first such record ends the walk with WALK_NULL_KEY. */
-static int walk_records(const unsigned char *p, Py_ssize_t len, int32_t count, int64_t base_timestamp,
-                        int compacted, PyObject *null_keys, Walk *w) {
-    /* Locals, not w's fields, in the loop: stores through ``w`` could alias ``p``. */
-    Py_ssize_t pos = 0;
-    int64_t max_timestamp = NO_TIMESTAMP;
-    int32_t index_of_max = -1, i = 0;
-    int verdict = WALK_OK;
-    for (; i < count; i++) {
-        int32_t length, offset_delta;
-        int64_t timestamp_delta;
-        int null_key, null_value;
-        if (pos >= len) {
-            verdict = WALK_TOO_FEW;
-            break;
-        }
-        if (!read_varint(p, &pos, len, &length) || length < MIN_RECORD_BODY || length > len - pos) {
-            verdict = WALK_MALFORMED;
-            break;
-        }
-        Py_ssize_t end = pos + length;
-        pos++; /* attributes: unused */
-        if (!read_varlong(p, &pos, end, &timestamp_delta) || !read_varint(p, &pos, end, &offset_delta)
-            || !skip_bytes(p, &pos, end, -1, &null_key) || !skip_bytes(p, &pos, end, -1, &null_value)) {
-            verdict = WALK_MALFORMED;
-            break;
-        }
-        if (pos + 1 == end && p[pos] == 0) /* no headers: nearly every record (pos < end first) */
-            pos = end;
-        else if (!skip_headers(p, &pos, end) || pos != end) {
-            verdict = WALK_MALFORMED;
-            break;
-        }
-        if (offset_delta != i) {
-            verdict = WALK_OFFSET_DELTA;
-            break;
-        }
-        if (null_key && compacted) {
-            if (null_keys == NULL) {
-                verdict = WALK_NULL_KEY;
-                break;
-            }
-            PyObject *index = PyLong_FromLong(i);
-            if (index == NULL || PyList_Append(null_keys, index) < 0) {
-                Py_XDECREF(index);
-                return -1;
-            }
-            Py_DECREF(index);
-        }
-        /* Java's long addition: wraps (only for timestamps no clock gives). */
-        int64_t timestamp = (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
-        if (timestamp > max_timestamp) {
-            max_timestamp = timestamp;
-            index_of_max = i;
-        }
-    }
-    if (verdict == WALK_OK && pos != len)
-        verdict = WALK_TOO_MANY;
-    w->max_timestamp = max_timestamp;
-    w->index_of_max = index_of_max;
-    w->index = i;
-    return verdict;
 }
 
 /* Size of the batch at ``b`` (``remaining`` bytes from it to the end of the buffer), or 0

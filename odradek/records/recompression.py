@@ -96,7 +96,7 @@ def recompress_batch(
 
 def recompress_batches(buf, batches, codec: int, level: int | None = None):
     """``(buffer, [(pos, size, header)])`` with every batch of ``batches`` (positions in
-    ``buf``, as ``partition._split_batches`` gives them) whose codec is not ``codec``
+    ``buf``, as ``produce_validation.split_batches`` gives them) whose codec is not ``codec``
     rewritten into it; batches already in ``codec`` are copied as they are.
 
     When no batch needs rewriting, ``buf`` and ``batches`` themselves are returned (no copy).

@@ -1,7 +1,8 @@
 """A partition this broker hosts: its log, its role, its high watermark, its producers.
 
 The produce path (``append_records_as_leader``) works per batch in Python; the one per-record
-step, the walk of each batch's records, is a C loop (``records/_log_validator.c``):
+step, the walk of each batch's records, is a C loop (``records/_log_validator.c``); the checks that need no partition state are
+in ``replication/produce_validation.py``:
 
 1. split the request's records into batches by their length fields; the bytes must be whole
    batches (else CORRUPT_MESSAGE);
@@ -12,7 +13,7 @@ step, the walk of each batch's records, is a C loop (``records/_log_validator.c`
    ``LogValidator`` does (``records/log_validator.py``: codec, decompression within a bound,
    every record's framing, keys on compacted topics), which also yields the largest record
    timestamp; and on CreateTime topics timestamps within ``message.timestamp.before.max.ms``
-   / ``after.max.ms`` of the broker's clock (``_produce_settings``);
+   / ``after.max.ms`` of the broker's clock (``produce_validation.settings_for``);
 4. check idempotent producers' sequence numbers (duplicates are acknowledged with the offsets
    they were first written at, and not appended again);
 5. only when the topic's ``compression.type`` is not ``producer``: rewrite each batch of
@@ -29,49 +30,37 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from odradek.coordinator.producer_state import ProducerStateManager
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
 from odradek.records._log_validator import validate_and_assign
-from odradek.records.conversion import legacy_to_v2
 from odradek.records.errors import (
     CorruptRecordError,
     DecompressionLimitError,
     InvalidRecordError,
     UnsupportedCompressionTypeError,
 )
-from odradek.records.log_validator import (
-    INLINE_DECOMPRESSED,
-    RecordsSummary,
-    check_batch_records,
-    inline_decompress,
-    inline_decompressor,
-    inline_limit,
-    max_decompressed,
+from odradek.records.log_validator import RecordsSummary, check_batch_records, max_decompressed
+from odradek.replication.produce_validation import (
+    NO_SETTINGS,
+    ProduceError,
+    ProduceSettings,
+    check_timestamps,
+    recompress,
+    set_max_timestamps,
+    settings_for,
+    split_or_refuse,
+    validate_client_batch,
 )
-from odradek.records.recompression import recompress_batches, target_codec
 from odradek.replication.follower_state import FollowerState
 from odradek.replication.isr import IsrChange, expand_isr, high_watermark_bound, maximal_isr, shrink_isr
 from odradek.storage._fast_append import append_to_active_segment
 from odradek.storage.append_info import LogAppendInfo
-from odradek.storage.config import LOG_APPEND_TIME, LONG_MAX
+from odradek.storage.config import LOG_APPEND_TIME
 from odradek.storage.errors import RecordBatchTooLargeError
 
-# The distance of an unlimited bound from the clock: no int64 timestamp is beyond it.
-_UNLIMITED = 2**64
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-class ProduceError(Exception):
-    """A produce to one partition failed with a Kafka error code; ``record_errors``:
-    ``(index in its batch, message)`` of the records at fault (KIP-467)."""
-
-    def __init__(self, error: ErrorCode, message: str, record_errors: tuple[tuple[int, str], ...] = ()) -> None:
-        super().__init__(message)
-        self.error = error
-        self.record_errors = record_errors
 
 
 class CheckOffLoop(Exception):
@@ -88,32 +77,6 @@ class ProduceResult:
     log_start_offset: int
 
 
-class ProduceSettings(NamedTuple):
-    """What a produce needs of the log's config (``_produce_settings``), worked out once per
-    config: a config change replaces the config object, so an identity test finds a stale one.
-
-    A produced batch's timestamps must lie within ``[now - before_ms, now + after_ms]``
-    (``_UNLIMITED`` when there is no bound); ``recompress_to`` is the ``(codec, level)``
-    batches are rewritten into, None for ``compression.type=producer``; ``plain``: the
-    produce fast path may append (batches kept as they are, CreateTime, no
-    ``flush.messages``); ``bounded``: some timestamp bound is set, so a produce reads the clock;
-    ``compacted``: ``cleanup.policy`` has ``compact``, so every record needs a key;
-    ``inline_limit``: the bytes a batch's records may take decompressed on the event loop
-    (``records/log_validator.py``), and ``decompress`` the fast path's decompressor for it.
-    """
-
-    config: object
-    before_ms: int
-    after_ms: int
-    recompress_to: tuple[int, int | None] | None
-    plain: bool
-    bounded: bool
-    compacted: bool
-    inline_limit: int = INLINE_DECOMPRESSED
-    decompress: object = inline_decompress
-
-
-_NO_SETTINGS = ProduceSettings(None, _UNLIMITED, _UNLIMITED, None, False, False, False)
 _NO_FOLLOWER = FollowerState()
 
 
@@ -148,7 +111,7 @@ class Partition:
     clock: object = None  # reads the time for the high watermark when a follower lags
     # Recomputed only when a config change replaced the log's config, so a produce pays an
     # identity test, not property calls.
-    produce_settings: ProduceSettings = field(default=_NO_SETTINGS, repr=False, compare=False)
+    produce_settings: ProduceSettings = field(default=NO_SETTINGS, repr=False, compare=False)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -175,7 +138,7 @@ class Partition:
         appended, CheckOffLoop (nothing changed) when records must be checked off the loop.
         """
         config = self.log.config
-        buf, batches = _split_or_refuse(records)
+        buf, batches = split_or_refuse(records)
         settings = self._settings(config)
         summaries, idempotent = self._check_batches(buf, batches, config, settings, now_ms, checked)
         if idempotent:
@@ -184,9 +147,9 @@ class Partition:
                 return ProduceResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
         if append_time < 0:
-            batches = _set_max_timestamps(buf, batches, summaries)
+            batches = set_max_timestamps(buf, batches, summaries)
         if settings.recompress_to is not None:  # compression.type is not "producer"
-            buf, batches = _recompress(buf, batches, settings.recompress_to, config.max_message_bytes)
+            buf, batches = recompress(buf, batches, settings.recompress_to, config.max_message_bytes)
         info = self._assign_offsets(buf, batches, append_time, summaries)
         refusal = self._log_refusal(len(buf), info.first_offset, info.last_offset)
         if refusal is not None:
@@ -201,7 +164,7 @@ class Partition:
         bound (``max_decompressed``), for ``append_records_as_leader(checked=...)``. Reads
         only ``records`` and the config, so it may run on a worker thread (the decompressors
         and the walk release the GIL). Raises ProduceError as the append would."""
-        buf, batches = _split_or_refuse(records)
+        buf, batches = split_or_refuse(records)
         config = self.log.config
         limit = max_decompressed(config.max_message_bytes)
         compacted = config.compact_enabled
@@ -218,13 +181,13 @@ class Partition:
         summaries = []
         idempotent = False
         for i, (pos, size, header) in enumerate(batches):
-            _validate_client_batch(header, size, max_message_bytes)
+            validate_client_batch(header, size, max_message_bytes)
             summary = (checked[i] if checked is not None
                        else self._check_records(buf, pos, size, header, compacted, settings.inline_limit))
             summaries.append(summary)
             # Two comparisons per batch; only a batch past a bound pays for a call.
             if header.base_timestamp < low or summary.max_timestamp > high:
-                _check_timestamps(header._replace(max_timestamp=summary.max_timestamp), low, high)
+                check_timestamps(header._replace(max_timestamp=summary.max_timestamp), low, high)
             idempotent = idempotent or header.producer_id >= 0
         return summaries, idempotent
 
@@ -342,7 +305,7 @@ class Partition:
         """``produce_settings``, worked out again only when ``config`` replaced the log's."""
         settings = self.produce_settings
         if settings.config is not config:
-            settings = self.produce_settings = _produce_settings(config)
+            settings = self.produce_settings = settings_for(config)
         return settings
 
     def _check_producers(self, batches):
@@ -488,137 +451,3 @@ class Partition:
 def _storage_error(part: Partition, error: OSError) -> ProduceError:
     return ProduceError(ErrorCode.KAFKA_STORAGE_ERROR,
                         f"write to {part.topic}-{part.index} failed: {error.strerror or error}")
-
-
-def _split_or_refuse(records):
-    """``_split_batches`` with its errors as ProduceError."""
-    try:
-        return _split_batches(records)
-    except CorruptRecordError as e:
-        raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
-    except InvalidRecordError as e:
-        raise ProduceError(ErrorCode.INVALID_RECORD, str(e)) from None
-
-
-def _set_max_timestamps(buf, batches, summaries: list[RecordsSummary]):
-    """Give each batch its records' largest timestamp where its header says otherwise, as
-    Kafka does on append (``setMaxTimestamp``: the header and the CRC, records untouched);
-    the batches with their headers as they now are."""
-    out = batches
-    for i, ((pos, size, header), summary) in enumerate(zip(batches, summaries)):
-        if summary.max_timestamp != header.max_timestamp:
-            rb.set_max_timestamp(buf, pos, size, summary.max_timestamp)
-            if out is batches:
-                out = list(batches)
-            out[i] = (pos, size, header._replace(max_timestamp=summary.max_timestamp))
-    return out
-
-
-def _split_batches(records):
-    """``(buffer, [(pos, size, header)])`` for the whole batches of a produce request.
-
-    Legacy message sets (magic 0 or 1) are converted to v2 batches; the returned buffer is
-    then the converted one.
-    """
-    if records is None or len(records) == 0:
-        raise CorruptRecordError("no records")
-    buf = records
-    if len(buf) > rb.MAGIC_OFFSET and buf[rb.MAGIC_OFFSET] < 2:
-        buf = memoryview(bytearray(legacy_to_v2(bytes(buf))))
-    batches = []
-    pos, end = 0, len(buf)
-    while pos < end:
-        size = rb.batch_size_at(buf, pos)
-        if pos + size > end:
-            raise CorruptRecordError("produce request ends inside a batch")
-        batches.append((pos, size, rb.validate(buf, pos, size)))
-        pos += size
-    return buf, batches
-
-
-def _recompress(buf, batches, target: tuple[int, int | None], max_message_bytes: int):
-    """The batches rewritten into the topic's codec (``target``: ``(codec, level)``).
-
-    As in Kafka (``UnifiedLog.append`` re-checks sizes after ``LogValidator`` recompressed),
-    a rewritten batch must also fit ``max.message.bytes`` (MESSAGE_TOO_LARGE); a records
-    section that does not decompress is CORRUPT_MESSAGE. Idempotent producers' duplicate
-    detection ran before this on header fields the rewrite keeps, so it is unaffected.
-    """
-    try:
-        buf, batches = recompress_batches(buf, batches, target[0], target[1])
-    except CorruptRecordError as e:
-        raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
-    for _, size, _ in batches:
-        if size > max_message_bytes:
-            raise ProduceError(
-                ErrorCode.MESSAGE_TOO_LARGE,
-                f"batch of {size} bytes after recompression exceeds max.message.bytes {max_message_bytes}",
-            )
-    return buf, batches
-
-
-def _produce_settings(config) -> ProduceSettings:
-    """The ``ProduceSettings`` of a log's config.
-
-    Kafka's ``LogValidator.validateTimestamp`` (3.6+, KIP-937) refuses a record whose
-    timestamp is more than ``message.timestamp.before.max.ms`` before the broker's clock or
-    more than ``message.timestamp.after.max.ms`` after it (each falling back to the deprecated
-    ``message.timestamp.difference.max.ms`` while at its ``Long.MAX_VALUE`` default; see
-    ``LogConfig.timestamp_before_max_ms``); records without a timestamp (-1) are not checked,
-    nor are LogAppendTime topics. A limit left at ``Long.MAX_VALUE`` is no limit at all
-    (``_UNLIMITED``, beyond any int64 timestamp).
-    """
-    target = target_codec(config)
-    if config.message_timestamp_type == LOG_APPEND_TIME:
-        return ProduceSettings(config, _UNLIMITED, _UNLIMITED, target, False, False, config.compact_enabled,
-                               *_inline(config))
-    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
-    before = _UNLIMITED if before == LONG_MAX else before
-    after = _UNLIMITED if after == LONG_MAX else after
-    plain = target is None and config.flush_messages == LONG_MAX
-    return ProduceSettings(config, before, after, target, plain, before != _UNLIMITED or after != _UNLIMITED,
-                           config.compact_enabled, *_inline(config))
-
-
-def _inline(config) -> tuple[int, object]:
-    """``(inline_limit, decompress)`` of ``ProduceSettings`` for a log's config."""
-    limit = inline_limit(config.max_message_bytes)
-    return limit, (inline_decompress if limit == INLINE_DECOMPRESSED else inline_decompressor(limit))
-
-
-def _check_timestamps(header: rb.BatchHeader, low: int, high: int) -> None:
-    """Raise INVALID_TIMESTAMP (32) if the batch's timestamps are outside ``[low, high]``.
-
-    ``header`` carries the largest record timestamp the record walk found as its
-    ``max_timestamp``: it is checked against ``high``, so every record is; against ``low``
-    only ``base_timestamp`` is (the first record's timestamp, from which the others are
-    stored as deltas): a later record below it (a negative delta) is not checked. Kafka
-    checks each record; producers stamp records in the order they are appended to a batch,
-    so such a record is rare (a timestamp the application set explicitly). A failing batch fails the whole partition's append, as in
-    Kafka; the client sees INVALID_TIMESTAMP, which it does not retry.
-    """
-    base, top = header.base_timestamp, header.max_timestamp
-    if base != rb.NO_TIMESTAMP and base < low:
-        ts, which = base, "first"
-    elif top != rb.NO_TIMESTAMP and top > high:
-        ts, which = top, "largest"
-    else:
-        return  # only a missing timestamp (-1) was past the bound
-    shown_low = "-inf" if low < -(2**63) else low
-    shown_high = "+inf" if high >= 2**63 else high
-    raise ProduceError(
-        ErrorCode.INVALID_TIMESTAMP,
-        f"One or more records have been rejected due to invalid timestamp: timestamp {ts} of the "
-        f"batch's {which} record is out of range; it should be within [{shown_low}, {shown_high}]",
-    )
-
-
-def _validate_client_batch(header: rb.BatchHeader, size: int, max_message_bytes: int) -> None:
-    if size > max_message_bytes:
-        raise ProduceError(
-            ErrorCode.MESSAGE_TOO_LARGE, f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes}"
-        )
-    if header.last_offset_delta + 1 != header.records_count:
-        raise ProduceError(ErrorCode.INVALID_RECORD, "record count does not match offset delta")
-    if header.is_control:
-        raise ProduceError(ErrorCode.INVALID_RECORD, "clients may not write control batches")

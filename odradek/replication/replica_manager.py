@@ -28,7 +28,8 @@ from odradek.coordinator.producer_state import (
     ProducerStateManager,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.replication.partition import CheckOffLoop, Partition, ProduceError, ProduceResult
+from odradek.replication.partition import CheckOffLoop, Partition, ProduceResult
+from odradek.replication.produce_validation import ProduceError
 
 log = logging.getLogger("odradek.replication")
 

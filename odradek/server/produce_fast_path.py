@@ -37,7 +37,7 @@ path answers it; the others are appended and answered as usual.
 from __future__ import annotations
 
 from odradek.protocol._produce_codec import encode_response, parse_request
-from odradek.replication.partition import ProduceError
+from odradek.replication.produce_validation import ProduceError
 from odradek.server.broker import INTERNAL_TOPICS
 
 

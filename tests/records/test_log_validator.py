@@ -25,13 +25,14 @@ from odradek.records.errors import CorruptRecordError, InvalidRecordError
 from odradek.records.log_validator import INLINE_DECOMPRESSED, inline_decompress
 from odradek.records.record import decode_records
 from odradek.replication import partition as pp
+from odradek.replication import produce_validation as pv
 from tests.records import bad_batches as bad
 from tests.records.strategies import CODECS, blobs, header_lists
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-# What _produce_settings makes of an unlimited bound: beyond any int64 timestamp.
-UNLIMITED = pp._UNLIMITED
+# What settings_for makes of an unlimited bound: beyond any int64 timestamp.
+UNLIMITED = pv.UNLIMITED
 NOW = 1_700_000_000_000
 
 BATCH_LENGTH, LAST_OFFSET_DELTA, BASE_TIMESTAMP, MAX_TIMESTAMP = 8, 23, 27, 35
@@ -48,7 +49,7 @@ def python_path(records, base_offset, leader_epoch, max_message_bytes, low, high
     """
     buf = memoryview(bytearray(records))
     try:
-        converted, batches = pp._split_batches(buf)
+        converted, batches = pv.split_batches(buf)
     except (CorruptRecordError, InvalidRecordError):
         return None
     if converted is not buf:
@@ -57,14 +58,15 @@ def python_path(records, base_offset, leader_epoch, max_message_bytes, low, high
                                 log=SimpleNamespace(config=SimpleNamespace(max_message_bytes=max_message_bytes)))
     partition._check_records = lambda *args: pp.Partition._check_records(partition, *args)
     # The bounds as ProduceSettings holds them, around a clock at 0.
-    settings = pp.ProduceSettings(None, -low, high, None, True, True, compacted, *pp._inline(partition.log.config))
+    settings = pv.ProduceSettings(None, -low, high, None, True, True, compacted,
+                                  *pv.inline_settings(partition.log.config))
     try:
         summaries, _ = pp.Partition._check_batches(partition, buf, batches, partition.log.config, settings, 0, None)
-    except (pp.ProduceError, pp.CheckOffLoop):
+    except (pv.ProduceError, pp.CheckOffLoop):
         return None
     if any(header.producer_id != rb.NO_PRODUCER_ID or header.is_transactional for _, _, header in batches):
         return None  # producer state is Python's
-    batches = pp._set_max_timestamps(buf, batches, summaries)
+    batches = pv.set_max_timestamps(buf, batches, summaries)
     try:
         info = pp.Partition._assign_offsets(partition, buf, batches, -1, summaries)
     except (ValueError, struct.error):
@@ -119,7 +121,7 @@ def patched(batch, offset, fmt, value, fix_crc=True):
 
 def fast_decompress(max_message_bytes):
     """The fast path's decompressor for a topic of that ``max.message.bytes``."""
-    return pp._inline(SimpleNamespace(max_message_bytes=max_message_bytes))[1]
+    return pv.inline_settings(SimpleNamespace(max_message_bytes=max_message_bytes))[1]
 
 
 def assert_refused(records, *args, compacted=False):
@@ -599,9 +601,9 @@ def test_small_max_message_bytes_bounds_what_is_decompressed_on_both_paths():
     assert check_agrees(batch, max_message_bytes=len(batch)) is None
     partition = SimpleNamespace(topic="t", index=0, log=SimpleNamespace(config=SimpleNamespace(
         max_message_bytes=10_000)))
-    with pytest.raises(pp.ProduceError) as refused:
+    with pytest.raises(pv.ProduceError) as refused:
         pp.Partition._check_records(partition, batch, 0, len(batch), rb.read_header(batch), False, 1 << 20)
-    assert refused.value.error == pp.ErrorCode.INVALID_RECORD
+    assert refused.value.error == pv.ErrorCode.INVALID_RECORD
 
 
 def test_the_section_given_to_decompress_is_released_after_the_call():

@@ -14,7 +14,8 @@ import pytest
 from odradek.records.batch import read_header
 from odradek.records.reader import iter_batches
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.replication.partition import Partition, ProduceError
+from odradek.replication.partition import Partition
+from odradek.replication.produce_validation import ProduceError
 from odradek.storage.config import LogConfig
 from tests.storage.helpers import T0, make_batch, open_log
 

@@ -14,7 +14,8 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
 from odradek.records import compression as codecs
 from odradek.records.reader import iter_batches
-from odradek.replication.partition import CheckOffLoop, Partition, ProduceError
+from odradek.replication.partition import CheckOffLoop, Partition
+from odradek.replication.produce_validation import ProduceError
 from odradek.storage.config import LOG_APPEND_TIME, LogConfig
 from tests.storage.helpers import T0, make_batch, open_log
 

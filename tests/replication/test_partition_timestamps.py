@@ -10,7 +10,8 @@ import uuid
 import pytest
 
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.replication.partition import Partition, ProduceError
+from odradek.replication.partition import Partition
+from odradek.replication.produce_validation import ProduceError
 from odradek.storage.config import LogConfig
 from tests.storage.helpers import T0, make_batch, open_log
 

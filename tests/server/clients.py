@@ -170,6 +170,22 @@ def consume_kafka_python(bootstrap: str, topic: str, expected: int, *, offsets: 
         consumer.close()
 
 
+def read_from_beginning(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int, bytes]]:
+    """Every record of partitions 0 to ``partitions - 1`` of ``topic`` with kafka-python, from
+    the beginning until 1.5 s pass without one, as sorted ``(partition, offset, value)``."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="earliest", consumer_timeout_ms=1500)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        return sorted((r.partition, r.offset, r.value) for r in consumer)
+    finally:
+        consumer.close()
+
+
 def consume_confluent(bootstrap: str, topic: str, expected: int, *, offsets: dict[int, int] | None = None,
                       timeout: float = DEADLINE_S, partitions: int | None = None, **config) -> list[Rec]:
     """Read with confluent-kafka's ``assign()`` (a group.id is required but never joined)."""

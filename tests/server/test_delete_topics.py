@@ -7,7 +7,7 @@ import errno
 import os
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from odradek.metadata.cluster_metadata import ClusterMetadata
@@ -15,7 +15,7 @@ from odradek.server.topics import TopicManager
 from odradek.storage import log_manager as log_manager_module
 from odradek.storage.checkpoint import OffsetCheckpointFile
 from odradek.testing.broker import InProcessBroker
-from tests.server.clients import wait_until
+from tests.server.clients import read_from_beginning, wait_until
 
 TOPIC = "doomed"
 
@@ -51,15 +51,7 @@ def produce(bootstrap, values, partitions=3):
 
 
 def read_all(bootstrap, partitions=3):
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                             auto_offset_reset="earliest", consumer_timeout_ms=1500)
-    try:
-        tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        return sorted((r.partition, r.offset, r.value) for r in consumer)
-    finally:
-        consumer.close()
+    return read_from_beginning(bootstrap, TOPIC, partitions)
 
 
 def rename_failing_for(name):

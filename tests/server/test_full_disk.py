@@ -9,14 +9,13 @@ import logging
 import os
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.testing.broker import BrokerProcess, InProcessBroker
 from tests.server.full_disk import TinyFilesystem, full_disk  # noqa: F401 (the fixture)
-from tests.server.clients import wait_until
+from tests.server.clients import read_from_beginning, wait_until
 from tests.server.wire import WireClient, message, simple_batch
 
 TOPIC = "t"
@@ -42,15 +41,7 @@ def produce(client, batches: dict[int, list[bytes]], version=8):
 
 
 def read_all(bootstrap, partitions=2):
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                             auto_offset_reset="earliest", consumer_timeout_ms=1500)
-    try:
-        tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        return sorted((r.partition, r.offset, r.value) for r in consumer)
-    finally:
-        consumer.close()
+    return read_from_beginning(bootstrap, TOPIC, partitions)
 
 
 def log_files_whole(broker):

@@ -23,11 +23,11 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.records.reader import iter_batches
 from odradek.replication.partition import Partition
-from odradek.testing.broker import InProcessBroker
 from tests.records import bad_batches as bad
 from tests.server.clients import unique_topic
 from tests.server.group_clients import create_topic
 from tests.server.wire import WireClient, fetch_body
+from tests.server.wire_fixtures import module_broker, wire_client  # noqa: F401 (the fixtures)
 
 PATHS = {"fast": {}, "generic": {"flush.messages": 10**9}, "recompressing": {"compression.type": "lz4"}}
 CASES = {
@@ -41,19 +41,6 @@ CASES = {
     # max.message.bytes 100000 below: records may decompress to 3.2 MB at most.
     "gzip-bomb": (lambda: bad.gzip_bomb(8 << 20), ErrorCode.INVALID_RECORD, []),
 }
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with InProcessBroker(tmp_path_factory.mktemp("data")) as b:
-        yield b
-
-
-@pytest.fixture
-def wire(broker):
-    client = WireClient(broker.bootstrap)
-    yield client
-    client.close()
 
 
 def _topic(broker, path: str, **configs) -> str:

@@ -35,7 +35,8 @@ from odradek.protocol.generated.produce_response import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from odradek.replication.partition import CheckOffLoop, ProduceError
+from odradek.replication.partition import CheckOffLoop
+from odradek.replication.produce_validation import ProduceError
 from odradek.server.handlers.produce_flush import flush_all
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE
 

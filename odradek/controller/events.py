@@ -1,0 +1,144 @@
+"""The controller's events (Kafka's ``ControllerEvent`` subclasses in ``ControllerState`` /
+``KafkaController.scala``), as values carrying what the edge read from the store.
+
+The edge turns store watches and broker requests into these and hands them, one at a time,
+to `controller.Controller.handle`. Each carries the data it is about (the new live broker
+set, the topics now under ``/brokers/topics``, ...), read by the edge, so the controller never
+reads the store itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from odradek.controller.commands import LiveBroker, TopicPartition
+from odradek.metadata.layout import PartitionState, TopicAssignment
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """What a newly elected controller reads (Kafka's ``initializeControllerContext``):
+    its epoch and the version of ``/controller_epoch`` it wrote, live brokers, topics with
+    their assignments, partition states (with their znode versions), topics under
+    ``/admin/delete_topics``, and topics with ``unclean.leader.election.enable=true``."""
+
+    controller_id: int
+    epoch: int
+    epoch_zk_version: int
+    live_brokers: tuple[LiveBroker, ...] = ()
+    topics: tuple[TopicAssignment, ...] = ()
+    partition_states: Mapping[TopicPartition, PartitionState] = field(default_factory=dict)
+    topics_to_delete: frozenset[str] = frozenset()
+    unclean_topics: frozenset[str] = frozenset()
+    unclean_default: bool = False
+
+
+class ControllerEvent:
+    """Base of the events."""
+
+
+@dataclass(frozen=True)
+class Startup(ControllerEvent):
+    """This broker won the election (``/controller`` created, ``/controller_epoch`` bumped):
+    Kafka's ``onControllerFailover`` from ``snapshot``."""
+
+    snapshot: ClusterSnapshot
+
+
+@dataclass(frozen=True)
+class Resign(ControllerEvent):
+    """Another broker is controller now (or a write met a newer controller epoch)."""
+
+
+@dataclass(frozen=True)
+class BrokerChange(ControllerEvent):
+    """The children of ``/brokers/ids`` changed: ``live_brokers`` is the new live set. A
+    broker whose epoch changed restarted (Kafka's "bounced" brokers)."""
+
+    live_brokers: tuple[LiveBroker, ...]
+
+
+@dataclass(frozen=True)
+class TopicChange(ControllerEvent):
+    """The children of ``/brokers/topics`` changed: every topic now there."""
+
+    topics: tuple[TopicAssignment, ...]
+
+
+@dataclass(frozen=True)
+class PartitionModifications(ControllerEvent):
+    """``/brokers/topics/<t>`` changed (partitions were added): its new assignment."""
+
+    topic: TopicAssignment
+
+
+@dataclass(frozen=True)
+class TopicDeletion(ControllerEvent):
+    """The children of ``/admin/delete_topics``: topics to delete."""
+
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TopicDeletionStopReplicaResponse(ControllerEvent):
+    """A broker answered a StopReplica with delete: the partitions it deleted and those
+    that failed."""
+
+    broker_id: int
+    deleted: tuple[TopicPartition, ...] = ()
+    failed: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class IsrChangeNotification(ControllerEvent):
+    """Leaders changed ISRs in the store themselves (``/isr_change_notification``): the
+    partition states now there, as the edge read them."""
+
+    states: Mapping[TopicPartition, PartitionState]
+
+
+@dataclass(frozen=True)
+class AlterPartition(ControllerEvent):
+    """A leader asks for a new ISR (Kafka's AlterIsr / AlterPartition): per partition the
+    leader epoch and state version it holds and the ISR it wants."""
+
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[tuple[TopicPartition, int, tuple[int, ...], int], ...]
+    """``(partition, leader_epoch, new_isr, zk_version)`` entries."""
+
+
+@dataclass(frozen=True)
+class ControlledShutdown(ControllerEvent):
+    """Broker ``broker_id`` asks to shut down: move its leaderships away first."""
+
+    broker_id: int
+    broker_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class PreferredReplicaElection(ControllerEvent):
+    """Move leadership back to the preferred replicas of ``partitions`` (None: all), as
+    ``auto.leader.rebalance.enable`` and ``kafka-leader-election.sh`` do."""
+
+    partitions: tuple[TopicPartition, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PartitionReassignment(ControllerEvent):
+    """Move partitions to new replicas (AlterPartitionReassignments, or
+    ``/admin/reassign_partitions``): target replicas per partition, the preferred first."""
+
+    targets: Mapping[TopicPartition, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrConflict(ControllerEvent):
+    """A conditional write failed on its version: the states now in the store of every
+    partition written by the failed command list (`commands.written_partitions`), and the
+    topic znodes it set (`commands.written_topics`), as read back."""
+
+    states: Mapping[TopicPartition, PartitionState]
+    topics: Mapping[str, TopicAssignment] = field(default_factory=dict)
+

@@ -1,0 +1,174 @@
+"""`RequestBatch`: the commands of one controller event, as Kafka's
+``ControllerBrokerRequestBatch`` gathers them (``ControllerChannelManager.scala``).
+
+The state machines add znode writes (in the order they must run) and per-broker requests;
+`drain` returns the writes, then for each broker (by id) its LeaderAndIsr, UpdateMetadata
+and StopReplica. Within a batch:
+
+* LeaderAndIsr: one entry per (broker, partition), the latest added wins, ``is_new`` is kept
+  once set (Kafka ORs it); adding one also queues the partition in UpdateMetadata for every
+  live broker, as Kafka does;
+* UpdateMetadata partition states are taken from the context when the batch is drained, so
+  they are the latest; partitions of topics being deleted are sent with leader
+  `LEADER_DURING_DELETE`; partitions with no leader and ISR yet are left out;
+* StopReplica: one entry per (broker, partition), delete once set stays set;
+* requests go only to live (or shutting-down) brokers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from odradek.controller.commands import (
+    EPOCH_DURING_DELETE,
+    LEADER_DURING_DELETE,
+    BrokerRequest,
+    Command,
+    LeaderAndIsrPartition,
+    LeaderAndIsrRequest,
+    StopReplicaPartition,
+    StopReplicaRequest,
+    TopicPartition,
+    UpdateMetadataPartition,
+    UpdateMetadataRequest,
+    ZnodeWrite,
+)
+from odradek.controller.controller_context import ControllerContext
+from odradek.metadata.layout import PartitionState
+
+
+class RequestBatch:
+    """Commands gathered while one event is handled; see the module docstring."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self._reset()
+
+    def _reset(self) -> None:
+        self.writes: list[ZnodeWrite] = []
+        self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartition]] = {}
+        self.update_metadata: dict[int, set[TopicPartition]] = {}
+        self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartition]] = {}
+
+    def is_empty(self) -> bool:
+        return not (self.writes or self.leader_and_isr or self.update_metadata or self.stop_replica)
+
+    def add_write(self, write: ZnodeWrite) -> None:
+        """Queue a write; a create-if-missing already queued is not queued twice."""
+        if getattr(write, "exists_ok", False) and write in self.writes:
+            return
+        self.writes.append(write)
+
+    def add_leader_and_isr(
+        self, brokers: Iterable[int], tp: TopicPartition, state: PartitionState, is_new: bool
+    ) -> None:
+        """Kafka's ``addLeaderAndIsrRequestForBrokers``."""
+        assignment = self.ctx.assignments[tp]
+        for broker in brokers:
+            if broker < 0:
+                continue
+            per_broker = self.leader_and_isr.setdefault(broker, {})
+            old = per_broker.get(tp)
+            per_broker[tp] = LeaderAndIsrPartition(
+                tp[0],
+                tp[1],
+                state.controller_epoch,
+                state.leader,
+                state.leader_epoch,
+                tuple(state.isr),
+                state.zk_version,
+                assignment.replicas,
+                assignment.adding,
+                assignment.removing,
+                is_new or (old is not None and old.is_new),
+            )
+        self.add_update_metadata(self.ctx.live_or_shutting_down_ids(), [tp])
+
+    def add_update_metadata(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> None:
+        """Kafka's ``addUpdateMetadataRequestForBrokers``: no partitions still sends the
+        broker list."""
+        partitions = list(partitions)
+        for broker in brokers:
+            self.update_metadata.setdefault(broker, set()).update(partitions)
+
+    def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
+        """Kafka's ``addStopReplicaRequestForBrokers``."""
+        state = self.ctx.leadership.get(tp)
+        if delete:
+            epoch = EPOCH_DURING_DELETE
+        else:
+            epoch = state.leader_epoch if state else -1
+        for broker in brokers:
+            per_broker = self.stop_replica.setdefault(broker, {})
+            old = per_broker.get(tp)
+            keep_delete = delete or (old is not None and old.delete_partition)
+            per_broker[tp] = StopReplicaPartition(
+                tp[0], tp[1], EPOCH_DURING_DELETE if keep_delete else epoch, keep_delete
+            )
+
+    # -- emission -----------------------------------------------------------------------------
+
+    def drain(self) -> list[Command]:
+        """All commands, writes first; the batch is empty afterwards."""
+        out: list[Command] = list(self.writes)
+        live = self.ctx.live_or_shutting_down_ids()
+        targets = set(self.leader_and_isr) | set(self.update_metadata) | set(self.stop_replica)
+        for broker in sorted(targets & live):
+            out += self._requests_for(broker)
+        self._reset()
+        return out
+
+    def _header(self, broker: int) -> tuple[int, int, int, int]:
+        ctx = self.ctx
+        return (broker, ctx.controller_id, ctx.epoch, ctx.broker_epoch(broker))
+
+    def _topic_ids(self, topics: Iterable[str]) -> tuple[tuple[str, uuid.UUID], ...]:
+        ids = self.ctx.topic_ids
+        return tuple((t, ids[t]) for t in sorted(set(topics)) if t in ids)
+
+    def _requests_for(self, broker: int) -> list[BrokerRequest]:
+        ctx, out = self.ctx, []
+        header = self._header(broker)
+        if broker in self.leader_and_isr:
+            states = tuple(v for _, v in sorted(self.leader_and_isr[broker].items()))
+            leader_ids = {s.leader for s in states}
+            leaders = tuple(ctx.live_brokers[b] for b in sorted(leader_ids & set(ctx.live_brokers)))
+            out.append(
+                LeaderAndIsrRequest(
+                    *header, states, leaders, self._topic_ids(s.topic for s in states)
+                )
+            )
+        if broker in self.update_metadata:
+            states = tuple(
+                s for tp in sorted(self.update_metadata[broker]) if (s := self._metadata_state(tp))
+            )
+            brokers = tuple(ctx.live_brokers[b] for b in sorted(ctx.live_brokers))
+            out.append(
+                UpdateMetadataRequest(
+                    *header, states, brokers, self._topic_ids(s.topic for s in states)
+                )
+            )
+        if broker in self.stop_replica:
+            parts = tuple(v for _, v in sorted(self.stop_replica[broker].items()))
+            out.append(StopReplicaRequest(*header, parts))
+        return out
+
+    def _metadata_state(self, tp: TopicPartition) -> UpdateMetadataPartition | None:
+        state = self.ctx.leadership.get(tp)
+        if state is None or tp not in self.ctx.assignments:
+            return None
+        deleting = self.ctx.is_queued_for_deletion(tp[0])
+        return UpdateMetadataPartition(
+            tp[0],
+            tp[1],
+            state.controller_epoch,
+            LEADER_DURING_DELETE if deleting else state.leader,
+            state.leader_epoch,
+            tuple(state.isr),
+            state.zk_version,
+            self.ctx.replicas(tp),
+            self.ctx.offline_replicas(tp),
+        )

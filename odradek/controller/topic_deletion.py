@@ -1,0 +1,133 @@
+"""Topic deletion: Kafka's ``TopicDeletionManager``
+(``core/src/main/scala/kafka/controller/TopicDeletionManager.scala``), without I/O.
+
+A topic named under ``/admin/delete_topics`` is queued. While it is queued and eligible (no
+replica on a dead broker, no deletion already in flight), deletion starts:
+
+1. its partitions go Offline then NonExistent, and every live broker gets UpdateMetadata with
+   leader `commands.LEADER_DURING_DELETE` for them, so clients stop using them;
+2. replicas on live brokers go Offline, then ReplicaDeletionStarted (StopReplica with
+   delete); replicas on dead brokers go ReplicaDeletionIneligible and the topic waits;
+3. each StopReplica answer moves a replica to ReplicaDeletionSuccessful (or, on error,
+   ReplicaDeletionIneligible);
+4. when every replica succeeded the replicas become NonExistent, the topic leaves the
+   context, and the znodes go: ``/brokers/topics/<t>`` (recursively), ``/config/topics/<t>``,
+   then ``/admin/delete_topics/<t>``.
+
+A broker that comes back with replicas of a waiting topic makes it eligible again; its
+ineligible replicas go Offline and deletion is retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from odradek.controller.commands import DeleteZnode
+from odradek.controller.controller_context import (
+    ControllerContext,
+    PartitionReplica,
+)
+from odradek.controller.controller_context import PartitionStateName as P
+from odradek.controller.controller_context import ReplicaStateName as R
+from odradek.controller.partition_state_machine import PartitionStateMachine
+from odradek.controller.replica_state_machine import ReplicaStateMachine
+from odradek.controller.request_batch import RequestBatch
+from odradek.metadata import layout
+
+
+class TopicDeletionManager:
+    """Drives deletions through the two state machines; see the module docstring."""
+
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        batch: RequestBatch,
+        partitions: PartitionStateMachine,
+        replicas: ReplicaStateMachine,
+    ) -> None:
+        self.ctx = ctx
+        self.batch = batch
+        self.psm = partitions
+        self.rsm = replicas
+
+    def _replicas(self, topic: str) -> list[PartitionReplica]:
+        return self.ctx.replicas_for_partitions(self.ctx.partitions_for_topic(topic))
+
+    def _in_state(self, topic: str, state: R) -> list[PartitionReplica]:
+        return [r for r in self._replicas(topic) if self.ctx.replica_state(r) is state]
+
+    def enqueue(self, topics: Iterable[str]) -> None:
+        """Kafka's ``enqueueTopicsForDeletion``."""
+        self.ctx.topics_to_delete.update(t for t in topics if t in self.ctx.all_topics())
+        self.resume()
+
+    def resume_for(self, topics: Iterable[str]) -> None:
+        """Kafka's ``resumeDeletionForTopics``: the topics may be retried."""
+        queued = set(topics) & self.ctx.topics_to_delete
+        self.ctx.topics_ineligible_for_deletion -= queued
+        if queued:
+            self.resume()
+
+    def complete_replica_deletion(self, replicas: Iterable[PartitionReplica]) -> None:
+        started = [r for r in replicas if self.ctx.replica_state(r) is R.DELETION_STARTED]
+        self.rsm.handle_state_changes(started, R.DELETION_SUCCESSFUL)
+        self.resume()
+
+    def fail_replica_deletion(self, replicas: Iterable[PartitionReplica]) -> None:
+        replicas = [r for r in replicas if r[0][0] in self.ctx.topics_to_delete]
+        if not replicas:
+            return
+        self.rsm.handle_state_changes(replicas, R.DELETION_INELIGIBLE)
+        self.ctx.topics_ineligible_for_deletion.update(r[0][0] for r in replicas)
+        self.resume()
+
+    def resume(self) -> None:
+        """Kafka's ``resumeDeletions``: finish, retry or start each queued topic."""
+        eligible = []
+        for topic in sorted(self.ctx.topics_to_delete):
+            replicas = self._replicas(topic)
+            if all(self.ctx.replica_state(r) is R.DELETION_SUCCESSFUL for r in replicas):
+                self._complete(topic)
+                continue
+            if self._in_state(topic, R.DELETION_STARTED):
+                continue  # answers still awaited
+            if topic in self.ctx.topics_ineligible_for_deletion:
+                continue
+            ineligible = self._in_state(topic, R.DELETION_INELIGIBLE)
+            self.rsm.handle_state_changes(ineligible, R.OFFLINE)
+            eligible.append(topic)
+        if eligible:
+            self._start(eligible)
+
+    def _start(self, topics: list[str]) -> None:
+        """Kafka's ``onTopicDeletion`` and ``onPartitionDeletion``."""
+        ctx = self.ctx
+        unseen = [t for t in topics if t not in ctx.topics_deletion_started]
+        partitions = [tp for t in unseen for tp in ctx.partitions_for_topic(t)]
+        self.psm.handle_state_changes(partitions, P.OFFLINE)
+        self.psm.handle_state_changes(partitions, P.NON_EXISTENT)
+        ctx.topics_deletion_started.update(unseen)
+        every = [tp for t in topics for tp in ctx.partitions_for_topic(t)]
+        self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), every)
+        for topic in topics:
+            replicas = self._replicas(topic)
+            dead = [r for r in replicas if not ctx.is_replica_online(r[1], True)]
+            retry = [
+                r
+                for r in replicas
+                if r not in dead and ctx.replica_state(r) is not R.DELETION_SUCCESSFUL
+            ]
+            self.rsm.handle_state_changes(dead, R.DELETION_INELIGIBLE)
+            self.rsm.handle_state_changes(retry, R.OFFLINE)
+            self.rsm.handle_state_changes(retry, R.DELETION_STARTED)
+            if dead:
+                ctx.topics_ineligible_for_deletion.add(topic)
+
+    def _complete(self, topic: str) -> None:
+        """Kafka's ``completeDeleteTopic``."""
+        self.rsm.handle_state_changes(self._in_state(topic, R.DELETION_SUCCESSFUL), R.NON_EXISTENT)
+        self.ctx.remove_topic(topic)
+        guard = self.ctx.epoch_zk_version
+        self.batch.add_write(DeleteZnode(layout.topic_path(topic), guard, recursive=True))
+        self.batch.add_write(DeleteZnode(layout.topic_config_path(topic), guard))
+        self.batch.add_write(DeleteZnode(layout.delete_topic_path(topic), guard))

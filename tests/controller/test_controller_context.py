@@ -1,0 +1,92 @@
+"""The controller context's queries."""
+
+from __future__ import annotations
+
+from odradek.controller.commands import LiveBroker
+from odradek.controller.controller_context import (
+    ControllerContext,
+    PartitionStateName,
+    ReplicaAssignment,
+    ReplicaStateName,
+)
+from odradek.metadata.layout import PartitionState
+
+
+def context() -> ControllerContext:
+    ctx = ControllerContext(controller_id=1, epoch=1)
+    ctx.live_brokers = {b: LiveBroker(b, b) for b in (1, 2, 3)}
+    ctx.shutting_down = {3}
+    ctx.assignments = {
+        ("a", 0): ReplicaAssignment((1, 2)),
+        ("a", 1): ReplicaAssignment((2, 4)),
+        ("b", 0): ReplicaAssignment((4, 5, 1), (1,), (5,)),
+    }
+    ctx.leadership = {
+        ("a", 0): PartitionState(1, 0, (1, 2), 1),
+        ("a", 1): PartitionState(4, 0, (4,), 1),
+        ("b", 0): PartitionState(4, 0, (4, 5), 1),
+    }
+    return ctx
+
+
+def test_brokers():
+    ctx = context()
+    assert ctx.live_broker_ids() == {1, 2}
+    assert ctx.live_or_shutting_down_ids() == {1, 2, 3}
+    assert ctx.is_replica_online(3, include_shutting_down=True)
+    assert not ctx.is_replica_online(3)
+    assert not ctx.is_replica_online(4, include_shutting_down=True)
+    assert ctx.broker_epoch(2) == 2 and ctx.broker_epoch(9) == -1
+
+
+def test_partitions_and_replicas():
+    ctx = context()
+    assert ctx.partitions_for_topic("a") == [("a", 0), ("a", 1)]
+    assert ctx.replicas_on_brokers({4}) == [(("a", 1), 4), (("b", 0), 4)]
+    assert ctx.partitions_on_broker(1) == [("a", 0), ("b", 0)]
+    assert ctx.offline_replicas(("b", 0)) == (4, 5)
+    assert ctx.partitions_with_offline_leader() == [("a", 1), ("b", 0)]
+    ctx.topics_to_delete.add("b")
+    assert ctx.partitions_with_offline_leader() == [("a", 1)]
+    assert ctx.partitions_being_reassigned() == [("b", 0)]
+    assert ctx.assignments[("b", 0)].target_replicas == (4, 1)
+
+
+def test_unknown_states_are_non_existent():
+    ctx = context()
+    assert ctx.partition_state(("z", 0)) is PartitionStateName.NON_EXISTENT
+    assert ctx.replica_state((("z", 0), 1)) is ReplicaStateName.NON_EXISTENT
+
+
+def test_unclean_by_topic_or_default():
+    ctx = context()
+    assert not ctx.unclean_enabled("a")
+    ctx.unclean_topics.add("a")
+    assert ctx.unclean_enabled("a") and not ctx.unclean_enabled("b")
+    ctx.unclean_default = True
+    assert ctx.unclean_enabled("b")
+
+
+def test_remove_topic_forgets_everything():
+    ctx = context()
+    ctx.replica_states[(("a", 0), 1)] = ReplicaStateName.ONLINE
+    ctx.partition_states[("a", 0)] = PartitionStateName.ONLINE
+    ctx.topics_to_delete.add("a")
+    ctx.remove_topic("a")
+    assert ctx.partitions_for_topic("a") == []
+    assert not ctx.replica_states and not ctx.partition_states
+    assert ("a", 0) not in ctx.leadership and "a" not in ctx.topics_to_delete
+
+
+def test_copy_is_independent():
+    ctx = context()
+    snap = ctx.copy()
+    ctx.shutting_down.add(1)
+    ctx.leadership[("a", 0)] = PartitionState(2, 1, (2,), 1)
+    ctx.live_brokers.pop(2)
+    assert snap.shutting_down == {3} and snap.leadership[("a", 0)].leader == 1
+    assert 2 in snap.live_brokers
+    ctx.restore(snap)
+    assert ctx.shutting_down == {3} and 2 in ctx.live_brokers
+    ctx.shutting_down.add(9)
+    assert snap.shutting_down == {3}
