@@ -16,9 +16,9 @@ A file that does not parse raises CheckpointError; callers fall back to the safe
 
 from __future__ import annotations
 
-import os
 
 from odradek.storage.errors import CheckpointError
+from odradek.storage.file_ops import replace_durably
 
 VERSION = 0
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -40,23 +40,7 @@ class OffsetCheckpointFile:
         """Atomically replace the file with ``offsets``."""
         lines = [str(VERSION), str(len(offsets))]
         lines += [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
-        data = ("\n".join(lines) + "\n").encode("utf-8")
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        directory = os.path.dirname(os.path.abspath(self.path))
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        replace_durably(self.path, ("\n".join(lines) + "\n").encode("utf-8"))
 
     def read(self) -> dict[TopicPartition, int]:
         """The entries; {} when the file does not exist; CheckpointError when malformed."""

@@ -40,6 +40,23 @@ def write_file(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+def replace_durably(path: str, data: bytes) -> None:
+    """Atomically replace ``path`` with ``data``, durably, as Kafka's checkpoint files are
+    written: to ``path + ".tmp"``, fsynced, renamed over ``path``, then the directory fsynced
+    (so a crash leaves the old file or the new one, never a torn one)."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
+
+
 def fsync_path(path: str) -> None:
     """fsync the file at ``path``; a file deleted meanwhile has nothing left to sync."""
     try:

@@ -27,7 +27,7 @@ import os
 from typing import NamedTuple
 
 from odradek.storage.errors import CheckpointError
-from odradek.storage.file_ops import fsync_directory
+from odradek.storage.file_ops import replace_durably
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 VERSION = 0
@@ -56,18 +56,7 @@ class LeaderEpochCheckpointFile:
         """Atomically replace the file with ``entries`` (``EpochEntry`` in epoch order)."""
         entries = list(entries)
         lines = [str(VERSION), str(len(entries))] + [f"{e} {o}" for e, o in entries]
-        data = ("\n".join(lines) + "\n").encode("ascii")
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+        replace_durably(self.path, ("\n".join(lines) + "\n").encode("ascii"))
 
     def read(self) -> list[EpochEntry] | None:
         """The entries; None when the file does not exist; CheckpointError when it does not
