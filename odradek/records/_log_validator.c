@@ -209,7 +209,7 @@ static int crc_with_max_timestamp(const unsigned char *b, Py_ssize_t size, int64
 #if CRC32C_FUSED
 /* The walk of an uncompressed batch's records with the CRC-32C of attributes..end in the same
  * pass (crc32c_fused.h; only when crc32c_hw): the walk's verdict, and *crc when WALK_OK. */
-__attribute__((target("sse4.2"))) static int walk_with_crc(const unsigned char *b, Py_ssize_t size,
+__attribute__((target("sse4.2,pclmul"))) static int walk_with_crc(const unsigned char *b, Py_ssize_t size,
                                                            const Limits *lim, Walk *w, uint32_t *crc) {
     int32_t count = read_i32(b + RECORDS_COUNT);
     Crc3 c;

@@ -8,11 +8,12 @@
  * The span is split in three contiguous parts A|B|C (A and B of ``third`` bytes, a multiple of
  * 8; C the rest, at least as long). A's register starts at ~0, B's and C's at 0; the register
  * is linear over GF(2), so the register after A||B||C is ((a * x^(8|B|) + b) * x^(8|C|) + c)
- * mod P, each product a GF(2) multiply by a power from a table of x^(2^k) mod P. Spans shorter
- * than CRC3_MIN_SPLIT go in one stream (A), which is cheaper than the two multiplies.
+ * mod P, each shift a few PCLMUL multiplies by powers x^(2^k - 32) from a table, reduced by the
+ * crc32 instruction (crc3_shift). Spans shorter than CRC3_MIN_SPLIT go in one stream (A).
  *
- * Only x86-64 with GCC or clang (CRC32C_FUSED); the caller checks crc32c_hw (set by
- * crc32c_init from __builtin_cpu_supports) at run time and otherwise keeps the crc32c package.
+ * Only x86-64 with GCC or clang (CRC32C_FUSED); the caller checks crc32c_hw (SSE4.2 and PCLMUL,
+ * set by crc32c_init from __builtin_cpu_supports) at run time and otherwise keeps the crc32c
+ * package.
  * Static functions, included by _log_validator.c alone.
  */
 #ifndef ODRADEK_CRC32C_FUSED_H
@@ -50,23 +51,25 @@ static uint32_t crc32c_multmodp(uint32_t a, uint32_t b) {
     return p;
 }
 
-/* x^(8 * n) mod P. */
-static uint32_t crc32c_x8n(uint64_t n) {
-    uint32_t p = 1u << 31; /* x^0 */
-    for (int k = 3; n; n >>= 1, k++)
-        if (n & 1)
-            p = crc32c_multmodp(crc32c_x2n[k], p);
-    return p;
-}
+/* x^(2^k - 32) mod P for k >= 5: crc3_shift's factors (its multiply brings the x^32 back). */
+static uint32_t crc32c_x2n_32[64];
 
 static void crc32c_init(void) {
     uint32_t p = 1u << 30; /* x^1 */
     crc32c_x2n[0] = p;
     for (int k = 1; k < 64; k++)
         crc32c_x2n[k] = p = crc32c_multmodp(p, p);
+    for (int k = 5; k < 64; k++) {
+        uint64_t e = ((uint64_t)1 << k) - 32;
+        uint32_t q = 1u << 31;
+        for (int j = 0; e; e >>= 1, j++)
+            if (e & 1)
+                q = crc32c_multmodp(crc32c_x2n[j], q);
+        crc32c_x2n_32[k] = q;
+    }
 #if CRC32C_FUSED
     __builtin_cpu_init();
-    crc32c_hw = __builtin_cpu_supports("sse4.2");
+    crc32c_hw = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul");
 #endif
 }
 
@@ -104,6 +107,8 @@ static inline __attribute__((always_inline)) void crc3_start(Crc3 *c, const unsi
 }
 
 #if CRC32C_FUSED
+#include <immintrin.h>
+
 static inline uint64_t crc3_load(const unsigned char *p) {
     uint64_t v;
     memcpy(&v, p, 8);
@@ -143,8 +148,28 @@ __attribute__((target("sse4.2"))) static uint64_t crc3_rest(uint64_t s, const un
     return s32;
 }
 
+/* a * b * x^32 mod P (reflected): the carry-less product, whose 64-bit reflected form is the
+ * integer product shifted left once, reduced by the crc32 instruction (a CRC register fed a
+ * message M from 0 is M * x^32 mod P). */
+__attribute__((target("sse4.2,pclmul"))) static inline uint32_t crc3_mul32(uint32_t a, uint32_t b) {
+    __m128i prod = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0);
+    return (uint32_t)__builtin_ia32_crc32di(0, (uint64_t)_mm_cvtsi128_si64(prod) << 1);
+}
+
+/* The register ``s`` times x^(8 * n) mod P: n % 4 zero bytes through the crc32 instruction,
+ * then a multiply per further bit of n. */
+__attribute__((target("sse4.2,pclmul"))) static uint32_t crc3_shift(uint32_t s, uint64_t n) {
+    for (uint64_t r = n & 3; r; r--)
+        s = __builtin_ia32_crc32qi(s, 0);
+    n >>= 2;
+    for (int k = 5; n; n >>= 1, k++)
+        if (n & 1)
+            s = crc3_mul32(s, crc32c_x2n_32[k]);
+    return s;
+}
+
 /* The CRC-32C of the whole span: each stream finished, then combined. */
-__attribute__((target("sse4.2"), always_inline)) static inline uint32_t crc3_finish(Crc3 *c) {
+__attribute__((target("sse4.2,pclmul"), always_inline)) static inline uint32_t crc3_finish(Crc3 *c) {
     /* The words all three streams still have, interleaved; then each stream's rest. */
     c->step_end = c->end[0];
     c->words = 1;
@@ -155,13 +180,13 @@ __attribute__((target("sse4.2"), always_inline)) static inline uint32_t crc3_fin
         return ~a;
     uint32_t b = (uint32_t)crc3_rest(c->s[1], c->p[1], c->end[1]);
     uint32_t cc = (uint32_t)crc3_rest(c->s[2], c->p[2], c->end[2]);
-    uint32_t r = crc32c_multmodp(crc32c_x8n(c->len_b), a) ^ b;
-    r = crc32c_multmodp(crc32c_x8n(c->len_c), r) ^ cc;
+    uint32_t r = crc3_shift(a, c->len_b) ^ b;
+    r = crc3_shift(r, c->len_c) ^ cc;
     return ~r;
 }
 
 /* The CRC-32C of the ``n`` bytes at ``b`` as a walk of ``count`` records computes it (tests). */
-__attribute__((target("sse4.2"))) static uint32_t crc3_of(const unsigned char *b, size_t n, int64_t count) {
+__attribute__((target("sse4.2,pclmul"))) static uint32_t crc3_of(const unsigned char *b, size_t n, int64_t count) {
     Crc3 c;
     crc3_start(&c, b, n, count);
     for (int64_t i = 0; i < count; i++)
