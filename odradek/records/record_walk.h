@@ -127,14 +127,21 @@ static int skip_headers(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end)
  * ``w`` filled. With ``null_keys`` (a list) every record without a key is appended to it by
  * index and the walk goes on (-1 with an exception if appending fails); else, when
  * ``compacted``, the first such record ends the walk with WALK_NULL_KEY. */
-static int walk_records(const unsigned char *p, Py_ssize_t len, int32_t count, int64_t base_timestamp,
-                        int compacted, PyObject *null_keys, Walk *w) {
+static inline void walk_no_step(void *state) { (void)state; }
+
+/* walk_records with ``step(state)`` called at the start of each record (the fused CRC-32C of
+ * crc32c_fused.h): inlined into each caller with its step, which is inlined in turn. */
+static inline __attribute__((always_inline)) int walk_core(const unsigned char *p, Py_ssize_t len, int32_t count,
+                                                           int64_t base_timestamp, int compacted,
+                                                           PyObject *null_keys, Walk *w, void (*step)(void *),
+                                                           void *state) {
     /* Locals, not w's fields, in the loop: stores through ``w`` could alias ``p``. */
     Py_ssize_t pos = 0;
     int64_t max_timestamp = NO_TIMESTAMP;
     int32_t index_of_max = -1, i = 0;
     int verdict = WALK_OK;
     for (; i < count; i++) {
+        step(state);
         int32_t length, offset_delta;
         int64_t timestamp_delta;
         int null_key, null_value;
@@ -188,6 +195,11 @@ static int walk_records(const unsigned char *p, Py_ssize_t len, int32_t count, i
     w->index_of_max = index_of_max;
     w->index = i;
     return verdict;
+}
+
+static int walk_records(const unsigned char *p, Py_ssize_t len, int32_t count, int64_t base_timestamp,
+                        int compacted, PyObject *null_keys, Walk *w) {
+    return walk_core(p, len, count, base_timestamp, compacted, null_keys, w, walk_no_step, NULL);
 }
 
 #endif /* ODRADEK_RECORD_WALK_H */

@@ -1,0 +1,198 @@
+/*
+ * CRC-32C (Castagnoli, reflected polynomial 0x82f63b78, register starting at ~0 and inverted at
+ * the end: the CRC of Kafka's v2 batches) with the SSE4.2 ``crc32`` instruction, in three
+ * independent streams that the record walk (record_walk.h) advances a few 8-byte words per
+ * record, so that the CRC's instructions run while the walk waits on its chain of loads. One
+ * stream is latency-bound (3 cycles per 8 bytes); three interleaved keep the unit busy.
+ *
+ * The span is split in three contiguous parts A|B|C (A and B of ``third`` bytes, a multiple of
+ * 8; C the rest, at least as long). A's register starts at ~0, B's and C's at 0; the register
+ * is linear over GF(2), so the register after A||B||C is ((a * x^(8|B|) + b) * x^(8|C|) + c)
+ * mod P, each shift a few PCLMUL multiplies by powers x^(2^k - 32) from a table, reduced by the
+ * crc32 instruction (crc3_shift). Spans shorter than CRC3_MIN_SPLIT go in one stream (A).
+ *
+ * Only x86-64 with GCC or clang (CRC32C_FUSED); the caller checks crc32c_hw (SSE4.2 and PCLMUL,
+ * set by crc32c_init from __builtin_cpu_supports) at run time and otherwise keeps the crc32c
+ * package.
+ * Static functions, included by _log_validator.c alone.
+ */
+#ifndef ODRADEK_CRC32C_FUSED_H
+#define ODRADEK_CRC32C_FUSED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CRC32C_FUSED 1
+#else
+#define CRC32C_FUSED 0
+#endif
+
+#define CRC32C_POLY 0x82f63b78u
+#define CRC3_MIN_SPLIT 512 /* bytes: below, one stream */
+#define CRC3_MAX_WORDS 8   /* the most words per stream and step */
+
+static int crc32c_hw;            /* SSE4.2 at run time */
+static uint32_t crc32c_x2n[64];  /* x^(2^k) mod P, reflected (bit 31 is x^0) */
+
+/* a * b mod P, both reflected. */
+static uint32_t crc32c_multmodp(uint32_t a, uint32_t b) {
+    uint32_t m = 1u << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0)
+                break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ CRC32C_POLY : b >> 1;
+    }
+    return p;
+}
+
+/* x^(2^k - 32) mod P for k >= 5: crc3_shift's factors (its multiply brings the x^32 back). */
+static uint32_t crc32c_x2n_32[64];
+
+static void crc32c_init(void) {
+    uint32_t p = 1u << 30; /* x^1 */
+    crc32c_x2n[0] = p;
+    for (int k = 1; k < 64; k++)
+        crc32c_x2n[k] = p = crc32c_multmodp(p, p);
+    for (int k = 5; k < 64; k++) {
+        uint64_t e = ((uint64_t)1 << k) - 32;
+        uint32_t q = 1u << 31;
+        for (int j = 0; e; e >>= 1, j++)
+            if (e & 1)
+                q = crc32c_multmodp(crc32c_x2n[j], q);
+        crc32c_x2n_32[k] = q;
+    }
+#if CRC32C_FUSED
+    __builtin_cpu_init();
+    crc32c_hw = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul");
+#endif
+}
+
+/* Three streams: stream j covers p[j] (its next word) to end[j] (exclusive, its last byte). */
+typedef struct {
+    const unsigned char *p[3];
+    const unsigned char *end[3];
+    const unsigned char *step_end; /* A steps while p[0] + 8 * words <= step_end */
+    uint64_t s[3];
+    size_t len_b, len_c;
+    int words; /* per stream and step */
+} Crc3;
+
+/* Split the ``n`` bytes at ``b`` and plan ``words`` per step (1..CRC3_MAX_WORDS) for a walk
+ * of ``count`` records. */
+static inline __attribute__((always_inline)) void crc3_start(Crc3 *c, const unsigned char *b, size_t n, int64_t count) {
+    size_t third = n < CRC3_MIN_SPLIT ? 0 : (n / 3) & ~(size_t)7;
+    const unsigned char *a_end = third ? b + third : b + n;
+    c->p[0] = b;
+    c->end[0] = a_end;
+    c->p[1] = b + third;
+    c->end[1] = b + 2 * third;
+    c->p[2] = b + 2 * third;
+    c->end[2] = b + n;
+    c->s[0] = 0xffffffffu;
+    c->s[1] = c->s[2] = 0;
+    c->len_b = third;
+    c->len_c = third ? n - 2 * third : 0;
+    /* Enough words that the streams are nearly done when the walk is: each stream takes a
+     * third of the bytes per record (all of them when not split), rounded up. */
+    int64_t per = count > 0 ? (int64_t)(n / (size_t)count) : (int64_t)n;
+    int words = (int)((third ? per / 3 : per) / 8) + 1;
+    c->words = words > CRC3_MAX_WORDS ? CRC3_MAX_WORDS : words;
+    c->step_end = third ? a_end : b; /* one stream: no stepping (its chain would be the bound) */
+}
+
+#if CRC32C_FUSED
+#include <immintrin.h>
+
+static inline uint64_t crc3_load(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Advance each stream by c->words words, when A (and so B, and C, at least as long) has
+ * them. */
+__attribute__((target("sse4.2"), always_inline)) static inline void crc3_step(void *state) {
+    Crc3 *c = state;
+    const unsigned char *a = c->p[0];
+    int words = c->words;
+    if (a + 8 * words > c->step_end)
+        return;
+    const unsigned char *bp = c->p[1], *cp = c->p[2];
+    uint64_t sa = c->s[0], sb = c->s[1], sc = c->s[2];
+    for (int j = 0; j < words; j++) {
+        sa = __builtin_ia32_crc32di(sa, crc3_load(a + 8 * j));
+        sb = __builtin_ia32_crc32di(sb, crc3_load(bp + 8 * j));
+        sc = __builtin_ia32_crc32di(sc, crc3_load(cp + 8 * j));
+    }
+    c->p[0] = a + 8 * words;
+    c->p[1] = bp + 8 * words;
+    c->p[2] = cp + 8 * words;
+    c->s[0] = sa;
+    c->s[1] = sb;
+    c->s[2] = sc;
+}
+
+__attribute__((target("sse4.2"))) static uint64_t crc3_rest(uint64_t s, const unsigned char *p,
+                                                             const unsigned char *end) {
+    for (; end - p >= 8; p += 8)
+        s = __builtin_ia32_crc32di(s, crc3_load(p));
+    uint32_t s32 = (uint32_t)s;
+    for (; p < end; p++)
+        s32 = __builtin_ia32_crc32qi(s32, *p);
+    return s32;
+}
+
+/* a * b * x^32 mod P (reflected): the carry-less product, whose 64-bit reflected form is the
+ * integer product shifted left once, reduced by the crc32 instruction (a CRC register fed a
+ * message M from 0 is M * x^32 mod P). */
+__attribute__((target("sse4.2,pclmul"))) static inline uint32_t crc3_mul32(uint32_t a, uint32_t b) {
+    __m128i prod = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0);
+    return (uint32_t)__builtin_ia32_crc32di(0, (uint64_t)_mm_cvtsi128_si64(prod) << 1);
+}
+
+/* The register ``s`` times x^(8 * n) mod P: n % 4 zero bytes through the crc32 instruction,
+ * then a multiply per further bit of n. */
+__attribute__((target("sse4.2,pclmul"))) static uint32_t crc3_shift(uint32_t s, uint64_t n) {
+    for (uint64_t r = n & 3; r; r--)
+        s = __builtin_ia32_crc32qi(s, 0);
+    n >>= 2;
+    for (int k = 5; n; n >>= 1, k++)
+        if (n & 1)
+            s = crc3_mul32(s, crc32c_x2n_32[k]);
+    return s;
+}
+
+/* The CRC-32C of the whole span: each stream finished, then combined. */
+__attribute__((target("sse4.2,pclmul"), always_inline)) static inline uint32_t crc3_finish(Crc3 *c) {
+    /* The words all three streams still have, interleaved; then each stream's rest. */
+    c->step_end = c->end[0];
+    c->words = 1;
+    while (c->p[0] + 8 <= c->step_end)
+        crc3_step(c);
+    uint32_t a = (uint32_t)crc3_rest(c->s[0], c->p[0], c->end[0]);
+    if (c->len_b == 0)
+        return ~a;
+    uint32_t b = (uint32_t)crc3_rest(c->s[1], c->p[1], c->end[1]);
+    uint32_t cc = (uint32_t)crc3_rest(c->s[2], c->p[2], c->end[2]);
+    uint32_t r = crc3_shift(a, c->len_b) ^ b;
+    r = crc3_shift(r, c->len_c) ^ cc;
+    return ~r;
+}
+
+/* The CRC-32C of the ``n`` bytes at ``b`` as a walk of ``count`` records computes it (tests). */
+__attribute__((target("sse4.2,pclmul"))) static uint32_t crc3_of(const unsigned char *b, size_t n, int64_t count) {
+    Crc3 c;
+    crc3_start(&c, b, n, count);
+    for (int64_t i = 0; i < count; i++)
+        crc3_step(&c);
+    return crc3_finish(&c);
+}
+#endif /* CRC32C_FUSED */
+
+#endif /* ODRADEK_CRC32C_FUSED_H */
