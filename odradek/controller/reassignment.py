@@ -27,6 +27,7 @@ TRS in the ISR) and 1, 2, 3 are stopped and deleted.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from odradek.controller.commands import SetZnode, TopicPartition
 from odradek.controller.controller_context import ControllerContext, ReplicaAssignment
@@ -48,20 +49,14 @@ def reassignment_of(original: tuple[int, ...], target: tuple[int, ...]) -> Repli
     return ReplicaAssignment(full, adding, removing)
 
 
+@dataclass(eq=False)
 class ReassignmentManager:
     """Moves partitions to new replicas; see the module docstring."""
 
-    def __init__(
-        self,
-        ctx: ControllerContext,
-        batch: RequestBatch,
-        partitions: PartitionStateMachine,
-        replicas: ReplicaStateMachine,
-    ) -> None:
-        self.ctx = ctx
-        self.batch = batch
-        self.psm = partitions
-        self.rsm = replicas
+    ctx: ControllerContext
+    batch: RequestBatch
+    psm: PartitionStateMachine
+    rsm: ReplicaStateMachine
 
     def reassign(self, tp: TopicPartition, target: tuple[int, ...]) -> bool:
         """Start moving ``tp`` to ``target``; False if it cannot (unknown, being deleted,

@@ -21,6 +21,7 @@ ineligible replicas go Offline and deletion is retried.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from odradek.controller.commands import DeleteZnode
 from odradek.controller.controller_context import (
@@ -35,20 +36,14 @@ from odradek.controller.request_batch import RequestBatch
 from odradek.metadata import layout
 
 
+@dataclass(eq=False)
 class TopicDeletionManager:
     """Drives deletions through the two state machines; see the module docstring."""
 
-    def __init__(
-        self,
-        ctx: ControllerContext,
-        batch: RequestBatch,
-        partitions: PartitionStateMachine,
-        replicas: ReplicaStateMachine,
-    ) -> None:
-        self.ctx = ctx
-        self.batch = batch
-        self.psm = partitions
-        self.rsm = replicas
+    ctx: ControllerContext
+    batch: RequestBatch
+    psm: PartitionStateMachine
+    rsm: ReplicaStateMachine
 
     def _replicas(self, topic: str) -> list[PartitionReplica]:
         return self.ctx.replicas_for_partitions(self.ctx.partitions_for_topic(topic))
