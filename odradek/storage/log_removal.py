@@ -88,7 +88,7 @@ class LogRemoval:
         """Remove every batch holding an offset at or above ``offset`` (replication). A batch
         that straddles ``offset`` goes whole, and the log end offset becomes its base offset
         (never below the log start offset); the leader epoch cache loses the epochs that
-        began at or after the new end. Return whether anything changed. The caller must
+        began at or after the new end (also when nothing else is removed). Return whether anything changed. The caller must
         checkpoint the recovery point before appending again (LogManager.truncate_to does).
 
         Example, with batches [0..9] [10..19] [20..29]: ``truncate_to(25)`` and
@@ -104,6 +104,10 @@ class LogRemoval:
         with self._lock:
             self._check_open()
             if offset >= self._leo:
+                # Nothing to remove, but an epoch this broker began as leader at the log end
+                # and never wrote in must go all the same (as Kafka's truncateTo does), or a
+                # follower keeps asking the new leader about it.
+                self.leader_epoch_cache.truncate_from_end(self._leo)
                 return False
             view = self._view
             if offset < self._log_start or offset <= view.bases[0]:
