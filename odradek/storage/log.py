@@ -38,12 +38,8 @@ import random
 import threading
 from collections.abc import Iterator
 
-from odradek.records._log_validator import check_records
 from odradek.records.batch import BatchHeader
-from odradek.records.builder import LOG_APPEND_TIME
-from odradek.records.errors import CorruptRecordError
-from odradek.records.reader import RecordBatch
-from odradek.storage.append_info import AppendResult, LogAppendInfo, TimestampOffset
+from odradek.storage.append_info import AppendResult, LogAppendInfo
 from odradek.storage.clock import Clock
 from odradek.storage.config import LogConfig, RandomSource
 from odradek.storage.errors import (
@@ -62,6 +58,7 @@ from odradek.storage.log_removal import LogRemoval
 from odradek.storage.segment import LogSegment
 from odradek.storage.segment_index import SegmentSettings
 from odradek.storage.segment_list import SegmentList
+from odradek.storage.timestamp_lookup import TimestampLookup
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +73,9 @@ def settings_of(config: LogConfig) -> SegmentSettings:
     return SegmentSettings(config.index_interval_bytes, config.segment_index_bytes)
 
 
-class Log(LogRemoval):
-    """A partition log. Construct with ``Log.open``; data leaves it through ``LogRemoval``."""
+class Log(LogRemoval, TimestampLookup):
+    """A partition log. Construct with ``Log.open``; data leaves it through ``LogRemoval``,
+    and is found by time through ``TimestampLookup``."""
 
     def __init__(
         self,
@@ -350,22 +348,6 @@ class Log(LogRemoval):
                 continue  # the segment was deleted under us: take a fresh view
         raise OffsetOutOfRangeError(offset, self._log_start, self._leo)
 
-    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
-        """The first record (at or above the log start offset) with a timestamp at or above
-        ``timestamp``, through each segment's time index; None when there is none."""
-        start = self._log_start
-        for segment in self._view.segments:
-            if segment.max_timestamp[0] < timestamp:
-                continue
-            for position, header in segment.batches_from_timestamp(timestamp, start):
-                if header.records_count == 0:
-                    continue
-                data = segment.handle().read_exact(position, header.size)
-                for record in RecordBatch(data).records():
-                    if record.timestamp >= timestamp and record.offset >= start:
-                        return TimestampOffset(record.timestamp, record.offset)
-        return None
-
     def batch_headers(self, start_offset: int = 0) -> Iterator[BatchHeader]:
         """Headers of the batches holding offsets from ``start_offset`` on, in offset order.
 
@@ -380,27 +362,6 @@ class Log(LogRemoval):
             for _, header in segment.iter_batches():
                 if header.last_offset >= start_offset:
                     yield header
-
-    def max_timestamp(self) -> TimestampOffset:
-        """The largest timestamp in the log (at or above the log start offset) and the offset
-        of the first record holding it, as Kafka's ListOffsets MAX_TIMESTAMP answers since
-        3.8 (KAFKA-16310): the segment's time index knows the timestamp and its batch, the
-        batch's records say which record; (-1, -1) when no batch has a timestamp."""
-        start = self._log_start
-        best, best_segment = TimestampOffset(-1, -1), None
-        for segment in self._view.segments:
-            ts, offset = segment.max_timestamp
-            if ts > best.timestamp and offset >= start:
-                best, best_segment = TimestampOffset(ts, offset), segment
-        if best_segment is None:
-            return best
-        for position, header in best_segment.batches_from_timestamp(best.timestamp, start):
-            if header.records_count == 0:
-                continue
-            found = _max_timestamp_record(RecordBatch(best_segment.handle().read_exact(position, header.size)))
-            if found.timestamp == best.timestamp and found.offset >= start:
-                return found
-        return best
 
     # -- flush ------------------------------------------------------------------------------
 
@@ -529,16 +490,3 @@ def _attempt(errors: list[OSError], step) -> bool:
     except OSError as exc:
         errors.append(exc)
         return False
-
-
-def _max_timestamp_record(batch: RecordBatch) -> TimestampOffset:
-    """The largest timestamp of ``batch``'s records and the offset of the first record with
-    it, found by the C record walk (no record objects; offsets are base offset + index, as
-    the produce path requires). CorruptRecordError when the records are malformed."""
-    header = batch.header
-    if header.timestamp_type == LOG_APPEND_TIME:
-        return TimestampOffset(header.max_timestamp, header.base_offset)  # every record has it
-    verdict, _, ts, index, _ = check_records(batch.records_bytes(), header.records_count, header.base_timestamp, False)
-    if verdict != 0:
-        raise CorruptRecordError(f"malformed records in the batch at offset {header.base_offset}")
-    return TimestampOffset(ts, header.base_offset + index)
