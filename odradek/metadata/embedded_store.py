@@ -86,6 +86,11 @@ class EmbeddedStore(MetadataStore):
             node = self._tree.nodes.get(validate_path(path))
             return None if node is None else node.version
 
+    def creation_id(self, path: str) -> int:
+        with self._lock:
+            self._check_open()
+            return self._tree.node(path).czxid
+
     def children(self, path: str) -> list[str]:
         with self._lock:
             self._check_open()

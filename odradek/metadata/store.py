@@ -131,6 +131,12 @@ class MetadataStore(abc.ABC):
         """Return the znode's version, or None if there is no znode at ``path``."""
 
     @abc.abstractmethod
+    def creation_id(self, path: str) -> int:
+        """An id of the znode's creation that a later creation at the same path exceeds
+        (ZooKeeper's ``czxid``; Kafka's broker epoch is that of ``/brokers/ids/<id>``).
+        Raises NoNodeError."""
+
+    @abc.abstractmethod
     def children(self, path: str) -> list[str]:
         """Return the names (not paths) of the children, sorted; raises NoNodeError."""
 

@@ -26,6 +26,8 @@ journal write fails, leaves the tree exactly as it was.
 
 from __future__ import annotations
 
+import time
+
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -55,19 +57,22 @@ Event = tuple[str, str]
 
 
 class Znode:
-    """One znode; ``cversion`` counts the children ever created under it (its sequence counter)."""
+    """One znode; ``cversion`` counts the children ever created under it (its sequence counter);
+    ``czxid`` tells creations apart (ZooKeeper's creation zxid; 0 for znodes loaded from disk)."""
 
-    __slots__ = ("data", "version", "cversion", "ephemeral", "children")
+    __slots__ = ("data", "version", "cversion", "ephemeral", "children", "czxid")
 
-    def __init__(self, data: bytes, version: int = 0, cversion: int = 0, ephemeral: bool = False):
+    def __init__(self, data: bytes, version: int = 0, cversion: int = 0, ephemeral: bool = False,
+                 czxid: int = 0):
         self.data = data
         self.version = version
         self.cversion = cversion
         self.ephemeral = ephemeral
+        self.czxid = czxid
         self.children: set[str] = set()
 
     def copy(self) -> Znode:
-        clone = Znode(self.data, self.version, self.cversion, self.ephemeral)
+        clone = Znode(self.data, self.version, self.cversion, self.ephemeral, self.czxid)
         clone.children = set(self.children)
         return clone
 
@@ -101,6 +106,9 @@ class ZnodeTree:
 
     def __init__(self) -> None:
         self.nodes: dict[str, Znode] = {"/": Znode(b"")}
+        # Creation ids grow within a process and, starting from the clock in microseconds,
+        # across restarts too: a broker registered again gets a larger epoch than before.
+        self.last_zxid = time.time_ns() // 1000
 
     def node(self, path: str) -> Znode:
         """The znode at a valid ``path``, or NoNodeError."""
@@ -163,7 +171,8 @@ class ZnodeTree:
             raise NodeExistsError(path)
         self._touch(change, parent)
         self._touch(change, path)
-        self.nodes[path] = Znode(data, ephemeral=op.ephemeral)
+        self.last_zxid += 1
+        self.nodes[path] = Znode(data, ephemeral=op.ephemeral, czxid=self.last_zxid)
         pnode.children.add(path.rsplit("/", 1)[1])
         pnode.cversion += 1
         change.events += [("data", path), ("children", path), ("children", parent)]

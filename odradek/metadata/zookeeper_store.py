@@ -171,6 +171,12 @@ class ZooKeeperStore(MetadataStore):
         stat = self._read(self._client.exists, validate_path(path))
         return None if stat is None else stat.version
 
+    def creation_id(self, path: str) -> int:
+        stat = self._read(self._client.exists, validate_path(path))
+        if stat is None:
+            raise errors.NoNodeError(path)
+        return stat.czxid
+
     def children(self, path: str) -> list[str]:
         return sorted(self._read(self._client.get_children, validate_path(path)))
 

@@ -23,7 +23,10 @@ def open_metadata(config) -> ClusterMetadata:
         from odradek.metadata.zookeeper_store import ZooKeeperStore
 
         hosts, _, chroot = connect.partition("/")
-        store = ZooKeeperStore(hosts, chroot="/" + chroot if chroot else None)
+        session_ms = config["zookeeper.session.timeout.ms"]
+        connect_ms = config["zookeeper.connection.timeout.ms"] or session_ms
+        store = ZooKeeperStore(hosts, chroot="/" + chroot if chroot else None,
+                               connect_timeout=connect_ms / 1000, session_timeout=session_ms / 1000)
     else:
         from odradek.metadata.embedded_store import EmbeddedStore
 

@@ -123,6 +123,17 @@ class StoreContract:
 
     # -- set -------------------------------------------------------------------------------
 
+    def test_a_creation_id_grows_with_each_creation_at_a_path(self, store):
+        store.create("/c", ephemeral=True)
+        first = store.creation_id("/c")
+        store.set("/c", b"x")
+        assert store.creation_id("/c") == first
+        store.delete("/c")
+        with pytest.raises(NoNodeError):
+            store.creation_id("/c")
+        store.create("/c", ephemeral=True)
+        assert store.creation_id("/c") > first
+
     def test_set_increments_the_version(self, store):
         store.create("/a", b"0")
         assert store.set("/a", b"1") == 1
