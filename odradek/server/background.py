@@ -65,13 +65,15 @@ async def _every(interval_ms, step, name: str) -> None:
             log.exception("%s pass failed", name)
 
 
-# How often partitions whose log could not be created (a full disk) are tried again.
+# How often partitions whose log could not be created (a full disk) are tried again
+# (TEMPORARY until the controller edge is merged: LeaderAndIsr's errors go to the controller).
 LEADERSHIP_RETRY_MS = 5_000
 
 
 async def _retry_leadership(broker) -> None:
-    if broker.topics.unled:
-        await broker.topics.retry_leadership()
+    solo = broker.solo_controller  # TEMPORARY until the controller edge is merged
+    if solo is not None and (solo.unled or solo.unwritten):
+        await solo.retry_leadership()
 
 
 async def _in_thread(fn, *args):

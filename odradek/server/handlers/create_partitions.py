@@ -26,7 +26,8 @@ async def handle(ctx, request):
             continue
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         try:
-            await ctx.broker.topics.add_partitions(topic.name, topic.count, assignments, request.validate_only)
+            await ctx.broker.topics.add_partitions(topic.name, topic.count, assignments, request.validate_only,
+                                                request.timeout_ms)
         except TopicError as e:
             result.error_code, result.error_message = e.error, e.message
         results.append(result)

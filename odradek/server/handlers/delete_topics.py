@@ -31,7 +31,7 @@ async def handle(ctx, request):
                 result.topic_id = assignment.topic_id
             if broker.is_internal_topic(name):
                 raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic {name} is internal")
-            await broker.topics.delete(name)
+            await broker.topics.delete(name, request.timeout_ms)
         except TopicError as e:
             result.error_code, result.error_message = e.error, e.message
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
