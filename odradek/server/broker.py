@@ -162,6 +162,10 @@ class Broker:
         (``/brokers/ids/<id>``), renewed when a new session registers again; -1 before."""
         return self.metadata.broker_epoch if self.metadata is not None else -1
 
+    @broker_epoch.setter
+    def broker_epoch(self, epoch: int) -> None:  # for tests that fake a newer registration
+        self.metadata.broker_epoch = epoch
+
     def controller_id(self) -> int:
         """The controller's broker id as the metadata image has it (-1: none right now)."""
         controller = self.metadata_image().controller_id
