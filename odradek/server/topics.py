@@ -193,10 +193,9 @@ class TopicManager:
         self.broker.config_changes.notify("topics/" + name)
 
     # --- delete and grow ------------------------------------------------------------------
-    async def delete(self, name: str, timeout_ms: int) -> None:
-        """Delete a topic: mark it (``ClusterMetadata.delete_topic``, the commit point), then
-        wait up to ``timeout_ms`` (none when not positive) until the controller has deleted it
-        (TopicError REQUEST_TIMED_OUT otherwise). A failed mark deleted nothing.
+    async def mark_deleted(self, name: str):
+        """Mark a topic for deletion (``ClusterMetadata.delete_topic``, the commit point: a
+        failed mark deleted nothing); return its id.
 
         A topic marked deleted serves no data again: the controller stops and deletes its
         replicas (StopReplica) and only then removes its znodes; a mark a crash left behind
@@ -215,7 +214,14 @@ class TopicManager:
         if solo is not None:  # TEMPORARY until the controller edge is merged
             with _metadata_errors():
                 await solo.delete_topic(name, list(assignment.partitions))
-        elif timeout_ms > 0 and not await await_deletion(self.broker, name, assignment.topic_id, timeout_ms):
+        return assignment.topic_id
+
+    async def await_deleted(self, name: str, topic_id, timeout_ms: int) -> None:
+        """Wait up to ``timeout_ms`` (not at all when not positive) until the controller has
+        deleted the marked topic (TopicError REQUEST_TIMED_OUT otherwise); then its groups'
+        committed offsets go."""
+        if (self.broker.solo_controller is None  # TEMPORARY until the controller edge is merged
+                and timeout_ms > 0 and not await await_deletion(self.broker, name, topic_id, timeout_ms)):
             raise TopicError(ErrorCode.REQUEST_TIMED_OUT, f"Topic {name} was not deleted after {timeout_ms} ms.")
         if self.broker.group_coordinator is not None:
             self.broker.group_coordinator.on_topics_deleted({name})

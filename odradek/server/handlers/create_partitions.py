@@ -2,6 +2,8 @@
 
 A topic named twice in one request is refused, every time it appears, with INVALID_REQUEST
 (as Kafka's ``KafkaApis.handleCreatePartitionsRequest``): which count should win is unclear.
+The answer for a topic waits, up to the request's ``timeout_ms``, until the controller has
+given its new partitions leaders (REQUEST_TIMED_OUT otherwise; they exist all the same).
 """
 
 from __future__ import annotations
