@@ -132,6 +132,9 @@ class TopicManager:
         return created
 
     async def await_leaders(self, name: str, partitions, timeout_ms: int) -> None:
+        """Wait up to ``timeout_ms`` (not at all when not positive) until ``partitions`` of
+        ``name`` have leaders (``delayed_topic_operations.await_leaders``); TopicError
+        REQUEST_TIMED_OUT otherwise."""
         if timeout_ms <= 0:
             return
         cannot_lead = ()

@@ -93,8 +93,14 @@ def test_group_lookup_and_offset_commit_answer_error_codes(full_disk):  # noqa: 
 
     assert find() == ErrorCode.COORDINATOR_NOT_AVAILABLE
     b.fs.free()
-    # The leaders are elected once the metadata disk has room again (the controller retries).
-    wait_until(lambda: find() == ErrorCode.NONE, timeout=20, what="a coordinator")
+    # The leaders are elected once the metadata disk has room again (the controller retries),
+    # and this broker leads them once their logs are made.
+
+    def led_here():
+        part = b.broker.replica_manager.get("__consumer_offsets", b.broker.group_coordinator.partition_for("g"))
+        return part is not None and part.is_leader(b.broker.broker_id)
+
+    wait_until(lambda: find() == ErrorCode.NONE and b.call(led_here), timeout=20, what="a coordinator")
     b.fs.fill()
     m = codec.module("OffsetCommitRequest")
 
