@@ -55,7 +55,7 @@ from odradek.replication.truncation import (
     offset_to_truncate_to,
     truncate_to_high_watermark,
 )
-from odradek.storage.errors import StorageError
+from odradek.storage.errors import InvalidAppendOffsetError, StorageError
 
 log = logging.getLogger("odradek.replication")
 
@@ -221,6 +221,12 @@ class ReplicaFetcher:
             return None
         return part
 
+    def _not_hosted(self, key, state: PartitionFetchState) -> None:
+        """The replica manager has no follower partition for ``key`` (yet, or any more: the
+        role change that removes it from this fetcher is on its way): wait, not spin."""
+        if self.partitions.get(key) is state:
+            self._delay(key, state, "not a follower partition of this broker")
+
     # --- truncation -----------------------------------------------------------------------------
     async def truncate(self, conn: BrokerConnection, states: dict) -> None:
         """Truncate ``states``' partitions: those without epochs to their high watermark, the
@@ -229,6 +235,7 @@ class ReplicaFetcher:
         for key, state in states.items():
             part = self._current(key, state)
             if part is None:
+                self._not_hosted(key, state)
                 continue
             epoch = epoch_to_ask(part.log.leader_epoch_cache)
             if epoch is None:
@@ -240,11 +247,15 @@ class ReplicaFetcher:
         response = await conn.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, _epoch_request(self.broker.broker_id, asks),
                                    version=_version(conn, ApiKey.OFFSET_FOR_LEADER_EPOCH,
                                                     *OFFSET_FOR_LEADER_EPOCH_VERSIONS))
+        answered = set()
         for t in response.topics:
             for p in t.partitions:
                 key = (t.topic, p.partition)
-                if key in asks:
+                if key in asks and key not in answered:
+                    answered.add(key)
                     self._on_epoch_end(key, asks[key][0], p)
+        for key in asks.keys() - answered:  # not to ask again at once
+            self._delay(key, asks[key][0], "no answer to OffsetForLeaderEpoch")
 
     def _on_epoch_end(self, key, state: PartitionFetchState, answer) -> None:
         part = self._current(key, state)
@@ -270,7 +281,7 @@ class ReplicaFetcher:
     # --- fetching -------------------------------------------------------------------------------
     async def fetch(self, conn: BrokerConnection, states: dict) -> None:
         """One Fetch for ``states`` (fetching, ready), its answers applied."""
-        version = conn.api_version(ApiKey.FETCH)
+        version = min(conn.api_version(ApiKey.FETCH), FETCH_MAX_VERSION)
         if any(s.topic_id in _NO_TOPIC_ID for s in states.values()):
             version = min(version, FETCH_NAMES_MAX_VERSION)
         asked = {key: (state, state.fetch_offset) for key, state in states.items()}
@@ -311,7 +322,10 @@ class ReplicaFetcher:
 
     def _on_partition_data(self, key, state: PartitionFetchState, offset: int, data) -> None:
         part = self._current(key, state)
-        if part is None or state.state != FETCHING or state.fetch_offset != offset:
+        if part is None:
+            self._not_hosted(key, state)
+            return
+        if state.state != FETCHING or state.fetch_offset != offset:
             return
         error = ErrorCode(data.error_code)
         if error != ErrorCode.NONE:
@@ -321,6 +335,10 @@ class ReplicaFetcher:
             if data.records is not None and len(data.records):
                 if part.append_records_as_follower(data.records) is not None:
                     state.fetch_offset = part.log_end_offset
+        except InvalidAppendOffsetError as e:  # the log moved under the fetch: start over
+            state.state = TRUNCATING
+            self._delay(key, state, str(e))
+            return
         except (CorruptRecordError, StorageError, ProduceError) as e:
             # A damaged batch or a full disk: nothing appended; the same offset again later.
             self._delay(key, state, f"append failed: {e}")

@@ -126,8 +126,8 @@ def test_a_diverged_follower_truncates_to_where_its_epoch_ends_on_the_leader(lea
     its own 3-6 before copying the leader's."""
     topic, lpart = _leading(leader)
     fpart = follower.follow(topic, lpart.topic_id)
-    first = leader.call(lambda: _bytes(lpart)[:rb.batch_size_at(_bytes(lpart), 0)])
-    fpart.append_records_as_follower(memoryview(first))
+    copied = leader.call(_bytes, lpart)
+    fpart.append_records_as_follower(memoryview(copied)[:rb.batch_size_at(copied, 0)])  # offsets 0-2
     diverged = bytearray(make_batch(3, 4))
     rb.set_partition_leader_epoch(diverged, 0, 0)
     fpart.append_records_as_follower(memoryview(diverged))
@@ -147,7 +147,8 @@ def test_a_diverged_follower_truncates_to_where_its_epoch_ends_on_the_leader(lea
 def test_a_follower_with_an_old_leader_epoch_is_fenced_until_the_next_leader_and_isr(leader, follower):
     topic, lpart = _leading(leader)
     fpart = follower.follow(topic, lpart.topic_id, leader_epoch=0)
-    fpart.append_records_as_follower(memoryview(leader.call(_bytes, lpart)[:rb.batch_size_at(leader.call(_bytes, lpart), 0)]))
+    copied = leader.call(_bytes, lpart)
+    fpart.append_records_as_follower(memoryview(copied)[:rb.batch_size_at(copied, 0)])  # offsets 0-2
 
     async def run():
         manager = ReplicaFetcherManager(follower)
