@@ -233,17 +233,21 @@ class ReplicaManager:
         return ErrorCode.NONE if part.high_watermark > last_offset else None
 
     def all_replicated(self, waits) -> bool:
-        """Whether every ``(topic, index, last_offset, _)`` wait is over (replicated, or its
-        partition's leadership lost: ``replication_error``)."""
+        """Whether every ``(topic, index, last_offset, _)`` is below its high watermark, its
+        partition still led here (else the answer needs ``replication_error``'s codes)."""
+        return all(self.replication_error(t, i, last) == ErrorCode.NONE for t, i, last, _ in waits)
+
+    def replication_over(self, waits) -> bool:
+        """Whether every wait is over: replicated, or its leadership lost."""
         return all(self.replication_error(t, i, last) is not None for t, i, last, _ in waits)
 
     async def wait_for_replication(self, waits, timeout_s: float) -> bool:
         """Wait until every ``(topic, index, last_offset, _)`` wait is over
-        (``all_replicated``); False when ``timeout_s`` passed first."""
+        (``replication_over``); False when ``timeout_s`` passed first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         keys = {(t, i) for t, i, _, _ in waits}
-        while not self.all_replicated(waits):
+        while not self.replication_over(waits):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
