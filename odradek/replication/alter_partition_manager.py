@@ -41,7 +41,8 @@ from odradek.protocol.generated.error_codes import ErrorCode
 
 log = logging.getLogger("odradek.replication")
 
-# Kafka's AlterIsrManager retries after 50 ms; a little more spares a busy controller.
+# Pause before sending again what the controller refused or did not answer: short, since the
+# high watermark may wait on it, and long enough not to hammer a controller that is busy.
 RETRY_BACKOFF_MS = 100
 
 ABANDONING = frozenset({
