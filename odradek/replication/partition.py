@@ -109,8 +109,9 @@ class Partition:
     pending_isr: IsrChange | None = None
     leader_epoch_start_offset: int = -1
     replica_lag_time_max_ms: int = 30_000
-    # The version of the partition's state znode as LeaderAndIsr gave it (and AlterPartition
-    # answers moved it): an ISR change is written conditionally on it.
+    # The version of the partition's state znode (``.../partitions/<p>/state``) that the
+    # controller's LeaderAndIsr named (its ``partition_epoch``): an ISR change is a write
+    # conditional on it (AlterPartition's ``partition_epoch``); -1 before any LeaderAndIsr.
     zk_version: int = -1
     clock: object = None  # reads the time for the high watermark when a follower lags
     # Recomputed only when a config change replaced the log's config, so a produce pays an

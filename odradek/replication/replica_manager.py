@@ -70,21 +70,35 @@ class ReplicaManager:
         part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds())
         return part
 
-    def hosted_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
-        """The partition, made when this broker did not host it yet (leader or follower):
-        its log opened or created, its producer state restored, its high watermark the
-        checkpointed one (``initial_high_watermark``). Creating a log touches the disk: call
-        it off the event loop when that matters."""
-        part = self.partitions.get((topic, index))
-        if part is None:
-            plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
-            part = Partition(topic, index, topic_id, plog)
-            _restore_producer_state(part)
-            part.high_watermark = initial_high_watermark(
-                self.checkpointed_high_watermarks.pop(part.key, None), plog.log_start_offset, plog.log_end_offset)
-            self.partitions[part.key] = part
+    def new_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+        """A partition object for a partition not hosted yet: its log opened or created
+        (with ``config``), its producer state restored (a snapshot read, batches replayed).
+        It is hosted once given to ``host`` (``make_leader`` / ``make_follower`` do that
+        themselves). Touches nothing else of this manager, so it may run on a worker thread:
+        that is where the broker's state changes make the many of a start-up. Raises
+        OSError / StorageError when the log cannot be had."""
+        plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
+        part = Partition(topic, index, topic_id, plog)
+        _restore_producer_state(part)
         part.clock = self.clock
         part.replica_lag_time_max_ms = self.replica_lag_time_max_ms
+        # The high watermark the previous run checkpointed (a dict pop: safe off the loop).
+        part.high_watermark = initial_high_watermark(self.checkpointed_high_watermarks.pop(part.key, None),
+                                                     plog.log_start_offset, plog.log_end_offset)
+        return part
+
+    def host(self, part: Partition) -> Partition:
+        """Host ``part`` (from ``new_partition``) unless its key is hosted already; the
+        hosted one."""
+        return self.partitions.setdefault(part.key, part)
+
+    def hosted_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+        """The partition, made (``new_partition``) and hosted when this broker did not host
+        it yet, leader or follower. Creating a log touches the disk: the state changes call
+        ``new_partition`` off the event loop first (``replication/state_change.py``)."""
+        part = self.partitions.get((topic, index))
+        if part is None:
+            part = self.host(self.new_partition(topic, index, topic_id, config))
         return part
 
     def truncate_to(self, part: Partition, offset: int) -> bool:
