@@ -168,8 +168,9 @@ def test_an_answer_for_a_change_overtaken_by_a_role_change_is_dropped(setup):
     _expand(part)
     manager.submit(part)
     rm.make_leader("t", 0, part.topic_id, (1, 2, 3), (1, 3), 6, LogConfig())
+    part.zk_version = 9  # the state version that LeaderAndIsr named
     _send(manager)
-    assert part.isr == (1, 3) and part.pending_isr is None and part.zk_version == 7
+    assert part.isr == (1, 3) and part.pending_isr is None and part.zk_version == 9
 
 
 def test_a_change_proposed_while_an_older_one_was_in_flight_is_sent_next(setup):
