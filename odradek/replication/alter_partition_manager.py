@@ -52,12 +52,16 @@ ABANDONING = frozenset({
 
 
 class AlterPartitionManager:
-    """Started with ``start()`` on the broker's loop, stopped with ``await shutdown()``.
-    ``submit(partition)`` after a ``Partition.maybe_*_isr`` made a change pending."""
+    """The broker's ``alter_partitions``. ``submit(partition)`` (on the broker's loop) after
+    a ``Partition.maybe_*_isr`` made a change pending; the sending task starts with the first
+    submit (or ``start()``); ``await shutdown()`` stops it."""
 
-    def __init__(self, broker, retry_backoff_ms: int = RETRY_BACKOFF_MS) -> None:
+    def __init__(self, broker, retry_backoff_ms: int = RETRY_BACKOFF_MS, autostart: bool = True) -> None:
+        """``autostart=False``: no task; the caller steps with ``take_unsent`` and
+        ``send_once`` (tests)."""
         self.broker = broker
         self.retry_backoff_ms = retry_backoff_ms
+        self.autostart = autostart
         # key -> (partition, the pending IsrChange when submitted), in submission order.
         self._unsent: dict[tuple[str, int], tuple[object, object]] = {}
         self._in_flight: dict[tuple[str, int], tuple[object, object]] = {}
@@ -65,8 +69,9 @@ class AlterPartitionManager:
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
-        self._wake = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        if self._task is None:
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def shutdown(self) -> None:
         if self._task is not None:
@@ -82,6 +87,8 @@ class AlterPartitionManager:
         if change is None or key in self._unsent or key in self._in_flight:
             return False
         self._unsent[key] = (part, change)
+        if self._task is None and self.autostart:
+            self.start()
         if self._wake is not None:
             self._wake.set()
         return True

@@ -85,7 +85,7 @@ async def _retry_leadership(broker) -> None:
 def _shrink_isrs(broker) -> None:
     """Kafka's ``isr-expiration`` task: each ISR change goes to the controller."""
     for part in broker.replica_manager.maybe_shrink_isrs(broker.clock.milliseconds()):
-        broker.alter_partition_manager.submit(part)
+        broker.alter_partitions.submit(part)
 
 
 async def _in_thread(fn, *args):

@@ -62,7 +62,7 @@ class Broker:
         self.log_manager = None
         self.replica_manager = None
         self.replica_fetchers = None  # replication/replica_fetcher_manager.py
-        self.alter_partition_manager = None  # replication/alter_partition_manager.py
+        self.alter_partitions = None  # replication/alter_partition_manager.py
         self.produce_fast_path = None
         self.topics: TopicManager | None = None
         self.group_coordinator = None
@@ -106,8 +106,7 @@ class Broker:
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock,
                                               self.config["replica.lag.time.max.ms"])
         self.replica_fetchers = ReplicaFetcherManager(self)
-        self.alter_partition_manager = AlterPartitionManager(self)
-        self.alter_partition_manager.start()
+        self.alter_partitions = AlterPartitionManager(self)
         self.produce_fast_path = ProduceFastPath(self)
         self.producer_ids = open_producer_ids(self.metadata, self.broker_id)
         await self._listen()
@@ -201,8 +200,8 @@ class Broker:
             conn.close()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.shutdown()
-        if self.alter_partition_manager is not None:
-            await self.alter_partition_manager.shutdown()
+        if self.alter_partitions is not None:
+            await self.alter_partitions.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.wake_all()
         tasks = self._tasks + list(self._handler_tasks)

@@ -86,7 +86,7 @@ def _send(manager):
 def test_an_accepted_expansion_is_committed_with_the_new_state_version(setup):
     broker, rm, part = setup
     broker.broker_to_controller = channel = FakeChannel(accept)
-    manager = AlterPartitionManager(broker)
+    manager = AlterPartitionManager(broker, autostart=False)
     _expand(part)
     assert manager.submit(part) and not manager.submit(part)  # one per partition
     assert _send(manager) is False
@@ -117,7 +117,7 @@ def test_a_committed_shrink_that_moves_the_high_watermark_wakes_waiters(tmp_path
     broker = SimpleNamespace(broker_id=1, broker_epoch=1, replica_manager=rm, broker_to_controller=FakeChannel(accept))
     woken = []
     rm.notify = woken.append
-    manager = AlterPartitionManager(broker)
+    manager = AlterPartitionManager(broker, autostart=False)
     manager.submit(part)
     _send(manager)
     assert part.isr == (1,) and part.high_watermark == 3 and woken == [("t", 0)]
@@ -129,7 +129,7 @@ def test_a_committed_shrink_that_moves_the_high_watermark_wakes_waiters(tmp_path
 def test_a_change_the_controller_cannot_make_is_abandoned(setup, code):
     broker, rm, part = setup
     broker.broker_to_controller = FakeChannel(refuse(code))
-    manager = AlterPartitionManager(broker)
+    manager = AlterPartitionManager(broker, autostart=False)
     _expand(part)
     manager.submit(part)
     assert _send(manager) is False
@@ -164,7 +164,7 @@ def test_an_answer_for_a_change_overtaken_by_a_role_change_is_dropped(setup):
     answer to the old proposal must not overwrite the ISR the controller just sent."""
     broker, rm, part = setup
     broker.broker_to_controller = FakeChannel(accept)
-    manager = AlterPartitionManager(broker)
+    manager = AlterPartitionManager(broker, autostart=False)
     _expand(part)
     manager.submit(part)
     rm.make_leader("t", 0, part.topic_id, (1, 2, 3), (1, 3), 6, LogConfig())
@@ -184,7 +184,7 @@ def test_a_change_proposed_while_an_older_one_was_in_flight_is_sent_next(setup):
         return accept(request)
 
     broker.broker_to_controller = channel = FakeChannel(answer)
-    manager = AlterPartitionManager(broker)
+    manager = AlterPartitionManager(broker, autostart=False)
     _expand(part)
     manager.submit(part)
     _send(manager)

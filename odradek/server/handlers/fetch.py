@@ -206,7 +206,7 @@ def _record_follower_fetch(broker, part, replica_id: int, fp) -> ErrorCode:
     if update.high_watermark_moved:
         broker.replica_manager.notify(part.key)
     if update.isr_change is not None:
-        broker.alter_partition_manager.submit(part)
+        broker.alter_partitions.submit(part)
     return ErrorCode.NONE
 
 
