@@ -121,6 +121,7 @@ class ReplicaFetcher:
         self.socket_timeout_s = cfg["replica.socket.timeout.ms"] / 1000
         self._wake = asyncio.Event()
         self._conn: BrokerConnection | None = None
+        self._unreachable = False  # the last connection attempt or request failed
         self._task: asyncio.Task | None = None
 
     def __repr__(self) -> str:
@@ -155,7 +156,11 @@ class ReplicaFetcher:
             except asyncio.CancelledError:
                 raise
             except _CONNECTION_ERRORS as e:
-                log.info("%s: connection to the leader failed: %s", self, e)
+                # One line when the leader becomes unreachable, not one per retry: a dead
+                # leader is retried every replica.fetch.backoff.ms until LeaderAndIsr moves on.
+                log.log(logging.DEBUG if self._unreachable else logging.INFO,
+                        "%s: connection to the leader failed (retried every %.3g s): %s", self, self.backoff_s, e)
+                self._unreachable = True
                 self._close()
                 await asyncio.sleep(self.backoff_s)
             except Exception:
@@ -199,6 +204,9 @@ class ReplicaFetcher:
                                 client_id=f"broker-{self.broker.broker_id}-fetcher-{self.fetcher_index}",
                                 request_timeout=self.socket_timeout_s)
         await conn.connect(self.socket_timeout_s)
+        if self._unreachable:
+            log.info("%s: connected to the leader again", self)
+            self._unreachable = False
         self._conn = conn
         return conn
 
