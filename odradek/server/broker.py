@@ -73,8 +73,6 @@ class Broker:
         self.config_changes = None
         self.log_manager = None
         self.replica_manager = None
-        self.replica_fetchers = None  # replication/replica_fetcher_manager.py
-        self.alter_partitions = None  # replication/alter_partition_manager.py
         self.produce_fast_path = None
         self.topics: TopicManager | None = None
         self.group_coordinator = None
@@ -107,8 +105,6 @@ class Broker:
             raise
 
     async def _start_parts(self) -> None:
-        from odradek.replication.alter_partition_manager import AlterPartitionManager
-        from odradek.replication.replica_fetcher_manager import ReplicaFetcherManager
         from odradek.replication.replica_manager import ReplicaManager
         from odradek.server.produce_fast_path import ProduceFastPath
         from odradek.server.metadata_setup import open_metadata, open_producer_ids
@@ -124,8 +120,6 @@ class Broker:
         await self.loop.run_in_executor(None, self.topics.finish_deletions)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock,
                                               self.config["replica.lag.time.max.ms"])
-        self.replica_fetchers = ReplicaFetcherManager(self)
-        self.alter_partitions = AlterPartitionManager(self)
         self.produce_fast_path = ProduceFastPath(self)
         self.producer_ids = open_producer_ids(self.metadata, self.broker_id)
         self._make_cluster_parts()
@@ -267,10 +261,6 @@ class Broker:
             server.close()
         for conn in list(self.connections):
             conn.close()
-        if self.replica_fetchers is not None:
-            await self.replica_fetchers.shutdown()
-        if self.alter_partitions is not None:
-            await self.alter_partitions.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.wake_all()
         tasks = self._tasks + list(self._handler_tasks)
