@@ -121,6 +121,7 @@ class _RequestSender:
         self.target = target
         self.queue: asyncio.Queue = asyncio.Queue()
         self.connection = None
+        self.current = None  # the future of the request being sent
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-to-broker-{target.broker_id}"
         )
@@ -134,12 +135,15 @@ class _RequestSender:
             request, future = await self.queue.get()
             if future.cancelled():
                 continue
+            self.current = future
             response = await self._send_until_answered(request)
+            self.current = None
             if not future.done():
                 future.set_result(response)
             self.manager._on_response(request, response)
 
     async def _send_until_answered(self, request: BrokerRequest):
+        failures = 0
         while True:
             try:
                 return await self._deliver(request)
@@ -150,8 +154,10 @@ class _RequestSender:
                           type(request).__name__, self.target.broker_id, e)
                 return None
             except Exception as e:  # noqa: BLE001 - connection errors: retry while live
-                log.warning("controller: sending %s to broker %d failed (%r); retrying",
-                            type(request).__name__, self.target.broker_id, e)
+                failures += 1
+                log.log(logging.WARNING if failures == 1 else logging.DEBUG,
+                        "controller: sending %s to broker %d failed (%r); retrying until it "
+                        "answers or leaves", type(request).__name__, self.target.broker_id, e)
                 self._close()
                 await asyncio.sleep(self.manager.retry_backoff)
 
@@ -206,6 +212,8 @@ class _RequestSender:
     def stop(self) -> None:
         self.task.cancel()
         self._close()
+        if self.current is not None:
+            self.current.cancel()
         while not self.queue.empty():
             _, future = self.queue.get_nowait()
             future.cancel()
