@@ -64,9 +64,15 @@ from odradek.controller.commands import (
 from odradek.controller.controller import Controller
 from odradek.controller.snapshot import read_live_brokers, read_snapshot, read_topics
 from odradek.metadata import layout
-from odradek.metadata.errors import BadVersionError, NodeExistsError, NoNodeError, StoreError
+from odradek.metadata.errors import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    StoreError,
+    StoreUnavailableError,
+)
 from odradek.metadata.layout import PartitionState, TopicAssignment
-from odradek.metadata.store import CheckOp, CreateOp, SetOp
+from odradek.metadata.store import CheckOp, CreateOp, SetOp, parent_path
 from odradek.protocol.generated.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -79,6 +85,10 @@ MAX_CONFLICTS_PER_EVENT = 20
 starts from what the controller adopted."""
 
 _WRITE_CONFLICTS = (BadVersionError, NodeExistsError, NoNodeError)
+# Items re-queued when the store is unreachable: they read the store afresh when retried.
+# Events from brokers are answered NOT_CONTROLLER instead (their senders retry).
+_RETRIED = frozenset({"elect", "reelect", "watch"})
+STORE_RETRY_BACKOFF_S = 0.5
 
 
 @dataclass
@@ -117,6 +127,7 @@ class ControllerService:
         self._markers_lock = threading.Lock()
         self._stopped = False
         self._next_rebalance = float("inf")
+        self._children_cache: dict[str, set[str]] = {}
         self.elections = 0
         """How many times this broker became controller (tests, diagnostics)."""
 
@@ -186,10 +197,18 @@ class ControllerService:
                 return
             try:
                 self._process(item)
-            except Exception as e:  # noqa: BLE001 - the thread must live on
+            except StoreUnavailableError as e:
+                if item.kind in _RETRIED and not self._stopped:
+                    log.warning("controller %d: store unavailable during %s (%s); retrying",
+                                self.broker_id, item.kind, e)
+                    time.sleep(STORE_RETRY_BACKOFF_S)
+                    self._queue.put(item)
+                    continue
+                log.error("controller %d: store unavailable during %s: %s",
+                          self.broker_id, item.kind, e)
+            except Exception:  # noqa: BLE001 - the thread must live on
                 log.exception("controller %d: %s failed", self.broker_id, item.kind)
-                if item.future is not None and not item.future.done():
-                    item.future.set_exception(e)
+            # an event cut short is answered NOT_CONTROLLER: the broker asks again
             if item.future is not None and not item.future.done():
                 item.future.set_result(
                     item.sent if item.kind == "elect" else not_controller_reply(item.payload)
@@ -255,9 +274,20 @@ class ControllerService:
             return
         self.elections += 1
         log.info("broker %d is the controller now, at epoch %d", self.broker_id, epoch)
-        unclean = bool(self.broker.config["unclean.leader.election.enable"])
-        snapshot = read_snapshot(self.store, self.broker_id, self._broker_epochs(), unclean)
-        self._handle(ev.Startup(snapshot), item)
+        try:
+            unclean = bool(self.broker.config["unclean.leader.election.enable"])
+            snapshot = read_snapshot(self.store, self.broker_id, self._broker_epochs(), unclean)
+            self._handle(ev.Startup(snapshot), item)
+        except Exception:
+            # Kafka's triggerControllerMove: give the seat up, so that an election (maybe
+            # ours, through the /controller watch) starts over
+            if self.active:
+                self._resign()
+            try:
+                self.broker.metadata.resign_controller(self.broker_id)
+            except StoreError:
+                pass
+            raise
         self._schedule_rebalance()
 
     def _resign(self) -> None:
@@ -330,6 +360,7 @@ class ControllerService:
         """Apply ``writes`` in order, grouped; the first write that failed, or None."""
         for start in range(0, len(writes), MAX_OPS_PER_MULTI):
             chunk = writes[start:start + MAX_OPS_PER_MULTI]
+            self._children_cache = {}
             ops = self._grouped_ops(chunk)
             if ops is not None:
                 try:
@@ -350,18 +381,36 @@ class ControllerService:
         if len(chunk) < 2:
             return None
         ops: list = [CheckOp(layout.CONTROLLER_EPOCH, chunk[0].epoch_zk_version)]
+        created: set[str] = set()
         for write in chunk:
             if write.epoch_zk_version != chunk[0].epoch_zk_version:
                 return None
             if isinstance(write, SetZnode):
                 ops.append(SetOp(write.path, write.data, write.expected_version))
             elif isinstance(write, CreateZnode):
-                if write.exists_ok and self.store.exists(write.path) is not None:
+                if write.path in created or (write.exists_ok and self._exists(write.path, created)):
                     continue
+                created.add(write.path)
                 ops.append(CreateOp(write.path, write.data))
             else:
                 return None
         return ops
+
+    def _exists(self, path: str, created: set[str]) -> bool:
+        """Whether ``path`` exists, reading each parent's children once per group (one
+        round trip for all the partitions of a topic); a parent created in this group has
+        none yet."""
+        parent = parent_path(path)
+        if parent in created:
+            return False
+        children = self._children_cache.get(parent)
+        if children is None:
+            try:
+                children = set(self.store.children(parent))
+            except NoNodeError:
+                children = set()
+            self._children_cache[parent] = children
+        return path.rsplit("/", 1)[1] in children
 
     def _after_failed_write(self, commands: list, failed: ZnodeWrite):
         try:

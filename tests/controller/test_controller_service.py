@@ -412,3 +412,64 @@ def test_auto_leader_rebalance():
             service.shutdown()
 
     run(scenario())
+
+
+def test_failed_startup_gives_the_seat_up_and_elects_again(monkeypatch, caplog):
+    import odradek.controller.controller_service as module
+
+    real = module.read_snapshot
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "read_snapshot", flaky)
+    broker = FakeBroker(1)
+    write_topic(broker.metadata.store, "t", {0: (1,)})
+
+    async def scenario():
+        service, channel = make_service(broker)
+        await service.start()
+        try:
+            await async_wait_until(lambda: service.active, what="second election")
+            assert service.elections == 2
+            await async_wait_until(lambda: state(broker.metadata.store, "t", 0))
+        finally:
+            service.shutdown()
+
+    run(scenario())
+    assert any("boom" in (r.exc_text or "") or "failed" in r.message for r in caplog.records)
+
+
+def test_store_unavailable_watch_is_retried(monkeypatch):
+    from odradek.metadata.errors import StoreUnavailableError
+    import odradek.controller.controller_service as module
+
+    monkeypatch.setattr(module, "STORE_RETRY_BACKOFF_S", 0.01)
+    broker = FakeBroker(1)
+    store = broker.metadata.store
+
+    async def scenario():
+        service, channel = make_service(broker)
+        await service.start()
+        real = module.read_topics
+        failures = []
+
+        def unreachable_once(s):
+            if not failures:
+                failures.append(1)
+                raise StoreUnavailableError("connection lost")
+            return real(s)
+
+        monkeypatch.setattr(module, "read_topics", unreachable_once)
+        try:
+            write_topic(store, "late", {0: (1,)})
+            await async_wait_until(lambda: state(store, "late", 0), what="topic after retry")
+            assert failures == [1]
+        finally:
+            service.shutdown()
+
+    run(scenario())
