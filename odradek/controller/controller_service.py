@@ -40,12 +40,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import logging
 import queue
 import threading
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 from odradek.controller import events as ev
@@ -62,7 +60,14 @@ from odradek.controller.commands import (
     written_topics,
 )
 from odradek.controller.controller import Controller
-from odradek.controller.snapshot import read_live_brokers, read_snapshot, read_topics
+from odradek.controller.leader_imbalance import imbalanced_partitions
+from odradek.controller.snapshot import read_snapshot, read_topics
+from odradek.controller.watched_events import (
+    PREFERRED_REPLICA_ELECTION,
+    REASSIGN_PARTITIONS,
+    broker_epochs,
+    read_watched_event,
+)
 from odradek.metadata import layout
 from odradek.metadata.errors import (
     BadVersionError,
@@ -71,14 +76,12 @@ from odradek.metadata.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from odradek.metadata.layout import PartitionState, TopicAssignment
+from odradek.metadata.layout import PartitionState
 from odradek.metadata.store import CheckOp, CreateOp, SetOp, parent_path
 from odradek.protocol.generated.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
 
-PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
-REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 MAX_OPS_PER_MULTI = 1000
 MAX_CONFLICTS_PER_EVENT = 20
 """A list re-handled this many times after conflicts is given up (logged); the next event
@@ -229,7 +232,7 @@ class ControllerService:
             if item.payload == "controller":
                 self._elect(item)
             elif self.active:
-                event = self._read_watched(item.payload)
+                event = read_watched_event(self.store, item.payload)
                 if event is not None:
                     self._handle(event, item)
         elif item.kind == "rebalance":
@@ -276,7 +279,7 @@ class ControllerService:
         log.info("broker %d is the controller now, at epoch %d", self.broker_id, epoch)
         try:
             unclean = bool(self.broker.config["unclean.leader.election.enable"])
-            snapshot = read_snapshot(self.store, self.broker_id, self._broker_epochs(), unclean)
+            snapshot = read_snapshot(self.store, self.broker_id, broker_epochs(self.store), unclean)
             self._handle(ev.Startup(snapshot), item)
         except Exception:
             # Kafka's triggerControllerMove: give the seat up, so that an election (maybe
@@ -468,75 +471,6 @@ class ControllerService:
                 layout.topic_path(name), lambda _, n=name: self._mark(("topic", n))
             )
 
-    def _broker_epochs(self) -> dict[int, int]:
-        out = {}
-        try:
-            names = self.store.children(layout.BROKER_IDS)
-        except NoNodeError:
-            return out
-        for name in names:
-            try:
-                out[int(name)] = self.store.creation_id(layout.broker_path(int(name)))
-            except (NoNodeError, ValueError):
-                continue
-        return out
-
-    def _read_watched(self, key) -> ev.ControllerEvent | None:
-        """The event a watch marker stands for, read now (None: nothing to do)."""
-        store = self.store
-        if key == "brokers":
-            return ev.BrokerChange(read_live_brokers(store, self._broker_epochs()))
-        if key == "topics":
-            return ev.TopicChange(read_topics(store))
-        if key == "delete_topics":
-            try:
-                names = store.children(layout.DELETE_TOPICS)
-            except NoNodeError:
-                return None
-            return ev.TopicDeletion(tuple(sorted(names))) if names else None
-        if isinstance(key, tuple) and key[0] == "topic":
-            try:
-                data, version = store.get(layout.topic_path(key[1]))
-            except NoNodeError:
-                return None
-            return ev.PartitionModifications(TopicAssignment.from_json(key[1], data, version))
-        if key == "preferred":
-            doc = self._take_admin_document(PREFERRED_REPLICA_ELECTION)
-            if doc is None:
-                return None
-            parts = tuple((p["topic"], int(p["partition"])) for p in doc.get("partitions", ()))
-            return ev.PreferredReplicaElection(parts or None)
-        if key == "reassign":
-            doc = self._take_admin_document(REASSIGN_PARTITIONS)
-            if doc is None:
-                return None
-            targets = {
-                (p["topic"], int(p["partition"])): tuple(int(b) for b in p["replicas"])
-                for p in doc.get("partitions", ())
-            }
-            return ev.PartitionReassignment(targets) if targets else None
-        return None
-
-    def _take_admin_document(self, path: str) -> dict | None:
-        """Read and delete an admin request znode (Kafka's JSON, ``{"version": 1,
-        "partitions": [...]}``); None if absent or malformed (logged)."""
-        try:
-            data, version = self.store.get(path)
-        except NoNodeError:
-            return None
-        try:
-            self.store.delete(path, version)
-        except (NoNodeError, BadVersionError):
-            pass
-        try:
-            doc = json.loads(data)
-            if not isinstance(doc, dict):
-                raise ValueError("not an object")
-            return doc
-        except ValueError as e:
-            log.error("controller %d: ignoring malformed %s: %s", self.broker_id, path, e)
-            return None
-
     # -- auto leader rebalance ----------------------------------------------------------------
 
     def _schedule_rebalance(self) -> None:
@@ -560,23 +494,3 @@ class ControllerService:
                      self.broker_id, len(candidates))
             self._handle(ev.PreferredReplicaElection(tuple(candidates)), _Item("rebalance"))
 
-
-def imbalanced_partitions(ctx, percentage: int) -> list[tuple[str, int]]:
-    """Partitions not led by their preferred replica, for every live broker (not shutting
-    down) whose ratio of such partitions among those it prefers exceeds ``percentage``; none
-    while reassignments or deletions are in progress (Kafka waits for those too)."""
-    if ctx.topics_to_delete or ctx.partitions_being_reassigned():
-        return []
-    preferred_of = defaultdict(list)
-    for tp in ctx.all_partitions():
-        replicas = ctx.replicas(tp)
-        if replicas and tp in ctx.leadership:
-            preferred_of[replicas[0]].append(tp)
-    out = []
-    for broker, partitions in sorted(preferred_of.items()):
-        if broker not in ctx.live_brokers or broker in ctx.shutting_down:
-            continue
-        off = [tp for tp in partitions if ctx.leadership[tp].leader != broker]
-        if off and len(off) * 100 > percentage * len(partitions):
-            out += off
-    return sorted(out)

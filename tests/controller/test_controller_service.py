@@ -16,7 +16,8 @@ from odradek.controller.commands import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from odradek.controller.controller_service import ControllerService, imbalanced_partitions
+from odradek.controller.controller_service import ControllerService
+from odradek.controller.leader_imbalance import imbalanced_partitions
 from odradek.metadata import layout
 from odradek.metadata.embedded_store import EmbeddedStore
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -445,8 +446,9 @@ def test_failed_startup_gives_the_seat_up_and_elects_again(monkeypatch, caplog):
 
 
 def test_store_unavailable_watch_is_retried(monkeypatch):
-    from odradek.metadata.errors import StoreUnavailableError
     import odradek.controller.controller_service as module
+    import odradek.controller.watched_events as watched
+    from odradek.metadata.errors import StoreUnavailableError
 
     monkeypatch.setattr(module, "STORE_RETRY_BACKOFF_S", 0.01)
     broker = FakeBroker(1)
@@ -455,7 +457,7 @@ def test_store_unavailable_watch_is_retried(monkeypatch):
     async def scenario():
         service, channel = make_service(broker)
         await service.start()
-        real = module.read_topics
+        real = watched.read_topics
         failures = []
 
         def unreachable_once(s):
@@ -464,7 +466,7 @@ def test_store_unavailable_watch_is_retried(monkeypatch):
                 raise StoreUnavailableError("connection lost")
             return real(s)
 
-        monkeypatch.setattr(module, "read_topics", unreachable_once)
+        monkeypatch.setattr(watched, "read_topics", unreachable_once)
         try:
             write_topic(store, "late", {0: (1,)})
             await async_wait_until(lambda: state(store, "late", 0), what="topic after retry")
