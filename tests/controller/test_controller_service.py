@@ -475,3 +475,38 @@ def test_store_unavailable_watch_is_retried(monkeypatch):
             service.shutdown()
 
     run(scenario())
+
+
+def test_reassignment_through_the_admin_znode():
+    broker = FakeBroker(1)
+    store = broker.metadata.store
+    register(store, 2)
+    write_topic(store, "t", {0: (1,)})
+
+    def assignment():
+        data, version = store.get(layout.topic_path("t"))
+        return layout.TopicAssignment.from_json("t", data, version)
+
+    async def scenario():
+        service, channel = make_service(broker)
+        await service.start()
+        try:
+            store.create("/admin/reassign_partitions",
+                         b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2]}]}')
+            await async_wait_until(lambda: assignment().adding_replicas.get(0) == (2,),
+                                   what="reassignment started")
+            s = state(store, "t", 0)
+            reply = await asyncio.wrap_future(service.submit(ev.AlterPartition(
+                1, broker.broker_epoch, ((("t", 0), s.leader_epoch, (1, 2), s.zk_version),))))
+            assert reply.partitions[0].error is ErrorCode.NONE
+            await async_wait_until(lambda: dict(assignment().partitions) == {0: (2,)},
+                                   what="reassignment completed")
+            assert state(store, "t", 0).leader == 2
+            assert not assignment().adding_replicas and not assignment().removing_replicas
+            deleted = [p for r in channel.of(StopReplicaRequest, 1) for p in r.partitions
+                       if p.delete_partition]
+            assert [(p.topic, p.partition) for p in deleted] == [("t", 0)]
+        finally:
+            service.shutdown()
+
+    run(scenario())
