@@ -17,7 +17,8 @@ that touches the `Controller` and writes the controller's znodes:
   ``/admin/delete_topics`` children -> `events.TopicDeletion`;
   ``/admin/preferred_replica_election`` and ``/admin/reassign_partitions`` (Kafka's JSON
   documents, deleted once handed over) -> `events.PreferredReplicaElection`,
-  `events.PartitionReassignment`.
+  `events.PartitionReassignment`; ``/isr_change_notification`` children ->
+  `events.IsrChangeNotification` (see `watched_events`).
 * Broker requests (`submit`): `events.ControlledShutdown` and `events.AlterPartition` from the
   handlers; the returned ``concurrent.futures.Future`` gets the command list's `commands.Reply`,
   or NOT_CONTROLLER when this broker is not (or stops being) the controller meanwhile.
@@ -449,6 +450,8 @@ class ControllerService:
             store.watch_children(layout.DELETE_TOPICS, lambda _: self._mark("delete_topics")),
             store.watch_data(PREFERRED_REPLICA_ELECTION, lambda _: self._mark("preferred")),
             store.watch_data(REASSIGN_PARTITIONS, lambda _: self._mark("reassign")),
+            store.watch_children(layout.ISR_CHANGE_NOTIFICATION,
+                                 lambda _: self._mark("isr_changes")),
         ]
 
     def _mark(self, key) -> None:

@@ -6,7 +6,8 @@ the name into the `events` value the controller handles.
 Names: ``"brokers"`` (``/brokers/ids`` children), ``"topics"`` (``/brokers/topics``
 children), ``("topic", name)`` (``/brokers/topics/<name>`` data), ``"delete_topics"``
 (``/admin/delete_topics`` children), ``"preferred"`` (``/admin/preferred_replica_election``)
-and ``"reassign"`` (``/admin/reassign_partitions``). The two admin znodes hold Kafka's JSON
+``"reassign"`` (``/admin/reassign_partitions``) and ``"isr_changes"``
+(``/isr_change_notification`` children: ISRs leaders wrote themselves, before AlterPartition). The two admin znodes hold Kafka's JSON
 (``{"version": 1, "partitions": [{"topic": t, "partition": p[, "replicas": [..]]}]}``) and are
 deleted once read: the request is handed over (a reassignment's state lives on in the topic
 znode, KIP-455).
@@ -21,7 +22,7 @@ from odradek.controller import events as ev
 from odradek.controller.snapshot import read_live_brokers, read_topics
 from odradek.metadata import layout
 from odradek.metadata.errors import BadVersionError, NoNodeError
-from odradek.metadata.layout import TopicAssignment
+from odradek.metadata.layout import PartitionState, TopicAssignment
 from odradek.metadata.store import MetadataStore
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,38 @@ def read_watched_event(store: MetadataStore, key) -> ev.ControllerEvent | None:
         return _admin_event(store, PREFERRED_REPLICA_ELECTION, _preferred_election)
     if key == "reassign":
         return _admin_event(store, REASSIGN_PARTITIONS, _reassignment)
+    if key == "isr_changes":
+        return _isr_change_notifications(store)
     return None
+
+
+def _isr_change_notifications(store: MetadataStore) -> ev.ControllerEvent | None:
+    """Kafka's ``processIsrChangeNotification``: the partitions named by the notifications
+    under ``/isr_change_notification`` (each deleted once read), with their states now."""
+    try:
+        names = store.children(layout.ISR_CHANGE_NOTIFICATION)
+    except NoNodeError:
+        return None
+    partitions: set[tuple[str, int]] = set()
+    for name in names:
+        path = f"{layout.ISR_CHANGE_NOTIFICATION}/{name}"
+        try:
+            data, _ = store.get(path)
+            store.delete(path)
+        except NoNodeError:
+            continue
+        try:
+            partitions |= {(p["topic"], int(p["partition"])) for p in json.loads(data)["partitions"]}
+        except (ValueError, KeyError, TypeError) as e:
+            log.error("controller: ignoring malformed %s: %r", path, e)
+    states = {}
+    for tp in sorted(partitions):
+        try:
+            data, version = store.get(layout.partition_state_path(*tp))
+        except NoNodeError:
+            continue
+        states[tp] = PartitionState.from_json(data, version)
+    return ev.IsrChangeNotification(states) if states else None
 
 
 def _preferred_election(doc: dict) -> ev.ControllerEvent:
