@@ -130,6 +130,7 @@ class ControllerService:
         self._markers: set = set()
         self._markers_lock = threading.Lock()
         self._stopped = False
+        self._submit_lock = threading.Lock()
         self._next_rebalance = float("inf")
         self._children_cache: dict[str, set[str]] = {}
         self.elections = 0
@@ -167,24 +168,28 @@ class ControllerService:
         handled: with its `commands.Reply` for ControlledShutdown/AlterPartition (a
         NOT_CONTROLLER one if this broker is not the controller), else None."""
         future: concurrent.futures.Future = concurrent.futures.Future()
-        if self._stopped or not self._thread.is_alive():
-            future.set_result(not_controller_reply(event))
-            return future
-        self._queue.put(_Item("event", event, future))
+        with self._submit_lock:  # nothing is queued after the stop item
+            if not self._stopped and self._thread.is_alive():
+                self._queue.put(_Item("event", event, future))
+                return future
+        future.set_result(not_controller_reply(event))
         return future
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop: watches off, resign (``/controller`` deleted if it is ours), event thread
         joined, senders stopped. Call from the loop's thread. Idempotent."""
-        if self._stopped:
-            return
-        self._stopped = True
-        for handle in self._watches + list(self._topic_watches.values()):
+        with self._submit_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        for handle in self._watches:
             handle.cancel()
-        self._watches, self._topic_watches = [], {}
-        if self._thread.is_alive():
+        self._watches = []
+        if self._thread.is_alive():  # the topic watches are the thread's to cancel
             self._queue.put(_Item("stop"))
             self._thread.join(timeout)
+        else:
+            self._cancel_topic_watches()
         self.channel.shutdown()
 
     # -- the event thread ---------------------------------------------------------------------
@@ -240,6 +245,7 @@ class ControllerService:
             self._check_imbalance()
 
     def _stop_in_thread(self) -> None:
+        self._cancel_topic_watches()
         if self.active:
             self.controller.handle(ev.Resign())
         try:
@@ -299,9 +305,7 @@ class ControllerService:
         log.info("broker %d is no longer the controller", self.broker_id)
         self.controller.handle(ev.Resign())
         self.channel.update_brokers({})
-        for handle in self._topic_watches.values():
-            handle.cancel()
-        self._topic_watches = {}
+        self._cancel_topic_watches()
         self._next_rebalance = float("inf")
 
     def _on_new_session(self) -> None:
@@ -463,6 +467,11 @@ class ControllerService:
                 return
             self._markers.add(key)
         self._queue.put(_Item("watch", key))
+
+    def _cancel_topic_watches(self) -> None:
+        for handle in self._topic_watches.values():
+            handle.cancel()
+        self._topic_watches = {}
 
     def _sync_topic_watches(self) -> None:
         """A data watch per topic known to the controller (for partitions added)."""
