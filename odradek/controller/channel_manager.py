@@ -8,7 +8,7 @@ in: LeaderAndIsr, UpdateMetadata, StopReplica). A sender sends one request at a 
 for its response before the next, as Kafka's send thread does.
 
 * Remote brokers: a connection to the broker's endpoint on the inter-broker listener
-  (``inter.broker.listener.name``, default the first advertised listener of this broker),
+  (``inter.broker.listener.name``, default the first listener of this broker),
   with API versions negotiated; the request is encoded (`request_encoding`) at the highest
   version both sides have. A connection error or timeout closes the connection, and the same
   request is sent again after a back-off, until the broker leaves the live set
@@ -48,12 +48,12 @@ CLIENT_ID_PREFIX = "controller-"
 
 
 def inter_broker_listener_name(config) -> str | None:
-    """``inter.broker.listener.name``, else the name of this broker's first advertised
-    listener (None when it has none)."""
+    """``inter.broker.listener.name``, else the name of this broker's first listener (None
+    when it has none); other brokers' endpoints are looked up by this name."""
     name = config["inter.broker.listener.name"]
     if name:
         return name
-    listeners = config.advertised_listeners
+    listeners = config.listeners
     return listeners[0].name if listeners else None
 
 
