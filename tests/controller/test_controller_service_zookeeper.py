@@ -4,6 +4,9 @@ controller's session ends (a crash), the other broker takes over and moves leade
 from __future__ import annotations
 
 import asyncio
+import uuid
+
+import pytest
 
 from odradek.controller.commands import LeaderAndIsrRequest
 from odradek.controller.controller_service import ControllerService
@@ -11,11 +14,23 @@ from odradek.metadata import layout
 from odradek.metadata.zookeeper_store import ZooKeeperStore
 from tests.controller.service_fakes import FakeBroker, FakeChannel, async_wait_until, state
 from tests.controller.service_fakes import write_topic
-from tests.metadata.conftest import chroot, zookeeper  # noqa: F401 - fixtures
+from tests.metadata.zookeeper_server import ZooKeeperServer, zookeeper_installed
 
 
-def test_failover_on_zookeeper(zookeeper, chroot):  # noqa: F811
-    stores = [ZooKeeperStore(zookeeper.hosts, chroot, session_timeout=4.0) for _ in range(2)]
+@pytest.fixture(scope="module")
+def zk_server(tmp_path_factory):
+    """A throw-away ZooKeeper (skipped where it is not installed)."""
+    if not zookeeper_installed():
+        pytest.skip("ZooKeeper is not installed: apt-get install zookeeper")
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_failover_on_zookeeper(zk_server):
+    chroot = f"/controller-test-{uuid.uuid4().hex[:8]}"
+    stores = [ZooKeeperStore(zk_server.hosts, chroot, session_timeout=4.0) for _ in range(2)]
     brokers = [FakeBroker(1, stores[0]), FakeBroker(2, stores[1])]
     write_topic(stores[0], "t", {0: (1, 2), 1: (2, 1)})
 
