@@ -9,7 +9,8 @@ that touches the `Controller` and writes the controller's znodes:
   (`snapshot.read_snapshot`, broker epochs being the czxids of the registrations) and handles
   `events.Startup`. A data watch on ``/controller`` runs the election again when it changes
   (a deleted ``/controller`` is a vacancy; another broker's id means resign if active). A new
-  store session (ZooKeeper expiry) resigns and elects again.
+  store session (ZooKeeper expiry) runs the election again (resigning if ``/controller``
+  no longer names this broker).
 * Watches (persistent, installed at `start`; callbacks only enqueue a marker, deduplicated
   while it waits; the event thread reads the store when it takes the marker, and only while
   active): ``/brokers/ids`` children -> `events.BrokerChange`; ``/brokers/topics`` children ->
@@ -224,11 +225,7 @@ class ControllerService:
                 )
 
     def _process(self, item: _Item) -> None:
-        if item.kind == "elect":
-            self._elect(item)
-        elif item.kind == "reelect":
-            if self.active:
-                self._resign()
+        if item.kind in ("elect", "reelect"):
             self._elect(item)
         elif item.kind == "event":
             self._handle(item.payload, item)
@@ -309,6 +306,8 @@ class ControllerService:
         self._next_rebalance = float("inf")
 
     def _on_new_session(self) -> None:
+        """Kafka's ``RegisterBrokerAndReelect`` (the registration is `ClusterMetadata`'s):
+        still controller if ``/controller`` names this broker, else resign and elect."""
         if not self._stopped:
             self._queue.put(_Item("reelect"))
 

@@ -510,3 +510,29 @@ def test_reassignment_through_the_admin_znode():
             service.shutdown()
 
     run(scenario())
+
+
+def test_new_session_keeps_or_retakes_the_seat():
+    """After a session expiry: still controller when /controller names this broker; when
+    the old session's /controller went, elected again at a new epoch."""
+    broker = FakeBroker(1)
+    store = broker.metadata.store
+    write_topic(store, "t", {0: (1,)})
+
+    async def scenario():
+        service, channel = make_service(broker)
+        await service.start()
+        try:
+            epoch = layout.decode_controller_epoch(store.get(layout.CONTROLLER_EPOCH)[0])
+            service._on_new_session()
+            await asyncio.sleep(0.1)
+            assert service.active and service.elections == 1
+            store.delete(layout.CONTROLLER)  # what the expiry did to the old ephemeral
+            service._on_new_session()
+            await async_wait_until(lambda: service.elections == 2, what="re-election")
+            assert service.active
+            assert layout.decode_controller_epoch(store.get(layout.CONTROLLER_EPOCH)[0]) > epoch
+        finally:
+            service.shutdown()
+
+    run(scenario())
