@@ -316,7 +316,7 @@ class ControllerService:
     def _handle(self, event: ev.ControllerEvent, item: _Item) -> None:
         """Handle ``event`` and execute its commands (conflicts re-handled, bounded)."""
         commands = self.controller.handle(event)
-        for attempt in range(MAX_CONFLICTS_PER_EVENT + 1):
+        for _ in range(MAX_CONFLICTS_PER_EVENT + 1):
             self._log_unclean()
             if self.controller.active:
                 self.channel.update_brokers(self.controller.ctx.live_brokers)
@@ -474,7 +474,8 @@ class ControllerService:
 
     def _sync_topic_watches(self) -> None:
         """A data watch per topic known to the controller (for partitions added)."""
-        topics = self.controller.ctx.all_topics() if self.active else set()
+        # every topic the controller knows has an id (O(topics), not O(partitions))
+        topics = set(self.controller.ctx.topic_ids) if self.active else set()
         for name in set(self._topic_watches) - topics:
             self._topic_watches.pop(name).cancel()
         for name in sorted(topics - set(self._topic_watches)):
