@@ -371,16 +371,30 @@ class ControllerService:
             ops = self._grouped_ops(chunk)
             if ops is not None:
                 try:
-                    self.store.multi(ops)
+                    self._retrying(lambda: self.store.multi(ops))
                     continue
                 except _WRITE_CONFLICTS:
                     pass  # nothing of the multi happened: find the culprit one by one
             for write in chunk:
                 try:
-                    write.apply(self.store)
+                    self._retrying(lambda: write.apply(self.store))  # noqa: B023 - run at once
                 except _WRITE_CONFLICTS:
                     return write
         return None
+
+    def _retrying(self, write):
+        """Run ``write`` again while the store is unreachable, up to the session timeout (a
+        connection blip; past that the session is gone and another controller may be
+        elected). A write that did happen before the connection dropped fails on its version
+        when repeated: a conflict like any other, which re-reads what the store holds."""
+        deadline = time.monotonic() + self.broker.config["zookeeper.session.timeout.ms"] / 1000
+        while True:
+            try:
+                return write()
+            except StoreUnavailableError:
+                if self._stopped or time.monotonic() >= deadline:
+                    raise
+                time.sleep(STORE_RETRY_BACKOFF_S)
 
     def _grouped_ops(self, chunk: list[ZnodeWrite]) -> list | None:
         """One guarded multi for ``chunk``, or None when it cannot be grouped (deletes, or

@@ -536,3 +536,47 @@ def test_new_session_keeps_or_retakes_the_seat():
             service.shutdown()
 
     run(scenario())
+
+
+def test_a_write_is_repeated_after_a_connection_blip(monkeypatch):
+    """The multi fails as unreachable twice: once before it happened, once after it did (the
+    answer was lost); the controller repeats it, meets its own write as a conflict, re-reads
+    and answers as if nothing happened."""
+    import odradek.controller.controller_service as module
+    from odradek.metadata.errors import StoreUnavailableError
+
+    monkeypatch.setattr(module, "STORE_RETRY_BACKOFF_S", 0.01)
+    broker = FakeBroker(1)
+    store = broker.metadata.store
+    register(store, 2)
+    write_topic(store, "t", {0: (1, 2)})
+    real_multi = store.multi
+    blips = []
+
+    def flaky_multi(ops):
+        if len(blips) == 0:
+            blips.append("before")
+            raise StoreUnavailableError("connection lost")
+        if len(blips) == 1:
+            blips.append("after")
+            real_multi(ops)
+            raise StoreUnavailableError("connection lost before the answer")
+        return real_multi(ops)
+
+    async def scenario():
+        service, channel = make_service(broker)
+        await service.start()
+        try:
+            s = state(store, "t", 0)
+            store.multi = flaky_multi
+            reply = await asyncio.wrap_future(service.submit(ev.AlterPartition(
+                1, broker.broker_epoch, ((("t", 0), s.leader_epoch, (1,), s.zk_version),))))
+            assert blips == ["before", "after"]
+            assert reply.error is ErrorCode.NONE
+            assert state(store, "t", 0).isr == (1,)
+            assert service.active
+        finally:
+            store.multi = real_multi
+            service.shutdown()
+
+    run(scenario())
