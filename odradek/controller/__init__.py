@@ -17,6 +17,7 @@ The edge, which does the I/O:
 
 * `controller_service`: ``ControllerService``, the event thread (Kafka's
   ``ControllerEventManager``), election, watches, executing commands;
+* `znode_writer`: the writes applied, grouped into guarded ``multi``s;
 * `watched_events`: what the watches stand for, read from the store;
 * `leader_imbalance`: the auto leader rebalance's choice;
 * `channel_manager`: ``ControllerChannelManager``, requests to brokers (in-process to this one);

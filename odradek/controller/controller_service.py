@@ -29,7 +29,7 @@ that touches the `Controller` and writes the controller's znodes:
   (`events.PreferredReplicaElection`), as Kafka's ``checkAndTriggerAutoLeaderRebalance``.
 
 Executing commands (see `commands`): znode writes in order, consecutive writes grouped into one
-guarded ``multi`` (up to `MAX_OPS_PER_MULTI` ops) for speed; when a group fails it is replayed
+guarded ``multi`` for speed (`znode_writer`); when a group fails it is replayed
 write by write (a multi is all or nothing) to find the failing one. A failed write with the
 ``/controller_epoch`` version changed means another controller: resign. Otherwise it is a
 conflict: the states the list writes are read back and handed to the controller as
@@ -54,9 +54,7 @@ from odradek.controller.commands import (
     AlterPartitionReply,
     BrokerRequest,
     ControlledShutdownReply,
-    CreateZnode,
     Reply,
-    SetZnode,
     ZnodeWrite,
     written_partitions,
     written_topics,
@@ -70,30 +68,21 @@ from odradek.controller.watched_events import (
     broker_epochs,
     read_watched_event,
 )
+from odradek.controller.znode_writer import STORE_RETRY_BACKOFF_S, ZnodeWriter
 from odradek.metadata import layout
-from odradek.metadata.errors import (
-    BadVersionError,
-    NodeExistsError,
-    NoNodeError,
-    StoreError,
-    StoreUnavailableError,
-)
+from odradek.metadata.errors import NoNodeError, StoreError, StoreUnavailableError
 from odradek.metadata.layout import PartitionState
-from odradek.metadata.store import CheckOp, CreateOp, SetOp, parent_path
 from odradek.protocol.generated.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
 
-MAX_OPS_PER_MULTI = 1000
 MAX_CONFLICTS_PER_EVENT = 20
 """A list re-handled this many times after conflicts is given up (logged); the next event
 starts from what the controller adopted."""
 
-_WRITE_CONFLICTS = (BadVersionError, NodeExistsError, NoNodeError)
 # Items re-queued when the store is unreachable: they read the store afresh when retried.
 # Events from brokers are answered NOT_CONTROLLER instead (their senders retry).
 _RETRIED = frozenset({"elect", "reelect", "watch"})
-STORE_RETRY_BACKOFF_S = 0.5
 
 
 @dataclass
@@ -121,6 +110,11 @@ class ControllerService:
         self.broker_id = broker.broker_id
         self.controller = Controller(broker.broker_id)
         self.channel = channel_manager or ControllerChannelManager(broker, on_event=self.submit)
+        self.writer = ZnodeWriter(
+            lambda: broker.metadata.store,
+            broker.config["zookeeper.session.timeout.ms"] / 1000,
+            lambda: self._stopped,
+        )
         self.loop: asyncio.AbstractEventLoop | None = None
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._thread = threading.Thread(
@@ -133,7 +127,6 @@ class ControllerService:
         self._stopped = False
         self._submit_lock = threading.Lock()
         self._next_rebalance = float("inf")
-        self._children_cache: dict[str, set[str]] = {}
         self.elections = 0
         """How many times this broker became controller (tests, diagnostics)."""
 
@@ -349,7 +342,7 @@ class ControllerService:
                 j = i
                 while j < len(commands) and isinstance(commands[j], ZnodeWrite):
                     j += 1
-                failed = self._apply_writes(commands[i:j])
+                failed = self.writer.apply(commands[i:j])
                 if failed is not None:
                     return self._after_failed_write(commands, failed)
                 i = j
@@ -362,76 +355,6 @@ class ControllerService:
                 item.future.set_result(command)
             i += 1
         return None
-
-    def _apply_writes(self, writes: list[ZnodeWrite]) -> ZnodeWrite | None:
-        """Apply ``writes`` in order, grouped; the first write that failed, or None."""
-        for start in range(0, len(writes), MAX_OPS_PER_MULTI):
-            chunk = writes[start:start + MAX_OPS_PER_MULTI]
-            self._children_cache = {}
-            ops = self._grouped_ops(chunk)
-            if ops is not None:
-                try:
-                    self._retrying(lambda: self.store.multi(ops))
-                    continue
-                except _WRITE_CONFLICTS:
-                    pass  # nothing of the multi happened: find the culprit one by one
-            for write in chunk:
-                try:
-                    self._retrying(lambda: write.apply(self.store))  # noqa: B023 - run at once
-                except _WRITE_CONFLICTS:
-                    return write
-        return None
-
-    def _retrying(self, write):
-        """Run ``write`` again while the store is unreachable, up to the session timeout (a
-        connection blip; past that the session is gone and another controller may be
-        elected). A write that did happen before the connection dropped fails on its version
-        when repeated: a conflict like any other, which re-reads what the store holds."""
-        deadline = time.monotonic() + self.broker.config["zookeeper.session.timeout.ms"] / 1000
-        while True:
-            try:
-                return write()
-            except StoreUnavailableError:
-                if self._stopped or time.monotonic() >= deadline:
-                    raise
-                time.sleep(STORE_RETRY_BACKOFF_S)
-
-    def _grouped_ops(self, chunk: list[ZnodeWrite]) -> list | None:
-        """One guarded multi for ``chunk``, or None when it cannot be grouped (deletes, or
-        a single write)."""
-        if len(chunk) < 2:
-            return None
-        ops: list = [CheckOp(layout.CONTROLLER_EPOCH, chunk[0].epoch_zk_version)]
-        created: set[str] = set()
-        for write in chunk:
-            if write.epoch_zk_version != chunk[0].epoch_zk_version:
-                return None
-            if isinstance(write, SetZnode):
-                ops.append(SetOp(write.path, write.data, write.expected_version))
-            elif isinstance(write, CreateZnode):
-                if write.path in created or (write.exists_ok and self._exists(write.path, created)):
-                    continue
-                created.add(write.path)
-                ops.append(CreateOp(write.path, write.data))
-            else:
-                return None
-        return ops
-
-    def _exists(self, path: str, created: set[str]) -> bool:
-        """Whether ``path`` exists, reading each parent's children once per group (one
-        round trip for all the partitions of a topic); a parent created in this group has
-        none yet."""
-        parent = parent_path(path)
-        if parent in created:
-            return False
-        children = self._children_cache.get(parent)
-        if children is None:
-            try:
-                children = set(self.store.children(parent))
-            except NoNodeError:
-                children = set()
-            self._children_cache[parent] = children
-        return path.rsplit("/", 1)[1] in children
 
     def _after_failed_write(self, commands: list, failed: ZnodeWrite):
         try:

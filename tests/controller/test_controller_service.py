@@ -542,7 +542,7 @@ def test_a_write_is_repeated_after_a_connection_blip(monkeypatch):
     """The multi fails as unreachable twice: once before it happened, once after it did (the
     answer was lost); the controller repeats it, meets its own write as a conflict, re-reads
     and answers as if nothing happened."""
-    import odradek.controller.controller_service as module
+    import odradek.controller.znode_writer as module
     from odradek.metadata.errors import StoreUnavailableError
 
     monkeypatch.setattr(module, "STORE_RETRY_BACKOFF_S", 0.01)
