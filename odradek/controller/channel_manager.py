@@ -168,8 +168,10 @@ class _RequestSender:
             version = local_version(api_key)
             body = _encode(request, version, manager.listener)
             try:
-                return await deliver_locally(manager.broker, api_key, version, body,
-                                             manager.listener, manager.client_id)
+                # shielded: like a request on the wire, a handler that started runs to its
+                # end even when this sender is stopped (resignation, shutdown)
+                return await asyncio.shield(deliver_locally(
+                    manager.broker, api_key, version, body, manager.listener, manager.client_id))
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - our own handler failed: no use retrying

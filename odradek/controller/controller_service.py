@@ -93,6 +93,15 @@ class _Item:
     sent: list = field(default_factory=list)
 
 
+def _resolve(future: concurrent.futures.Future | None, value) -> None:
+    """Set ``future``'s result unless it is done (answered, or cancelled by its waiter)."""
+    if future is None or future.done():
+        return
+    # only this thread resolves; a waiter may still cancel until the future is running
+    if future.set_running_or_notify_cancel():
+        future.set_result(value)
+
+
 def not_controller_reply(event: ev.ControllerEvent) -> Reply | None:
     """The answer to a broker's request when this broker is not the controller."""
     if isinstance(event, ev.AlterPartition):
@@ -212,10 +221,8 @@ class ControllerService:
             except Exception:  # noqa: BLE001 - the thread must live on
                 log.exception("controller %d: %s failed", self.broker_id, item.kind)
             # an event cut short is answered NOT_CONTROLLER: the broker asks again
-            if item.future is not None and not item.future.done():
-                item.future.set_result(
-                    item.sent if item.kind == "elect" else not_controller_reply(item.payload)
-                )
+            _resolve(item.future,
+                     item.sent if item.kind == "elect" else not_controller_reply(item.payload))
 
     def _process(self, item: _Item) -> None:
         if item.kind in ("elect", "reelect"):
@@ -247,9 +254,8 @@ class ControllerService:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if item.future is not None and not item.future.done():
-                item.future.set_result(not_controller_reply(item.payload) if item.kind == "event"
-                                       else [])
+            _resolve(item.future, not_controller_reply(item.payload) if item.kind == "event"
+                     else [])
 
     # -- election -----------------------------------------------------------------------------
 
@@ -351,8 +357,8 @@ class ControllerService:
                 future = self.channel.send(command)
                 if command.broker_id == self.broker_id:
                     item.sent.append(future)
-            elif item.future is not None and not item.future.done():
-                item.future.set_result(command)
+            else:
+                _resolve(item.future, command)
             i += 1
         return None
 

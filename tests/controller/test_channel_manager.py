@@ -214,3 +214,28 @@ def test_old_stop_replica_cannot_mix_delete_and_keep(version):
                                             StopReplicaPartition("t", 1, 1, False)))
     with pytest.raises(ValueError):
         encode_stop_replica(mixed, version)
+
+
+def test_a_started_in_process_request_runs_to_its_end():
+    broker = FakeBroker(1)
+    done = []
+
+    async def slow(ctx, body):
+        await asyncio.sleep(0.1)
+        done.append(body)
+        return LeaderAndIsrResponse()
+
+    broker.responses[ApiKey.LEADER_AND_ISR] = slow
+
+    async def scenario():
+        channel = ControllerChannelManager(broker)
+        channel.start(asyncio.get_running_loop())
+        channel.update_brokers({1: LiveBroker(1, 5, info(1))})
+        future = channel.send(leader_and_isr(1))
+        await asyncio.sleep(0.03)
+        channel.update_brokers({})  # resigned while the handler runs
+        await async_wait_until(future.cancelled)
+        await async_wait_until(lambda: done, what="the handler finished")
+        channel.shutdown()
+
+    asyncio.run(scenario())
