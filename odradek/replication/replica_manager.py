@@ -49,6 +49,13 @@ class ReplicaManager:
         # Partitions with appends queued by append_off_loop: (how many, the lock they take in turn).
         self.off_loop_appends: dict[tuple[str, int], list] = {}
         self._record_checks: ThreadPoolExecutor | None = None  # made on first use
+        # Kafka's ReplicaManager.controllerEpoch: the highest controller epoch seen in a
+        # LeaderAndIsr, StopReplica or UpdateMetadata (0 before any); older ones are refused.
+        self.controller_epoch = 0
+        # Kafka's replicaStateChangeLock: the controller's requests are carried out one at a
+        # time, in arrival order, though log creation awaits a worker thread
+        # (``replication/state_change.py``).
+        self.state_change_lock = asyncio.Lock()
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -56,9 +63,31 @@ class ReplicaManager:
     # --- roles ------------------------------------------------------------------------------
     def make_leader(
         self, topic: str, index: int, topic_id: uuid.UUID, replicas, isr, leader_epoch: int,
-        config,
+        config, zk_version: int = -1,
     ) -> Partition:
-        """Become (or stay) leader of a partition, creating its log when it has none."""
+        """Become (or stay) leader of a partition, creating its log when it has none.
+        ``zk_version``: the partition state's znode version from LeaderAndIsr."""
+        part = self._hosted(topic, index, topic_id, config)
+        part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds(), zk_version)
+        return part
+
+    def make_follower(
+        self, topic: str, index: int, topic_id: uuid.UUID, replicas, isr, leader_id: int,
+        leader_epoch: int, config, zk_version: int = -1,
+    ) -> Partition:
+        """Become (or stay) a follower of ``leader_id`` (-1: none yet), creating the log when
+        the partition has none (``Partition.become_follower``: the high watermark is kept,
+        produces are refused from now on). Operations waiting on the partition are woken, so
+        that an acks=all produce or a fetch waiting here sees it is no longer the leader.
+        Fetching from the leader is the caller's to start (the replica fetcher manager)."""
+        part = self._hosted(topic, index, topic_id, config)
+        part.become_follower(leader_id, leader_epoch, replicas, isr, zk_version)
+        self.notify(part.key)
+        return part
+
+    def _hosted(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+        """The partition, hosted from now on: its log opened or created (with ``config``)
+        and its producer state restored when it was not hosted yet."""
         part = self.partitions.get((topic, index))
         if part is None:
             plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
@@ -67,7 +96,6 @@ class ReplicaManager:
             self.partitions[part.key] = part
         part.clock = self.clock
         part.replica_lag_time_max_ms = self.replica_lag_time_max_ms
-        part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds())
         return part
 
     def truncate_to(self, part: Partition, offset: int) -> bool:

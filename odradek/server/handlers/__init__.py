@@ -12,6 +12,7 @@ from odradek.server.handlers import (
     describe_cluster, describe_configs, fetch, init_producer_id, list_offsets, metadata, produce,
 )
 from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
+from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 
 HANDLERS = {
     ApiKey.API_VERSIONS: api_versions.handle,
@@ -40,4 +41,7 @@ HANDLERS = {
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.handle_offset_delete,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    ApiKey.LEADER_AND_ISR: leader_and_isr.handle,
+    ApiKey.STOP_REPLICA: stop_replica.handle,
+    ApiKey.UPDATE_METADATA: update_metadata.handle,
 }
