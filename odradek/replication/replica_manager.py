@@ -85,17 +85,29 @@ class ReplicaManager:
         self.notify(part.key)
         return part
 
-    def _hosted(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
-        """The partition, hosted from now on: its log opened or created (with ``config``)
-        and its producer state restored when it was not hosted yet."""
-        part = self.partitions.get((topic, index))
-        if part is None:
-            plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
-            part = Partition(topic, index, topic_id, plog)
-            _restore_producer_state(part)
-            self.partitions[part.key] = part
+    def new_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+        """A partition object for a partition not hosted yet: its log opened or created
+        (with ``config``), its producer state restored (a snapshot read, batches replayed).
+        It is hosted once given to ``host`` (``make_leader`` / ``make_follower`` do that
+        themselves). Touches nothing else of this manager, so it may run on a worker thread:
+        that is where the broker's state changes make the many of a start-up. Raises
+        OSError / StorageError when the log cannot be had."""
+        plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
+        part = Partition(topic, index, topic_id, plog)
+        _restore_producer_state(part)
         part.clock = self.clock
         part.replica_lag_time_max_ms = self.replica_lag_time_max_ms
+        return part
+
+    def host(self, part: Partition) -> Partition:
+        """Host ``part`` (from ``new_partition``) unless its key is hosted already; the
+        hosted one."""
+        return self.partitions.setdefault(part.key, part)
+
+    def _hosted(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+        part = self.partitions.get((topic, index))
+        if part is None:
+            part = self.host(self.new_partition(topic, index, topic_id, config))
         return part
 
     def truncate_to(self, part: Partition, offset: int) -> bool:

@@ -65,7 +65,7 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
             return error, {}
         decision = decide_roles(broker.broker_id, states, lambda key: _held(rm, key))
         for key, why in decision.errors.items():
-            log.info("ignoring LeaderAndIsr of controller %d (epoch %d) for %s-%d: %s",
+            log.debug("ignoring LeaderAndIsr of controller %d (epoch %d) for %s-%d: %s",
                      header.controller_id, header.controller_epoch, key[0], key[1], why.name)
         errors = dict(decision.errors)
         _remove_fetchers(broker, [s.key for s in decision.leaders])
@@ -73,6 +73,9 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
         errors.update(failed)
         elected = _make_leaders(broker, [s for s in decision.leaders if s.key not in failed], errors)
         resigned = _make_followers(broker, [s for s in decision.followers if s.key not in failed], errors)
+        log.info("LeaderAndIsr of controller %d (epoch %d): leading %d, following %d, %d left as they were",
+                 header.controller_id, header.controller_epoch, len(elected), len(resigned),
+                 len(errors) - len(elected) - len(resigned))
         _on_leadership_change(broker, elected, resigned)
         return ErrorCode.NONE, errors
 
@@ -151,9 +154,11 @@ def _held(rm, key: TopicPartition) -> HeldReplica | None:
 
 
 async def _create_logs(broker, states: list[PartitionRole]) -> dict[TopicPartition, ErrorCode]:
-    """Create, in a worker thread, the logs of the partitions not hosted yet (a new leader's
-    with its leader epoch begun: that writes the leader-epoch-checkpoint, two fsyncs, which
-    ``make_leader`` then finds done); those that fail, with KAFKA_STORAGE_ERROR."""
+    """Host the partitions not hosted yet, their logs opened or created and their producer
+    state restored in a worker thread (``ReplicaManager.new_partition``; a new leader's log
+    with its leader epoch begun there too: that writes the leader-epoch-checkpoint, two
+    fsyncs, which ``make_leader`` then finds done). Those that fail: KAFKA_STORAGE_ERROR
+    (BROKER_NOT_AVAILABLE once the broker is stopping: no log is created then)."""
     rm = broker.replica_manager
     todo = [s for s in states if s.key not in rm.partitions]
     if not todo:
@@ -161,23 +166,29 @@ async def _create_logs(broker, states: list[PartitionRole]) -> dict[TopicPartiti
     topic_ids = {s.topic: _topic_id(broker, s) for s in todo}
     me = broker.broker_id
 
-    def create() -> dict[TopicPartition, ErrorCode]:
-        failed = {}
-        configs = {}
+    def create() -> tuple[list, dict[TopicPartition, ErrorCode]]:
+        made, failed, configs = [], {}, {}
         for s in todo:
+            if getattr(broker, "stopping", False):  # the log manager is about to close
+                failed[s.key] = ErrorCode.BROKER_NOT_AVAILABLE
+                continue
             try:
                 config = configs.get(s.topic)
                 if config is None:
                     config = configs[s.topic] = broker.topics.topic_log_config(s.topic)
-                plog = broker.log_manager.get_or_create_log(s.topic, s.partition, config, topic_ids[s.topic])
+                part = rm.new_partition(s.topic, s.partition, topic_ids[s.topic], config)
                 if s.leader == me:
-                    plog.assign_leader_epoch(s.leader_epoch)
+                    part.log.assign_leader_epoch(s.leader_epoch)
+                made.append(part)
             except (OSError, StorageError) as e:
                 log.error("cannot create the log of %s-%d: %s", s.topic, s.partition, e)
                 failed[s.key] = ErrorCode.KAFKA_STORAGE_ERROR
-        return failed
+        return made, failed
 
-    return await asyncio.get_running_loop().run_in_executor(None, create)
+    made, failed = await asyncio.get_running_loop().run_in_executor(None, create)
+    for part in made:
+        rm.host(part)
+    return failed
 
 
 def _topic_id(broker, state: PartitionRole):
@@ -204,7 +215,7 @@ def _make_leaders(broker, states: list[PartitionRole], errors: dict) -> list:
         errors[s.key] = ErrorCode.NONE
         rm.notify(s.key)
         elected.append(part)
-        log.info("leading %s-%d at leader epoch %d from offset %d, ISR %s", s.topic, s.partition,
+        log.debug("leading %s-%d at leader epoch %d from offset %d, ISR %s", s.topic, s.partition,
                  s.leader_epoch, part.leader_epoch_start_offset, list(s.isr))
     return elected
 
@@ -225,7 +236,7 @@ def _make_followers(broker, states: list[PartitionRole], errors: dict) -> list:
             continue
         errors[s.key] = ErrorCode.NONE
         resigned.append(part)
-        log.info("following broker %d for %s-%d at leader epoch %d from offset %d (high watermark %d)",
+        log.debug("following broker %d for %s-%d at leader epoch %d from offset %d (high watermark %d)",
                  s.leader, s.topic, s.partition, s.leader_epoch, part.log_end_offset, part.high_watermark)
     _remove_fetchers(broker, [p.key for p in resigned])
     if not getattr(broker, "stopping", False):

@@ -10,6 +10,7 @@ controller epoch first and sends at or above it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import uuid
@@ -380,3 +381,22 @@ def test_the_requests_are_served_over_the_wire(node):
         assert [e.error_code for e in resp.partition_errors] == [ErrorCode.NONE]
     finally:
         client.close()
+
+
+def test_requests_are_carried_out_one_at_a_time_in_arrival_order(node, fetchers):
+    """The first request awaits its log's creation in a worker thread; the second, newer one
+    arriving meanwhile waits for it instead of deciding against a half-done state."""
+    t, mine, other = topic(), me(node), me(node) + 1
+    epoch = controller_epoch(node)
+    first = leader_and_isr(7, [(t, 0, mine, 1, [mine, other], [mine], 0)], epoch)
+    second = leader_and_isr(7, [(t, 0, other, 2, [mine, other], [other], 1)], epoch)
+    handler = HANDLERS[ApiKey.LEADER_AND_ISR]
+
+    async def both():
+        ctx = RequestContext(_Local(node.broker), ApiKey.LEADER_AND_ISR, 7, 1, "controller", 7)
+        return await asyncio.gather(handler(ctx, first), handler(ctx, second))
+
+    answers = node.call(both)
+    assert [partition_errors(7, a) for a in answers] == [{0: ErrorCode.NONE}, {0: ErrorCode.NONE}]
+    part = partition(node, t)
+    assert (part.leader_id, part.leader_epoch, part.zk_version) == (other, 2, 1)
