@@ -278,9 +278,13 @@ def initial_fetch_state_class():
     fetch_offset)``, wherever the fetcher modules define it."""
     for name in ("odradek.replication.replica_fetcher", "odradek.replication.initial_fetch_state"):
         try:
-            return importlib.import_module(name).InitialFetchState
-        except (ImportError, AttributeError):
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise  # the module exists but is broken: say so
             continue
+        if hasattr(module, "InitialFetchState"):
+            return module.InitialFetchState
     return _InitialFetchState
 
 

@@ -168,10 +168,9 @@ def partition(node, t: str, p: int = 0):
 # --- LeaderAndIsr -----------------------------------------------------------------------------
 @pytest.mark.parametrize("version", versions(ApiKey.LEADER_AND_ISR))
 def test_leader_and_isr_makes_this_broker_leader_at_every_version(node, version):
-    t = topic()
-    epoch = controller_epoch(node)
-    resp = deliver(node, "LeaderAndIsr", version, leader_and_isr(version, [(t, 0, me(node), 3, [me(node)], [me(node)], 7)],
-                                                                  epoch))
+    t, mine = topic(), me(node)
+    body = leader_and_isr(version, [(t, 0, mine, 3, [mine], [mine], 7)], controller_epoch(node))
+    resp = deliver(node, "LeaderAndIsr", version, body)
     assert resp.error_code == ErrorCode.NONE
     assert set(partition_errors(version, resp).values()) == {ErrorCode.NONE}
     part = partition(node, t)
@@ -181,8 +180,8 @@ def test_leader_and_isr_makes_this_broker_leader_at_every_version(node, version)
 
 
 def test_topic_ids_are_kept_and_answered_by_id(node):
-    t, topic_id = topic(), uuid.uuid4()
-    body = leader_and_isr(5, [(t, 0, me(node), 1, [me(node)], [me(node)], 0), (t, 1, me(node), 1, [me(node)], [me(node)], 0)],
+    t, topic_id, mine = topic(), uuid.uuid4(), me(node)
+    body = leader_and_isr(5, [(t, 0, mine, 1, [mine], [mine], 0), (t, 1, mine, 1, [mine], [mine], 0)],
                           controller_epoch(node), topic_id=topic_id)
     resp = deliver(node, "LeaderAndIsr", 5, body)
     assert [tp.topic_id for tp in resp.topics] == [topic_id]
