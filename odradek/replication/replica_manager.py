@@ -67,7 +67,7 @@ class ReplicaManager:
     ) -> Partition:
         """Become (or stay) leader of a partition, creating its log when it has none.
         ``zk_version``: the partition state's znode version from LeaderAndIsr."""
-        part = self._hosted(topic, index, topic_id, config)
+        part = self.hosted_partition(topic, index, topic_id, config)
         part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds(), zk_version)
         return part
 
@@ -80,7 +80,7 @@ class ReplicaManager:
         produces are refused from now on). Operations waiting on the partition are woken, so
         that an acks=all produce or a fetch waiting here sees it is no longer the leader.
         Fetching from the leader is the caller's to start (the replica fetcher manager)."""
-        part = self._hosted(topic, index, topic_id, config)
+        part = self.hosted_partition(topic, index, topic_id, config)
         part.become_follower(leader_id, leader_epoch, replicas, isr, zk_version)
         self.notify(part.key)
         return part
@@ -104,7 +104,10 @@ class ReplicaManager:
         hosted one."""
         return self.partitions.setdefault(part.key, part)
 
-    def _hosted(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+    def hosted_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+        """The partition, made (``new_partition``) and hosted when this broker did not host
+        it yet, leader or follower. Creating a log touches the disk: the state changes call
+        ``new_partition`` off the event loop first (``replication/state_change.py``)."""
         part = self.partitions.get((topic, index))
         if part is None:
             part = self.host(self.new_partition(topic, index, topic_id, config))

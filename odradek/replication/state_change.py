@@ -289,13 +289,14 @@ def initial_fetch_state_class():
 
 
 def _on_leadership_change(broker, elected: list, resigned: list) -> None:
-    """Tell the group coordinator which ``__consumer_offsets`` partitions (``Partition``
-    objects) this broker now leads and which it no longer leads."""
+    """Tell the group coordinator which ``__consumer_offsets`` partitions this broker now
+    leads and which it no longer leads, as ``(topic, partition)`` keys (Kafka's
+    ``onElection`` / ``onResignation``; the leader epoch is the hosted partition's)."""
     coordinator = getattr(broker, "group_coordinator", None)
     callback = getattr(coordinator, "on_leadership_change", None)
     if callback is None:
         return
-    elected = [p for p in elected if p.topic == OFFSETS_TOPIC]
-    resigned = [p for p in resigned if p.topic == OFFSETS_TOPIC]
+    elected = [p.key for p in elected if p.topic == OFFSETS_TOPIC]
+    resigned = [p.key for p in resigned if p.topic == OFFSETS_TOPIC]
     if elected or resigned:
         callback(elected=elected, resigned=resigned)
