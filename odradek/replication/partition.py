@@ -362,11 +362,13 @@ class Partition:
 
     # --- replication state (Kafka's Partition: makeLeader, updateFollowerFetchState, ...) ---
     def become_leader(self, broker_id: int, leader_epoch: int, replicas, isr, now_ms: int,
-                      zk_version: int = -1) -> None:
+                      zk_version: int | None = None) -> None:
         """Take the leadership ``LeaderAndIsr`` gave (Kafka's ``makeLeader``): a new epoch
         begins at the log end offset (in the log's leader epoch cache too), and the followers'
-        states are reset (``FollowerState.reset``). ``zk_version``: see the field."""
-        self.zk_version = zk_version
+        states are reset (``FollowerState.reset``). ``zk_version``: see the field (None
+        keeps it)."""
+        if zk_version is not None:
+            self.zk_version = zk_version
         is_new_leader = self.leader_id != broker_id
         leo = self.log_end_offset
         if is_new_leader or leader_epoch != self.leader_epoch or self.leader_epoch_start_offset < 0:
@@ -384,7 +386,8 @@ class Partition:
         }
         self.maybe_advance_high_watermark(now_ms)
 
-    def become_follower(self, leader_id: int, leader_epoch: int, replicas, isr, zk_version: int = -1) -> bool:
+    def become_follower(self, leader_id: int, leader_epoch: int, replicas, isr,
+                        zk_version: int | None = None) -> bool:
         """Follow ``leader_id`` (-1: no leader yet) at ``leader_epoch``, as ``LeaderAndIsr``
         said (Kafka's ``makeFollower``). The high watermark is kept (the fetcher moves it:
         min(leader's HW, own log end offset)); the log's leader epoch cache is not touched
@@ -392,13 +395,15 @@ class Partition:
         the followers' fetch states, a pending ISR change, the epoch's start offset; so
         ``is_leader`` is False from here on and produces are refused. ``isr`` is kept as
         the controller stated it, for information only: a follower never acts on it.
-        Returns whether the leader or the epoch changed."""
+        ``zk_version``: see the field (None keeps it). Returns whether the leader or the
+        epoch changed."""
         changed = self.leader_id != leader_id or self.leader_epoch != leader_epoch
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.replicas = tuple(replicas)
         self.isr = tuple(isr)
-        self.zk_version = zk_version
+        if zk_version is not None:
+            self.zk_version = zk_version
         self.followers = {}
         self.pending_isr = None
         self.leader_epoch_start_offset = -1

@@ -63,17 +63,17 @@ class ReplicaManager:
     # --- roles ------------------------------------------------------------------------------
     def make_leader(
         self, topic: str, index: int, topic_id: uuid.UUID, replicas, isr, leader_epoch: int,
-        config, zk_version: int = -1,
+        config, zk_version: int | None = None,
     ) -> Partition:
         """Become (or stay) leader of a partition, creating its log when it has none.
-        ``zk_version``: the partition state's znode version from LeaderAndIsr."""
+        ``zk_version``: the partition state's znode version from LeaderAndIsr (None: kept)."""
         part = self.hosted_partition(topic, index, topic_id, config)
         part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds(), zk_version)
         return part
 
     def make_follower(
         self, topic: str, index: int, topic_id: uuid.UUID, replicas, isr, leader_id: int,
-        leader_epoch: int, config, zk_version: int = -1,
+        leader_epoch: int, config, zk_version: int | None = None,
     ) -> Partition:
         """Become (or stay) a follower of ``leader_id`` (-1: none yet), creating the log when
         the partition has none (``Partition.become_follower``: the high watermark is kept,
