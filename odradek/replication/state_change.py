@@ -33,6 +33,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from odradek.metadata.errors import MetadataError, StoreError
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.role_change import (
     NO_BROKER_EPOCH,
@@ -60,7 +61,7 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
     error leaves the partitions' errors empty (the handler answers it for each)."""
     rm = broker.replica_manager
     async with rm.state_change_lock:
-        error = _check(broker, "LeaderAndIsr", header)
+        error = await _check(broker, "LeaderAndIsr", header)
         if error != ErrorCode.NONE:
             return error, {}
         decision = decide_roles(broker.broker_id, states, lambda key: _held(rm, key))
@@ -90,7 +91,7 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
     going offline, as in a controlled shutdown)."""
     rm = broker.replica_manager
     async with rm.state_change_lock:
-        error = _check(broker, "StopReplica", header)
+        error = await _check(broker, "StopReplica", header)
         if error != ErrorCode.NONE:
             return error, {}
         decision = decide_stops(partitions, lambda key: _held(rm, key))
@@ -123,7 +124,7 @@ async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterabl
     (partitions whose leader is -2, ``LeaderDuringDelete``): the group coordinator drops
     their committed offsets (Kafka's ``handleDeletedPartitions``)."""
     async with broker.replica_manager.state_change_lock:
-        error = _check(broker, "UpdateMetadata", header)
+        error = await _check(broker, "UpdateMetadata", header)
     topics = set(deleted_topics)
     coordinator = getattr(broker, "group_coordinator", None)
     if error == ErrorCode.NONE and topics and coordinator is not None:
@@ -132,11 +133,24 @@ async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterabl
 
 
 # --- steps ------------------------------------------------------------------------------------
-def _check(broker, name: str, header: ControlHeader) -> ErrorCode:
-    """The whole-request checks; on success the request's controller epoch is the highest seen."""
+async def _check(broker, name: str, header: ControlHeader) -> ErrorCode:
+    """The whole-request checks; on success the request's controller epoch is the highest seen.
+
+    A controller epoch newer than any seen is first checked against ``/controller_epoch``
+    (once per epoch: at each controller change): a controller writes it before it sends
+    anything, so a newer epoch than the store holds comes from no controller, but from a
+    stray client, and taking it would make every later request of the real controller look
+    stale. It is refused as STALE_CONTROLLER_EPOCH (Kafka's ControllerMovedException: the
+    sender is not the controller). Kafka trusts any sender there (CLUSTER_ACTION rights)."""
     rm = broker.replica_manager
     broker_epoch = getattr(broker, "broker_epoch", NO_BROKER_EPOCH)
     error = check_control_request(header, rm.controller_epoch, broker_epoch)
+    if error == ErrorCode.NONE and header.controller_epoch > rm.controller_epoch:
+        stored = await _stored_controller_epoch(broker, header.controller_epoch)
+        if stored is not None and header.controller_epoch > stored:
+            log.warning("ignoring %s of broker %d: its controller epoch %d is newer than the cluster's, %d: "
+                        "not from a controller", name, header.controller_id, header.controller_epoch, stored)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
     if error == ErrorCode.STALE_BROKER_EPOCH:
         log.info("ignoring %s of controller %d: broker epoch %d older than ours, %d", name,
                  header.controller_id, header.broker_epoch, broker_epoch)
@@ -146,6 +160,30 @@ def _check(broker, name: str, header: ControlHeader) -> ErrorCode:
     else:
         rm.controller_epoch = header.controller_epoch
     return error
+
+
+# A ZooKeeper server may serve a read a moment behind the write the controller just made
+# (reads are not linearizable across sessions): a lower epoch is read again after these
+# pauses before the request is refused; a follower server is normally milliseconds behind.
+_EPOCH_REREADS_S = (0.05, 0.25)
+
+
+async def _stored_controller_epoch(broker, wanted: int) -> int | None:
+    """The epoch in ``/controller_epoch`` (read off the loop), read again while it is below
+    ``wanted``; None when it cannot be read (then the request is not refused for it)."""
+    loop = asyncio.get_running_loop()
+    stored = None
+    for pause in (0.0,) + _EPOCH_REREADS_S:
+        if pause:
+            await asyncio.sleep(pause)
+        try:
+            stored, _ = await loop.run_in_executor(None, broker.metadata.controller_epoch)
+        except (OSError, StoreError, MetadataError) as e:  # a store that cannot answer now: no refusal
+            log.warning("cannot read /controller_epoch to check a controller request: %s", e)
+            return None
+        if stored >= wanted:
+            break
+    return stored
 
 
 def _held(rm, key: TopicPartition) -> HeldReplica | None:

@@ -161,6 +161,16 @@ def fetchers(node):
     node.broker.replica_fetchers = before
 
 
+@pytest.fixture
+def newer_epoch(node, monkeypatch):
+    """A controller epoch newer than any the broker saw, which ``/controller_epoch`` holds
+    for the test (as after an election), so the broker takes it as a real controller's."""
+    epoch = controller_epoch(node) + 1
+    real = node.broker.metadata.controller_epoch
+    monkeypatch.setattr(node.broker.metadata, "controller_epoch", lambda: (max(epoch, real()[0]), 0))
+    return epoch
+
+
 def partition(node, t: str, p: int = 0):
     return node.call(node.broker.replica_manager.get, t, p)
 
@@ -227,9 +237,8 @@ def test_a_new_follower_gets_a_log_and_a_fetcher_a_leaderless_one_no_fetcher(nod
     assert [list(a) for a in adds] == [[(t, 0)]] and adds[0][(t, 0)].fetch_offset == 0
 
 
-def test_stale_and_repeated_requests_change_nothing(node):
-    t, mine = topic(), me(node)
-    epoch = controller_epoch(node) + 1
+def test_stale_and_repeated_requests_change_nothing(node, newer_epoch):
+    t, mine, epoch = topic(), me(node), newer_epoch
     deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, [(t, 0, mine, 4, [mine], [mine], 0)], epoch))
     assert controller_epoch(node) == epoch
 
@@ -243,6 +252,21 @@ def test_stale_and_repeated_requests_change_nothing(node):
     assert resp.error_code == ErrorCode.NONE
     assert partition_errors(7, resp) == {0: ErrorCode.STALE_CONTROLLER_EPOCH}  # the same leader epoch
     assert partition(node, t).leader_epoch == 4 and partition(node, t).zk_version == 0
+
+
+@pytest.mark.parametrize("name", ["LeaderAndIsr", "StopReplica", "UpdateMetadata"])
+def test_a_controller_epoch_the_cluster_has_not_reached_is_refused(node, name):
+    """No controller sent it (a controller writes ``/controller_epoch`` first): taking it
+    would make the real controller's requests look stale from then on."""
+    t, mine = topic(), me(node)
+    seen = controller_epoch(node)
+    future = max(seen, node.call(node.broker.metadata.controller_epoch)[0]) + 5
+    body = {"LeaderAndIsr": lambda: leader_and_isr(7, [(t, 0, mine, 1, [mine], [mine], 0)], future),
+            "StopReplica": lambda: stop_replica(3, [(t, 0, -2)], future, True),
+            "UpdateMetadata": lambda: update_metadata(8, future)}[name]()
+    resp = deliver(node, name, {"LeaderAndIsr": 7, "StopReplica": 3, "UpdateMetadata": 8}[name], body)
+    assert resp.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert controller_epoch(node) == seen and partition(node, t) is None
 
 
 def test_an_older_broker_epoch_is_refused(node, monkeypatch):
@@ -325,9 +349,8 @@ def test_stop_replica_without_delete_stops_fetching_and_keeps_the_replica(node, 
     assert partition(node, t) is not None and fetchers.calls == [("remove", [(t, 0)])]
 
 
-def test_stop_replica_fences_old_epochs_and_stale_controllers(node):
-    t, mine = topic(), me(node)
-    epoch = controller_epoch(node) + 1
+def test_stop_replica_fences_old_epochs_and_stale_controllers(node, newer_epoch):
+    t, mine, epoch = topic(), me(node), newer_epoch
     deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, [(t, 0, mine, 5, [mine], [mine], 0)], epoch))
     resp = deliver(node, "StopReplica", 3, stop_replica(3, [(t, 0, 5)], epoch, True))
     assert [e.error_code for e in resp.partition_errors] == [ErrorCode.FENCED_LEADER_EPOCH]
@@ -338,8 +361,8 @@ def test_stop_replica_fences_old_epochs_and_stale_controllers(node):
 
 # --- UpdateMetadata ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("version", versions(ApiKey.UPDATE_METADATA))
-def test_update_metadata_remembers_the_controller_epoch_at_every_version(node, version):
-    epoch = controller_epoch(node) + 1
+def test_update_metadata_remembers_the_controller_epoch_at_every_version(node, newer_epoch, version):
+    epoch = newer_epoch
     resp = deliver(node, "UpdateMetadata", version, update_metadata(version, epoch, [(topic(), 0, 1)]))
     assert resp.error_code == ErrorCode.NONE and controller_epoch(node) == epoch
     resp = deliver(node, "UpdateMetadata", version, update_metadata(version, epoch - 1))
