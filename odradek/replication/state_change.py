@@ -19,7 +19,7 @@ LeaderAndIsr, once checked:
    leads and which it no longer leads (``on_leadership_change``), to load or unload them.
 
 A log that cannot be created (a full or failed disk) answers KAFKA_STORAGE_ERROR for its
-partition and leaves it unhosted; the controller then sees the replica as offline.
+partition and leaves it unhosted (Kafka's controller counts such a replica offline).
 
 ``broker.replica_fetchers`` and ``group_coordinator.on_leadership_change`` are optional:
 without them (a broker built before they exist, tests) those steps are skipped.
@@ -67,7 +67,7 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
         decision = decide_roles(broker.broker_id, states, lambda key: _held(rm, key))
         for key, why in decision.errors.items():
             log.debug("ignoring LeaderAndIsr of controller %d (epoch %d) for %s-%d: %s",
-                     header.controller_id, header.controller_epoch, key[0], key[1], why.name)
+                      header.controller_id, header.controller_epoch, key[0], key[1], why.name)
         errors = dict(decision.errors)
         _remove_fetchers(broker, [s.key for s in decision.leaders])
         failed = await _create_logs(broker, decision.leaders + decision.followers)
@@ -254,7 +254,7 @@ def _make_leaders(broker, states: list[PartitionRole], errors: dict) -> list:
         rm.notify(s.key)
         elected.append(part)
         log.debug("leading %s-%d at leader epoch %d from offset %d, ISR %s", s.topic, s.partition,
-                 s.leader_epoch, part.leader_epoch_start_offset, list(s.isr))
+                  s.leader_epoch, part.leader_epoch_start_offset, list(s.isr))
     return elected
 
 
@@ -275,7 +275,7 @@ def _make_followers(broker, states: list[PartitionRole], errors: dict) -> list:
         errors[s.key] = ErrorCode.NONE
         resigned.append(part)
         log.debug("following broker %d for %s-%d at leader epoch %d from offset %d (high watermark %d)",
-                 s.leader, s.topic, s.partition, s.leader_epoch, part.log_end_offset, part.high_watermark)
+                  s.leader, s.topic, s.partition, s.leader_epoch, part.log_end_offset, part.high_watermark)
     _remove_fetchers(broker, [p.key for p in resigned])
     if not getattr(broker, "stopping", False):
         _add_fetchers(broker, [p for p in resigned if p.leader_id >= 0])
