@@ -74,9 +74,8 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
         errors.update(failed)
         elected = _make_leaders(broker, [s for s in decision.leaders if s.key not in failed], errors)
         resigned = _make_followers(broker, [s for s in decision.followers if s.key not in failed], errors)
-        log.info("LeaderAndIsr of controller %d (epoch %d): leading %d, following %d, %d left as they were",
-                 header.controller_id, header.controller_epoch, len(elected), len(resigned),
-                 len(errors) - len(elected) - len(resigned))
+        log.info("LeaderAndIsr of controller %d (epoch %d): %d newly led, %d followed, %d partition(s) in all",
+                 header.controller_id, header.controller_epoch, len(elected), len(resigned), len(errors))
         _on_leadership_change(broker, elected, resigned)
         return ErrorCode.NONE, errors
 
@@ -238,11 +237,14 @@ def _topic_id(broker, state: PartitionRole):
 
 
 def _make_leaders(broker, states: list[PartitionRole], errors: dict) -> list:
+    """Lead each; the partitions this broker did not lead before (Kafka's ``makeLeader``
+    answers whether it is a new leader: a new epoch of the same leader elects no one)."""
     rm = broker.replica_manager
     elected = []
     for s in states:
         try:
             part = rm.get(*s.key)
+            was_leader = part is not None and part.is_leader(broker.broker_id)
             config = part.log.config if part is not None else broker.topics.topic_log_config(s.topic)
             part = rm.make_leader(s.topic, s.partition, _topic_id(broker, s), s.replicas, s.isr, s.leader_epoch,
                                   config, zk_version=s.zk_version)
@@ -252,7 +254,8 @@ def _make_leaders(broker, states: list[PartitionRole], errors: dict) -> list:
             continue
         errors[s.key] = ErrorCode.NONE
         rm.notify(s.key)
-        elected.append(part)
+        if not was_leader:
+            elected.append(part)
         log.debug("leading %s-%d at leader epoch %d from offset %d, ISR %s", s.topic, s.partition,
                   s.leader_epoch, part.leader_epoch_start_offset, list(s.isr))
     return elected

@@ -313,8 +313,10 @@ def test_the_group_coordinator_hears_of_offsets_partitions_led_and_given_up(node
         deliver(node, "LeaderAndIsr", 7, leader_and_isr(
             7, [("__consumer_offsets", 7, mine, 1, [mine, other], [mine], 0), (topic(), 0, mine, 1, [mine], [mine], 0)],
             epoch))
+        deliver(node, "LeaderAndIsr", 7, leader_and_isr(  # a new epoch, the same leader: no election
+            7, [("__consumer_offsets", 7, mine, 2, [mine, other], [mine, other], 1)], epoch))
         deliver(node, "LeaderAndIsr", 7, leader_and_isr(
-            7, [("__consumer_offsets", 7, other, 2, [mine, other], [other], 1)], epoch))
+            7, [("__consumer_offsets", 7, other, 3, [mine, other], [other], 2)], epoch))
         deliver(node, "StopReplica", 4, stop_replica(4, [("__consumer_offsets", 7, -2)], epoch, True))
     finally:
         del coordinator.on_leadership_change
