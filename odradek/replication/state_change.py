@@ -19,7 +19,9 @@ LeaderAndIsr, once checked:
    leads and which it no longer leads (``on_leadership_change``), to load or unload them.
 
 A log that cannot be created (a full or failed disk) answers KAFKA_STORAGE_ERROR for its
-partition and leaves it unhosted (Kafka's controller counts such a replica offline).
+partition and leaves it unhosted (Kafka's controller counts such a replica offline); the role
+is taken later, once the log can be created (``retry_unhosted_roles``), unless a newer
+LeaderAndIsr or a StopReplica of the partition came meanwhile.
 
 ``broker.replica_fetchers`` and ``group_coordinator.on_leadership_change`` are optional:
 without them (a broker built before they exist, tests) those steps are skipped.
@@ -68,16 +70,49 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
         for key, why in decision.errors.items():
             log.debug("ignoring LeaderAndIsr of controller %d (epoch %d) for %s-%d: %s",
                       header.controller_id, header.controller_epoch, key[0], key[1], why.name)
-        errors = dict(decision.errors)
-        _remove_fetchers(broker, [s.key for s in decision.leaders])
-        failed = await _create_logs(broker, decision.leaders + decision.followers)
-        errors.update(failed)
-        elected = _make_leaders(broker, [s for s in decision.leaders if s.key not in failed], errors)
-        resigned = _make_followers(broker, [s for s in decision.followers if s.key not in failed], errors)
+        for s in states:  # a newer state of a partition replaces one waiting for its log
+            rm.unhosted_roles.pop(s.key, None)
+        errors, elected, resigned = await _take_roles(broker, decision)
         log.info("LeaderAndIsr of controller %d (epoch %d): %d newly led, %d followed, %d partition(s) in all",
                  header.controller_id, header.controller_epoch, len(elected), len(resigned), len(errors))
-        _on_leadership_change(broker, elected, resigned)
         return ErrorCode.NONE, errors
+
+
+async def retry_unhosted_roles(broker) -> int:
+    """Take again the roles whose log could not be created (a full disk; kept in
+    ``ReplicaManager.unhosted_roles`` until a newer LeaderAndIsr or a StopReplica of the
+    partition), now that the disk may have room: Kafka would keep such a replica offline
+    until a restart; the controller here (which does not act on these errors) counts on
+    this broker to take the role. Returns how many roles were taken; a background task
+    calls it every few seconds while any wait."""
+    rm = broker.replica_manager
+    async with rm.state_change_lock:
+        waiting, rm.unhosted_roles = list(rm.unhosted_roles.values()), {}
+        if not waiting:
+            return 0
+        decision = decide_roles(broker.broker_id, waiting, lambda key: _held(rm, key))
+        _, elected, resigned = await _take_roles(broker, decision)
+    if elected or resigned:
+        log.info("took %d role(s) whose log could not be created before", len(elected) + len(resigned))
+    return len(elected) + len(resigned)
+
+
+async def _take_roles(broker, decision) -> tuple[dict[TopicPartition, ErrorCode], list, list]:
+    """Carry out ``decision`` (see the module): the per-partition errors, the partitions
+    newly led and those now followed. A role whose log cannot be created waits in
+    ``unhosted_roles`` for ``retry_unhosted_roles``."""
+    rm = broker.replica_manager
+    errors = dict(decision.errors)
+    _remove_fetchers(broker, [s.key for s in decision.leaders])
+    failed = await _create_logs(broker, decision.leaders + decision.followers)
+    errors.update(failed)
+    for s in decision.leaders + decision.followers:
+        if failed.get(s.key) == ErrorCode.KAFKA_STORAGE_ERROR:
+            rm.unhosted_roles[s.key] = s
+    elected = _make_leaders(broker, [s for s in decision.leaders if s.key not in failed], errors)
+    resigned = _make_followers(broker, [s for s in decision.followers if s.key not in failed], errors)
+    _on_leadership_change(broker, elected, resigned)
+    return errors, elected, resigned
 
 
 async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[StopReplicaPartition]
@@ -99,6 +134,7 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
         resigned, deleted = [], []
         for key, delete in decision.stop.items():
             errors[key] = ErrorCode.NONE
+            rm.unhosted_roles.pop(key, None)
             if not delete:
                 rm.notify(key)
                 continue

@@ -21,6 +21,7 @@ from odradek.protocol import codec
 from odradek.protocol.api_keys import supported_range
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.replication.state_change import retry_unhosted_roles
 from odradek.server.handlers import HANDLERS
 from odradek.server.request import RequestContext
 from odradek.testing.broker import InProcessBroker
@@ -291,16 +292,26 @@ def test_a_partition_without_this_broker_is_unknown_and_not_hosted(node):
     assert partition(node, t) is None
 
 
-def test_a_log_that_cannot_be_created_is_a_storage_error(node, monkeypatch):
-    t, mine = topic(), me(node)
+def test_a_log_that_cannot_be_created_is_a_storage_error_and_its_role_is_taken_later(node, monkeypatch):
+    t, u, mine = topic(), topic(), me(node)
+    real = node.broker.log_manager.get_or_create_log
 
     def refuse(*_args, **_kwargs):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(node.broker.log_manager, "get_or_create_log", refuse)
-    resp = deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, [(t, 0, mine, 1, [mine], [mine], 0)],
-                                                            controller_epoch(node)))
-    assert partition_errors(7, resp) == {0: ErrorCode.KAFKA_STORAGE_ERROR}
-    assert partition(node, t) is None
+    epoch = controller_epoch(node)
+    resp = deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, [(t, 0, mine, 1, [mine], [mine], 4),
+                                                                (u, 0, mine, 1, [mine], [mine], 0)], epoch))
+    assert [e.error_code for tp in resp.topics for e in tp.partition_errors] == [ErrorCode.KAFKA_STORAGE_ERROR] * 2
+    assert partition(node, t) is None and partition(node, u) is None
+    assert node.call(retry_unhosted_roles, node.broker) == 0  # the disk is still full
+    deliver(node, "StopReplica", 4, stop_replica(4, [(u, 0, -2)], epoch, True))  # u need not be led any more
+
+    monkeypatch.setattr(node.broker.log_manager, "get_or_create_log", real)
+    assert node.call(retry_unhosted_roles, node.broker) == 1
+    part = partition(node, t)
+    assert part.is_leader(mine) and part.leader_epoch == 1 and part.zk_version == 4
+    assert partition(node, u) is None and node.call(lambda: dict(node.broker.replica_manager.unhosted_roles)) == {}
 
 
 def test_the_group_coordinator_hears_of_offsets_partitions_led_and_given_up(node):
