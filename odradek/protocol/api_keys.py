@@ -25,6 +25,9 @@ _SERVED = [
     ApiKey.OFFSET_FETCH, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FOR_LEADER_EPOCH,
     # served at the controller: brokers' requests to it
     ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION,
+    # From the controller (``server/handlers/leader_and_isr.py``, ``stop_replica.py``,
+    # ``update_metadata.py``).
+    ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

@@ -381,10 +381,14 @@ class Partition:
         return hw
 
     # --- replication state (Kafka's Partition: makeLeader, updateFollowerFetchState, ...) ---
-    def become_leader(self, broker_id: int, leader_epoch: int, replicas, isr, now_ms: int) -> None:
+    def become_leader(self, broker_id: int, leader_epoch: int, replicas, isr, now_ms: int,
+                      zk_version: int | None = None) -> None:
         """Take the leadership ``LeaderAndIsr`` gave (Kafka's ``makeLeader``): a new epoch
         begins at the log end offset (in the log's leader epoch cache too), and the followers'
-        states are reset (``FollowerState.reset``)."""
+        states are reset (``FollowerState.reset``). ``zk_version``: see the field (None
+        keeps it)."""
+        if zk_version is not None:
+            self.zk_version = zk_version
         is_new_leader = self.leader_id != broker_id
         leo = self.log_end_offset
         if is_new_leader or leader_epoch != self.leader_epoch or self.leader_epoch_start_offset < 0:
@@ -401,6 +405,29 @@ class Partition:
             for r in self.replicas if r != broker_id
         }
         self.maybe_advance_high_watermark(now_ms)
+
+    def become_follower(self, leader_id: int, leader_epoch: int, replicas, isr,
+                        zk_version: int | None = None) -> bool:
+        """Follow ``leader_id`` (-1: no leader yet) at ``leader_epoch``, as ``LeaderAndIsr``
+        said (Kafka's ``makeFollower``). The high watermark is kept (the fetcher moves it:
+        min(leader's HW, own log end offset)); the log's leader epoch cache is not touched
+        (a follower learns epochs from the leader's batches). What only a leader keeps goes:
+        the followers' fetch states, a pending ISR change, the epoch's start offset; so
+        ``is_leader`` is False from here on and produces are refused. ``isr`` is kept as
+        the controller stated it, for information only: a follower never acts on it.
+        ``zk_version``: see the field (None keeps it). Returns whether the leader or the
+        epoch changed."""
+        changed = self.leader_id != leader_id or self.leader_epoch != leader_epoch
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replicas = tuple(replicas)
+        self.isr = tuple(isr)
+        if zk_version is not None:
+            self.zk_version = zk_version
+        self.followers = {}
+        self.pending_isr = None
+        self.leader_epoch_start_offset = -1
+        return changed
 
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int,
                                     now_ms: int) -> FollowerFetchUpdate | None:

@@ -56,6 +56,16 @@ class ReplicaManager:
         self._record_checks: ThreadPoolExecutor | None = None  # made on first use
         # The high watermarks checkpointed by the previous run, consumed as partitions appear.
         self.checkpointed_high_watermarks = read_high_watermarks(getattr(log_manager, "log_dirs", ()))
+        # Kafka's ReplicaManager.controllerEpoch: the highest controller epoch seen in a
+        # LeaderAndIsr, StopReplica or UpdateMetadata (0 before any); older ones are refused.
+        self.controller_epoch = 0
+        # Kafka's replicaStateChangeLock: the controller's requests are carried out one at a
+        # time, in arrival order, though log creation awaits a worker thread
+        # (``replication/state_change.py``).
+        self.state_change_lock = asyncio.Lock()
+        # LeaderAndIsr partition states (``role_change.PartitionRole``) whose log could not be
+        # created (a full disk), by key: ``state_change.retry_unhosted_roles`` tries again.
+        self.unhosted_roles: dict[tuple[str, int], object] = {}
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -63,11 +73,26 @@ class ReplicaManager:
     # --- roles ------------------------------------------------------------------------------
     def make_leader(
         self, topic: str, index: int, topic_id: uuid.UUID, replicas, isr, leader_epoch: int,
-        config,
+        config, zk_version: int | None = None,
     ) -> Partition:
-        """Become (or stay) leader of a partition, creating its log when it has none."""
+        """Become (or stay) leader of a partition, creating its log when it has none.
+        ``zk_version``: the partition state's znode version from LeaderAndIsr (None: kept)."""
         part = self.hosted_partition(topic, index, topic_id, config)
-        part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds())
+        part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds(), zk_version)
+        return part
+
+    def make_follower(
+        self, topic: str, index: int, topic_id: uuid.UUID, replicas, isr, leader_id: int,
+        leader_epoch: int, config, zk_version: int | None = None,
+    ) -> Partition:
+        """Become (or stay) a follower of ``leader_id`` (-1: none yet), creating the log when
+        the partition has none (``Partition.become_follower``: the high watermark is kept,
+        produces are refused from now on). Operations waiting on the partition are woken, so
+        that an acks=all produce or a fetch waiting here sees it is no longer the leader.
+        Fetching from the leader is the caller's to start (the replica fetcher manager)."""
+        part = self.hosted_partition(topic, index, topic_id, config)
+        part.become_follower(leader_id, leader_epoch, replicas, isr, zk_version)
+        self.notify(part.key)
         return part
 
     def new_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:

@@ -302,6 +302,12 @@ class Broker:
     def metadata_image(self):
         return self.metadata.snapshot()
 
+    @property
+    def controller_epoch(self) -> int:
+        """The highest controller epoch seen in a LeaderAndIsr, StopReplica or UpdateMetadata
+        (``ReplicaManager.controller_epoch``; 0 before any)."""
+        return self.replica_manager.controller_epoch if self.replica_manager is not None else 0
+
     # --- dynamic broker configs -----------------------------------------------------------
     def dynamic_broker_config(self) -> dict[str, str]:
         """Cluster-wide dynamic defaults overlaid with this broker's own dynamic configs."""

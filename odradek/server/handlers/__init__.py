@@ -13,6 +13,7 @@ from odradek.server.handlers import (
 )
 from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
 from odradek.server.handlers import alter_partition, controlled_shutdown
+from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 
 HANDLERS = {
     ApiKey.API_VERSIONS: api_versions.handle,
@@ -43,4 +44,7 @@ HANDLERS = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown.handle,
     ApiKey.ALTER_PARTITION: alter_partition.handle,
+    ApiKey.LEADER_AND_ISR: leader_and_isr.handle,
+    ApiKey.STOP_REPLICA: stop_replica.handle,
+    ApiKey.UPDATE_METADATA: update_metadata.handle,
 }

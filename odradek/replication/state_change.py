@@ -1,0 +1,379 @@
+"""Carrying out the controller's requests on this broker: LeaderAndIsr, StopReplica,
+UpdateMetadata (Kafka's ``ReplicaManager.becomeLeaderOrFollower``, ``stopReplicas`` and
+``maybeUpdateMetadataCache``). ``replication/role_change.py`` decides; this module acts.
+
+A broker takes a role only from LeaderAndIsr, never on its own. Requests are carried out
+one at a time, in arrival order (``ReplicaManager.state_change_lock``), because creating
+logs awaits a worker thread (a directory and fsyncs each: a topic of thousands of
+partitions must not stall the event loop).
+
+LeaderAndIsr, once checked:
+
+1. new leaders: their fetchers stop first (``broker.replica_fetchers.remove_partitions``),
+   so that no fetched batch lands after the new epoch begins; then ``make_leader``;
+2. new followers: ``make_follower`` (produces refused from now on), their old fetchers
+   stopped, waiting operations woken, then fetchers started towards the new leaders
+   (``add_partitions`` with an ``InitialFetchState``) unless the broker is stopping or the
+   partition has no leader (-1);
+3. the group coordinator hears which ``__consumer_offsets`` partitions this broker now
+   leads and which it no longer leads (``on_leadership_change``), to load or unload them.
+
+A log that cannot be created (a full or failed disk) answers KAFKA_STORAGE_ERROR for its
+partition and leaves it unhosted (Kafka's controller counts such a replica offline); the role
+is taken later, once the log can be created (``retry_unhosted_roles``), unless a newer
+LeaderAndIsr or a StopReplica of the partition came meanwhile.
+
+``broker.replica_fetchers`` and ``group_coordinator.on_leadership_change`` are optional:
+without them (a broker built before they exist, tests) those steps are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from odradek.metadata.errors import MetadataError, StoreError
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.replication.role_change import (
+    NO_BROKER_EPOCH,
+    ControlHeader,
+    HeldReplica,
+    PartitionRole,
+    StopReplicaPartition,
+    TopicPartition,
+    check_control_request,
+    decide_roles,
+    decide_stops,
+    initial_fetch_offset,
+)
+from odradek.storage.errors import StorageError
+
+# Kafka's state.change.logger: every role a broker takes, and every request it refuses.
+log = logging.getLogger("odradek.state.change")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+async def become_leader_or_follower(broker, header: ControlHeader, states: Sequence[PartitionRole]
+                                    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    """Take the roles a LeaderAndIsr gives: ``(error, per-partition errors)``; a whole-request
+    error leaves the partitions' errors empty (the handler answers it for each)."""
+    rm = broker.replica_manager
+    async with rm.state_change_lock:
+        error = await _check(broker, "LeaderAndIsr", header)
+        if error != ErrorCode.NONE:
+            return error, {}
+        decision = decide_roles(broker.broker_id, states, lambda key: _held(rm, key))
+        for key, why in decision.errors.items():
+            log.debug("ignoring LeaderAndIsr of controller %d (epoch %d) for %s-%d: %s",
+                      header.controller_id, header.controller_epoch, key[0], key[1], why.name)
+        for s in states:  # a newer state of a partition replaces one waiting for its log
+            rm.unhosted_roles.pop(s.key, None)
+        errors, elected, resigned = await _take_roles(broker, decision)
+        log.info("LeaderAndIsr of controller %d (epoch %d): %d newly led, %d followed, %d partition(s) in all",
+                 header.controller_id, header.controller_epoch, len(elected), len(resigned), len(errors))
+        return ErrorCode.NONE, errors
+
+
+async def retry_unhosted_roles(broker) -> int:
+    """Take again the roles whose log could not be created (a full disk; kept in
+    ``ReplicaManager.unhosted_roles`` until a newer LeaderAndIsr or a StopReplica of the
+    partition), now that the disk may have room: Kafka would keep such a replica offline
+    until a restart; the controller here (which does not act on these errors) counts on
+    this broker to take the role. Returns how many roles were taken; a background task
+    calls it every few seconds while any wait."""
+    rm = broker.replica_manager
+    async with rm.state_change_lock:
+        waiting, rm.unhosted_roles = list(rm.unhosted_roles.values()), {}
+        if not waiting:
+            return 0
+        decision = decide_roles(broker.broker_id, waiting, lambda key: _held(rm, key))
+        _, elected, resigned = await _take_roles(broker, decision)
+    if elected or resigned:
+        log.info("took %d role(s) whose log could not be created before", len(elected) + len(resigned))
+    return len(elected) + len(resigned)
+
+
+async def _take_roles(broker, decision) -> tuple[dict[TopicPartition, ErrorCode], list, list]:
+    """Carry out ``decision`` (see the module): the per-partition errors, the partitions
+    newly led and those now followed. A role whose log cannot be created waits in
+    ``unhosted_roles`` for ``retry_unhosted_roles``."""
+    rm = broker.replica_manager
+    errors = dict(decision.errors)
+    _remove_fetchers(broker, [s.key for s in decision.leaders])
+    failed = await _create_logs(broker, decision.leaders + decision.followers)
+    errors.update(failed)
+    for s in decision.leaders + decision.followers:
+        if failed.get(s.key) == ErrorCode.KAFKA_STORAGE_ERROR:
+            rm.unhosted_roles[s.key] = s
+    elected = _make_leaders(broker, [s for s in decision.leaders if s.key not in failed], errors)
+    resigned = _make_followers(broker, [s for s in decision.followers if s.key not in failed], errors)
+    _on_leadership_change(broker, elected, resigned)
+    return errors, elected, resigned
+
+
+async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[StopReplicaPartition]
+                        ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    """Stop replicas as a StopReplica asks: ``(error, per-partition errors)``. Stopped ones
+    no longer fetch; with ``delete`` they also leave service (``ReplicaManager.remove``:
+    reads and appends of them fail from now on) and their logs are deleted (renamed, then
+    erased after ``file.delete.delay.ms``; ``LogManager.delete_logs``, in a worker thread).
+    Without ``delete`` the replica stays hosted (the controller sends that to a follower
+    going offline, as in a controlled shutdown)."""
+    rm = broker.replica_manager
+    async with rm.state_change_lock:
+        error = await _check(broker, "StopReplica", header)
+        if error != ErrorCode.NONE:
+            return error, {}
+        decision = decide_stops(partitions, lambda key: _held(rm, key))
+        errors = dict(decision.errors)
+        _remove_fetchers(broker, list(decision.stop))
+        resigned, deleted = [], []
+        for key, delete in decision.stop.items():
+            errors[key] = ErrorCode.NONE
+            rm.unhosted_roles.pop(key, None)
+            if not delete:
+                rm.notify(key)
+                continue
+            part = rm.get(*key)
+            if part is not None and part.topic == OFFSETS_TOPIC:
+                resigned.append(part)
+            rm.remove(key[0], key[1], delete=False)  # out of service now; wakes its waiters
+            deleted.append(key)
+        if deleted:
+            await asyncio.get_running_loop().run_in_executor(None, broker.log_manager.delete_logs, deleted)
+            log.info("stopped and deleted %d replica(s) on request of controller %d (epoch %d)",
+                     len(deleted), header.controller_id, header.controller_epoch)
+        _on_leadership_change(broker, [], resigned)
+        return ErrorCode.NONE, errors
+
+
+async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterable[str] = ()) -> ErrorCode:
+    """An UpdateMetadata: checked as the others and its controller epoch remembered. The
+    broker's metadata image stays the one its ZooKeeper watches keep
+    (``metadata/metadata_cache.py``), which already holds what the controller wrote; the
+    request's partition states are not copied into it. Topics the controller is deleting
+    (partitions whose leader is -2, ``LeaderDuringDelete``): the group coordinator drops
+    their committed offsets (Kafka's ``handleDeletedPartitions``)."""
+    async with broker.replica_manager.state_change_lock:
+        error = await _check(broker, "UpdateMetadata", header)
+    topics = set(deleted_topics)
+    coordinator = getattr(broker, "group_coordinator", None)
+    if error == ErrorCode.NONE and topics and coordinator is not None:
+        coordinator.on_topics_deleted(topics)
+    return error
+
+
+# --- steps ------------------------------------------------------------------------------------
+async def _check(broker, name: str, header: ControlHeader) -> ErrorCode:
+    """The whole-request checks; on success the request's controller epoch is the highest seen.
+
+    A controller epoch newer than any seen is first checked against ``/controller_epoch``
+    (once per epoch: at each controller change): a controller writes it before it sends
+    anything, so a newer epoch than the store holds comes from no controller, but from a
+    stray client, and taking it would make every later request of the real controller look
+    stale. It is refused as STALE_CONTROLLER_EPOCH (Kafka's ControllerMovedException: the
+    sender is not the controller). Kafka trusts any sender there (CLUSTER_ACTION rights)."""
+    rm = broker.replica_manager
+    broker_epoch = getattr(broker, "broker_epoch", NO_BROKER_EPOCH)
+    error = check_control_request(header, rm.controller_epoch, broker_epoch)
+    if error == ErrorCode.NONE and header.controller_epoch > rm.controller_epoch:
+        stored = await _stored_controller_epoch(broker, header.controller_epoch)
+        if stored is not None and header.controller_epoch > stored:
+            log.warning("ignoring %s of broker %d: its controller epoch %d is newer than the cluster's, %d: "
+                        "not from a controller", name, header.controller_id, header.controller_epoch, stored)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+    if error == ErrorCode.STALE_BROKER_EPOCH:
+        log.info("ignoring %s of controller %d: broker epoch %d older than ours, %d", name,
+                 header.controller_id, header.broker_epoch, broker_epoch)
+    elif error == ErrorCode.STALE_CONTROLLER_EPOCH:
+        log.warning("ignoring %s of controller %d: controller epoch %d older than the latest known, %d",
+                    name, header.controller_id, header.controller_epoch, rm.controller_epoch)
+    else:
+        rm.controller_epoch = header.controller_epoch
+    return error
+
+
+# A ZooKeeper server may serve a read a moment behind the write the controller just made
+# (reads are not linearizable across sessions): a lower epoch is read again after these
+# pauses before the request is refused; a follower server is normally milliseconds behind.
+_EPOCH_REREADS_S = (0.05, 0.25)
+
+
+async def _stored_controller_epoch(broker, wanted: int) -> int | None:
+    """The epoch in ``/controller_epoch`` (read off the loop), read again while it is below
+    ``wanted``; None when it cannot be read (then the request is not refused for it)."""
+    loop = asyncio.get_running_loop()
+    stored = None
+    for pause in (0.0,) + _EPOCH_REREADS_S:
+        if pause:
+            await asyncio.sleep(pause)
+        try:
+            stored, _ = await loop.run_in_executor(None, broker.metadata.controller_epoch)
+        except (OSError, StoreError, MetadataError) as e:  # a store that cannot answer now: no refusal
+            log.warning("cannot read /controller_epoch to check a controller request: %s", e)
+            return None
+        if stored >= wanted:
+            break
+    return stored
+
+
+def _held(rm, key: TopicPartition) -> HeldReplica | None:
+    part = rm.partitions.get(key)
+    return None if part is None else HeldReplica(part.leader_epoch, part.topic_id)
+
+
+async def _create_logs(broker, states: list[PartitionRole]) -> dict[TopicPartition, ErrorCode]:
+    """Host the partitions not hosted yet, their logs opened or created and their producer
+    state restored in a worker thread (``ReplicaManager.new_partition``; a new leader's log
+    with its leader epoch begun there too: that writes the leader-epoch-checkpoint, two
+    fsyncs, which ``make_leader`` then finds done). Those that fail: KAFKA_STORAGE_ERROR
+    (BROKER_NOT_AVAILABLE once the broker is stopping: no log is created then)."""
+    rm = broker.replica_manager
+    todo = [s for s in states if s.key not in rm.partitions]
+    if not todo:
+        return {}
+    topic_ids = {s.topic: _topic_id(broker, s) for s in todo}
+    me = broker.broker_id
+
+    def create() -> tuple[list, dict[TopicPartition, ErrorCode]]:
+        made, failed, configs = [], {}, {}
+        for s in todo:
+            if getattr(broker, "stopping", False):  # the log manager is about to close
+                failed[s.key] = ErrorCode.BROKER_NOT_AVAILABLE
+                continue
+            try:
+                config = configs.get(s.topic)
+                if config is None:
+                    config = configs[s.topic] = broker.topics.topic_log_config(s.topic)
+                part = rm.new_partition(s.topic, s.partition, topic_ids[s.topic], config)
+                if s.leader == me:
+                    part.log.assign_leader_epoch(s.leader_epoch)
+                made.append(part)
+            except (OSError, StorageError) as e:
+                log.error("cannot create the log of %s-%d: %s", s.topic, s.partition, e)
+                failed[s.key] = ErrorCode.KAFKA_STORAGE_ERROR
+        return made, failed
+
+    made, failed = await asyncio.get_running_loop().run_in_executor(None, create)
+    for part in made:
+        rm.host(part)
+    return failed
+
+
+def _topic_id(broker, state: PartitionRole):
+    """The request's topic id, else (LeaderAndIsr v0-4) the metadata image's, else None."""
+    if state.topic_id is not None:
+        return state.topic_id
+    assignment = broker.metadata_image().topic(state.topic)
+    return assignment.topic_id if assignment is not None else None
+
+
+def _make_leaders(broker, states: list[PartitionRole], errors: dict) -> list:
+    """Lead each; the partitions this broker did not lead before (Kafka's ``makeLeader``
+    answers whether it is a new leader: a new epoch of the same leader elects no one)."""
+    rm = broker.replica_manager
+    elected = []
+    for s in states:
+        try:
+            part = rm.get(*s.key)
+            was_leader = part is not None and part.is_leader(broker.broker_id)
+            config = part.log.config if part is not None else broker.topics.topic_log_config(s.topic)
+            part = rm.make_leader(s.topic, s.partition, _topic_id(broker, s), s.replicas, s.isr, s.leader_epoch,
+                                  config, zk_version=s.zk_version)
+        except (OSError, StorageError) as e:
+            log.error("cannot lead %s-%d: %s", s.topic, s.partition, e)
+            errors[s.key] = ErrorCode.KAFKA_STORAGE_ERROR
+            continue
+        errors[s.key] = ErrorCode.NONE
+        rm.notify(s.key)
+        if not was_leader:
+            elected.append(part)
+        log.debug("leading %s-%d at leader epoch %d from offset %d, ISR %s", s.topic, s.partition,
+                  s.leader_epoch, part.leader_epoch_start_offset, list(s.isr))
+    return elected
+
+
+def _make_followers(broker, states: list[PartitionRole], errors: dict) -> list:
+    """Become follower of each; then fetch from the new leaders (see the module)."""
+    rm = broker.replica_manager
+    resigned = []
+    for s in states:
+        try:
+            part = rm.get(*s.key)
+            config = part.log.config if part is not None else broker.topics.topic_log_config(s.topic)
+            part = rm.make_follower(s.topic, s.partition, _topic_id(broker, s), s.replicas, s.isr, s.leader,
+                                    s.leader_epoch, config, zk_version=s.zk_version)
+        except (OSError, StorageError) as e:
+            log.error("cannot follow %s-%d: %s", s.topic, s.partition, e)
+            errors[s.key] = ErrorCode.KAFKA_STORAGE_ERROR
+            continue
+        errors[s.key] = ErrorCode.NONE
+        resigned.append(part)
+        log.debug("following broker %d for %s-%d at leader epoch %d from offset %d (high watermark %d)",
+                  s.leader, s.topic, s.partition, s.leader_epoch, part.log_end_offset, part.high_watermark)
+    _remove_fetchers(broker, [p.key for p in resigned])
+    if not getattr(broker, "stopping", False):
+        _add_fetchers(broker, [p for p in resigned if p.leader_id >= 0])
+    return resigned
+
+
+def _remove_fetchers(broker, keys: list[TopicPartition]) -> None:
+    fetchers = getattr(broker, "replica_fetchers", None)
+    if keys and fetchers is not None:
+        fetchers.remove_partitions(keys)
+
+
+def _add_fetchers(broker, parts: list) -> None:
+    fetchers = getattr(broker, "replica_fetchers", None)
+    if not parts or fetchers is None:
+        return
+    fetch_state = initial_fetch_state_class()
+    fetchers.add_partitions({
+        p.key: fetch_state(p.topic_id, p.leader_id, p.leader_epoch,
+                           initial_fetch_offset(p.log_end_offset, p.high_watermark,
+                                                p.log.leader_epoch_cache.latest_epoch))
+        for p in parts
+    })
+
+
+@dataclass(frozen=True, slots=True)
+class _InitialFetchState:
+    """Stands in for the replica fetcher's own class until that module exists (same fields)."""
+
+    topic_id: object
+    leader_id: int
+    leader_epoch: int
+    fetch_offset: int
+
+
+def initial_fetch_state_class():
+    """The replica fetcher's ``InitialFetchState(topic_id, leader_id, leader_epoch,
+    fetch_offset)``, wherever the fetcher modules define it."""
+    for name in ("odradek.replication.replica_fetcher", "odradek.replication.initial_fetch_state"):
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise  # the module exists but is broken: say so
+            continue
+        if hasattr(module, "InitialFetchState"):
+            return module.InitialFetchState
+    return _InitialFetchState
+
+
+def _on_leadership_change(broker, elected: list, resigned: list) -> None:
+    """Tell the group coordinator which ``__consumer_offsets`` partitions this broker now
+    leads and which it no longer leads, as ``(topic, partition)`` keys (Kafka's
+    ``onElection`` / ``onResignation``; the leader epoch is the hosted partition's)."""
+    coordinator = getattr(broker, "group_coordinator", None)
+    callback = getattr(coordinator, "on_leadership_change", None)
+    if callback is None:
+        return
+    elected = [p.key for p in elected if p.topic == OFFSETS_TOPIC]
+    resigned = [p.key for p in resigned if p.topic == OFFSETS_TOPIC]
+    if elected or resigned:
+        callback(elected=elected, resigned=resigned)

@@ -1,0 +1,33 @@
+"""UpdateMetadata (key 6): the controller's view of brokers and partition states.
+
+This broker's metadata image stays the one its ZooKeeper watches keep
+(``metadata/metadata_cache.py``), which holds what the controller wrote before sending
+this; so the request is checked (STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, as for
+LeaderAndIsr), its controller epoch remembered, and the topics it shows being deleted
+(leader -2, Kafka's ``LeaderDuringDelete``) handed to the group coordinator
+(``replication/state_change.update_metadata``). Every version: v0-4 list partition states
+flat (``ungrouped_partition_states``), v5+ per topic (``topic_states``).
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.update_metadata_response import UpdateMetadataResponse
+from odradek.replication.role_change import ControlHeader
+from odradek.replication.state_change import update_metadata
+
+LEADER_DURING_DELETE = -2
+
+
+async def handle(ctx, request):
+    header = ControlHeader(request.controller_id, request.controller_epoch, request.broker_epoch)
+    error = await update_metadata(ctx.broker, header, deleted_topics(request))
+    return UpdateMetadataResponse(error_code=error)
+
+
+def deleted_topics(request) -> set[str]:
+    """The topics with a partition whose leader is ``LEADER_DURING_DELETE``."""
+    deleted = {s.topic_name for s in request.ungrouped_partition_states if s.leader == LEADER_DURING_DELETE}
+    for topic in request.topic_states:
+        if any(s.leader == LEADER_DURING_DELETE for s in topic.partition_states):
+            deleted.add(topic.topic_name)
+    return deleted
