@@ -40,12 +40,14 @@ def create_topic(bootstrap: str, name: str, partitions: int, replication_factor:
         topic = NewTopic(name, replica_assignment=replica_assignment, config=config or {})
     else:
         topic = NewTopic(name, partitions, replication_factor, config=config or {})
-    for future in admin(bootstrap).create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S).values():
+    client = admin(bootstrap)  # referenced until the result: its futures fail once it is collected
+    for future in client.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S).values():
         future.result(ADMIN_TIMEOUT_S + 5)
 
 
 def delete_topic(bootstrap: str, name: str) -> None:
-    for future in admin(bootstrap).delete_topics([name], operation_timeout=ADMIN_TIMEOUT_S).values():
+    client = admin(bootstrap)
+    for future in client.delete_topics([name], operation_timeout=ADMIN_TIMEOUT_S).values():
         future.result(ADMIN_TIMEOUT_S + 5)
 
 

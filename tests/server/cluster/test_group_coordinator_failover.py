@@ -29,7 +29,8 @@ OFFSETS = "__consumer_offsets"
 
 
 def coordinator_of(bootstrap: str, group: str) -> int:
-    [future] = AdminClient({"bootstrap.servers": bootstrap}).describe_consumer_groups([group]).values()
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    [future] = client.describe_consumer_groups([group]).values()
     return future.result(15).coordinator.id
 
 

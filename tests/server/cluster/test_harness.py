@@ -102,3 +102,22 @@ def test_children_die_with_the_test_process(cluster_zookeeper, tmp_path):
     parent.kill()
     parent.wait()
     wait_until(lambda: not _running(child), 10, "the orphaned broker to be killed")
+
+
+def test_verifying_producer_and_replica_bytes_on_one_broker(make_cluster):
+    """The tools the failover tests rely on, where no failover is involved: one broker."""
+    from tests.server.cluster.cluster_clients import VerifyingProducer, create_topic
+
+    cluster = make_cluster().start([41], controller=False)
+    create_topic(cluster.bootstrap, "solo", 2, 1)
+    cluster.wait_topic_ready("solo", 2)
+    with VerifyingProducer(cluster.bootstrap, "solo", 2, rate=400) as producer:
+        producer.wait_acked(200)
+    assert producer.failed == []
+    read = producer.verify(cluster.bootstrap)
+    for p in range(2):
+        acked = producer.acked[p]
+        assert [off for off, _ in acked] == list(range(len(acked)))
+        assert len(read[p]) == len(acked)
+        assert cluster[41].log_end_offset("solo", p) == len(acked)
+        assert cluster.wait_replicas_identical("solo", p, [41], timeout=5)
