@@ -33,7 +33,8 @@ def _block(marker: str) -> str:
 # The marker that identifies each block, and the test that runs it.
 CLAIMS = {
     "./scripts/demo.sh": "test_the_two_commands",
-    "odradek broker": "test_running_a_broker",
+    "data in /tmp/odradek-logs": "test_running_a_broker",
+    "zookeeper.connect=127.0.0.1:2181": "test_running_a_cluster",
     "B=127.0.0.1:9092": "test_client_and_command_line",
     "from odradek.client import": "test_client_and_command_line",
 }
@@ -60,7 +61,7 @@ def test_the_two_commands():
     assert "exec ./scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
 
 
-@pytest.mark.parametrize("line", [line for line in _block("odradek broker").splitlines() if line.strip()])
+@pytest.mark.parametrize("line", [line for line in _block("data in /tmp/odradek-logs").splitlines() if line.strip()])
 def test_running_a_broker(line, tmp_path):
     """Each command starts a broker that reports itself ready and stops cleanly on SIGTERM;
     the listener and data directory are moved to a free port and a temporary directory."""
@@ -97,3 +98,49 @@ def test_client_and_command_line(tmp_path):
                                 timeout=120)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "b'page-view'" in result.stdout and "b'search'" in result.stdout
+
+
+def test_running_a_cluster(zookeeper, chroot, tmp_path):
+    """The block runs as printed, except that the test's ZooKeeper stands in for the one the
+    package starts, and the ports, data directories and chroot are the test's own: three
+    brokers form a cluster and the topic gets ten partitions of three in-sync replicas."""
+    from odradek.testing.broker import free_port
+
+    ports = [free_port() for _ in range(3)]
+    script = "\n".join(line for line in _block("zookeeper.connect=127.0.0.1:2181").splitlines()
+                       if "apt-get install" not in line)
+    script = (_with_venv(script).replace("127.0.0.1:2181/odradek", zookeeper.hosts + chroot)
+              .replace("127.0.0.1:909$id", "127.0.0.1:${PORTS[$id]}")
+              .replace("127.0.0.1:9091", "127.0.0.1:${PORTS[1]}")
+              .replace("/tmp/odradek-$id", f"{tmp_path}/odradek-$id"))
+    script = f"PORTS=(0 {' '.join(map(str, ports))})\n" + script
+    output = tmp_path / "output"
+    with output.open("w") as sink:  # a file, not a pipe: the brokers keep it open after the block
+        proc = subprocess.Popen(["bash", "-c", script], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        proc.wait(timeout=120)
+    finally:
+        _stop_group(proc.pid)
+    out = output.read_text()
+    rows = [line.split() for line in out.splitlines() if line.split() and line.split()[0].isdigit()]
+    assert sorted(int(row[0]) for row in rows) == list(range(10)), out
+    for _, leader, replicas, isr, *_ in rows:
+        assert leader in replicas.split(",") and len(replicas.split(",")) == 3, out
+        assert sorted(isr.split(",")) == sorted(replicas.split(",")), out
+
+
+def _stop_group(pgid: int, timeout: float = 60.0) -> None:
+    """SIGTERM every process of the group (the brokers the block left running), then wait
+    for them; SIGKILL what is left after ``timeout``."""
+    import time
+
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            os.killpg(pgid, 0)
+            time.sleep(0.2)
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

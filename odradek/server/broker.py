@@ -19,9 +19,11 @@ import os
 import socket
 
 from odradek.coordinator.producer_ids import ProducerIdManager
+from odradek.metadata import layout
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.dynamic_broker_config import DynamicConfigError, check_listeners, check_names, check_thread_counts
 from odradek.server.config import BrokerConfig, ConfigError, Listener
+from odradek.server.config_change_listener import ConfigChangeListener
 from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
@@ -56,6 +58,7 @@ class Broker:
         self._handler_tasks: set[asyncio.Future] = set()
         self.log_limiter = LogRateLimiter()
         self.metadata = None
+        self.config_changes = None
         self.log_manager = None
         self.replica_manager = None
         self.produce_fast_path = None
@@ -104,6 +107,8 @@ class Broker:
         self.topics.become_leader_of_assigned()
         from odradek.coordinator.group import GroupCoordinator
         self.group_coordinator = GroupCoordinator.start(self)
+        self.config_changes = ConfigChangeListener(self)
+        self.config_changes.start()
         self._start_background()
         log.info("broker %d up: cluster %s, listening on %s, data in %s", self.broker_id,
                  self.cluster_id, self.advertised(), ", ".join(self.config.log_dirs))
@@ -200,6 +205,8 @@ class Broker:
                 except Exception:
                     clean = False
                     log.exception("%s failed to shut down", type(part).__name__)
+        if self.config_changes is not None:
+            self.config_changes.close()
         if self.metadata is not None:
             self.metadata.close()
             self.metadata.store.close()
@@ -287,8 +294,14 @@ class Broker:
     def set_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
         """Store and apply: topic defaults reach every topic without a value of its own, and
         changed listeners are bound (in a task: the answer does not wait for it)."""
-        before = self.effective_config()
         self.metadata.set_broker_config(broker_id, new)
+        self.reload_dynamic_broker_config()
+        self.config_changes.notify("brokers/" + layout.broker_config_entity(broker_id))
+
+    def reload_dynamic_broker_config(self) -> None:
+        """Apply the dynamic broker configs as stored now (this broker's change, or another
+        broker's announced under ``/config/changes``)."""
+        before = self.effective_config()
         self._log_defaults = self._min_insync_replicas = self._effective_config = None
         for name in self.metadata_image().topics:
             self.replica_manager.update_config(name, self.topics.topic_log_config(name))

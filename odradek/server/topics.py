@@ -165,6 +165,7 @@ class TopicManager:
         with _metadata_errors():
             self.metadata.set_topic_config(name, configs)
         self.broker.replica_manager.update_config(name, self.topic_log_config(name))
+        self.broker.config_changes.notify("topics/" + name)
 
     # --- delete and grow ------------------------------------------------------------------
     async def delete(self, name: str) -> None:

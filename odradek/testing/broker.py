@@ -8,12 +8,20 @@ running broker on 127.0.0.1 with an ephemeral port (``b.bootstrap``). ``BrokerPr
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from pathlib import Path
 from typing import Self
 
 from odradek.server.child_process import BrokerChildProcess
 from odradek.server.config import BrokerConfig
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 now (for configurations that must name one up front)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def test_config(data_dir, **overrides) -> dict[str, str]:

@@ -1,0 +1,48 @@
+"""Dynamic configs changed through one broker apply on every broker (``/config/changes``)."""
+
+from __future__ import annotations
+
+import time
+
+from odradek.metadata import layout
+from odradek.server.config_change_listener import entity_of, sequence_of
+from odradek.testing.broker import InProcessBroker
+
+
+def test_notification_names_and_bodies_are_read_as_kafka_writes_them():
+    assert sequence_of("config_change_0000000042") == 42
+    assert sequence_of("something_else") is None
+    assert sequence_of("config_change_") is None
+    assert entity_of(layout.encode_config_change("topics/orders")) == ("topics", "orders")
+    assert entity_of(layout.encode_config_change("brokers/<default>")) == ("brokers", "<default>")
+    assert entity_of(b'{"version":2,"entity_path":"users/alice"}') is None
+    assert entity_of(b"not json") is None
+    assert entity_of(b'{"version":2}') is None
+
+
+def _wait_for(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the change did not arrive"
+        time.sleep(0.05)
+
+
+def test_a_broker_config_altered_through_one_broker_applies_on_the_other(zookeeper, chroot, tmp_path):
+    connect = zookeeper.hosts + chroot
+    with InProcessBroker(tmp_path / "1", node_id=1, zookeeper_connect=connect) as one, \
+            InProcessBroker(tmp_path / "2", node_id=2, zookeeper_connect=connect) as two:
+        one.call(one.broker.set_dynamic_broker_config, None, {"log.retention.ms": "123456"})
+        _wait_for(lambda: two.call(two.broker.log_defaults).retention_ms == 123456)
+        one.call(one.broker.set_dynamic_broker_config, 2, {"log.retention.ms": "654321"})
+        _wait_for(lambda: two.call(two.broker.log_defaults).retention_ms == 654321)
+        # broker 1's own configs are not broker 2's
+        assert one.call(one.broker.log_defaults).retention_ms == 123456
+
+
+def test_old_notifications_are_deleted_beyond_the_newest_hundred(tmp_path):
+    with InProcessBroker(tmp_path) as b:
+        for i in range(105):
+            b.call(b.broker.config_changes.notify, f"topics/t{i}")
+        names = b.call(b.broker.metadata.store.children, layout.CONFIG_CHANGES)
+        assert len(names) == 100
+        assert max(names) == "config_change_0000000104"
