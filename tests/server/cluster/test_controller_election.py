@@ -10,6 +10,7 @@ role back. Every broker names the real controller in Metadata.
 from __future__ import annotations
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from tests.server.cluster.cluster_clients import metadata_from
 from tests.server.cluster.harness import SESSION_TIMEOUT_MS, wait_until
@@ -20,9 +21,22 @@ BROKERS = [1, 2, 3]
 
 
 def every_broker_names(cluster, controller: int, timeout: float = 15) -> None:
-    for broker_id in cluster.live_ids():
-        wait_until(lambda: metadata_from(cluster[broker_id].bootstrap, []).controller_id == controller, timeout,
-                   f"broker {broker_id} to name {controller} controller in Metadata")
+    """Metadata from each live broker, and DescribeCluster (confluent-kafka's AdminClient),
+    name ``controller`` and list exactly the live brokers."""
+    live = cluster.live_ids()
+    for broker_id in live:
+        def named() -> bool:
+            meta = metadata_from(cluster[broker_id].bootstrap, [])
+            return meta.controller_id == controller and sorted(b.node_id for b in meta.brokers) == live
+
+        wait_until(named, timeout, f"broker {broker_id} to name {controller} controller in Metadata")
+
+    def described() -> bool:
+        client = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        description = client.describe_cluster(request_timeout=10).result(15)
+        return description.controller.id == controller and sorted(n.id for n in description.nodes) == live
+
+    wait_until(described, timeout, f"DescribeCluster to name {controller} controller")
 
 
 def test_one_controller_and_failover_on_kill(make_cluster):

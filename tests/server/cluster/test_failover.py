@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from tests.server.cluster.cluster_clients import VerifyingProducer, create_topic
-from tests.server.cluster.harness import SESSION_TIMEOUT_MS
+from tests.server.cluster.cluster_clients import VerifyingProducer, create_topic, metadata_from
+from tests.server.cluster.harness import SESSION_TIMEOUT_MS, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -50,13 +50,15 @@ def check_after(cluster, producer: VerifyingProducer) -> None:
     assert producer.acked_count() > 0
 
 
-def kill_and_restart(cluster, producer: VerifyingProducer, victim: int) -> None:
+def kill_and_restart(cluster, producer: VerifyingProducer, victim: int, while_down=None) -> None:
     led = [p for p in range(PARTITIONS) if cluster.leader(TOPIC, p) == victim]
     before = producer.acked_count()
     cluster[victim].kill()
     for p in led:
         cluster.wait_for_leader(TOPIC, p, other_than=victim, timeout=FAILOVER_S)
     producer.wait_acked(before + 50, timeout=FAILOVER_S)
+    if while_down is not None:
+        while_down(cluster, victim)
     cluster.restart(victim)
     producer.wait_acked(producer.acked_count() + 50, timeout=20)
 
@@ -71,8 +73,22 @@ def test_kill_a_partition_leader(make_cluster):
         victim = next(b for b in BROKERS if b != controller)
     with VerifyingProducer(cluster.bootstrap, TOPIC, PARTITIONS) as producer:
         producer.wait_acked(100)
-        kill_and_restart(cluster, producer, victim)
+        kill_and_restart(cluster, producer, victim, while_down=metadata_names_it_offline)
     check_after(cluster, producer)
+
+
+def metadata_names_it_offline(cluster, victim: int) -> None:
+    """While a broker is down, every live broker's Metadata leaves it out of the brokers and
+    lists it among each partition's offline replicas (and out of the ISR)."""
+    for broker_id in cluster.live_ids():
+        def shown() -> bool:
+            meta = metadata_from(cluster[broker_id].bootstrap, [TOPIC])
+            parts = meta.topics[0].partitions
+            return (victim not in [b.node_id for b in meta.brokers] and len(parts) == PARTITIONS
+                    and all(p.offline_replicas == [victim] and victim not in p.isr_nodes
+                            and p.leader_id != victim for p in parts))
+
+        wait_until(shown, 15, f"broker {broker_id}'s Metadata to show broker {victim} offline")
 
 
 def test_kill_the_controller(make_cluster):
