@@ -167,7 +167,9 @@ class BrokerNode:
                 "--log-level", os.environ.get("ODRADEK_CLUSTER_LOG_LEVEL", "INFO")]
         for key, value in self.props.items():
             args += ["--override", f"{key}={value}"]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
+        # PYTHONFAULTHANDLER: a SIGABRT makes the broker print every thread's stack first
+        # (`terminate` does that to a broker that does not stop).
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         with open(self.log_path, "wb") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -212,8 +214,9 @@ class BrokerNode:
         self.paused = False
 
     def terminate(self, timeout: float = 60) -> int:
-        """SIGTERM (a controlled shutdown) and its exit status; killed after ``timeout`` s,
-        which raises AssertionError (a broker must stop by itself)."""
+        """SIGTERM (a controlled shutdown) and its exit status. A broker still running after
+        ``timeout`` s gets SIGABRT (its threads' stacks go to its output), then SIGKILL, and
+        AssertionError is raised with the end of its output: a broker must stop by itself."""
         if not self.alive:
             return self.proc.returncode
         if self.paused:
@@ -222,8 +225,14 @@ class BrokerNode:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
             self.kill()
-            raise AssertionError(f"broker {self.broker_id} did not stop within {timeout} s of SIGTERM") from None
+            raise AssertionError(f"broker {self.broker_id} did not stop within {timeout} s of SIGTERM; "
+                                 f"its output ends:\n{self.output(6000)}") from None
 
     # --- its data --------------------------------------------------------------------------
 
