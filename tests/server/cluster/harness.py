@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import random
 import signal
 import socket
 import struct
@@ -71,10 +72,28 @@ BASE_PROPS = {
 }
 
 
+def _ephemeral_start() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free port below the kernel's ephemeral range: a broker keeps it across restarts, and
+    while it is down no outgoing connection (which takes ephemeral ports) can occupy it."""
+    high = _ephemeral_start()
+    low = max(10000, high - 15000)
+    for _ in range(100):
+        port = random.randrange(low, high)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in [{low}, {high})")
 
 
 class StopWaiting(Exception):
