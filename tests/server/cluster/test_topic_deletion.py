@@ -34,7 +34,7 @@ def assert_gone(cluster, topic: str, partitions: int, broker_ids) -> None:
     # Kafka's completeDeleteTopic removes these one after the other (the marker last).
     paths = [f"/brokers/topics/{topic}", f"/config/topics/{topic}", f"/admin/delete_topics/{topic}"]
     wait_until(lambda: not any(cluster.exists(path) for path in paths), 30,
-               f"{paths} to go (left: {[p for p in paths if cluster.exists(p)]})")
+               f"{paths} to go")
     for broker_id in broker_ids:
         node = cluster[broker_id]
         wait_until(lambda: node.partition_dirs(topic) == [], 20,
