@@ -2,8 +2,8 @@
 ISR is smaller, and accepted again once the ISR has grown back.
 
 Two brokers, one partition with both as replicas and ``min.insync.replicas=2``. The follower
-is paused (SIGSTOP) with a ZooKeeper session long enough to outlast the pause, so it is the
-leader that shrinks the ISR (the follower has not caught up for ``replica.lag.time.max.ms``),
+is paused (SIGSTOP) with a ZooKeeper session long enough to outlast the pause (10 s, the most
+the test server's tickTime of 500 ms allows), so it is the leader that shrinks the ISR (the follower has not caught up for ``replica.lag.time.max.ms``),
 made durable through the controller before it is used; resumed, the follower catches up and
 the leader expands the ISR again. acks=1 keeps working throughout.
 """
@@ -31,7 +31,7 @@ def send(bootstrap: str, acks, value: bytes):
 
 
 def test_acks_all_is_refused_below_min_insync_replicas(make_cluster):
-    cluster = make_cluster({"zookeeper.session.timeout.ms": "30000", "replica.lag.time.max.ms": "2000"})
+    cluster = make_cluster({"zookeeper.session.timeout.ms": "10000", "replica.lag.time.max.ms": "2000"})
     cluster.start([1, 2])
     create_topic(cluster.bootstrap, TOPIC, 1, 2, {"min.insync.replicas": "2"})
     cluster.wait_topic_ready(TOPIC, 1)
