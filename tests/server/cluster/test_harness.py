@@ -121,3 +121,11 @@ def test_verifying_producer_and_replica_bytes_on_one_broker(make_cluster):
         assert len(read[p]) == len(acked)
         assert cluster[41].log_end_offset("solo", p) == len(acked)
         assert cluster.wait_replicas_identical("solo", p, [41], timeout=5)
+    # verify() catches an acknowledged record that is missing or not where it was acknowledged.
+    last_offset, last_seq = producer.acked[0][-1]
+    producer.acked[0].append((last_offset + 1, last_seq + 1))
+    with pytest.raises(AssertionError, match="was acknowledged at offset"):
+        producer.verify(cluster.bootstrap)
+    producer.acked[0][-1] = (last_offset, last_seq - 1)
+    with pytest.raises(AssertionError, match="was acknowledged at offset"):
+        producer.verify(cluster.bootstrap)
