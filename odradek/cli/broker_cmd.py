@@ -1,8 +1,9 @@
 """``odradek broker [server.properties] [--override key=value ...]``: run one broker.
 
 With no arguments: one broker on 127.0.0.1:9092, data in the default directory, the embedded
-metadata store (no ZooKeeper). SIGTERM and SIGINT stop it cleanly (flush, checkpoints,
-clean-shutdown marker).
+metadata store (no ZooKeeper). SIGTERM and SIGINT stop it cleanly (controlled shutdown when
+``controlled.shutdown.enable``: the controller moves its leaderships away first; then flush,
+checkpoints, clean-shutdown marker).
 """
 
 from __future__ import annotations

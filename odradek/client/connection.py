@@ -74,6 +74,12 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    # inter-broker: the controller's requests to brokers, and brokers' requests to it
+    ApiKey.LEADER_AND_ISR: (0, 7),
+    ApiKey.STOP_REPLICA: (0, 4),
+    ApiKey.UPDATE_METADATA: (0, 8),
+    ApiKey.CONTROLLED_SHUTDOWN: (0, 3),
+    ApiKey.ALTER_PARTITION: (0, 3),
 }
 
 _SIZE = struct.Struct(">i")

@@ -13,5 +13,15 @@ Modules, in Kafka's vocabulary (``core/src/main/scala/kafka/controller/``):
 * `events`, `controller`: the events and ``KafkaController``'s handling of them;
 * `snapshot`: reading the store for a newly elected controller.
 
-Everything but `snapshot` (and the writes' ``apply``) is plain code without I/O.
+The edge, which does the I/O:
+
+* `controller_service`: ``ControllerService``, the event thread (Kafka's
+  ``ControllerEventManager``), election, watches, executing commands;
+* `znode_writer`: the writes applied, grouped into guarded ``multi``s;
+* `watched_events`: what the watches stand for, read from the store;
+* `leader_imbalance`: the auto leader rebalance's choice;
+* `channel_manager`: ``ControllerChannelManager``, requests to brokers (in-process to this one);
+* `request_encoding`: the request values as wire requests of any version, and back.
+
+Everything but `snapshot`, the writes' ``apply`` and the edge is plain code without I/O.
 """

@@ -398,7 +398,8 @@ class Controller:
     ) -> ControlledShutdownReply:
         """Kafka's ``doControlledShutdown``: leaderships move to other live ISR members, the
         broker leaves the ISRs of the partitions it follows (StopReplica, no delete). Replies
-        with the partitions it still leads (those with no other eligible leader)."""
+        with the replicated partitions it still leads (no other eligible leader); partitions
+        with a single replica are not counted, as in Kafka."""
         ctx = self.ctx
         if broker_id not in ctx.live_brokers:
             return ControlledShutdownReply(broker_id, ErrorCode.BROKER_NOT_AVAILABLE)
@@ -416,9 +417,11 @@ class Controller:
         followed = [tp for tp in acted_on if tp not in led]
         self.partitions.handle_state_changes(led, P.ONLINE, ElectionStrategy.CONTROLLED_SHUTDOWN)
         self.replicas.handle_state_changes([(tp, broker_id) for tp in followed], R.OFFLINE)
+        # Kafka's replicatedPartitionsBrokerLeads: a partition without other replicas cannot
+        # move, so it does not hold the shutdown back
         remaining = tuple(
-            tp for tp in ctx.partitions_on_broker(broker_id)
-            if tp in ctx.leadership and ctx.leadership[tp].leader == broker_id
+            tp for tp in acted_on
+            if ctx.leadership[tp].leader == broker_id
         )
         return ControlledShutdownReply(broker_id, ErrorCode.NONE, remaining)
 

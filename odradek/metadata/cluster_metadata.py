@@ -4,18 +4,12 @@ Reads come from the watch-driven `MetadataCache` (`snapshot()` returns an immuta
 `MetadataImage`), so the hot paths never touch the store; writes go to the store in Kafka's
 znode layout (`layout`) and then refresh the cache, so a caller reads its own writes.
 
-Topic creation writes, as Kafka's controller does once it has an assignment: the config
-``/config/topics/<t>``, the assignment ``/brokers/topics/<t>`` (version 3, with the topic id),
-and for every partition ``.../partitions/<p>/state`` with the first live replica of the
-assignment as leader, the live replicas as ISR, leader epoch 0 and the current controller
-epoch. A partition none of whose replicas is alive gets no state znode (no leader yet), as
-Kafka leaves such a partition in its NewPartition state until a replica comes up. Writes are
-batched into `multi`s of at most ``MAX_OPS_PER_MULTI`` ops, which keeps each far below
-ZooKeeper's 1 MiB request limit; a topic of up to 999 partitions is created atomically.
-
-Topic deletion first marks ``/admin/delete_topics/<t>`` (watchers start deleting logs), then
-removes the assignment, the partition states and the config, then the mark. A deletion cut
-short by a crash is finished by `resume_topic_deletions`.
+Topic administration writes what Kafka's ``AdminZkClient`` writes, and nothing a controller
+owns: creation the config ``/config/topics/<t>`` and the assignment ``/brokers/topics/<t>``
+(version 3, with the topic id); adding partitions the grown assignment; deletion only the mark
+``/admin/delete_topics/<t>``. The controller (``odradek.controller``) reacts to those znodes:
+it writes the partition states (leader, ISR, epochs), tells the replicas their roles, and for a
+deletion stops and deletes the replicas and then removes the topic's znodes and the mark.
 """
 
 from __future__ import annotations
@@ -43,7 +37,6 @@ from odradek.metadata.metadata_cache import MetadataCache
 from odradek.metadata.store import CreateOp, MetadataStore, Op, SetOp
 from odradek.metadata.topic_name import collision_key, has_collision_chars, validate_topic_name
 
-MAX_OPS_PER_MULTI = 2000
 _CAS_RETRIES = 5
 
 
@@ -101,6 +94,9 @@ class ClusterMetadata:
         self.store = store
         self._clock = clock
         self._registered: BrokerInfo | None = None
+        # Kafka's broker epoch: the creation id (czxid) of our registration znode; a new
+        # registration (a new session) gets a greater one. -1 while not registered.
+        self.broker_epoch = -1
         self._closed = False
         self.ensure_paths()
         self.cache = MetadataCache(store)
@@ -190,7 +186,14 @@ class ClusterMetadata:
                 f"broker id {info.broker_id} is registered by a live broker"
             ) from None
         self._registered = info
+        self._read_broker_epoch(info.broker_id)
         self.cache.refresh_brokers()
+
+    def _read_broker_epoch(self, broker_id: int) -> None:
+        try:
+            self.broker_epoch = self.store.creation_id(layout.broker_path(broker_id))
+        except NoNodeError:  # the session already ended; the next one registers again
+            pass
 
     def update_broker(self, info: BrokerInfo) -> None:
         """Rewrite this broker's registration in place (its endpoints changed at run time), as
@@ -218,6 +221,7 @@ class ClusterMetadata:
                 )
             except NodeExistsError:
                 pass
+            self._read_broker_epoch(info.broker_id)
             self.cache.refresh_brokers()
 
     # -- controller --------------------------------------------------------------------------
@@ -280,7 +284,8 @@ class ClusterMetadata:
         configs: Mapping[str, str] | None = None,
         topic_id: uuid.UUID | None = None,
     ) -> TopicAssignment:
-        """Create a topic with a complete replica assignment; see the module docstring.
+        """Create a topic with a complete replica assignment: its config and assignment
+        znodes, in one ``multi`` (the controller gives its partitions their states).
 
         Raises InvalidTopicError (bad name, or a '.'/'_' collision with an existing topic),
         TopicExistsError (the name, or ``topic_id``, is taken, or the topic is being deleted),
@@ -296,14 +301,8 @@ class ClusterMetadata:
             if self.store.exists(config_path) is None
             else SetOp(config_path, layout.encode_config(config))
         )
-        ops = [
-            config_op,
-            CreateOp(layout.topic_path(name), topic.to_json()),
-            CreateOp(layout.partitions_path(name)),
-        ]
-        ops += self._new_partition_ops(name, replicas)
         try:
-            self._multi_in_batches(ops)
+            self.store.multi([config_op, CreateOp(layout.topic_path(name), topic.to_json())])
         except NodeExistsError:
             raise TopicExistsError(f"Topic '{name}' already exists.") from None
         self.cache.refresh_topics()
@@ -329,28 +328,12 @@ class ClusterMetadata:
             raise TopicExistsError(f"topic id {layout.uuid_to_kafka(topic_id)} is not available")
         return topic_id
 
-    def _new_partition_ops(self, name: str, replicas: Mapping[int, tuple[int, ...]]) -> list[Op]:
-        live = set(self.cache.image.brokers)
-        epoch = self.controller_epoch()[0]
-        ops: list[Op] = []
-        for partition, brokers in replicas.items():
-            ops.append(CreateOp(layout.partition_path(name, partition)))
-            isr = tuple(b for b in brokers if b in live)
-            if isr:
-                state = PartitionState(isr[0], 0, isr, epoch)
-                ops.append(CreateOp(layout.partition_state_path(name, partition), state.to_json()))
-        return ops
-
-    def _multi_in_batches(self, ops: list[Op]) -> None:
-        with self.cache.batch():
-            for start in range(0, len(ops), MAX_OPS_PER_MULTI):
-                self.store.multi(ops[start : start + MAX_OPS_PER_MULTI])
-
     def add_partitions(
         self, name: str, new: Mapping[int, list[int] | tuple[int, ...]]
     ) -> TopicAssignment:
         """Add partitions (numbered on from the current count) with the topic's replication
-        factor. Raises UnknownTopicError, InvalidPartitionsError, InvalidReplicaAssignmentError.
+        factor: the assignment grows, compare-and-set (the controller gives the new partitions
+        their states). Raises UnknownTopicError, InvalidPartitionsError, InvalidReplicaAssignmentError.
         """
         for _ in range(_CAS_RETRIES):
             try:
@@ -376,10 +359,8 @@ class ClusterMetadata:
                 current.adding_replicas,
                 current.removing_replicas,
             )
-            ops: list[Op] = [SetOp(layout.topic_path(name), updated.to_json(), version)]
-            ops += self._new_partition_ops(name, added)
             try:
-                self._multi_in_batches(ops)
+                self.store.set(layout.topic_path(name), updated.to_json(), version)
             except BadVersionError:
                 continue  # the assignment changed under us: look again
             self.cache.refresh_topic(name)
@@ -387,35 +368,16 @@ class ClusterMetadata:
         raise InvalidPartitionsError(f"topic '{name}' kept changing while adding partitions")
 
     def delete_topic(self, name: str) -> None:
-        """Delete a topic's assignment, partition states and config. Raises UnknownTopicError."""
+        """Mark a topic for deletion (``/admin/delete_topics/<t>``; marking twice is harmless).
+        The controller does the rest; until it has, the topic stays in the image, listed in
+        ``topics_being_deleted``. Raises UnknownTopicError."""
         if self.store.exists(layout.topic_path(name)) is None:
             raise UnknownTopicError(f"Topic '{name}' does not exist.")
-        mark = layout.delete_topic_path(name)
         try:
-            self.store.create(mark)
+            self.store.create(layout.delete_topic_path(name), make_parents=True)
         except NodeExistsError:
             pass
-        self._finish_deletion(name)
-
-    def _finish_deletion(self, name: str) -> None:
-        for path in (layout.topic_path(name), layout.topic_config_path(name)):
-            try:
-                self.store.delete(path, recursive=True)
-            except NoNodeError:
-                pass
-        try:
-            self.store.delete(layout.delete_topic_path(name))
-        except NoNodeError:
-            pass
-        self.cache.refresh_topics()
         self.cache.refresh_deletions()
-
-    def resume_topic_deletions(self) -> list[str]:
-        """Finish deletions marked in ``/admin/delete_topics``; return the topics deleted."""
-        names = self.store.children(layout.DELETE_TOPICS)
-        for name in names:
-            self._finish_deletion(name)
-        return names
 
     def set_partition_state(
         self, topic: str, partition: int, state: PartitionState, expected_version: int

@@ -23,6 +23,8 @@ _SERVED = [
     ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
     ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.OFFSET_COMMIT,
     ApiKey.OFFSET_FETCH, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    # served at the controller: brokers' requests to it
+    ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION,
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

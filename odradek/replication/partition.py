@@ -53,6 +53,7 @@ from odradek.replication.produce_validation import (
     split_or_refuse,
     validate_client_batch,
 )
+from odradek.replication.follower_append import append_as_follower
 from odradek.replication.follower_state import FollowerState
 from odradek.replication.isr import IsrChange, expand_isr, high_watermark_bound, maximal_isr, shrink_isr
 from odradek.storage._fast_append import append_to_active_segment
@@ -108,6 +109,10 @@ class Partition:
     pending_isr: IsrChange | None = None
     leader_epoch_start_offset: int = -1
     replica_lag_time_max_ms: int = 30_000
+    # The version of the partition's state znode (``.../partitions/<p>/state``) that the
+    # controller's LeaderAndIsr named (its ``partition_epoch``): an ISR change is a write
+    # conditional on it (AlterPartition's ``partition_epoch``); -1 before any LeaderAndIsr.
+    zk_version: int = -1
     clock: object = None  # reads the time for the high watermark when a follower lags
     # Recomputed only when a config change replaced the log's config, so a produce pays an
     # identity test, not property calls.
@@ -355,6 +360,25 @@ class Partition:
                 max_ts, max_ts_offset = ts, (next_offset + at if at >= 0 else last)
             next_offset = last + 1
         return LogAppendInfo(first, next_offset - 1, max_ts, max_ts_offset if max_ts_offset >= 0 else next_offset - 1)
+
+    # --- follower ---------------------------------------------------------------------------
+    def append_records_as_follower(self, records) -> LogAppendInfo | None:
+        """Append the leader's batches verbatim (``replication/follower_append.py``); the
+        summary of what was appended, None when ``records`` held no whole batch. Raises
+        CorruptRecordError, InvalidAppendOffsetError, or ProduceError(KAFKA_STORAGE_ERROR)
+        for a disk error (the log is then unchanged)."""
+        try:
+            return append_as_follower(self, records)
+        except OSError as e:
+            raise _storage_error(self, e) from None
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> int:
+        """A follower's high watermark: the leader's, but never past its own log end offset
+        (nor below its log start offset); it follows the leader's, down too (a new leader's
+        may be lower). Returns it."""
+        hw = max(min(leader_high_watermark, self.log_end_offset), self.log_start_offset)
+        self.high_watermark = hw
+        return hw
 
     # --- replication state (Kafka's Partition: makeLeader, updateFollowerFetchState, ...) ---
     def become_leader(self, broker_id: int, leader_epoch: int, replicas, isr, now_ms: int) -> None:

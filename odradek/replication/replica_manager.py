@@ -28,6 +28,11 @@ from odradek.coordinator.producer_state import (
     ProducerStateManager,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.replication.high_watermark_checkpoint import (
+    initial_high_watermark,
+    read_high_watermarks,
+    write_high_watermarks,
+)
 from odradek.replication.partition import CheckOffLoop, Partition, ProduceResult
 from odradek.replication.produce_validation import ProduceError
 
@@ -49,6 +54,8 @@ class ReplicaManager:
         # Partitions with appends queued by append_off_loop: (how many, the lock they take in turn).
         self.off_loop_appends: dict[tuple[str, int], list] = {}
         self._record_checks: ThreadPoolExecutor | None = None  # made on first use
+        # The high watermarks checkpointed by the previous run, consumed as partitions appear.
+        self.checkpointed_high_watermarks = read_high_watermarks(getattr(log_manager, "log_dirs", ()))
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -59,15 +66,39 @@ class ReplicaManager:
         config,
     ) -> Partition:
         """Become (or stay) leader of a partition, creating its log when it has none."""
-        part = self.partitions.get((topic, index))
-        if part is None:
-            plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
-            part = Partition(topic, index, topic_id, plog)
-            _restore_producer_state(part)
-            self.partitions[part.key] = part
+        part = self.hosted_partition(topic, index, topic_id, config)
+        part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds())
+        return part
+
+    def new_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+        """A partition object for a partition not hosted yet: its log opened or created
+        (with ``config``), its producer state restored (a snapshot read, batches replayed).
+        It is hosted once given to ``host`` (``make_leader`` / ``make_follower`` do that
+        themselves). Touches nothing else of this manager, so it may run on a worker thread:
+        that is where the broker's state changes make the many of a start-up. Raises
+        OSError / StorageError when the log cannot be had."""
+        plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
+        part = Partition(topic, index, topic_id, plog)
+        _restore_producer_state(part)
         part.clock = self.clock
         part.replica_lag_time_max_ms = self.replica_lag_time_max_ms
-        part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds())
+        # The high watermark the previous run checkpointed (a dict pop: safe off the loop).
+        part.high_watermark = initial_high_watermark(self.checkpointed_high_watermarks.pop(part.key, None),
+                                                     plog.log_start_offset, plog.log_end_offset)
+        return part
+
+    def host(self, part: Partition) -> Partition:
+        """Host ``part`` (from ``new_partition``) unless its key is hosted already; the
+        hosted one."""
+        return self.partitions.setdefault(part.key, part)
+
+    def hosted_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+        """The partition, made (``new_partition``) and hosted when this broker did not host
+        it yet, leader or follower. Creating a log touches the disk: the state changes call
+        ``new_partition`` off the event loop first (``replication/state_change.py``)."""
+        part = self.partitions.get((topic, index))
+        if part is None:
+            part = self.host(self.new_partition(topic, index, topic_id, config))
         return part
 
     def truncate_to(self, part: Partition, offset: int) -> bool:
@@ -81,6 +112,36 @@ class ReplicaManager:
             part.producer_state.truncate_to(end)
             part.high_watermark = min(part.high_watermark, end)
         return changed
+
+    def truncate_fully(self, part: Partition, offset: int) -> None:
+        """Empty a follower's log and restart it at ``offset`` (the leader's log start offset,
+        when the follower's fetch offset fell below it: Kafka's ``truncateFullyAndStartAt``);
+        the producer state and the high watermark start there too."""
+        self.log_manager.truncate_fully(part.topic, part.index, offset)
+        part.producer_state = ProducerStateManager(offset)
+        part.high_watermark = offset
+
+    def maybe_shrink_isrs(self, now_ms: int) -> list[Partition]:
+        """The led partitions whose ISR just lost followers lagging by more than
+        ``replica.lag.time.max.ms`` (``Partition.maybe_shrink_isr``, which made the change
+        pending): send each to the alter-partition manager (Kafka's ``maybeShrinkIsr``)."""
+        changed = []
+        for part in list(self.partitions.values()):
+            if part.followers and part.is_leader(self.broker_id) and part.maybe_shrink_isr(now_ms) is not None:
+                changed.append(part)
+        return changed
+
+    def high_watermarks(self) -> list[tuple[tuple[str, int], str, int]]:
+        """``(key, log_dir, high_watermark)`` of every hosted partition, for
+        ``high_watermark_checkpoint.write_high_watermarks`` (read on the event loop)."""
+        return [(key, os.path.dirname(part.log.directory), part.high_watermark)
+                for key, part in list(self.partitions.items())]
+
+    def checkpoint_high_watermarks(self, entries=None) -> None:
+        """Write ``replication-offset-checkpoint`` in every log directory, from ``entries``
+        (``high_watermarks()``, taken on the loop when this runs on a worker thread)."""
+        write_high_watermarks(getattr(self.log_manager, "log_dirs", ()),
+                              self.high_watermarks() if entries is None else entries)
 
     def remove(self, topic: str, index: int, delete: bool) -> None:
         part = self.partitions.pop((topic, index), None)
@@ -175,15 +236,32 @@ class ReplicaManager:
         part = self.partitions.get((topic, index))
         return part is not None and part.high_watermark > last_offset
 
+    def replication_error(self, topic: str, index: int, last_offset: int) -> ErrorCode | None:
+        """How an acks=all wait for ``last_offset`` ends: NONE once the high watermark passed
+        it, NOT_LEADER_OR_FOLLOWER once this broker no longer leads the partition (the records
+        may be truncated by the new leader: the producer must retry there, as Kafka's
+        ``DelayedProduce`` answers), None while it still waits."""
+        part = self.partitions.get((topic, index))
+        if part is None or not part.is_leader(self.broker_id):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.NONE if part.high_watermark > last_offset else None
+
     def all_replicated(self, waits) -> bool:
-        return all(self.is_replicated(t, i, last) for t, i, last, _ in waits)
+        """Whether every ``(topic, index, last_offset, _)`` is below its high watermark, its
+        partition still led here (else the answer needs ``replication_error``'s codes)."""
+        return all(self.replication_error(t, i, last) == ErrorCode.NONE for t, i, last, _ in waits)
+
+    def replication_over(self, waits) -> bool:
+        """Whether every wait is over: replicated, or its leadership lost."""
+        return all(self.replication_error(t, i, last) is not None for t, i, last, _ in waits)
 
     async def wait_for_replication(self, waits, timeout_s: float) -> bool:
-        """Wait until every ``(topic, index, last_offset, _)`` is below its high watermark."""
+        """Wait until every ``(topic, index, last_offset, _)`` wait is over
+        (``replication_over``); False when ``timeout_s`` passed first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         keys = {(t, i) for t, i, _, _ in waits}
-        while not self.all_replicated(waits):
+        while not self.replication_over(waits):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
@@ -230,6 +308,10 @@ class ReplicaManager:
         (file contents and their renames): an fsync per file made a clean stop of 10,000
         partitions take 10-15 s, one journal commit each."""
         self.wake_all()
+        try:
+            self.checkpoint_high_watermarks()
+        except OSError as e:  # the next start begins those partitions from their checkpoint of before
+            log.warning("could not write %s: %s", "replication-offset-checkpoint", e)
         if self._record_checks is not None:
             self._record_checks.shutdown(wait=True, cancel_futures=True)  # before the logs close
         written = 0

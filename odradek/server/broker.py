@@ -1,11 +1,20 @@
 """The broker: its lifecycle, its parts, and request dispatch.
 
-Start-up order: metadata store (embedded, or ZooKeeper when ``zookeeper.connect`` is set) and
-the cluster id; the logs of every data directory (recovering after an unclean stop); the
-partitions this broker leads; the listeners (port 0 binds an ephemeral port, which is then
-what is advertised); registration under ``/brokers/ids``; background tasks (retention, flush,
-checkpoints, idle connections). ``stop()`` undoes it in reverse and leaves a clean-shutdown
-marker, so the next start skips recovery.
+Start-up order (Kafka 2.8's ``KafkaServer.startup``): metadata store (embedded, or ZooKeeper
+when ``zookeeper.connect`` is set) and the cluster id; the logs of every data directory
+(recovering after an unclean stop; the logs of deleted topics removed); the replica manager
+with the replication parts (channel to the controller, replica fetchers, AlterPartition
+sender); the listeners (port 0 binds an ephemeral port, which is then what is advertised);
+registration under ``/brokers/ids`` (its creation id is the broker epoch); the controller
+service (it elects; when this broker wins, ``start()`` returns once this broker took the roles
+the controller gave it, so a single broker leads its partitions by then); the group
+coordinator; background tasks (retention, flush, checkpoints, idle connections).
+
+The broker takes a role for a partition (leader, follower) only from LeaderAndIsr, never on
+its own. ``stop()``: controlled shutdown first (``controlled.shutdown.enable``: the controller
+moves this broker's leaderships away), then the controller service resigns, the fetchers stop,
+then the rest in reverse start-up order, leaving a clean-shutdown marker so the next start
+skips recovery.
 
 Everything runs on one asyncio event loop; only fsync runs in a worker thread (flushing one
 partition never blocks appends to others).
@@ -14,6 +23,8 @@ partition never blocks appends to others).
 from __future__ import annotations
 
 import asyncio
+import importlib
+import inspect
 import logging
 import os
 import socket
@@ -53,6 +64,7 @@ class Broker:
         self.servers: dict[str, tuple[Listener, asyncio.AbstractServer]] = {}  # by listener name
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, port)
         self.stopping = False
+        self._stop_begun = False
         self.allow_internal_writes = False
         self._tasks: list[asyncio.Task] = []
         self._handler_tasks: set[asyncio.Future] = set()
@@ -64,6 +76,13 @@ class Broker:
         self.produce_fast_path = None
         self.topics: TopicManager | None = None
         self.group_coordinator = None
+        # The cluster parts (controller edge, replication): None until started, and while
+        # their modules are not merged yet (see ``_optional_part``).
+        self.controller_service = None
+        self.broker_to_controller = None
+        self.replica_fetchers = None
+        self.alter_partitions = None
+        self.solo_controller = None  # TEMPORARY until the controller edge is merged
         self.producer_ids: ProducerIdManager | None = None
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
@@ -99,12 +118,14 @@ class Broker:
                                       config_for_topic=self.topics.topic_log_config)
         await self.loop.run_in_executor(None, self.log_manager.startup)
         await self.loop.run_in_executor(None, self.topics.finish_deletions)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock,
+                                              self.config["replica.lag.time.max.ms"])
         self.produce_fast_path = ProduceFastPath(self)
         self.producer_ids = open_producer_ids(self.metadata, self.broker_id)
+        self._make_cluster_parts()
         await self._listen()
         self.metadata.register_broker(self.broker_info())
-        self.topics.become_leader_of_assigned()
+        await self._start_controller()
         from odradek.coordinator.group import GroupCoordinator
         self.group_coordinator = GroupCoordinator.start(self)
         self.config_changes = ConfigChangeListener(self)
@@ -112,6 +133,46 @@ class Broker:
         self._start_background()
         log.info("broker %d up: cluster %s, listening on %s, data in %s", self.broker_id,
                  self.cluster_id, self.advertised(), ", ".join(self.config.log_dirs))
+
+    def _make_cluster_parts(self) -> None:
+        """The parts that LeaderAndIsr and the fetch path use, made before the listeners open
+        (a controller may send LeaderAndIsr as soon as this broker is registered)."""
+        # TEMPORARY guards until A (controller edge) and C (replication) are merged: each
+        # part is made only when its module exists. Afterwards import them plainly.
+        channel = _optional_part("odradek.server.broker_to_controller", "BrokerToControllerChannel")
+        fetchers = _optional_part("odradek.replication.replica_fetcher_manager", "ReplicaFetcherManager")
+        alter = _optional_part("odradek.replication.alter_partition_manager", "AlterPartitionManager")
+        self.broker_to_controller = channel(self) if channel is not None else None
+        self.replica_fetchers = fetchers(self) if fetchers is not None else None
+        self.alter_partitions = alter(self) if alter is not None else None
+
+    async def _start_controller(self) -> None:
+        service = _optional_part("odradek.controller.controller_service", "ControllerService")
+        if service is not None:
+            self.controller_service = service(self)
+            await self.controller_service.start()
+        else:  # TEMPORARY until the controller edge is merged: lead what the states name
+            from odradek.server.solo_controller import SoloController
+
+            self.solo_controller = SoloController(self)
+            await self.solo_controller.start()
+
+    @property
+    def broker_epoch(self) -> int:
+        """Kafka's broker epoch: the creation id (czxid) of this broker's registration
+        (``/brokers/ids/<id>``), renewed when a new session registers again; -1 before."""
+        return self.metadata.broker_epoch if self.metadata is not None else -1
+
+    @broker_epoch.setter
+    def broker_epoch(self, epoch: int) -> None:  # for tests that fake a newer registration
+        self.metadata.broker_epoch = epoch
+
+    def controller_id(self) -> int:
+        """The controller's broker id as the metadata image has it (-1: none right now)."""
+        controller = self.metadata_image().controller_id
+        if controller < 0 and self.solo_controller is not None:  # TEMPORARY until the controller edge is merged
+            return self.broker_id
+        return controller
 
     async def _listen(self) -> None:
         for listener in self.effective_config().listeners:
@@ -183,10 +244,19 @@ class Broker:
             self._tasks.append(self.loop.create_task(coro))
 
     async def stop(self, quiet: bool = False) -> None:
-        """Stop every part, in reverse start-up order; ``quiet`` after a failed start."""
-        if self.stopping:
+        """Stop every part (see the module's docstring); ``quiet`` after a failed start."""
+        if self._stop_begun:
             return
+        self._stop_begun = True
+        if (not quiet and self.controller_service is not None and self.broker_to_controller is not None
+                and self.config["controlled.shutdown.enable"]):
+            from odradek.server.controlled_shutdown import controlled_shutdown
+
+            await controlled_shutdown(self)
         self.stopping = True
+        for part in (self.controller_service, self.solo_controller, self.replica_fetchers,
+                     self.alter_partitions, self.broker_to_controller):
+            await _shut_down(part)
         for _, server in self.servers.values():
             server.close()
         for conn in list(self.connections):
@@ -338,6 +408,32 @@ class Broker:
         partition and cause (``LogRateLimiter``)."""
         self.log_limiter.error(log, ("storage", str(error)), "%s (answered KAFKA_STORAGE_ERROR; retried at each "
                                "produce)", error)
+
+
+def _optional_part(module: str, name: str):
+    """``module.name``, or None while ``module`` does not exist (TEMPORARY until the
+    controller edge and replication are merged; an import error inside an existing module
+    is raised)."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as e:
+        if e.name != module:
+            raise
+        return None
+
+
+async def _shut_down(part) -> None:
+    """``part.shutdown()`` (or ``close()``), awaited when it is a coroutine; a failure is
+    logged, so the rest of the broker still stops."""
+    stop = getattr(part, "shutdown", None) or getattr(part, "close", None)
+    if stop is None:
+        return
+    try:
+        result = stop()
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.exception("%s failed to shut down", type(part).__name__)
 
 
 def _listener_settings(config: BrokerConfig) -> tuple:

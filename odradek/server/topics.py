@@ -3,10 +3,11 @@
 Requests are checked the way Kafka checks them (names, partition counts, replication factors,
 explicit assignments, configs), replica assignments come from Kafka's algorithm
 (``AdminUtils.assignReplicasToBrokers``, in ``controller.assignment``), and the result is
-written to the metadata store as Kafka's ZooKeeper znodes (``/brokers/topics/<topic>``, see
-``metadata.layout``). The broker then takes up its role for each partition of the new
-assignment: with the embedded store this broker is the controller, so it makes itself leader
-of what it was assigned right away.
+written to the metadata store as Kafka's ``AdminZkClient`` writes them (config and
+assignment; a deletion only marks the topic, see ``ClusterMetadata``). The controller does the
+rest (leaders, roles, deleting replicas); the request then waits for it
+(``delayed_topic_operations``), bounded by its timeout: REQUEST_TIMED_OUT after that, the
+change itself standing, as in Kafka.
 """
 
 from __future__ import annotations
@@ -21,10 +22,17 @@ from odradek.metadata import errors as merr
 from odradek.metadata.topic_name import validate_topic_name
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import message_format_version
+from odradek.server.delayed_topic_operations import await_deletion, await_leaders
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
-from odradek.storage.errors import InvalidConfigError, StorageError
+from odradek.storage.errors import InvalidConfigError
 
 log = logging.getLogger("odradek.topics")
+
+# How long a creation by Metadata (auto-creation) or FindCoordinator waits for the leaders:
+# well within a client's request.timeout.ms (30 s by default); a client not answered by then
+# is told LEADER_NOT_AVAILABLE (COORDINATOR_NOT_AVAILABLE) and asks again, as Kafka tells it
+# at once.
+AUTO_CREATE_WAIT_MS = 10_000
 
 
 class TopicError(Exception):
@@ -50,9 +58,6 @@ class TopicManager:
         self.metadata = broker.metadata
         # Auto-creations under way, by topic name (creation awaits a metadata write).
         self._auto_creating: dict[str, asyncio.Future] = {}
-        # Topics with a partition this broker should lead but whose log could not be
-        # created (a full disk); ``retry_leadership`` tries them again.
-        self.unled: set[str] = set()
 
     # --- create ---------------------------------------------------------------------------
     def plan_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -102,25 +107,47 @@ class TopicManager:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"unknown broker(s) {unknown} for partition {p}")
         return {p: list(r) for p, r in assignments.items()}
 
-    async def create(self, plan: TopicPlan):
-        """Write the topic (off the event loop: metadata writes fsync) and lead what is ours.
+    async def create(self, plan: TopicPlan, timeout_ms: int = AUTO_CREATE_WAIT_MS):
+        """Write the topic (off the event loop: metadata writes fsync), then wait up to
+        ``timeout_ms`` (not at all when not positive, as Kafka) for its leaders; TopicError
+        REQUEST_TIMED_OUT when they are not there by then (the topic exists all the same).
 
-        Shielded: a request cancelled half-way (its client went away) must not leave a topic
-        written to the metadata but led by nobody.
+        The write is shielded: a request cancelled half-way (its client went away) must not
+        leave the creation half done.
         """
         task = asyncio.ensure_future(self._create(plan))
         self.broker.track(task)  # stop() still finishes (cancels) it
-        return await asyncio.shield(task)
+        created = await asyncio.shield(task)
+        await self.await_leaders(plan.name, plan.assignment, timeout_ms)
+        return created
 
     async def _create(self, plan: TopicPlan):
         with _metadata_errors():
             created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
         log.info("created topic %s with %d partitions", plan.name, len(plan.assignment))
-        await self.become_leader_of_assigned_async(plan.name)
+        solo = self.broker.solo_controller
+        if solo is not None:  # TEMPORARY until the controller edge is merged
+            with _metadata_errors():
+                await solo.topic_changed(plan.name)
         return created
 
+    async def await_leaders(self, name: str, partitions, timeout_ms: int) -> None:
+        """Wait up to ``timeout_ms`` (not at all when not positive) until ``partitions`` of
+        ``name`` have leaders (``delayed_topic_operations.await_leaders``); TopicError
+        REQUEST_TIMED_OUT otherwise."""
+        if timeout_ms <= 0:
+            return
+        cannot_lead = ()
+        solo = self.broker.solo_controller
+        if solo is not None and name in solo.unled:  # TEMPORARY until the controller edge is merged
+            cannot_lead = frozenset(partitions)
+        if not await await_leaders(self.broker, name, partitions, timeout_ms, cannot_lead):
+            raise TopicError(ErrorCode.REQUEST_TIMED_OUT,
+                             f"Topic {name}: not every partition had a leader after {timeout_ms} ms.")
+
     async def auto_create(self, name: str):
-        """Create a topic with the broker defaults (Metadata with auto-creation allowed).
+        """Create a topic with the broker defaults (Metadata with auto-creation allowed),
+        waiting up to ``AUTO_CREATE_WAIT_MS`` for its leaders.
 
         Requests that ask for the same new topic while it is being created wait for that one
         creation: a second creation would fail with TOPIC_ALREADY_EXISTS before the topic is
@@ -128,7 +155,8 @@ class TopicManager:
         """
         pending = self._auto_creating.get(name)
         if pending is None:
-            pending = asyncio.ensure_future(self.create(self.plan_topic(name, -1, -1, None, {})))
+            plan = self.plan_topic(name, -1, -1, None, {})
+            pending = asyncio.ensure_future(self.create(plan, AUTO_CREATE_WAIT_MS))
             self._auto_creating[name] = pending
             pending.add_done_callback(lambda _: self._auto_creating.pop(name, None))
         return await asyncio.shield(pending)
@@ -168,55 +196,52 @@ class TopicManager:
         self.broker.config_changes.notify("topics/" + name)
 
     # --- delete and grow ------------------------------------------------------------------
-    async def delete(self, name: str) -> None:
-        """Delete a topic: first in the metadata (the commit point: the mark under
-        ``/admin/delete_topics``, then the znodes), then its logs here.
+    async def mark_deleted(self, name: str):
+        """Mark a topic for deletion (``ClusterMetadata.delete_topic``, the commit point: a
+        failed mark deleted nothing); return its id.
 
-        Whatever fails midway, a topic whose deletion was marked serves no data again: its
-        partitions leave service and their logs are renamed for deletion even when the
-        metadata write failed after the mark (KAFKA_STORAGE_ERROR then; a retry or the
-        next start-up finishes it, ``finish_deletions``), and a log that could not be
-        renamed or checkpointed is dealt with by ``LogManager.delete_logs``' rules.
+        A topic marked deleted serves no data again: the controller stops and deletes its
+        replicas (StopReplica) and only then removes its znodes; a mark a crash left behind
+        is finished by the next controller, and every broker removes the logs of a marked
+        topic at start-up (``finish_deletions``), before it leads anything; a log that could
+        not be renamed or checkpointed is dealt with by ``LogManager.delete_logs``' rules.
         """
-        image = self.broker.metadata_image()
-        assignment = image.topic(name)
+        assignment = self.broker.metadata_image().topic(name)
         if assignment is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
         if not self.broker.config["delete.topic.enable"]:
             raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED)
-        failure = None
-        try:
+        with _metadata_errors():
+            await _off_loop(self.metadata.delete_topic, name)
+        solo = self.broker.solo_controller
+        if solo is not None:  # TEMPORARY until the controller edge is merged
             with _metadata_errors():
-                await _off_loop(self.metadata.delete_topic, name)
-        except TopicError as e:
-            image = self.broker.metadata_image()
-            if (e.error != ErrorCode.KAFKA_STORAGE_ERROR
-                    or (name not in image.topics_being_deleted and image.topic(name) is not None)):
-                raise  # nothing was deleted
-            failure = e
-        await self._remove_partitions(name, list(assignment.partitions))
-        if failure is not None:
-            log.error("topic %s marked deleted, its logs removed, but its metadata not: %s", name, failure)
-            raise failure
+                await solo.delete_topic(name, list(assignment.partitions))
+        return assignment.topic_id
+
+    async def await_deleted(self, name: str, topic_id, timeout_ms: int) -> None:
+        """Wait up to ``timeout_ms`` (not at all when not positive) until the controller has
+        deleted the marked topic (TopicError REQUEST_TIMED_OUT otherwise); then its groups'
+        committed offsets go."""
+        if (self.broker.solo_controller is None  # TEMPORARY until the controller edge is merged
+                and timeout_ms > 0 and not await await_deletion(self.broker, name, topic_id, timeout_ms)):
+            raise TopicError(ErrorCode.REQUEST_TIMED_OUT, f"Topic {name} was not deleted after {timeout_ms} ms.")
+        if self.broker.group_coordinator is not None:
+            self.broker.group_coordinator.on_topics_deleted({name})
         log.info("deleted topic %s", name)
 
-    async def _remove_partitions(self, name: str, indexes: list[int]) -> None:
+    async def remove_partitions(self, name: str, indexes: list[int]) -> None:
         """Take a deleted topic's partitions out of service, then delete their logs (a
-        rename each and one checkpoint, in a worker thread)."""
+        rename each and one checkpoint, in a worker thread). TEMPORARY until the controller
+        edge is merged: StopReplica with delete does this then."""
         for index in indexes:
             self.broker.replica_manager.remove(name, index, delete=False)
         await _off_loop(self.broker.log_manager.delete_logs, [(name, i) for i in indexes])
-        if self.broker.group_coordinator is not None:
-            self.broker.group_coordinator.on_topics_deleted({name})
 
     def finish_deletions(self) -> None:
-        """At start-up, before any partition is led: finish the topic deletions a crash or
-        a failed write cut short, and remove every log of a topic the metadata no longer
-        has (or has marked deleted)."""
-        try:
-            self.metadata.resume_topic_deletions()
-        except OSError as e:
-            log.error("could not finish topic deletions in the metadata: %s", e)
+        """At start-up, before any partition is led: remove every log of a topic the
+        metadata no longer has, or has marked deleted (its deletion was cut short: the
+        controller finishes it), or of another topic of that name."""
         image = self.broker.metadata_image()
 
         def is_live(topic: str, topic_id) -> bool:
@@ -227,7 +252,9 @@ class TopicManager:
         self.broker.log_manager.delete_stray_logs(is_live)
 
     async def add_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
-                             validate_only: bool) -> None:
+                             validate_only: bool, timeout_ms: int) -> None:
+        """Grow a topic's assignment, then wait up to ``timeout_ms`` for the new partitions'
+        leaders (as ``create``)."""
         current = self.broker.metadata_image().topic(name)
         if current is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
@@ -250,72 +277,11 @@ class TopicManager:
             return
         with _metadata_errors():
             await _off_loop(self.metadata.add_partitions, name, new)
-        await self.become_leader_of_assigned_async(name)
-
-    # --- roles ------------------------------------------------------------------------------
-    def _leadership(self, only_topic: str | None) -> list[tuple]:
-        """``make_leader`` arguments of every partition whose state names this broker."""
-        image = self.broker.metadata_image()
-        me = self.broker.broker_id
-        todo = []
-        for name, assignment in image.topics.items():
-            if only_topic is not None and name != only_topic:
-                continue
-            config = None
-            for index, replicas in assignment.partitions.items():
-                state = image.partition_state(name, index)
-                if state is None or state.leader != me:
-                    continue
-                if config is None:
-                    config = self.topic_log_config(name)
-                todo.append((name, index, assignment.topic_id, replicas, state.isr, state.leader_epoch, config))
-        return todo
-
-    def become_leader_of_assigned(self, only_topic: str | None = None) -> None:
-        """Lead every partition whose state names this broker as leader (at start-up)."""
-        for args in self._leadership(only_topic):
-            try:
-                self.broker.replica_manager.make_leader(*args)
-            except (OSError, StorageError) as e:  # a full disk: retried (``unled``)
-                log.error("could not create the log of %s-%d (retried): %s", args[0], args[1], e)
-                self.unled.add(args[0])
-
-    async def become_leader_of_assigned_async(self, only_topic: str | None = None) -> None:
-        """The same for a running broker: the logs (a directory and an fsync each, about a
-        millisecond) are created in a worker thread, so a topic of thousands of partitions
-        does not stall every other client."""
-        todo = self._leadership(only_topic)
-        log_manager = self.broker.log_manager
-
-        def create_logs() -> list[tuple]:
-            created = []
-            for args in todo:
-                if self.broker.stopping:
-                    break
-                name, index, topic_id, _, _, leader_epoch, config = args
-                try:
-                    # With its leader epoch begun here too: that writes the log's
-                    # leader-epoch-checkpoint (two fsyncs), which make_leader then finds done.
-                    log_manager.get_or_create_log(name, index, config, topic_id).assign_leader_epoch(leader_epoch)
-                except (OSError, StorageError) as e:
-                    if name not in self.unled:
-                        log.error("could not create the log of %s-%d (retried): %s", name, index, e)
-                    self.unled.add(name)
-                    continue
-                created.append(args)
-            return created
-
-        for args in await _off_loop(create_logs):
-            self.broker.replica_manager.make_leader(*args)
-
-    async def retry_leadership(self) -> None:
-        """Lead the partitions whose log could not be created before (``unled``), now that
-        the disk may have room again."""
-        names, self.unled = self.unled, set()
-        for name in names:
-            await self.become_leader_of_assigned_async(name)
-        for name in names - self.unled:
-            log.info("now leading every partition of %s", name)
+        solo = self.broker.solo_controller
+        if solo is not None:  # TEMPORARY until the controller edge is merged
+            with _metadata_errors():
+                await solo.topic_changed(name)
+        await self.await_leaders(name, list(new), timeout_ms)
 
 
 # A topic's assignment lives in one znode, and ZooKeeper (and the embedded store, which keeps

@@ -48,6 +48,15 @@ def stored_json(store, path):
     return json.loads(store.get(path)[0])
 
 
+def elect(metadata, name, partitions=None):
+    """Write partition states as a controller would (the first replica leads, all replicas
+    in the ISR): ClusterMetadata itself writes none."""
+    topic = metadata.topic(name)
+    for p in partitions if partitions is not None else topic.partitions:
+        replicas = topic.partitions[p]
+        metadata.set_partition_state(name, p, PartitionState(replicas[0], 0, replicas, 0), -1)
+
+
 # -- cluster id and brokers -----------------------------------------------------------------
 
 
@@ -110,31 +119,12 @@ def test_create_topic_writes_kafkas_layout(store, metadata):
         "version": 1,
         "config": {"retention.ms": "60000"},
     }
-    assert stored_json(store, "/brokers/topics/orders/partitions/1/state") == {
-        "controller_epoch": 0,
-        "leader": 1001,
-        "version": 1,
-        "leader_epoch": 0,
-        "isr": [1001, 1002],
-    }
+    # Partition states are the controller's to write (Kafka's AdminZkClient writes none).
+    assert store.exists("/brokers/topics/orders/partitions") is None
     assert metadata.topic("orders") == topic
     assert metadata.topic_by_id(topic.topic_id) == topic
     assert metadata.topic_config("orders") == {"retention.ms": "60000"}
-    assert metadata.partition_state("orders", 2) == PartitionState(1002, 0, (1002, 1000), 0)
-
-
-def test_leader_is_the_first_live_replica_and_dead_ones_stay_out_of_the_isr(store, metadata):
-    metadata.create_topic("t", {0: [1005, 1001, 1000], 1: [1006, 1007, 1008]})
-    assert metadata.partition_state("t", 0) == PartitionState(1001, 0, (1001, 1000), 0)
-    # No live replica: no state znode, as Kafka leaves such a partition waiting for one.
-    assert metadata.partition_state("t", 1) is None
-    assert store.exists("/brokers/topics/t/partitions/1/state") is None
-
-
-def test_initial_states_carry_the_controller_epoch(metadata):
-    assert metadata.try_become_controller(1000) == 1
-    metadata.create_topic("t", {0: [1000]})
-    assert metadata.partition_state("t", 0).controller_epoch == 1
+    assert metadata.partition_state("orders", 2) is None
 
 
 def test_a_given_topic_id_is_used_and_must_be_free(metadata):
@@ -182,15 +172,6 @@ def test_configs_must_be_strings(metadata):
     assert metadata.topic("t") is None
 
 
-def test_a_big_topic_is_written_in_batches(store, metadata, monkeypatch):
-    from odradek.metadata import cluster_metadata
-
-    monkeypatch.setattr(cluster_metadata, "MAX_OPS_PER_MULTI", 7)
-    metadata.create_topic("big", {p: [1000 + p % 3] for p in range(50)})
-    assert len(metadata.snapshot().partition_states["big"]) == 50
-    assert store.children("/brokers/topics/big/partitions") == sorted(str(p) for p in range(50))
-
-
 # -- partitions, deletion, state updates ----------------------------------------------------
 
 
@@ -199,7 +180,7 @@ def test_add_partitions_extends_the_assignment(store, metadata):
     topic = metadata.add_partitions("t", {1: [1001, 1002], 2: [1002, 1000]})
     assert topic.partitions == {0: (1000, 1001), 1: (1001, 1002), 2: (1002, 1000)}
     assert stored_json(store, "/brokers/topics/t")["partitions"]["2"] == [1002, 1000]
-    assert metadata.partition_state("t", 2).leader == 1002
+    assert metadata.partition_state("t", 2) is None  # the controller's to write
     assert metadata.topic("t").topic_id == topic.topic_id
 
 
@@ -216,39 +197,26 @@ def test_add_partitions_checks_numbering_and_replication_factor(metadata):
     assert len(metadata.topic("t").partitions) == 1
 
 
-def test_delete_topic_removes_everything_and_marks_it_meanwhile(store, metadata):
+def test_delete_topic_only_marks_it_for_the_controller(store, metadata):
     topic = metadata.create_topic("t", {0: [1000], 1: [1001]}, {"a": "b"})
-    marked: list[list[str]] = []
-    store.watch_children("/admin/delete_topics", lambda path: marked.append(store.children(path)))
     metadata.delete_topic("t")
-    assert marked[0] == ["t"] and marked[-1] == []
-    for path in ("/brokers/topics/t", "/config/topics/t", "/admin/delete_topics/t"):
-        assert store.exists(path) is None
+    metadata.delete_topic("t")  # marking twice is harmless
+    assert store.exists("/admin/delete_topics/t") is not None
     image = metadata.snapshot()
-    assert image.topic("t") is None and image.topic_by_id(topic.topic_id) is None
-    assert image.partition_state("t", 0) is None and "t" not in image.topic_configs
-    with pytest.raises(UnknownTopicError):
-        metadata.delete_topic("t")
-    recreated = metadata.create_topic("t", {0: [1002]})
-    assert recreated.topic_id != topic.topic_id
-    assert metadata.partition_state("t", 0).leader == 1002
-
-
-def test_an_interrupted_deletion_is_finished_on_resume(store, metadata):
-    metadata.create_topic("t", {0: [1000]})
-    store.create("/admin/delete_topics/t")
-    assert metadata.snapshot().topics_being_deleted == {"t"}
-    assert metadata.topic("t") is not None
-    store.create("/admin/delete_topics/gone")
+    assert image.topics_being_deleted == {"t"} and image.topic("t") == topic
+    assert store.exists("/brokers/topics/t") is not None and store.exists("/config/topics/t") is not None
+    with pytest.raises(TopicExistsError):
+        metadata.create_topic("t", {0: [1000]})
+    store.create("/admin/delete_topics/gone")  # znodes removed, the mark not yet
     with pytest.raises(TopicExistsError, match="marked for deletion"):
         metadata.create_topic("gone", {0: [1000]})
-    assert metadata.resume_topic_deletions() == ["gone", "t"]
-    assert metadata.topic("t") is None
-    assert metadata.snapshot().topics_being_deleted == frozenset()
+    with pytest.raises(UnknownTopicError):
+        metadata.delete_topic("nope")
 
 
 def test_set_partition_state_is_a_compare_and_set(metadata):
     metadata.create_topic("t", {0: [1000, 1001]})
+    elect(metadata, "t")
     current = metadata.partition_state("t", 0)
     new = metadata.set_partition_state(
         "t", 0, PartitionState(1001, 1, (1001,), 0), current.zk_version
@@ -296,9 +264,11 @@ def test_topic_and_broker_configs(store, metadata):
 
 def test_images_are_immutable_snapshots(metadata):
     metadata.create_topic("t", {0: [1000, 1001]})
+    elect(metadata, "t")
     before = metadata.snapshot()
     metadata.set_partition_state("t", 0, PartitionState(1001, 1, (1001,), 0), 0)
     metadata.create_topic("u", {0: [1000]})
+    elect(metadata, "u")
     assert before.partition_state("t", 0).leader == 1000 and before.topic("u") is None
     after = metadata.snapshot()
     assert after.leader("t", 0) == 1001 and after.leader("u", 0) == 1000
@@ -313,6 +283,7 @@ def test_changes_by_another_writer_reach_the_cache(store, metadata):
     assert reader.topic("t") == metadata.topic("t")
     assert reader.topic_config("t") == {"k": "v"}
     metadata.add_partitions("t", {1: [1001, 1000]})
+    elect(metadata, "t", [1])
     assert reader.partition_state("t", 1).leader == 1001
     metadata.set_partition_state("t", 0, PartitionState(1001, 3, (1001,), 0), -1)
     assert reader.partition_state("t", 0).leader_epoch == 3
@@ -321,7 +292,7 @@ def test_changes_by_another_writer_reach_the_cache(store, metadata):
     metadata.try_become_controller(1002)
     assert reader.controller_id() == 1002
     metadata.delete_topic("t")
-    assert reader.topic("t") is None
+    assert reader.snapshot().topics_being_deleted == {"t"}
 
 
 def test_listeners_get_each_new_image(metadata):
@@ -337,7 +308,7 @@ def test_metadata_is_reloaded_from_disk(tmp_path):
         metadata = ClusterMetadata(store)
         metadata.register_broker(broker(1000))
         topic = metadata.create_topic("t", {0: [1000], 1: [1000]}, {"a": "1"})
-        metadata.set_partition_state("t", 1, PartitionState(1000, 4, (1000,), 0), 0)
+        metadata.set_partition_state("t", 1, PartitionState(1000, 4, (1000,), 0), -1)
     with EmbeddedStore(tmp_path) as store:
         image = ClusterMetadata(store).snapshot()
         assert image.topic("t") == topic and image.topic_by_id(topic.topic_id) == topic
@@ -348,6 +319,7 @@ def test_metadata_is_reloaded_from_disk(tmp_path):
 
 def test_malformed_znodes_are_skipped_not_fatal(store, metadata):
     metadata.create_topic("t", {0: [1000]})
+    elect(metadata, "t")
     store.set("/brokers/topics/t/partitions/0/state", b"garbage")
     assert metadata.partition_state("t", 0) is None
     store.create("/brokers/topics/junk", b"{")

@@ -84,12 +84,23 @@ def test_group_lookup_and_offset_commit_answer_error_codes(full_disk):  # noqa: 
     create(b.bootstrap, partitions=1)
     client = WireClient(b.bootstrap)
     b.fs.fill()
-    # __consumer_offsets cannot be created: the metadata write is refused.
-    _, found = client.request("FindCoordinator", 3, message("FindCoordinatorRequest", key="g", key_type=0))
-    assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    # __consumer_offsets cannot be created, or its partitions get no leaders: the metadata
+    # write is refused.
+
+    def find():
+        _, found = client.request("FindCoordinator", 3, message("FindCoordinatorRequest", key="g", key_type=0))
+        return found.error_code
+
+    assert find() == ErrorCode.COORDINATOR_NOT_AVAILABLE
     b.fs.free()
-    _, found = client.request("FindCoordinator", 3, message("FindCoordinatorRequest", key="g", key_type=0))
-    assert found.error_code == ErrorCode.NONE
+    # The leaders are elected once the metadata disk has room again (the controller retries),
+    # and this broker leads them once their logs are made.
+
+    def led_here():
+        part = b.broker.replica_manager.get("__consumer_offsets", b.broker.group_coordinator.partition_for("g"))
+        return part is not None and part.is_leader(b.broker.broker_id)
+
+    wait_until(lambda: find() == ErrorCode.NONE and b.call(led_here), timeout=20, what="a coordinator")
     b.fs.fill()
     m = codec.module("OffsetCommitRequest")
 

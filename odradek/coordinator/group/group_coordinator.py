@@ -5,9 +5,11 @@ and does for them what they cannot do themselves:
 
 - **load**: a shard is built by replaying its partition (``loader``) in a worker thread; until
   that is done its groups answer COORDINATOR_LOAD_IN_PROGRESS. Partitions are loaded at start,
-  when FindCoordinator names them, and whenever a request finds this broker leading a
-  partition it has no shard for (or a shard of an older leader epoch). A partition this broker
-  no longer leads is unloaded: its waiting requests get NOT_COORDINATOR.
+  when this broker becomes their leader (``on_leadership_change``, from LeaderAndIsr), when
+  FindCoordinator names them, and whenever a request finds this broker leading a partition
+  it has no shard for (or a shard of an older leader epoch). A partition this broker no
+  longer leads is unloaded (``on_leadership_change``, or when a request finds it so): its
+  waiting requests get NOT_COORDINATOR.
 - **write**: the records of a ``CoordinatorResult`` become one v2 batch per ``Write``
   (key and value bytes of ``coordinator_record``, CreateTime now), appended through the replica
   manager; records marked for replay are replayed into the shard right after the local append;
@@ -110,6 +112,18 @@ class GroupCoordinator:
             self._slot(p)
         except CoordinatorError:
             pass
+
+    def on_leadership_change(self, elected=(), resigned=()) -> None:
+        """Follow this broker's roles for ``__consumer_offsets`` (called after LeaderAndIsr or
+        StopReplica changed them; Kafka's ``onElection`` / ``onResignation``). ``elected``:
+        partitions (numbers, or ``(topic, partition)`` pairs) this broker now leads: each
+        starts loading (its groups answer COORDINATOR_LOAD_IN_PROGRESS until it is loaded; a
+        shard of an older leader epoch is dropped first). ``resigned``: partitions it no longer
+        leads: unloaded, their waiting requests answered NOT_COORDINATOR."""
+        for p in resigned:
+            self._unload(_partition_number(p))
+        for p in elected:
+            self.prepare(_partition_number(p))
 
     def is_loading(self) -> bool:
         return any(slot.loading for slot in self._slots.values())
@@ -414,6 +428,10 @@ class GroupCoordinator:
             for group_id, error in result.response.items():
                 errors[group_id] = offset_write_error(failed) if failed is not None and error == ErrorCode.NONE else error
         return errors
+
+
+def _partition_number(p) -> int:
+    return p[1] if isinstance(p, tuple) else p
 
 
 def _answer_once(future: asyncio.Future):

@@ -12,6 +12,7 @@ from odradek.server.handlers import (
     describe_cluster, describe_configs, fetch, init_producer_id, list_offsets, metadata, produce,
 )
 from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
+from odradek.server.handlers import alter_partition, controlled_shutdown
 
 HANDLERS = {
     ApiKey.API_VERSIONS: api_versions.handle,
@@ -40,4 +41,6 @@ HANDLERS = {
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.handle_offset_delete,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown.handle,
+    ApiKey.ALTER_PARTITION: alter_partition.handle,
 }

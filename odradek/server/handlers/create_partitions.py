@@ -2,6 +2,8 @@
 
 A topic named twice in one request is refused, every time it appears, with INVALID_REQUEST
 (as Kafka's ``KafkaApis.handleCreatePartitionsRequest``): which count should win is unclear.
+The answer for a topic waits, up to the request's ``timeout_ms``, until the controller has
+given its new partitions leaders (REQUEST_TIMED_OUT otherwise; they exist all the same).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ async def handle(ctx, request):
             continue
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         try:
-            await ctx.broker.topics.add_partitions(topic.name, topic.count, assignments, request.validate_only)
+            await ctx.broker.topics.add_partitions(topic.name, topic.count, assignments, request.validate_only,
+                                                request.timeout_ms)
         except TopicError as e:
             result.error_code, result.error_message = e.error, e.message
         results.append(result)

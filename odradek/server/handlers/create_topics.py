@@ -1,12 +1,16 @@
 """CreateTopics (key 19): create topics, or with ``validate_only`` just check them.
 
 Each topic is checked and created on its own; one failure does not fail the others. Names that
-appear twice in one request all get INVALID_REQUEST, as in Kafka. v5+ answers with the topic
+appear twice in one request all get INVALID_REQUEST, as in Kafka. Once every topic is written,
+the answer waits, up to the request's ``timeout_ms`` for them all, until the controller has
+given their partitions leaders (REQUEST_TIMED_OUT for a topic whose leaders are not there by
+then; it exists all the same), as Kafka's ``DelayedCreatePartitions``. v5+ answers with the topic
 id, partition count, replication factor and the topic's resulting configs.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 from odradek.protocol.generated.create_topics_response import (
@@ -22,6 +26,7 @@ async def handle(ctx, request):
     broker = ctx.broker
     counts = Counter(t.name for t in request.topics)
     results = []
+    created = []  # (result, plan) of the topics written
     for topic in request.topics:
         result = CreatableTopicResult(name=topic.name, error_message=None)
         if counts[topic.name] > 1:
@@ -30,15 +35,28 @@ async def handle(ctx, request):
             results.append(result)
             continue
         try:
-            await _create(broker, request, topic, result)
+            plan = await _create(broker, request, topic, result)
+            if not request.validate_only:
+                created.append((result, plan))
         except TopicError as e:
-            result.error_code, result.error_message = e.error, e.message
-            result.configs = None if ctx.api_version >= 5 else []
+            _failed(ctx, result, e)
         results.append(result)
+    waits = [broker.topics.await_leaders(plan.name, plan.assignment, request.timeout_ms) for _, plan in created]
+    for (result, _), outcome in zip(created, await asyncio.gather(*waits, return_exceptions=True)):
+        if isinstance(outcome, TopicError):
+            _failed(ctx, result, outcome)
+        elif isinstance(outcome, BaseException):
+            raise outcome
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-async def _create(broker, request, topic, result) -> None:
+def _failed(ctx, result, e: TopicError) -> None:
+    result.error_code, result.error_message = e.error, e.message
+    result.configs = None if ctx.api_version >= 5 else []
+
+
+async def _create(broker, request, topic, result):
+    """Check and (unless ``validate_only``) write one topic, filling ``result``; the plan."""
     assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
     if assignments and len(assignments) != len(topic.assignments):
         raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "A partition index appears twice in the assignment.")
@@ -49,7 +67,7 @@ async def _create(broker, request, topic, result) -> None:
         configs[c.name] = c.value
     plan = broker.topics.plan_topic(topic.name, topic.num_partitions, topic.replication_factor, assignments, configs)
     if not request.validate_only:
-        created = await broker.topics.create(plan)
+        created = await broker.topics.create(plan, timeout_ms=0)  # waited for with the others
         result.topic_id = created.topic_id
         message_format_version.warn_ignored(topic.name, configs)
     result.num_partitions = len(plan.assignment)
@@ -59,3 +77,4 @@ async def _create(broker, request, topic, result) -> None:
                               config_source=e.config_source, is_sensitive=e.is_sensitive)
         for e in topic_config_entries(broker, configs)
     ]
+    return plan

@@ -3,11 +3,15 @@
 Entries are checked before anything is deleted, as Kafka's ``ControllerApis.deleteTopics``
 checks them: an entry with both a name and an id, or with neither, and a name or id that
 appears twice in the request are INVALID_REQUEST; an id no topic has is UNKNOWN_TOPIC_ID
-(with a null name). The other entries are deleted one by one.
+(with a null name). The other entries are marked for deletion one by one, then the answer
+waits, up to the request's ``timeout_ms`` for them all, until the controller has deleted them
+(REQUEST_TIMED_OUT for a topic still there; its deletion goes on), as Kafka's
+``DelayedDeleteTopics``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 from odradek.protocol.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
@@ -19,6 +23,7 @@ from odradek.server.topics import TopicError
 async def handle(ctx, request):
     broker = ctx.broker
     results = []
+    marked = []  # (result, topic id) of the topics marked for deletion
     for result in _checked(request, broker.metadata_image()):
         results.append(result)
         if result.error_code:
@@ -31,9 +36,15 @@ async def handle(ctx, request):
                 result.topic_id = assignment.topic_id
             if broker.is_internal_topic(name):
                 raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic {name} is internal")
-            await broker.topics.delete(name)
+            marked.append((result, await broker.topics.mark_deleted(name)))
         except TopicError as e:
             result.error_code, result.error_message = e.error, e.message
+    waits = [broker.topics.await_deleted(result.name, topic_id, request.timeout_ms) for result, topic_id in marked]
+    for (result, _), outcome in zip(marked, await asyncio.gather(*waits, return_exceptions=True)):
+        if isinstance(outcome, TopicError):
+            result.error_code, result.error_message = outcome.error, outcome.message
+        elif isinstance(outcome, BaseException):
+            raise outcome
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 

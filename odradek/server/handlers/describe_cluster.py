@@ -20,7 +20,7 @@ def handle(ctx, request):
     for info in sorted(image.brokers.values(), key=lambda b: b.broker_id):
         endpoint = next((e for e in info.endpoints if e.listener == ctx.connection.listener_name), info.endpoints[0])
         brokers.append(DescribeClusterBroker(broker_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack))
-    controller = image.controller_id if image.controller_id >= 0 else broker.broker_id
+    controller = broker.controller_id()
     return DescribeClusterResponse(error_code=ErrorCode.NONE, cluster_id=broker.cluster_id,
                                    controller_id=controller, brokers=brokers,
                                    cluster_authorized_operations=authorized(

@@ -5,7 +5,9 @@ connection sends as it lies on disk. Limits: ``partition_max_bytes`` per partiti
 ``max_bytes`` for the response, except that the first partition with data always gets at least
 one whole batch (so a batch larger than the limits cannot stall a consumer). Consumers read
 up to the high watermark (the last stable offset for ``read_committed``, equal without
-transactions); followers (``replica_id >= 0``) up to the log end.
+transactions); followers (``replica_id >= 0``, or ``replica_state.replica_id`` from v15) up
+to the log end, and each of their fetches tells the leader how far that follower got
+(``_record_follower_fetch``: the high watermark, the ISR).
 
 Long poll: while the response holds fewer than ``min_bytes`` and no partition has an error, the
 fetch waits for an append to one of its partitions or for ``max_wait_ms``.
@@ -125,11 +127,11 @@ def _reads(broker, request, wanted: list[_Wanted], magic: int | None) -> Iterato
     the legacy format to answer in, None for v2 batches as stored."""
     budget = request.max_bytes
     total = 0
-    consumer = request.replica_id < 0 and _replica_id(request) < 0
+    replica_id = request.replica_id if request.replica_id >= 0 else _replica_id(request)
     for w in wanted:
         if w.topic is None:
             continue
-        size = _read_partition(broker, w, consumer, request.isolation_level,
+        size = _read_partition(broker, w, replica_id, request.isolation_level,
                                min(w.request.partition_max_bytes, max(budget, 0)), total == 0, magic)
         total += size
         budget -= size
@@ -141,7 +143,7 @@ def _replica_id(request) -> int:
     return state.replica_id if state is not None else -1
 
 
-def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_bytes: int, first: bool,
+def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_bytes: int, first: bool,
                     magic: int | None) -> int:
     resp = w.response
     resp.error_code = ErrorCode.NONE
@@ -154,6 +156,12 @@ def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_byte
     if epoch >= 0 and epoch != part.leader_epoch:
         resp.error_code = ErrorCode.FENCED_LEADER_EPOCH if epoch < part.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
         return 0
+    consumer = replica_id < 0
+    if not consumer:
+        error = _record_follower_fetch(broker, part, replica_id, w.request)
+        if error:
+            resp.error_code = error
+            return 0
     hw = part.high_watermark
     resp.high_watermark = hw
     resp.last_stable_offset = part.last_stable_offset()
@@ -179,6 +187,27 @@ def _read_partition(broker, w: _Wanted, consumer: bool, isolation: int, max_byte
     size = len(region)
     resp.records = region if size else b""
     return size
+
+
+def _record_follower_fetch(broker, part, replica_id: int, fp) -> ErrorCode:
+    """The replica path: follower ``replica_id`` has everything below its fetch offset
+    (``Partition.update_follower_fetch_state``). A moved high watermark wakes the produces
+    (acks=all) and fetches waiting on the partition; an ISR expansion goes to the controller
+    (``AlterPartitionManager``). Recorded before the read, so the answer carries the high
+    watermark this fetch moved. A fetch offset past the log end is not recorded (the read
+    answers OFFSET_OUT_OF_RANGE: a follower with records the leader lacks truncates first);
+    a broker not among the partition's replicas gets NOT_LEADER_OR_FOLLOWER."""
+    if fp.fetch_offset > part.log_end_offset:
+        return ErrorCode.NONE
+    update = part.update_follower_fetch_state(replica_id, fp.fetch_offset, fp.log_start_offset,
+                                              broker.clock.milliseconds())
+    if update is None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if update.high_watermark_moved:
+        broker.replica_manager.notify(part.key)
+    if update.isr_change is not None:
+        broker.alter_partitions.submit(part)
+    return ErrorCode.NONE
 
 
 def _down_converted(log, offset: int, max_bytes: int, limit: int | None, first: bool, magic: int) -> bytes:

@@ -5,9 +5,11 @@ A group's coordinator is the leader of its ``__consumer_offsets`` partition (Jav
 ``coordinator.group.partitioner``). The topic is created by the first FindCoordinator, as
 Kafka does: ``offsets.topic.num.partitions`` partitions, replication factor
 ``offsets.topic.replication.factor`` capped at the live brokers, ``cleanup.policy=compact``
-and ``segment.bytes=offsets.topic.segment.bytes``. When this broker leads the partition it
-starts loading it right away, so the client's JoinGroup rarely meets
-COORDINATOR_LOAD_IN_PROGRESS.
+and ``segment.bytes=offsets.topic.segment.bytes``; the creation waits (a bounded while,
+``topics.AUTO_CREATE_WAIT_MS``) until the controller gave its partitions leaders, and answers
+COORDINATOR_NOT_AVAILABLE (the client asks again) when they are not there by then. When this
+broker leads the partition it starts loading it right away, so the client's JoinGroup rarely
+meets COORDINATOR_LOAD_IN_PROGRESS.
 
 v0-v3 ask for one key and answer in the top-level fields; v4+ batch keys (KIP-699) and answer
 one ``Coordinator`` per key. Transaction coordinators (key type 1) do not exist yet: those keys
@@ -99,6 +101,8 @@ async def _create_offsets_topic(broker) -> ErrorCode:
         plan = broker.topics.plan_topic(OFFSETS_TOPIC, config["offsets.topic.num.partitions"], rf, None, configs)
         await broker.topics.create(plan)
     except TopicError as e:
+        if e.error == ErrorCode.REQUEST_TIMED_OUT:  # created; its leaders are not there yet
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if e.error == ErrorCode.KAFKA_STORAGE_ERROR:
             broker.log_storage_error(f"could not create {OFFSETS_TOPIC}: {e}")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -3,8 +3,10 @@
 A null topic list (v1+) or an empty one at v0 means every topic. Unknown topics are created
 with the broker defaults when the request allows it (v4+ ``allow_auto_topic_creation``;
 always before v4) and ``auto.create.topics.enable`` is on, as Kafka does. Where Kafka
-answers LEADER_NOT_AVAILABLE for a topic it just created, odradek's embedded controller has
-already made this broker its leader, so the new topic is answered complete.
+answers LEADER_NOT_AVAILABLE for a topic it just created, odradek waits (a bounded while,
+``topics.AUTO_CREATE_WAIT_MS``) for the controller to give it leaders, so the new topic is
+usually answered complete; LEADER_NOT_AVAILABLE after that wait. The controller is the one in
+the metadata image (-1 while there is none: between two controllers).
 
 Topic ids, as Kafka's ``KafkaApis.handleTopicMetadataRequest`` treats them: v10 and v11 carry
 an id field but may not use it, so a topic there with a null name or a non-zero id makes the
@@ -80,7 +82,7 @@ def _answer(ctx, names, create_errors: dict[str, int]):
         throttle_time_ms=0,
         brokers=[_broker(b, ctx.connection.listener_name) for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)],
         cluster_id=broker.cluster_id,
-        controller_id=image.controller_id if image.controller_id >= 0 else broker.broker_id,
+        controller_id=broker.controller_id(),
         topics=topics,
     )
 

@@ -4,6 +4,7 @@ acks=0 gets no response at all. acks=1 is answered once the leader appended. ack
 refused with NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is smaller than the topic's
 ``min.insync.replicas``, and otherwise answered once every in-sync replica has the batches,
 i.e. when the high watermark passed them; with a single replica in the ISR that is at once.
+A partition whose leadership is lost while it waits answers NOT_LEADER_OR_FOLLOWER.
 Errors are per partition; a partition that fails does not stop the others. A partition whose
 append the disk refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its log unchanged,
 and accepts writes again as soon as the disk does.
@@ -180,10 +181,16 @@ def _produce_one(broker, acks: int, topic: str, data):
 
 
 async def _await_replication(broker, waits, timeout_ms: int, response):
-    """acks=all: hold the response until the high watermarks cover the appends."""
-    done = await broker.replica_manager.wait_for_replication(waits, timeout_ms / 1000)
-    if not done:
-        for topic, index, last_offset, resp in waits:
-            if not broker.replica_manager.is_replicated(topic, index, last_offset):
-                resp.error_code = ErrorCode.REQUEST_TIMED_OUT
+    """acks=all: hold the response until the high watermarks cover the appends. A partition
+    whose leadership moved meanwhile answers NOT_LEADER_OR_FOLLOWER (the new leader may not
+    have the records: the producer retries there), one still short of it after the timeout
+    REQUEST_TIMED_OUT."""
+    replica_manager = broker.replica_manager
+    await replica_manager.wait_for_replication(waits, timeout_ms / 1000)
+    for topic, index, last_offset, resp in waits:
+        error = replica_manager.replication_error(topic, index, last_offset)
+        if error is None:
+            resp.error_code = ErrorCode.REQUEST_TIMED_OUT
+        elif error != ErrorCode.NONE:
+            resp.error_code = error
     return response

@@ -1,0 +1,451 @@
+"""`ControllerService`: the controller's edge on a broker (Kafka's ``KafkaController`` with its
+``ControllerEventManager`` and ``KafkaControllerZkWatcher``s).
+
+One event thread takes items from a ``queue.Queue``, one at a time, and is the only thread
+that touches the `Controller` and writes the controller's znodes:
+
+* Election (Kafka's ``elect``): ``/controller`` is read; if absent, this broker claims it and
+  bumps ``/controller_epoch`` (`ClusterMetadata.try_become_controller`), reads the cluster
+  (`snapshot.read_snapshot`, broker epochs being the czxids of the registrations) and handles
+  `events.Startup`. A data watch on ``/controller`` runs the election again when it changes
+  (a deleted ``/controller`` is a vacancy; another broker's id means resign if active). A new
+  store session (ZooKeeper expiry) runs the election again (resigning if ``/controller``
+  no longer names this broker).
+* Watches (persistent, installed at `start`; callbacks only enqueue a marker, deduplicated
+  while it waits; the event thread reads the store when it takes the marker, and only while
+  active): ``/brokers/ids`` children -> `events.BrokerChange`; ``/brokers/topics`` children ->
+  `events.TopicChange`; ``/brokers/topics/<t>`` data -> `events.PartitionModifications`;
+  ``/admin/delete_topics`` children -> `events.TopicDeletion`;
+  ``/admin/preferred_replica_election`` and ``/admin/reassign_partitions`` (Kafka's JSON
+  documents, deleted once handed over) -> `events.PreferredReplicaElection`,
+  `events.PartitionReassignment`; ``/isr_change_notification`` children ->
+  `events.IsrChangeNotification` (see `watched_events`).
+* Broker requests (`submit`): `events.ControlledShutdown` and `events.AlterPartition` from the
+  handlers; the returned ``concurrent.futures.Future`` gets the command list's `commands.Reply`,
+  or NOT_CONTROLLER when this broker is not (or stops being) the controller meanwhile.
+* Auto leader rebalance (``auto.leader.rebalance.enable``): every
+  ``leader.imbalance.check.interval.seconds`` a broker whose share of partitions it prefers
+  but does not lead exceeds ``leader.imbalance.per.broker.percentage`` gets them back
+  (`events.PreferredReplicaElection`), as Kafka's ``checkAndTriggerAutoLeaderRebalance``.
+
+Executing commands (see `commands`): znode writes in order, consecutive writes grouped into one
+guarded ``multi`` for speed (`znode_writer`); when a group fails it is replayed
+write by write (a multi is all or nothing) to find the failing one. A failed write with the
+``/controller_epoch`` version changed means another controller: resign. Otherwise it is a
+conflict: the states the list writes are read back and handed to the controller as
+`events.LeaderAndIsrConflict`, whose commands replace the rest of the list. Requests go to the
+`ControllerChannelManager` (whose senders follow the controller's live broker set); requests
+after a failed write are never sent. Unclean leader elections are logged at ERROR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+from odradek.controller import events as ev
+from odradek.controller.channel_manager import ControllerChannelManager
+from odradek.controller.commands import (
+    AlterPartitionReply,
+    BrokerRequest,
+    ControlledShutdownReply,
+    Reply,
+    ZnodeWrite,
+    written_partitions,
+    written_topics,
+)
+from odradek.controller.controller import Controller
+from odradek.controller.leader_imbalance import imbalanced_partitions
+from odradek.controller.snapshot import read_snapshot, read_topics
+from odradek.controller.watched_events import (
+    PREFERRED_REPLICA_ELECTION,
+    REASSIGN_PARTITIONS,
+    broker_epochs,
+    read_watched_event,
+)
+from odradek.controller.znode_writer import STORE_RETRY_BACKOFF_S, ZnodeWriter
+from odradek.metadata import layout
+from odradek.metadata.errors import NoNodeError, StoreError, StoreUnavailableError
+from odradek.metadata.layout import PartitionState
+from odradek.protocol.generated.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
+
+MAX_CONFLICTS_PER_EVENT = 20
+"""A list re-handled this many times after conflicts is given up (logged); the next event
+starts from what the controller adopted."""
+
+# Items re-queued when the store is unreachable: they read the store afresh when retried.
+# Events from brokers are answered NOT_CONTROLLER instead (their senders retry).
+_RETRIED = frozenset({"elect", "reelect", "watch"})
+
+
+@dataclass
+class _Item:
+    kind: str  # "event", "elect", "reelect", "watch", "rebalance", "stop"
+    payload: object = None
+    future: concurrent.futures.Future | None = None
+    sent: list = field(default_factory=list)
+
+
+def _resolve(future: concurrent.futures.Future | None, value) -> None:
+    """Set ``future``'s result unless it is done (answered, or cancelled by its waiter)."""
+    if future is None or future.done():
+        return
+    # only this thread resolves; a waiter may still cancel until the future is running
+    if future.set_running_or_notify_cancel():
+        future.set_result(value)
+
+
+def not_controller_reply(event: ev.ControllerEvent) -> Reply | None:
+    """The answer to a broker's request when this broker is not the controller."""
+    if isinstance(event, ev.AlterPartition):
+        return AlterPartitionReply(event.broker_id, ErrorCode.NOT_CONTROLLER)
+    if isinstance(event, ev.ControlledShutdown):
+        return ControlledShutdownReply(event.broker_id, ErrorCode.NOT_CONTROLLER)
+    return None
+
+
+class ControllerService:
+    """See the module docstring. ``channel_manager`` may be replaced (tests)."""
+
+    def __init__(self, broker, *, channel_manager=None) -> None:
+        self.broker = broker
+        self.broker_id = broker.broker_id
+        self.controller = Controller(broker.broker_id)
+        self.channel = channel_manager or ControllerChannelManager(broker, on_event=self.submit)
+        self.writer = ZnodeWriter(
+            lambda: broker.metadata.store,
+            broker.config["zookeeper.session.timeout.ms"] / 1000,
+            lambda: self._stopped,
+        )
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._queue: queue.Queue[_Item] = queue.Queue()
+        self._thread = threading.Thread(
+            target=self._run, name=f"controller-event-thread-{broker.broker_id}", daemon=True
+        )
+        self._watches: list = []
+        self._topic_watches: dict[str, object] = {}
+        self._markers: set = set()
+        self._markers_lock = threading.Lock()
+        self._stopped = False
+        self._submit_lock = threading.Lock()
+        self._next_rebalance = float("inf")
+        self.elections = 0
+        """How many times this broker became controller (tests, diagnostics)."""
+
+    # -- public -------------------------------------------------------------------------------
+
+    @property
+    def store(self):
+        return self.broker.metadata.store
+
+    @property
+    def active(self) -> bool:
+        """Whether this broker is the controller (as the event thread last knew)."""
+        return self.controller.active
+
+    async def start(self) -> None:
+        """Install the watches, start the event thread and run an election. If this broker
+        wins, returns after the Startup commands ran and the requests to this broker itself
+        were handled (so a single broker leads its partitions when this returns)."""
+        self.loop = asyncio.get_running_loop()
+        self.channel.start(self.loop)
+        self._install_watches()
+        self.store.add_session_listener(self._on_new_session)
+        self._thread.start()
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        self._queue.put(_Item("elect", None, done))
+        sent = await asyncio.wrap_future(done)
+        if sent:
+            timeout = self.broker.config["controller.socket.timeout.ms"] / 1000
+            await asyncio.wait([asyncio.wrap_future(f) for f in sent], timeout=timeout)
+
+    def submit(self, event: ev.ControllerEvent) -> concurrent.futures.Future:
+        """Queue ``event`` for the event thread (thread-safe). The future resolves when it was
+        handled: with its `commands.Reply` for ControlledShutdown/AlterPartition (a
+        NOT_CONTROLLER one if this broker is not the controller), else None."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._submit_lock:  # nothing is queued after the stop item
+            if not self._stopped and self._thread.is_alive():
+                self._queue.put(_Item("event", event, future))
+                return future
+        future.set_result(not_controller_reply(event))
+        return future
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop: watches off, resign (``/controller`` deleted if it is ours), event thread
+        joined, senders stopped. Call from the loop's thread. Idempotent."""
+        with self._submit_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        for handle in self._watches:
+            handle.cancel()
+        self._watches = []
+        if self._thread.is_alive():  # the topic watches are the thread's to cancel
+            self._queue.put(_Item("stop"))
+            self._thread.join(timeout)
+        else:
+            self._cancel_topic_watches()
+        self.channel.shutdown()
+
+    # -- the event thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            wait = max(0.0, self._next_rebalance - time.monotonic())
+            try:
+                item = self._queue.get(timeout=None if wait == float("inf") else wait)
+            except queue.Empty:
+                item = _Item("rebalance")
+            if item.kind == "stop":
+                self._stop_in_thread()
+                return
+            try:
+                self._process(item)
+            except StoreUnavailableError as e:
+                if item.kind in _RETRIED and not self._stopped:
+                    log.warning("controller %d: store unavailable during %s (%s); retrying",
+                                self.broker_id, item.kind, e)
+                    time.sleep(STORE_RETRY_BACKOFF_S)
+                    self._queue.put(item)
+                    continue
+                log.error("controller %d: store unavailable during %s: %s",
+                          self.broker_id, item.kind, e)
+            except Exception:  # noqa: BLE001 - the thread must live on
+                log.exception("controller %d: %s failed", self.broker_id, item.kind)
+            # an event cut short is answered NOT_CONTROLLER: the broker asks again
+            _resolve(item.future,
+                     item.sent if item.kind == "elect" else not_controller_reply(item.payload))
+
+    def _process(self, item: _Item) -> None:
+        if item.kind in ("elect", "reelect"):
+            self._elect(item)
+        elif item.kind == "event":
+            self._handle(item.payload, item)
+        elif item.kind == "watch":
+            with self._markers_lock:
+                self._markers.discard(item.payload)
+            if item.payload == "controller":
+                self._elect(item)
+            elif self.active:
+                event = read_watched_event(self.store, item.payload)
+                if event is not None:
+                    self._handle(event, item)
+        elif item.kind == "rebalance":
+            self._check_imbalance()
+
+    def _stop_in_thread(self) -> None:
+        self._cancel_topic_watches()
+        if self.active:
+            self.controller.handle(ev.Resign())
+        try:
+            self.broker.metadata.resign_controller(self.broker_id)
+        except StoreError as e:
+            log.warning("controller %d: could not delete /controller: %s", self.broker_id, e)
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            _resolve(item.future, not_controller_reply(item.payload) if item.kind == "event"
+                     else [])
+
+    # -- election -----------------------------------------------------------------------------
+
+    def _controller_id(self) -> int:
+        try:
+            return layout.decode_controller(self.store.get(layout.CONTROLLER)[0])
+        except NoNodeError:
+            return -1
+
+    def _elect(self, item: _Item) -> None:
+        current = self._controller_id()
+        if current == self.broker_id and self.active:
+            return
+        if current != -1:
+            if self.active:  # another broker holds /controller: we were deposed
+                self._resign()
+            return
+        epoch = self.broker.metadata.try_become_controller(self.broker_id)
+        if epoch is None:
+            if self.active:
+                self._resign()
+            return
+        self.elections += 1
+        log.info("broker %d is the controller now, at epoch %d", self.broker_id, epoch)
+        try:
+            unclean = bool(self.broker.config["unclean.leader.election.enable"])
+            snapshot = read_snapshot(self.store, self.broker_id, broker_epochs(self.store), unclean)
+            self._handle(ev.Startup(snapshot), item)
+        except Exception:
+            # Kafka's triggerControllerMove: give the seat up, so that an election (maybe
+            # ours, through the /controller watch) starts over
+            if self.active:
+                self._resign()
+            try:
+                self.broker.metadata.resign_controller(self.broker_id)
+            except StoreError:
+                pass
+            raise
+        self._schedule_rebalance()
+
+    def _resign(self) -> None:
+        """Kafka's ``onControllerResignation``: forget everything, stop the senders."""
+        log.info("broker %d is no longer the controller", self.broker_id)
+        self.controller.handle(ev.Resign())
+        self.channel.update_brokers({})
+        self._cancel_topic_watches()
+        self._next_rebalance = float("inf")
+
+    def _on_new_session(self) -> None:
+        """Kafka's ``RegisterBrokerAndReelect`` (the registration is `ClusterMetadata`'s):
+        still controller if ``/controller`` names this broker, else resign and elect."""
+        if not self._stopped:
+            self._queue.put(_Item("reelect"))
+
+    # -- handling and executing ---------------------------------------------------------------
+
+    def _handle(self, event: ev.ControllerEvent, item: _Item) -> None:
+        """Handle ``event`` and execute its commands (conflicts re-handled, bounded)."""
+        commands = self.controller.handle(event)
+        for _ in range(MAX_CONFLICTS_PER_EVENT + 1):
+            self._log_unclean()
+            if self.controller.active:
+                self.channel.update_brokers(self.controller.ctx.live_brokers)
+            outcome = self._execute(commands, item)
+            if outcome is None:
+                self._sync_topic_watches()
+                return
+            if outcome == "resign":
+                self._resign()
+                return
+            commands = self.controller.handle(outcome)
+        log.error("controller %d: %s still conflicting after %d retries; given up",
+                  self.broker_id, type(event).__name__, MAX_CONFLICTS_PER_EVENT)
+
+    def _log_unclean(self) -> None:
+        for topic, partition in self.controller.unclean_elections:
+            state = self.controller.ctx.leadership.get((topic, partition))
+            log.error(
+                "UNCLEAN leader election for %s-%d: broker %s leads out of sync; records "
+                "acknowledged by the old ISR may be lost", topic, partition,
+                state.leader if state else "?",
+            )
+
+    def _execute(self, commands: list, item: _Item):
+        """Run ``commands``; None when all ran, "resign", or the conflict event to handle."""
+        i = 0
+        while i < len(commands):
+            command = commands[i]
+            if isinstance(command, ZnodeWrite):
+                j = i
+                while j < len(commands) and isinstance(commands[j], ZnodeWrite):
+                    j += 1
+                failed = self.writer.apply(commands[i:j])
+                if failed is not None:
+                    return self._after_failed_write(commands, failed)
+                i = j
+                continue
+            if isinstance(command, BrokerRequest):
+                future = self.channel.send(command)
+                if command.broker_id == self.broker_id:
+                    item.sent.append(future)
+            else:
+                _resolve(item.future, command)
+            i += 1
+        return None
+
+    def _after_failed_write(self, commands: list, failed: ZnodeWrite):
+        try:
+            epoch_version = self.store.get(layout.CONTROLLER_EPOCH)[1]
+        except NoNodeError:
+            epoch_version = -1
+        if epoch_version != failed.epoch_zk_version:
+            log.warning("controller %d: a newer controller epoch is in the store", self.broker_id)
+            return "resign"
+        log.info("controller %d: conflicting write to %s; re-reading", self.broker_id, failed.path)
+        return self._conflict_event(commands)
+
+    def _conflict_event(self, commands: list) -> ev.LeaderAndIsrConflict:
+        states = {}
+        for tp in written_partitions(commands):
+            try:
+                data, version = self.store.get(layout.partition_state_path(*tp))
+            except NoNodeError:
+                continue
+            states[tp] = PartitionState.from_json(data, version)
+        names = set(written_topics(commands))
+        topics = {t.name: t for t in read_topics(self.store) if t.name in names}
+        return ev.LeaderAndIsrConflict(states, topics)
+
+    # -- watches ------------------------------------------------------------------------------
+
+    def _install_watches(self) -> None:
+        store = self.store
+        self._watches = [
+            store.watch_data(layout.CONTROLLER, lambda _: self._mark("controller")),
+            store.watch_children(layout.BROKER_IDS, lambda _: self._mark("brokers")),
+            store.watch_children(layout.BROKER_TOPICS, lambda _: self._mark("topics")),
+            store.watch_children(layout.DELETE_TOPICS, lambda _: self._mark("delete_topics")),
+            store.watch_data(PREFERRED_REPLICA_ELECTION, lambda _: self._mark("preferred")),
+            store.watch_data(REASSIGN_PARTITIONS, lambda _: self._mark("reassign")),
+            store.watch_children(layout.ISR_CHANGE_NOTIFICATION,
+                                 lambda _: self._mark("isr_changes")),
+        ]
+
+    def _mark(self, key) -> None:
+        """A watch fired: queue ``key`` unless it already waits (the reader re-reads all)."""
+        if self._stopped:
+            return
+        with self._markers_lock:
+            if key in self._markers:
+                return
+            self._markers.add(key)
+        self._queue.put(_Item("watch", key))
+
+    def _cancel_topic_watches(self) -> None:
+        for handle in self._topic_watches.values():
+            handle.cancel()
+        self._topic_watches = {}
+
+    def _sync_topic_watches(self) -> None:
+        """A data watch per topic known to the controller (for partitions added)."""
+        # every topic the controller knows has an id (O(topics), not O(partitions))
+        topics = set(self.controller.ctx.topic_ids) if self.active else set()
+        for name in set(self._topic_watches) - topics:
+            self._topic_watches.pop(name).cancel()
+        for name in sorted(topics - set(self._topic_watches)):
+            self._topic_watches[name] = self.store.watch_data(
+                layout.topic_path(name), lambda _, n=name: self._mark(("topic", n))
+            )
+
+    # -- auto leader rebalance ----------------------------------------------------------------
+
+    def _schedule_rebalance(self) -> None:
+        config = self.broker.config
+        if self.active and config["auto.leader.rebalance.enable"]:
+            interval = config["leader.imbalance.check.interval.seconds"]
+            self._next_rebalance = time.monotonic() + interval
+        else:
+            self._next_rebalance = float("inf")
+
+    def _check_imbalance(self) -> None:
+        """Kafka's ``checkAndTriggerAutoLeaderRebalance``."""
+        self._schedule_rebalance()
+        if not self.active:
+            return
+        candidates = imbalanced_partitions(
+            self.controller.ctx, self.broker.config["leader.imbalance.per.broker.percentage"]
+        )
+        if candidates:
+            log.info("controller %d: moving %d leaderships back to their preferred replicas",
+                     self.broker_id, len(candidates))
+            self._handle(ev.PreferredReplicaElection(tuple(candidates)), _Item("rebalance"))
+

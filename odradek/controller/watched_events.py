@@ -1,0 +1,136 @@
+"""What the controller's watches stand for, read from the store when the event thread takes
+them (Kafka's ``KafkaControllerZkWatcher`` handlers re-read the znodes the same way): a watch
+callback only names what changed (`ControllerService` queues the name); these functions turn
+the name into the `events` value the controller handles.
+
+Names: ``"brokers"`` (``/brokers/ids`` children), ``"topics"`` (``/brokers/topics``
+children), ``("topic", name)`` (``/brokers/topics/<name>`` data), ``"delete_topics"``
+(``/admin/delete_topics`` children), ``"preferred"`` (``/admin/preferred_replica_election``)
+``"reassign"`` (``/admin/reassign_partitions``) and ``"isr_changes"``
+(``/isr_change_notification`` children: ISRs leaders wrote themselves, before AlterPartition). The two admin znodes hold Kafka's JSON
+(``{"version": 1, "partitions": [{"topic": t, "partition": p[, "replicas": [..]]}]}``) and are
+deleted once read: the request is handed over (a reassignment's state lives on in the topic
+znode, KIP-455).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from odradek.controller import events as ev
+from odradek.controller.snapshot import read_live_brokers, read_topics
+from odradek.metadata import layout
+from odradek.metadata.errors import BadVersionError, NoNodeError
+from odradek.metadata.layout import PartitionState, TopicAssignment
+from odradek.metadata.store import MetadataStore
+
+log = logging.getLogger(__name__)
+
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+
+
+def broker_epochs(store: MetadataStore) -> dict[int, int]:
+    """Each registered broker's epoch: the czxid of ``/brokers/ids/<id>`` (Kafka's)."""
+    out: dict[int, int] = {}
+    try:
+        names = store.children(layout.BROKER_IDS)
+    except NoNodeError:
+        return out
+    for name in names:
+        try:
+            out[int(name)] = store.creation_id(layout.broker_path(int(name)))
+        except (NoNodeError, ValueError):
+            continue
+    return out
+
+
+def read_watched_event(store: MetadataStore, key) -> ev.ControllerEvent | None:
+    """The event the watch ``key`` stands for, read now (None: nothing to do)."""
+    if key == "brokers":
+        return ev.BrokerChange(read_live_brokers(store, broker_epochs(store)))
+    if key == "topics":
+        return ev.TopicChange(read_topics(store))
+    if key == "delete_topics":
+        try:
+            names = store.children(layout.DELETE_TOPICS)
+        except NoNodeError:
+            return None
+        return ev.TopicDeletion(tuple(sorted(names))) if names else None
+    if isinstance(key, tuple) and key[0] == "topic":
+        try:
+            data, version = store.get(layout.topic_path(key[1]))
+        except NoNodeError:
+            return None
+        return ev.PartitionModifications(TopicAssignment.from_json(key[1], data, version))
+    if key == "preferred":
+        return _admin_event(store, PREFERRED_REPLICA_ELECTION, _preferred_election)
+    if key == "reassign":
+        return _admin_event(store, REASSIGN_PARTITIONS, _reassignment)
+    if key == "isr_changes":
+        return _isr_change_notifications(store)
+    return None
+
+
+def _isr_change_notifications(store: MetadataStore) -> ev.ControllerEvent | None:
+    """Kafka's ``processIsrChangeNotification``: the partitions named by the notifications
+    under ``/isr_change_notification`` (each deleted once read), with their states now."""
+    try:
+        names = store.children(layout.ISR_CHANGE_NOTIFICATION)
+    except NoNodeError:
+        return None
+    partitions: set[tuple[str, int]] = set()
+    for name in names:
+        path = f"{layout.ISR_CHANGE_NOTIFICATION}/{name}"
+        try:
+            data, _ = store.get(path)
+            store.delete(path)
+        except NoNodeError:
+            continue
+        try:
+            partitions |= {(p["topic"], int(p["partition"])) for p in json.loads(data)["partitions"]}
+        except (ValueError, KeyError, TypeError) as e:
+            log.error("controller: ignoring malformed %s: %r", path, e)
+    states = {}
+    for tp in sorted(partitions):
+        try:
+            data, version = store.get(layout.partition_state_path(*tp))
+        except NoNodeError:
+            continue
+        states[tp] = PartitionState.from_json(data, version)
+    return ev.IsrChangeNotification(states) if states else None
+
+
+def _preferred_election(doc: dict) -> ev.ControllerEvent:
+    parts = tuple((p["topic"], int(p["partition"])) for p in doc.get("partitions", ()))
+    return ev.PreferredReplicaElection(parts or None)
+
+
+def _reassignment(doc: dict) -> ev.ControllerEvent | None:
+    targets = {
+        (p["topic"], int(p["partition"])): tuple(int(b) for b in p["replicas"])
+        for p in doc.get("partitions", ())
+    }
+    return ev.PartitionReassignment(targets) if targets else None
+
+
+def _admin_event(store: MetadataStore, path: str, parse) -> ev.ControllerEvent | None:
+    """Read and delete the admin znode ``path``; its event, or None if it is absent or
+    malformed (logged)."""
+    try:
+        data, version = store.get(path)
+    except NoNodeError:
+        return None
+    try:
+        store.delete(path, version)
+    except (NoNodeError, BadVersionError):
+        pass
+    try:
+        doc = json.loads(data)
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        return parse(doc)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        log.error("controller: ignoring malformed %s: %r", path, e)
+        return None

@@ -1,0 +1,403 @@
+"""``ReplicaFetcher``: one asyncio task copying partitions from one leader (Kafka's
+``ReplicaFetcherThread`` / ``AbstractFetcherThread``).
+
+Each partition it follows is in one of these states (``PartitionFetchState``):
+
+- **truncating**: first, and whenever the logs may have diverged. The follower asks the leader
+  where its own latest leader epoch ends (OffsetForLeaderEpoch, with the follower's view of
+  the current leader epoch) and truncates its log there (``replication/truncation.py``,
+  ``ReplicaManager.truncate_to``); an answer that is not final (KIP-279) asks again. A log
+  without epochs truncates to its high watermark. Then it fetches from its log end offset.
+- **fetching**: the partition is in the fetcher's Fetch requests (``replica_id`` = this
+  broker, ``replica.fetch.*`` settings). The leader's batches are appended verbatim
+  (``Partition.append_records_as_follower``), the follower's high watermark follows the
+  leader's (never past its own log end), and its log start offset follows the leader's.
+- **delayed** (either of the above, with ``delayed_until``): after an error, for
+  ``replica.fetch.backoff.ms``.
+- **fenced**: the leader answered FENCED_LEADER_EPOCH: this broker's LeaderAndIsr is older
+  than the leader's; nothing more until a newer LeaderAndIsr replaces the partition's state
+  (``add_partitions``).
+
+Errors per partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH (the leader has not heard of
+this epoch yet), UNKNOWN_TOPIC_OR_PARTITION and the like back off and retry;
+OFFSET_OUT_OF_RANGE truncates again, or, when the fetch offset is below the leader's log start
+offset, empties the log and starts at the leader's log start. Errors of the connection close
+it; it is opened again (to the leader's current endpoint) after the back-off.
+
+Concurrency: everything runs on the broker's event loop. The partition states may change
+while a request is in flight (``add_partitions`` / ``remove_partitions``); an answer is
+applied only to the state object it was asked for, still at the same offset, so a partition
+removed (it became leader) is never appended to after ``remove_partition`` returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+
+from odradek.client.connection import BrokerConnection
+from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from odradek.protocol.generated import ApiKey
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
+from odradek.protocol.generated.offset_for_leader_epoch_request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from odradek.records.errors import CorruptRecordError
+from odradek.replication.produce_validation import ProduceError
+from odradek.replication.truncation import (
+    EpochEndOffset,
+    epoch_to_ask,
+    offset_to_truncate_to,
+    truncate_to_high_watermark,
+)
+from odradek.storage.errors import InvalidAppendOffsetError, StorageError
+
+log = logging.getLogger("odradek.replication")
+
+TRUNCATING, FETCHING, FENCED = "truncating", "fetching", "fenced"
+# Versions the fetcher speaks: Fetch up to v17 (topic ids from v13, replica_state from v15),
+# OffsetForLeaderEpoch from v3 (replica_id) to v4.
+FETCH_MAX_VERSION = 17
+FETCH_NAMES_MAX_VERSION = 12
+OFFSET_FOR_LEADER_EPOCH_VERSIONS = (3, 4)
+_NO_TOPIC_ID = (None, uuid.UUID(int=0))
+_CONNECTION_ERRORS = (KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class InitialFetchState:
+    """What LeaderAndIsr made this broker follow: the partition's ``topic_id`` (zero UUID when
+    not known), its ``leader_id`` and ``leader_epoch``, and ``fetch_offset``, where fetching
+    would start (the follower's log end offset; truncation comes first and decides)."""
+
+    topic_id: uuid.UUID | None
+    leader_id: int
+    leader_epoch: int
+    fetch_offset: int
+
+
+@dataclass(slots=True)
+class PartitionFetchState:
+    """A followed partition's state in its fetcher (see the module docstring)."""
+
+    topic_id: uuid.UUID | None
+    leader_epoch: int
+    fetch_offset: int
+    state: str = TRUNCATING
+    delayed_until: float = 0.0  # loop time
+
+    def ready(self, now: float) -> bool:
+        return self.state != FENCED and self.delayed_until <= now
+
+
+def inter_broker_endpoint(broker, broker_id: int) -> tuple[str, int] | None:
+    """``(host, port)`` of broker ``broker_id``'s listener named ``inter.broker.listener.name``
+    (default: this broker's first listener's name), else its first; None when it is not
+    registered. (A local helper: the controller's channel manager has the same rule.)"""
+    info = broker.metadata_image().broker(broker_id)
+    if info is None or not info.endpoints:
+        return None
+    name = broker.config["inter.broker.listener.name"] or broker.config.listeners[0].name
+    endpoint = info.endpoint(name) or info.endpoints[0]
+    return endpoint.host, endpoint.port
+
+
+class ReplicaFetcher:
+    """Fetches the partitions it is given from broker ``leader_id``; made and driven by the
+    ``ReplicaFetcherManager`` (``fetcher_index`` < ``num.replica.fetchers``)."""
+
+    def __init__(self, broker, leader_id: int, fetcher_index: int = 0) -> None:
+        self.broker = broker
+        self.leader_id = leader_id
+        self.fetcher_index = fetcher_index
+        self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
+        cfg = broker.config
+        self.backoff_s = cfg["replica.fetch.backoff.ms"] / 1000
+        self.socket_timeout_s = cfg["replica.socket.timeout.ms"] / 1000
+        self._wake = asyncio.Event()
+        self._conn: BrokerConnection | None = None
+        self._unreachable = False  # the last connection attempt or request failed
+        self._task: asyncio.Task | None = None
+
+    def __repr__(self) -> str:
+        return f"ReplicaFetcher(leader={self.leader_id}, index={self.fetcher_index})"
+
+    # --- control (from the manager) -----------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        self._close()
+
+    def add_partition(self, key: tuple[str, int], initial: InitialFetchState) -> None:
+        """Follow ``key`` (again): truncating first, whatever state it had."""
+        self.partitions[key] = PartitionFetchState(initial.topic_id, initial.leader_epoch, initial.fetch_offset)
+        self._wake.set()
+
+    def remove_partition(self, key: tuple[str, int]) -> bool:
+        return self.partitions.pop(key, None) is not None
+
+    # --- the loop -------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                if not await self.do_work():
+                    await self._idle(loop)
+            except asyncio.CancelledError:
+                raise
+            except _CONNECTION_ERRORS as e:
+                # One line when the leader becomes unreachable, not one per retry: a dead
+                # leader is retried every replica.fetch.backoff.ms until LeaderAndIsr moves on.
+                log.log(logging.DEBUG if self._unreachable else logging.INFO,
+                        "%s: connection to the leader failed (retried every %.3g s): %s", self, self.backoff_s, e)
+                self._unreachable = True
+                self._close()
+                await asyncio.sleep(self.backoff_s)
+            except Exception:
+                log.exception("%s failed; retrying after replica.fetch.backoff.ms", self)
+                self._close()
+                await asyncio.sleep(self.backoff_s)
+
+    async def _idle(self, loop) -> None:
+        """Wait for a partition to be added, or the first delayed one to be due."""
+        self._wake.clear()
+        due = [s.delayed_until for s in self.partitions.values() if s.state != FENCED]
+        timeout = max(min(due) - loop.time(), 0.001) if due else None
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    async def do_work(self) -> bool:
+        """One round: truncate the partitions that need it, else one Fetch. False when no
+        partition was ready (the caller waits)."""
+        now = asyncio.get_running_loop().time()
+        ready = {k: s for k, s in self.partitions.items() if s.ready(now)}
+        truncating = {k: s for k, s in ready.items() if s.state == TRUNCATING}
+        if truncating:
+            conn = await self._connection()
+            await self.truncate(conn, truncating)
+            return True
+        if not ready:
+            return False
+        conn = await self._connection()
+        await self.fetch(conn, ready)
+        return True
+
+    async def _connection(self) -> BrokerConnection:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        address = inter_broker_endpoint(self.broker, self.leader_id)
+        if address is None:
+            raise KafkaConnectionError(f"broker {self.leader_id} is not registered")
+        conn = BrokerConnection(address[0], address[1], node_id=self.leader_id,
+                                client_id=f"broker-{self.broker.broker_id}-fetcher-{self.fetcher_index}",
+                                request_timeout=self.socket_timeout_s)
+        await conn.connect(self.socket_timeout_s)
+        if self._unreachable:
+            log.info("%s: connected to the leader again", self)
+            self._unreachable = False
+        self._conn = conn
+        return conn
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.abort()
+            self._conn = None
+
+    def _delay(self, key, state: PartitionFetchState, why: str) -> None:
+        log.info("%s: %s-%d backs off: %s", self, key[0], key[1], why)
+        state.delayed_until = asyncio.get_running_loop().time() + self.backoff_s
+
+    def _current(self, key, state: PartitionFetchState):
+        """The partition when ``state`` is still the fetcher's for ``key`` and this broker still
+        follows it, else None (the answer is dropped)."""
+        if self.partitions.get(key) is not state:
+            return None
+        part = self.broker.replica_manager.get(*key)
+        if part is None or part.is_leader(self.broker.broker_id):
+            return None
+        return part
+
+    def _not_hosted(self, key, state: PartitionFetchState) -> None:
+        """The replica manager has no follower partition for ``key`` (yet, or any more: the
+        role change that removes it from this fetcher is on its way): wait, not spin."""
+        if self.partitions.get(key) is state:
+            self._delay(key, state, "not a follower partition of this broker")
+
+    # --- truncation -----------------------------------------------------------------------------
+    async def truncate(self, conn: BrokerConnection, states: dict) -> None:
+        """Truncate ``states``' partitions: those without epochs to their high watermark, the
+        others where the leader's answer says (``offset_to_truncate_to``)."""
+        asks = {}
+        for key, state in states.items():
+            part = self._current(key, state)
+            if part is None:
+                self._not_hosted(key, state)
+                continue
+            epoch = epoch_to_ask(part.log.leader_epoch_cache)
+            if epoch is None:
+                self._truncated(key, state, part, truncate_to_high_watermark(part.high_watermark))
+            else:
+                asks[key] = (state, epoch)
+        if not asks:
+            return
+        response = await conn.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, _epoch_request(self.broker.broker_id, asks),
+                                   version=_version(conn, ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                                                    *OFFSET_FOR_LEADER_EPOCH_VERSIONS))
+        answered = set()
+        for t in response.topics:
+            for p in t.partitions:
+                key = (t.topic, p.partition)
+                if key in asks and key not in answered:
+                    answered.add(key)
+                    self._on_epoch_end(key, asks[key][0], p)
+        for key in asks.keys() - answered:  # not to ask again at once
+            self._delay(key, asks[key][0], "no answer to OffsetForLeaderEpoch")
+
+    def _on_epoch_end(self, key, state: PartitionFetchState, answer) -> None:
+        part = self._current(key, state)
+        if part is None or state.state != TRUNCATING:
+            return
+        error = ErrorCode(answer.error_code)
+        if error != ErrorCode.NONE:
+            self._on_error(key, state, error, None)
+            return
+        cache = part.log.leader_epoch_cache
+        decided = offset_to_truncate_to(EpochEndOffset(answer.leader_epoch, answer.end_offset), cache,
+                                        part.log_end_offset, part.high_watermark)
+        self._truncated(key, state, part, decided)
+
+    def _truncated(self, key, state: PartitionFetchState, part, decided) -> None:
+        """Truncate to ``decided.offset``; fetch from the new log end when it was final."""
+        if self.broker.replica_manager.truncate_to(part, decided.offset):
+            log.info("%s: truncated %s-%d to %d", self, key[0], key[1], part.log_end_offset)
+        if decided.completed:
+            state.state = FETCHING
+            state.fetch_offset = part.log_end_offset
+
+    # --- fetching -------------------------------------------------------------------------------
+    async def fetch(self, conn: BrokerConnection, states: dict) -> None:
+        """One Fetch for ``states`` (fetching, ready), its answers applied."""
+        version = min(conn.api_version(ApiKey.FETCH), FETCH_MAX_VERSION)
+        if any(s.topic_id in _NO_TOPIC_ID for s in states.values()):
+            version = min(version, FETCH_NAMES_MAX_VERSION)
+        asked = {key: (state, state.fetch_offset) for key, state in states.items()}
+        request = self.fetch_request(asked)
+        response = await conn.send(ApiKey.FETCH, request, version=version,
+                                   timeout=self.socket_timeout_s + request.max_wait_ms / 1000)
+        if response.error_code != ErrorCode.NONE:
+            for key, (state, _) in asked.items():
+                self._delay(key, state, ErrorCode(response.error_code).name)
+            return
+        names = {s.topic_id: key[0] for key, s in states.items() if s.topic_id not in _NO_TOPIC_ID}
+        for t in response.responses:
+            topic = t.topic or names.get(t.topic_id)
+            for p in t.partitions:
+                item = asked.get((topic, p.partition_index))
+                if item is not None:
+                    self._on_partition_data((topic, p.partition_index), item[0], item[1], p)
+
+    def fetch_request(self, asked: dict) -> FetchRequest:
+        """A full (sessionless) Fetch for ``asked`` (key -> (state, fetch offset))."""
+        cfg = self.broker.config
+        broker_id = self.broker.broker_id
+        topics: dict[str, FetchTopic] = {}
+        for (topic, index), (state, offset) in asked.items():
+            ft = topics.get(topic)
+            if ft is None:
+                ft = topics[topic] = FetchTopic(topic=topic, topic_id=state.topic_id or uuid.UUID(int=0), partitions=[])
+            part = self.broker.replica_manager.get(topic, index)
+            ft.partitions.append(FetchPartition(
+                partition=index, current_leader_epoch=state.leader_epoch, fetch_offset=offset,
+                log_start_offset=part.log_start_offset if part is not None else -1,
+                partition_max_bytes=cfg["replica.fetch.max.bytes"]))
+        return FetchRequest(
+            replica_id=broker_id, replica_state=ReplicaState(broker_id, getattr(self.broker, "broker_epoch", -1)),
+            max_wait_ms=cfg["replica.fetch.wait.max.ms"], min_bytes=cfg["replica.fetch.min.bytes"],
+            max_bytes=cfg["replica.fetch.response.max.bytes"], isolation_level=0, session_id=0,
+            session_epoch=-1, topics=list(topics.values()))
+
+    def _on_partition_data(self, key, state: PartitionFetchState, offset: int, data) -> None:
+        part = self._current(key, state)
+        if part is None:
+            self._not_hosted(key, state)
+            return
+        if state.state != FETCHING or state.fetch_offset != offset:
+            return
+        error = ErrorCode(data.error_code)
+        if error != ErrorCode.NONE:
+            self._on_error(key, state, error, data)
+            return
+        try:
+            if data.records is not None and len(data.records):
+                if part.append_records_as_follower(data.records) is not None:
+                    state.fetch_offset = part.log_end_offset
+        except InvalidAppendOffsetError as e:  # the log moved under the fetch: start over
+            state.state = TRUNCATING
+            self._delay(key, state, str(e))
+            return
+        except (CorruptRecordError, StorageError, ProduceError) as e:
+            # A damaged batch or a full disk: nothing appended; the same offset again later.
+            self._delay(key, state, f"append failed: {e}")
+            return
+        part.update_follower_high_watermark(data.high_watermark)
+        self._follow_log_start(part, data.log_start_offset)
+
+    def _follow_log_start(self, part, leader_log_start: int) -> None:
+        """The leader deleted records (retention, DeleteRecords): the follower's log start
+        follows, up to its high watermark (Kafka's ``maybeIncrementLogStartOffset``)."""
+        if part.log_start_offset < leader_log_start <= part.high_watermark:
+            part.log.delete_records(leader_log_start)
+
+    def _on_error(self, key, state: PartitionFetchState, error: ErrorCode, data) -> None:
+        if error == ErrorCode.FENCED_LEADER_EPOCH:
+            log.info("%s: %s-%d fenced (leader epoch %d is old); waiting for LeaderAndIsr",
+                     self, key[0], key[1], state.leader_epoch)
+            state.state = FENCED
+        elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
+            self._out_of_range(key, state, data)
+        else:
+            self._delay(key, state, error.name)
+
+    def _out_of_range(self, key, state: PartitionFetchState, data) -> None:
+        """Below the leader's log start: start over there, empty (Kafka's
+        ``truncateFullyAndStartAt``); otherwise the logs diverged: truncate again."""
+        part = self._current(key, state)
+        leader_start = data.log_start_offset if data is not None else -1
+        if part is not None and 0 <= state.fetch_offset < leader_start:
+            log.info("%s: %s-%d starts over at the leader's log start %d", self, key[0], key[1], leader_start)
+            self.broker.replica_manager.truncate_fully(part, leader_start)
+            state.fetch_offset = leader_start
+            return
+        state.state = TRUNCATING
+        self._delay(key, state, "OFFSET_OUT_OF_RANGE")
+
+
+def _epoch_request(broker_id: int, asks: dict) -> OffsetForLeaderEpochRequest:
+    topics: dict[str, OffsetForLeaderTopic] = {}
+    for (topic, index), (state, epoch) in asks.items():
+        t = topics.get(topic)
+        if t is None:
+            t = topics[topic] = OffsetForLeaderTopic(topic=topic, partitions=[])
+        t.partitions.append(OffsetForLeaderPartition(partition=index, current_leader_epoch=state.leader_epoch,
+                                                     leader_epoch=epoch))
+    return OffsetForLeaderEpochRequest(replica_id=broker_id, topics=list(topics.values()))
+
+
+def _version(conn: BrokerConnection, api_key: int, low: int, high: int) -> int:
+    """The highest version of ``api_key`` in ``[low, high]`` the leader serves."""
+    theirs = conn.broker_versions.get(api_key)
+    if theirs is None or theirs[1] < low or theirs[0] > high:
+        raise UnsupportedVersionError(f"broker {conn.node_id} serves no version {low}-{high} of API {api_key}")
+    return min(high, theirs[1])

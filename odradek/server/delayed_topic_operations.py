@@ -1,0 +1,72 @@
+"""Waiting for the controller to carry out a topic change (Kafka's ``DelayedCreatePartitions``
+and ``DelayedDeleteTopics``).
+
+The broker only writes what an administrator asks for (``ClusterMetadata``); the controller
+then elects the leaders and tells the replicas, or deletes the replicas and the topic's
+znodes. CreateTopics, CreatePartitions, auto-creation and DeleteTopics answer once that is
+done, or when their time is up:
+
+- created partitions are done when each has a live leader in the metadata image and, where
+  that leader is this broker, this broker leads it (at least at that leader epoch), so a
+  client sent here by the answer finds its partitions served;
+- a deleted topic is done when the image no longer has it (by name and id: a topic of the
+  same name created since is another topic).
+
+What is waited for changes in two places, the image (ZooKeeper watches, on other threads)
+and this broker's roles (LeaderAndIsr), so both are looked at on a short poll (cheap
+lookups; the pending set only shrinks) rather than hooked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+FIRST_POLL_S = 0.001
+MAX_POLL_S = 0.02
+
+
+async def _poll(done, timeout_ms: int) -> bool:
+    """Call ``done()`` until it is true (True) or ``timeout_ms`` passed (False)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
+    pause = FIRST_POLL_S
+    while not done():
+        left = deadline - loop.time()
+        if left <= 0:
+            return False
+        await asyncio.sleep(min(pause, left))
+        pause = min(pause * 2, MAX_POLL_S)
+    return True
+
+
+async def await_leaders(broker, name: str, partitions, timeout_ms: int, cannot_lead=()) -> bool:
+    """Wait until every partition of ``partitions`` of topic ``name`` has a leader (see the
+    module docstring). ``cannot_lead``: partitions this broker should lead but cannot
+    (TEMPORARY until the controller edge is merged: the solo controller's full-disk case)."""
+    pending = set(partitions)
+    me = broker.broker_id
+
+    def done() -> bool:
+        image = broker.metadata_image()
+        for p in list(pending):
+            state = image.partition_state(name, p)
+            if state is None or state.leader < 0 or state.leader not in image.brokers:
+                continue
+            if state.leader == me and p not in cannot_lead:
+                part = broker.replica_manager.get(name, p)
+                if part is None or not part.is_leader(me) or part.leader_epoch < state.leader_epoch:
+                    continue
+            pending.discard(p)
+        return not pending
+
+    return await _poll(done, timeout_ms)
+
+
+async def await_deletion(broker, name: str, topic_id, timeout_ms: int) -> bool:
+    """Wait until topic ``name`` (of ``topic_id``) is gone from the metadata image."""
+
+    def done() -> bool:
+        topic = broker.metadata_image().topic(name)
+        return topic is None or topic.topic_id != topic_id
+
+    return await _poll(done, timeout_ms)

@@ -1,0 +1,34 @@
+"""ControlledShutdown (key 7), at the controller: a broker about to stop asks for its
+leaderships to move away first (Kafka's ``doControlledShutdown``).
+
+The request becomes an `events.ControlledShutdown` for this broker's controller event thread;
+the answer is the partitions the broker still leads (it retries until none remain), or
+NOT_CONTROLLER when this broker is not the controller (the sender then asks the new one),
+STALE_BROKER_EPOCH or BROKER_NOT_AVAILABLE. Versions before 2 carry no broker epoch (-1: not
+checked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from odradek.controller import events as ev
+from odradek.controller.controller_service import not_controller_reply
+from odradek.protocol.generated.controlled_shutdown_response import (
+    ControlledShutdownResponse,
+    RemainingPartition,
+)
+
+
+async def handle(ctx, request):
+    broker_epoch = request.broker_epoch if ctx.api_version >= 2 else -1
+    event = ev.ControlledShutdown(request.broker_id, broker_epoch)
+    service = getattr(ctx.broker, "controller_service", None)
+    if service is None:
+        reply = not_controller_reply(event)
+    else:
+        reply = await asyncio.wrap_future(service.submit(event))
+    return ControlledShutdownResponse(
+        error_code=int(reply.error),
+        remaining_partitions=[RemainingPartition(t, p) for t, p in reply.remaining],
+    )

@@ -1,0 +1,241 @@
+"""`ControllerChannelManager`: in-process delivery to this broker, ordered sends to remote
+brokers over a real socket (a fake Kafka server), retry after a dropped connection, queues
+dropped with their broker, and StopReplica(delete) outcomes back to the controller."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from odradek.controller import events as ev
+from odradek.controller.channel_manager import (
+    ControllerChannelManager,
+    inter_broker_endpoint,
+    inter_broker_listener_name,
+    stop_replica_outcome,
+)
+from odradek.controller.commands import (
+    LeaderAndIsrPartition,
+    LeaderAndIsrRequest,
+    LiveBroker,
+    StopReplicaPartition,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+from odradek.metadata.layout import BrokerInfo, Endpoint
+from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.leader_and_isr_response import LeaderAndIsrResponse
+from odradek.protocol.generated.stop_replica_response import (
+    StopReplicaPartitionError,
+    StopReplicaResponse,
+)
+from odradek.protocol.generated.update_metadata_response import UpdateMetadataResponse
+from tests.controller.fake_kafka_server import FakeKafkaServer
+from tests.controller.service_fakes import FakeBroker, async_wait_until, config, info
+
+TOPIC_ID = uuid.UUID(int=5)
+
+
+def leader_and_isr(broker_id: int, partition: int = 0) -> LeaderAndIsrRequest:
+    p = LeaderAndIsrPartition("t", partition, 1, 1, 3, (1, 2), 4, (1, 2), is_new=True)
+    return LeaderAndIsrRequest(broker_id, 1, 1, 77, (p,), (LiveBroker(1, 5, info(1)),),
+                               (("t", TOPIC_ID),))
+
+
+def stop_replica(broker_id: int, delete: bool = True) -> StopReplicaRequest:
+    parts = tuple(StopReplicaPartition("t", p, -2, delete) for p in (0, 1))
+    return StopReplicaRequest(broker_id, 1, 1, 77, parts)
+
+
+def answers(key, version, body):
+    if key == ApiKey.LEADER_AND_ISR:
+        return LeaderAndIsrResponse()
+    if key == ApiKey.UPDATE_METADATA:
+        return UpdateMetadataResponse()
+    return StopReplicaResponse(partition_errors=[
+        StopReplicaPartitionError("t", 0, ErrorCode.NONE),
+        StopReplicaPartitionError("t", 1, ErrorCode.KAFKA_STORAGE_ERROR),
+    ])
+
+
+RANGES = {ApiKey.LEADER_AND_ISR: (0, 5), ApiKey.UPDATE_METADATA: (0, 7),
+          ApiKey.STOP_REPLICA: (0, 3)}
+
+
+def test_listener_name_and_endpoint():
+    assert inter_broker_listener_name(config(1)) == "PLAINTEXT"
+    two = BrokerInfo(2, (Endpoint("CLIENT", "h", 1), Endpoint("REPL", "r", 2)))
+    assert inter_broker_endpoint(two, "REPL") == Endpoint("REPL", "r", 2)
+    assert inter_broker_endpoint(two, None) == Endpoint("CLIENT", "h", 1)
+    assert inter_broker_endpoint(two, "OTHER") is None
+    assert inter_broker_endpoint(None, "REPL") is None
+
+
+def test_stop_replica_outcome():
+    response = StopReplicaResponse(partition_errors=[
+        StopReplicaPartitionError("t", 1, ErrorCode.KAFKA_STORAGE_ERROR)])
+    outcome = stop_replica_outcome(stop_replica(3), response)
+    assert outcome == ev.TopicDeletionStopReplicaResponse(3, (("t", 0),), (("t", 1),))
+    failed = stop_replica_outcome(stop_replica(3), StopReplicaResponse(error_code=11))
+    assert failed.deleted == () and len(failed.failed) == 2
+    assert stop_replica_outcome(stop_replica(3), None).failed == (("t", 0), ("t", 1))
+
+
+def test_in_process_delivery_to_this_broker():
+    broker = FakeBroker(1)
+    broker.responses[ApiKey.LEADER_AND_ISR] = lambda ctx, body: LeaderAndIsrResponse()
+    events = []
+
+    async def scenario():
+        channel = ControllerChannelManager(broker, on_event=events.append)
+        channel.start(asyncio.get_running_loop())
+        channel.update_brokers({1: LiveBroker(1, 5, info(1))})
+        first = channel.send(leader_and_isr(1))
+        second = channel.send(stop_replica(1))
+        response = await asyncio.wrap_future(first)
+        assert isinstance(response, LeaderAndIsrResponse)
+        await asyncio.wrap_future(second)
+        channel.shutdown()
+
+    asyncio.run(scenario())
+    (ctx, body), (ctx2, body2) = broker.dispatched
+    assert ctx.api_key == ApiKey.LEADER_AND_ISR and ctx.broker is broker
+    assert ctx.api_version == 7 and ctx.connection.listener_name == "PLAINTEXT"
+    (topic,) = body.topic_states
+    assert topic.topic_name == "t" and topic.topic_id == TOPIC_ID
+    assert topic.partition_states[0].partition_epoch == 4
+    assert body.broker_epoch == 77
+    assert ctx2.api_key == ApiKey.STOP_REPLICA
+    # the handler returned None: the whole request counts as failed for deletion
+    assert events == [ev.TopicDeletionStopReplicaResponse(1, (), (("t", 0), ("t", 1)))]
+
+
+def test_remote_sends_in_order_at_negotiated_versions():
+    events = []
+
+    async def scenario():
+        server = FakeKafkaServer(RANGES, answers)
+        port = await server.start()
+        broker = FakeBroker(1)
+        channel = ControllerChannelManager(broker, on_event=events.append)
+        channel.start(asyncio.get_running_loop())
+        channel.update_brokers({2: LiveBroker(2, 9, info(2, port))})
+        futures = [
+            channel.send(leader_and_isr(2)),
+            channel.send(UpdateMetadataRequest(2, 1, 1, 9, (), (LiveBroker(2, 9, info(2, port)),))),
+            channel.send(stop_replica(2)),
+        ]
+        for f in futures:
+            await asyncio.wrap_future(f)
+        channel.shutdown()
+        await server.close()
+        return server
+
+    server = asyncio.run(scenario())
+    assert [(k, v) for k, v, _ in server.received] == [
+        (ApiKey.LEADER_AND_ISR, 5), (ApiKey.UPDATE_METADATA, 7), (ApiKey.STOP_REPLICA, 3)]
+    lai_body = server.received[0][2]
+    assert lai_body.topic_states[0].partition_states[0].leader_epoch == 3
+    assert lai_body.live_leaders[0].broker_id == 1
+    assert events == [ev.TopicDeletionStopReplicaResponse(2, (("t", 0),), (("t", 1),))]
+
+
+def test_dropped_connection_is_retried():
+    drops = []
+
+    def flaky(key, version, body):
+        if not drops:
+            drops.append(1)
+            return None  # close without answering
+        return answers(key, version, body)
+
+    async def scenario():
+        server = FakeKafkaServer(RANGES, flaky)
+        port = await server.start()
+        channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
+        channel.start(asyncio.get_running_loop())
+        channel.update_brokers({2: LiveBroker(2, 9, info(2, port))})
+        response = await asyncio.wait_for(asyncio.wrap_future(channel.send(leader_and_isr(2))), 10)
+        assert isinstance(response, LeaderAndIsrResponse)
+        channel.shutdown()
+        await server.close()
+        return server
+
+    server = asyncio.run(scenario())
+    assert server.connections == 2
+    assert [k for k, _, _ in server.received] == [ApiKey.LEADER_AND_ISR] * 2
+
+
+def test_requests_to_a_broker_that_left_are_cancelled():
+    async def scenario():
+        channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
+        channel.start(asyncio.get_running_loop())
+        # nobody listens there: the sender keeps retrying
+        channel.update_brokers({2: LiveBroker(2, 9, info(2, 1))})
+        pending = [channel.send(leader_and_isr(2)), channel.send(leader_and_isr(2, 1))]
+        await asyncio.sleep(0.05)
+        channel.update_brokers({})
+        await async_wait_until(lambda: all(f.cancelled() for f in pending))
+        assert channel.live_targets() == []
+        unknown = channel.send(leader_and_isr(3))
+        await async_wait_until(unknown.cancelled)
+        channel.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_reregistered_broker_gets_a_new_sender():
+    async def scenario():
+        server = FakeKafkaServer(RANGES, answers)
+        port = await server.start()
+        channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
+        channel.start(asyncio.get_running_loop())
+        channel.update_brokers({2: LiveBroker(2, 9, info(2, 1))})  # old, dead endpoint
+        stuck = channel.send(leader_and_isr(2))
+        await asyncio.sleep(0.05)
+        channel.update_brokers({2: LiveBroker(2, 10, info(2, port))})  # bounced, new port
+        await async_wait_until(stuck.cancelled)
+        fresh = await asyncio.wrap_future(channel.send(leader_and_isr(2)))
+        assert isinstance(fresh, LeaderAndIsrResponse)
+        channel.shutdown()
+        await server.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("version", [0, 2])
+def test_old_stop_replica_cannot_mix_delete_and_keep(version):
+    from odradek.controller.request_encoding import encode_stop_replica
+
+    mixed = StopReplicaRequest(2, 1, 1, 9, (StopReplicaPartition("t", 0, 1, True),
+                                            StopReplicaPartition("t", 1, 1, False)))
+    with pytest.raises(ValueError):
+        encode_stop_replica(mixed, version)
+
+
+def test_a_started_in_process_request_runs_to_its_end():
+    broker = FakeBroker(1)
+    done = []
+
+    async def slow(ctx, body):
+        await asyncio.sleep(0.1)
+        done.append(body)
+        return LeaderAndIsrResponse()
+
+    broker.responses[ApiKey.LEADER_AND_ISR] = slow
+
+    async def scenario():
+        channel = ControllerChannelManager(broker)
+        channel.start(asyncio.get_running_loop())
+        channel.update_brokers({1: LiveBroker(1, 5, info(1))})
+        future = channel.send(leader_and_isr(1))
+        await asyncio.sleep(0.03)
+        channel.update_brokers({})  # resigned while the handler runs
+        await async_wait_until(future.cancelled)
+        await async_wait_until(lambda: done, what="the handler finished")
+        channel.shutdown()
+
+    asyncio.run(scenario())

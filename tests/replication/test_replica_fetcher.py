@@ -1,0 +1,200 @@
+"""Replica fetchers against a real leader: an odradek broker (in-process, its own thread and
+loop) leading a partition with replicas [1, 2]; broker 2 is a bare follower (a replica manager
+on its own log directory) whose fetchers run on the test's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from odradek.metadata.layout import BrokerInfo, Endpoint
+from odradek.records import batch as rb
+from odradek.replication.replica_fetcher import FENCED, FETCHING, InitialFetchState
+from odradek.replication.replica_fetcher_manager import ReplicaFetcherManager
+from odradek.replication.replica_manager import ReplicaManager
+from odradek.server.config import BrokerConfig
+from odradek.storage.clock import SystemClock
+from odradek.storage.config import LogConfig
+from odradek.storage.log_manager import LogManager
+from odradek.testing.broker import InProcessBroker
+from odradek.testing.broker import test_config as broker_props
+from tests.replication.test_alter_partition_manager import FakeChannel, accept
+from tests.server.clients import unique_topic
+from tests.server.test_bad_input import create_topic
+from tests.server.wire import WireClient, produce_body
+from tests.storage.helpers import make_batch
+
+
+@pytest.fixture(scope="module")
+def leader(tmp_path_factory):
+    with InProcessBroker(tmp_path_factory.mktemp("leader")) as b:
+        def fake_controller():
+            b.broker.broker_to_controller = FakeChannel(accept)
+        b.call(fake_controller)
+        yield b
+
+
+class Follower:
+    """Broker 2: what a fetcher reads of its broker (config, id, replica manager, the image's
+    registration of broker 1)."""
+
+    def __init__(self, path, leader: InProcessBroker) -> None:
+        self.config = BrokerConfig.from_props(broker_props(path, node_id=2, replica_fetch_backoff_ms=50,
+                                                          replica_fetch_wait_max_ms=50))
+        self.broker_id = 2
+        self.log_manager = LogManager([str(path)], LogConfig(), SystemClock())
+        self.log_manager.startup()
+        self.replica_manager = ReplicaManager(2, self.log_manager, SystemClock())
+        endpoint = Endpoint("PLAINTEXT", "127.0.0.1", leader.port)
+        self._image = SimpleNamespace(broker=lambda i: BrokerInfo(1, (endpoint,)) if i == 1 else None)
+
+    def metadata_image(self):
+        return self._image
+
+    def follow(self, topic: str, topic_id, leader_epoch: int = 1):
+        part = self.replica_manager.hosted_partition(topic, 0, topic_id, LogConfig())
+        part.leader_id, part.leader_epoch = 1, leader_epoch
+        return part
+
+
+@pytest.fixture
+def follower(tmp_path, leader):
+    f = Follower(tmp_path / "follower", leader)
+    yield f
+    f.log_manager.shutdown()
+
+
+def _leading(leader: InProcessBroker, isr=(1, 2), produce=(3, 2)):
+    """A topic broker 1 leads at epoch 1 with replicas [1, 2]: ``produce[0]`` records written
+    in epoch 0 (before), ``produce[1]`` from an idempotent producer in epoch 1."""
+    topic = unique_topic("fetcher")
+    wire = WireClient(leader.bootstrap)
+    create_topic(wire, topic)
+    rm = leader.broker.replica_manager
+    wire.request("Produce", 9, produce_body(topic, 0, make_batch(0, produce[0])))
+
+    def lead():
+        part = rm.get(topic, 0)
+        rm.make_leader(topic, 0, part.topic_id, (1, 2), isr, 1, part.log.config)
+        part.zk_version = 0
+        return part
+    part = leader.call(lead)
+    wire.request("Produce", 9, produce_body(topic, 0, make_batch(0, produce[1], producer_id=11, base_sequence=0)))
+    wire.close()
+    return topic, part
+
+
+def _bytes(part, start: int = 0) -> bytes:
+    region = part.log.read(start, 1 << 24)
+    return bytes(region.read()) if len(region) else b""
+
+
+async def _until(predicate, what: str, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def test_a_follower_copies_the_leader_and_joins_the_isr(leader, follower):
+    topic, lpart = _leading(leader, isr=(1,))
+    fpart = follower.follow(topic, lpart.topic_id)
+
+    async def run():
+        manager = ReplicaFetcherManager(follower)
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, 0)})
+        assert manager.fetched() == {(topic, 0): 1}
+        await _until(lambda: fpart.high_watermark == 5, "the follower's high watermark")
+        await _until(lambda: leader.call(lambda: lpart.isr) == (1, 2), "the ISR expansion")
+        await manager.shutdown()
+    asyncio.run(run())
+    assert leader.call(lambda: lpart.log_end_offset) == fpart.log_end_offset == 5
+    assert _bytes(fpart) == leader.call(_bytes, lpart)
+    assert fpart.log.leader_epoch_cache.entries == leader.call(lambda: lpart.log.leader_epoch_cache.entries)
+    assert fpart.log.leader_epoch_cache.entries == ((0, 0), (1, 3))
+    assert fpart.producer_state.entries()[11].last_seq == 1
+    assert leader.call(lambda: lpart.followers[2].log_end_offset) == 5
+
+
+def test_a_diverged_follower_truncates_to_where_its_epoch_ends_on_the_leader(leader, follower):
+    """The follower holds offsets 3-6 written in epoch 0 that the leader never had (it wrote
+    3-4 in epoch 1): asked where epoch 0 ends, the leader answers 3, and the follower cuts
+    its own 3-6 before copying the leader's."""
+    topic, lpart = _leading(leader)
+    fpart = follower.follow(topic, lpart.topic_id)
+    copied = leader.call(_bytes, lpart)
+    fpart.append_records_as_follower(memoryview(copied)[:rb.batch_size_at(copied, 0)])  # offsets 0-2
+    diverged = bytearray(make_batch(3, 4))
+    rb.set_partition_leader_epoch(diverged, 0, 0)
+    fpart.append_records_as_follower(memoryview(diverged))
+    assert fpart.log_end_offset == 7
+
+    async def run():
+        manager = ReplicaFetcherManager(follower)
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, fpart.log_end_offset)})
+        await _until(lambda: fpart.high_watermark == 5, "the follower to catch up")
+        await manager.shutdown()
+    asyncio.run(run())
+    assert fpart.log_end_offset == 5
+    assert _bytes(fpart) == leader.call(_bytes, lpart)
+    assert fpart.log.leader_epoch_cache.entries == ((0, 0), (1, 3))
+
+
+def test_a_follower_with_an_old_leader_epoch_is_fenced_until_the_next_leader_and_isr(leader, follower):
+    topic, lpart = _leading(leader)
+    fpart = follower.follow(topic, lpart.topic_id, leader_epoch=0)
+    copied = leader.call(_bytes, lpart)
+    fpart.append_records_as_follower(memoryview(copied)[:rb.batch_size_at(copied, 0)])  # offsets 0-2
+
+    async def run():
+        manager = ReplicaFetcherManager(follower)
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 0, 3)})
+        (fetcher,) = manager.fetchers.values()
+        await _until(lambda: fetcher.partitions[(topic, 0)].state == FENCED, "fencing")
+        assert fpart.log_end_offset == 3
+        fpart.leader_epoch = 1  # a newer LeaderAndIsr
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, 3)})
+        await _until(lambda: fpart.log_end_offset == 5, "fetching at the new epoch")
+        assert fetcher.partitions[(topic, 0)].state == FETCHING
+        manager.remove_partitions([(topic, 0)])
+        assert manager.fetchers == {} and manager.fetched() == {}
+        await manager.shutdown()
+    asyncio.run(run())
+
+
+def test_a_removed_partition_is_not_appended_to_any_more(leader, follower):
+    topic, lpart = _leading(leader)
+    fpart = follower.follow(topic, lpart.topic_id)
+
+    async def run():
+        manager = ReplicaFetcherManager(follower)
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, 0)})
+        await _until(lambda: fpart.log_end_offset == 5, "the copy")
+        manager.remove_partitions([(topic, 0)])
+        wire = WireClient(leader.bootstrap)
+        wire.request("Produce", 9, produce_body(topic, 0, make_batch(0, 2)))
+        wire.close()
+        await asyncio.sleep(0.3)  # several fetch rounds' worth
+        assert fpart.log_end_offset == 5
+        await manager.shutdown()
+    asyncio.run(run())
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there(leader, follower):
+    topic, lpart = _leading(leader, isr=(1,))
+    leader.call(lambda: lpart.log.delete_records(3))  # DeleteRecords (or retention) on the leader
+    fpart = follower.follow(topic, lpart.topic_id)
+
+    async def run():
+        manager = ReplicaFetcherManager(follower)
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, 0)})
+        await _until(lambda: fpart.log_end_offset == 5, "the copy from the leader's log start")
+        await manager.shutdown()
+    asyncio.run(run())
+    assert fpart.log_start_offset == 3
+    assert _bytes(fpart, 3) == leader.call(_bytes, lpart, 3)
+    assert fpart.log.leader_epoch_cache.entries == ((1, 3),)
