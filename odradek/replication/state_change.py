@@ -72,7 +72,7 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
                       header.controller_id, header.controller_epoch, key[0], key[1], why.name)
         for s in states:  # a newer state of a partition replaces one waiting for its log
             rm.unhosted_roles.pop(s.key, None)
-        errors, elected, resigned = await _take_roles(broker, decision)
+        errors, elected, resigned = await _take_roles(broker, decision, retrying=False)
         log.info("LeaderAndIsr of controller %d (epoch %d): %d newly led, %d followed, %d partition(s) in all",
                  header.controller_id, header.controller_epoch, len(elected), len(resigned), len(errors))
         return ErrorCode.NONE, errors
@@ -91,20 +91,21 @@ async def retry_unhosted_roles(broker) -> int:
         if not waiting:
             return 0
         decision = decide_roles(broker.broker_id, waiting, lambda key: _held(rm, key))
-        _, elected, resigned = await _take_roles(broker, decision)
+        _, elected, resigned = await _take_roles(broker, decision, retrying=True)
     if elected or resigned:
         log.info("took %d role(s) whose log could not be created before", len(elected) + len(resigned))
     return len(elected) + len(resigned)
 
 
-async def _take_roles(broker, decision) -> tuple[dict[TopicPartition, ErrorCode], list, list]:
+async def _take_roles(broker, decision, retrying: bool) -> tuple[dict[TopicPartition, ErrorCode], list, list]:
     """Carry out ``decision`` (see the module): the per-partition errors, the partitions
     newly led and those now followed. A role whose log cannot be created waits in
-    ``unhosted_roles`` for ``retry_unhosted_roles``."""
+    ``unhosted_roles`` for ``retry_unhosted_roles`` (``retrying``: this is that retry, whose
+    failures were logged already)."""
     rm = broker.replica_manager
     errors = dict(decision.errors)
     _remove_fetchers(broker, [s.key for s in decision.leaders])
-    failed = await _create_logs(broker, decision.leaders + decision.followers)
+    failed = await _create_logs(broker, decision.leaders + decision.followers, retrying)
     errors.update(failed)
     for s in decision.leaders + decision.followers:
         if failed.get(s.key) == ErrorCode.KAFKA_STORAGE_ERROR:
@@ -226,7 +227,7 @@ def _held(rm, key: TopicPartition) -> HeldReplica | None:
     return None if part is None else HeldReplica(part.leader_epoch, part.topic_id)
 
 
-async def _create_logs(broker, states: list[PartitionRole]) -> dict[TopicPartition, ErrorCode]:
+async def _create_logs(broker, states: list[PartitionRole], retrying: bool = False) -> dict[TopicPartition, ErrorCode]:
     """Host the partitions not hosted yet, their logs opened or created and their producer
     state restored in a worker thread (``ReplicaManager.new_partition``; a new leader's log
     with its leader epoch begun there too: that writes the leader-epoch-checkpoint, two
@@ -253,8 +254,9 @@ async def _create_logs(broker, states: list[PartitionRole]) -> dict[TopicPartiti
                 if s.leader == me:
                     part.log.assign_leader_epoch(s.leader_epoch)
                 made.append(part)
-            except (OSError, StorageError) as e:
-                log.error("cannot create the log of %s-%d: %s", s.topic, s.partition, e)
+            except (OSError, StorageError) as e:  # logged once, not at every retry
+                log.log(logging.DEBUG if retrying else logging.ERROR, "cannot create the log of %s-%d "
+                        "(tried again every few seconds): %s", s.topic, s.partition, e)
                 failed[s.key] = ErrorCode.KAFKA_STORAGE_ERROR
         return made, failed
 
