@@ -215,7 +215,7 @@ __attribute__((target("sse4.2,pclmul"))) static int walk_with_crc(const unsigned
     Crc3 c;
     crc3_start(&c, b + ATTRIBUTES, (size_t)(size - ATTRIBUTES), count);
     int verdict = walk_core(b + HEADER_SIZE, size - HEADER_SIZE, count, read_i64(b + BASE_TIMESTAMP),
-                            lim->compacted, NULL, w, crc3_step, &c);
+                            lim->compacted, NULL, w, crc3_step, &c, 1);
     if (verdict == WALK_OK)
         *crc = crc3_finish(&c);
     return verdict;

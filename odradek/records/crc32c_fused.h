@@ -73,11 +73,14 @@ static void crc32c_init(void) {
 #endif
 }
 
-/* Three streams: stream j covers p[j] (its next word) to end[j] (exclusive, its last byte). */
+/* Three streams: stream j's next word is at ``a + j * third`` (A|B|C contiguous, all three
+ * advance together while stepping), its last byte before ``end[j]``. One pointer and one
+ * offset rather than three pointers: the walk that steps them needs the registers. */
 typedef struct {
-    const unsigned char *p[3];
+    const unsigned char *a;
+    size_t third;
+    size_t steps; /* the steps left that A has the words for */
     const unsigned char *end[3];
-    const unsigned char *step_end; /* A steps while p[0] + 8 * words <= step_end */
     uint64_t s[3];
     size_t len_b, len_c;
     int words; /* per stream and step */
@@ -88,11 +91,10 @@ typedef struct {
 static inline __attribute__((always_inline)) void crc3_start(Crc3 *c, const unsigned char *b, size_t n, int64_t count) {
     size_t third = n < CRC3_MIN_SPLIT ? 0 : (n / 3) & ~(size_t)7;
     const unsigned char *a_end = third ? b + third : b + n;
-    c->p[0] = b;
+    c->a = b;
+    c->third = third;
     c->end[0] = a_end;
-    c->p[1] = b + third;
     c->end[1] = b + 2 * third;
-    c->p[2] = b + 2 * third;
     c->end[2] = b + n;
     c->s[0] = 0xffffffffu;
     c->s[1] = c->s[2] = 0;
@@ -103,7 +105,8 @@ static inline __attribute__((always_inline)) void crc3_start(Crc3 *c, const unsi
     int64_t per = count > 0 ? (int64_t)(n / (size_t)count) : (int64_t)n;
     int words = (int)((third ? per / 3 : per) / 8) + 1;
     c->words = words > CRC3_MAX_WORDS ? CRC3_MAX_WORDS : words;
-    c->step_end = third ? a_end : b; /* one stream: no stepping (its chain would be the bound) */
+    /* One stream: no stepping (its chain would be the bound); else while A has the words. */
+    c->steps = third / (8 * (size_t)c->words);
 }
 
 #if CRC32C_FUSED
@@ -119,20 +122,19 @@ static inline uint64_t crc3_load(const unsigned char *p) {
  * them. */
 __attribute__((target("sse4.2"), always_inline)) static inline void crc3_step(void *state) {
     Crc3 *c = state;
-    const unsigned char *a = c->p[0];
-    int words = c->words;
-    if (a + 8 * words > c->step_end)
+    if (c->steps == 0)
         return;
-    const unsigned char *bp = c->p[1], *cp = c->p[2];
+    c->steps--;
+    const unsigned char *a = c->a;
+    size_t third = c->third;
+    int words = c->words;
     uint64_t sa = c->s[0], sb = c->s[1], sc = c->s[2];
     for (int j = 0; j < words; j++) {
         sa = __builtin_ia32_crc32di(sa, crc3_load(a + 8 * j));
-        sb = __builtin_ia32_crc32di(sb, crc3_load(bp + 8 * j));
-        sc = __builtin_ia32_crc32di(sc, crc3_load(cp + 8 * j));
+        sb = __builtin_ia32_crc32di(sb, crc3_load(a + third + 8 * j));
+        sc = __builtin_ia32_crc32di(sc, crc3_load(a + 2 * third + 8 * j));
     }
-    c->p[0] = a + 8 * words;
-    c->p[1] = bp + 8 * words;
-    c->p[2] = cp + 8 * words;
+    c->a = a + 8 * words;
     c->s[0] = sa;
     c->s[1] = sb;
     c->s[2] = sc;
@@ -171,15 +173,16 @@ __attribute__((target("sse4.2,pclmul"))) static uint32_t crc3_shift(uint32_t s, 
 /* The CRC-32C of the whole span: each stream finished, then combined. */
 __attribute__((target("sse4.2,pclmul"), always_inline)) static inline uint32_t crc3_finish(Crc3 *c) {
     /* The words all three streams still have, interleaved; then each stream's rest. */
-    c->step_end = c->end[0];
     c->words = 1;
-    while (c->p[0] + 8 <= c->step_end)
+    c->steps = c->third ? (size_t)(c->end[0] - c->a) / 8 : 0;
+    while (c->steps)
         crc3_step(c);
-    uint32_t a = (uint32_t)crc3_rest(c->s[0], c->p[0], c->end[0]);
+    const unsigned char *pa = c->a, *pb = pa + c->third, *pc = pb + c->third;
+    uint32_t a = (uint32_t)crc3_rest(c->s[0], pa, c->end[0]);
     if (c->len_b == 0)
         return ~a;
-    uint32_t b = (uint32_t)crc3_rest(c->s[1], c->p[1], c->end[1]);
-    uint32_t cc = (uint32_t)crc3_rest(c->s[2], c->p[2], c->end[2]);
+    uint32_t b = (uint32_t)crc3_rest(c->s[1], pb, c->end[1]);
+    uint32_t cc = (uint32_t)crc3_rest(c->s[2], pc, c->end[2]);
     uint32_t r = crc3_shift(a, c->len_b) ^ b;
     r = crc3_shift(r, c->len_c) ^ cc;
     return ~r;
