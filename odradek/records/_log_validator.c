@@ -215,9 +215,24 @@ __attribute__((target("sse4.2,pclmul"))) static int walk_with_crc(const unsigned
     Crc3 c;
     crc3_start(&c, b + ATTRIBUTES, (size_t)(size - ATTRIBUTES), count);
     int verdict = walk_core(b + HEADER_SIZE, size - HEADER_SIZE, count, read_i64(b + BASE_TIMESTAMP),
-                            lim->compacted, NULL, w, crc3_step, &c);
+                            lim->compacted, NULL, w, crc3_step, &c, 1);
     if (verdict == WALK_OK)
         *crc = crc3_finish(&c);
+    return verdict;
+}
+
+/* walk_with_crc folding 64 bytes at a time (crcz_ of crc32c_fused.h; only when crc32c_zmm and
+ * the span has a block). */
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static int walk_with_crcz(const unsigned char *b,
+                                                                               Py_ssize_t size, const Limits *lim,
+                                                                               Walk *w, uint32_t *crc) {
+    int32_t count = read_i32(b + RECORDS_COUNT);
+    CrcZ c;
+    crcz_start(&c, b + ATTRIBUTES, (size_t)(size - ATTRIBUTES), count);
+    int verdict = walk_core(b + HEADER_SIZE, size - HEADER_SIZE, count, read_i64(b + BASE_TIMESTAMP),
+                            lim->compacted, NULL, w, crcz_step, &c, 1);
+    if (verdict == WALK_OK)
+        *crc = crcz_finish(&c);
     return verdict;
 }
 #endif
@@ -294,7 +309,9 @@ static int check_batch(const unsigned char *b, Py_ssize_t size, int64_t base, co
     if (crc32c_hw && (b[ATTRIBUTES + 1] & COMPRESSION_MASK) == 0) {
         /* The same verdict as below: a batch fails when either check does. */
         uint32_t crc;
-        if (walk_with_crc(b, size, lim, &w, &crc) != WALK_OK || crc != read_u32(b + CRC))
+        int verdict = crc32c_zmm && size - ATTRIBUTES >= CRCZ_BLOCK ? walk_with_crcz(b, size, lim, &w, &crc)
+                                                                     : walk_with_crc(b, size, lim, &w, &crc);
+        if (verdict != WALK_OK || crc != read_u32(b + CRC))
             return 0;
     } else
 #endif
@@ -505,9 +522,25 @@ static PyObject *crc32c_test(PyObject *module, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* _crc32c_fold(enabled) -> bool: use the 64-byte folding (crcz_) where the CPU has it, or the
+ * three crc32 streams everywhere (tests of both paths); whether folding is now used. */
+static PyObject *crc32c_fold_test(PyObject *module, PyObject *arg) {
+    int enabled = PyObject_IsTrue(arg);
+    if (enabled < 0)
+        return NULL;
+#if CRC32C_FUSED
+    crc32c_zmm = enabled && crc32c_hw && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq");
+    return PyBool_FromLong(crc32c_zmm);
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"_crc32c", (PyCFunction)(void (*)(void))crc32c_test, METH_FASTCALL,
      "_crc32c(data, records_count) -> int | None\n\nThe fused CRC-32C of data (tests only)."},
+    {"_crc32c_fold", (PyCFunction)crc32c_fold_test, METH_O,
+     "_crc32c_fold(enabled) -> bool\n\nFold 64 bytes at a time where the CPU can, or not (tests only)."},
     {"validate_and_assign", (PyCFunction)(void (*)(void))validate_and_assign, METH_FASTCALL,
      "validate_and_assign(records, base_offset, leader_epoch, max_message_bytes, min_timestamp,\n"
      "max_timestamp, decompress, compacted)\n"

@@ -52,13 +52,31 @@ typedef struct {
 
 /* The varint at p[*pos] ending by ``end``, still zigzag-encoded, of at most
  * ``last_shift / 7 + 1`` bytes, the last of them no greater than ``last_max`` (so that no bit
- * lies beyond the field's width): 1 with *raw set and *pos moved past it, else 0. */
+ * lies beyond the field's width): 1 with *raw set and *pos moved past it, else 0.
+ * One byte is read without the loop (its variable shifts), and with ``two`` (a constant once
+ * inlined: the walks with a fused CRC) two bytes as well: the lengths and deltas of records of
+ * 64 B to 8 KiB and of batches of up to 8,192 records. Measured on a batch of 8,850 records of
+ * 100 B in L2 (2026-11-25): the fused walk 8.3 -> 7.3 ns a record with the two-byte path, the
+ * walk alone 0.5 ns slower with it, and 0.4 faster with the one-byte path alone, which it keeps. */
 static inline int read_raw_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int last_shift,
-                                  uint64_t last_max, uint64_t *raw) {
+                                  uint64_t last_max, uint64_t *raw, int two) {
     Py_ssize_t i = *pos;
     if (i >= end)
         return 0;
     uint64_t b = p[i++], value = b & 0x7f;
+    if (b < 0x80) {
+        *raw = b;
+        *pos = i;
+        return 1;
+    }
+    if (two && __builtin_expect(i < end, 1)) {
+        uint64_t b1 = p[i];
+        if (__builtin_expect(b1 < 0x80, 1)) {
+            *raw = value | b1 << 7;
+            *pos = i + 1;
+            return 1;
+        }
+    }
     for (int shift = 7; b & 0x80; shift += 7) {
         if (i >= end)
             return 0;
@@ -78,9 +96,9 @@ static inline int read_raw_varint(const unsigned char *p, Py_ssize_t *pos, Py_ss
 
 /* The zigzag varint of an int32 field (at most 5 bytes, the fifth holding only the top 4
  * bits): read_raw_varint's contract, *out the field. */
-static inline int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int32_t *out) {
+static inline int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int32_t *out, int two) {
     uint64_t raw;
-    if (!read_raw_varint(p, pos, end, 28, 0x0f, &raw))
+    if (!read_raw_varint(p, pos, end, 28, 0x0f, &raw, two))
         return 0;
     uint32_t bits = (uint32_t)raw;
     *out = (int32_t)((bits >> 1) ^ (0u - (bits & 1)));
@@ -88,9 +106,9 @@ static inline int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_
 }
 
 /* The zigzag varlong (at most 10 bytes, the tenth holding only the top bit). */
-static inline int read_varlong(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *out) {
+static inline int read_varlong(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *out, int two) {
     uint64_t raw;
-    if (!read_raw_varint(p, pos, end, 63, 1, &raw))
+    if (!read_raw_varint(p, pos, end, 63, 1, &raw, two))
         return 0;
     *out = (int64_t)((raw >> 1) ^ (0u - (raw & 1)));
     return 1;
@@ -99,9 +117,9 @@ static inline int read_varlong(const unsigned char *p, Py_ssize_t *pos, Py_ssize
 /* A length-prefixed field (length ``min_length`` or more, -1 meaning null when allowed)
  * ending by ``end``: 1 with *pos past it and *null set, else 0. */
 static inline int skip_bytes(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int32_t min_length,
-                             int *null) {
+                             int *null, int two) {
     int32_t length;
-    if (!read_varint(p, pos, end, &length) || length < min_length || length > end - *pos)
+    if (!read_varint(p, pos, end, &length, two) || length < min_length || length > end - *pos)
         return 0;
     *null = length < 0;
     if (length > 0)
@@ -114,10 +132,10 @@ static int skip_headers(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end)
     int32_t count;
     int null;
     /* Each header takes at least two bytes (two lengths), which bounds the loop. */
-    if (!read_varint(p, pos, end, &count) || count < 0 || count > (end - *pos) / 2)
+    if (!read_varint(p, pos, end, &count, 0) || count < 0 || count > (end - *pos) / 2)
         return 0;
     for (int32_t h = 0; h < count; h++) {
-        if (!skip_bytes(p, pos, end, 0, &null) || !skip_bytes(p, pos, end, -1, &null))
+        if (!skip_bytes(p, pos, end, 0, &null, 0) || !skip_bytes(p, pos, end, -1, &null, 0))
             return 0;
     }
     return 1;
@@ -130,11 +148,12 @@ static int skip_headers(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end)
 static inline void walk_no_step(void *state) { (void)state; }
 
 /* walk_records with ``step(state)`` called at the start of each record (the fused CRC-32C of
- * crc32c_fused.h): inlined into each caller with its step, which is inlined in turn. */
+ * crc32c_fused.h): inlined into each caller with its step, which is inlined in turn; ``two``:
+ * read_raw_varint's two-byte path. */
 static inline __attribute__((always_inline)) int walk_core(const unsigned char *p, Py_ssize_t len, int32_t count,
                                                            int64_t base_timestamp, int compacted,
                                                            PyObject *null_keys, Walk *w, void (*step)(void *),
-                                                           void *state) {
+                                                           void *state, int two) {
     /* Locals, not w's fields, in the loop: stores through ``w`` could alias ``p``. */
     Py_ssize_t pos = 0;
     int64_t max_timestamp = NO_TIMESTAMP;
@@ -149,14 +168,14 @@ static inline __attribute__((always_inline)) int walk_core(const unsigned char *
             verdict = WALK_TOO_FEW;
             break;
         }
-        if (!read_varint(p, &pos, len, &length) || length < MIN_RECORD_BODY || length > len - pos) {
+        if (!read_varint(p, &pos, len, &length, two) || length < MIN_RECORD_BODY || length > len - pos) {
             verdict = WALK_MALFORMED;
             break;
         }
         Py_ssize_t end = pos + length;
         pos++; /* attributes: unused */
-        if (!read_varlong(p, &pos, end, &timestamp_delta) || !read_varint(p, &pos, end, &offset_delta)
-            || !skip_bytes(p, &pos, end, -1, &null_key) || !skip_bytes(p, &pos, end, -1, &null_value)) {
+        if (!read_varlong(p, &pos, end, &timestamp_delta, two) || !read_varint(p, &pos, end, &offset_delta, two)
+            || !skip_bytes(p, &pos, end, -1, &null_key, two) || !skip_bytes(p, &pos, end, -1, &null_value, two)) {
             verdict = WALK_MALFORMED;
             break;
         }
@@ -199,7 +218,7 @@ static inline __attribute__((always_inline)) int walk_core(const unsigned char *
 
 static int walk_records(const unsigned char *p, Py_ssize_t len, int32_t count, int64_t base_timestamp,
                         int compacted, PyObject *null_keys, Walk *w) {
-    return walk_core(p, len, count, base_timestamp, compacted, null_keys, w, walk_no_step, NULL);
+    return walk_core(p, len, count, base_timestamp, compacted, null_keys, w, walk_no_step, NULL, 0);
 }
 
 #endif /* ODRADEK_RECORD_WALK_H */

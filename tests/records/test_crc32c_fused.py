@@ -1,6 +1,7 @@
 """The fused CRC-32C of the produce fast path (records/crc32c_fused.h): three streams over a
-split span, stepped per record and combined, against the crc32c package; and the fast path's
-CRC verdict on batches of every size, with one flipped byte anywhere."""
+split span, stepped per record and combined, and (on CPUs with AVX-512 and VPCLMULQDQ) 64-byte
+folding, each against the crc32c package; and the fast path's CRC verdict on batches of every
+size, with one flipped byte anywhere. Every test runs with each path this CPU has."""
 import os
 import random
 
@@ -9,13 +10,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.records._log_validator import _crc32c, validate_and_assign
+from odradek.records._log_validator import _crc32c, _crc32c_fold, validate_and_assign
 from odradek.records.builder import build_batch
 from odradek.records.record import Record
 
 pytestmark = pytest.mark.skipif(_crc32c(b"", 0) is None, reason="no SSE4.2: the fused CRC is not used")
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FOLDING = _crc32c_fold(True)  # the default where the CPU can
+
+
+@pytest.fixture(autouse=True, params=["fold", "streams"])
+def crc_path(request):
+    """Each test with the 64-byte folding (where the CPU has it) and with the three streams."""
+    if request.param == "fold" and not FOLDING:
+        pytest.skip("no AVX-512 VPCLMULQDQ: the three streams only")
+    _crc32c_fold(request.param == "fold")
+    yield request.param
+    _crc32c_fold(True)
 
 
 @pytest.mark.parametrize("n", [*range(0, 80), *range(500, 530), 767, 768, 769, 4096, 100_003, 1_000_000])
