@@ -154,7 +154,8 @@ class SendLoop:
     def __init__(self, bootstrap: str, topic: str, partition: int) -> None:
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                                   "acks": "all", "linger.ms": 0, "message.timeout.ms": 60000,
-                                  "retry.backoff.ms": 50, "topic.metadata.refresh.interval.ms": 1000})
+                                  "retry.backoff.ms": 50, "retry.backoff.max.ms": 100,
+                                  "topic.metadata.refresh.interval.ms": 1000})
         self.topic, self.partition = topic, partition
         self.acks: list[float] = []
         self.failures: list[str] = []
@@ -178,7 +179,13 @@ class SendLoop:
         return min(later) - t if later else None
 
 
-def failover(work: Path, zk, brokers: dict, bootstrap: str, topic: str, how: str) -> dict:
+def all_of(brokers: dict) -> str:
+    """Every broker's address (a restarted broker listens on a new port)."""
+    return ",".join(b.bootstrap for b in brokers.values())
+
+
+def failover(work: Path, zk, brokers: dict, topic: str, how: str) -> dict:
+    bootstrap = all_of(brokers)
     leader = leader_of(bootstrap, topic, 0)
     loop = SendLoop(bootstrap, topic, 0)
     loop.run_until(lambda: len(loop.acks) >= 50, 30)
@@ -219,7 +226,7 @@ def main() -> None:
         brokers = {}
         try:
             brokers = start_cluster(work, zk)
-            bootstrap = next(iter(brokers.values())).bootstrap
+            bootstrap = all_of(brokers)
             create_topic(bootstrap, "replicated", args.partitions, 3, {"min.insync.replicas": "2"})
             out["cluster_acks_all_rps"] = throughput(kcat, bootstrap, "replicated", path, args.records, "all")
             out["ratio"] = out["cluster_acks_all_rps"] / out["single_acks1_rps"]
@@ -229,13 +236,13 @@ def main() -> None:
             out["end_to_end"] = end_to_end(bootstrap, "latency", out["cluster_acks_all_rps"] / 2)
             print(f"end to end at half that rate: {out['end_to_end']}", flush=True)
             create_topic(bootstrap, "failover", 1, 3, {"min.insync.replicas": "2"})
-            kills = [failover(work, zk, brokers, bootstrap, "failover", "kill") for _ in range(args.kills)]
+            kills = [failover(work, zk, brokers, "failover", "kill") for _ in range(args.kills)]
             out["kill9"] = kills
             seconds = [k["seconds"] for k in kills if k["seconds"] is not None]
             out["kill9_median_s"] = statistics.median(seconds) if seconds else None
             print(f"kill -9 of the leader to the first acknowledged send: {seconds} s "
                   f"(goal: median <= {SESSION_MS / 1000 + 1:.0f} s)", flush=True)
-            out["controlled"] = failover(work, zk, brokers, bootstrap, "failover", "term")
+            out["controlled"] = failover(work, zk, brokers, "failover", "term")
             print(f"controlled shutdown: {out['controlled']} (goal: <= 1 s, no failed sends)", flush=True)
         finally:
             for broker in brokers.values():
