@@ -123,6 +123,7 @@ class ReplicaFetcher:
         self._conn: BrokerConnection | None = None
         self._unreachable = False  # the last connection attempt or request failed
         self._task: asyncio.Task | None = None
+        self._stopped = False  # set by shutdown(): the loop ends even if a cancel was lost
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(leader={self.leader_id}, index={self.fetcher_index})"
@@ -132,6 +133,8 @@ class ReplicaFetcher:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def shutdown(self) -> None:
+        self._stopped = True
+        self._wake.set()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -149,7 +152,7 @@ class ReplicaFetcher:
     # --- the loop -------------------------------------------------------------------------------
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopped:
             try:
                 if not await self.do_work():
                     await self._idle(loop)
@@ -173,8 +176,12 @@ class ReplicaFetcher:
         self._wake.clear()
         due = [s.delayed_until for s in self.partitions.values() if s.state != FENCED]
         timeout = max(min(due) - loop.time(), 0.001) if due else None
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancel when the event
+        # is set in the same loop iteration (add_partition during shutdown), and the fetcher
+        # then ran on with shutdown() waiting for it for ever.
         try:
-            await asyncio.wait_for(self._wake.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
         except TimeoutError:
             pass
 

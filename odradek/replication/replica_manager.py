@@ -309,7 +309,8 @@ class ReplicaManager:
         for key in keys:
             self._waiters.setdefault(key, []).append(fut)
         try:
-            await asyncio.wait_for(fut, timeout_s)
+            async with asyncio.timeout(timeout_s):  # (not wait_for: it can drop a cancel, see replica_fetcher)
+                await fut
         except TimeoutError:
             pass
         finally:

@@ -62,6 +62,8 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
     """Take the roles a LeaderAndIsr gives: ``(error, per-partition errors)``; a whole-request
     error leaves the partitions' errors empty (the handler answers it for each)."""
     rm = broker.replica_manager
+    if broker.stopping:  # after its controlled shutdown a broker takes no new roles (Kafka
+        return ErrorCode.BROKER_NOT_AVAILABLE, {}  # stops serving requests before its replicas)
     async with rm.state_change_lock:
         error = await _check(broker, "LeaderAndIsr", header)
         if error != ErrorCode.NONE:
