@@ -10,9 +10,11 @@ What it runs, on loopback, every broker a child process (``odradek broker``):
    coordinated by a real ZooKeeper (replication factor 3, ``min.insync.replicas=2``,
    acks=all). The ratio of the two rates is the cost of replication (Kafka's own 2014 figures:
    421k against 821k records/s, 0.51).
-2. **End-to-end latency** on the cluster at half its measured rate: a producer process sends
-   records stamped with ``time.time()`` at that rate (acks=all), a consumer process reads
-   them; p50/p99 of receive time minus stamp.
+2. **End-to-end latency** on the cluster at half the rate kcat reaches into one partition of
+   three replicas (acks=all), into another such partition: ``bench/harness/latency.py``'s open-loop generator (pre-built acks=all
+   requests sent to the leader on a schedule) and its consumer; p50/p99 from the scheduled
+   send to the consumer holding the records (read up to the high watermark, so after the
+   whole ISR has them).
 3. **Failover**: a producer (idempotent, acks=all) sends one record at a time to partition 0;
    its leader is killed (kill -9); the time from the kill to the first acknowledged send
    after it, ``--kills`` times (the killed broker restarts between rounds), median reported
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import signal
 import statistics
 import sys
@@ -41,9 +42,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
-from confluent_kafka import Consumer, Producer  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from harness import latency  # noqa: E402
 from harness.kcat import Kcat, librdkafka_shim, records_file  # noqa: E402
 from odradek.testing.broker import BrokerProcess  # noqa: E402
 from tests.metadata.zookeeper_server import ZooKeeperServer  # noqa: E402
@@ -104,44 +106,26 @@ def throughput(kcat: Kcat, bootstrap: str, topic: str, path: Path, records: int,
 # -- 2. end-to-end latency --------------------------------------------------------------------
 
 
-def _latency_producer(bootstrap: str, topic: str, rate: float, seconds: float) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 1})
-    pad = b"x" * 80
-    start = time.time()
-    sent = 0
-    while (now := time.time()) - start < seconds:
-        due = int((now - start) * rate)
-        while sent < due:
-            producer.produce(topic, b"%.6f|" % time.time() + pad)
-            sent += 1
-        producer.poll(0)
-        time.sleep(0.001)
-    producer.flush(30)
+def warm_up(bootstrap: str, topic: str) -> None:
+    """One acknowledged acks=all record: the followers of a new topic are fetching (a follower
+    that asked before its leader had its role backs off replica.fetch.backoff.ms, 1 s), so
+    the run measures the steady state, not the topic's first second."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer.produce(topic, b"warm-up", partition=0)
+    if producer.flush(30):
+        raise TimeoutError(f"{topic}: the warm-up record was not acknowledged")
 
 
-def end_to_end(bootstrap: str, topic: str, rate: float, seconds: float = 10.0) -> dict:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency",
-                         "auto.offset.reset": "latest", "fetch.wait.max.ms": 10})
-    consumer.subscribe([topic])
-    deadline = time.time() + 30
-    while not consumer.assignment() and time.time() < deadline:
-        consumer.poll(0.1)
-    proc = multiprocessing.Process(target=_latency_producer, args=(bootstrap, topic, rate, seconds))
-    proc.start()
-    latencies = []
-    end = time.time() + seconds + 5
-    while time.time() < end:
-        for msg in consumer.consume(1000, 0.1):
-            if msg.error() is None:
-                latencies.append(time.time() - float(msg.value().split(b"|", 1)[0]))
-    proc.join()
-    consumer.close()
-    latencies.sort()
-    if not latencies:
-        return {"records": 0}
-    return {"rate": rate, "records": len(latencies),
-            "p50_ms": 1000 * latencies[len(latencies) // 2],
-            "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)]}
+def end_to_end(brokers: dict, topic: str, rate: float, seconds: float = 10.0) -> dict:
+    """``harness.latency`` (open loop, pre-built requests, stamped batches) against the leader
+    of partition 0 of ``topic``, with acks=all: the consumer reads up to the high watermark,
+    so every latency includes the replication to the whole ISR."""
+    leader = leader_of(all_of(brokers), topic, 0)
+    warm_up(all_of(brokers), topic)
+    run = latency.run(brokers[leader].bootstrap, topic, rate, seconds, tick_s=0.005, acks=-1, start_offset=1)
+    return {"offered_rps": run.offered_records_per_s, "achieved_rps": run.achieved_records_per_s,
+            "p50_ms": run.p50_ms, "p99_ms": run.p99_ms, "max_ms": run.max_ms,
+            "send_lag_p99_ms": run.send_lag_p99_ms}
 
 
 # -- 3, 4. failover ---------------------------------------------------------------------------
@@ -232,8 +216,12 @@ def main() -> None:
             out["ratio"] = out["cluster_acks_all_rps"] / out["single_acks1_rps"]
             print(f"three brokers, RF 3, acks=all: {out['cluster_acks_all_rps']:,.0f} records/s "
                   f"({out['ratio']:.2f}x; goal >= 0.5)", flush=True)
-            create_topic(bootstrap, "latency", args.partitions, 3, {"min.insync.replicas": "2"})
-            out["end_to_end"] = end_to_end(bootstrap, "latency", out["cluster_acks_all_rps"] / 2)
+            # The latency generator writes one partition: half of what one partition takes.
+            create_topic(bootstrap, "one-partition", 1, 3, {"min.insync.replicas": "2"})
+            out["one_partition_acks_all_rps"] = throughput(kcat, bootstrap, "one-partition", path,
+                                                           args.records, "all")
+            create_topic(bootstrap, "latency", 1, 3, {"min.insync.replicas": "2"})
+            out["end_to_end"] = end_to_end(brokers, "latency", out["one_partition_acks_all_rps"] / 2)
             print(f"end to end at half that rate: {out['end_to_end']}", flush=True)
             create_topic(bootstrap, "failover", 1, 3, {"min.insync.replicas": "2"})
             kills = [failover(work, zk, brokers, "failover", "kill") for _ in range(args.kills)]

@@ -113,13 +113,14 @@ def stamped_batches(records, offset: int, stamp_at: int):
     return offset, stamps
 
 
-def _consume(bootstrap: str, topic: str, batches: int, stamp_at: int, deadline: float, out) -> None:
-    """Child process: fetch until ``batches`` batches arrived; send back latencies (ns) and the
-    arrival time of the last batch."""
+def _consume(bootstrap: str, topic: str, batches: int, stamp_at: int, deadline: float, out,
+             start_offset: int = 0) -> None:
+    """Child process: fetch from ``start_offset`` until ``batches`` batches arrived; send back
+    latencies (ns) and the arrival time of the last batch."""
     gc.freeze()  # the heap inherited from the harness: never walked, never copied on write
     gc.disable()
     lat: list[int] = []
-    offset = last = 0
+    offset, last = start_offset, 0
     buf = bytearray(8 << 20)
     frame, offset_at = fetch_template(topic)
     with RawConnection(bootstrap) as conn:
@@ -138,11 +139,13 @@ def _consume(bootstrap: str, topic: str, batches: int, stamp_at: int, deadline: 
 
 
 def run(bootstrap: str, topic: str, rate: float, seconds: float, tick_s: float = 0.001,
-        value_size: int = 100) -> LatencyRun:
-    """Produce ``rate`` records/s for ``seconds`` into partition 0 of ``topic`` (new and empty)."""
+        value_size: int = 100, acks: int = 1, start_offset: int = 0) -> LatencyRun:
+    """Produce ``rate`` records/s for ``seconds`` into partition 0 of ``topic`` (empty, or
+    holding ``start_offset`` records written before; ``bootstrap`` must be its leader), with
+    ``acks`` (1, or -1 on a replicated topic)."""
     per_batch = max(1, round(rate * tick_s))
     template, first_value = stamp_template(per_batch, value_size)
-    frame = produce_frame(topic, {0: bytes(template)}, acks=1)
+    frame = produce_frame(topic, {0: bytes(template)}, acks=acks)
     batch_at = frame.index(_MARK) - first_value
     stamp_in_frame = batch_at + first_value
     batch_size = len(template)
@@ -150,7 +153,7 @@ def run(bootstrap: str, topic: str, rate: float, seconds: float, tick_s: float =
     ctx = multiprocessing.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
     consumer = ctx.Process(target=_consume, args=(bootstrap, topic, ticks, first_value,
-                                                  time.monotonic() + seconds + 30, sender))
+                                                  time.monotonic() + seconds + 30, sender, start_offset))
     consumer.start()
     try:
         time.sleep(0.2)  # let it connect and park its first long poll
