@@ -11,8 +11,8 @@ the controller gave it, so a single broker leads its partitions by then); the gr
 coordinator; background tasks (retention, flush, checkpoints, idle connections).
 
 The broker takes a role for a partition (leader, follower) only from LeaderAndIsr, never on
-its own. ``stop()``: controlled shutdown first (``controlled.shutdown.enable``: the controller
-moves this broker's leaderships away), then the controller service resigns, the fetchers stop,
+its own. ``stop()``: controlled shutdown first (``controlled.shutdown.enable``, when another
+broker is registered: the controller moves this broker's leaderships away), then the controller service resigns, the fetchers stop,
 then the rest in reverse start-up order, leaving a clean-shutdown marker so the next start
 skips recovery.
 
@@ -146,6 +146,12 @@ class Broker:
         self.controller_service = ControllerService(self)
         await self.controller_service.start()
 
+    def _other_brokers_live(self) -> bool:
+        """Whether another broker is registered: alone, no leadership can move (the controller
+        would answer that nothing is left after a round trip, or, being this broker and busy
+        repeating a write a full disk refuses, not in time), so no controlled shutdown."""
+        return any(b != self.broker_id for b in self.metadata_image().brokers)
+
     @property
     def broker_epoch(self) -> int:
         """Kafka's broker epoch: the creation id (czxid) of this broker's registration
@@ -235,7 +241,7 @@ class Broker:
             return
         self._stop_begun = True
         if (not quiet and self.controller_service is not None and self.broker_to_controller is not None
-                and self.config["controlled.shutdown.enable"]):
+                and self.config["controlled.shutdown.enable"] and self._other_brokers_live()):
             from odradek.server.controlled_shutdown import controlled_shutdown
 
             await controlled_shutdown(self)

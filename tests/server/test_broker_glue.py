@@ -19,6 +19,7 @@ from odradek.server import broker as broker_module
 from odradek.server.controlled_shutdown import controlled_shutdown
 from odradek.server.delayed_topic_operations import await_deletion, await_leaders
 from odradek.testing.broker import InProcessBroker
+from tests.server.clients import wait_until
 
 
 def cluster_parts(monkeypatch, events: list, answers: list):
@@ -72,6 +73,7 @@ def test_cluster_parts_start_after_registration_and_stop_after_a_controlled_shut
         epoch = b.call(lambda: b.broker.broker_epoch)
         stored = b.call(lambda: b.broker.metadata.store.creation_id(layout.broker_path(1)))
         assert epoch == stored >= 0
+        other_broker(b)
     assert events == [
         "channel made", "fetchers made", "alter made", "controller made", ("controller start", True, True, True),
         ("send", ApiKey.CONTROLLED_SHUTDOWN, 1, epoch), ("send", ApiKey.CONTROLLED_SHUTDOWN, 1, epoch),
@@ -79,11 +81,20 @@ def test_cluster_parts_start_after_registration_and_stop_after_a_controlled_shut
     ]
 
 
-def test_no_controlled_shutdown_when_disabled(tmp_path, monkeypatch):
+def other_broker(b: InProcessBroker) -> None:
+    """Register broker 2 next to ``b``'s (a controlled shutdown is for a broker not alone)."""
+    store = b.call(lambda: b.broker.metadata.store)
+    store.create(layout.broker_path(2), BrokerInfo(2, (), None).to_json(0), ephemeral=True)
+    wait_until(lambda: 2 in b.call(lambda: b.broker.metadata_image().brokers), what="broker 2 registered")
+
+
+@pytest.mark.parametrize("alone", [False, True])
+def test_no_controlled_shutdown_when_disabled_or_alone(tmp_path, monkeypatch, alone):
     events = []
     cluster_parts(monkeypatch, events, [])
-    with InProcessBroker(tmp_path / "data", controlled_shutdown_enable="false"):
-        pass
+    with InProcessBroker(tmp_path / "data", controlled_shutdown_enable="true" if alone else "false") as b:
+        if not alone:
+            other_broker(b)
     assert not [e for e in events if e[0] == "send"]
     assert events[-2:] == ["controller shutdown", "fetchers shutdown"]
 

@@ -99,9 +99,7 @@ UNTIL_STOPPED = {"metadata after its mark", "stop before the logs"}
 @pytest.mark.parametrize("failure", FAILURES)
 def test_deleted_records_never_come_back(tmp_path, monkeypatch, failure):
     data = tmp_path / "data"
-    # (no controlled shutdown: the controller may be busy repeating a refused write, and a
-    # single broker has no one to hand its leaderships to)
-    with InProcessBroker(data, controlled_shutdown_enable="false") as b:
+    with InProcessBroker(data) as b:
         create(b.bootstrap)
         produce(b.bootstrap, [b"old-%d" % i for i in range(9)])
         for target, name, fake in FAILURES[failure]:
