@@ -13,10 +13,17 @@ so this finds the culprit without repeating anything.
 While the store is unreachable (`StoreUnavailableError`) a write is repeated, up to the
 session timeout: a connection blip. One that did land before the answer was lost then fails on
 its version, which the caller treats as any conflict (re-reading what the store holds).
+
+A write the embedded store's disk refused (an ``OSError``, a full disk: the store then holds
+nothing of it) is repeated until it lands or the controller stops, as Kafka's ZooKeeper client
+repeats a request until it is connected: the controller's picture of the cluster already
+counts the write done, so giving it up would leave partitions without a state (a new topic
+never led) or a deleted topic's znodes for ever. The event thread waits meanwhile.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
@@ -29,6 +36,8 @@ from odradek.metadata.errors import (
     StoreUnavailableError,
 )
 from odradek.metadata.store import CheckOp, CreateOp, MetadataStore, SetOp, parent_path
+
+log = logging.getLogger(__name__)
 
 MAX_OPS_PER_MULTI = 1000
 STORE_RETRY_BACKOFF_S = 0.5
@@ -74,13 +83,25 @@ class ZnodeWriter:
 
     def _retrying(self, write: Callable[[], object]) -> object:
         deadline = time.monotonic() + self.retry_for
+        refused = False
         while True:
             try:
-                return write()
+                result = write()
             except StoreUnavailableError:
                 if self._stopped() or time.monotonic() >= deadline:
                     raise
-                time.sleep(STORE_RETRY_BACKOFF_S)
+            except OSError as e:  # the embedded store's disk (see the module docstring)
+                if self._stopped():
+                    raise
+                if not refused:
+                    log.error("the metadata store refused a controller write (%s); repeating it "
+                              "until it lands", e)
+                    refused = True
+            else:
+                if refused:
+                    log.info("the metadata store took the controller's write again")
+                return result
+            time.sleep(STORE_RETRY_BACKOFF_S)
 
     def _grouped_ops(self, store: MetadataStore, chunk: list[ZnodeWrite]) -> list | None:
         """One guarded multi for ``chunk``, or None when it cannot be grouped."""

@@ -8,7 +8,9 @@
   offsets;
 - cleaner (``log.cleaner.backoff.ms``): compact ``cleanup.policy=compact`` logs in a worker
   thread;
-- leadership retry: lead the partitions whose log could not be created (a full disk);
+- unhosted roles (every ``UNHOSTED_ROLES_RETRY_MS``): take the roles LeaderAndIsr gave
+  whose log could not be created (a full disk), once it can be
+  (``state_change.retry_unhosted_roles``);
 - ISR expiration (every ``replica.lag.time.max.ms`` / 2): led partitions drop followers
   that lag (``ReplicaManager.maybe_shrink_isrs``), through the alter-partition manager;
 - high watermark checkpoint (``replica.high.watermark.checkpoint.interval.ms``):
@@ -28,6 +30,8 @@ import asyncio
 import logging
 import time
 
+from odradek.replication.state_change import retry_unhosted_roles
+
 log = logging.getLogger("odradek.background")
 
 # A connection silent this long gives back a receive buffer grown for big requests; the idle
@@ -43,7 +47,7 @@ def background_tasks(broker):
                  lambda: _in_thread(broker.log_manager.checkpoint), "checkpoint")
     if cfg["log.cleaner.enable"]:
         yield _every(lambda: broker.effective_config()["log.cleaner.backoff.ms"], lambda: _clean(broker), "cleaner")
-    yield _every(LEADERSHIP_RETRY_MS, lambda: _retry_leadership(broker), "leadership retry")
+    yield _every(UNHOSTED_ROLES_RETRY_MS, lambda: _retry_unhosted_roles(broker), "unhosted roles retry")
     yield _every(max(cfg["replica.lag.time.max.ms"] // 2, 1), lambda: _shrink_isrs(broker), "ISR expiration")
     yield _every(cfg["replica.high.watermark.checkpoint.interval.ms"],
                  lambda: _in_thread(broker.replica_manager.checkpoint_high_watermarks,
@@ -73,15 +77,15 @@ async def _every(interval_ms, step, name: str) -> None:
             log.exception("%s pass failed", name)
 
 
-# How often partitions whose log could not be created (a full disk) are tried again
-# (TEMPORARY until the controller edge is merged: LeaderAndIsr's errors go to the controller).
-LEADERSHIP_RETRY_MS = 5_000
+# How often the roles whose log could not be created (a full disk) are tried again. The
+# controller does not act on a LeaderAndIsr's KAFKA_STORAGE_ERROR (Kafka's would count the
+# replica offline until the broker restarts); this broker takes the role once it can.
+UNHOSTED_ROLES_RETRY_MS = 5_000
 
 
-async def _retry_leadership(broker) -> None:
-    solo = broker.solo_controller  # TEMPORARY until the controller edge is merged
-    if solo is not None and (solo.unled or solo.unwritten):
-        await solo.retry_leadership()
+async def _retry_unhosted_roles(broker) -> None:
+    if broker.replica_manager.unhosted_roles:  # (cheap when none wait: no lock taken)
+        await retry_unhosted_roles(broker)
 
 
 def _shrink_isrs(broker) -> None:

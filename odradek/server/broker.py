@@ -11,8 +11,8 @@ the controller gave it, so a single broker leads its partitions by then); the gr
 coordinator; background tasks (retention, flush, checkpoints, idle connections).
 
 The broker takes a role for a partition (leader, follower) only from LeaderAndIsr, never on
-its own. ``stop()``: controlled shutdown first (``controlled.shutdown.enable``: the controller
-moves this broker's leaderships away), then the controller service resigns, the fetchers stop,
+its own. ``stop()``: controlled shutdown first (``controlled.shutdown.enable``, when another
+broker is registered: the controller moves this broker's leaderships away), then the controller service resigns, the fetchers stop,
 then the rest in reverse start-up order, leaving a clean-shutdown marker so the next start
 skips recovery.
 
@@ -23,15 +23,18 @@ partition never blocks appends to others).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import logging
 import os
 import socket
 
+from odradek.controller.controller_service import ControllerService
 from odradek.coordinator.producer_ids import ProducerIdManager
 from odradek.metadata import layout
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.replication.alter_partition_manager import AlterPartitionManager
+from odradek.replication.replica_fetcher_manager import ReplicaFetcherManager
+from odradek.server.broker_to_controller import BrokerToControllerChannel
 from odradek.server.dynamic_broker_config import DynamicConfigError, check_listeners, check_names, check_thread_counts
 from odradek.server.config import BrokerConfig, ConfigError, Listener
 from odradek.server.config_change_listener import ConfigChangeListener
@@ -76,13 +79,11 @@ class Broker:
         self.produce_fast_path = None
         self.topics: TopicManager | None = None
         self.group_coordinator = None
-        # The cluster parts (controller edge, replication): None until started, and while
-        # their modules are not merged yet (see ``_optional_part``).
-        self.controller_service = None
-        self.broker_to_controller = None
-        self.replica_fetchers = None
-        self.alter_partitions = None
-        self.solo_controller = None  # TEMPORARY until the controller edge is merged
+        # The cluster parts (controller edge, replication): None until started.
+        self.controller_service: ControllerService | None = None
+        self.broker_to_controller: BrokerToControllerChannel | None = None
+        self.replica_fetchers: ReplicaFetcherManager | None = None
+        self.alter_partitions: AlterPartitionManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
@@ -137,25 +138,19 @@ class Broker:
     def _make_cluster_parts(self) -> None:
         """The parts that LeaderAndIsr and the fetch path use, made before the listeners open
         (a controller may send LeaderAndIsr as soon as this broker is registered)."""
-        # TEMPORARY guards until A (controller edge) and C (replication) are merged: each
-        # part is made only when its module exists. Afterwards import them plainly.
-        channel = _optional_part("odradek.server.broker_to_controller", "BrokerToControllerChannel")
-        fetchers = _optional_part("odradek.replication.replica_fetcher_manager", "ReplicaFetcherManager")
-        alter = _optional_part("odradek.replication.alter_partition_manager", "AlterPartitionManager")
-        self.broker_to_controller = channel(self) if channel is not None else None
-        self.replica_fetchers = fetchers(self) if fetchers is not None else None
-        self.alter_partitions = alter(self) if alter is not None else None
+        self.broker_to_controller = BrokerToControllerChannel(self)
+        self.replica_fetchers = ReplicaFetcherManager(self)
+        self.alter_partitions = AlterPartitionManager(self)
 
     async def _start_controller(self) -> None:
-        service = _optional_part("odradek.controller.controller_service", "ControllerService")
-        if service is not None:
-            self.controller_service = service(self)
-            await self.controller_service.start()
-        else:  # TEMPORARY until the controller edge is merged: lead what the states name
-            from odradek.server.solo_controller import SoloController
+        self.controller_service = ControllerService(self)
+        await self.controller_service.start()
 
-            self.solo_controller = SoloController(self)
-            await self.solo_controller.start()
+    def _other_brokers_live(self) -> bool:
+        """Whether another broker is registered: alone, no leadership can move (the controller
+        would answer that nothing is left after a round trip, or, being this broker and busy
+        repeating a write a full disk refuses, not in time), so no controlled shutdown."""
+        return any(b != self.broker_id for b in self.metadata_image().brokers)
 
     @property
     def broker_epoch(self) -> int:
@@ -169,10 +164,7 @@ class Broker:
 
     def controller_id(self) -> int:
         """The controller's broker id as the metadata image has it (-1: none right now)."""
-        controller = self.metadata_image().controller_id
-        if controller < 0 and self.solo_controller is not None:  # TEMPORARY until the controller edge is merged
-            return self.broker_id
-        return controller
+        return self.metadata_image().controller_id
 
     async def _listen(self) -> None:
         for listener in self.effective_config().listeners:
@@ -249,12 +241,12 @@ class Broker:
             return
         self._stop_begun = True
         if (not quiet and self.controller_service is not None and self.broker_to_controller is not None
-                and self.config["controlled.shutdown.enable"]):
+                and self.config["controlled.shutdown.enable"] and self._other_brokers_live()):
             from odradek.server.controlled_shutdown import controlled_shutdown
 
             await controlled_shutdown(self)
         self.stopping = True
-        for part in (self.controller_service, self.solo_controller, self.replica_fetchers,
+        for part in (self.controller_service, self.replica_fetchers,
                      self.alter_partitions, self.broker_to_controller):
             await _shut_down(part)
         for _, server in self.servers.values():
@@ -414,18 +406,6 @@ class Broker:
         partition and cause (``LogRateLimiter``)."""
         self.log_limiter.error(log, ("storage", str(error)), "%s (answered KAFKA_STORAGE_ERROR; retried at each "
                                "produce)", error)
-
-
-def _optional_part(module: str, name: str):
-    """``module.name``, or None while ``module`` does not exist (TEMPORARY until the
-    controller edge and replication are merged; an import error inside an existing module
-    is raised)."""
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ModuleNotFoundError as e:
-        if e.name != module:
-            raise
-        return None
 
 
 async def _shut_down(part) -> None:

@@ -7,8 +7,12 @@ znodes. CreateTopics, CreatePartitions, auto-creation and DeleteTopics answer on
 done, or when their time is up:
 
 - created partitions are done when each has a live leader in the metadata image and, where
-  that leader is this broker, this broker leads it (at least at that leader epoch), so a
-  client sent here by the answer finds its partitions served;
+  that leader is this broker, this broker took the role (at least at that leader epoch), so a
+  client sent here by the answer finds its partitions served. A role this broker could not
+  take because the partition's log could not be created (a full disk: the role waits in
+  ``ReplicaManager.unhosted_roles``) counts as taken: waiting longer would not help, and
+  Kafka too answers from the metadata alone (such a partition answers
+  NOT_LEADER_OR_FOLLOWER until the log can be created);
 - a deleted topic is done when the image no longer has it (by name and id: a topic of the
   same name created since is another topic).
 
@@ -39,12 +43,12 @@ async def _poll(done, timeout_ms: int) -> bool:
     return True
 
 
-async def await_leaders(broker, name: str, partitions, timeout_ms: int, cannot_lead=()) -> bool:
+async def await_leaders(broker, name: str, partitions, timeout_ms: int) -> bool:
     """Wait until every partition of ``partitions`` of topic ``name`` has a leader (see the
-    module docstring). ``cannot_lead``: partitions this broker should lead but cannot
-    (TEMPORARY until the controller edge is merged: the solo controller's full-disk case)."""
+    module docstring)."""
     pending = set(partitions)
     me = broker.broker_id
+    rm = broker.replica_manager
 
     def done() -> bool:
         image = broker.metadata_image()
@@ -52,14 +56,22 @@ async def await_leaders(broker, name: str, partitions, timeout_ms: int, cannot_l
             state = image.partition_state(name, p)
             if state is None or state.leader < 0 or state.leader not in image.brokers:
                 continue
-            if state.leader == me and p not in cannot_lead:
-                part = broker.replica_manager.get(name, p)
-                if part is None or not part.is_leader(me) or part.leader_epoch < state.leader_epoch:
-                    continue
+            if state.leader == me and not _role_taken(rm, me, name, p, state.leader_epoch):
+                continue
             pending.discard(p)
         return not pending
 
     return await _poll(done, timeout_ms)
+
+
+def _role_taken(rm, me: int, name: str, p: int, leader_epoch: int) -> bool:
+    """Whether broker ``me`` leads ``name``-``p`` at ``leader_epoch`` or later, or took the
+    LeaderAndIsr of that epoch but could not create the log (an unhosted role)."""
+    part = rm.get(name, p)
+    if part is not None and part.is_leader(me) and part.leader_epoch >= leader_epoch:
+        return True
+    waiting = rm.unhosted_roles.get((name, p))
+    return waiting is not None and waiting.leader_epoch >= leader_epoch
 
 
 async def await_deletion(broker, name: str, topic_id, timeout_ms: int) -> bool:

@@ -125,10 +125,6 @@ class TopicManager:
         with _metadata_errors():
             created = await _off_loop(self.metadata.create_topic, plan.name, plan.assignment, plan.configs)
         log.info("created topic %s with %d partitions", plan.name, len(plan.assignment))
-        solo = self.broker.solo_controller
-        if solo is not None:  # TEMPORARY until the controller edge is merged
-            with _metadata_errors():
-                await solo.topic_changed(plan.name)
         return created
 
     async def await_leaders(self, name: str, partitions, timeout_ms: int) -> None:
@@ -137,11 +133,7 @@ class TopicManager:
         REQUEST_TIMED_OUT otherwise."""
         if timeout_ms <= 0:
             return
-        cannot_lead = ()
-        solo = self.broker.solo_controller
-        if solo is not None and name in solo.unled:  # TEMPORARY until the controller edge is merged
-            cannot_lead = frozenset(partitions)
-        if not await await_leaders(self.broker, name, partitions, timeout_ms, cannot_lead):
+        if not await await_leaders(self.broker, name, partitions, timeout_ms):
             raise TopicError(ErrorCode.REQUEST_TIMED_OUT,
                              f"Topic {name}: not every partition had a leader after {timeout_ms} ms.")
 
@@ -213,30 +205,17 @@ class TopicManager:
             raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED)
         with _metadata_errors():
             await _off_loop(self.metadata.delete_topic, name)
-        solo = self.broker.solo_controller
-        if solo is not None:  # TEMPORARY until the controller edge is merged
-            with _metadata_errors():
-                await solo.delete_topic(name, list(assignment.partitions))
         return assignment.topic_id
 
     async def await_deleted(self, name: str, topic_id, timeout_ms: int) -> None:
         """Wait up to ``timeout_ms`` (not at all when not positive) until the controller has
         deleted the marked topic (TopicError REQUEST_TIMED_OUT otherwise); then its groups'
         committed offsets go."""
-        if (self.broker.solo_controller is None  # TEMPORARY until the controller edge is merged
-                and timeout_ms > 0 and not await await_deletion(self.broker, name, topic_id, timeout_ms)):
+        if timeout_ms > 0 and not await await_deletion(self.broker, name, topic_id, timeout_ms):
             raise TopicError(ErrorCode.REQUEST_TIMED_OUT, f"Topic {name} was not deleted after {timeout_ms} ms.")
         if self.broker.group_coordinator is not None:
             self.broker.group_coordinator.on_topics_deleted({name})
         log.info("deleted topic %s", name)
-
-    async def remove_partitions(self, name: str, indexes: list[int]) -> None:
-        """Take a deleted topic's partitions out of service, then delete their logs (a
-        rename each and one checkpoint, in a worker thread). TEMPORARY until the controller
-        edge is merged: StopReplica with delete does this then."""
-        for index in indexes:
-            self.broker.replica_manager.remove(name, index, delete=False)
-        await _off_loop(self.broker.log_manager.delete_logs, [(name, i) for i in indexes])
 
     def finish_deletions(self) -> None:
         """At start-up, before any partition is led: remove every log of a topic the
@@ -277,10 +256,6 @@ class TopicManager:
             return
         with _metadata_errors():
             await _off_loop(self.metadata.add_partitions, name, new)
-        solo = self.broker.solo_controller
-        if solo is not None:  # TEMPORARY until the controller edge is merged
-            with _metadata_errors():
-                await solo.topic_changed(name)
         await self.await_leaders(name, list(new), timeout_ms)
 
 

@@ -3,6 +3,9 @@ an unreachable store."""
 
 from __future__ import annotations
 
+import errno
+import os
+
 import pytest
 
 from odradek.controller import znode_writer as module
@@ -94,3 +97,22 @@ def test_unreachable_store_is_waited_out_then_given_up(store, monkeypatch):
     failures.clear()
     with pytest.raises(StoreUnavailableError):
         ZnodeWriter(lambda: store, 5, stopped=lambda: True).apply([SetZnode("/a", 0, b"y", 1)])
+
+
+def test_a_write_the_disk_refused_is_repeated_until_it_lands_or_the_controller_stops(store, monkeypatch):
+    monkeypatch.setattr(module, "STORE_RETRY_BACKOFF_S", 0.01)
+    real, refusals = store.multi, []
+
+    def full_disk(ops):
+        if len(refusals) < 20:  # far past any session timeout's worth of retries
+            refusals.append(1)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(ops)
+
+    store.multi = full_disk
+    assert ZnodeWriter(lambda: store, 0.0).apply([SetZnode("/a", 0, b"x", 0)]) is None
+    assert store.get("/a")[0] == b"x" and len(refusals) == 20
+    refusals.clear()
+    with pytest.raises(OSError):
+        ZnodeWriter(lambda: store, 5, stopped=lambda: True).apply([SetZnode("/a", 0, b"y", 1)])
+    assert store.get("/a")[0] == b"x"

@@ -1,13 +1,11 @@
 """The broker's cluster glue: the start and stop order of the cluster parts (stand-ins for
 the controller service, the channel to the controller, the fetchers and the AlterPartition
-sender, injected as their modules), the broker epoch, controlled shutdown's retries, and the
-waits of topic operations for the controller."""
+sender, put in place of the classes the broker module makes them from), the broker epoch,
+controlled shutdown's retries, and the waits of topic operations for the controller."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
-import types
 from types import SimpleNamespace
 
 import pytest
@@ -17,15 +15,11 @@ from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.controlled_shutdown_response import ControlledShutdownResponse, RemainingPartition
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import broker as broker_module
 from odradek.server.controlled_shutdown import controlled_shutdown
 from odradek.server.delayed_topic_operations import await_deletion, await_leaders
 from odradek.testing.broker import InProcessBroker
-
-
-def fake_module(monkeypatch, name: str, **attrs) -> None:
-    module = types.ModuleType(name)
-    module.__dict__.update(attrs)
-    monkeypatch.setitem(sys.modules, name, module)
+from tests.server.clients import wait_until
 
 
 def cluster_parts(monkeypatch, events: list, answers: list):
@@ -62,10 +56,8 @@ def cluster_parts(monkeypatch, events: list, answers: list):
         def __init__(self, broker):
             events.append("alter made")
 
-    fake_module(monkeypatch, "odradek.controller.controller_service", ControllerService=ControllerService)
-    fake_module(monkeypatch, "odradek.server.broker_to_controller", BrokerToControllerChannel=BrokerToControllerChannel)
-    fake_module(monkeypatch, "odradek.replication.replica_fetcher_manager", ReplicaFetcherManager=ReplicaFetcherManager)
-    fake_module(monkeypatch, "odradek.replication.alter_partition_manager", AlterPartitionManager=AlterPartitionManager)
+    for part in (ControllerService, BrokerToControllerChannel, ReplicaFetcherManager, AlterPartitionManager):
+        monkeypatch.setattr(broker_module, part.__name__, part)
 
 
 def remaining(*partitions):
@@ -81,7 +73,7 @@ def test_cluster_parts_start_after_registration_and_stop_after_a_controlled_shut
         epoch = b.call(lambda: b.broker.broker_epoch)
         stored = b.call(lambda: b.broker.metadata.store.creation_id(layout.broker_path(1)))
         assert epoch == stored >= 0
-        assert b.call(lambda: b.broker.solo_controller) is None
+        other_broker(b)
     assert events == [
         "channel made", "fetchers made", "alter made", "controller made", ("controller start", True, True, True),
         ("send", ApiKey.CONTROLLED_SHUTDOWN, 1, epoch), ("send", ApiKey.CONTROLLED_SHUTDOWN, 1, epoch),
@@ -89,19 +81,27 @@ def test_cluster_parts_start_after_registration_and_stop_after_a_controlled_shut
     ]
 
 
-def test_no_controlled_shutdown_when_disabled(tmp_path, monkeypatch):
+def other_broker(b: InProcessBroker) -> None:
+    """Register broker 2 next to ``b``'s (a controlled shutdown is for a broker not alone)."""
+    store = b.call(lambda: b.broker.metadata.store)
+    store.create(layout.broker_path(2), BrokerInfo(2, (), None).to_json(0), ephemeral=True)
+    wait_until(lambda: 2 in b.call(lambda: b.broker.metadata_image().brokers), what="broker 2 registered")
+
+
+@pytest.mark.parametrize("alone", [False, True])
+def test_no_controlled_shutdown_when_disabled_or_alone(tmp_path, monkeypatch, alone):
     events = []
     cluster_parts(monkeypatch, events, [])
-    with InProcessBroker(tmp_path / "data", controlled_shutdown_enable="false"):
-        pass
+    with InProcessBroker(tmp_path / "data", controlled_shutdown_enable="true" if alone else "false") as b:
+        if not alone:
+            other_broker(b)
     assert not [e for e in events if e[0] == "send"]
     assert events[-2:] == ["controller shutdown", "fetchers shutdown"]
 
 
-def test_without_the_controller_service_the_solo_stand_in_is_controller(broker):
-    # TEMPORARY until the controller edge is merged.
+def test_the_single_broker_is_its_own_controller(broker):
     b = broker.broker
-    assert broker.call(lambda: (b.solo_controller is not None, b.controller_id(),
+    assert broker.call(lambda: (b.controller_service.active, b.controller_id(),
                                 b.metadata_image().controller_id)) == (True, 1, 1)
 
 
@@ -172,7 +172,7 @@ class Image:
 def waiting_broker():
     image = Image()
     parts = {}
-    replica_manager = SimpleNamespace(get=lambda t, p: parts.get((t, p)))
+    replica_manager = SimpleNamespace(get=lambda t, p: parts.get((t, p)), unhosted_roles={})
     return SimpleNamespace(broker_id=1, metadata_image=lambda: image, replica_manager=replica_manager), image, parts
 
 
@@ -199,9 +199,16 @@ def test_a_leader_that_is_not_alive_or_the_time_running_out():
     broker, image, parts = waiting_broker()
     image.states[("t", 0)] = PartitionState(3, 0, (3,), 1)  # broker 3 is not registered
     assert asyncio.run(await_leaders(broker, "t", [0], 50)) is False
-    # Partitions this broker cannot lead (the solo stand-in's full disk) are not waited for.
-    image.states[("t", 0)] = PartitionState(1, 0, (1,), 1)
-    assert asyncio.run(await_leaders(broker, "t", [0], 50, cannot_lead={0})) is True
+
+
+def test_a_role_whose_log_could_not_be_created_is_not_waited_for():
+    broker, image, _ = waiting_broker()
+    image.states[("t", 0)] = PartitionState(1, 4, (1,), 1)  # led here, at epoch 4
+    unhosted = broker.replica_manager.unhosted_roles
+    unhosted[("t", 0)] = SimpleNamespace(leader_epoch=3)  # an older LeaderAndIsr's role: wait
+    assert asyncio.run(await_leaders(broker, "t", [0], 50)) is False
+    unhosted[("t", 0)] = SimpleNamespace(leader_epoch=4)  # this one's, its log not creatable
+    assert asyncio.run(await_leaders(broker, "t", [0], 50)) is True
 
 
 def test_a_deletion_is_done_when_the_topic_is_gone_or_another_of_its_name():

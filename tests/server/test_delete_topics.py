@@ -1,7 +1,8 @@
 """DeleteTopics is all-or-nothing and restartable: whatever fails midway (a checkpoint, a
-rename, the metadata write after its mark, or the broker stopping before the logs went), the
-deleted topic's records are never served again, and a new topic of the same name starts
-empty, after a restart too."""
+rename, the controller's removal of the znodes after its mark, or the broker stopping before
+StopReplica deleted the logs), the deleted topic's records are never served again once
+deleted, and a new topic of the same name starts empty, after a restart too (the next
+controller finishes the deletion; the broker removes the logs of a marked topic at start-up)."""
 
 import errno
 import os
@@ -10,8 +11,10 @@ import pytest
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from odradek.server.solo_controller import SoloController
-from odradek.server.topics import TopicManager
+from odradek.controller.commands import DeleteZnode
+from odradek.metadata import layout
+from odradek.server.handlers import stop_replica as stop_replica_handler
+from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.storage import log_manager as log_manager_module
 from odradek.storage.checkpoint import OffsetCheckpointFile
 from odradek.testing.broker import InProcessBroker
@@ -32,11 +35,11 @@ def create(bootstrap, partitions=3):
         admin.close()
 
 
-def delete(bootstrap):
+def delete(bootstrap, timeout_ms=10_000):
     """DeleteTopics; the error code of the topic (0, or the failure's)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        return admin.delete_topics([TOPIC], timeout_ms=10_000, raise_errors=False)["topics"][0]["error_code"]
+        return admin.delete_topics([TOPIC], timeout_ms=timeout_ms, raise_errors=False)["topics"][0]["error_code"]
     finally:
         admin.close()
 
@@ -65,20 +68,32 @@ def rename_failing_for(name):
     return patched
 
 
-def skip_log_removal(self, name, indexes):
-    async def nothing():
-        return None
-    return nothing()  # as if the broker died between the metadata and the logs
+def topic_znodes_refused(apply):
+    def patched(self, store):
+        if self.path in (layout.topic_path(TOPIC), layout.topic_config_path(TOPIC), layout.delete_topic_path(TOPIC)):
+            enospc()
+        return apply(self, store)
+
+    return patched
 
 
+async def stop_replica_never_done(*_args):
+    raise ConnectionResetError("the broker stopped before it deleted the logs")
+
+
+# The last two stay in force until the broker stopped: the deletion is still under way then,
+# and the next start finishes it.
 FAILURES = {
     "checkpoint": [(OffsetCheckpointFile, "write", enospc)],
     "rename of partition 1": [(log_manager_module.os, "rename", rename_failing_for(f"{TOPIC}-1"))],
-    # TEMPORARY until the controller edge is merged: these two stand for the controller's
-    # znode removal failing, and for StopReplica never arriving (the broker stopped).
-    "metadata after its mark": [(SoloController, "remove_topic_znodes", enospc)],
-    "stop before the logs": [(TopicManager, "remove_partitions", skip_log_removal)],
+    # The controller's removal of the topic's znodes refused (a full disk for the metadata):
+    # its writer repeats it until it lands, or the controller stops.
+    "metadata after its mark": [(DeleteZnode, "apply", topic_znodes_refused(DeleteZnode.apply))],
+    # StopReplica with delete fails on the broker (as if it stopped before deleting the
+    # logs): the controller holds the topic as ineligible for deletion meanwhile.
+    "stop before the logs": [(stop_replica_handler, "stop_replicas", stop_replica_never_done)],
 }
+UNTIL_STOPPED = {"metadata after its mark", "stop before the logs"}
 
 
 @pytest.mark.parametrize("failure", FAILURES)
@@ -89,13 +104,16 @@ def test_deleted_records_never_come_back(tmp_path, monkeypatch, failure):
         produce(b.bootstrap, [b"old-%d" % i for i in range(9)])
         for target, name, fake in FAILURES[failure]:
             monkeypatch.setattr(target, name, fake)
-        delete(b.bootstrap)
-        monkeypatch.undo()
+        code = delete(b.bootstrap, 2_000 if failure in UNTIL_STOPPED else 10_000)
+        assert code == (ErrorCode.REQUEST_TIMED_OUT if failure in UNTIL_STOPPED else ErrorCode.NONE)
+        if failure not in UNTIL_STOPPED:
+            monkeypatch.undo()
         if failure != "stop before the logs":
             assert b.call(lambda: [tp for tp in b.broker.replica_manager.partitions if tp[0] == TOPIC]) == []
+    monkeypatch.undo()
     with InProcessBroker(data) as b:
-        assert TOPIC not in b.call(lambda: b.broker.metadata_image().topics)
         assert not [n for n in os.listdir(data) if n.startswith(TOPIC) and not n.endswith("-delete")]
+        wait_until(lambda: TOPIC not in b.call(lambda: b.broker.metadata_image().topics), what="the deletion finished")
         create(b.bootstrap)
         assert read_all(b.bootstrap) == []
         produce(b.bootstrap, [b"new"])

@@ -13,6 +13,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.topics import AUTO_CREATE_WAIT_MS
 from odradek.testing.broker import BrokerProcess, InProcessBroker
 from tests.server.full_disk import TinyFilesystem, full_disk  # noqa: F401 (the fixture)
 from tests.server.clients import read_from_beginning, wait_until
@@ -82,10 +83,11 @@ def test_the_full_partition_answers_storage_error_and_the_others_are_answered(fu
 def test_group_lookup_and_offset_commit_answer_error_codes(full_disk):  # noqa: F811
     b = full_disk
     create(b.bootstrap, partitions=1)
-    client = WireClient(b.bootstrap)
+    # (FindCoordinator waits up to AUTO_CREATE_WAIT_MS for the leaders it created)
+    client = WireClient(b.bootstrap, timeout=AUTO_CREATE_WAIT_MS / 1000 + 20)
     b.fs.fill()
     # __consumer_offsets cannot be created, or its partitions get no leaders: the metadata
-    # write is refused.
+    # write is refused (the controller repeats its writes until they land).
 
     def find():
         _, found = client.request("FindCoordinator", 3, message("FindCoordinatorRequest", key="g", key_type=0))

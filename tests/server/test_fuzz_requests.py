@@ -37,8 +37,10 @@ from tests.server.wire import WireClient, message, simple_batch
 
 SPECS = {s.api_key: s for s in ALL_SPECS if s.type == "request"}
 CASES = [(SPECS[key], v) for key, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1)]
-# Handlers that may wait on purpose (long poll, a group's join and sync barriers).
-MAY_WAIT = {ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.PRODUCE}
+# Handlers that may wait on purpose (long poll, a group's join and sync barriers, topic
+# operations waiting up to their timeout for the controller to carry them out).
+MAY_WAIT = {ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.PRODUCE,
+            ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS}
 PROBE_ID = 0x5EED
 # How long an exchange waits for the answers: briefly where a handler may wait on purpose,
 # long enough elsewhere for the slow ones (topic creation writes metadata off the loop) on a

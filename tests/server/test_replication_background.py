@@ -20,7 +20,9 @@ from tests.server.wire import WireClient, produce_body, simple_batch
 def test_a_silent_follower_leaves_the_isr_and_the_high_watermark_is_checkpointed(tmp_path):
     clock = FakeClock(int(time.time() * 1000))
     data = tmp_path / "data"
-    props = {"replica.lag.time.max.ms": "200", "replica.high.watermark.checkpoint.interval.ms": "50"}
+    props = {"replica.lag.time.max.ms": "200", "replica.high.watermark.checkpoint.interval.ms": "50",
+             # the fake channel to the controller answers AlterPartition only
+             "controlled.shutdown.enable": "false"}
     with InProcessBroker(data, clock=clock, **props) as b:
         topic = unique_topic("isr-expiration")
         wire = WireClient(b.bootstrap)
@@ -31,13 +33,13 @@ def test_a_silent_follower_leaves_the_isr_and_the_high_watermark_is_checkpointed
             rm = b.broker.replica_manager
             part = rm.get(topic, 0)
             rm.make_leader(topic, 0, part.topic_id, (1, 2), (1, 2), 1, part.log.config)
-            return part
-        part = b.call(replicate)
+            return part, part.zk_version
+        part, version = b.call(replicate)
         wire.request("Produce", 9, produce_body(topic, 0, simple_batch([b"a", b"b", b"c"])))
         wire.close()
         assert b.call(lambda: (part.high_watermark, part.isr)) == (0, (1, 2))  # follower 2 holds it
         clock.advance(1_000)  # follower 2 has not fetched for longer than replica.lag.time.max.ms
         wait_until(lambda: b.call(lambda: part.isr) == (1,), what="the ISR shrink")
-        assert b.call(lambda: (part.high_watermark, part.zk_version)) == (3, 0)  # the version moved from -1
+        assert b.call(lambda: (part.high_watermark, part.zk_version)) == (3, version + 1)  # the state was written
         path = str(data / HIGH_WATERMARK_CHECKPOINT)
         wait_until(lambda: OffsetCheckpointFile(path).read().get((topic, 0)) == 3, what="the checkpoint")

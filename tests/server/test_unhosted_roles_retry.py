@@ -1,5 +1,7 @@
-"""A partition whose log could not be created (a full disk) is not led, answers
-NOT_LEADER_OR_FOLLOWER meanwhile, and is led by itself once its log can be created."""
+"""A role LeaderAndIsr gave whose log could not be created (a full disk) waits in
+``ReplicaManager.unhosted_roles``: the partition is not led and answers NOT_LEADER_OR_FOLLOWER
+meanwhile (CreateTopics does not wait for it), and the background retry
+(``state_change.retry_unhosted_roles``) takes the role once the log can be created."""
 
 import errno
 import os
@@ -15,7 +17,7 @@ from tests.server.wire import WireClient, produce_body, simple_batch
 
 
 def test_partitions_are_led_once_their_log_can_be_created(tmp_path, monkeypatch):
-    monkeypatch.setattr(background, "LEADERSHIP_RETRY_MS", 50)
+    monkeypatch.setattr(background, "UNHOSTED_ROLES_RETRY_MS", 50)
     create_log = LogManager.get_or_create_log
     disk_full = [True]
 
@@ -34,6 +36,9 @@ def test_partitions_are_led_once_their_log_can_be_created(tmp_path, monkeypatch)
             return b.call(lambda: sorted(i for t, i in b.broker.replica_manager.partitions if t == "t"))
 
         assert led() == []
+        # (wait_until: a retry pass under way holds the roles aside for a moment)
+        wait_until(lambda: b.call(lambda: sorted(i for t, i in b.broker.replica_manager.unhosted_roles
+                                                 if t == "t")) == [0, 1], what="both roles waiting")
         client = WireClient(b.bootstrap)
         _, response = client.request("Produce", 8, produce_body("t", 0, simple_batch([b"x"])))
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
