@@ -6,6 +6,8 @@
   in a worker thread so the event loop (and every other partition) keeps appending;
 - checkpoints (``log.flush.offset.checkpoint.interval.ms``): recovery points and log start
   offsets;
+- deleted logs (every ``DELETED_DIRS_CHECK_MS``): erase deleted partitions' directories
+  ``file.delete.delay.ms`` after their deletion;
 - cleaner (``log.cleaner.backoff.ms``): compact ``cleanup.policy=compact`` logs in a worker
   thread;
 - unhosted roles (every ``UNHOSTED_ROLES_RETRY_MS``): take the roles LeaderAndIsr gave
@@ -43,6 +45,10 @@ def background_tasks(broker):
     cfg = broker.config
     yield _every(cfg["log.retention.check.interval.ms"], lambda: _retention(broker), "retention")
     yield _every(cfg["log.flush.scheduler.interval.ms"], lambda: _flush(broker), "flush")
+    # Deleted topics' directories go file.delete.delay.ms after their deletion (Kafka's
+    # scheduler), not at the next retention pass, which may be minutes later.
+    yield _every(DELETED_DIRS_CHECK_MS, lambda: _in_thread(broker.log_manager.remove_deleted_dirs,
+                                                           broker.clock.milliseconds()), "deleted logs")
     yield _every(cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
                  lambda: _in_thread(broker.log_manager.checkpoint), "checkpoint")
     if cfg["log.cleaner.enable"]:
@@ -92,6 +98,10 @@ def _shrink_isrs(broker) -> None:
     """Kafka's ``isr-expiration`` task: each ISR change goes to the controller."""
     for part in broker.replica_manager.maybe_shrink_isrs(broker.clock.milliseconds()):
         broker.alter_partitions.submit(part)
+
+
+# How often directories of deleted partitions are checked for erasure.
+DELETED_DIRS_CHECK_MS = 2_000
 
 
 async def _in_thread(fn, *args):

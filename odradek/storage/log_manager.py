@@ -421,6 +421,12 @@ class LogManager:
         """Erase retired segment files and deleted partition directories whose delay has
         passed; return how many were erased."""
         count = sum(log.remove_deleted_files(now_ms) for log in self.all_logs().values())
+        return count + self.remove_deleted_dirs(now_ms)
+
+    def remove_deleted_dirs(self, now_ms: int) -> int:
+        """Erase the deleted partition directories whose ``file.delete.delay.ms`` has passed
+        (and rename those a failed rename left); cheap, so the broker runs it every few
+        seconds, not only at retention passes. How many were erased."""
         with self._lock:
             due = [p for t, p in self._pending_dir_deletes if t <= now_ms]
             self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now_ms]
@@ -430,7 +436,7 @@ class LogManager:
             unrenamed = list(self._unrenamed)
         for path in unrenamed:
             self._retire_dir(path, 0)
-        return count + len(due)
+        return len(due)
 
     def run_cleaner(self, now_ms: int, force: bool = False) -> dict[TopicPartition, CleanerStats]:
         """One compaction pass over each compacted log whose dirty ratio or

@@ -57,3 +57,21 @@ def test_producer_ids_are_kept_until_they_have_been_silent_long_enough(tmp_path)
         _produce(producer, topic, [b"a"])
         time.sleep(0.5)  # ten checks
         assert _producers(b, topic) == 1
+
+
+def test_a_deleted_topics_directory_is_erased_after_file_delete_delay_not_at_retention(tmp_path):
+    """Retention passes every 5 minutes here; the deleted partition's directory still goes
+    once its file.delete.delay.ms (the broker's log.segment.delete.delay.ms) has passed."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    with InProcessBroker(tmp_path, log_segment_delete_delay_ms=500, log_retention_check_interval_ms=300000) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        topic = unique_topic("doomed")
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        _produce(Producer({"bootstrap.servers": b.bootstrap}), topic, [b"x"] * 10)
+        admin.delete_topics([topic])[topic].result(30)
+
+        def leftovers() -> list[str]:
+            return [p.name for p in tmp_path.iterdir() if p.name.startswith(topic)]
+
+        assert wait_until(lambda: not leftovers(), 15), leftovers()
