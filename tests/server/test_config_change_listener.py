@@ -46,3 +46,17 @@ def test_old_notifications_are_deleted_beyond_the_newest_hundred(tmp_path):
         names = b.call(b.broker.metadata.store.children, layout.CONFIG_CHANGES)
         assert len(names) == 100
         assert max(names) == "config_change_0000000104"
+
+
+def test_a_topic_config_altered_through_one_broker_applies_to_the_replica_on_another(zookeeper, chroot, tmp_path):
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+
+    connect = zookeeper.hosts + chroot
+    with InProcessBroker(tmp_path / "1", node_id=1, zookeeper_connect=connect) as one, \
+            InProcessBroker(tmp_path / "2", node_id=2, zookeeper_connect=connect) as two:
+        admin = KafkaAdminClient(bootstrap_servers=one.bootstrap)
+        admin.create_topics([NewTopic("on-two", -1, -1, replica_assignments={0: [2]})])
+        _wait_for(lambda: two.call(lambda: two.broker.replica_manager.get("on-two", 0)) is not None)
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "on-two", configs={"retention.ms": "777777"})])
+        admin.close()
+        _wait_for(lambda: two.call(lambda: two.broker.replica_manager.get("on-two", 0).log.config.retention_ms) == 777777)
