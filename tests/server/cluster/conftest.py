@@ -1,4 +1,5 @@
-"""Fixtures of the cluster tests: one ZooKeeper per session, a fresh chroot and cluster per test.
+"""Fixtures of the cluster tests: a fresh chroot and cluster per test, on the session's
+ZooKeeper (``zookeeper``, in ``tests/conftest.py``).
 
 Every test here is marked ``cluster`` (deselect them with ``-m "not cluster"``). A failing test's
 report carries the tail of each broker's output, and its ZooKeeper summary.
@@ -11,7 +12,6 @@ import uuid
 
 import pytest
 
-from tests.metadata.zookeeper_server import ZooKeeperServer, zookeeper_installed
 from tests.server.cluster.harness import Cluster
 
 
@@ -26,30 +26,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.cluster)
 
 
-@pytest.fixture(scope="session")
-def cluster_zookeeper(tmp_path_factory):
-    """A standalone ZooKeeper on 127.0.0.1 for the whole session (skipped without Debian's
-    ``zookeeper`` package, failed under CI)."""
-    if not zookeeper_installed():
-        message = "ZooKeeper is not installed: apt-get install zookeeper (scripts/setup.sh)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    server = ZooKeeperServer(tmp_path_factory.mktemp("cluster-zookeeper"))
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def make_cluster(cluster_zookeeper, tmp_path):
+def make_cluster(zookeeper, tmp_path):
     """``make_cluster(props=None)`` -> a `Cluster` in its own chroot (start brokers with
     ``.start(ids)``); every cluster made is killed at the end of the test, pass or fail."""
     made: list[Cluster] = []
 
     def make(props: dict[str, str] | None = None) -> Cluster:
         chroot = f"/cluster-{uuid.uuid4().hex[:10]}"
-        cluster = Cluster(cluster_zookeeper, tmp_path / f"cluster{len(made)}", chroot, props)
+        cluster = Cluster(zookeeper, tmp_path / f"cluster{len(made)}", chroot, props)
         made.append(cluster)
         return cluster
 

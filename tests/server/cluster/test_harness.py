@@ -81,7 +81,7 @@ def test_a_broker_that_cannot_start_fails_fast_with_its_output(make_cluster):
         cluster.start([21], controller=False, timeout=30)
 
 
-def test_children_die_with_the_test_process(cluster_zookeeper, tmp_path):
+def test_children_die_with_the_test_process(zookeeper, tmp_path):
     """PR_SET_PDEATHSIG: a broker started by a process that dies is killed by the kernel."""
     import subprocess
     import sys
@@ -90,7 +90,7 @@ def test_children_die_with_the_test_process(cluster_zookeeper, tmp_path):
         "import sys, time\n"
         "from pathlib import Path\n"
         "from tests.server.cluster.harness import BrokerNode\n"
-        f"node = BrokerNode(31, Path({str(tmp_path)!r}), {cluster_zookeeper.hosts + '/orphan'!r}, {{}})\n"
+        f"node = BrokerNode(31, Path({str(tmp_path)!r}), {zookeeper.hosts + '/orphan'!r}, {{}})\n"
         "node.launch()\n"
         "print(node.pid, flush=True)\n"
         "time.sleep(60)\n"
