@@ -103,7 +103,26 @@ class Cluster:
             self.wait_registered(broker_id, timeout)
         if controller:
             self.wait_for_controller(timeout=20)
+            self.wait_brokers_known(ids)
         return self
+
+    def wait_brokers_known(self, broker_ids: Iterable[int], timeout: float = 20) -> None:
+        """Until every one of ``broker_ids`` lists them all in its Metadata: a broker's view
+        of the live brokers follows ZooKeeper's watches, so a topic created through a broker
+        the moment the others registered could see too few of them for its replication
+        factor (INVALID_REPLICATION_FACTOR, which clients do not retry)."""
+        from tests.server.cluster.cluster_clients import metadata_from
+
+        wanted = set(broker_ids)
+
+        def known() -> bool:
+            try:
+                return all({b.node_id for b in metadata_from(self.nodes[i].bootstrap).brokers} >= wanted
+                           for i in wanted)
+            except Exception:  # noqa: BLE001 - a broker still starting: look again
+                return False
+
+        wait_until(known, timeout, f"brokers {sorted(wanted)} to all know each other")
 
     def restart(self, broker_id: int, timeout: float = START_TIMEOUT_S) -> BrokerNode:
         """Start a stopped (killed, terminated) broker again with the same id, port and data."""
