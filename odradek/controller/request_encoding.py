@@ -111,11 +111,19 @@ def _endpoint(info: BrokerInfo | None, listener: str | None):
     return (info.endpoint(listener) if listener else None) or info.endpoints[0]
 
 
+def _topic_states(partitions, states, topic_ids: dict, topic_state) -> list:
+    """The wire ``states`` of ``partitions`` grouped per topic (the layout of LeaderAndIsr v2+
+    and UpdateMetadata v5+), each group a ``topic_state`` with the topic's id (zero if none)."""
+    grouped = _by_topic(zip(partitions, states), lambda pair: pair[0].topic)
+    return [topic_state(topic_name=topic, topic_id=topic_ids.get(topic, ZERO_UUID),
+                        partition_states=[s for _, s in pairs])
+            for topic, pairs in grouped.items()]
+
+
 def encode_leader_and_isr(
     request: LeaderAndIsrRequest, version: int, listener: str | None = None
 ) -> lai.LeaderAndIsrRequest:
     """``listener`` picks the live leaders' endpoint (default: their first)."""
-    topic_ids = dict(request.topic_ids)
     out = lai.LeaderAndIsrRequest(
         controller_id=request.controller_id,
         controller_epoch=request.controller_epoch,
@@ -126,15 +134,8 @@ def encode_leader_and_isr(
     if version < 2:
         out.ungrouped_partition_states = states
         return out
-    grouped = _by_topic(zip(request.partition_states, states), lambda pair: pair[0].topic)
-    out.topic_states = [
-        lai.LeaderAndIsrTopicState(
-            topic_name=topic,
-            topic_id=topic_ids.get(topic, ZERO_UUID),
-            partition_states=[s for _, s in pairs],
-        )
-        for topic, pairs in grouped.items()
-    ]
+    out.topic_states = _topic_states(request.partition_states, states, dict(request.topic_ids),
+                                     lai.LeaderAndIsrTopicState)
     return out
 
 
@@ -198,7 +199,6 @@ def _update_metadata_broker(broker: LiveBroker, version: int) -> umr.UpdateMetad
 
 
 def encode_update_metadata(request: UpdateMetadataRequest, version: int) -> umr.UpdateMetadataRequest:
-    topic_ids = dict(request.topic_ids)
     out = umr.UpdateMetadataRequest(
         controller_id=request.controller_id,
         controller_epoch=request.controller_epoch,
@@ -209,15 +209,8 @@ def encode_update_metadata(request: UpdateMetadataRequest, version: int) -> umr.
     if version < 5:
         out.ungrouped_partition_states = states
         return out
-    grouped = _by_topic(zip(request.partition_states, states), lambda pair: pair[0].topic)
-    out.topic_states = [
-        umr.UpdateMetadataTopicState(
-            topic_name=topic,
-            topic_id=topic_ids.get(topic, ZERO_UUID),
-            partition_states=[s for _, s in pairs],
-        )
-        for topic, pairs in grouped.items()
-    ]
+    out.topic_states = _topic_states(request.partition_states, states, dict(request.topic_ids),
+                                     umr.UpdateMetadataTopicState)
     return out
 
 
