@@ -53,6 +53,17 @@ class BatchSpec:
     transactional: bool = False
     control: bool = False
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
+    # Kafka's names for the two bits (``isTransactional``/``isControlBatch``): either spelling
+    # sets the bit, and both read the same after construction.
+    is_transactional: bool = False
+    is_control: bool = False
+
+    def __post_init__(self) -> None:
+        transactional = self.transactional or self.is_transactional
+        control = self.control or self.is_control
+        for name, value in (("transactional", transactional), ("is_transactional", transactional),
+                            ("control", control), ("is_control", control)):
+            object.__setattr__(self, name, value)
 
     @property
     def attributes(self) -> int:
