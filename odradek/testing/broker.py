@@ -32,6 +32,7 @@ def test_config(data_dir, **overrides) -> dict[str, str]:
         "node.id": "1",
         "group.initial.rebalance.delay.ms": "0",
         "offsets.topic.num.partitions": "4",
+        "transaction.state.log.num.partitions": "4",
     }
     props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
     return props

@@ -39,6 +39,7 @@ BASE_PROPS = {
     "auto.create.topics.enable": "false",
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
     # Deleted logs are renamed "-delete" and erased this long after, by the retention pass.
     "log.segment.delete.delay.ms": "200",
     "log.retention.check.interval.ms": "1000",
