@@ -28,6 +28,7 @@ _SERVED = [
     # From the controller (``server/handlers/leader_and_isr.py``, ``stop_replica.py``,
     # ``update_metadata.py``).
     ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+    ApiKey.TXN_OFFSET_COMMIT,  # group coordinator side of transactions
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

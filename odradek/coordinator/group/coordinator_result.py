@@ -12,6 +12,9 @@ zero or more ``Write``s, each a list of records that the runtime appends to the 
   work the same way) and the records are replayed only when loading.
 - ``on_written(error)``: called once the records are appended and replicated (``error`` is
   ``ErrorCode.NONE``), or when that failed; it may return another result to apply.
+- ``producer_id``/``producer_epoch`` (TxnOffsetCommit): the batch is a transactional batch of
+  that producer (base sequence -1); replayed, its offsets stay pending until the marker.
+  -1 (the default): an ordinary batch without producer.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ class Write:
     records: list
     replay: bool = True
     on_written: Callable | None = None
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 @dataclass(slots=True)

@@ -19,6 +19,12 @@ and does for them what they cannot do themselves:
   due timers and writes what they return; a task expires offsets every
   ``offsets.retention.check.interval.ms``.
 
+Transactions: TxnOffsetCommit's records are written as one transactional batch of the
+producer (``Write.producer_id``; the partition fences older epochs) and replayed as pending;
+``complete_transaction`` applies the marker that the WriteTxnMarkers handler has just appended
+(a marker appended while the partition loads is applied once the load is done, unless the
+load replayed it).
+
 Simplification against Kafka: a record is replayed when it is appended locally, not when the
 replicas have it, so with several replicas an offset can be visible before it is committed
 (Kafka keeps it pending until then). With one replica (today's clusters) the two are the same.
@@ -44,7 +50,7 @@ from odradek.coordinator.group.group_results import (
 from odradek.coordinator.group.loader import load_shard
 from odradek.coordinator.group.partitioner import partition_for
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.records.builder import BatchBuilder
+from odradek.records.builder import BatchBuilder, BatchSpec
 
 log = logging.getLogger("odradek.coordinator.group")
 
@@ -66,6 +72,8 @@ class _Slot:
     timer: asyncio.TimerHandle | None = None
     timer_deadline: int | None = None
     tasks: set = field(default_factory=set)
+    # Markers applied while loading: (the log end offset then, producer id, committed).
+    ended_while_loading: list = field(default_factory=list)
 
 
 class GroupCoordinator:
@@ -174,6 +182,10 @@ class GroupCoordinator:
 
     def _loaded(self, slot: _Slot, stats) -> None:
         slot.loading = False
+        for log_end, producer_id, committed in slot.ended_while_loading:
+            if stats is None or log_end > stats.end_offset:  # the load stopped short of it
+                slot.shard.replay_end_transaction(producer_id, committed)
+        slot.ended_while_loading.clear()
         slot.shard.on_loaded()
         self._arm(slot)
         if stats is not None:
@@ -204,10 +216,11 @@ class GroupCoordinator:
         """Write ``result``'s records; one future per write, giving its error once replicated."""
         done = []
         for write in result.writes if result is not None else ():
-            error, last_offset = self._append(slot, write.records)
+            error, last_offset = self._append(slot, write)
             if error == ErrorCode.NONE and write.replay:
-                for record in write.records:
-                    slot.shard.replay(record)
+                first = last_offset - len(write.records) + 1
+                for i, record in enumerate(write.records):
+                    slot.shard.replay(record, write.producer_id, first + i)
             future = self.loop.create_future()
             done.append(future)
             if error != ErrorCode.NONE or self._replicated(slot, last_offset):
@@ -217,7 +230,8 @@ class GroupCoordinator:
         self._arm(slot)
         return done
 
-    def _append(self, slot: _Slot, records: list) -> tuple[ErrorCode, int]:
+    def _append(self, slot: _Slot, write) -> tuple[ErrorCode, int]:
+        records = write.records
         if not records:
             return ErrorCode.NONE, -1
         rm = self.broker.replica_manager
@@ -225,7 +239,10 @@ class GroupCoordinator:
         if part is None or not part.is_leader(self.broker.broker_id) or part.leader_epoch != slot.leader_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
         now = self.clock.milliseconds()
-        builder = BatchBuilder()
+        spec = BatchSpec()
+        if write.producer_id >= 0:
+            spec = BatchSpec(producer_id=write.producer_id, producer_epoch=write.producer_epoch, transactional=True)
+        builder = BatchBuilder(spec)
         for record in records:
             builder.append(now, record.key_bytes(), record.value_bytes())
         try:
@@ -370,6 +387,21 @@ class GroupCoordinator:
         except CoordinatorError as e:
             return {(p.topic, p.partition): e.error for p in req.partitions}
         result = slot.shard.commit_offsets(req)
+        return await self._answer_commit(slot, result)
+
+    async def commit_transactional_offsets(self, req) -> dict:
+        """TxnOffsetCommit: ``{(topic, partition): error}``, answered once written and
+        replicated; the offsets stay pending until ``complete_transaction``."""
+        if not req.group_id:
+            return {(p.topic, p.partition): ErrorCode.INVALID_GROUP_ID for p in req.partitions}
+        try:
+            slot = self._slot_for(req.group_id)
+        except CoordinatorError as e:
+            return {(p.topic, p.partition): e.error for p in req.partitions}
+        result = slot.shard.commit_transactional_offsets(req)
+        return await self._answer_commit(slot, result)
+
+    async def _answer_commit(self, slot: _Slot, result) -> dict:
         errors = [await f for f in self._apply(slot, result)]
         failed = next((e for e in errors if e != ErrorCode.NONE), None)
         if failed is None:
@@ -377,12 +409,26 @@ class GroupCoordinator:
         mapped = offset_write_error(failed)
         return {k: mapped if e == ErrorCode.NONE else e for k, e in result.response.items()}
 
-    def fetch_offsets(self, group_id: str, wanted) -> tuple[ErrorCode, list]:
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT (``commit``) or ABORT marker of ``producer_id`` was appended to
+        ``offsets_partition``: its pending offsets there become committed or are dropped. A
+        no-op when this broker has no shard of that partition (a later load replays the marker)."""
+        slot = self._slots.get(offsets_partition)
+        if slot is None:
+            return
+        if slot.loading:
+            part = self.broker.replica_manager.get(OFFSETS_TOPIC, offsets_partition)
+            log_end = part.log_end_offset if part is not None else 2**63 - 1
+            slot.ended_while_loading.append((log_end, producer_id, commit))
+            return
+        slot.shard.replay_end_transaction(producer_id, commit)
+
+    def fetch_offsets(self, group_id: str, wanted, require_stable: bool = False) -> tuple[ErrorCode, list]:
         try:
             slot = self._slot_for(group_id)
         except CoordinatorError as e:
             return e.error, []
-        return ErrorCode.NONE, slot.shard.fetch_offsets(group_id, wanted)
+        return ErrorCode.NONE, slot.shard.fetch_offsets(group_id, wanted, require_stable)
 
     async def delete_offsets(self, group_id: str, partitions) -> tuple[ErrorCode, dict]:
         try:

@@ -14,7 +14,8 @@ JoinGroup, SyncGroup,       ``groups`` (GroupMetadataManager): the rebalance pro
 Heartbeat, LeaveGroup,
 DescribeGroups, ListGroups
 OffsetCommit, OffsetFetch,  ``offsets`` (OffsetMetadataManager)
-OffsetDelete
+OffsetDelete,
+TxnOffsetCommit, markers
 DeleteGroups, expiry        here, as they touch both
 ==========================  ======================================================
 """
@@ -62,8 +63,11 @@ class GroupCoordinatorShard:
     def commit_offsets(self, req) -> CoordinatorResult:
         return self.offsets.commit(req)
 
-    def fetch_offsets(self, group_id: str, wanted):
-        return self.offsets.fetch(group_id, wanted)
+    def commit_transactional_offsets(self, req) -> CoordinatorResult:
+        return self.offsets.commit_transactional(req)
+
+    def fetch_offsets(self, group_id: str, wanted, require_stable: bool = False):
+        return self.offsets.fetch(group_id, wanted, require_stable)
 
     def delete_offsets(self, group_id: str, partitions) -> CoordinatorResult:
         return self.offsets.delete_offsets(group_id, partitions)
@@ -86,7 +90,7 @@ class GroupCoordinatorShard:
             elif not group.is_(GroupState.EMPTY):
                 errors[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
-                removed = sorted(self.offsets.committed(group_id))
+                removed = self.offsets.partitions_with_offsets(group_id)
                 records += [OffsetCommitRecord(group_id, t, p, None) for t, p in removed]
                 records.append(GroupMetadataRecord(group_id, None))
                 errors[group_id] = ErrorCode.NONE
@@ -113,7 +117,7 @@ class GroupCoordinatorShard:
         for group in list(self.groups.groups.values()):
             if group.is_(GroupState.DEAD):
                 continue
-            gone = [tp for tp in self.offsets.committed(group.group_id) if tp[0] in topics]
+            gone = [tp for tp in self.offsets.partitions_with_offsets(group.group_id) if tp[0] in topics]
             if gone:
                 records += self.offsets.cleanup(group, gone)
         if records:
@@ -130,16 +134,23 @@ class GroupCoordinatorShard:
         return [result for fn in self.timer.pop_due(now_ms) if (result := fn()) is not None]
 
     # --- replay -----------------------------------------------------------------------------
-    def replay(self, record) -> None:
-        """Apply one record of this partition (written just now, or loaded)."""
+    def replay(self, record, producer_id: int = -1, record_offset: int = -1) -> None:
+        """Apply one record of this partition (written just now, or loaded) at
+        ``record_offset`` of the log; ``producer_id``: its batch's when transactional."""
         if isinstance(record, OffsetCommitRecord):
             if record.offset is not None:
                 self.groups.get_or_create(record.group_id)
-            self.offsets.replay(record)
+            self.offsets.replay(record, producer_id, record_offset)
         elif isinstance(record, GroupMetadataRecord):
             self.groups.replay(record)
         else:
             raise TypeError(f"not a group coordinator record: {record!r}")
+
+    def replay_end_transaction(self, producer_id: int, committed: bool) -> None:
+        """Apply a transaction marker of ``producer_id`` (a control batch of this partition)."""
+        for group_id in self.offsets.replay_end_transaction(producer_id, committed):
+            if self.offsets.has_offsets(group_id):
+                self.groups.get_or_create(group_id)
 
     def on_loaded(self) -> None:
         self.groups.on_loaded()

@@ -72,3 +72,17 @@ class CommitRequest:
     # OffsetCommit v2-v4: how long to keep these offsets (-1: by the broker's policy).
     retention_time_ms: int = -1
     partitions: tuple[CommitPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TxnCommitRequest:
+    """TxnOffsetCommit: offsets of ``partitions`` pending in the transaction of
+    ``producer_id``/``producer_epoch`` (v0-v2 carry no member id or generation: -1 and "")."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    generation_id: int = -1
+    partitions: tuple[CommitPartition, ...] = ()

@@ -4,8 +4,12 @@ This is how a coordinator takes up a partition, after a restart or when it becom
 leader (Kafka's documentation, 'Consumer Offset Tracking': until it is done, requests for its
 groups get COORDINATOR_LOAD_IN_PROGRESS).
 It reads whole batches, ``READ_BYTES`` at a time, decodes each record's key and value and
-replays it into the shard: later records overwrite earlier ones, tombstones delete. Control
-batches are skipped (transactional offset commits are not supported yet). A record that does
+replays it into the shard: later records overwrite earlier ones, tombstones delete.
+Transactions (TxnOffsetCommit) replay as they happened: the records of a transactional batch
+are replayed with its producer id (pending offsets), and a control batch's end-transaction
+marker ends that producer's transaction on this partition (COMMIT: its pending offsets become
+committed; ABORT: dropped), so pending offsets survive a coordinator move through this replay
+alone. Control records that are not transaction markers are skipped. A record that does
 not decode is logged and skipped, so one bad record cannot keep a coordinator from starting;
 record types of newer Kafka group protocols are skipped silently.
 
@@ -28,6 +32,7 @@ from odradek.records.reader import iter_batches
 log = logging.getLogger("odradek.coordinator.group")
 
 READ_BYTES = 1 << 20
+NO_PRODUCER_ID = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +56,14 @@ def load_shard(shard, plog, end_offset: int | None = None) -> LoadStats:
         for batch in iter_batches(data):
             if batch.next_offset <= offset:
                 continue  # compacted-away prefix of the batch holding ``offset``
-            if not batch.is_control:
+            if batch.is_control:
+                _replay_marker(shard, batch)
+            else:
+                producer_id = batch.producer_id if batch.is_transactional else NO_PRODUCER_ID
                 for record in batch.records():
                     if record.offset < offset:
                         continue
-                    if _replay_one(shard, record):
+                    if _replay_one(shard, record, producer_id):
                         replayed += 1
                     else:
                         skipped += 1
@@ -63,7 +71,17 @@ def load_shard(shard, plog, end_offset: int | None = None) -> LoadStats:
     return LoadStats(start, offset, replayed, skipped)
 
 
-def _replay_one(shard, record) -> bool:
+def _replay_marker(shard, batch) -> None:
+    """End the transaction a control batch's marker ends (other control records: skipped)."""
+    try:
+        marker = batch.end_txn_marker()
+    except CorruptRecordError as e:
+        log.warning("partition %d: skipping control batch at offset %d: %s", shard.partition, batch.base_offset, e)
+        return
+    shard.replay_end_transaction(batch.producer_id, marker.committed)
+
+
+def _replay_one(shard, record, producer_id: int = NO_PRODUCER_ID) -> bool:
     try:
         decoded = decode_record(record.key, record.value)
     except CoordinatorRecordError as e:
@@ -71,7 +89,7 @@ def _replay_one(shard, record) -> bool:
         return False
     if decoded is None:
         return False
-    shard.replay(decoded)
+    shard.replay(decoded, producer_id, record.offset)
     return True
 
 

@@ -17,6 +17,18 @@ expires then; otherwise, in an empty group, all offsets expire ``offsets.retenti
 after the group became empty; in a stable consumer group, offsets of topics no member
 subscribes to expire that long after their commit; a group that only stores offsets (no
 protocol type) loses each offset that long after its commit.
+
+Transactional offsets (TxnOffsetCommit, Kafka's ``commitTransactionalOffset``): the same
+records, written in a transactional batch of the producer; replayed, they stay pending
+(``pending_offsets``) until the producer's marker: a COMMIT makes them committed unless an
+offset written later in the log was committed meanwhile (``positions`` keeps each committed
+offset's record offset), an ABORT drops them. Who may commit transactionally is checked as
+for OffsetCommit, except that a commit without member id and generation is accepted whatever
+the group's state (old producers send none) and a group completing a rebalance is no obstacle.
+A pending offset holds back its partition: OffsetFetch with ``require_stable`` answers
+UNSTABLE_OFFSET_COMMIT for it, its committed offset does not expire, a group with open
+transactions is not removed by expiry; tombstones (OffsetDelete, DeleteGroups, deleted
+topics) cover pending partitions too, and drop them when replayed.
 """
 
 from __future__ import annotations
@@ -29,14 +41,31 @@ from odradek.coordinator.group.coordinator_record import (
 from odradek.coordinator.group.coordinator_result import CoordinatorResult, Write
 from odradek.coordinator.group.group_config import GroupConfig
 from odradek.coordinator.group.group_metadata_manager import GroupMetadataManager
-from odradek.coordinator.group.group_requests import UNKNOWN_MEMBER_ID, CommitRequest
+from odradek.coordinator.group.group_requests import (
+    UNKNOWN_MEMBER_ID,
+    CommitRequest,
+    TxnCommitRequest,
+)
 from odradek.coordinator.group.group_state import GroupState
 from odradek.coordinator.group.offset_and_metadata import OffsetAndMetadata
+from odradek.coordinator.group.pending_offsets import PendingTransactionalOffsets
 from odradek.protocol.generated.error_codes import ErrorCode
 
 INT64_MAX = 2**63 - 1
 
 TopicPartition = tuple[str, int]
+
+NO_PRODUCER_ID = -1
+
+
+class _Unstable:
+    """``fetch``'s answer for a partition with a pending transactional offset (require_stable)."""
+
+    def __repr__(self) -> str:
+        return "UNSTABLE"
+
+
+UNSTABLE = _Unstable()
 
 
 class OffsetMetadataManager:
@@ -45,12 +74,19 @@ class OffsetMetadataManager:
         self.clock = clock
         self.groups = groups
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # The record offset in ``__consumer_offsets`` of each committed offset (-1: unknown).
+        self.positions: dict[str, dict[TopicPartition, int]] = {}
+        self.pending = PendingTransactionalOffsets()
 
     def has_offsets(self, group_id: str) -> bool:
         return bool(self.offsets.get(group_id))
 
     def committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         return dict(self.offsets.get(group_id, {}))
+
+    def partitions_with_offsets(self, group_id: str) -> list[TopicPartition]:
+        """Partitions with a committed or a pending transactional offset, sorted."""
+        return sorted(set(self.offsets.get(group_id, {})) | self.pending.partitions(group_id))
 
     # --- commit -----------------------------------------------------------------------------
     def commit(self, req: CommitRequest) -> CoordinatorResult:
@@ -68,18 +104,52 @@ class OffsetMetadataManager:
         # Capped at Long.MAX_VALUE: the record's expire timestamp is an int64, and a client's
         # retention of up to Long.MAX_VALUE ms means "keep it" (Java would wrap to negative).
         expire = min(now + req.retention_time_ms, INT64_MAX) if req.retention_time_ms >= 0 else None
+        response, records = self._records(req.group_id, req.partitions, now, expire)
+        return CoordinatorResult(response, [Write(records)] if records else [])
+
+    def _records(self, group_id: str, partitions, now: int, expire: int | None):
+        """``({(topic, partition): error}, [OffsetCommitRecord])`` for committed partitions."""
         response: dict[TopicPartition, ErrorCode] = {}
         records = []
-        for p in req.partitions:
+        for p in partitions:
             metadata = p.metadata or ""
             if len(metadata.encode("utf-8", "surrogateescape")) > self.config.offset_metadata_max_bytes:
                 response[(p.topic, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
             stamp = p.commit_timestamp_ms if p.commit_timestamp_ms >= 0 else now
             value = OffsetAndMetadata(p.offset, p.leader_epoch, metadata, stamp, expire)
-            records.append(OffsetCommitRecord(req.group_id, p.topic, p.partition, value))
+            records.append(OffsetCommitRecord(group_id, p.topic, p.partition, value))
             response[(p.topic, p.partition)] = ErrorCode.NONE
-        return CoordinatorResult(response, [Write(records)] if records else [])
+        return response, records
+
+    def commit_transactional(self, req: TxnCommitRequest) -> CoordinatorResult:
+        """TxnOffsetCommit. Response: ``{(topic, partition): error}``, valid if the records get
+        written: one transactional batch of ``req.producer_id``/``producer_epoch``, pending
+        until that producer's marker."""
+        keys = [(p.topic, p.partition) for p in req.partitions]
+        error = self._check_txn_commit(req)
+        if error is not None:
+            return CoordinatorResult({k: error for k in keys})
+        self.groups.get_or_create(req.group_id)
+        response, records = self._records(req.group_id, req.partitions, self.clock.milliseconds(), None)
+        write = Write(records, producer_id=req.producer_id, producer_epoch=req.producer_epoch)
+        return CoordinatorResult(response, [write] if records else [])
+
+    def _check_txn_commit(self, req: TxnCommitRequest) -> ErrorCode | None:
+        """Kafka's ``validateOffsetCommit`` with ``isTransactional``."""
+        group = self.groups.group(req.group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return None if req.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+        if req.generation_id < 0 and group.is_(GroupState.EMPTY):
+            return None
+        if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
+            if group.is_static_member_fenced(req.group_instance_id, req.member_id):
+                return ErrorCode.FENCED_INSTANCE_ID
+            if not group.has(req.member_id):
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if req.generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        return None
 
     def _check_commit(self, req: CommitRequest) -> ErrorCode | None:
         group = self.groups.group(req.group_id)
@@ -99,17 +169,25 @@ class OffsetMetadataManager:
         return None
 
     # --- fetch ------------------------------------------------------------------------------
-    def fetch(self, group_id: str, wanted: list[tuple[str, list[int]]] | None
+    def fetch(self, group_id: str, wanted: list[tuple[str, list[int]]] | None, require_stable: bool = False
               ) -> list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]:
         """Committed offsets by topic: of ``wanted`` (None where nothing is committed), or all
-        the group has when ``wanted`` is None."""
+        the group has when ``wanted`` is None. With ``require_stable``, a partition with a
+        pending transactional offset answers ``UNSTABLE`` instead (Kafka: per partition; with
+        ``wanted`` None only committed partitions are listed)."""
         committed = self.offsets.get(group_id, {})
+
+        def value(tp: TopicPartition):
+            if require_stable and self.pending.has_pending(group_id, tp):
+                return UNSTABLE
+            return committed.get(tp)
+
         if wanted is None:
             by_topic: dict[str, list] = {}
-            for (topic, partition), value in sorted(committed.items()):
-                by_topic.setdefault(topic, []).append((partition, value))
+            for tp in sorted(committed):
+                by_topic.setdefault(tp[0], []).append((tp[1], value(tp)))
             return list(by_topic.items())
-        return [(topic, [(p, committed.get((topic, p))) for p in partitions]) for topic, partitions in wanted]
+        return [(topic, [(p, value((topic, p))) for p in partitions]) for topic, partitions in wanted]
 
     # --- delete -----------------------------------------------------------------------------
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> CoordinatorResult:
@@ -126,22 +204,25 @@ class OffsetMetadataManager:
         else:
             return CoordinatorResult((ErrorCode.NON_EMPTY_GROUP, {}))
         errors.update({tp: ErrorCode.NONE for tp in eligible})
-        records = self.cleanup(group, [tp for tp in eligible if tp in self.offsets.get(group_id, {})])
+        held = set(self.partitions_with_offsets(group_id))
+        records = self.cleanup(group, [tp for tp in eligible if tp in held])
         return CoordinatorResult((ErrorCode.NONE, errors), [Write(records)] if records else [])
 
     def cleanup(self, group: ClassicGroup, removed: list[TopicPartition]) -> list:
         """Tombstones for ``removed``, and for the group itself if it is left empty with no
-        offsets (it is then Dead: Kafka's cleanupGroupMetadata)."""
+        offsets and no open transaction (it is then Dead: Kafka's cleanupGroupMetadata)."""
         records: list = [OffsetCommitRecord(group.group_id, t, p, None) for t, p in removed]
         left = set(self.offsets.get(group.group_id, {})) - set(removed)
-        if group.is_(GroupState.EMPTY) and not left:
+        if group.is_(GroupState.EMPTY) and not left and not self.pending.has_open_transactions(group.group_id):
             records.append(GroupMetadataRecord(group.group_id, None))
         return records
 
     # --- expiry -----------------------------------------------------------------------------
     def expired(self, group: ClassicGroup, now_ms: int) -> list[TopicPartition]:
         """The offsets of ``group`` whose retention has passed at ``now_ms``."""
-        offsets = self.offsets.get(group.group_id, {})
+        # An offset with a pending transactional one of its partition is kept (Kafka's rule).
+        offsets = {tp: v for tp, v in self.offsets.get(group.group_id, {}).items()
+                   if not self.pending.has_pending(group.group_id, tp)}
         retention = self.config.offsets_retention_ms
 
         def gone(value: OffsetAndMetadata, base_ms: int) -> bool:
@@ -161,16 +242,47 @@ class OffsetMetadataManager:
         return []
 
     # --- replay -----------------------------------------------------------------------------
-    def replay(self, record: OffsetCommitRecord) -> None:
+    def replay(self, record: OffsetCommitRecord, producer_id: int = NO_PRODUCER_ID,
+               record_offset: int = -1) -> None:
+        """Apply one offset record at ``record_offset`` of the log; ``producer_id`` is that of
+        its batch when the batch is transactional (the offset is then pending), else -1."""
         key = (record.topic, record.partition)
         if record.offset is None:
-            group_offsets = self.offsets.get(record.group_id)
-            if group_offsets is not None:
-                group_offsets.pop(key, None)
-                if not group_offsets:
-                    del self.offsets[record.group_id]
+            self._forget(record.group_id, key)
+            self.pending.remove_partition(record.group_id, key)
+        elif producer_id != NO_PRODUCER_ID:
+            self.pending.put(producer_id, record.group_id, key, record_offset, record.offset)
         else:
-            self.offsets.setdefault(record.group_id, {})[key] = record.offset
+            self._store(record.group_id, key, record.offset, record_offset)
+
+    def replay_end_transaction(self, producer_id: int, committed: bool) -> list[str]:
+        """Apply ``producer_id``'s transaction marker: its pending offsets become committed
+        (unless an offset written later in the log is committed already) or are dropped.
+        Returns the groups that had pending offsets."""
+        ended = self.pending.end(producer_id)
+        if not committed:
+            return list(ended)
+        for group_id, offsets in ended.items():
+            positions = self.positions.get(group_id, {})
+            for tp, (position, value) in offsets.items():
+                existing = positions.get(tp)
+                if existing is None or existing < 0 or position > existing:
+                    self._store(group_id, tp, value, position)
+        return list(ended)
+
+    def _store(self, group_id: str, tp: TopicPartition, value: OffsetAndMetadata, position: int) -> None:
+        self.offsets.setdefault(group_id, {})[tp] = value
+        self.positions.setdefault(group_id, {})[tp] = position
+
+    def _forget(self, group_id: str, tp: TopicPartition) -> None:
+        for table in (self.offsets, self.positions):
+            group_table = table.get(group_id)
+            if group_table is not None:
+                group_table.pop(tp, None)
+                if not group_table:
+                    del table[group_id]
 
     def unload(self) -> None:
         self.offsets.clear()
+        self.positions.clear()
+        self.pending.clear()

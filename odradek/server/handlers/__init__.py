@@ -14,6 +14,7 @@ from odradek.server.handlers import (
 from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
 from odradek.server.handlers import alter_partition, controlled_shutdown
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
+from odradek.server.handlers import txn_offset_commit
 
 HANDLERS = {
     ApiKey.API_VERSIONS: api_versions.handle,
@@ -47,4 +48,5 @@ HANDLERS = {
     ApiKey.LEADER_AND_ISR: leader_and_isr.handle,
     ApiKey.STOP_REPLICA: stop_replica.handle,
     ApiKey.UPDATE_METADATA: update_metadata.handle,
+    ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
 }

@@ -17,6 +17,7 @@ error. ``require_stable`` (v7+) has nothing to wait for: there are no transactio
 from __future__ import annotations
 
 from odradek.coordinator.group.group_requests import CommitPartition, CommitRequest
+from odradek.coordinator.group.offset_metadata_manager import UNSTABLE
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.offset_commit_response import (
     OffsetCommitResponse,
@@ -85,16 +86,16 @@ def handle_offset_fetch(ctx, request):
     if ctx.api_version >= 8:
         groups = []
         for g in request.groups:
-            error, topics = _fetch(ctx, g.group_id, g.topics)
+            error, topics = _fetch(ctx, g.group_id, g.topics, request.require_stable)
             groups.append(OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=error,
                 topics=[OffsetFetchResponseTopics(name=name, partitions=[
                     OffsetFetchResponsePartitions(partition_index=i, committed_offset=o, committed_leader_epoch=e,
-                                                  metadata=m, error_code=ErrorCode.NONE)
-                    for i, o, e, m in parts]) for name, parts in topics]))
+                                                  metadata=m, error_code=pe)
+                    for i, o, e, m, pe in parts]) for name, parts in topics]))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     wanted = request.topics
-    error, topics = _fetch(ctx, request.group_id, wanted)
+    error, topics = _fetch(ctx, request.group_id, wanted, request.require_stable if ctx.api_version >= 7 else False)
     if error != ErrorCode.NONE and ctx.api_version < 2:
         # No top-level error before v2: every partition asked for carries it.
         out = [OffsetFetchResponseTopic(name=t.name, partitions=[
@@ -103,26 +104,29 @@ def handle_offset_fetch(ctx, request):
         return OffsetFetchResponse(throttle_time_ms=0, topics=out)
     out = [OffsetFetchResponseTopic(name=name, partitions=[
         OffsetFetchResponsePartition(partition_index=i, committed_offset=o, committed_leader_epoch=e, metadata=m,
-                                     error_code=ErrorCode.NONE)
-        for i, o, e, m in parts]) for name, parts in topics]
+                                     error_code=pe)
+        for i, o, e, m, pe in parts]) for name, parts in topics]
     return OffsetFetchResponse(throttle_time_ms=0, topics=out, error_code=error)
 
 
-def _fetch(ctx, group_id: str, wanted_topics):
-    """``(error, [(topic, [(partition, offset, leader epoch, metadata)])])`` for one group."""
+def _fetch(ctx, group_id: str, wanted_topics, require_stable: bool = False):
+    """``(error, [(topic, [(partition, offset, leader epoch, metadata, error)])])`` for one
+    group."""
     coordinator = ctx.broker.group_coordinator
     if coordinator is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     wanted = None if wanted_topics is None else [(t.name, list(t.partition_indexes)) for t in wanted_topics]
-    error, found = coordinator.fetch_offsets(group_id, wanted)
+    error, found = coordinator.fetch_offsets(group_id, wanted, require_stable)
     topics = []
     for name, parts in found:
         rows = []
         for index, value in parts:
-            if value is None:
-                rows.append((index, NO_OFFSET, -1, ""))
+            if value is UNSTABLE:
+                rows.append((index, NO_OFFSET, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT))
+            elif value is None:
+                rows.append((index, NO_OFFSET, -1, "", ErrorCode.NONE))
             else:
-                rows.append((index, value.offset, value.leader_epoch, value.metadata))
+                rows.append((index, value.offset, value.leader_epoch, value.metadata, ErrorCode.NONE))
         topics.append((name, rows))
     return error, topics
 

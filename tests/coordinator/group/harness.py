@@ -36,7 +36,7 @@ class ShardHarness:
         self.config = config
         self.clock = FakeClock()
         self.shard = GroupCoordinatorShard(partition, config, self.clock)
-        self.log: list = []  # every record written, in order
+        self.log: list = []  # every record written, in order (its index: its offset)
         self.write_error = ErrorCode.NONE  # set to make writes fail
 
     # --- the runtime's job ----------------------------------------------------------------
@@ -44,10 +44,11 @@ class ShardHarness:
         for write in result.writes:
             error = self.write_error
             if error == ErrorCode.NONE:
+                first = len(self.log)
                 self.log.extend(write.records)
                 if write.replay:
-                    for record in write.records:
-                        self.shard.replay(record)
+                    for i, record in enumerate(write.records):
+                        self.shard.replay(record, write.producer_id, first + i)
             if write.on_written is not None:
                 follow = write.on_written(error)
                 if follow is not None:
