@@ -14,6 +14,10 @@ __all__ = ["ApiKey", "SUPPORTED", "supported_range", "is_supported"]
 
 # Each API's full spec range unless narrowed here.
 _NARROWED: dict[ApiKey, tuple[int, int]] = {}
+# AddPartitionsToTxn v4+ is brokers verifying transactions, EndTxn v5 an epoch bump per
+# transaction (KIP-890): not served, so clients use the v0-v3 / v0-v4 semantics.
+_NARROWED[ApiKey.ADD_PARTITIONS_TO_TXN] = (0, 3)
+_NARROWED[ApiKey.END_TXN] = (0, 4)
 
 _SERVED = [
     ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.API_VERSIONS,
@@ -29,6 +33,9 @@ _SERVED = [
     # ``update_metadata.py``).
     ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
     ApiKey.TXN_OFFSET_COMMIT,  # group coordinator side of transactions
+    # the transaction coordinator (``server/handlers/end_txn.py``, ...)
+    ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
+    ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

@@ -55,6 +55,7 @@ from odradek.storage.errors import StorageError
 log = logging.getLogger("odradek.state.change")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 async def become_leader_or_follower(broker, header: ControlHeader, states: Sequence[PartitionRole]
@@ -142,7 +143,7 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
                 rm.notify(key)
                 continue
             part = rm.get(*key)
-            if part is not None and part.topic == OFFSETS_TOPIC:
+            if part is not None and part.topic in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
                 resigned.append(part)
             rm.remove(key[0], key[1], delete=False)  # out of service now; wakes its waiters
             deleted.append(key)
@@ -371,13 +372,15 @@ def initial_fetch_state_class():
 
 def _on_leadership_change(broker, elected: list, resigned: list) -> None:
     """Tell the group coordinator which ``__consumer_offsets`` partitions this broker now
-    leads and which it no longer leads, as ``(topic, partition)`` keys (Kafka's
-    ``onElection`` / ``onResignation``; the leader epoch is the hosted partition's)."""
-    coordinator = getattr(broker, "group_coordinator", None)
-    callback = getattr(coordinator, "on_leadership_change", None)
-    if callback is None:
-        return
-    elected = [p.key for p in elected if p.topic == OFFSETS_TOPIC]
-    resigned = [p.key for p in resigned if p.topic == OFFSETS_TOPIC]
-    if elected or resigned:
-        callback(elected=elected, resigned=resigned)
+    leads and which it no longer leads, and the transaction coordinator the same of
+    ``__transaction_state``, as ``(topic, partition)`` keys (Kafka's ``onElection`` /
+    ``onResignation``; the leader epoch is the hosted partition's)."""
+    for name, topic in (("group_coordinator", OFFSETS_TOPIC), ("txn_coordinator", TRANSACTION_STATE_TOPIC)):
+        coordinator = getattr(broker, name, None)
+        callback = getattr(coordinator, "on_leadership_change", None)
+        if callback is None:
+            continue
+        won = [p.key for p in elected if p.topic == topic]
+        lost = [p.key for p in resigned if p.topic == topic]
+        if won or lost:
+            callback(elected=won, resigned=lost)

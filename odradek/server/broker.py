@@ -79,6 +79,7 @@ class Broker:
         self.produce_fast_path = None
         self.topics: TopicManager | None = None
         self.group_coordinator = None
+        self.txn_coordinator = None
         # The cluster parts (controller edge, replication): None until started.
         self.controller_service: ControllerService | None = None
         self.broker_to_controller: BrokerToControllerChannel | None = None
@@ -129,6 +130,8 @@ class Broker:
         await self._start_controller()
         from odradek.coordinator.group import GroupCoordinator
         self.group_coordinator = GroupCoordinator.start(self)
+        from odradek.coordinator.transaction import TransactionCoordinator
+        self.txn_coordinator = TransactionCoordinator.start(self)
         self.config_changes = ConfigChangeListener(self)
         self.config_changes.start()
         self._start_background()
@@ -260,7 +263,7 @@ class Broker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         clean = marked = True
-        for part in (self.group_coordinator, self.replica_manager, self.log_manager):
+        for part in (self.txn_coordinator, self.group_coordinator, self.replica_manager, self.log_manager):
             if part is not None:
                 try:
                     marked = part.shutdown() is not False and marked

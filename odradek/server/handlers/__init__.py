@@ -16,6 +16,10 @@ from odradek.server.handlers import alter_partition, controlled_shutdown
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 from odradek.server.handlers import txn_offset_commit
 
+from odradek.server.handlers import (
+    add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
+)
+
 HANDLERS = {
     ApiKey.API_VERSIONS: api_versions.handle,
     ApiKey.METADATA: metadata.handle,
@@ -49,4 +53,9 @@ HANDLERS = {
     ApiKey.STOP_REPLICA: stop_replica.handle,
     ApiKey.UPDATE_METADATA: update_metadata.handle,
     ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
+    ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn.handle,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn.handle,
+    ApiKey.END_TXN: end_txn.handle,
+    ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions.handle,
+    ApiKey.LIST_TRANSACTIONS: list_transactions.handle,
 }

@@ -1,22 +1,21 @@
 """FindCoordinator (key 10): which broker coordinates a group (or a transactional id).
 
-A group's coordinator is the leader of its ``__consumer_offsets`` partition (Java's
-``String.hashCode`` of the group id, made non-negative, modulo the partition count: see
+A group's coordinator is the leader of its ``__consumer_offsets`` partition, a transactional
+id's (key type 1) the leader of its ``__transaction_state`` partition (Java's
+``String.hashCode`` of the key, made non-negative, modulo the partition count: see
 ``coordinator.group.partitioner``). The topic is created by the first FindCoordinator, as
 Kafka does: ``offsets.topic.num.partitions`` partitions, replication factor
 ``offsets.topic.replication.factor`` capped at the live brokers, ``cleanup.policy=compact``
-and ``segment.bytes=offsets.topic.segment.bytes``; the creation waits (a bounded while,
+and ``segment.bytes=offsets.topic.segment.bytes`` (``transaction.state.log.*`` likewise for
+``__transaction_state``, with its ``min.insync.replicas``); the creation waits (a bounded while,
 ``topics.AUTO_CREATE_WAIT_MS``) until the controller gave its partitions leaders, and answers
 COORDINATOR_NOT_AVAILABLE (the client asks again) when they are not there by then. When this
 broker leads the partition it starts loading it right away, so the client's JoinGroup rarely
 meets COORDINATOR_LOAD_IN_PROGRESS.
 
 v0-v3 ask for one key and answer in the top-level fields; v4+ batch keys (KIP-699) and answer
-one ``Coordinator`` per key. Transaction coordinators (key type 1) do not exist yet: those keys
-get TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer InitProducerId gives transactional ids,
-so a transactional producer fails at once instead of retrying forever. Share groups (key type
-2) get INVALID_REQUEST. The handler is a coroutine because creating the topic writes metadata
-off the event loop.
+one ``Coordinator`` per key. Share groups (key type 2) get INVALID_REQUEST. The handler is a
+coroutine because creating the topic writes metadata off the event loop.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import weakref
 
 from odradek.coordinator.group.group_config import OFFSETS_TOPIC
 from odradek.coordinator.group.partitioner import partition_for
+from odradek.coordinator.transaction.transaction_config import TRANSACTION_STATE_TOPIC
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.find_coordinator_response import (
     Coordinator,
@@ -35,10 +35,10 @@ from odradek.server.topics import TopicError
 
 GROUP, TRANSACTION = 0, 1
 
-# broker -> its task creating the offsets topic: FindCoordinators that arrive meanwhile wait
+# broker -> {internal topic: its creating task}: FindCoordinators that arrive meanwhile wait
 # for the same task, and a client that disconnects cannot cancel it halfway (the topic would
 # exist without a leader).
-_creating: weakref.WeakKeyDictionary[object, asyncio.Task] = weakref.WeakKeyDictionary()
+_creating: weakref.WeakKeyDictionary[object, dict[str, asyncio.Task]] = weakref.WeakKeyDictionary()
 
 
 async def handle(ctx, request):
@@ -56,28 +56,21 @@ def _failed(key: str, error: ErrorCode, message: str | None = None) -> Coordinat
 
 
 async def _find(ctx, key_type: int, key: str) -> Coordinator:
-    if key_type == TRANSACTION:
-        return _failed(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
-    if key_type != GROUP:
+    if key_type not in (GROUP, TRANSACTION):
         return _failed(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     broker = ctx.broker
-    coordinator = broker.group_coordinator
+    if key_type == TRANSACTION:
+        coordinator, topic_name = broker.txn_coordinator, TRANSACTION_STATE_TOPIC
+    else:
+        coordinator, topic_name = broker.group_coordinator, OFFSETS_TOPIC
     if coordinator is None:
         return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    image = broker.metadata_image()
-    topic = image.topic(OFFSETS_TOPIC)
+    image, error = await ensure_internal_topic(broker, topic_name)
+    topic = image.topic(topic_name)
     if topic is None:
-        task = _creating.get(broker)
-        if task is None or task.done():
-            task = _creating[broker] = asyncio.ensure_future(_create_offsets_topic(broker))
-            broker.track(task)
-        error = await asyncio.shield(task)
-        image = broker.metadata_image()
-        topic = image.topic(OFFSETS_TOPIC)
-        if topic is None:
-            return _failed(key, error)
+        return _failed(key, error)
     p = partition_for(key, len(topic.partitions))
-    leader = image.leader(OFFSETS_TOPIC, p)
+    leader = image.leader(topic_name, p)
     info = image.broker(leader)
     if info is None:
         return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -88,25 +81,57 @@ async def _find(ctx, key_type: int, key: str) -> Coordinator:
                        error_code=ErrorCode.NONE, error_message=None)
 
 
-async def _create_offsets_topic(broker) -> ErrorCode:
+async def ensure_internal_topic(broker, topic_name: str):
+    """``(metadata image, error)``: the image once ``topic_name`` (``__consumer_offsets`` or
+    ``__transaction_state``) exists, creating it first when it does not (one creation at a
+    time per broker and topic; the error says why it is not there)."""
+    image = broker.metadata_image()
+    if image.topic(topic_name) is not None:
+        return image, ErrorCode.NONE
+    creating = _creating.setdefault(broker, {})
+    task = creating.get(topic_name)
+    if task is None or task.done():
+        task = creating[topic_name] = asyncio.ensure_future(_create_internal_topic(broker, topic_name))
+        broker.track(task)
+    error = await asyncio.shield(task)
+    return broker.metadata_image(), error
+
+
+def _internal_topic_spec(broker, topic_name: str) -> tuple[int, int, dict[str, str]]:
+    """``(partitions, replication factor, configs)`` of an internal topic, as Kafka makes it:
+    compacted, the replication factor capped at the live brokers (Kafka refuses instead), and
+    for ``__transaction_state`` its ``min.insync.replicas`` (capped at that factor)."""
     config = broker.config
     live = len(broker.metadata_image().brokers)
+    if topic_name == TRANSACTION_STATE_TOPIC:
+        rf = max(1, min(config["transaction.state.log.replication.factor"], live))
+        return config["transaction.state.log.num.partitions"], rf, {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+            "compression.type": "producer",
+            "min.insync.replicas": str(min(config["transaction.state.log.min.isr"], rf)),
+            "unclean.leader.election.enable": "false",
+        }
     rf = max(1, min(config["offsets.topic.replication.factor"], live))
-    configs = {
+    return config["offsets.topic.num.partitions"], rf, {
         "cleanup.policy": "compact",
         "segment.bytes": str(config["offsets.topic.segment.bytes"]),
         "compression.type": "producer",
     }
+
+
+async def _create_internal_topic(broker, topic_name: str) -> ErrorCode:
+    partitions, rf, configs = _internal_topic_spec(broker, topic_name)
     try:
-        plan = broker.topics.plan_topic(OFFSETS_TOPIC, config["offsets.topic.num.partitions"], rf, None, configs)
+        plan = broker.topics.plan_topic(topic_name, partitions, rf, None, configs)
         await broker.topics.create(plan)
     except TopicError as e:
         if e.error == ErrorCode.REQUEST_TIMED_OUT:  # created; its leaders are not there yet
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if e.error == ErrorCode.KAFKA_STORAGE_ERROR:
-            broker.log_storage_error(f"could not create {OFFSETS_TOPIC}: {e}")
+            broker.log_storage_error(f"could not create {topic_name}: {e}")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if e.error != ErrorCode.TOPIC_ALREADY_EXISTS:
-            broker.log_bad_input(f"could not create {OFFSETS_TOPIC}: {e}")
+            broker.log_bad_input(f"could not create {topic_name}: {e}")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.NONE

@@ -1,0 +1,177 @@
+"""``TransactionMarkerChannel``: the coordinator's WriteTxnMarkers to partition leaders.
+
+Kafka's ``TransactionMarkerChannelManager``. Once a transaction is PrepareCommit or
+PrepareAbort, every partition in it needs an end-transaction marker (a control batch,
+written by the partition's leader). ``write_markers`` sends WriteTxnMarkers v1 **over the
+wire** to each partition's current leader, this broker included (one connection per broker on
+the inter-broker listener, one request per leader per round with all that leader's
+partitions of the transaction), and repeats for the partitions not done yet, with a short
+back-off and the leaders looked up again, until every partition is done or gone:
+
+    NONE                                      done
+    partition's topic deleted                 gone (no marker needed)
+    INVALID_PRODUCER_EPOCH                    done: the partition already knows a newer epoch
+    TRANSACTION_COORDINATOR_FENCED            stop: a newer coordinator owns the transaction
+    anything else (NOT_LEADER_OR_FOLLOWER,    retried (a leader moving, a full ISR, a broker
+    NOT_ENOUGH_REPLICAS, timeouts, ...)        restarting, a connection refused)
+
+It stops early when ``still_valid()`` turns false (this broker no longer coordinates the
+transaction's partition, or at another epoch). Markers carry the coordinator epoch, so a
+deposed coordinator's markers are refused by the leaders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from odradek.metadata.layout import NO_LEADER
+from odradek.protocol.generated import ApiKey
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.generated.write_txn_markers_request import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
+
+log = logging.getLogger("odradek.coordinator.transaction")
+
+MARKER_VERSION = 1
+TopicPartition = tuple[str, int]
+
+
+class TransactionMarkerChannel:
+    def __init__(self, broker, *, retry_backoff_s: float = 0.1, request_timeout_s: float = 30.0) -> None:
+        self.broker = broker
+        self.retry_backoff_s = retry_backoff_s
+        self.request_timeout_s = request_timeout_s
+        self._connections: dict[int, object] = {}
+        self._connecting: dict[int, asyncio.Lock] = {}
+        self._closed = False
+
+    def close(self) -> None:
+        self._closed = True
+        for conn in self._connections.values():
+            conn.abort()
+        self._connections.clear()
+
+    async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                            partitions, still_valid: Callable[[], bool],
+                            on_done: Callable[[TopicPartition], None] | None = None) -> bool:
+        """Write the markers (see the module): True once every partition is done or gone,
+        False when stopped (fenced, no longer valid, channel closed)."""
+        pending = set(partitions)
+        first = True
+        while pending:
+            if not first:
+                await asyncio.sleep(self.retry_backoff_s)
+            first = False
+            if self._closed or not still_valid():
+                return False
+            by_leader = self._group_by_leader(pending, on_done)
+            rounds = [self._send(leader, producer_id, producer_epoch, commit, coordinator_epoch, tps)
+                      for leader, tps in by_leader.items()]
+            for answers in await asyncio.gather(*rounds):
+                for tp, error in answers.items():
+                    if error in (ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH):
+                        if error != ErrorCode.NONE:
+                            log.warning("marker for producer %d at %s-%d: %s; counted as written",
+                                        producer_id, tp[0], tp[1], error.name)
+                        pending.discard(tp)
+                        if on_done is not None:
+                            on_done(tp)
+                    elif error == ErrorCode.TRANSACTION_COORDINATOR_FENCED:
+                        log.info("markers of producer %d: coordinator epoch %d fenced at %s-%d",
+                                 producer_id, coordinator_epoch, tp[0], tp[1])
+                        return False
+                    else:
+                        log.debug("marker for producer %d at %s-%d: %s; retrying", producer_id, tp[0], tp[1],
+                                  error.name if isinstance(error, ErrorCode) else error)
+        return True
+
+    def _group_by_leader(self, pending: set, on_done) -> dict[int, list[TopicPartition]]:
+        image = self.broker.metadata_image()
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in sorted(pending):
+            topic = image.topic(tp[0])
+            if topic is None or tp[1] >= len(topic.partitions) or tp[0] in image.topics_being_deleted:
+                log.info("no marker for %s-%d: the partition is gone", tp[0], tp[1])
+                pending.discard(tp)
+                if on_done is not None:
+                    on_done(tp)
+                continue
+            leader = image.leader(*tp)
+            if leader != NO_LEADER:
+                by_leader.setdefault(leader, []).append(tp)
+        return by_leader
+
+    async def _send(self, leader: int, producer_id: int, producer_epoch: int, commit: bool,
+                    coordinator_epoch: int, tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """One WriteTxnMarkers to ``leader``: each partition's error (NETWORK_EXCEPTION for all
+        when the request failed)."""
+        topics: dict[str, list[int]] = {}
+        for topic, p in tps:
+            topics.setdefault(topic, []).append(p)
+        marker = WritableTxnMarker(producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+                                   topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+                                           for t, ps in topics.items()],
+                                   coordinator_epoch=coordinator_epoch)
+        try:
+            conn = await self._connection(leader)
+            theirs = conn.broker_versions.get(ApiKey.WRITE_TXN_MARKERS)
+            if theirs is None or theirs[1] < MARKER_VERSION:
+                raise UnsupportedVersionError(f"broker {leader} does not serve WriteTxnMarkers v1")
+            response = await conn.send(ApiKey.WRITE_TXN_MARKERS, WriteTxnMarkersRequest(markers=[marker]),
+                                       version=MARKER_VERSION, timeout=self.request_timeout_s)
+        except (KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError, OSError, TimeoutError) as e:
+            log.debug("WriteTxnMarkers to broker %d failed: %s", leader, e)
+            self._drop(leader)
+            return {tp: ErrorCode.NETWORK_EXCEPTION for tp in tps}
+        answers = {tp: ErrorCode.UNKNOWN_SERVER_ERROR for tp in tps}
+        for result in response.markers:
+            if result.producer_id != producer_id:
+                continue
+            for t in result.topics:
+                for p in t.partitions:
+                    if (t.name, p.partition_index) in answers:
+                        answers[(t.name, p.partition_index)] = _error(p.error_code)
+        return answers
+
+    async def _connection(self, broker_id: int):
+        from odradek.client.connection import BrokerConnection
+        from odradek.replication.replica_fetcher import inter_broker_endpoint
+
+        conn = self._connections.get(broker_id)
+        if conn is not None and not conn.closed:
+            return conn
+        lock = self._connecting.setdefault(broker_id, asyncio.Lock())
+        async with lock:
+            conn = self._connections.get(broker_id)
+            if conn is not None and not conn.closed:
+                return conn
+            address = inter_broker_endpoint(self.broker, broker_id)
+            if address is None:
+                raise KafkaConnectionError(f"broker {broker_id} is not registered")
+            conn = BrokerConnection(address[0], address[1], node_id=broker_id,
+                                    client_id=f"broker-{self.broker.broker_id}-txn-markers",
+                                    request_timeout=self.request_timeout_s)
+            await conn.connect(self.request_timeout_s)
+            if self._closed:
+                conn.abort()
+                raise KafkaConnectionError("marker channel closed")
+            self._connections[broker_id] = conn
+            return conn
+
+    def _drop(self, broker_id: int) -> None:
+        conn = self._connections.pop(broker_id, None)
+        if conn is not None:
+            conn.abort()
+
+
+def _error(code: int) -> ErrorCode:
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR

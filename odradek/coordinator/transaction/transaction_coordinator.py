@@ -1,0 +1,445 @@
+"""``TransactionCoordinator``: the transaction coordinator's runtime on the broker's event loop.
+
+A transactional id belongs to one ``__transaction_state`` partition (Java's
+``String.hashCode`` of the id, non-negative, modulo the partition count:
+``coordinator.group.partitioner``); the leader of that partition is the id's coordinator.
+This runtime owns one ``TransactionShard`` per partition this broker leads and does for them
+what they cannot do themselves:
+
+- **load**: a shard is built by replaying its partition (``loader``) in a worker thread; until
+  then its ids answer COORDINATOR_LOAD_IN_PROGRESS. Loads start at start-up, on leadership
+  (``on_leadership_change``, from LeaderAndIsr / StopReplica), on FindCoordinator, and when a
+  request finds this broker leading a partition without a shard of its leader epoch; the
+  leader epoch is the shard's coordinator epoch. Once loaded, transactions found in
+  PrepareCommit / PrepareAbort get their markers written. A partition no longer led here is
+  unloaded: its ids answer NOT_COORDINATOR, its marker writers stop.
+- **write**: a transit becomes one record (``transaction_log``) in one v2 batch, appended to the
+  partition when its ISR has ``min.insync.replicas``; the transit completes once the high
+  watermark passes it (acks=all), else the metadata stays as it was and the client gets
+  Kafka's mapping of the write error (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR).
+- **end**: EndTxn is answered once PrepareCommit / PrepareAbort is written; the markers are
+  then written by ``TransactionMarkerChannel`` and CompleteCommit / CompleteAbort follows.
+- **time**: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` Ongoing
+  transactions past their timeout are aborted with their producer fenced (epoch bumped);
+  every ``transaction.remove.expired.transaction.cleanup.interval.ms`` ids idle for
+  ``transactional.id.expiration.ms`` are forgotten (a tombstone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from odradek.coordinator.group.partitioner import partition_for
+from odradek.coordinator.transaction.loader import load_shard
+from odradek.coordinator.transaction.marker_channel import TransactionMarkerChannel
+from odradek.coordinator.transaction.transaction_config import TRANSACTION_STATE_TOPIC, TransactionConfig
+from odradek.coordinator.transaction.transaction_log import TransactionLogRecord
+from odradek.coordinator.transaction.transaction_metadata import TransactionMetadata, TxnTransit
+from odradek.coordinator.transaction.transaction_shard import TransactionShard
+from odradek.coordinator.transaction.transaction_state import TransactionState
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.records.builder import BatchBuilder
+
+log = logging.getLogger("odradek.coordinator.transaction")
+
+E = ErrorCode
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class CoordinatorError(Exception):
+    """This broker cannot serve the transactional id now (NOT_COORDINATOR, ...)."""
+
+    def __init__(self, error: ErrorCode) -> None:
+        super().__init__(error.name)
+        self.error = error
+
+
+@dataclass(eq=False)
+class _Slot:
+    partition: int
+    leader_epoch: int
+    shard: TransactionShard
+    loading: bool = True
+    tasks: set = field(default_factory=set)
+
+
+class TransactionCoordinator:
+    def __init__(self, broker, config: TransactionConfig) -> None:
+        self.broker = broker
+        self.config = config
+        self.clock = broker.clock
+        self.loop = broker.loop
+        self.markers = TransactionMarkerChannel(broker, retry_backoff_s=config.marker_retry_backoff_ms / 1000)
+        self._slots: dict[int, _Slot] = {}
+        self._closed = False
+        self._tasks: set[asyncio.Task] = set()
+
+    @classmethod
+    def start(cls, broker) -> TransactionCoordinator:
+        coordinator = cls(broker, TransactionConfig.from_broker_config(broker.config))
+        coordinator.refresh()
+        coordinator._spawn(coordinator._every(coordinator.config.abort_timed_out_interval_ms,
+                                              coordinator.abort_timed_out_transactions))
+        coordinator._spawn(coordinator._every(coordinator.config.remove_expired_interval_ms,
+                                              coordinator.expire_transactional_ids))
+        return coordinator
+
+    def shutdown(self) -> None:
+        self._closed = True
+        for p in list(self._slots):
+            self._unload(p)
+        for task in list(self._tasks):
+            task.cancel()
+        self.markers.close()
+
+    # --- partitions and shards ----------------------------------------------------------------
+    def partition_count(self) -> int | None:
+        topic = self.broker.metadata_image().topic(TRANSACTION_STATE_TOPIC)
+        return len(topic.partitions) if topic is not None else None
+
+    def partition_for(self, transactional_id: str) -> int | None:
+        n = self.partition_count()
+        return None if n is None else partition_for(transactional_id, n)
+
+    def refresh(self) -> None:
+        """Load the partitions this broker now leads; unload those it no longer leads."""
+        n = self.partition_count() or 0
+        for p in range(n):
+            self.prepare(p)
+        for p in [p for p in self._slots if p >= n]:
+            self._unload(p)
+
+    def prepare(self, p: int) -> None:
+        """Start loading partition ``p`` if this broker leads it (FindCoordinator does this)."""
+        try:
+            self._slot(p)
+        except CoordinatorError:
+            pass
+
+    def on_leadership_change(self, elected=(), resigned=()) -> None:
+        """Follow this broker's roles for ``__transaction_state`` (Kafka's ``onElection`` /
+        ``onResignation``): partitions as numbers or ``(topic, partition)`` pairs."""
+        for p in resigned:
+            self._unload(p[1] if isinstance(p, tuple) else p)
+        for p in elected:
+            self.prepare(p[1] if isinstance(p, tuple) else p)
+
+    def is_loading(self) -> bool:
+        return any(slot.loading for slot in self._slots.values())
+
+    def _slot_for(self, transactional_id: str) -> _Slot:
+        p = self.partition_for(transactional_id)
+        if p is None:
+            raise CoordinatorError(E.NOT_COORDINATOR)
+        return self._slot(p)
+
+    def _slot(self, p: int) -> _Slot:
+        if self._closed:
+            raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
+        part = self.broker.replica_manager.get(TRANSACTION_STATE_TOPIC, p)
+        slot = self._slots.get(p)
+        if part is None or not part.is_leader(self.broker.broker_id):
+            if slot is not None:
+                self._unload(p)
+            raise CoordinatorError(E.NOT_COORDINATOR)
+        if slot is None or slot.leader_epoch != part.leader_epoch:
+            if slot is not None:
+                self._unload(p)
+            slot = self._begin_load(p, part)
+        if slot.loading:
+            raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
+        return slot
+
+    def _current(self, slot: _Slot) -> bool:
+        return not self._closed and self._slots.get(slot.partition) is slot
+
+    def _begin_load(self, p: int, part) -> _Slot:
+        slot = _Slot(p, part.leader_epoch, TransactionShard(p, part.leader_epoch))
+        self._slots[p] = slot
+        log.info("elected as the transaction coordinator of %s-%d at epoch %d", TRANSACTION_STATE_TOPIC, p,
+                 part.leader_epoch)
+        if part.log_end_offset == part.log_start_offset:
+            self._loaded(slot)
+        else:
+            self._spawn(self._load(slot, part), slot)
+        return slot
+
+    async def _load(self, slot: _Slot, part) -> None:
+        try:
+            stats = await self.loop.run_in_executor(None, load_shard, slot.shard, part.log)
+        except Exception:
+            log.exception("loading %s-%d failed; it is retried on the next request", TRANSACTION_STATE_TOPIC,
+                          slot.partition)
+            if self._slots.get(slot.partition) is slot:
+                del self._slots[slot.partition]
+            return
+        if self._current(slot):
+            log.info("loaded %s-%d: %d records up to offset %d, %d transactional ids", TRANSACTION_STATE_TOPIC,
+                     slot.partition, stats.records, stats.end_offset, len(slot.shard.transactions))
+            self._loaded(slot)
+
+    def _loaded(self, slot: _Slot) -> None:
+        slot.loading = False
+        for txn in slot.shard.preparing():
+            self._spawn(self._write_markers(slot, txn), slot)
+
+    def _unload(self, p: int) -> None:
+        slot = self._slots.pop(p, None)
+        if slot is None:
+            return
+        for task in list(slot.tasks):
+            task.cancel()
+        log.info("resigned as the transaction coordinator of %s-%d (epoch %d)", TRANSACTION_STATE_TOPIC, p,
+                 slot.leader_epoch)
+
+    def _spawn(self, coro, slot: _Slot | None = None) -> asyncio.Task:
+        task = self.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if slot is not None:
+            slot.tasks.add(task)
+            task.add_done_callback(slot.tasks.discard)
+        return task
+
+    # --- writing ------------------------------------------------------------------------------
+    async def _transition(self, slot: _Slot, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
+        """Write ``transit`` and complete it, or leave ``txn`` as it was: the client's error."""
+        try:
+            error = await self._write(slot, TransactionLogRecord(txn.transactional_id, transit))
+        except BaseException:
+            txn.abort_pending()
+            raise
+        if error == E.NONE and not self._current(slot):
+            error = E.NOT_COORDINATOR
+        if error == E.NONE:
+            txn.complete(transit)
+        else:
+            txn.abort_pending()
+        return error
+
+    async def _write(self, slot: _Slot, record: TransactionLogRecord) -> ErrorCode:
+        """Append ``record`` and wait until the ISR has it; Kafka's error mapping."""
+        rm = self.broker.replica_manager
+        part = rm.get(TRANSACTION_STATE_TOPIC, slot.partition)
+        if part is None or not part.is_leader(self.broker.broker_id) or part.leader_epoch != slot.leader_epoch:
+            return E.NOT_COORDINATOR
+        if len(part.isr) < self.broker.topics.min_insync_replicas(TRANSACTION_STATE_TOPIC):
+            return E.COORDINATOR_NOT_AVAILABLE  # NOT_ENOUGH_REPLICAS, as Kafka maps it
+        builder = BatchBuilder()
+        builder.append(self.clock.milliseconds(), record.key_bytes(), record.value_bytes())
+        try:
+            appended = rm.append_as_coordinator(part, builder.build())
+        except Exception as e:
+            error = getattr(e, "error", None)
+            if error == E.KAFKA_STORAGE_ERROR:
+                self.broker.log_storage_error(e)
+            elif not isinstance(error, ErrorCode):
+                log.exception("writing to %s-%d failed", TRANSACTION_STATE_TOPIC, slot.partition)
+                error = E.UNKNOWN_SERVER_ERROR
+            return _write_error(error)
+        waits = [(TRANSACTION_STATE_TOPIC, slot.partition, appended.last_offset, None)]
+        if not rm.is_replicated(TRANSACTION_STATE_TOPIC, slot.partition, appended.last_offset):
+            if not await rm.wait_for_replication(waits, self.config.write_timeout_ms / 1000):
+                return _write_error(E.REQUEST_TIMED_OUT)
+        return _write_error(rm.replication_error(TRANSACTION_STATE_TOPIC, slot.partition, appended.last_offset)
+                            or E.NONE)
+
+    # --- ending transactions ------------------------------------------------------------------
+    async def _prepare_end(self, slot: _Slot, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
+        """Write PrepareCommit / PrepareAbort; then the markers go out in the background."""
+        error = await self._transition(slot, txn, transit)
+        if error == E.NONE:
+            self._spawn(self._write_markers(slot, txn), slot)
+        return error
+
+    async def _write_markers(self, slot: _Slot, txn: TransactionMetadata) -> None:
+        commit = txn.state == TransactionState.PREPARE_COMMIT
+        done = await self.markers.write_markers(
+            txn.producer_id, txn.producer_epoch, commit, slot.shard.coordinator_epoch, set(txn.partitions),
+            still_valid=lambda: self._current(slot), on_done=txn.remove_partition)
+        while done and self._current(slot) and txn.state.is_preparing:
+            if txn.pending is None:
+                error = await self._transition(slot, txn, txn.prepare_complete(self.clock.milliseconds()))
+                if error == E.NONE:
+                    log.debug("%s: %s", txn.transactional_id, txn.state.state_name)
+                    return
+                log.info("%s: writing %s failed (%s); retrying", txn.transactional_id,
+                         "CompleteCommit" if commit else "CompleteAbort", error.name)
+            await asyncio.sleep(self.config.marker_retry_backoff_ms / 1000)
+
+    # --- time ---------------------------------------------------------------------------------
+    async def _every(self, interval_ms: int, action) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                self.refresh()
+                action()
+            except Exception:
+                log.exception("%s failed", getattr(action, "__name__", action))
+
+    def abort_timed_out_transactions(self, now_ms: int | None = None) -> int:
+        """Fence and abort the Ongoing transactions past their timeout (Kafka's
+        ``abortTimedOutTransactions``); return how many."""
+        now = self.clock.milliseconds() if now_ms is None else now_ms
+        count = 0
+        for slot in list(self._slots.values()):
+            if slot.loading:
+                continue
+            for txn in slot.shard.timed_out(now):
+                log.info("aborting transaction of %s (producer %d, epoch %d): open longer than %d ms",
+                         txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.timeout_ms)
+                self._spawn(self._prepare_end(slot, txn, txn.prepare_fence_and_abort(now)), slot)
+                count += 1
+        return count
+
+    def expire_transactional_ids(self, now_ms: int | None = None) -> int:
+        """Forget ids idle for ``transactional.id.expiration.ms`` (a tombstone each)."""
+        now = self.clock.milliseconds() if now_ms is None else now_ms
+        count = 0
+        for slot in list(self._slots.values()):
+            if slot.loading:
+                continue
+            for txn in slot.shard.expired(now, self.config.id_expiration_ms):
+                txn.prepare_dead()
+                self._spawn(self._expire(slot, txn), slot)
+                count += 1
+        return count
+
+    async def _expire(self, slot: _Slot, txn: TransactionMetadata) -> None:
+        error = E.NOT_COORDINATOR
+        try:
+            error = await self._write(slot, TransactionLogRecord(txn.transactional_id, None))
+        finally:
+            if error == E.NONE and slot.shard.transactions.get(txn.transactional_id) is txn:
+                del slot.shard.transactions[txn.transactional_id]
+                log.info("transactional id %s expired", txn.transactional_id)
+            else:
+                txn.abort_pending()
+
+    # --- the transaction APIs -----------------------------------------------------------------
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int = -1,
+                               producer_epoch: int = -1) -> tuple[ErrorCode, int, int]:
+        """``(error, producer id, epoch)`` for a transactional producer (see ``TransactionShard``)."""
+        if not transactional_id:
+            return E.INVALID_REQUEST, -1, -1
+        if timeout_ms <= 0 or timeout_ms > self.config.max_timeout_ms:
+            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        if (producer_id == -1) != (producer_epoch == -1):
+            return E.INVALID_REQUEST, -1, -1
+        expected = None if producer_id == -1 else (producer_id, producer_epoch)
+        try:
+            slot = self._slot_for(transactional_id)
+            result = slot.shard.init_producer_id(transactional_id, timeout_ms, expected, self.clock.milliseconds(),
+                                                 self._new_producer_id)
+        except CoordinatorError as e:
+            return e.error, -1, -1
+        if isinstance(result, ErrorCode):
+            return result, -1, -1
+        txn = slot.shard.get(transactional_id)
+        if result.state == TransactionState.PREPARE_ABORT:  # fencing an Ongoing transaction
+            error = await self._prepare_end(slot, txn, result)
+            return (E.CONCURRENT_TRANSACTIONS if error == E.NONE else error), -1, -1
+        error = await self._transition(slot, txn, result)
+        if error != E.NONE:
+            return error, -1, -1
+        log.info("initialized transactional id %s with producer %d epoch %d", transactional_id, txn.producer_id,
+                 txn.producer_epoch)
+        return E.NONE, txn.producer_id, txn.producer_epoch
+
+    def _new_producer_id(self) -> int:
+        try:
+            return self.broker.producer_ids.init_producer_id().producer_id
+        except OSError as e:
+            self.broker.log_storage_error(f"could not reserve producer ids: {e}")
+            raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS) from None
+
+    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             partitions) -> ErrorCode:
+        if not transactional_id:
+            return E.INVALID_REQUEST
+        try:
+            slot = self._slot_for(transactional_id)
+        except CoordinatorError as e:
+            return e.error
+        result = slot.shard.add_partitions(transactional_id, producer_id, producer_epoch, partitions,
+                                           self.clock.milliseconds())
+        if isinstance(result, ErrorCode):
+            return result
+        return await self._transition(slot, slot.shard.get(transactional_id), result)
+
+    def offsets_partition(self, group_id: str) -> int:
+        """The ``__consumer_offsets`` partition of ``group_id`` (AddOffsetsToTxn adds it)."""
+        topic = self.broker.metadata_image().topic(OFFSETS_TOPIC)
+        n = len(topic.partitions) if topic is not None else self.broker.config["offsets.topic.num.partitions"]
+        return partition_for(group_id, n)
+
+    async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          group_id: str) -> ErrorCode:
+        return await self.add_partitions(transactional_id, producer_id, producer_epoch,
+                                         [(OFFSETS_TOPIC, self.offsets_partition(group_id))])
+
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                      commit: bool) -> ErrorCode:
+        if not transactional_id:
+            return E.INVALID_REQUEST
+        try:
+            slot = self._slot_for(transactional_id)
+        except CoordinatorError as e:
+            return e.error
+        result = slot.shard.end_txn(transactional_id, producer_id, producer_epoch, commit, self.clock.milliseconds())
+        if isinstance(result, ErrorCode):
+            return result
+        return await self._prepare_end(slot, slot.shard.get(transactional_id), result)
+
+    def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
+        if not transactional_id:
+            return E.INVALID_REQUEST, None
+        try:
+            slot = self._slot_for(transactional_id)
+        except CoordinatorError as e:
+            return e.error, None
+        txn = slot.shard.get(transactional_id)
+        if txn is None or txn.state == TransactionState.DEAD or txn.producer_epoch < 0:
+            return E.TRANSACTIONAL_ID_NOT_FOUND, None
+        return E.NONE, txn
+
+    def list_transactions(self, states=(), producer_ids=(), duration_ms: int = -1
+                          ) -> tuple[ErrorCode, list[str], list[TransactionMetadata]]:
+        """``(error, unknown state filters, transactions)`` of the loaded shards."""
+        if self._closed:
+            return E.COORDINATOR_NOT_AVAILABLE, [], []
+        self.refresh()
+        unknown = [s for s in states if TransactionState.from_name(s) is None]
+        wanted = {TransactionState.from_name(s) for s in states} - {None}
+        if states and not wanted:
+            return E.NONE, unknown, []
+        now = self.clock.milliseconds()
+        found = []
+        for slot in self._slots.values():
+            if slot.loading:
+                continue
+            for txn in slot.shard.transactions.values():
+                if txn.producer_epoch < 0 or (wanted and txn.state not in wanted):
+                    continue
+                if producer_ids and txn.producer_id not in producer_ids:
+                    continue
+                if duration_ms >= 0 and now - txn.start_ms < duration_ms:
+                    continue
+                found.append(txn)
+        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.is_loading() else E.NONE
+        return error, unknown, found
+
+
+def _write_error(error: ErrorCode) -> ErrorCode:
+    """What a client sees when the coordinator's write failed (Kafka's
+    ``TransactionStateManager.appendTransactionToLog``)."""
+    if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                 E.REQUEST_TIMED_OUT):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE):
+        return E.UNKNOWN_SERVER_ERROR
+    return error

@@ -1,0 +1,26 @@
+"""EndTxn (key 26): a transactional producer commits or aborts its transaction.
+
+Answered once the coordinator wrote PrepareCommit / PrepareAbort to ``__transaction_state``
+(``TransactionCoordinator.end_txn``); the markers are written afterwards, and until they are
+the id's next operations answer CONCURRENT_TRANSACTIONS. A retried EndTxn of a transaction
+already complete with the same result answers NONE; with the other result INVALID_TXN_STATE.
+PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2. v5 (an epoch bump per transaction,
+KIP-890 part 2) is not served (``api_keys`` narrows the range to v0-v4).
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.end_txn_response import EndTxnResponse
+from odradek.protocol.generated.error_codes import ErrorCode
+
+
+async def handle(ctx, request):
+    coordinator = ctx.broker.txn_coordinator
+    if coordinator is None:
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:
+        error = await coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                          bool(request.committed))
+    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return EndTxnResponse(throttle_time_ms=0, error_code=error)
