@@ -11,8 +11,10 @@ Source: the driver's admin client (partitions and offsets) and the executors' fe
     retry.backoff.max.ms, metadata.max.age.ms    both
     default.api.timeout.ms                        each offset lookup of the driver
     max.partition.fetch.bytes, fetch.max.wait.ms  the executors' Fetch requests
-    isolation.level                               read_uncommitted only (transactions' aborted
-                                                  records are not filtered out yet)
+    isolation.level                               read_uncommitted (default, as Spark's Kafka
+                                                  source) | read_committed: offsets end at the
+                                                  last stable offset, aborted transactions'
+                                                  records are skipped
     group.id                                      accepted with a warning, as Spark 3+ does:
                                                   the source never joins or commits to a group
 Sink: the producer.
@@ -20,6 +22,9 @@ Sink: the producer.
     max.request.size, buffer.memory, enable.idempotence, retries, delivery.timeout.ms,
     request.timeout.ms, max.in.flight.requests.per.connection, retry.backoff.ms,
     retry.backoff.max.ms, metadata.max.age.ms, max.block.ms
+    transaction.timeout.ms (the transactional sink's transactions; default 900000, the
+    broker's default transaction.max.timeout.ms; see ``txn_sink``); transactional.id is
+    refused: ids are derived per task from the ``transactional.id.prefix`` option
 Both: bootstrap.servers (see ``options``) and security.protocol, PLAINTEXT only: odradek
 speaks neither TLS nor SASL yet.
 """
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 import logging
 
-__all__ = ["source_params", "sink_params", "SourceParams"]
+__all__ = ["source_params", "sink_params", "transaction_timeout_ms", "SourceParams"]
 
 _log = logging.getLogger("odradek.spark")
 
@@ -46,6 +51,8 @@ _REFUSED_SOURCE = {
                            "Spark, transform them with DataFrame operations",
 }
 _REFUSED_SINK = {
+    "transactional.id": "the transactional sink derives one transactional id per task, query and batch; "
+                        "set the sink option 'transactional.id.prefix' to choose their prefix",
     "key.serializer": "keys are written as bytes: serialize them with DataFrame operations before writing "
                       "(a string or binary 'key' column)",
     "value.serializer": "values are written as bytes: serialize them with DataFrame operations before writing "
@@ -83,6 +90,8 @@ _PRODUCER = {
     "metadata.max.age.ms": ("metadata_max_age_ms", int),
     "max.block.ms": ("max_block_ms", int),
 }
+_SINK_OWN = ("transaction.timeout.ms", "security.protocol", "bootstrap.servers")
+_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 _ACKS = {"all": "all", "-1": "all", "0": 0, "1": 1}
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -90,7 +99,8 @@ _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 class SourceParams(dict):
     """The source's client settings: ``cluster`` (keywords of ``ClusterClient``, as sorted
     pairs so that they can key a pool and be pickled), ``api_timeout_ms``,
-    ``max_partition_bytes``, ``max_wait_ms``."""
+    ``max_partition_bytes``, ``max_wait_ms``, ``isolation_level`` (0 read_uncommitted, 1
+    read_committed: Fetch's and ListOffsets' field)."""
 
 
 def _kafka(opts: dict) -> dict[str, str]:
@@ -134,9 +144,9 @@ def source_params(opts: dict) -> SourceParams:
     settings = _kafka(opts)
     _common(settings, _REFUSED_SOURCE, set(_CLUSTER) | set(_SOURCE_OWN), "odradek source")
     level = settings.get("isolation.level", "read_uncommitted").strip().lower()
-    if level != "read_uncommitted":
-        raise ValueError(f"option 'kafka.isolation.level' = {level!r} is not supported: the odradek source "
-                         "reads read_uncommitted only")
+    if level not in _ISOLATION:
+        raise ValueError(f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, "
+                         f"got {level!r}")
     if "group.id" in settings:
         _log.warning("Kafka option 'kafka.group.id' is set: the odradek source never joins or commits to a "
                      "consumer group (%s), so the id is not used", _OFFSETS_IN_CHECKPOINT)
@@ -150,13 +160,23 @@ def source_params(opts: dict) -> SourceParams:
         api_timeout_ms=number("default.api.timeout.ms", 60_000),
         max_partition_bytes=number("max.partition.fetch.bytes", 8 << 20) or 8 << 20,
         max_wait_ms=number("fetch.max.wait.ms", 100),
+        isolation_level=_ISOLATION[level],
     )
+
+
+def transaction_timeout_ms(opts: dict) -> int:
+    """``kafka.transaction.timeout.ms`` of the transactional sink (default 900000)."""
+    value = _kafka(opts).get("transaction.timeout.ms")
+    timeout = 900_000 if value is None else _value("transaction.timeout.ms", value, int)
+    if timeout < 1:
+        raise ValueError(f"option 'kafka.transaction.timeout.ms' must be a positive integer, got {value!r}")
+    return timeout
 
 
 def sink_params(opts: dict) -> tuple:
     """The producer's keywords from the sink's ``kafka.*`` options, as sorted pairs."""
     settings = _kafka(opts)
-    _common(settings, _REFUSED_SINK, set(_PRODUCER) | {"security.protocol", "bootstrap.servers"}, "odradek sink")
+    _common(settings, _REFUSED_SINK, set(_PRODUCER) | set(_SINK_OWN), "odradek sink")
     config = {kw: _value(n, settings[n], kind) for n, (kw, kind) in _PRODUCER.items() if n in settings}
     if "acks" in config:
         if config["acks"] not in _ACKS:

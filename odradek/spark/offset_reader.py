@@ -7,6 +7,11 @@ those topics that exist; ``subscribePattern``: every non-internal topic whose wh
 matches; ``assign``: as given, each of which must exist, or the query fails at once naming
 those that do not); offsets from ListOffsets at each partition's leader, all leaders at once.
 
+With ``kafka.isolation.level=read_committed`` offsets are looked up at that isolation level
+(ListOffsets ``isolation_level`` 1, through the process's pooled client): "latest" is then
+the last stable offset, below any transaction still open, so a micro-batch never plans to
+read records whose fate is not known yet.
+
 Each lookup is bounded by ``kafka.default.api.timeout.ms``; after a retriable failure it is
 tried again ``fetchOffset.numRetries`` times, ``fetchOffset.retryIntervalMs`` apart (Spark's
 Kafka source's options).
@@ -19,7 +24,9 @@ import re
 import time
 
 from odradek.client import AdminClient, KafkaError
+from odradek.client.offset_fetcher import OffsetFetcher
 from odradek.client.topic_partition import TopicPartition
+from odradek.spark import client_pool
 from odradek.spark.offsets import EARLIEST, LATEST, OffsetSpec
 from odradek.spark.options import SourceOptions
 
@@ -45,12 +52,24 @@ class OffsetReader:
             self._admin = AdminClient(o.bootstrap, default_api_timeout_ms=o.api_timeout_ms, **config)
         return self._admin
 
+    def _list_offsets_committed(self, specs: dict) -> dict:
+        """ListOffsets at read_committed, with the pooled client of this process."""
+        o = self.options
+        cluster = client_pool.cluster(o.bootstrap, o.cluster_config)
+        fetcher = OffsetFetcher(cluster, o.isolation_level)
+        return client_pool.loop_thread().run(fetcher.list_offsets(specs, o.api_timeout_ms / 1000))
+
     def _call(self, method: str, *args):
         """``admin.<method>(*args)``, tried again after retriable failures (see above)."""
         attempt = 0
+        if method == "list_offsets" and self.options.isolation_level:
+            call = self._list_offsets_committed
+        else:
+            def call(*a):
+                return getattr(self.admin, method)(*a)
         while True:
             try:
-                return getattr(self.admin, method)(*args)
+                return call(*args)
             except KafkaError as e:
                 if not e.retriable or attempt >= self.options.offset_retries:
                     raise

@@ -33,8 +33,14 @@ Source (reading):
 
 Sink (writing):
     kafka.bootstrap.servers (or bootstrap.servers), topic (else a ``topic`` column),
-    exactlyOnce            true | false: stage and publish atomically (default: true for
-                           streaming, false for batch writes, as Spark's Kafka sink)
+    exactlyOnce            transactional | staged | false (``SINK_MODES``): each task writes in
+                           a Kafka transaction that the driver commits with the batch
+                           (``txn_sink``); or stage and publish from the driver (``exactly_once``);
+                           or write straight, at least once. Default: transactional for
+                           streaming, false for batch writes (as Spark's Kafka sink); ``true``
+                           means transactional
+    transactional.id.prefix   prefix of the transactional sink's ids (default ``odradek-spark-``)
+    kafka.transaction.timeout.ms   its transactions' timeout (default 900000)
     kafka.*                the producer's Kafka settings (``kafka_params``), e.g.
                            kafka.compression.type none | gzip | snappy | lz4 | zstd
     staging.topic, commit.topic   the sink's internal topics (see ``sink_log``)
@@ -46,14 +52,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from odradek.spark.kafka_params import sink_params, source_params
+from odradek.spark.kafka_params import sink_params, source_params, transaction_timeout_ms
 from odradek.spark.offsets import OffsetSpec, parse_assign, parse_offset_spec, parse_partition_json
 from odradek.spark.range_reader import FetchConfig
 
-__all__ = ["SourceOptions", "SinkOptions", "parse_source_options", "parse_sink_options"]
+__all__ = ["SourceOptions", "SinkOptions", "parse_source_options", "parse_sink_options", "TRANSACTIONAL", "STAGED",
+           "DIRECT"]
 
 STAGING_TOPIC = "_odradek_spark_staging"
 COMMIT_TOPIC = "_odradek_spark_commits"
+TXN_ID_PREFIX = "odradek-spark-"
+TRANSACTIONAL, STAGED, DIRECT = "transactional", "staged", "direct"
+# exactlyOnce option value -> sink mode
+SINK_MODES = {"transactional": TRANSACTIONAL, "true": TRANSACTIONAL, "staged": STAGED, "false": DIRECT}
 
 
 @dataclass(frozen=True)
@@ -79,20 +90,23 @@ class SourceOptions:
     offset_retry_interval_ms: int = 10
     api_timeout_ms: int = 60_000
     cluster_config: tuple = ()                # ClusterClient keywords, sorted pairs
+    isolation_level: int = 0                  # kafka.isolation.level: 0 read_uncommitted, 1 read_committed
 
     def fetch_config(self) -> FetchConfig:
         return FetchConfig(self.bootstrap, self.include_headers, self.fail_on_data_loss, self.max_partition_bytes,
-                           self.max_wait_ms, self.poll_timeout_ms, self.cluster_config)
+                           self.max_wait_ms, self.poll_timeout_ms, self.cluster_config, self.isolation_level)
 
 
 @dataclass(frozen=True)
 class SinkOptions:
     bootstrap: str
     topic: str | None = None
-    exactly_once: bool | None = None         # None: the mode's default
+    mode: str | None = None                  # TRANSACTIONAL, STAGED, DIRECT; None: the write's default
     producer: tuple = (("compression_type", "none"),)  # AsyncProducer keywords, sorted pairs
     staging_topic: str = STAGING_TOPIC
     commit_topic: str = COMMIT_TOPIC
+    txn_id_prefix: str = TXN_ID_PREFIX
+    transaction_timeout_ms: int = 900_000
     failpoint: str | None = None             # tests only: see ``failpoints``
 
     @property
@@ -223,6 +237,7 @@ def parse_source_options(options) -> SourceOptions:
         offset_retry_interval_ms=_or(_positive(opts, "fetchOffset.retryIntervalMs", minimum=0), 10),
         api_timeout_ms=kafka["api_timeout_ms"],
         cluster_config=kafka["cluster"],
+        isolation_level=kafka["isolation_level"],
     )
 
 
@@ -231,9 +246,21 @@ def parse_sink_options(options) -> SinkOptions:
     return SinkOptions(
         bootstrap=_bootstrap(opts),
         topic=opts.get("topic") or None,
-        exactly_once=_bool(opts, "exactlyOnce", None),
+        mode=_sink_mode(opts),
         producer=sink_params(opts),
         staging_topic=opts.get("staging.topic", STAGING_TOPIC),
         commit_topic=opts.get("commit.topic", COMMIT_TOPIC),
+        txn_id_prefix=opts.get("transactional.id.prefix", TXN_ID_PREFIX),
+        transaction_timeout_ms=transaction_timeout_ms(opts),
         failpoint=opts.get("failpoint") or None,
     )
+
+
+def _sink_mode(opts: dict) -> str | None:
+    value = opts.get("exactlyonce")
+    if value is None:
+        return None
+    mode = SINK_MODES.get(value.strip().lower())
+    if mode is None:
+        raise ValueError(f"option 'exactlyOnce' must be transactional, staged, true or false, got {value!r}")
+    return mode

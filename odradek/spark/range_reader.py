@@ -15,6 +15,14 @@ Errors:
   the range does: data loss, raised as ``DataLossError`` with ``failOnDataLoss=true``, else
   logged, and the range continues from what is left;
 - a single batch larger than the fetch size: the size doubles up to 256 MiB.
+
+Isolation (``kafka.isolation.level``): read_uncommitted fetches up to the high watermark and
+returns every data record. read_committed asks the broker for records below the last stable
+offset only (Fetch ``isolation_level`` 1) and drops the batches of the aborted transactions
+the answer lists (``record_columns.decode_fetched``); the driver's ranges then end at the
+last stable offset too (``offset_reader``), so a range is all below it and reads the same
+records every time. Either way a range's rows may have gaps in their offsets (control
+batches, aborted records) and the range is read by offset, not by counting rows.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ class FetchConfig:
     max_wait_ms: int = 100
     retry_timeout_ms: int = 120_000     # kafkaConsumer.pollTimeoutMs
     cluster_config: tuple = ()          # ClusterClient keywords (kafka.* options), sorted pairs
+    isolation_level: int = 0            # 0 read_uncommitted, 1 read_committed
 
 
 def read_range(config: FetchConfig, rng: OffsetRange) -> Iterator[pa.RecordBatch]:
@@ -104,7 +113,7 @@ class _RangeReader:
         pending = self._send(position) if position < rng.end else None
         stalled_since = None
         while pending is not None:
-            records, high_watermark, moved_to = self._answer(pending, position)
+            records, high_watermark, aborted, moved_to = self._answer(pending, position)
             if moved_to is not None:  # out of range, and the data-loss policy moved on
                 position = moved_to
                 pending = self._send(position) if position < rng.end else None
@@ -112,7 +121,7 @@ class _RangeReader:
             ahead = next_offset_after(records, position)
             if ahead > position:
                 pending = self._send(ahead) if ahead < rng.end else None  # before decoding
-                columns, _ = decode_fetched(records, position, rng.end, self.config.include_headers)
+                columns, _ = decode_fetched(records, position, rng.end, self.config.include_headers, aborted)
                 position, stalled_since = ahead, None
                 if columns is not None:
                     yield columns
@@ -135,7 +144,7 @@ class _RangeReader:
         return await cluster.retry(lambda: self._fetch_once(position), deadline)
 
     async def _fetch_once(self, position: int):
-        """``(error_code, records, high_watermark, log_start_offset)`` of one Fetch; raises
+        """``(error_code, records, high_watermark, aborted transactions)`` of one Fetch; raises
         retriable errors for ``ClusterClient.retry`` (which refreshes metadata on them)."""
         cluster, rng = self.cluster, self.rng
         cluster.add_topics([rng.topic])
@@ -155,7 +164,7 @@ class _RangeReader:
         info = meta.partition(rng.topic, rng.partition)
         request = FetchRequest(
             replica_id=-1, max_wait_ms=self.config.max_wait_ms, min_bytes=1, max_bytes=self.max_bytes,
-            isolation_level=0, session_id=0, session_epoch=-1,
+            isolation_level=self.config.isolation_level, session_id=0, session_epoch=-1,
             topics=[FetchTopic(topic=rng.topic, topic_id=topic_id, partitions=[FetchPartition(
                 partition=rng.partition, current_leader_epoch=info.leader_epoch if info else -1,
                 fetch_offset=position, log_start_offset=-1, partition_max_bytes=self.max_bytes)])])
@@ -169,18 +178,20 @@ class _RangeReader:
                     continue
                 if p.error_code in STALE_METADATA or (p.error_code and BrokerError(p.error_code).retriable):
                     raise BrokerError(p.error_code, subject=f"{rng.topic}-{rng.partition}")
-                return p.error_code, p.records or b"", p.high_watermark, p.log_start_offset
+                aborted = p.aborted_transactions if self.config.isolation_level else None
+                return p.error_code, p.records or b"", p.high_watermark, aborted
         raise BrokerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, subject=f"{rng.topic}-{rng.partition}")
 
     def _answer(self, pending, position: int):
-        """``(records, high_watermark, None)`` of a finished Fetch, or ``(b"", -1,
-        new_position)`` when the position was out of range and the data-loss policy moved it."""
-        code, records, high_watermark, _ = pending.result()
+        """``(records, high_watermark, aborted, None)`` of a finished Fetch, or ``(b"", -1,
+        None, new_position)`` when the position was out of range and the data-loss policy
+        moved it. ``aborted``: the answer's aborted transactions (read_committed), else None."""
+        code, records, high_watermark, aborted = pending.result()
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            return b"", -1, self._out_of_range(position)
+            return b"", -1, None, self._out_of_range(position)
         if code:
             raise BrokerError(code, subject=f"{self.rng.topic}-{self.rng.partition}")
-        return records, high_watermark, None
+        return records, high_watermark, aborted, None
 
     def _stalled(self, since: float | None, position: int, high_watermark: int) -> float:
         """An empty answer below the high watermark: retried until ``retry_timeout_ms``."""
@@ -214,7 +225,7 @@ class _RangeReader:
     def _log_bounds(self) -> tuple[int, int]:
         """The partition's log start offset and high watermark, asked of its leader."""
         tp = TopicPartition(self.rng.topic, self.rng.partition)
-        offsets = OffsetFetcher(self.cluster)
+        offsets = OffsetFetcher(self.cluster, self.config.isolation_level)
         timeout = self.config.retry_timeout_ms / 1000
         earliest = self.thread.run(offsets.list_offsets({tp: EARLIEST}, timeout))[tp]
         latest = self.thread.run(offsets.list_offsets({tp: LATEST}, timeout))[tp]

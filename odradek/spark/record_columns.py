@@ -10,8 +10,11 @@ Input: the ``records`` field of a fetch response, a run of batches (``records.ba
 each validated (length, magic, CRC-32C) before its records are touched.
 
 Contracts:
-- only records with ``start <= offset < end`` are returned; control batches are skipped
-  (odradek has no transactions to abort, so read_uncommitted is all there is);
+- only records with ``start <= offset < end`` are returned; control batches are skipped;
+- read_committed: ``aborted`` is the fetch answer's aborted transactions (producer id and
+  first offset, ascending). As Java's ``Fetcher``, a transactional batch of a producer whose
+  aborted transaction began at or before the batch's last offset is dropped, until that
+  producer's ABORT marker; read_uncommitted passes ``aborted=None`` and keeps every batch;
 - a partial batch at the end of the buffer is left for the next fetch;
 - a malformed record raises ``CorruptRecordError`` (``record_spans``' checks); header
   bytes become a column only when ``include_headers`` asks;
@@ -27,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from odradek.records.batch import MAGIC_OFFSET, iter_batch_positions
+from odradek.records.control import ABORT
 from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import RecordBatch, read_batch
 from odradek.records.record_spans import RecordSpans, locate_records
@@ -54,10 +58,12 @@ class RecordColumns:
         return len(self.offsets)
 
 
-def decode_fetched(buf, start: int, end: int, include_headers: bool = False) -> tuple[RecordColumns | None, int]:
+def decode_fetched(buf, start: int, end: int, include_headers: bool = False,
+                   aborted=None) -> tuple[RecordColumns | None, int]:
     """Columns of the records of ``buf`` with ``start <= offset < end`` (None when there are
-    none) and the offset to fetch next (``start`` when ``buf`` held no complete batch)."""
-    batches, next_offset, legacy = _walk(buf, start, end)
+    none) and the offset to fetch next (``start`` when ``buf`` held no complete batch).
+    ``aborted``: the answer's aborted transactions under read_committed (see above)."""
+    batches, next_offset, legacy = _walk(buf, start, end, _AbortFilter(aborted) if aborted else None)
     if legacy:
         return _decode_slowly(buf, start, end, include_headers), next_offset
     if not batches:
@@ -79,9 +85,37 @@ def next_offset_after(buf, start: int) -> int:
     return after
 
 
-def _walk(buf, start: int, end: int) -> tuple[list[RecordBatch], int, bool]:
-    """The v2 batches of ``buf`` that may hold records in ``[start, end)``, validated; the
-    offset after the last complete batch seen; and whether a legacy entry was seen."""
+class _AbortFilter:
+    """Which batches belong to aborted transactions, walking batches in offset order."""
+
+    def __init__(self, aborted) -> None:
+        self.pending = sorted(((a.first_offset, a.producer_id) for a in aborted), reverse=True)
+        self.aborting: set[int] = set()
+
+    def skip(self, batch: RecordBatch) -> bool:
+        """Whether to drop ``batch`` (a data batch of an aborted transaction), updating
+        the producers in an aborted transaction (control batches are dropped anyway)."""
+        header = batch.header
+        while self.pending and self.pending[-1][0] <= header.last_offset:
+            self.aborting.add(self.pending.pop()[1])
+        if header.is_control:
+            if header.producer_id in self.aborting and _is_abort(batch):
+                self.aborting.discard(header.producer_id)
+            return False
+        return header.is_transactional and header.producer_id in self.aborting
+
+
+def _is_abort(batch: RecordBatch) -> bool:
+    try:
+        return batch.end_txn_marker().type == ABORT
+    except (CorruptRecordError, ValueError, AttributeError):
+        return False
+
+
+def _walk(buf, start: int, end: int, aborts: _AbortFilter | None = None) -> tuple[list[RecordBatch], int, bool]:
+    """The v2 batches of ``buf`` that may hold records in ``[start, end)``, validated and
+    not aborted; the offset after the last complete batch seen; and whether a legacy entry
+    was seen."""
     batches, next_offset, legacy = [], start, False
     for pos, size in iter_batch_positions(buf):
         if buf[pos + MAGIC_OFFSET] != 2:
@@ -93,6 +127,8 @@ def _walk(buf, start: int, end: int) -> tuple[list[RecordBatch], int, bool]:
         if header.base_offset >= end:
             break
         next_offset = max(next_offset, header.next_offset)
+        if aborts is not None and aborts.skip(batch):
+            continue
         if not (header.is_control or header.next_offset <= start or header.records_count == 0):
             batches.append(batch)
     return batches, next_offset, legacy

@@ -25,8 +25,8 @@ from pyspark.sql.datasource import WriterCommitMessage
 from odradek.client.errors import BufferFullError, KafkaError
 from odradek.spark import client_pool
 
-__all__ = ["Row", "rows_of", "send_rows", "staged", "Tally", "DirectWrite", "StagedWrite", "STAGE_HEADER",
-           "TARGET_HEADER"]
+__all__ = ["Row", "rows_of", "send_rows", "send_some", "staged", "Tally", "DirectWrite", "StagedWrite",
+           "STAGE_HEADER", "TARGET_HEADER"]
 
 STAGE_HEADER = "odradek.stage"
 TARGET_HEADER = "odradek.target"
@@ -105,7 +105,8 @@ class Tally:
         self.last = max(self.last, offset)
 
 
-async def _send(producer, rows: Iterable[Row], tally: Tally) -> None:
+async def send_some(producer, rows: Iterable[Row], tally: Tally) -> None:
+    """Hand ``rows`` to ``producer`` (on its loop), counting acknowledgements in ``tally``."""
     for topic, partition, key, value, headers in rows:
         while True:
             try:
@@ -124,7 +125,7 @@ def send_rows(bootstrap: str, batches: Iterable[Iterable[Row]], producer_config:
     producer = client_pool.producer(bootstrap, **dict(producer_config))
     tally = Tally()
     for rows in batches:
-        thread.run(_send(producer, rows, tally))
+        thread.run(send_some(producer, rows, tally))
     thread.run(producer.flush())
     if tally.error is not None:
         error = tally.error

@@ -1,8 +1,14 @@
-"""The exactly-once sink's own log: per query, the last committed batch and the batch being
-published, kept in a compacted odradek topic (``_odradek_spark_commits`` by default).
+"""The exactly-once sinks' own log: per query, what the driver decided, kept in a compacted
+odradek topic (``_odradek_spark_commits`` by default).
 
-One record per state change, keyed by the query id (compaction keeps the newest per query);
+The transactional sink (``txn_sink``) keeps one ``Decision`` per query, keyed ``txn:<query id>``;
 its value is JSON::
+
+    {"batch": 8,                          # the last batch decided (committed)
+     "handles": [[transactional id, producer id, producer epoch], ...],  # its transactions
+     "done": true}                        # every handle committed (false: still committing)
+
+The staged sink (``exactly_once``) keys its state by the bare query id; its value is JSON::
 
     {"committed": 7,                      # last batch id published in full (-1: none)
      "intent": null | {                   # the batch being published, written before it is
@@ -25,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from odradek.client import AdminClient, BrokerError, Consumer, NewTopic, Producer, TopicPartition
 from odradek.protocol.generated.error_codes import ErrorCode
 
-__all__ = ["Intent", "SinkState", "SinkLog", "ensure_topic"]
+__all__ = ["Decision", "Intent", "SinkState", "SinkLog", "ensure_topic"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,24 @@ class SinkState:
         return cls(int(data["committed"]), None if intent is None else Intent(**intent))
 
 
+@dataclass(frozen=True)
+class Decision:
+    """The transactional sink's commit decision for one batch of a query."""
+
+    batch: int
+    handles: tuple = ()                           # (transactional id, producer id, epoch) each
+    done: bool = False
+
+    def to_json(self) -> bytes:
+        return json.dumps({"batch": self.batch, "handles": [list(h) for h in self.handles], "done": self.done},
+                          sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> "Decision":
+        data = json.loads(raw)
+        return cls(int(data["batch"]), tuple(tuple(h) for h in data["handles"]), bool(data["done"]))
+
+
 def ensure_topic(admin: AdminClient, topic: NewTopic) -> None:
     """Create ``topic`` unless it exists."""
     try:
@@ -71,18 +95,32 @@ class SinkLog:
             ensure_topic(admin, NewTopic(topic, 1, -1, configs={"cleanup.policy": "compact"}))
 
     def read(self, query_id: str) -> SinkState:
-        key = query_id.encode()
-        state = SinkState()
+        raw = self._last_value(query_id.encode())
+        return SinkState() if raw is None else SinkState.from_json(raw)
+
+    def write(self, query_id: str, state: SinkState) -> None:
+        self._write(query_id.encode(), state.to_json())
+
+    def read_decision(self, query_id: str) -> Decision | None:
+        """The transactional sink's last decision for ``query_id`` (None: none yet)."""
+        raw = self._last_value(b"txn:" + query_id.encode())
+        return None if raw is None else Decision.from_json(raw)
+
+    def write_decision(self, query_id: str, decision: Decision) -> None:
+        self._write(b"txn:" + query_id.encode(), decision.to_json())
+
+    def _last_value(self, key: bytes) -> bytes | None:
+        value = None
         with Consumer(self.bootstrap, client_id="odradek-spark-sink", max_poll_records=10_000) as consumer:
             consumer.assign([self.tp])
             end = consumer.end_offsets([self.tp])[self.tp]
             consumer.seek_to_beginning(self.tp)
             while consumer.position(self.tp) < end:
                 for record in consumer.poll(1000).get(self.tp, []):
-                    if record.key == key and record.value is not None and record.offset < end:
-                        state = SinkState.from_json(record.value)
-        return state
+                    if record.key == key and record.offset < end:
+                        value = record.value
+        return value
 
-    def write(self, query_id: str, state: SinkState) -> None:
+    def _write(self, key: bytes, value: bytes) -> None:
         with Producer(self.bootstrap, client_id="odradek-spark-sink", acks="all") as producer:
-            producer.send(self.topic, state.to_json(), key=query_id.encode(), partition=0).result()
+            producer.send(self.topic, value, key=key, partition=0).result()

@@ -1,17 +1,20 @@
 """The Spark writers of the ``odradek`` format: batch (``df.write``) and streaming
-(``df.writeStream``).
+(``df.writeStream``), in one of three modes (the ``exactlyOnce`` option, ``options.SINK_MODES``):
 
-Tasks (``write``) send their rows with the process's pooled producer (``record_writer``):
-straight to the targets (``exactlyOnce=false``; Spark's Kafka sink semantics, at least
-once), or to the staging topic, after which the driver's ``commit`` publishes what Spark
-committed exactly once (``exactly_once``). Streaming writes stage by default, batch writes
-go direct by default.
+- ``transactional`` (streaming default): each task writes its rows in a Kafka transaction and
+  prepares it; the driver's ``commit`` decides the batch and commits every task's
+  transaction (``txn_sink``). Exactly once for read_committed readers.
+- ``staged``: tasks stage their rows in a staging topic, the driver's ``commit`` publishes
+  what Spark committed, each record tagged (``exactly_once``). Exactly once for any reader,
+  at the cost of a second copy and of the driver re-sending every record.
+- ``direct`` (``false``; batch default): tasks send straight to the targets with the pooled
+  idempotent producer (``record_writer``), at least once, as Spark's Kafka sink.
 
 What reaches the driver's ``commit`` from a task is only its commit message (Spark calls
 ``streamWriter()`` anew for each commit), so a task's message carries everything: query id
 and batch id (from the task's local properties ``sql.streaming.queryId`` and
 ``streaming.sql.batchId``; a batch write uses an id drawn when the job is planned and
-batch 0), the attempt's tag and where its rows were staged.
+batch 0) and what the task wrote.
 """
 
 from __future__ import annotations
@@ -26,9 +29,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from odradek.client import AdminClient, NewTopic
-from odradek.spark import failpoints
-from odradek.spark.exactly_once import commit_batch
-from odradek.spark.options import SinkOptions
+from odradek.spark import exactly_once, failpoints, txn_sink
+from odradek.spark.options import DIRECT, STAGED, TRANSACTIONAL, SinkOptions
 from odradek.spark.record_writer import DirectWrite, StagedWrite, rows_of, send_rows, staged
 from odradek.spark.schema import check_write_schema
 from odradek.spark.sink_log import ensure_topic
@@ -49,12 +51,12 @@ def _staging_partitions(options: SinkOptions) -> int:
 
 
 class _Writer:
-    def __init__(self, options: SinkOptions, schema: StructType, exactly_once: bool, job_id: str | None) -> None:
+    def __init__(self, options: SinkOptions, schema: StructType, mode: str, job_id: str | None) -> None:
         check_write_schema(schema, options.topic)
         self.options = options
-        self.exactly_once = exactly_once
+        self.mode = mode
         self.job_id = job_id
-        self.staging_partitions = _staging_partitions(options) if exactly_once else 0
+        self.staging_partitions = _staging_partitions(options) if mode == STAGED else 0
 
     def _ids(self) -> tuple[str, int]:
         context = TaskContext.get()
@@ -67,11 +69,13 @@ class _Writer:
     def _write(self, iterator: Iterator[pa.RecordBatch]):
         o = self.options
         rows = (rows_of(batch, o.topic) for batch in iterator)
-        if not self.exactly_once:
+        if self.mode == DIRECT:
             return DirectWrite(send_rows(o.bootstrap, rows, o.producer).acked)
         context = TaskContext.get()
         query_id, batch_id = self._ids()
         task = context.partitionId()
+        if self.mode == TRANSACTIONAL:
+            return txn_sink.write_task(o, rows, query_id, batch_id, task)
         tag = f"{query_id}/{batch_id}/{context.taskAttemptId()}"
         partition = task % self.staging_partitions
         tally = send_rows(o.bootstrap, (staged(r, o.staging_topic, partition, tag) for r in rows), o.producer)
@@ -79,18 +83,23 @@ class _Writer:
         return StagedWrite(query_id, batch_id, task, tag, partition, tally.first, tally.last, tally.acked)
 
     def _commit(self, messages: list, batch_id: int) -> None:
-        if self.exactly_once:
-            commit_batch(self.options, messages, batch_id)
+        if self.mode == TRANSACTIONAL:
+            txn_sink.commit_batch(self.options, messages, batch_id)
+        elif self.mode == STAGED:
+            exactly_once.commit_batch(self.options, messages, batch_id)
 
     def _abort(self, messages: list, batch_id: int) -> None:
-        what = "staged rows stay unpublished" if self.exactly_once else "rows already sent stay in their topics"
+        if self.mode == TRANSACTIONAL:
+            txn_sink.abort_batch(self.options, messages, batch_id)
+            return
+        what = "staged rows stay unpublished" if self.mode == STAGED else "rows already sent stay in their topics"
         _log.warning("write of batch %d aborted: %s", batch_id, what)
 
 
 class BatchWriter(_Writer, DataSourceArrowWriter):
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
-        exactly_once = bool(options.exactly_once)
-        super().__init__(options, schema, exactly_once, uuid.uuid4().hex if exactly_once else None)
+        mode = options.mode or DIRECT
+        super().__init__(options, schema, mode, uuid.uuid4().hex if mode != DIRECT else None)
 
     def write(self, iterator):
         return self._write(iterator)
@@ -104,7 +113,7 @@ class BatchWriter(_Writer, DataSourceArrowWriter):
 
 class StreamWriter(_Writer, DataSourceStreamArrowWriter):
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
-        super().__init__(options, schema, options.exactly_once is not False, None)
+        super().__init__(options, schema, options.mode or TRANSACTIONAL, None)
 
     def write(self, iterator):
         return self._write(iterator)

@@ -55,10 +55,20 @@ def test_bad_source_options_name_the_option(options, message):
 
 def test_sink_options():
     o = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "out", "exactlyonce": "false"})
-    assert o.topic == "out" and o.exactly_once is False and o.compression == "none"
-    assert parse_sink_options({"kafka.bootstrap.servers": "h:1"}).exactly_once is None
+    assert o.topic == "out" and o.mode == "direct" and o.compression == "none"
+    default = parse_sink_options({"kafka.bootstrap.servers": "h:1"})
+    assert default.mode is None and default.transaction_timeout_ms == 900_000
+    assert default.txn_id_prefix == "odradek-spark-"
+    for value, mode in [("Transactional", "transactional"), ("true", "transactional"), ("staged", "staged")]:
+        assert parse_sink_options({"kafka.bootstrap.servers": "h:1", "exactlyonce": value}).mode == mode
+    o = parse_sink_options({"kafka.bootstrap.servers": "h:1", "transactional.id.prefix": "etl-",
+                            "kafka.transaction.timeout.ms": "60000"})
+    assert (o.txn_id_prefix, o.transaction_timeout_ms, dict(o.producer)) == ("etl-", 60_000,
+                                                                             {"compression_type": "none"})
     with pytest.raises(ValueError, match="compression"):
         parse_sink_options({"kafka.bootstrap.servers": "h:1", "kafka.compression.type": "brotli"})
+    with pytest.raises(ValueError, match="exactlyOnce"):
+        parse_sink_options({"kafka.bootstrap.servers": "h:1", "exactlyonce": "maybe"})
 
 
 def test_offsets_serialize_canonically():
@@ -208,7 +218,7 @@ def test_max_records_per_partition_then_min_partitions():
     ("kafka.interceptor.classes", "x", "interceptors are not supported"),
     ("kafka.security.protocol", "SSL", "PLAINTEXT only"),
     ("kafka.sasl.mechanism", "PLAIN", r"\['kafka.sasl.mechanism'\] are not understood"),
-    ("kafka.isolation.level", "read_committed", "read_uncommitted only"),
+    ("kafka.isolation.level", "serializable", "read_uncommitted or read_committed"),
     ("kafka.request.timeout.ms", "soon", "kafka.request.timeout.ms"),
     ("maxRecordsPerPartition", "0", "maxRecordsPerPartition"),
     ("kafkaConsumer.pollTimeoutMs", "-5", "pollTimeoutMs"),
@@ -230,6 +240,9 @@ def test_kafka_options_reach_the_source_clients(caplog):
     fetch = o.fetch_config()
     assert (fetch.max_wait_ms, fetch.retry_timeout_ms, dict(fetch.cluster_config)) == (50, 9000, cluster)
     assert any("kafka.group.id" in r.getMessage() for r in caplog.records)
+    assert o.isolation_level == 0 and fetch.isolation_level == 0
+    committed = parse_source_options({**BASE, "kafka.isolation.level": "READ_COMMITTED"})
+    assert committed.isolation_level == 1 and committed.fetch_config().isolation_level == 1
 
 
 def test_kafka_options_reach_the_sink_producer():
@@ -238,7 +251,8 @@ def test_kafka_options_reach_the_sink_producer():
     assert dict(o.producer) == {"acks": 1, "linger_ms": 20, "enable_idempotence": False, "compression_type": "lz4"}
     for option, message in [("kafka.key.serializer", "keys are written as bytes"),
                             ("kafka.security.protocol", "PLAINTEXT only"), ("kafka.acks", "must be all"),
-                            ("kafka.transactional.id", "not understood")]:
+                            ("kafka.transactional.id", "transactional.id.prefix"),
+                            ("kafka.transaction.timeout.ms", "kafka.transaction.timeout.ms")]:
         with pytest.raises(ValueError, match=message):
             parse_sink_options({"kafka.bootstrap.servers": "h:1", option: "x"})
 

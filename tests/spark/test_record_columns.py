@@ -87,6 +87,31 @@ def test_control_batches_are_skipped_and_partial_batches_left():
     assert next_offset_after(data + control + more, 3) == 11 and next_offset_after(more[:-3], 4) == 4
 
 
+def test_read_committed_drops_aborted_transactions():
+    """Producer 7's transaction at 0-2 is aborted (marker at 6), producer 8's at 3-5 is
+    committed (marker at 7) and interleaved with it; a plain batch follows at 8."""
+    from types import SimpleNamespace
+
+    from odradek.records.control import ABORT, COMMIT, build_end_txn_marker_batch
+
+    def txn(pid, base, n):
+        return build_batch(sample_records(n, base_offset=base),
+                           BatchSpec(base_offset=base, producer_id=pid, producer_epoch=0, base_sequence=0,
+                                     transactional=True))
+
+    buf = (txn(7, 0, 3) + txn(8, 3, 3)
+           + build_end_txn_marker_batch(ABORT, 0, producer_id=7, producer_epoch=0, timestamp=1, base_offset=6)
+           + build_end_txn_marker_batch(COMMIT, 0, producer_id=8, producer_epoch=0, timestamp=1, base_offset=7)
+           + txn(7, 8, 2))  # producer 7's next transaction, after its abort marker: kept
+    aborted = [SimpleNamespace(producer_id=7, first_offset=0)]
+    columns, next_offset = decode_fetched(buf, 0, 100, aborted=aborted)
+    assert columns.offsets.tolist() == [3, 4, 5, 8, 9] and next_offset == 10
+    uncommitted, _ = decode_fetched(buf, 0, 100)  # read_uncommitted keeps everything but the markers
+    assert uncommitted.offsets.tolist() == [0, 1, 2, 3, 4, 5, 8, 9]
+    later, _ = decode_fetched(buf, 4, 100, aborted=aborted)
+    assert later.offsets.tolist() == [4, 5, 8, 9]
+
+
 def test_legacy_message_sets_decode_slowly():
     records = [Record(i, 1000 + i, b"k%d" % i, b"v%d" % i) for i in range(4)]
     buf = build_message_set(records, 1)

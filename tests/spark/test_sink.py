@@ -1,5 +1,6 @@
-"""Writes: batch writes, and the exactly-once streaming sink under injected failures in a
-task and in the driver's commit."""
+"""Writes: batch writes, and the staged exactly-once streaming sink (``exactlyOnce=staged``)
+under injected failures in a task and in the driver's commit. The transactional sink, the
+default, is tested in ``test_txn_sink``."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_batch_write_exactly_once_goes_through_staging(spark, bootstrap, new_top
     target = new_topic(2)
     df = spark.range(50).select(F.col("id").cast("string").alias("key"), F.col("id").cast("string").alias("value"))
     (df.repartition(3).write.format("odradek").option("kafka.bootstrap.servers", bootstrap).option("topic", target)
-     .option("exactlyOnce", "true").mode("append").save())
+     .option("exactlyOnce", "staged").mode("append").save())
     back = read_topic(spark, bootstrap, target).collect()
     assert sorted(int(r["value"]) for r in back) == list(range(50))
     assert all(r["headers"][-1]["key"] == "odradek.sink" for r in back)
@@ -71,7 +72,8 @@ def test_stream_sink_is_exactly_once_under_injected_failures(spark, bootstrap, n
               .option("maxOffsetsPerTrigger", "100").load()
               .select("key", F.upper(F.col("value").cast("string")).alias("value")))
         writer = (df.writeStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-                  .option("topic", target).option("checkpointLocation", checkpoint).trigger(availableNow=True))
+                  .option("topic", target).option("exactlyOnce", "staged")
+                  .option("checkpointLocation", checkpoint).trigger(availableNow=True))
         if failpoint:
             writer = writer.option("failpoint", failpoint)
         query = writer.start()
