@@ -25,8 +25,23 @@ Rules for a client batch with ``producer_id >= 0`` (``check``; Kafka ≥ 2.4 beh
 * a negative epoch or sequence next to a producer id → ``INVALID_RECORD`` (87): Kafka's
   validator refuses such client batches too.
 
-Control batches (transaction markers) only check fencing (an older epoch is refused); when
-appended they close the producer's open transaction. Transactions are otherwise not modelled.
+Transactions (Kafka ≥ 2.x without KIP-890 verification; ``CompletedTxn`` in
+``producer_entry``):
+
+* a transactional batch with a valid epoch and sequence opens the producer's transaction at
+  its first offset, or continues the open one;
+* a non-transactional batch from a producer whose transaction is open → ``INVALID_TXN_STATE``
+  (48), checked after the sequence rules, as Kafka orders them;
+* a control batch (COMMIT or ABORT marker) is checked for fencing only: an older producer
+  epoch → ``INVALID_PRODUCER_EPOCH``; through ``check_marker`` (WriteTxnMarkers) also a
+  coordinator epoch below the producer's newest → ``TRANSACTION_COORDINATOR_FENCED`` (52).
+  Appended, it ends the open transaction (``update`` returns the ``CompletedTxn``, None when
+  no transaction was open), takes the marker's producer epoch and coordinator epoch;
+* batches a coordinator of this broker builds (``coordinator=True``: TxnOffsetCommit's
+  offsets) get the fencing and transaction checks but no sequence check (base sequence -1);
+* the first unstable offset is the smallest first offset of the open transactions and of the
+  completed ones whose marker is not yet below the high watermark (Kafka keeps those
+  "unreplicated" too, so the LSO never passes a marker a new leader might not have).
 
 ``check`` never changes state; the partition calls ``update`` only after the append succeeded,
 so a failed append leaves state as it was. A Produce request (v3+) carries one batch per
@@ -34,98 +49,54 @@ partition, so check, append and update run once per batch. ``update`` applies a 
 as the log holds it (followers and recovery use it unchecked): the epoch becomes the batch's
 epoch, and a change of epoch drops the cached batches.
 
-Snapshot layout (``snapshot``/``load``; version 1, integers big-endian)::
-
-    offset  size  field
-         0     2  version                 1
-         2     4  crc                     CRC-32C of bytes 6..end
-         6     8  map_end_offset          first offset not reflected in this state
-        14     4  entry_count
-        18     …  entries, ascending producer id, each:
-                    8  producer_id
-                    2  epoch
-                    8  last_offset             last offset of its newest batch or marker
-                    8  last_timestamp          max timestamp of that batch or marker
-                    8  current_txn_first_offset  -1 when no transaction is open
-                    1  batch_count             0..5, oldest first, each 32 bytes:
-                         4 first_seq, 4 last_seq, 8 first_offset, 8 last_offset, 8 timestamp
-
-Unlike Kafka's snapshot (which keeps only the newest batch) all cached batches are kept, so a
-retry of any of the last 5 batches is still recognised after a restart. The log writes a
-snapshot when it rolls a segment and, on restart, loads the newest one and calls ``rebuild``
-with the headers of the batches from ``map_end_offset`` on.
+Snapshots (``snapshot``/``load``) are in ``producer_snapshot``; the log writes one at a clean
+shutdown and, on restart, loads it and calls ``rebuild`` with the batches from its
+``map_end_offset`` on (markers decoded, so aborted transactions go back to the transaction
+index, ``replication/transactions.py``).
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
-import crc32c as _crc32c
-
+from odradek.coordinator.producer_entry import (
+    NO_COORDINATOR_EPOCH,
+    NUM_BATCHES_TO_RETAIN,
+    BatchMetadata,
+    CompletedTxn,
+    ProducerEntry,
+)
+from odradek.coordinator.producer_snapshot import (
+    SNAPSHOT_VERSION,
+    CorruptSnapshotError,
+    decode as _decode_snapshot,
+    encode as _encode_snapshot,
+)
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.records.batch import NO_SEQUENCE, BatchHeader
+from odradek.records.batch import BatchHeader
+from odradek.records.control import ABORT, EndTransactionMarker
 
-NUM_BATCHES_TO_RETAIN = 5
+__all__ = [
+    "NUM_BATCHES_TO_RETAIN", "SEQUENCE_MODULUS", "DEFAULT_PRODUCER_ID_EXPIRATION_MS", "SNAPSHOT_VERSION",
+    "BatchMetadata", "CheckResult", "CompletedTxn", "CorruptSnapshotError", "ProducerEntry",
+    "ProducerStateManager", "increment_sequence",
+]
+
 # Sequences are non-negative Int32 values: 0 .. 2**31 - 1, after which they wrap to 0.
 SEQUENCE_MODULUS = 1 << 31
 # Kafka's producer.id.expiration.ms default: one day.
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
-
-SNAPSHOT_VERSION = 1
-_SNAPSHOT_HEADER = struct.Struct(">hIqi")
-_CRC_START = 6
-_ENTRY = struct.Struct(">qhqqqB")
-_BATCH = struct.Struct(">iiqqq")
+# Completed transactions kept for the first unstable offset until the high watermark passes
+# their marker: at most this many (a follower nobody asks for its LSO prunes only on its
+# high watermark updates; the oldest are surely replicated by then).
+_MAX_UNREPLICATED = 10_000
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
     """``sequence + increment`` on the wrapping sequence space (Int32.MaxValue + 1 is 0)."""
     return (sequence + increment) % SEQUENCE_MODULUS
-
-
-class CorruptSnapshotError(ValueError):
-    """The bytes given to ``ProducerStateManager.load`` are not a valid snapshot."""
-
-
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
-    """What is remembered of one appended batch: its sequence and offset ranges."""
-
-    first_seq: int
-    last_seq: int
-    first_offset: int
-    last_offset: int
-    timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerEntry:
-    """The state of one producer id in one partition.
-
-    ``batches`` holds at most 5 batches, oldest first, all written with ``epoch``.
-    ``last_offset``/``last_timestamp`` describe the newest batch or marker of this producer.
-    """
-
-    producer_id: int
-    epoch: int
-    batches: tuple[BatchMetadata, ...]
-    last_offset: int
-    last_timestamp: int
-    current_txn_first_offset: int | None = None
-
-    @property
-    def last_seq(self) -> int:
-        """Last sequence appended in this epoch, NO_SEQUENCE (-1) when none is cached."""
-        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
-
-    def find_duplicate(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
-        for batch in self.batches:
-            if batch.first_seq == first_seq and batch.last_seq == last_seq:
-                return batch
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +124,8 @@ def _refuse(error: ErrorCode, message: str) -> CheckResult:
 
 
 class ProducerStateManager:
-    """Producer ids, epochs and recent batches of one partition; pure logic, no I/O.
+    """Producer ids, epochs, recent batches and open transactions of one partition; pure
+    logic, no I/O.
 
     Not thread-safe: the partition serialises check, append and update.
     """
@@ -161,6 +133,10 @@ class ProducerStateManager:
     def __init__(self, map_end_offset: int = 0) -> None:
         self._entries: dict[int, ProducerEntry] = {}
         self._map_end_offset = map_end_offset
+        # Open transactions: producer id -> first offset (kept equal to the entries' field).
+        self._ongoing: dict[int, int] = {}
+        # Completed transactions whose marker may still be at or above the high watermark.
+        self._unreplicated: list[CompletedTxn] = []
 
     @property
     def map_end_offset(self) -> int:
@@ -186,13 +162,58 @@ class ProducerStateManager:
     def __repr__(self) -> str:
         return (
             f"ProducerStateManager(producers={len(self._entries)}, "
-            f"map_end_offset={self._map_end_offset})"
+            f"ongoing={len(self._ongoing)}, map_end_offset={self._map_end_offset})"
         )
+
+    # -- transactions -----------------------------------------------------------------------
+
+    def ongoing_transactions(self) -> Mapping[int, int]:
+        """Open transactions: producer id -> first offset (read-only live view)."""
+        return MappingProxyType(self._ongoing)
+
+    def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
+        """The first offset of the oldest open transaction, or of a completed one whose
+        marker is not below ``high_watermark`` yet (those below it are forgotten here); None
+        when there is none. The last stable offset is min(this, high watermark)."""
+        if high_watermark is not None:
+            self.on_high_watermark(high_watermark)
+        first = min(self._ongoing.values(), default=None)
+        for txn in self._unreplicated:
+            if first is None or txn.first_offset < first:
+                first = txn.first_offset
+        return first
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget the completed transactions whose marker is below ``high_watermark``."""
+        if self._unreplicated and self._unreplicated[0].last_offset < high_watermark:
+            self._unreplicated = [t for t in self._unreplicated if t.last_offset >= high_watermark]
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> CheckResult:
+        """Judge a transaction marker (WriteTxnMarkers) before it is built and appended."""
+        entry = self._entries.get(producer_id)
+        if entry is None:
+            return OK
+        if producer_epoch < entry.epoch:
+            return _refuse(ErrorCode.INVALID_PRODUCER_EPOCH,
+                           f"marker of producer {producer_id} with epoch {producer_epoch}, "
+                           f"older than its epoch {entry.epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            return _refuse(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                           f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                           f"older than {entry.coordinator_epoch}")
+        return OK
+
+    def _stable_after(self, producer_id: int, marker_offset: int) -> int:
+        """Kafka's ``lastStableOffset(completedTxn)``: the first offset of another open
+        transaction, else the offset after the marker."""
+        others = [first for pid, first in self._ongoing.items() if pid != producer_id]
+        return min(others) if others else marker_offset + 1
 
     # -- the produce path -------------------------------------------------------------------
 
-    def check(self, header: BatchHeader) -> CheckResult:
-        """Judge a client batch against the state without changing it (rules in the module doc)."""
+    def check(self, header: BatchHeader, *, coordinator: bool = False) -> CheckResult:
+        """Judge a batch against the state without changing it (rules in the module doc).
+        ``coordinator``: built by a coordinator of this broker (no sequence checks)."""
         producer_id, epoch = header.producer_id, header.producer_epoch
         if producer_id < 0:
             return OK
@@ -204,6 +225,20 @@ class ProducerStateManager:
             )
         if header.is_control:
             return OK
+        if not coordinator:
+            verdict = self._check_sequence(header, entry)
+            if verdict is not OK:
+                return verdict
+        if entry is not None and entry.current_txn_first_offset is not None and not header.is_transactional:
+            return _refuse(
+                ErrorCode.INVALID_TXN_STATE,
+                f"non-transactional batch from producer {producer_id}, whose transaction "
+                f"begun at offset {entry.current_txn_first_offset} is open",
+            )
+        return OK
+
+    def _check_sequence(self, header: BatchHeader, entry: ProducerEntry | None) -> CheckResult:
+        producer_id, epoch = header.producer_id, header.producer_epoch
         first_seq = header.base_sequence
         if epoch < 0 or first_seq < 0:
             return _refuse(
@@ -233,14 +268,18 @@ class ProducerStateManager:
         return OK
 
     def update(
-        self, header: BatchHeader, first_offset: int | None = None, *, timestamp: int | None = None
-    ) -> None:
+        self, header: BatchHeader, first_offset: int | None = None, *, timestamp: int | None = None,
+        marker: EndTransactionMarker | None = None,
+    ) -> CompletedTxn | None:
         """Apply a batch the log has just appended; every batch may be passed, idempotent or not.
 
         ``first_offset`` is the base offset the batch was given (default: the header's);
         ``timestamp`` overrides ``header.max_timestamp`` (pass the broker time for topics with
-        LogAppendTime when the header was read before it was patched). Unchecked: callers check
-        client batches first; followers and recovery apply what the log holds.
+        LogAppendTime when the header was read before it was patched); ``marker``: the
+        decoded marker of a control batch (without it a marker ends the transaction as a
+        commit and keeps the coordinator epoch). Returns the transaction a marker completed.
+        Unchecked: callers check client batches first; followers and recovery apply what the
+        log holds.
         """
         base = header.base_offset if first_offset is None else first_offset
         last_offset = base + header.last_offset_delta
@@ -248,18 +287,28 @@ class ProducerStateManager:
             self._map_end_offset = last_offset + 1
         producer_id = header.producer_id
         if producer_id < 0:
-            return
+            return None
         when = header.max_timestamp if timestamp is None else timestamp
         previous = self._entries.get(producer_id)
         epoch = header.producer_epoch
         batches: tuple[BatchMetadata, ...] = ()
         txn_first_offset = None
+        coordinator_epoch = NO_COORDINATOR_EPOCH
         if previous is not None:
             txn_first_offset = previous.current_txn_first_offset
+            coordinator_epoch = previous.coordinator_epoch
             if previous.epoch == epoch:
                 batches = previous.batches
+        completed = None
         if header.is_control:
-            txn_first_offset = None  # a commit or abort marker ends the open transaction
+            if txn_first_offset is not None:  # a commit or abort marker ends the open transaction
+                aborted = marker is not None and marker.type == ABORT
+                completed = CompletedTxn(producer_id, txn_first_offset, base, aborted,
+                                         self._stable_after(producer_id, base))
+                self._complete(completed)
+                txn_first_offset = None
+            if marker is not None:
+                coordinator_epoch = marker.coordinator_epoch
         else:
             if header.base_sequence >= 0:
                 last_seq = increment_sequence(header.base_sequence, header.last_offset_delta)
@@ -267,9 +316,18 @@ class ProducerStateManager:
                 batches = (batches + (batch,))[-NUM_BATCHES_TO_RETAIN:]
             if header.is_transactional and txn_first_offset is None:
                 txn_first_offset = base
+                self._ongoing[producer_id] = base
         self._entries[producer_id] = ProducerEntry(
-            producer_id, epoch, batches, last_offset, when, txn_first_offset
+            producer_id, epoch, batches, last_offset, when, txn_first_offset, coordinator_epoch
         )
+        return completed
+
+    def _complete(self, completed: CompletedTxn) -> None:
+        self._ongoing.pop(completed.producer_id, None)
+        unreplicated = self._unreplicated
+        unreplicated.append(completed)
+        if len(unreplicated) > _MAX_UNREPLICATED:
+            del unreplicated[: len(unreplicated) - _MAX_UNREPLICATED]
 
     # -- housekeeping -----------------------------------------------------------------------
 
@@ -299,8 +357,9 @@ class ProducerStateManager:
         A producer left with no batch below ``offset`` is forgotten (and then accepted with any
         sequence, as an unknown producer). An epoch change always drops older batches, so an
         epoch bump beyond ``offset`` leaves no batch and is undone by forgetting the producer.
-        Not undone: a marker beyond ``offset`` that closed a transaction begun before it. When
-        that matters, ``load`` a snapshot taken at or below ``offset`` and ``rebuild`` instead.
+        A transaction begun at or beyond ``offset`` is gone; one whose marker was cut off (and
+        whose completion is still remembered as not replicated) is open again. When more
+        matters, ``load`` a snapshot taken at or below ``offset`` and ``rebuild`` instead.
         """
         for producer_id, entry in list(self._entries.items()):
             if entry.last_offset < offset:
@@ -314,91 +373,61 @@ class ProducerStateManager:
                 txn = None
             newest = kept[-1]
             self._entries[producer_id] = ProducerEntry(
-                producer_id, entry.epoch, kept, newest.last_offset, newest.timestamp, txn
+                producer_id, entry.epoch, kept, newest.last_offset, newest.timestamp, txn,
+                entry.coordinator_epoch,
             )
+        self._reopen_cut_transactions(offset)
+        self._ongoing = {pid: e.current_txn_first_offset for pid, e in self._entries.items()
+                         if e.current_txn_first_offset is not None}
         self._map_end_offset = min(self._map_end_offset, offset)
 
-    def rebuild(self, headers: Iterable[BatchHeader]) -> None:
+    def _reopen_cut_transactions(self, offset: int) -> None:
+        kept = []
+        for txn in self._unreplicated:
+            if txn.last_offset < offset:
+                kept.append(txn)
+                continue
+            entry = self._entries.get(txn.producer_id)
+            if txn.first_offset < offset and entry is not None and entry.current_txn_first_offset is None:
+                self._entries[txn.producer_id] = ProducerEntry(
+                    entry.producer_id, entry.epoch, entry.batches, entry.last_offset,
+                    entry.last_timestamp, txn.first_offset, entry.coordinator_epoch)
+        self._unreplicated = kept
+
+    def rebuild(
+        self,
+        headers: Iterable[BatchHeader],
+        marker_of: Callable[[BatchHeader], EndTransactionMarker | None] | None = None,
+        on_complete: Callable[[CompletedTxn], None] | None = None,
+    ) -> None:
         """Replay the headers of batches read from the log, in offset order.
 
         Batches ending before ``map_end_offset`` are already reflected and are skipped, so the
         scan may start at the beginning of the segment holding ``map_end_offset``.
+        ``marker_of(header)`` decodes a control batch's marker; ``on_complete`` is called with
+        each transaction a marker completes (the log re-indexes aborted ones).
         """
         for header in headers:
             if header.last_offset >= self._map_end_offset:
-                self.update(header)
+                marker = marker_of(header) if marker_of is not None and header.is_control else None
+                completed = self.update(header, marker=marker)
+                if completed is not None and on_complete is not None:
+                    on_complete(completed)
 
     # -- snapshots --------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """The state as bytes in the layout of the module docstring (deterministic)."""
-        parts = []
-        for producer_id in sorted(self._entries):
-            entry = self._entries[producer_id]
-            txn = -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
-            parts.append(
-                _ENTRY.pack(
-                    producer_id,
-                    entry.epoch,
-                    entry.last_offset,
-                    entry.last_timestamp,
-                    txn,
-                    len(entry.batches),
-                )
-            )
-            for b in entry.batches:
-                parts.append(
-                    _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
-                )
-        body = struct.pack(">qi", self._map_end_offset, len(self._entries)) + b"".join(parts)
-        return struct.pack(">hI", SNAPSHOT_VERSION, _crc32c.crc32c(body)) + body
+        """The state as bytes in ``producer_snapshot``'s layout (deterministic)."""
+        return _encode_snapshot(self._map_end_offset, self._entries.values())
 
     @classmethod
     def load(cls, data: bytes) -> "ProducerStateManager":
-        """Rebuild a manager from ``snapshot()`` bytes; raises CorruptSnapshotError if invalid."""
-        data = bytes(data)
-        if len(data) < _SNAPSHOT_HEADER.size:
-            raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header")
-        version, crc, map_end_offset, count = _SNAPSHOT_HEADER.unpack_from(data, 0)
-        if version != SNAPSHOT_VERSION:
-            raise CorruptSnapshotError(f"unsupported producer snapshot version {version}")
-        if _crc32c.crc32c(memoryview(data)[_CRC_START:]) != crc:
-            raise CorruptSnapshotError("producer snapshot CRC mismatch")
-        # Each entry takes at least _ENTRY.size (35) bytes: bounds the count before looping.
-        if count < 0 or count > (len(data) - _SNAPSHOT_HEADER.size) // _ENTRY.size:
-            raise CorruptSnapshotError(f"impossible producer count {count}")
+        """Rebuild a manager from ``snapshot()`` bytes (version 1 or 2); raises
+        CorruptSnapshotError if invalid."""
+        map_end_offset, entries = _decode_snapshot(data)
         manager = cls(map_end_offset)
-        pos = _SNAPSHOT_HEADER.size
-        previous_id = -1
-        for _ in range(count):
-            entry, pos = _read_entry(data, pos)
-            if entry.producer_id <= previous_id:
-                raise CorruptSnapshotError(f"producer {entry.producer_id} out of order")
-            previous_id = entry.producer_id
+        for entry in entries:
             manager._entries[entry.producer_id] = entry
-        if pos != len(data):
-            raise CorruptSnapshotError(f"{len(data) - pos} bytes after the last producer")
+            if entry.current_txn_first_offset is not None:
+                manager._ongoing[entry.producer_id] = entry.current_txn_first_offset
         return manager
-
-
-def _read_entry(data: bytes, pos: int) -> tuple[ProducerEntry, int]:
-    if len(data) - pos < _ENTRY.size:
-        raise CorruptSnapshotError("producer snapshot entry truncated")
-    producer_id, epoch, last_offset, last_timestamp, txn, count = _ENTRY.unpack_from(data, pos)
-    pos += _ENTRY.size
-    if producer_id < 0 or epoch < 0:
-        raise CorruptSnapshotError(f"invalid producer {producer_id} epoch {epoch}")
-    if count > NUM_BATCHES_TO_RETAIN or len(data) - pos < count * _BATCH.size:
-        raise CorruptSnapshotError(f"producer {producer_id}: bad batch count {count}")
-    batches = []
-    for _ in range(count):
-        batch = BatchMetadata(*_BATCH.unpack_from(data, pos))
-        pos += _BATCH.size
-        if min(batch.first_seq, batch.last_seq) < 0 or batch.last_offset < batch.first_offset:
-            raise CorruptSnapshotError(f"producer {producer_id}: invalid batch {batch}")
-        batches.append(batch)
-    txn_first_offset = None if txn < 0 else txn
-    entry = ProducerEntry(
-        producer_id, epoch, tuple(batches), last_offset, last_timestamp, txn_first_offset
-    )
-    return entry, pos

@@ -15,12 +15,14 @@ Then the bytes go to ``Log.append`` as they are, which records each batch's part
 epoch in the leader epoch cache (``LeaderEpochFileCache.assign_appended``), and every batch's
 header goes to the producer state unchecked (Kafka's origin "replication"), so that a follower
 that becomes leader knows each idempotent producer's last sequences and refuses duplicates
-exactly as the old leader would have.
+exactly as the old leader would have, and knows the open transactions (the LSO) and the
+aborted ones (the markers' entries in its own ``.txnindex``).
 """
 
 from __future__ import annotations
 
 from odradek.records import batch as rb
+from odradek.replication.transactions import update_follower_producers
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.errors import InvalidAppendOffsetError
 
@@ -75,7 +77,5 @@ def append_as_follower(part, records) -> LogAppendInfo | None:
     if refused is not None:
         raise refused
     plog.append(data, info)
-    update = part.producer_state.update
-    for header in headers:
-        update(header)
+    update_follower_producers(part, data, headers)
     return info

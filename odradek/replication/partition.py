@@ -56,6 +56,7 @@ from odradek.replication.produce_validation import (
 from odradek.replication.follower_append import append_as_follower
 from odradek.replication.follower_state import FollowerState
 from odradek.replication.isr import IsrChange, expand_isr, high_watermark_bound, maximal_isr, shrink_isr
+from odradek.replication import transactions
 from odradek.storage._fast_append import append_to_active_segment
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.config import LOG_APPEND_TIME
@@ -263,8 +264,12 @@ class Partition:
 
     def append_as_coordinator(self, batch, now_ms: int) -> ProduceResult:
         """Append one v2 batch that a coordinator of this broker built (group metadata,
-        offsets): offsets and leader epoch are assigned here as for a client's batch; of the
-        client checks only ``max.message.bytes`` applies. Raises ProduceError when too large.
+        offsets, transaction markers): offsets and leader epoch are assigned here as for a
+        client's batch; of the client checks only ``max.message.bytes`` applies, and for a
+        batch with a producer id the producer state's fencing (no sequence checks:
+        ``transactions.check_coordinator_batch``), whose bookkeeping then follows the append
+        (a transactional batch opens the producer's transaction, a marker ends it). Raises
+        ProduceError when too large or fenced.
 
         The topic's ``compression.type`` does not rewrite these batches (the coordinator
         picks their codec). Kafka runs coordinator appends through ``LogValidator`` too, so a
@@ -277,8 +282,11 @@ class Partition:
             raise ProduceError(ErrorCode.MESSAGE_TOO_LARGE,
                                f"batch of {len(buf)} bytes exceeds max.message.bytes {config.max_message_bytes}")
         append_time = now_ms if config.message_timestamp_type == LOG_APPEND_TIME else -1
-        info = self._assign_offsets(buf, [(0, len(buf), rb.read_header(buf, 0))], append_time)
+        header = rb.read_header(buf, 0)
+        transactions.check_coordinator_batch(self, header)
+        info = self._assign_offsets(buf, [(0, len(buf), header)], append_time)
         self._append_to_log(buf, info)
+        transactions.after_coordinator_append(self, buf, header, info.first_offset, append_time)
         self.maybe_advance_high_watermark()
         return ProduceResult(info.first_offset, info.last_offset, append_time, self.log_start_offset)
 
@@ -378,6 +386,7 @@ class Partition:
         may be lower). Returns it."""
         hw = max(min(leader_high_watermark, self.log_end_offset), self.log_start_offset)
         self.high_watermark = hw
+        self.producer_state.on_high_watermark(hw)
         return hw
 
     # --- replication state (Kafka's Partition: makeLeader, updateFollowerFetchState, ...) ---
@@ -495,8 +504,8 @@ class Partition:
         return False
 
     def last_stable_offset(self) -> int:
-        """No transactions yet: everything below the high watermark is stable."""
-        return self.high_watermark
+        """min(first unstable offset, high watermark) (``replication/transactions.py``)."""
+        return transactions.last_stable_offset(self)
 
 
 def _storage_error(part: Partition, error: OSError) -> ProduceError:

@@ -35,6 +35,7 @@ from odradek.replication.high_watermark_checkpoint import (
 )
 from odradek.replication.partition import CheckOffLoop, Partition, ProduceResult
 from odradek.replication.produce_validation import ProduceError
+from odradek.replication.transactions import rebuild_producer_state
 
 log = logging.getLogger("odradek.replication")
 
@@ -392,5 +393,5 @@ def _restore_producer_state(part: Partition) -> None:
         log.warning("ignoring producer snapshot of %s-%d: %s", part.topic, part.index, e)
     start = max(state.map_end_offset, part.log.log_start_offset)
     if start < part.log.log_end_offset:
-        state.rebuild(part.log.batch_headers(start))
+        rebuild_producer_state(state, part.log, start)
     part.producer_state = state

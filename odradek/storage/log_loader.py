@@ -48,7 +48,7 @@ from odradek.storage.segment_index import SegmentSettings
 
 logger = logging.getLogger(__name__)
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)(\.swap)?$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)(\.swap)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,7 @@ def load_log(
         truncated += active.recover()
         log_end = active.read_next_offset()
     active.unseal()
+    active.txn_index.truncate_to(log_end)  # entries of markers recovery cut off
     if truncated:
         logger.warning("%s: recovery removed %d invalid bytes", directory, truncated)
     start = min(max(log_start_offset, segments[0].base_offset), log_end)

@@ -7,6 +7,7 @@ as Kafka's ``LogSegment`` files are)::
     00000000000000368769.log        batches verbatim (layout: records.batch)
     00000000000000368769.index      offset -> position (layout: offset_index)
     00000000000000368769.timeindex  timestamp -> offset (layout: time_index)
+    00000000000000368769.txnindex   aborted transactions, when any (layout: transaction_index)
 
 A suffix after the extension marks a file in transition: ``.deleted`` (removed from the log,
 erased later), ``.cleaned`` (being written by the cleaner), ``.swap`` (cleaned and ready
@@ -43,6 +44,7 @@ from odradek.storage.file_records import (
 )
 from odradek.storage.segment_index import SegmentIndex, SegmentSettings
 from odradek.storage.segment_reads import SegmentReads
+from odradek.storage.transaction_index import TXN_INDEX_EXT, TransactionIndex
 
 LOG_EXT = ".log"
 INDEX_EXT = ".index"
@@ -100,6 +102,7 @@ class LogSegment(SegmentReads):
         # Disk blocks are reserved (``reserve_space``) up to here; past the size only while
         # active: sealing frees the rest.
         self._reserved_to = 0
+        self.txn_index = TransactionIndex(self._txn_index_path)
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r}, size={self.size}, sealed={self.sealed})"
@@ -119,7 +122,7 @@ class LogSegment(SegmentReads):
     ) -> LogSegment:
         """A new, empty, active segment (any stale files of the same name are replaced)."""
         seg = cls(directory, base_offset, cache, settings, 0, now_ms, suffix, roll_jitter_ms)
-        for path in (seg.index_path, seg.time_index_path):
+        for path in (seg.index_path, seg.time_index_path, seg._txn_index_path()):
             unlink_quietly(path)
         file = SegmentFile(seg.log_path, create=True)
         os.ftruncate(file.fd, 0)
@@ -160,6 +163,9 @@ class LogSegment(SegmentReads):
     def time_index_path(self) -> str:
         return self._path(TIME_INDEX_EXT)
 
+    def _txn_index_path(self) -> str:
+        return self._path(TXN_INDEX_EXT)
+
     def handle(self) -> SegmentFile:
         """The open ``.log`` file (opened now if the cache had evicted it)."""
         file = self._file
@@ -179,9 +185,10 @@ class LogSegment(SegmentReads):
 
     def change_suffix(self, suffix: str) -> None:
         """Rename the segment's files (those that exist) to carry ``suffix``."""
-        old = (self.log_path, self.index_path, self.time_index_path)
+        old = (self.log_path, self.index_path, self.time_index_path, self._txn_index_path())
         self.suffix = suffix
-        for src, dst in zip(old, (self.log_path, self.index_path, self.time_index_path)):
+        new = (self.log_path, self.index_path, self.time_index_path, self._txn_index_path())
+        for src, dst in zip(old, new):
             try:
                 os.rename(src, dst)
             except FileNotFoundError:
@@ -192,7 +199,7 @@ class LogSegment(SegmentReads):
         """Erase the segment's files (open descriptors keep working until dropped)."""
         self._cache.discard(self)
         self._file = None
-        for path in (self.log_path, self.index_path, self.time_index_path):
+        for path in (self.log_path, self.index_path, self.time_index_path, self._txn_index_path()):
             unlink_quietly(path)
 
     # -- indexes ----------------------------------------------------------------------------
@@ -458,6 +465,7 @@ class LogSegment(SegmentReads):
                     index.max_timestamp = (h.max_timestamp, h.last_offset)
         if position == 0:
             self._first_batch_ts = None
+        self.txn_index.truncate_to(new_end)
         return new_end
 
     @property
@@ -479,11 +487,12 @@ class LogSegment(SegmentReads):
         swap = self._path(LOG_EXT).removesuffix(CLEANED_SUFFIX) + SWAP_SUFFIX
         os.rename(self.log_path, swap)
         retire_old()
-        cleaned = (self.index_path, self.time_index_path)
+        cleaned = (self.index_path, self.time_index_path, self._txn_index_path())
         self.suffix = ""
         os.rename(swap, self.log_path)
-        for src, dst in zip(cleaned, (self.index_path, self.time_index_path)):
-            os.rename(src, dst)
+        for src, dst in zip(cleaned, (self.index_path, self.time_index_path, self._txn_index_path())):
+            if src != cleaned[2] or os.path.exists(src):  # (no .txnindex without aborted transactions)
+                os.rename(src, dst)
 
     def flush(self) -> None:
         """Make the ``.log`` file durable, and a sealed segment's index files once.
@@ -492,6 +501,7 @@ class LogSegment(SegmentReads):
         size), skipping timestamps; appends need nothing more."""
         file = self.handle()  # a local reference keeps the descriptor open during the sync
         os.fdatasync(file.fd)
+        self.txn_index.flush()
         if self.sealed and not self._index_synced:
             for path in (self.index_path, self.time_index_path):
                 fsync_path(path)

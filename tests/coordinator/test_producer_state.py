@@ -304,7 +304,7 @@ def test_snapshots_with_a_valid_crc_but_bad_content_are_refused(body, reason):
 
 def test_unknown_snapshot_version_is_refused():
     with pytest.raises(CorruptSnapshotError, match="version"):
-        ProducerStateManager.load(_with_crc(struct.pack(">qi", 0, 0), version=2))
+        ProducerStateManager.load(_with_crc(struct.pack(">qi", 0, 0), version=3))
 
 
 @given(st.binary(max_size=200))

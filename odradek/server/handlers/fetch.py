@@ -4,8 +4,11 @@ Records are never decoded: each partition's answer is a file region of the log t
 connection sends as it lies on disk. Limits: ``partition_max_bytes`` per partition and
 ``max_bytes`` for the response, except that the first partition with data always gets at least
 one whole batch (so a batch larger than the limits cannot stall a consumer). Consumers read
-up to the high watermark (the last stable offset for ``read_committed``, equal without
-transactions); followers (``replica_id >= 0``, or ``replica_state.replica_id`` from v15) up
+up to the high watermark, or with ``read_committed`` (isolation level 1) up to the last
+stable offset, with the aborted transactions (producer id, first offset) whose data overlaps
+the range from the fetch offset to the LSO (``replication/transactions.aborted_transactions``:
+the ``.txnindex`` of the segments from the fetch offset on), so the consumer drops their
+records; every answer carries the LSO; followers (``replica_id >= 0``, or ``replica_state.replica_id`` from v15) up
 to the log end, and each of their fetches tells the leader how far that follower got
 (``_record_follower_fetch``: the high watermark, the ISR).
 
@@ -34,7 +37,13 @@ from dataclasses import dataclass
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.down_conversion import down_convert
-from odradek.protocol.generated.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from odradek.protocol.generated.fetch_response import (
+    AbortedTransaction,
+    FetchableTopicResponse,
+    FetchResponse,
+    PartitionData,
+)
+from odradek.replication.transactions import aborted_transactions
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 
@@ -186,6 +195,9 @@ def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_byt
         return 0
     size = len(region)
     resp.records = region if size else b""
+    if size and consumer and isolation == READ_COMMITTED:
+        resp.aborted_transactions = [AbortedTransaction(t.producer_id, t.first_offset) for t in
+                                     aborted_transactions(part.log, w.request.fetch_offset, limit)]
     return size
 
 

@@ -52,8 +52,6 @@ def handle(ctx, request):
     refusal = None
     if acks not in _VALID_ACKS:
         refusal = (ErrorCode.INVALID_REQUIRED_ACKS, None)
-    elif request.transactional_id is not None:
-        refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
     topics = []
     appended = []  # (topic, index, response, last offset) of the partitions appended
     queued = []  # (task, topic, response) of appends queued off the event loop
