@@ -1,7 +1,9 @@
 """odradek's own Kafka client: asyncio first, with a synchronous wrapper.
 
 - ``AsyncProducer`` / ``Producer``: batching per partition, the Java default partitioner,
-  compression, acks, idempotence (``producer``, ``sender``, ``record_accumulator``).
+  compression, acks, idempotence (``producer``, ``sender``, ``record_accumulator``), and
+  transactions (``transaction_manager``; ``transactions``: handles, ending a prepared
+  transaction from elsewhere).
 - ``AsyncConsumer`` / ``Consumer``: assign, seek, poll, offsets by time (``consumer``,
   ``fetcher``, ``offset_fetcher``); group membership with ``subscribe`` to topics or a
   pattern (``group_membership``, ``assignors``, ``topic_filter``, ``rebalance_listener``).
@@ -37,6 +39,8 @@ from odradek.client.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    TransactionAbortedError,
+    TransactionStateError,
     UnsupportedVersionError,
 )
 from odradek.client.group_membership import CommitFailedError
@@ -49,6 +53,12 @@ from odradek.client.topic_partition import (
     OffsetAndMetadata,
     OffsetAndTimestamp,
     TopicPartition,
+)
+from odradek.client.transactions import (
+    ConsumerGroupMetadata,
+    TransactionHandle,
+    end_transaction,
+    end_transaction_async,
 )
 
 __all__ = [
@@ -68,6 +78,7 @@ __all__ = [
     "ConfigSource",
     "Consumer",
     "ConsumerRebalanceListener",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
     "KafkaConnectionError",
     "KafkaError",
@@ -86,6 +97,11 @@ __all__ = [
     "TopicFilter",
     "TopicList",
     "TopicPartition",
+    "TransactionAbortedError",
+    "TransactionHandle",
+    "TransactionStateError",
     "UnsupportedVersionError",
     "Whitelist",
+    "end_transaction",
+    "end_transaction_async",
 ]

@@ -59,6 +59,7 @@ from odradek.client.offset_fetcher import (
 )
 from odradek.client.subscription_state import NONE, SubscriptionState
 from odradek.client.topic_filter import topic_filter
+from odradek.client.transactions import ConsumerGroupMetadata
 from odradek.client.topic_partition import (
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -456,6 +457,17 @@ class AsyncConsumer:
         tp = TopicPartition(*tp)
         found = await self._require_group().fetch_offsets([tp])
         return found.get(tp)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id to pass to a transactional producer's
+        ``send_offsets_to_transaction`` (generation -1 outside a subscribed group)."""
+        group_id = self._require_group().group_id
+        membership = self._membership
+        if membership is None or not membership.subscribed:
+            return ConsumerGroupMetadata(group_id)
+        generation = membership.generation
+        return ConsumerGroupMetadata(group_id, generation.generation_id, generation.member_id,
+                                     membership.config.group_instance_id)
 
     def _require_group(self) -> GroupCoordinatorClient:
         if self._coordinator is None:

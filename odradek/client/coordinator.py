@@ -1,5 +1,8 @@
 """Talking to a consumer group's coordinator: finding it, and the offset requests.
 
+The same client finds and talks to a transactional id's transaction coordinator
+(``key_type=TRANSACTION_KEY``, FindCoordinator v1+), with the same rediscovery rules.
+
 ``GroupCoordinatorClient`` is the seam the group consumer plugs into: it finds the group's
 coordinator (FindCoordinator), keeps a connection of its own to it (so a JoinGroup that the
 broker holds for a rebalance never queues behind fetches), and sends requests there with
@@ -40,19 +43,24 @@ from odradek.protocol.generated.offset_fetch_request import (
 )
 
 GROUP_KEY = 0  # FindCoordinator key type of a consumer group
+TRANSACTION_KEY = 1  # ... and of a transactional id
 _BATCHED_FIND_FROM = 4  # FindCoordinator v4+ takes a list of keys
 _GROUPS_FETCH_FROM = 8  # OffsetFetch v8+ takes a list of groups
 _REDISCOVER = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
 
 class GroupCoordinatorClient:
-    def __init__(self, cluster: ClusterClient, group_id: str, *, dedicated_connection: bool = True) -> None:
+    def __init__(self, cluster: ClusterClient, group_id: str, *, dedicated_connection: bool = True,
+                 key_type: int = GROUP_KEY) -> None:
         """``dedicated_connection=False`` shares the cluster's connection to the coordinator
-        (fine for one-off admin calls, not for a member whose JoinGroup may wait)."""
+        (fine for one-off admin calls, not for a member whose JoinGroup may wait).
+        ``key_type=TRANSACTION_KEY``: ``group_id`` is a transactional id."""
         if not group_id:
             raise ValueError("a group id is required")
         self.cluster = cluster
         self.group_id = group_id
+        self.key_type = key_type
+        self.label = f"group {group_id}" if key_type == GROUP_KEY else f"transactional id {group_id}"
         self.dedicated = dedicated_connection
         self.node_id: int | None = None
         self._conn: BrokerConnection | None = None
@@ -77,8 +85,8 @@ class GroupCoordinatorClient:
     async def _find(self) -> tuple[int, str, int]:
         def build(version: int) -> FindCoordinatorRequest:
             if version >= _BATCHED_FIND_FROM:
-                return FindCoordinatorRequest(key_type=GROUP_KEY, coordinator_keys=[self.group_id])
-            return FindCoordinatorRequest(key=self.group_id, key_type=GROUP_KEY)
+                return FindCoordinatorRequest(key_type=self.key_type, coordinator_keys=[self.group_id])
+            return FindCoordinatorRequest(key=self.group_id, key_type=self.key_type)
 
         response = await self.cluster.send(None, ApiKey.FIND_COORDINATOR, build)
         if response.coordinators:
@@ -89,7 +97,7 @@ class GroupCoordinatorClient:
             code, message = response.error_code, response.error_message
             node_id, host, port = response.node_id, response.host, response.port
         if code:
-            raise BrokerError(code, message, f"group {self.group_id}")
+            raise BrokerError(code, message, self.label)
         return node_id, host, port
 
     def mark_dead(self) -> None:
@@ -122,7 +130,7 @@ class GroupCoordinatorClient:
             if code in _REDISCOVER:
                 self.mark_dead()
             if code in _REDISCOVER or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-                raise BrokerError(code, subject=f"group {self.group_id}")
+                raise BrokerError(code, subject=self.label)
             return response
 
         return await cluster.retry(attempt, deadline)

@@ -15,6 +15,9 @@ retries those itself until its deadline, and raises them only when time runs out
 - ``ClientClosedError``: the client was closed while the operation was pending.
 - ``NoOffsetForPartitionError``: a consumer with ``auto_offset_reset="none"`` has no
   position for a partition (a ``BrokerError`` OFFSET_OUT_OF_RANGE when the broker said so).
+- ``TransactionStateError``: a transactional call made in a state that does not allow it
+  (Java's IllegalStateException: ``send`` outside a transaction, ``commit`` before ``begin``).
+- ``TransactionAbortedError``: a record of a transaction that was aborted before it was sent.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ __all__ = [
     "KafkaTimeoutError",
     "NoOffsetForPartitionError",
     "OffsetOutOfRangeError",
+    "TransactionAbortedError",
+    "TransactionStateError",
     "UnsupportedVersionError",
     "error_for",
     "raise_for",
@@ -95,6 +100,14 @@ class NoOffsetForPartitionError(KafkaError):
     def __init__(self, partitions) -> None:
         super().__init__(f"no offset and auto_offset_reset='none' for {sorted(partitions)}")
         self.partitions = set(partitions)
+
+
+class TransactionStateError(KafkaError):
+    """A transactional producer call that its transaction's state does not allow."""
+
+
+class TransactionAbortedError(KafkaError):
+    """The record's transaction was aborted before the record was sent."""
 
 
 def error_for(code: int, message: str | None = None, subject: object = None) -> BrokerError | None:

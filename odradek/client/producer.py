@@ -21,6 +21,14 @@ Configuration follows the Java producer's names and defaults (``acks="all"``,
 defaults to on when ``acks="all"`` (as in Kafka 3+) and quietly off against a broker without
 InitProducerId; asking for it explicitly with other acks is an error.
 
+Transactions (``transactional_id``, ``transaction_timeout_ms=60000``; see
+``transaction_manager``): ``await init_transactions()`` once, then per transaction
+``begin_transaction()``, sends, optionally ``await send_offsets_to_transaction(offsets,
+group)``, and ``await commit_transaction()`` or ``await abort_transaction()``;
+``await prepare_transaction()`` flushes and returns a ``TransactionHandle`` for another
+process to end (``transactions.end_transaction``). ``send`` outside a transaction raises
+TransactionStateError. A transactional producer is idempotent (acks="all").
+
 Delivery callbacks: ``send(..., callback=f)`` calls ``f(metadata, None)`` or
 ``f(None, exception)`` on the event loop when the record completes.
 
@@ -48,6 +56,7 @@ from odradek.client.errors import (
     ClientClosedError,
     KafkaError,
     KafkaTimeoutError,
+    TransactionStateError,
 )
 from odradek.client.partitioner import murmur2, next_sticky
 from odradek.client.produce_request_result import forward
@@ -59,6 +68,8 @@ from odradek.client.producer_config import COMPRESSION_TYPES
 from odradek.client.producer_config import idempotence as _idempotence
 from odradek.client.record_headers import normalize_headers
 from odradek.client.sender import Sender
+from odradek.client.transaction_manager import TransactionManager
+from odradek.client.transactions import TransactionHandle
 from odradek.protocol.generated.error_codes import ErrorCode
 
 __all__ = ["COMPRESSION_TYPES", "AsyncProducer", "RecordMetadata", "normalize_headers"]
@@ -110,7 +121,11 @@ class AsyncProducer:
         value_serializer=None,
         partitioner=None,
         allow_auto_create_topics: bool = True,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
     ) -> None:
+        if transactional_id is not None and enable_idempotence is False:
+            raise ValueError("a transactional producer is idempotent: leave enable_idempotence on")
         if acks not in _ACKS:
             raise ValueError(f"acks must be 'all', -1, 0 or 1, not {acks!r}")
         self.acks = _ACKS[acks]
@@ -118,8 +133,8 @@ class AsyncProducer:
             raise ValueError(f"compression_type must be one of {sorted(COMPRESSION_TYPES)}")
         if batch_size <= 0 or max_request_size <= 0 or buffer_memory <= 0:
             raise ValueError("batch_size, max_request_size and buffer_memory must be positive")
-        enable_idempotence = _idempotence(enable_idempotence, self.acks, retries,
-                                          max_in_flight_requests_per_connection)
+        enable_idempotence = _idempotence(True if transactional_id is not None else enable_idempotence,
+                                          self.acks, retries, max_in_flight_requests_per_connection)
         self._cluster = ClusterClient(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms, retry_backoff_max_ms=retry_backoff_max_ms,
@@ -146,6 +161,9 @@ class AsyncProducer:
         self._now = time.monotonic  # a new batch's creation time: the loop's clock once started
         self._task: asyncio.Task | None = None
         self._closed = False
+        self._txn = None if transactional_id is None else TransactionManager(
+            self, transactional_id, transaction_timeout_ms, self._max_block, delivery_timeout_ms / 1000)
+        self._sender.txn = self._txn
 
     @property
     def cluster(self) -> ClusterClient:
@@ -232,6 +250,8 @@ class AsyncProducer:
             raise ClientClosedError("producer is closed")
         if self._loop is None:
             raise RuntimeError("AsyncProducer.start() was not awaited (or use 'async with')")
+        if self._txn is not None:
+            self._txn.check_send()
         if not serialized and (headers or self._key_serializer or self._value_serializer):
             key, value, headers = self.serialize(key, value, headers)
         if timestamp is None:
@@ -325,6 +345,14 @@ class AsyncProducer:
         return the record's future; a record alone exceeding ``max_request_size`` is
         refused (_Refused)."""
         acc = self._acc
+        txn = self._txn
+        if txn is not None:
+            try:
+                txn.check_append()
+            except KafkaError as e:
+                raise _Refused(e) from None
+            if (queue.topic, queue.partition) not in txn.added:
+                self._soon(txn.maybe_add, queue.topic, queue.partition)  # while the batch lingers
         batch = ProducerBatch(queue.topic, queue.partition, self._now(), acc.batch_size, self._loop)
         record = batch.try_append(timestamp, key, value, headers)
         if len(batch.buf) > self._max_request_size:
@@ -424,6 +452,39 @@ class AsyncProducer:
         self._cluster.add_topics([topic])
         meta = await self._cluster.wait_for_topics([topic], self._loop.time() + self._max_block)
         return list(range(meta.partition_count(topic)))
+
+    # --- transactions (transaction_manager) ----------------------------------------------
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise TransactionStateError("not a transactional producer: give it a transactional_id")
+        return self._txn
+
+    @property
+    def transaction_state(self) -> str | None:
+        """The transaction state's Kafka name (None for a producer without transactional id)."""
+        return None if self._txn is None else self._txn.state.value
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Get the transactional id's producer id and epoch, fencing earlier producers of it."""
+        await self._transactions().init(timeout)
+
+    def begin_transaction(self) -> None:
+        self._transactions().begin()
+
+    async def send_offsets_to_transaction(self, offsets: dict, group_metadata, timeout: float | None = None) -> None:
+        """Commit ``offsets`` (``TopicPartition -> int | OffsetAndMetadata``) for the group
+        (a group id or a consumer's ``group_metadata()``) with the transaction."""
+        await self._transactions().send_offsets(offsets, group_metadata, timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        await self._transactions().commit(timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        await self._transactions().abort(timeout)
+
+    async def prepare_transaction(self, timeout: float | None = None) -> TransactionHandle:
+        """Flush the open transaction and return its handle, leaving it open."""
+        return await self._transactions().prepare(timeout)
 
     # --- flushing and closing ------------------------------------------------------------
     async def wait_for_buffer(self) -> None:

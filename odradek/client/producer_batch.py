@@ -13,8 +13,8 @@ without headers in C: the producer's once-per-record step. Records with headers 
 within ``batch_size`` (a first record always fits: a record larger than ``batch_size`` gets a
 batch of its own). Per record the batch keeps only its timestamp; the max timestamp is
 derived when the batch is sealed. ``seal`` compresses and writes the header and CRC once; with
-idempotence the producer id, epoch and base sequence are stamped then, and a retry resends
-the same bytes.
+idempotence the producer id, epoch and base sequence are stamped then (and, in a transaction,
+the transactional bit), and a retry resends the same bytes.
 
 Completion: the batch has one ``ProduceRequestResult`` and appending returns record ``i``'s
 future as the pair ``(result, i)`` (``RecordFuture``), so settling the batch is one step
@@ -44,6 +44,7 @@ from odradek.records.batch import (
 from odradek.records.record import encode_record
 
 _log = logging.getLogger("odradek.client.producer")
+_TRANSACTIONAL = 0x10  # attributes bit 4
 
 
 class ProducerBatch(MemoryRecordsBuilder):
@@ -62,6 +63,7 @@ class ProducerBatch(MemoryRecordsBuilder):
         "retry_at",
         "size",
         "topic",
+        "transactional",
         "waiter",
     )
 
@@ -79,6 +81,7 @@ class ProducerBatch(MemoryRecordsBuilder):
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
+        self.transactional = False  # the batch's transactional bit, set before sealing
         self.retry_at = 0.0
         self.awaits_metadata = -1  # retry only after metadata newer than this version
         self.done = False
@@ -155,7 +158,7 @@ class ProducerBatch(MemoryRecordsBuilder):
             partition_leader_epoch=-1,
             magic=2,
             crc=0,
-            attributes=compression,
+            attributes=compression | (_TRANSACTIONAL if self.transactional else 0),
             last_offset_delta=max(self.count - 1, 0),
             base_timestamp=self.base_ts if self.count else -1,
             max_timestamp=self.max_ts,

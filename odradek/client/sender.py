@@ -26,6 +26,13 @@ a time until the retries are through, so the log receives them in order and exac
 (a resent batch that had been appended is recognised by the broker as a duplicate and answered
 with its original offset). A sequence error with no earlier batch outstanding, an unknown
 producer id or a fenced epoch fail that batch and restart sequences under a new producer id.
+
+Transactions (``txn``, a ``TransactionManager``): the producer id comes from
+``init_transactions``, never from the sender; a partition's batches go only once the
+partition is in the transaction (``txn.added``; the sender asks for it with ``maybe_add``),
+carry the transactional bit, and Produce requests name the transactional id. A batch that
+fails puts the transaction in an error state (``txn.on_batch_failed``) instead of restarting
+sequences under a new producer id.
 """
 
 from __future__ import annotations
@@ -86,6 +93,7 @@ class Sender:
         self.idempotence = idempotence
         self.producer_id = -1
         self.producer_epoch = -1
+        self.txn = None  # the TransactionManager of a transactional producer
         self.closing = False
         self.closing_hard = False  # a close ran out of time: retry nothing
         self._in_flight: dict[int, int] = {}
@@ -114,7 +122,7 @@ class Sender:
         loop = asyncio.get_running_loop()
         self.cluster.metadata_listeners.append(lambda _: self.wake())
         while True:
-            if self.idempotence is not False and self.producer_id < 0 and self.acc.incomplete:
+            if self.idempotence is not False and self.producer_id < 0 and self.acc.incomplete and self.txn is None:
                 try:
                     await self._init_producer_id()
                 except KafkaError as e:
@@ -172,6 +180,7 @@ class Sender:
         """Holding the lock: take the head of every queue whose batch may go now."""
         acc, meta, cluster = self.acc, self.cluster.metadata, self.cluster
         force = self.closing or acc.short_of_space
+        txn = self.txn
         taken: list[tuple[int, PartitionQueue, ProducerBatch]] = []
         next_delay = None
         need_update = False
@@ -198,6 +207,9 @@ class Sender:
             if self.idempotent and queue.in_flight and (
                     batch.attempts > 0 or len(queue.in_flight) >= MAX_IN_FLIGHT_IDEMPOTENT):
                 continue
+            if txn is not None and (queue.topic, queue.partition) not in txn.added:
+                txn.maybe_add(queue.topic, queue.partition)  # its answer wakes us
+                continue
             leader = meta.leader(queue.topic, queue.partition)
             if leader is None:
                 need_update = True
@@ -218,6 +230,7 @@ class Sender:
             batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
             batch.base_sequence = queue.next_sequence
             queue.next_sequence = (queue.next_sequence + batch.count) % SEQUENCE_MODULUS
+            batch.transactional = self.txn is not None
             if batch.data is not None:
                 batch.restamp(self.producer_id, self.producer_epoch, batch.base_sequence)
         batch.seal(self.compression, self.compression_level)
@@ -245,7 +258,7 @@ class Sender:
         for batch in batches:
             topics.setdefault(batch.topic, []).append(PartitionProduceData(batch.partition, batch.data))
         request = ProduceRequest(
-            transactional_id=None, acks=self.acks, timeout_ms=int(self.request_timeout * 1000),
+            transactional_id=None if self.txn is None else self.txn.transactional_id, acks=self.acks, timeout_ms=int(self.request_timeout * 1000),
             topic_data=[TopicProduceData(name, parts) for name, parts in topics.items()],
         )
         conn = self.cluster.connection_nowait(node)
@@ -299,6 +312,10 @@ class Sender:
             _remove(self._queue(batch).in_flight, batch)
         batch.fail(error)
         self.acc.release(batch)
+        if self.txn is not None:
+            if batch.base_sequence >= 0:
+                self.txn.bump_needed = True  # its sequence numbers are a gap now
+            self.txn.on_batch_failed(error)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: BaseException, now: float) -> None:
         queue = self._queue(batch)
@@ -321,6 +338,9 @@ class Sender:
             if stale_metadata(error):
                 batch.awaits_metadata = self.cluster.metadata_version
                 self.cluster.request_update()
+            return
+        if self.txn is not None:
+            self._fail(batch, error)
             return
         if self.idempotent and code in _RESET_PRODUCER:
             self._reset_producer_id()
@@ -349,6 +369,12 @@ class Sender:
         self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
         _log.debug("producer id %d epoch %d", self.producer_id, self.producer_epoch)
 
+    def set_producer(self, producer_id: int, producer_epoch: int) -> None:
+        """A producer id and epoch from InitProducerId: sequences restart at 0."""
+        self._reset_producer_id()
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.idempotence = True
+
     def _reset_producer_id(self) -> None:
         """Start over with a new producer id: sequences restart at 0 on every partition."""
         self.producer_id = -1
@@ -375,6 +401,26 @@ class Sender:
         for batch in batches:
             batch.fail(error)
             acc.release(batch)
+
+
+    def fail_unsent(self, error: BaseException) -> None:
+        """Fail every batch not sent yet (an aborted or failed transaction); batches in
+        flight complete as the broker answers."""
+        acc = self.acc
+        with acc.lock:
+            batches = []
+            for queue in acc.active:
+                batches.extend(queue.sealed)
+                queue.sealed.clear()
+                if queue.open is not None:
+                    batches.append(queue.open)
+                    queue.open = None
+        for batch in batches:
+            if batch.base_sequence >= 0 and self.txn is not None:
+                self.txn.bump_needed = True
+            batch.fail(error)
+            acc.release(batch)
+        self.wake()
 
 
 def _remove(batches: list, batch) -> None:

@@ -211,6 +211,8 @@ class Producer(_SyncClient):
     def _send(self, topic, value, key, headers, partition, timestamp, callback):
         """``send`` of any record: chooses the partition (user code, no lock), then appends
         or holds it under the lock, waiting (no lock) while the buffer is full."""
+        if self._producer._txn is not None:
+            self._producer._txn.check_send()
         deadline = None
         while True:
             state = self._topics.get(topic)
@@ -313,6 +315,16 @@ class Producer(_SyncClient):
             self._thread.stop()
 
     partitions_for = _forward("partitions_for", AsyncProducer)
+    init_transactions = _forward("init_transactions", AsyncProducer)
+    begin_transaction = _forward_sync("begin_transaction", AsyncProducer)
+    send_offsets_to_transaction = _forward("send_offsets_to_transaction", AsyncProducer)
+    commit_transaction = _forward("commit_transaction", AsyncProducer)
+    abort_transaction = _forward("abort_transaction", AsyncProducer)
+    prepare_transaction = _forward("prepare_transaction", AsyncProducer)
+
+    @property
+    def transaction_state(self) -> str | None:
+        return self._producer.transaction_state
 
 
 def _call(callback, metadata, error) -> None:
@@ -487,6 +499,7 @@ class Consumer(_SyncClient):
     topics = _forward("topics", AsyncConsumer)
     committed = _forward("committed", AsyncConsumer)
     subscription = _forward_sync("subscription", AsyncConsumer)
+    group_metadata = _forward_sync("group_metadata", AsyncConsumer)
 
 
 class AdminClient(_SyncClient):
