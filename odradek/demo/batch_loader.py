@@ -13,8 +13,9 @@ Layout, under ``warehouse/activity``::
     _staging/                      loads being written
 
 A load reads, per topic-partition, from the end of the last committed range (the log start
-for a partition never loaded) to the current end of the log, with the ``odradek`` batch
-source (``startingOffsets``/``endingOffsets`` as JSON), writes Parquet into ``_staging``,
+for a partition never loaded) to the last stable offset (the end of the log for everything
+committed: the activity is produced in transactions), with the ``odradek`` batch source at
+read_committed (``startingOffsets``/``endingOffsets`` as JSON), writes Parquet into ``_staging``,
 writes ``_offsets.json`` beside it, and then renames the directory to ``load=N`` in one step
 (a rename is atomic on a local file system). A load cut short before the rename leaves only
 ``_staging`` (cleared by the next run), so its records are loaded again, once; after it,
@@ -33,7 +34,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from odradek.client import AdminClient, TopicPartition
+from odradek.client import AdminClient, Consumer, TopicPartition
 from odradek.demo.streaming_job import EVENT_SCHEMA
 
 __all__ = ["LoadResult", "load", "committed_offsets"]
@@ -42,7 +43,7 @@ __all__ = ["LoadResult", "load", "committed_offsets"]
 @dataclass(frozen=True)
 class LoadResult:
     load: str | None        # the committed load's directory name; None when nothing was new
-    records: int
+    records: int            # records loaded (offsets also count transaction markers)
     ranges: dict            # {topic: {partition: [start, end]}} of this load
 
     @property
@@ -65,9 +66,8 @@ def _log_offsets(bootstrap: str, topics: list[str]) -> tuple[dict, dict]:
     with AdminClient(bootstrap, client_id="odradek-demo-loader") as admin:
         described = admin.describe_topics(topics)
         tps = [TopicPartition(t, p.partition) for t in topics for p in described[t].partitions]
-        earliest = admin.list_offsets({tp: -2 for tp in tps})
-        latest = admin.list_offsets({tp: -1 for tp in tps})
-    return {tp: earliest[tp].offset for tp in tps}, {tp: latest[tp].offset for tp in tps}
+    with Consumer(bootstrap, client_id="odradek-demo-loader", isolation_level="read_committed") as consumer:
+        return consumer.beginning_offsets(tps), consumer.end_offsets(tps)
 
 
 def load(spark: SparkSession, bootstrap: str, topics: list[str], warehouse: Path) -> LoadResult:
@@ -84,7 +84,7 @@ def load(spark: SparkSession, bootstrap: str, topics: list[str], warehouse: Path
         return LoadResult(None, 0, ranges)
     as_json = lambda pick: json.dumps({t: {p: r[pick] for p, r in parts.items()} for t, parts in ranges.items()})
     records = (spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-               .option("subscribe", ",".join(topics))
+               .option("subscribe", ",".join(topics)).option("kafka.isolation.level", "read_committed")
                .option("startingOffsets", as_json(0)).option("endingOffsets", as_json(1)).load())
     rows = records.select(
         "topic", "partition", "offset", "timestamp",
@@ -95,6 +95,7 @@ def load(spark: SparkSession, bootstrap: str, topics: list[str], warehouse: Path
     name = f"load={number:06d}"
     staging = root / "_staging" / name
     rows.write.mode("overwrite").partitionBy("topic").parquet(str(staging))
+    loaded = spark.read.parquet(str(staging)).count()
     (staging / "_offsets.json").write_text(json.dumps(ranges, indent=1, sort_keys=True))
     os.rename(staging, root / name)
-    return LoadResult(name, new, ranges)
+    return LoadResult(name, loaded, ranges)

@@ -69,7 +69,8 @@ def create_topics(bootstrap: str, partitions: int) -> None:
 
 def stream_time(bootstrap: str, partitions: int) -> int:
     """The newest record timestamp in the activity topics (ms; 0 when they are empty), from
-    ListOffsets' MAX_TIMESTAMP: where the previous run's stream ended."""
+    ListOffsets' MAX_TIMESTAMP: where the previous run's stream ended (the activity is produced
+    in transactions, so this is its last commit marker's time, just after its last event)."""
     specs = {TopicPartition(t, p): -3 for t in (PAGE_VIEWS, SEARCHES) for p in range(partitions)}
     with AdminClient(bootstrap, client_id="odradek-demo") as admin:
         found = admin.list_offsets(specs)

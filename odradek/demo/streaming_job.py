@@ -5,14 +5,20 @@ Two aggregations, each written twice (four queries, each with its own checkpoint
 
 - page views per page per one-minute event-time window, with a two-minute watermark
   (events later than that are dropped; a window is final once the watermark passes its
-  end): to the topic ``page_view_counts`` through the exactly-once ``odradek`` sink
-  (key: page; value: JSON window, page, views), and appended to the Parquet table
+  end): to the topic ``page_view_counts`` through the ``odradek`` sink in Kafka
+  transactions (key: page; value: JSON window, page, views), and appended to the Parquet table
   ``warehouse/page_views_per_minute`` (Spark's file sink, exactly once by its own log);
 - visits (page views) per member: the whole table each micro-batch (complete mode; Python
   data source sinks take append and complete, not update) to the compacted topic
   ``member_visits`` (key: member; value: JSON member, visits, last_seen; compaction keeps
   each member's latest count), and a snapshot in ``warehouse/member_visits`` (rewritten
   each micro-batch).
+
+Exactly once end to end: the activity is produced in transactions and read here at
+read_committed (``kafka.isolation.level``); both topic outputs are written with
+``exactlyOnce=transactional`` (each micro-batch's output committed in Kafka transactions,
+one per task, through Spark's commit protocol: ``odradek.spark.txn_sink``), so their own
+readers at read_committed see every micro-batch once.
 
 ``run_available_now`` processes what is in the topic and stops (Trigger.AvailableNow);
 ``start`` keeps the queries running every ``interval`` until ``stop_all``.
@@ -83,7 +89,8 @@ class RowCounter(StreamingQueryListener):
 def events(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
     """The parsed events of ``topic``, with ``event_time`` from the event's own ``ts``."""
     raw = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-           .option("subscribe", topic).option("startingOffsets", "earliest").load())
+           .option("subscribe", topic).option("startingOffsets", "earliest")
+           .option("kafka.isolation.level", "read_committed").load())
     parsed = raw.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")).select("e.*")
     return parsed.withColumn("event_time", F.timestamp_millis("ts"))
 
@@ -108,7 +115,7 @@ def build_queries(spark: SparkSession, bootstrap: str, base: Path) -> dict:
     def to_topic(df: DataFrame, key: str, topic: str, mode: str, name: str):
         out = df.select(F.col(key).cast("string").alias("key"), F.to_json(F.struct(*df.columns)).alias("value"))
         return (out.writeStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-                .option("topic", topic).outputMode(mode).queryName(name)
+                .option("topic", topic).option("exactlyOnce", "transactional").outputMode(mode).queryName(name)
                 .option("checkpointLocation", str(checkpoints / name)))
 
     def snapshot(df: DataFrame, batch_id: int) -> None:

@@ -23,9 +23,11 @@ def test_demo_end_to_end(spark, tmp_path):
     assert 0 < summary["members"] <= 80 and summary["busiest"][0]["visits"] >= summary["busiest"][-1]["visits"]
     assert summary["top_pages"] and all(views > 0 for _, views in summary["top_pages"])
     assert summary["window_rows"] == summary["count_records"]  # both sinks hold the same final counts
+    assert summary["count_duplicates"] == 0
     report = (tmp_path / "report.txt").read_text()
     for text in ("Top pages", "Busiest members", "Where the outputs are", "nothing new to load",
-                 "the two sinks agree", "Late events:"):
+                 "the two sinks agree", "Late events:", "Exactly once, end to end, through Kafka transactions",
+                 "none twice"):
         assert text in report
 
     # A second run in the same directory: its events come after the first run's, so the
