@@ -295,6 +295,8 @@ class Fetcher:
                 fetch.more = False
         except CorruptRecordError as e:
             error = e
+        if not walked:  # nothing but control batches and aborted transactions: move past them
+            return PendingRecords([]), position, error
         records, good_until, decode_error = decode_batches(walked, fetch.position)
         if decode_error is not None:
             return records, good_until, decode_error

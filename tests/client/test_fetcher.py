@@ -101,3 +101,34 @@ def test_a_corrupt_batch_is_raised_by_poll_after_the_good_ones():
             await fake.close()
 
     run(main())
+
+
+def test_an_answer_of_control_batches_only_moves_the_position_past_them():
+    # offsets 0-1: aborted transaction of producer 7 and its marker at 2; 3: a commit marker of
+    # producer 8 whose records came before: nothing to return, yet the position reaches 4.
+    log = (batch(0, 2, 7, True) + build_end_txn_marker_batch(ABORT, 0, producer_id=7, producer_epoch=0,
+                                                               timestamp=0, base_offset=2)
+           + build_end_txn_marker_batch(COMMIT, 0, producer_id=8, producer_epoch=0, timestamp=0, base_offset=3))
+
+    async def main():
+        fake = await serve_log(log, 4)
+        try:
+            tp = TopicPartition("t", 0)
+            async with AsyncConsumer(fake.bootstrap, isolation_level="read_committed") as consumer:
+                consumer.assign([tp])
+                consumer.seek(tp, 2)  # only the markers are left to fetch
+                for _ in range(20):
+                    assert await consumer.poll(100) == {}
+                    if await consumer.position(tp) == 4:
+                        break
+                assert await consumer.position(tp) == 4
+                consumer.seek(tp, 0)  # the aborted records are dropped, the markers skipped
+                for _ in range(20):
+                    assert await consumer.poll(100) == {}
+                    if await consumer.position(tp) == 4:
+                        break
+                assert await consumer.position(tp) == 4
+        finally:
+            await fake.close()
+
+    run(main())
