@@ -137,6 +137,8 @@ class ProducerStateManager:
         self._ongoing: dict[int, int] = {}
         # Completed transactions whose marker may still be at or above the high watermark.
         self._unreplicated: list[CompletedTxn] = []
+        # The first unstable offset as of the last change (one int: other threads read it).
+        self._first_unstable: int | None = None
 
     @property
     def map_end_offset(self) -> int:
@@ -177,16 +179,26 @@ class ProducerStateManager:
         when there is none. The last stable offset is min(this, high watermark)."""
         if high_watermark is not None:
             self.on_high_watermark(high_watermark)
+        return self._first_unstable
+
+    @property
+    def cached_first_unstable_offset(self) -> int | None:
+        """``first_unstable_offset`` as of the last change of the transactions, without
+        forgetting anything: one attribute read, safe from another thread (the cleaner)."""
+        return self._first_unstable
+
+    def _refresh_first_unstable(self) -> None:
         first = min(self._ongoing.values(), default=None)
         for txn in self._unreplicated:
             if first is None or txn.first_offset < first:
                 first = txn.first_offset
-        return first
+        self._first_unstable = first
 
     def on_high_watermark(self, high_watermark: int) -> None:
         """Forget the completed transactions whose marker is below ``high_watermark``."""
         if self._unreplicated and self._unreplicated[0].last_offset < high_watermark:
             self._unreplicated = [t for t in self._unreplicated if t.last_offset >= high_watermark]
+            self._refresh_first_unstable()
 
     def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> CheckResult:
         """Judge a transaction marker (WriteTxnMarkers) before it is built and appended."""
@@ -317,6 +329,7 @@ class ProducerStateManager:
             if header.is_transactional and txn_first_offset is None:
                 txn_first_offset = base
                 self._ongoing[producer_id] = base
+                self._refresh_first_unstable()
         self._entries[producer_id] = ProducerEntry(
             producer_id, epoch, batches, last_offset, when, txn_first_offset, coordinator_epoch
         )
@@ -328,6 +341,7 @@ class ProducerStateManager:
         unreplicated.append(completed)
         if len(unreplicated) > _MAX_UNREPLICATED:
             del unreplicated[: len(unreplicated) - _MAX_UNREPLICATED]
+        self._refresh_first_unstable()
 
     # -- housekeeping -----------------------------------------------------------------------
 
@@ -379,6 +393,7 @@ class ProducerStateManager:
         self._reopen_cut_transactions(offset)
         self._ongoing = {pid: e.current_txn_first_offset for pid, e in self._entries.items()
                          if e.current_txn_first_offset is not None}
+        self._refresh_first_unstable()
         self._map_end_offset = min(self._map_end_offset, offset)
 
     def _reopen_cut_transactions(self, offset: int) -> None:
@@ -430,4 +445,5 @@ class ProducerStateManager:
             manager._entries[entry.producer_id] = entry
             if entry.current_txn_first_offset is not None:
                 manager._ongoing[entry.producer_id] = entry.current_txn_first_offset
+        manager._refresh_first_unstable()
         return manager

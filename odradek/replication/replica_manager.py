@@ -35,7 +35,7 @@ from odradek.replication.high_watermark_checkpoint import (
 )
 from odradek.replication.partition import CheckOffLoop, Partition, ProduceResult
 from odradek.replication.produce_validation import ProduceError
-from odradek.replication.transactions import rebuild_producer_state
+from odradek.replication.transactions import cleanable_limit, rebuild_producer_state
 
 log = logging.getLogger("odradek.replication")
 
@@ -106,6 +106,7 @@ class ReplicaManager:
         plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
         part = Partition(topic, index, topic_id, plog)
         _restore_producer_state(part)
+        plog.cleanable_limit = lambda: cleanable_limit(part)  # the cleaner stays below the LSO
         part.clock = self.clock
         part.replica_lag_time_max_ms = self.replica_lag_time_max_ms
         # The high watermark the previous run checkpointed (a dict pop: safe off the loop).

@@ -20,8 +20,6 @@ aborted transaction index kept in step with the producer state.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from odradek.coordinator.producer_entry import CompletedTxn
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
@@ -29,13 +27,22 @@ from odradek.records.control import ABORT, COMMIT, EndTransactionMarker, build_e
 from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import RecordBatch
 from odradek.replication.produce_validation import ProduceError
-from odradek.storage.transaction_index import AbortedTxn
+from odradek.storage.transaction_index import AbortedTxn, collect_aborted, segment_holding
 
 
 def last_stable_offset(part) -> int:
     """min(first unstable offset, high watermark) of ``part`` (a ``Partition``)."""
     hw = part.high_watermark
     first = part.producer_state.first_unstable_offset(hw)
+    return hw if first is None or first > hw else first
+
+
+def cleanable_limit(part) -> int:
+    """The offset the log cleaner must not clean at or past (Kafka cleans only below the
+    LSO, so an undecided transaction is never compacted): the LSO from attribute reads only,
+    so the cleaner thread may call it (``Log.cleanable_limit``)."""
+    hw = part.high_watermark
+    first = part.producer_state.cached_first_unstable_offset
     return hw if first is None or first > hw else first
 
 
@@ -100,18 +107,13 @@ def marker_reader(log):
 
 # --- the aborted transaction index ----------------------------------------------------------
 
-def _segment_index(segments, offset: int) -> int:
-    bases = [s.base_offset for s in segments]
-    return max(bisect_right(bases, offset) - 1, 0)
-
-
 def index_completed(log, completed: CompletedTxn) -> None:
     """Record an aborted transaction in the ``.txnindex`` of the segment holding its marker
     (a committed one needs no entry); a replayed entry already there is not added twice."""
     if not completed.is_aborted:
         return
     segments = log.segments
-    segment = segments[_segment_index(segments, completed.last_offset)]
+    segment = segments[segment_holding(segments, completed.last_offset)]
     segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
                                         completed.last_offset, completed.last_stable_offset))
 
@@ -119,15 +121,8 @@ def index_completed(log, completed: CompletedTxn) -> None:
 def aborted_transactions(log, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
     """The aborted transactions with data in ``[fetch_offset, upper_bound)``: searched from
     the segment holding ``fetch_offset`` on, until an entry shows that no later one can
-    overlap the range."""
-    segments = log.segments
-    found: list[AbortedTxn] = []
-    for segment in segments[_segment_index(segments, fetch_offset):]:
-        result = segment.txn_index.collect(fetch_offset, upper_bound)
-        found.extend(result.aborted)
-        if result.complete:
-            break
-    return found
+    overlap the range (``transaction_index.collect_aborted``)."""
+    return collect_aborted(log.segments, fetch_offset, upper_bound)
 
 
 # --- recovery ---------------------------------------------------------------------------------

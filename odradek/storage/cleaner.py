@@ -3,16 +3,19 @@
 A pass over one log:
 
 1. The cleanable range is the run of inactive segments from the start of the log up to the
-   first segment holding a record younger than ``min.compaction.lag.ms``; the pass runs when
+   first segment holding a record younger than ``min.compaction.lag.ms`` or reaching the
+   log's ``cleanable_limit`` (its partition's last stable offset: an undecided transaction
+   is never cleaned, as in Kafka); the pass runs when
    the range has a dirty part (segments at or past the cleaner checkpoint) and either that
    part is more than ``min.cleanable.dirty.ratio`` of it, or the log *must* be cleaned
    because a dirty record is older than ``max.compaction.lag.ms`` (``compaction_delay``), or
    the pass is forced. Kafka's ``LogCleanerManager.grabFilthiestCompactedLog`` uses the same
    test: ``(needCompactionNow && cleanableBytes > 0) || cleanableRatio > minCleanableRatio``.
-2. An offset map ``key -> last offset`` is built over the range (control batches aside);
+2. An offset map ``key -> last offset`` is built over the range (control batches and
+   aborted transactional data aside: ``cleaner_transactions``);
    at most ``max_map_keys`` keys: a range that would need more is cut after the segment
    that crossed the limit, as Kafka's dedupe buffer does. The same scan notes each producer
-   id's last batch.
+   id's last data batch (markers hold no sequence).
 3. Consecutive segments are grouped (at most ``segment.bytes`` together) and each group is
    rewritten into one ``.cleaned`` segment named after the group's first base offset. Per
    batch (Kafka's documentation, 'Record Batch', on compaction):
@@ -31,8 +34,11 @@ A pass over one log:
    - a batch left with no records is dropped, unless it is its producer's last batch in the
      range: then an empty batch (no records, same base/last offset and sequence numbers)
      keeps the producer's last sequence for when the log is reloaded;
-   - control batches (transaction markers) are kept verbatim. Aborted transactional
-     records are not removed: the log keeps no transaction index yet.
+   - the records of aborted transactions (``.txnindex``, ``cleaner_transactions``) are
+     removed, as in Kafka; control batches (transaction markers) are kept verbatim (Kafka
+     removes a marker once ``delete.retention.ms`` passed after its transaction's data
+     went: not done here, a marker costs ~80 bytes and consumers skip it). The cleaned
+     segment's ``.txnindex`` keeps the entries of the segments it replaces.
 
 4. The cleaned segment is fsynced and swapped in through ``Log.replace_segments`` (a
    copy-on-write replacement; a crash-safe rename protocol). If the log changed under the
@@ -65,10 +71,12 @@ from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import RecordBatch
 from odradek.records.record import Record, encode_record
 from odradek.storage.append_info import LogAppendInfo
+from odradek.storage.cleaner_transactions import AbortedBatches
 from odradek.storage.config import LONG_MAX, LogConfig
 from odradek.storage.errors import CorruptSegmentError
 from odradek.storage.log import Log, settings_of
 from odradek.storage.segment import CLEANED_SUFFIX, LogSegment
+from odradek.storage.transaction_index import collect_aborted
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +100,7 @@ class _Plan:
     end_offset: int
     offset_map: dict[bytes, int]
     last_batch_of_producer: dict[int, int]
+    aborted: list  # AbortedTxn overlapping the range
 
 
 class LogCleaner:
@@ -101,12 +110,16 @@ class LogCleaner:
         self.max_map_keys = max_map_keys
 
     def cleanable_segments(self, log: Log, now_ms: int) -> tuple[tuple[LogSegment, ...], int]:
-        """The inactive segments old enough to clean, and the offset where they end."""
+        """The inactive segments old enough to clean and wholly below the log's
+        ``cleanable_limit`` (its LSO), and the offset where they end."""
         segments = log.segments
         lag = log.config.min_compaction_lag_ms
+        limit_of = getattr(log, "cleanable_limit", None)
+        limit = limit_of() if limit_of is not None else None
         count = len(segments) - 1
         for i, segment in enumerate(segments[:-1]):
-            if lag > 0 and segment.max_timestamp[0] > now_ms - lag:
+            if (lag > 0 and segment.max_timestamp[0] > now_ms - lag) or (
+                    limit is not None and segments[i + 1].base_offset > limit):
                 count = i
                 break
         return segments[:count], segments[count].base_offset
@@ -182,11 +195,15 @@ class LogCleaner:
         segments, end = self.cleanable_segments(log, now_ms)
         offset_map: dict[bytes, int] = {}
         last_batch: dict[int, int] = {}
+        if not segments:
+            return None
+        aborted = collect_aborted(log.segments, segments[0].base_offset, end)
+        aborted_batches = AbortedBatches(aborted)
         for i, segment in enumerate(segments):
             for position, header in segment.iter_batches():
-                if header.has_producer_id:
+                if header.has_producer_id and not header.is_control:  # (markers hold no sequence)
                     last_batch[header.producer_id] = header.base_offset
-                if header.is_control or header.records_count == 0:
+                if aborted_batches.is_aborted(header) or header.is_control or header.records_count == 0:
                     continue
                 batch = _read_batch(segment, position, header)
                 for record in batch.records():
@@ -195,9 +212,7 @@ class LogCleaner:
             if len(offset_map) > self.max_map_keys and i + 1 < len(segments):
                 segments, end = segments[: i + 1], segments[i + 1].base_offset
                 break
-        if not segments:
-            return None
-        return _Plan(segments, end, offset_map, last_batch)
+        return _Plan(segments, end, offset_map, last_batch, aborted)
 
     def _groups(self, log: Log, plan: _Plan) -> list[tuple[LogSegment, ...]]:
         """Consecutive segments whose total size fits one segment and whose offsets fit
@@ -224,10 +239,11 @@ class LogCleaner:
 
     def _clean_groups(self, log: Log, plan: _Plan, now_ms: int) -> CleanerStats:
         read = written = removed = cleaned = 0
+        aborted_batches = AbortedBatches(plan.aborted)  # one walk over the groups, in order
         for group in self._groups(log, plan):
             sizes = tuple(s.size for s in group)
             try:
-                new, group_removed = self._rewrite(log, group, plan, now_ms)
+                new, group_removed = self._rewrite(log, group, plan, now_ms, aborted_batches)
             except (OSError, EOFError, CorruptSegmentError, CorruptRecordError) as exc:
                 # Truncation or retention changed the segments under us; the swap would be
                 # refused anyway. Stop here; the next pass starts over.
@@ -243,7 +259,8 @@ class LogCleaner:
         return CleanerStats(cleaned, read, written, removed, plan.end_offset)
 
     def _rewrite(
-        self, log: Log, group: tuple[LogSegment, ...], plan: _Plan, now_ms: int
+        self, log: Log, group: tuple[LogSegment, ...], plan: _Plan, now_ms: int,
+        aborted_batches: AbortedBatches,
     ) -> tuple[LogSegment, int]:
         config = log.config
         new = LogSegment.create(
@@ -259,10 +276,14 @@ class LogCleaner:
             for segment in group:
                 for position, header in segment.iter_batches():
                     data = segment.handle().read_exact(position, header.size)
-                    out, dropped = self._clean_batch(data, header, plan, now_ms, config)
+                    aborted = aborted_batches.is_aborted(header)
+                    out, dropped = self._clean_batch(data, header, plan, now_ms, config, aborted)
                     removed += dropped
                     if out is not None:
                         new.append(out, _append_info(out, header))
+            for segment in group:  # the markers stay, and so do their entries
+                for txn in segment.txn_index.entries():
+                    new.txn_index.append(txn)
             new.seal()
             new.flush()
         except BaseException:
@@ -271,16 +292,18 @@ class LogCleaner:
         return new, removed
 
     def _clean_batch(
-        self, data: bytes, header: BatchHeader, plan: _Plan, now_ms: int, config: LogConfig
+        self, data: bytes, header: BatchHeader, plan: _Plan, now_ms: int, config: LogConfig,
+        aborted: bool = False,
     ) -> tuple[bytes | None, int]:
-        """The batch to write for ``data`` (None: drop it) and how many records went."""
+        """The batch to write for ``data`` (None: drop it) and how many records went;
+        ``aborted``: the batch is aborted transactional data (no record survives)."""
         if header.is_control:
             return data, 0
         records = RecordBatch(data).records() if header.records_count else []
         has_horizon = bool(header.attributes & DELETE_HORIZON_BIT)
         horizon = header.base_timestamp if has_horizon else None
         kept = []
-        for r in records:
+        for r in ([] if aborted else records):
             if r.key is None or plan.offset_map.get(r.key, -1) > r.offset:
                 continue
             if r.value is None and horizon is not None and now_ms >= horizon:

@@ -106,6 +106,8 @@ class Log(LogRemoval, TimestampLookup):
         self._truncations = 0
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False
+        # Set by the partition: () -> the offset the cleaner stays below (its LSO); None: none.
+        self.cleanable_limit = None
         for segment in loaded.segments:  # Kafka draws a jitter for each segment it loads
             segment.roll_jitter_ms = config.random_segment_jitter(self._rng)
         # Which leader epoch wrote which offsets (``leader_epoch_cache``): appends assign it,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from odradek.storage.file_ops import unlink_quietly
@@ -191,3 +192,23 @@ class TransactionIndex:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def segment_holding(segments, offset: int) -> int:
+    """The position in ``segments`` (ascending base offsets) of the one holding ``offset``
+    (the first one for an offset below them all)."""
+    return max(bisect_right([s.base_offset for s in segments], offset) - 1, 0)
+
+
+def collect_aborted(segments, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+    """Kafka's ``collectAbortedTransactions``: the aborted transactions with data in
+    ``[fetch_offset, upper_bound)``, searched in the ``txn_index`` of ``segments`` from the
+    one holding ``fetch_offset`` on, until an entry shows that no later one can overlap the
+    range (its LSO reached ``upper_bound``)."""
+    found: list[AbortedTxn] = []
+    for segment in segments[segment_holding(segments, fetch_offset):]:
+        result = segment.txn_index.collect(fetch_offset, upper_bound)
+        found.extend(result.aborted)
+        if result.complete:
+            break
+    return found

@@ -9,6 +9,12 @@ Errors are per partition; a partition that fails does not stop the others. A par
 append the disk refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its log unchanged,
 and accepts writes again as soon as the disk does.
 
+Transactional batches (Produce v3+ with a transactional id) are appended as idempotent ones
+are, and open or continue their producer's transaction at their first offset (the
+transaction coordinator has already added the partition; KIP-890's verification is not
+done); a non-transactional batch from a producer whose transaction is open is answered
+INVALID_TXN_STATE (``coordinator/producer_state.py``). The fast path hands them all here.
+
 Records that decompress to more than may be checked on the event loop (a "bomb", or a very
 large batch) are checked on a worker thread (``ReplicaManager.append_off_loop``); the
 request is answered once those appends are made, and later appends to the partition queue
