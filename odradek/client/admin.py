@@ -1,4 +1,5 @@
-"""The asyncio admin client: topics, partitions, configs, the cluster, records and groups.
+"""The asyncio admin client: topics, partitions, configs, the cluster, records, groups and
+transactions (``admin_groups``, ``admin_transactions``).
 
     async with AsyncAdminClient("127.0.0.1:9092") as admin:
         await admin.create_topics([NewTopic("events", num_partitions=3, replication_factor=1)])
@@ -7,7 +8,7 @@
 Routing: topic creation, deletion and partition growth go to the controller; configs of a
 broker to that broker, other configs to any broker; DeleteRecords to each partition's leader;
 group calls to each group's coordinator (``GroupCoordinatorClient``), ListGroups to every
-broker.
+broker; transaction calls as ``admin_transactions`` says.
 
 Errors: calls that act on several items (topics, resources, partitions, groups) raise the
 first item's ``BrokerError`` once every item is settled, with all failures in its ``errors``
@@ -22,6 +23,7 @@ import asyncio
 from typing import Self
 
 from odradek.client.admin_groups import GroupAdmin
+from odradek.client.admin_transactions import TransactionAdmin
 from odradek.client.admin_types import (
     AlterConfigOp,
     ClusterDescription,
@@ -65,7 +67,7 @@ _ASK_AGAIN = frozenset({
 })
 
 
-class AsyncAdminClient(GroupAdmin):
+class AsyncAdminClient(GroupAdmin, TransactionAdmin):
     def __init__(self, bootstrap_servers, *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = 30_000, default_api_timeout_ms: int = 60_000,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000,

@@ -129,3 +129,42 @@ class GroupDescription:
     protocol_type: str
     protocol: str
     members: tuple[MemberDescription, ...] = ()
+
+
+# --- transactions (admin_transactions) ----------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TransactionListing:
+    """One transactional id as ListTransactions names it, with the broker that coordinates it."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+    coordinator_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionDescription:
+    """A transactional id's state at its coordinator (DescribeTransactions); ``start_time_ms``
+    is -1 when no transaction is open, ``partitions`` those in the open transaction."""
+
+    transactional_id: str
+    coordinator_id: int
+    state: str
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    start_time_ms: int
+    partitions: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState:
+    """An active producer of a partition (DescribeProducers); ``current_txn_start_offset`` is
+    the first offset of its open transaction there, -1 when none is open."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int

@@ -503,24 +503,18 @@ class Consumer(_SyncClient):
 
 
 class AdminClient(_SyncClient):
+    """The synchronous admin client: every ``AsyncAdminClient`` call, run on the loop."""
+
     def __init__(self, bootstrap_servers, **config) -> None:
         super().__init__(AsyncAdminClient(bootstrap_servers, **config), "odradek-admin")
 
-    create_topics = _forward("create_topics", AsyncAdminClient)
-    delete_topics = _forward("delete_topics", AsyncAdminClient)
-    list_topics = _forward("list_topics", AsyncAdminClient)
-    describe_topics = _forward("describe_topics", AsyncAdminClient)
-    create_partitions = _forward("create_partitions", AsyncAdminClient)
-    describe_configs = _forward("describe_configs", AsyncAdminClient)
-    alter_configs = _forward("alter_configs", AsyncAdminClient)
-    incremental_alter_configs = _forward("incremental_alter_configs", AsyncAdminClient)
-    describe_cluster = _forward("describe_cluster", AsyncAdminClient)
-    delete_records = _forward("delete_records", AsyncAdminClient)
-    list_offsets = _forward("list_offsets", AsyncAdminClient)
-    list_groups = _forward("list_groups", AsyncAdminClient)
-    describe_groups = _forward("describe_groups", AsyncAdminClient)
-    delete_groups = _forward("delete_groups", AsyncAdminClient)
-    list_group_offsets = _forward("list_group_offsets", AsyncAdminClient)
-    alter_group_offsets = _forward("alter_group_offsets", AsyncAdminClient)
-    reset_group_offsets = _forward("reset_group_offsets", AsyncAdminClient)
-    delete_group_offsets = _forward("delete_group_offsets", AsyncAdminClient)
+
+_ADMIN_CALLS = (
+    "create_topics delete_topics list_topics describe_topics create_partitions describe_configs alter_configs "
+    "incremental_alter_configs describe_cluster delete_records list_offsets list_groups describe_groups "
+    "delete_groups list_group_offsets alter_group_offsets reset_group_offsets delete_group_offsets "
+    "list_transactions describe_transactions describe_producers abort_transaction abort_transaction_at "
+    "find_hanging_transactions"
+).split()
+for _name in _ADMIN_CALLS:
+    setattr(AdminClient, _name, _forward(_name, AsyncAdminClient))
