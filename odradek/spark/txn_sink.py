@@ -210,6 +210,8 @@ def commit_batch(options: SinkOptions, messages: list, batch_id: int) -> int:
         if decided.batch > batch_id or decided.done:
             return 0
         return _commit(options, log, query_id, decided, resumed=True)
+    if decided is not None and not decided.done:  # an older decision not marked done: finish it first
+        _commit(options, log, query_id, decided, resumed=True)
     if any(m.replayed for m in writes):
         raise RuntimeError(f"tasks of batch {batch_id} of query {query_id} found it decided, but the sink log "
                            f"({options.commit_topic}) holds no decision for it")
