@@ -7,8 +7,9 @@ topics, with the options and schema of Spark's Kafka source (see ``options``).
   ``offset_reader`` (partitions and offsets on the driver), ``offset_range`` (the unit of
   parallelism), ``range_reader`` + ``record_columns`` (executors fetch and decode into
   Arrow), ``rate_limit``;
-- writing: ``writers``, ``record_writer`` (executors send), ``exactly_once`` + ``publisher`` +
-  ``sink_log`` (the exactly-once streaming sink), ``failpoints`` (its failure tests);
+- writing: ``writers`` (the three modes), ``record_writer`` (executors send), ``txn_sink``
+  (the transactional sink, the streaming default), ``exactly_once`` + ``publisher`` (the
+  staged sink), ``sink_log`` (both sinks' decisions), ``failpoints`` (their failure tests);
 - ``kafka_params``: the ``kafka.*`` options, passed to odradek's clients or refused;
 - ``lag``: Spark's Kafka lag metrics computed from a streaming progress report;
 - ``client_pool``: odradek clients shared within a Python worker;

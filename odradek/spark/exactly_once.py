@@ -1,5 +1,6 @@
-"""The exactly-once sink's commit protocol, run by the driver once Spark has every task's
-commit message for a batch.
+"""The staged exactly-once sink's commit protocol (``exactlyOnce=staged``; the streaming
+default is the transactional sink, ``txn_sink``), run by the driver once Spark has every
+task's commit message for a batch.
 
 Spark's own Kafka sink writes from the tasks straight to the target, so a retried task or a
 replayed micro-batch writes its records again: at least once. Here tasks only *stage*
@@ -25,8 +26,9 @@ staged rows are never published: only the attempts in the commit messages are. S
 stay in the staging topic until its retention removes them.
 
 Limits: the driver holds one micro-batch's output in memory and sends it itself, which suits
-aggregated results (the demo) better than bulk copies; ``exactlyOnce=false`` writes from the
-tasks instead, at least once. Readers see a batch's records as they are published (there
+aggregated results better than bulk copies; ``exactlyOnce=transactional`` writes from the
+tasks in Kafka transactions instead, exactly once for read_committed readers, and
+``exactlyOnce=false`` writes from the tasks at least once. Readers see a batch's records as they are published (there
 are no transactions to hide a half-published batch), but never twice.
 """
 

@@ -126,6 +126,20 @@ def test_failpoints_fire_only_where_named():
     failpoints.hit("commit.after_intent@1", "commit.mid_publish", 1)
     with pytest.raises(failpoints.InjectedFailure, match="commit.mid_publish of batch 1"):
         failpoints.hit("commit.after_intent@0, commit.mid_publish@1", "commit.mid_publish", 1)
+    failpoints.hit("commit.after_decision@1:hang", "commit.mid_commit", 1)  # another point: nothing
+
+
+def test_failpoint_hang_marks_the_point_and_sleeps(tmp_path, monkeypatch):
+    marker = tmp_path / "marker"
+    monkeypatch.setenv("ODRADEK_FAILPOINT_MARKER", str(marker))
+
+    def stop(seconds):
+        raise TimeoutError("would sleep")
+
+    monkeypatch.setattr(failpoints.time, "sleep", stop)
+    with pytest.raises(TimeoutError):
+        failpoints.hit("commit.after_decision@3:hang", "commit.after_decision", 3)
+    assert marker.read_text() == "commit.after_decision@3\n"
 
 
 def test_write_schemas():
