@@ -162,13 +162,21 @@ async def _aiokafka_values(bootstrap: str, topic: str, partitions: int, isolatio
         ends = await consumer.end_offsets(tps)  # the LSO under read_committed
         out = []
         deadline = time.monotonic() + DEADLINE_S
-        while any(await consumer.position(tp) < ends[tp] for tp in tps):
+        while await _behind(consumer, tps, ends):
             assert time.monotonic() < deadline, f"{topic}: did not reach {ends}"
             for msgs in (await consumer.getmany(timeout_ms=200)).values():
                 out.extend((m.partition, m.offset, m.value) for m in msgs)
         return sorted(out)
     finally:
         await consumer.stop()
+
+
+async def _behind(consumer, tps, ends) -> bool:
+    """Whether some partition's position is still short of its end offset."""
+    for tp in tps:
+        if await consumer.position(tp) < ends[tp]:
+            return True
+    return False
 
 
 READERS = {"confluent-kafka": confluent_values, "kafka-python": kafka_python_values, "aiokafka": aiokafka_values}
