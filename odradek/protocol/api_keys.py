@@ -32,6 +32,7 @@ _SERVED = [
     # From the controller (``server/handlers/leader_and_isr.py``, ``stop_replica.py``,
     # ``update_metadata.py``).
     ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+    ApiKey.WRITE_TXN_MARKERS, ApiKey.DESCRIBE_PRODUCERS,  # partition side of transactions
     ApiKey.TXN_OFFSET_COMMIT,  # group coordinator side of transactions
     # the transaction coordinator (``server/handlers/end_txn.py``, ...)
     ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,

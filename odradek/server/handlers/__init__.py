@@ -14,8 +14,8 @@ from odradek.server.handlers import (
 from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
 from odradek.server.handlers import alter_partition, controlled_shutdown
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
+from odradek.server.handlers import describe_producers, write_txn_markers
 from odradek.server.handlers import txn_offset_commit
-
 from odradek.server.handlers import (
     add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
 )
@@ -52,6 +52,8 @@ HANDLERS = {
     ApiKey.LEADER_AND_ISR: leader_and_isr.handle,
     ApiKey.STOP_REPLICA: stop_replica.handle,
     ApiKey.UPDATE_METADATA: update_metadata.handle,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers.handle,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle,
     ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
     ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn.handle,
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn.handle,
