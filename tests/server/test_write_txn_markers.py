@@ -66,9 +66,9 @@ class Txn:
                         forgotten_topics_data=[], rack_id="")
         return r.responses[0].partitions[0]
 
-    def latest(self, isolation: int) -> int:
+    def latest(self, isolation: int, timestamp: int = -1) -> int:
         r = self.c.call(ApiKey.LIST_OFFSETS, 5, replica_id=-1, isolation_level=isolation, topics=[LO.ListOffsetsTopic(
-            name=self.topic, partitions=[LO.ListOffsetsPartition(partition_index=self.partition, timestamp=-1)])])
+            name=self.topic, partitions=[LO.ListOffsetsPartition(partition_index=self.partition, timestamp=timestamp)])])
         return r.topics[0].partitions[0].offset
 
     def producers(self):
@@ -115,6 +115,7 @@ def test_abort_hides_data_from_read_committed_and_lists_the_aborted_transaction(
     p = t.fetch(0, isolation=0)
     assert p.last_stable_offset == 0 and len(fetched_values(p)) == 4
     assert (t.latest(0), t.latest(1)) == (4, 0)
+    assert (t.latest(0, timestamp=T0), t.latest(1, timestamp=T0)) == (0, -1)  # by time: below the LSO too
     described = t.producers()
     assert [(s.producer_id, s.producer_epoch, s.last_sequence, s.current_txn_start_offset)
             for s in described.active_producers] == [(pid, epoch, 2, 0)]

@@ -4,7 +4,8 @@ Special timestamps: -2 earliest (the log start offset), -1 latest (the high wate
 ``read_uncommitted``, the last stable offset for ``read_committed``; the log end offset for a
 follower asking), -3 the record with the largest timestamp (v7+), -4 earliest local (v8+; all of
 odradek's log is local, so the log start offset). Any other timestamp t gives the first offset
-whose record timestamp is at least t, or -1 (with timestamp -1) when there is none. Version 0
+whose record timestamp is at least t below the high watermark (the LSO for
+``read_committed``), or -1 (with timestamp -1) when there is none. Version 0
 answers in ``old_style_offsets``. -3 answers the offset of the record with the largest timestamp
 (the first one, if several), not of its batch (Kafka 3.8, KAFKA-16310).
 
@@ -75,6 +76,7 @@ def _lookup(part, request, ts: int) -> tuple[int, int]:
         found = part.log.max_timestamp()
         return found.timestamp, found.offset
     found = part.log.offset_for_timestamp(ts)
-    if found is None or found.offset >= part.high_watermark:
+    fetchable = part.last_stable_offset() if request.isolation_level == READ_COMMITTED else part.high_watermark
+    if found is None or found.offset >= fetchable:
         return -1, -1
     return found.timestamp, found.offset
