@@ -20,6 +20,8 @@ aborted transaction index kept in step with the producer state.
 
 from __future__ import annotations
 
+import logging
+
 from odradek.coordinator.producer_entry import CompletedTxn
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records import batch as rb
@@ -28,6 +30,8 @@ from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import RecordBatch
 from odradek.replication.produce_validation import ProduceError
 from odradek.storage.transaction_index import AbortedTxn, collect_aborted, segment_holding
+
+log = logging.getLogger("odradek.replication")
 
 
 def last_stable_offset(part) -> int:
@@ -107,15 +111,23 @@ def marker_reader(log):
 
 # --- the aborted transaction index ----------------------------------------------------------
 
-def index_completed(log, completed: CompletedTxn) -> None:
+def index_completed(plog, completed: CompletedTxn) -> None:
     """Record an aborted transaction in the ``.txnindex`` of the segment holding its marker
-    (a committed one needs no entry); a replayed entry already there is not added twice."""
+    (a committed one needs no entry); a replayed entry already there is not added twice.
+
+    The marker is in the log already: a disk refusing the entry (or an entry out of order,
+    which only a damaged file can cause) is logged as an error, not raised. Its data then
+    stays visible to read_committed consumers until recovery rebuilds the entry (Kafka
+    takes the log directory offline instead)."""
     if not completed.is_aborted:
         return
-    segments = log.segments
+    segments = plog.segments
     segment = segments[segment_holding(segments, completed.last_offset)]
-    segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
-                                        completed.last_offset, completed.last_stable_offset))
+    try:
+        segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
+                                            completed.last_offset, completed.last_stable_offset))
+    except (OSError, ValueError) as e:
+        log.error("%s-%d: aborted transaction %s not indexed: %s", plog.topic, plog.partition, completed, e)
 
 
 def aborted_transactions(log, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
