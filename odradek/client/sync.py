@@ -220,6 +220,9 @@ class Producer(_SyncClient):
             try:
                 chosen = self._producer._choose(state, key, partition) if known else partition
                 link = self._add(topic, known, value, key, headers, partition, chosen, timestamp, callback)
+                if self._producer._adding:  # let the loop send the AddPartitionsToTxn now
+                    self._producer._adding = False
+                    time.sleep(0)
             except BufferFullError:
                 if deadline is None:
                     deadline = time.monotonic() + self._max_block
@@ -316,11 +319,14 @@ class Producer(_SyncClient):
 
     partitions_for = _forward("partitions_for", AsyncProducer)
     init_transactions = _forward("init_transactions", AsyncProducer)
-    begin_transaction = _forward_sync("begin_transaction", AsyncProducer)
     send_offsets_to_transaction = _forward("send_offsets_to_transaction", AsyncProducer)
     commit_transaction = _forward("commit_transaction", AsyncProducer)
     abort_transaction = _forward("abort_transaction", AsyncProducer)
     prepare_transaction = _forward("prepare_transaction", AsyncProducer)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (a state change only: done in the caller's thread)."""
+        self._producer.begin_transaction()
 
     @property
     def transaction_state(self) -> str | None:
