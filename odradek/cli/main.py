@@ -15,6 +15,7 @@ from odradek.cli import (
     perf_cmd,
     produce_cmd,
     topics_cmd,
+    transactions_cmd,
 )
 from odradek.cli.common import CommandError as CliError  # one error type for every command
 
@@ -25,6 +26,7 @@ COMMANDS = {
     "produce": produce_cmd,
     "consume": consume_cmd,
     "groups": groups_cmd,
+    "transactions": transactions_cmd,
     "configs": configs_cmd,
     "dump-log": dump_log_cmd,
     "perf": perf_cmd,

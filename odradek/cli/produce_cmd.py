@@ -14,6 +14,12 @@ Properties (``--property name=value``) and their defaults: ``parse.key`` false,
 line without a separator is then sent whole as the value), ``null.marker`` unset (a key,
 value or header value equal to it is sent as null). Lines end at ``\\n`` (a ``\\r`` before it
 is dropped); bytes are sent as they are.
+
+Transactions: ``--transactional-id ID`` sends the lines in transactions of that id, committing
+every ``--transaction-size`` records (default: all of the input in one transaction) and at the
+end of the input; read_committed consumers see nothing of a transaction until it commits. A
+failed send aborts the open transaction. (``transactional.id`` and ``transaction.timeout.ms``
+may also come as producer properties.)
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ def add_parser(sub) -> None:
                    help="none, gzip (when given without a value), snappy, lz4 or zstd")
     p.add_argument("--request-required-acks", metavar="ACKS", help="acks: all/-1, 1 or 0")
     p.add_argument("--sync", action="store_true", help="wait for each record to be acknowledged")
+    p.add_argument("--transactional-id", metavar="ID", help="send in transactions of this transactional id")
+    p.add_argument("--transaction-size", type=int, metavar="N",
+                   help="with --transactional-id: commit every N records (default: once, at the end)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +170,8 @@ def _producer_settings(args) -> tuple[str, dict]:
         props["compression.type"] = args.compression_codec
     if args.request_required_acks is not None:
         props["acks"] = args.request_required_acks
+    if args.transactional_id is not None:
+        props["transactional.id"] = args.transactional_id
     props.setdefault("client.id", "odradek-console-producer")
     return bootstrap, client_config(AsyncProducer, props, "producer")
 
@@ -177,8 +188,11 @@ def _run(args) -> int:
         if error is not None and not failures:
             failures.append(error)
 
+    if args.transaction_size is not None and (args.transaction_size <= 0 or "transactional_id" not in config):
+        raise CommandError("--transaction-size needs --transactional-id and a positive size")
     producer = Producer(bootstrap, **config)
     try:
+        transactions = _Transactions(producer, args.transaction_size) if "transactional_id" in config else None
         for number, line in enumerate(read_lines(sys.stdin), 1):
             key, value, headers = line_format.parse(line, number)
             future = producer.send(args.topic, value, key=key, headers=headers, callback=delivered)
@@ -186,9 +200,48 @@ def _run(args) -> int:
                 future.result()
             if failures:
                 break
+            if transactions is not None:
+                transactions.sent()
+        if transactions is not None:
+            transactions.end(failed=bool(failures))
         producer.flush()
     finally:
         producer.close()
     if failures:
         raise CommandError(f"sending to {args.topic} failed: {failures[0]}")
     return 0
+
+
+class _Transactions:
+    """The console producer's transactions: one open from the start, committed every
+    ``size`` records (None: only at the end)."""
+
+    def __init__(self, producer, size: int | None) -> None:
+        self.producer, self.size, self.count = producer, size, 0
+        producer.init_transactions()
+        producer.begin_transaction()
+
+    def sent(self) -> None:
+        self.count += 1
+        if self.size is not None and self.count >= self.size:
+            self._commit()
+            self.producer.begin_transaction()
+            self.count = 0
+
+    def end(self, failed: bool) -> None:
+        if failed:
+            self.producer.abort_transaction()
+        else:
+            self._commit()
+
+    def _commit(self) -> None:
+        from odradek.client import KafkaError
+
+        try:
+            self.producer.commit_transaction()
+        except KafkaError as e:
+            try:
+                self.producer.abort_transaction()
+            except KafkaError:
+                pass  # fenced or failed for good: the coordinator aborts it
+            raise CommandError(f"the transaction was aborted: {e}") from None
