@@ -3,10 +3,11 @@
 - the commit protocol driven directly, without Spark: prepare, decide, commit, a replay of a
   decided batch, a retried task fencing its predecessor, a driver dying after its decision,
   abort;
-- a Spark job killed with kill -9 (its whole process group) after deciding a batch and then
-  in the middle of a batch's writes, restarted each time, its output read with
-  confluent-kafka at read_committed: every input record exactly once, never a batch that was
-  not decided; and read back through the ``odradek`` source at read_committed;
+- a Spark job killed with kill -9 (its whole process group) in the middle of a batch's
+  writes and restarted, its output read with confluent-kafka at read_committed: every input
+  record exactly once, nothing of the batch cut short; and read back through the ``odradek``
+  source at read_committed;
+- a driver whose commit fails after its decision: the replay commits the decided batch;
 - a task attempt that dies without aborting, fenced by Spark's retry of it.
 """
 
@@ -150,29 +151,29 @@ def kill_at(job: subprocess.Popen, marker: Path, point: str, timeout: float = 24
         job.wait()
 
 
+def fill(bootstrap: str, topic: str, n: int) -> Counter:
+    with Producer(bootstrap) as producer:
+        for i in range(n):
+            producer.send(topic, b"event-%03d" % i, key=b"m%d" % (i % 17), partition=i % 2)
+        producer.flush()
+    return Counter(b"EVENT-%03d" % i for i in range(n))
+
+
 def test_job_killed_hard_mid_batch_restarts_exactly_once(spark, bootstrap, new_topic, tmp_path):
     source, target = new_topic(2), new_topic(2)
-    with Producer(bootstrap) as producer:
-        for i in range(300):
-            producer.send(source, b"event-%03d" % i, key=b"m%d" % (i % 17), partition=i % 2)
-        producer.flush()
-    expected = Counter(b"EVENT-%03d" % i for i in range(300))
+    expected = fill(bootstrap, source, 300)
     checkpoint, marker = str(tmp_path / "checkpoint"), tmp_path / "marker"
 
-    # 1. Killed after deciding batch 1, before committing any of its transactions.
-    kill_at(start_job(bootstrap, source, target, checkpoint, "commit.after_decision@1:hang", marker), marker,
-            "commit.after_decision@1")
+    # Killed (the driver's JVM and every Python worker) while a task of batch 1 has written
+    # its rows in its open transaction: batch 0 is there, whole; nothing of batch 1.
+    kill_at(start_job(bootstrap, source, target, checkpoint, "write.before_prepare@1:hang", marker), marker,
+            "write.before_prepare@1")
     seen = Counter(read_all(bootstrap, target, 2))
-    assert sum(seen.values()) == 100 and max(seen.values()) == 1  # batch 0, whole; nothing of batch 1
+    assert sum(seen.values()) == 100 and max(seen.values()) == 1
+    assert len(read_all(bootstrap, target, 2, committed=False)) > 100  # batch 1's rows are in the log
 
-    # 2. Restarted: batch 1 is replayed and committed as decided; killed again while a task
-    #    of batch 2 has written its rows in its open transaction.
-    kill_at(start_job(bootstrap, source, target, checkpoint, "write.before_prepare@2:hang", marker), marker,
-            "write.before_prepare@2")
-    seen = Counter(read_all(bootstrap, target, 2))
-    assert sum(seen.values()) == 200 and max(seen.values()) == 1  # batches 0 and 1; nothing of batch 2
-
-    # 3. Restarted without failures: it fences batch 2's leftovers and completes.
+    # Restarted: batch 1's replay fences the dead attempts' transactions (aborting them) and
+    # the job completes.
     job = start_job(bootstrap, source, target, checkpoint, "", marker)
     _, err = job.communicate(timeout=300)
     assert job.returncode == 0, err.decode(errors="replace")[-3000:]
@@ -187,6 +188,39 @@ def test_job_killed_hard_mid_batch_restarts_exactly_once(spark, bootstrap, new_t
 
     assert Counter(r[0].encode() for r in read("read_committed")) == expected
     assert len(read("read_uncommitted")) == len(uncommitted)
+
+
+def test_a_batch_decided_before_the_driver_failed_is_committed_by_its_replay(spark, bootstrap, new_topic, tmp_path):
+    """The driver's commit of batch 1 fails right after recording its decision; Spark then
+    calls abort, which must leave the decided transactions open; the restarted query
+    replays batch 1, whose tasks write nothing, and the driver commits what it decided."""
+    source, target = new_topic(2), new_topic(2)
+    expected = fill(bootstrap, source, 200)
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def run(failpoint: str | None):
+        df = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", source).option("startingOffsets", "earliest")
+              .option("maxOffsetsPerTrigger", "100").load()
+              .select("key", F.upper(F.col("value").cast("string")).alias("value")))
+        writer = (df.writeStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+                  .option("topic", target).option("checkpointLocation", checkpoint).trigger(availableNow=True))
+        if failpoint:
+            writer = writer.option("failpoint", failpoint)
+        query = writer.start()
+        try:
+            query.awaitTermination(300)
+        except Exception:  # noqa: BLE001 - checked below
+            pass
+        return query
+
+    first = run("commit.after_decision@1")
+    assert "injected failure at commit.after_decision of batch 1" in str(first.exception())
+    seen = Counter(read_all(bootstrap, target, 2))
+    assert sum(seen.values()) == 100 and max(seen.values()) == 1  # batch 1 decided, not yet committed
+    second = run(None)
+    assert second.exception() is None
+    assert Counter(read_all(bootstrap, target, 2)) == expected
 
 
 def test_a_task_dying_in_its_transaction_is_fenced_by_its_retry(spark, bootstrap, new_topic, tmp_path):
