@@ -35,10 +35,15 @@ log = logging.getLogger("odradek.replication")
 
 
 def last_stable_offset(part) -> int:
-    """min(first unstable offset, high watermark) of ``part`` (a ``Partition``)."""
+    """min(first unstable offset, high watermark) of ``part`` (a ``Partition``); the first
+    unstable offset is never below the log start offset (Kafka's
+    ``maybeIncrementFirstUnstableOffset``: DeleteRecords or retention may remove the start
+    of an open transaction)."""
     hw = part.high_watermark
     first = part.producer_state.first_unstable_offset(hw)
-    return hw if first is None or first > hw else first
+    if first is None:
+        return hw
+    return min(max(first, part.log_start_offset), hw)
 
 
 def cleanable_limit(part) -> int:
