@@ -198,7 +198,7 @@ class TransactionManager:
         coordinator abort (or finish committing) their open transaction."""
         self._require("init_transactions", State.UNINITIALIZED, State.INITIALIZING)
         self.state = State.INITIALIZING
-        await self._init_producer_id(self._deadline(timeout), bump=False)
+        await self._within(self._init_producer_id(self._deadline(timeout), bump=False), timeout)
         self.state = State.READY
 
     async def _init_producer_id(self, deadline: float, bump: bool) -> None:
@@ -242,9 +242,9 @@ class TransactionManager:
             self.pending, self.new = self.new, set()
             try:
                 code, failed = await self._send_add_partitions(self.pending)
-            except KafkaError as e:
+            except Exception as e:  # noqa: BLE001 - the batches waiting for it must not wait for ever
                 self.pending = set()
-                self.fail(e)
+                self.fail(e if isinstance(e, KafkaError) else KafkaError(f"AddPartitionsToTxn failed: {e!r}"))
                 return
             if code == ErrorCode.NONE:
                 self.added |= self.pending
@@ -292,7 +292,9 @@ class TransactionManager:
     async def send_offsets(self, offsets: dict, group, timeout: float | None = None) -> None:
         """Add the group's offsets to the transaction: committed when it commits."""
         self._require("send_offsets_to_transaction", State.IN_TRANSACTION)
-        group = group_metadata(group)
+        await self._within(self._send_offsets(offsets, group_metadata(group), timeout), timeout)
+
+    async def _send_offsets(self, offsets: dict, group: ConsumerGroupMetadata, timeout: float | None) -> None:
         deadline = self._deadline(timeout)
         sender = self.sender
         request = AddOffsetsToTxnRequest(transactional_id=self.transactional_id, producer_id=sender.producer_id,
@@ -330,7 +332,7 @@ class TransactionManager:
         transaction that wrote nothing has no producer id in its handle (-1): there is
         nothing to end."""
         self._require("prepare_transaction", State.IN_TRANSACTION)
-        await self._flush(timeout)
+        await self._within(self._flush(), timeout)
         self._raise_if_failed()
         self.state = State.PREPARED
         if not self.started:
@@ -341,8 +343,10 @@ class TransactionManager:
         """Flush, then EndTxn(commit); raises the error that made the transaction fail."""
         self._require("commit_transaction", State.IN_TRANSACTION, State.PREPARED, State.COMMITTING)
         self.state = State.COMMITTING
-        deadline = self._deadline(timeout)
-        await self._flush(timeout)
+        await self._within(self._commit(self._deadline(timeout)), timeout)
+
+    async def _commit(self, deadline: float) -> None:
+        await self._flush()
         self._raise_if_failed()
         if self.started:
             await self._end(True, deadline)
@@ -354,18 +358,30 @@ class TransactionManager:
                       State.ABORTING)
         self.state = State.ABORTING
         self.new.clear()
-        deadline = self._deadline(timeout)
         self.sender.fail_unsent(TransactionAbortedError("the transaction was aborted"))
-        await self._flush(timeout)
+        await self._within(self._abort(self._deadline(timeout)), timeout)
+
+    async def _abort(self, deadline: float) -> None:
+        await self._flush()
         if self.started:
             await self._end(False, deadline)
         if self.bump_needed:
             await self._init_producer_id(deadline, bump=True)
         self._completed()
 
-    async def _flush(self, timeout: float | None) -> None:
-        await self.producer.flush(timeout)
+    async def _flush(self) -> None:
+        await self.producer.flush()
         await self._adds_done()
+
+    async def _within(self, coroutine, timeout: float | None):
+        """``await coroutine`` for at most ``timeout`` seconds (None: ``max_block_ms``); then
+        KafkaTimeoutError, the state left as it was so that the same call resumes."""
+        limit = self.max_block if timeout is None else timeout
+        try:
+            async with asyncio.timeout(limit):  # no task of its own, unlike wait_for
+                return await coroutine
+        except TimeoutError:
+            raise KafkaTimeoutError(f"transactional id {self.transactional_id}: not done within {limit} s") from None
 
     def _raise_if_failed(self) -> None:
         if self.state in (State.ABORTABLE_ERROR, State.FATAL_ERROR):

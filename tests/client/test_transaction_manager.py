@@ -20,6 +20,7 @@ from odradek.client import (
     end_transaction,
     end_transaction_async,
 )
+from odradek.client.errors import KafkaTimeoutError
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from tests.client.helpers import run
@@ -346,3 +347,85 @@ def test_the_sync_producer_mirrors_the_transactional_calls():
         asyncio.run_coroutine_threadsafe(fake.close(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
+
+
+def test_a_partition_the_coordinator_refuses_fails_its_records_and_the_transaction():
+    async def main():
+        fake = await started({"t": 1})
+        fake.errors[ApiKey.ADD_PARTITIONS_TO_TXN].append(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        try:
+            async with producer(fake) as p:
+                await p.init_transactions()
+                p.begin_transaction()
+                future = p.send("t", b"v")
+                with pytest.raises(BrokerError) as raised:
+                    await p.commit_transaction()
+                assert raised.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                with pytest.raises(BrokerError):
+                    await future
+                assert p.transaction_state == "AbortableError"
+                await p.abort_transaction()  # nothing reached the coordinator: no EndTxn
+                assert p.transaction_state == "Ready"
+            assert fake.produced == [] and fake.of(ApiKey.END_TXN) == []
+        finally:
+            await fake.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize("code", [ErrorCode.PRODUCER_FENCED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED])
+def test_init_transactions_fenced_or_refused_is_fatal(code):
+    async def main():
+        fake = await started({"t": 1})
+        fake.errors[ApiKey.INIT_PRODUCER_ID].append(code)
+        try:
+            async with producer(fake) as p:
+                with pytest.raises(BrokerError) as raised:
+                    await p.init_transactions()
+                assert raised.value.code == code and p.transaction_state == "FatalError"
+                with pytest.raises(BrokerError):
+                    await p.init_transactions()
+        finally:
+            await fake.close()
+
+    run(main())
+
+
+def test_closing_with_a_transaction_open_sends_its_records_and_leaves_it_to_the_coordinator():
+    async def main():
+        fake = await started({"t": 1})
+        try:
+            async with producer(fake) as p:
+                await p.init_transactions()
+                p.begin_transaction()
+                future = p.send("t", b"v")
+            assert future.done() and future.result().offset == 0
+            assert fake.of(ApiKey.END_TXN) == []  # neither committed nor aborted: it times out
+        finally:
+            await fake.close()
+
+    run(main())
+
+
+def test_a_timed_out_commit_resumes_when_called_again():
+    async def main():
+        fake = await started({"t": 1})
+        fake.hold[ApiKey.END_TXN] = hold = asyncio.Event()
+        try:
+            async with producer(fake, request_timeout_ms=60_000) as p:
+                await p.init_transactions()
+                p.begin_transaction()
+                p.send("t", b"v")
+                with pytest.raises(KafkaTimeoutError):
+                    await p.commit_transaction(timeout=0.2)
+                assert p.transaction_state == "CommittingTransaction"
+                with pytest.raises(TransactionStateError):
+                    p.begin_transaction()
+                hold.set()
+                await p.commit_transaction()
+                assert p.transaction_state == "Ready"
+            assert [e.committed for e in fake.of(ApiKey.END_TXN)] == [True, True]  # the same EndTxn again
+        finally:
+            await fake.close()
+
+    run(main())
