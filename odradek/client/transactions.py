@@ -62,7 +62,10 @@ class ConsumerGroupMetadata(NamedTuple):
 async def send_end_txn(coordinator: GroupCoordinatorClient, handle: TransactionHandle, commit: bool,
                        deadline: float) -> None:
     """EndTxn for ``handle`` through ``coordinator`` (a transaction coordinator client),
-    retrying until ``deadline`` (loop time); raises the broker's error otherwise."""
+    retrying until ``deadline`` (loop time); raises the broker's error otherwise. A handle
+    without producer id (a prepared transaction that wrote nothing) has nothing to end."""
+    if handle.producer_id < 0:
+        return
     request = EndTxnRequest(transactional_id=handle.transactional_id, producer_id=handle.producer_id,
                             producer_epoch=handle.producer_epoch, committed=commit)
     await txn_request(coordinator, ApiKey.END_TXN, request, lambda r: r.error_code, deadline)
