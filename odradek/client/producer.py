@@ -164,7 +164,6 @@ class AsyncProducer:
         self._txn = None if transactional_id is None else TransactionManager(
             self, transactional_id, transaction_timeout_ms, self._max_block, delivery_timeout_ms / 1000)
         self._sender.txn = self._txn
-        self._adding = False  # a partition's AddPartitionsToTxn was just asked for
 
     @property
     def cluster(self) -> ClusterClient:
@@ -354,7 +353,6 @@ class AsyncProducer:
                 raise _Refused(e) from None
             if (queue.topic, queue.partition) not in txn.added:
                 self._soon(txn.maybe_add, queue.topic, queue.partition)  # while the batch lingers
-                self._adding = True
         batch = ProducerBatch(queue.topic, queue.partition, self._now(), acc.batch_size, self._loop)
         record = batch.try_append(timestamp, key, value, headers)
         if len(batch.buf) > self._max_request_size:

@@ -220,9 +220,6 @@ class Producer(_SyncClient):
             try:
                 chosen = self._producer._choose(state, key, partition) if known else partition
                 link = self._add(topic, known, value, key, headers, partition, chosen, timestamp, callback)
-                if self._producer._adding:  # let the loop send the AddPartitionsToTxn now
-                    self._producer._adding = False
-                    time.sleep(0)
             except BufferFullError:
                 if deadline is None:
                     deadline = time.monotonic() + self._max_block
