@@ -29,6 +29,7 @@ from odradek.records.control import ABORT, COMMIT, EndTransactionMarker, build_e
 from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import RecordBatch
 from odradek.replication.produce_validation import ProduceError
+from odradek.storage.file_records import iter_bounds
 from odradek.storage.transaction_index import AbortedTxn, collect_aborted, segment_holding
 
 log = logging.getLogger("odradek.replication")
@@ -140,6 +141,27 @@ def aborted_transactions(log, fetch_offset: int, upper_bound: int) -> list[Abort
     the segment holding ``fetch_offset`` on, until an entry shows that no later one can
     overlap the range (``transaction_index.collect_aborted``)."""
     return collect_aborted(log.segments, fetch_offset, upper_bound)
+
+
+def fetched_upper_bound(plog, region, fallback: int) -> int:
+    """The offset after the last batch of ``region`` (a read of ``plog``): the end of the
+    range a read_committed fetch lists aborted transactions for, so a consumer far behind
+    gets those of the data it is sent, not all of them up to the LSO (Kafka bounds it by the
+    fetched bytes too). Walks the batch headers from the offset index's last entry before the
+    region's end; ``fallback`` (the LSO) when the segment changed under the read."""
+    try:
+        segments = plog.segments
+        segment = segments[segment_holding(segments, region.first_offset)]
+        end = region.position + region.length
+        start = region.position
+        if segment.log_path == region.file.path:
+            start = max(segment.index().offsets.lookup_position(end - 1)[1], start)
+        last = None
+        for _, _, _, last_offset in iter_bounds(region.file, start, end):
+            last = last_offset
+    except Exception:  # a swap or deletion under the read: the wider range is still right
+        return fallback
+    return fallback if last is None else min(last + 1, fallback)
 
 
 # --- recovery ---------------------------------------------------------------------------------

@@ -14,11 +14,12 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.replication.produce_validation import ProduceError
 from odradek.replication.replica_manager import PRODUCER_SNAPSHOT, ReplicaManager
-from odradek.replication.transactions import aborted_transactions, write_marker
+from odradek.records.reader import iter_batches
+from odradek.replication.transactions import aborted_transactions, fetched_upper_bound, write_marker
 from odradek.storage.clock import FakeClock
 from odradek.storage.config import LogConfig
 from odradek.storage.log_manager import LogManager
-from tests.storage.helpers import T0
+from tests.storage.helpers import T0, append, open_log
 
 TOPIC_ID = uuid.uuid4()
 CONFIG = LogConfig(segment_bytes=500)
@@ -130,3 +131,15 @@ def test_a_snapshot_carries_the_open_transaction_across_a_clean_restart(tmp_path
         assert part.producer_state.check_marker(1, 0, -1).error == ErrorCode.TRANSACTION_COORDINATOR_FENCED
     finally:
         rm.log_manager.shutdown()
+
+
+@pytest.mark.parametrize("max_bytes", [1, 300, 1000, 1 << 20])
+def test_fetched_upper_bound_is_the_offset_after_the_last_batch_read(tmp_path, max_bytes):
+    log = open_log(tmp_path, LogConfig(index_interval_bytes=100, segment_bytes=1 << 20))
+    for _ in range(20):
+        append(log, 3)
+    region = log.read(7, max_bytes)
+    walked = [b.next_offset for b in iter_batches(region.read())]
+    assert fetched_upper_bound(log, region, 10**6) == walked[-1]
+    assert fetched_upper_bound(log, region, 10) == min(walked[-1], 10)
+    log.close()

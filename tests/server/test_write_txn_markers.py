@@ -57,12 +57,12 @@ class Txn:
                                               partition_indexes=[self.partition if partition is None else partition])])])
         return r.markers[0].topics[0].partitions[0].error_code
 
-    def fetch(self, offset: int = 0, isolation: int = 1):
+    def fetch(self, offset: int = 0, isolation: int = 1, max_bytes: int = 1 << 20):
         r = self.c.call(ApiKey.FETCH, 11, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
                         isolation_level=isolation, session_id=0, session_epoch=-1, topics=[FR.FetchTopic(
                             topic=self.topic, partitions=[FR.FetchPartition(
                                 partition=self.partition, current_leader_epoch=-1, fetch_offset=offset,
-                                log_start_offset=-1, partition_max_bytes=1 << 20)])],
+                                log_start_offset=-1, partition_max_bytes=max_bytes)])],
                         forgotten_topics_data=[], rack_id="")
         return r.responses[0].partitions[0]
 
@@ -212,7 +212,11 @@ def _confluent_values(bootstrap: str, topic: str, expected: int) -> list[bytes]:
 
 def test_real_read_committed_consumers_see_only_committed_records(broker, client):
     create_topic(broker, "mixed")
-    _transactions(Txn(client, "mixed"))
+    t = Txn(client, "mixed")
+    _transactions(t)
+    # The list covers the batches sent: one batch (min one) ends before the aborted data.
+    assert aborted(t.fetch(0, max_bytes=1)) == [] and len(fetched_values(t.fetch(0, max_bytes=1))) == 2
+    assert aborted(t.fetch(0)) == [(11, 2)] and aborted(t.fetch(2, max_bytes=1)) == [(11, 2)]
     assert _kafka_python_values(broker.bootstrap, "mixed", "read_committed") == COMMITTED
     assert len(_kafka_python_values(broker.bootstrap, "mixed", "read_uncommitted")) == 6
     assert _confluent_values(broker.bootstrap, "mixed", len(COMMITTED)) == COMMITTED

@@ -6,9 +6,9 @@ connection sends as it lies on disk. Limits: ``partition_max_bytes`` per partiti
 one whole batch (so a batch larger than the limits cannot stall a consumer). Consumers read
 up to the high watermark, or with ``read_committed`` (isolation level 1) up to the last
 stable offset, with the aborted transactions (producer id, first offset) whose data overlaps
-the range from the fetch offset to the LSO (``replication/transactions.aborted_transactions``:
-the ``.txnindex`` of the segments from the fetch offset on), so the consumer drops their
-records; every answer carries the LSO; followers (``replica_id >= 0``, or ``replica_state.replica_id`` from v15) up
+the range fetched (``replication/transactions.aborted_transactions``: the ``.txnindex`` of the
+segments from the fetch offset on, up to the end of the batches sent), so the consumer drops
+their records; every answer carries the LSO; followers (``replica_id >= 0``, or ``replica_state.replica_id`` from v15) up
 to the log end, and each of their fetches tells the leader how far that follower got
 (``_record_follower_fetch``: the high watermark, the ISR).
 
@@ -43,7 +43,7 @@ from odradek.protocol.generated.fetch_response import (
     FetchResponse,
     PartitionData,
 )
-from odradek.replication.transactions import aborted_transactions
+from odradek.replication.transactions import aborted_transactions, fetched_upper_bound
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 
@@ -196,8 +196,9 @@ def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_byt
     size = len(region)
     resp.records = region if size else b""
     if size and consumer and isolation == READ_COMMITTED:
+        upper = fetched_upper_bound(part.log, region, limit) if magic is None else limit
         resp.aborted_transactions = [AbortedTransaction(t.producer_id, t.first_offset) for t in
-                                     aborted_transactions(part.log, w.request.fetch_offset, limit)]
+                                     aborted_transactions(part.log, w.request.fetch_offset, upper)]
     return size
 
 
