@@ -14,7 +14,8 @@ The broker runs as ``odradek broker`` in a child process (``BrokerProcess``, a
 
 Printed: records/s of each run, and each transactional mode's throughput as a fraction of
 the idempotent run of the same round (the goal of issue 19: >= 0.8), then the best of the
-rounds. ``--async`` uses ``AsyncProducer`` instead of the synchronous ``Producer``.
+rounds. ``--async`` uses ``AsyncProducer`` instead of the synchronous ``Producer``, yielding to the
+loop every ``--yield-every`` sends (1000).
 ``--profile MODE`` runs that mode once under cProfile and prints the top functions by own time.
 """
 
@@ -101,7 +102,7 @@ async def run_async(bootstrap: str, topic: str, mode: str, args) -> float:
                 await producer.commit_transaction()
                 producer.begin_transaction()
                 count, began = 0, time.perf_counter()
-            elif i % 1000 == 0:
+            elif i % args.yield_every == 0:
                 await asyncio.sleep(0)
         if due is None:
             await producer.flush()
@@ -135,6 +136,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--async", dest="use_async", action="store_true", help="AsyncProducer instead of Producer")
+    parser.add_argument("--yield-every", type=int, default=1000, help="--async: sends between yields to the loop")
     parser.add_argument("--profile", choices=MODES)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data, BrokerProcess(Path(data) / "data",

@@ -11,6 +11,8 @@ at most ``--throughput`` records per second (-1: as fast as possible). Latency i
 from ``send`` to the acknowledgement, measured on a sample of records (every one up to
 50,000 records, evenly spread beyond). Every ``--reporting-interval`` ms it prints the
 window's numbers; at the end the totals with latency percentiles (50th, 95th, 99th, 99.9th).
+With ``--transaction-duration-ms MS`` (or ``--transactional-id``, then 3000 ms) the records go
+in transactions, each committed once it is MS old, as Kafka's tool does.
 
 consume: reads ``--messages`` records from the start of every partition of the topic (from
 the end with ``--from-latest``; from the committed offsets with ``--group``), stopping early
@@ -63,6 +65,10 @@ def add_parser(sub) -> None:
     prod.add_argument("--reporting-interval", type=int, default=5000, metavar="MS",
                       help="print a progress line this often (default 5000)")
     prod.add_argument("--output", choices=("text", "json"), default="text", help="the report's form (default text)")
+    prod.add_argument("--transactional-id", metavar="ID",
+                      help="send in transactions of this id (default performance-producer-default-transactional-id)")
+    prod.add_argument("--transaction-duration-ms", type=int, default=0, metavar="MS",
+                      help="commit each transaction once it is MS old (> 0 turns transactions on)")
     cons = tests.add_parser("consume", help="consumer throughput",
                             description="Read records as fast as possible; report throughput.")
     add_bootstrap(cons, "--consumer.config", "consumer")
@@ -176,11 +182,18 @@ def _produce(args) -> int:
     props.update(parse_pairs(args.producer_props, "--producer-props"))  # bootstrap.servers among them, as in Kafka's tool
     bootstrap = bootstrap_from(args, props)
     props.setdefault("client.id", "odradek-perf-producer")
+    if args.transactional_id and args.transaction_duration_ms <= 0:
+        args.transaction_duration_ms = 3000  # Kafka's tool: an id alone turns transactions on
+    if args.transaction_duration_ms > 0:
+        props["transactional.id"] = args.transactional_id or "performance-producer-default-transactional-id"
     config = client_config(AsyncProducer, props, "producer")
     check_reachable(bootstrap)
     stats = ProduceStats(args.num_records)
     producer = Producer(bootstrap, **config)
     try:
+        if args.transaction_duration_ms > 0:
+            producer.init_transactions()
+            producer = _Transactional(producer, args.transaction_duration_ms / 1000)
         start, sent_bytes = _send_all(producer, args, payloads, stats)
         producer.flush()
     finally:
@@ -190,6 +203,34 @@ def _produce(args) -> int:
     if stats.errors:
         raise CommandError(f"{stats.errors} records failed, the first with: {stats.first_error}")
     return 0
+
+
+class _Transactional:
+    """A transactional producer whose ``send`` opens a transaction when none is open and
+    commits it once it is ``duration`` seconds old; ``flush`` commits the last one."""
+
+    def __init__(self, producer, duration: float) -> None:
+        self.producer, self.duration, self.began = producer, duration, None
+        self.transactions = 0
+
+    def send(self, topic, value, callback=None):
+        now = time.perf_counter()
+        if self.began is not None and now - self.began >= self.duration:
+            self.producer.commit_transaction()
+            self.began = None
+        if self.began is None:
+            self.producer.begin_transaction()
+            self.began, self.transactions = now, self.transactions + 1
+        return self.producer.send(topic, value, callback=callback)
+
+    def flush(self) -> None:
+        if self.began is not None:
+            self.producer.commit_transaction()
+            self.began = None
+        self.producer.flush()
+
+    def close(self) -> None:
+        self.producer.close()
 
 
 def _send_all(producer, args, payloads: list[bytes], stats: ProduceStats) -> tuple[float, int]:

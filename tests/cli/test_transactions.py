@@ -109,3 +109,14 @@ def test_option_errors(cli, args, message):
 def test_transaction_size_needs_a_transactional_id(cli, topic_name):
     result = cli("produce", "--topic", topic_name, "--transaction-size", "5", stdin="x\n")
     assert result.code == 1 and "--transactional-id" in result.err
+
+
+def test_perf_produce_in_transactions(cli, broker, topic_name):
+    create(broker, topic_name)
+    tid = topic_name + "-perf"
+    result = cli("perf", "produce", "--topic", topic_name, "--num-records", "3000", "--record-size", "20",
+                 "--throughput", "-1", "--transactional-id", tid, "--transaction-duration-ms", "20", "--output", "json")
+    assert result.code == 0, result.err
+    assert len(read(cli, topic_name, "read_committed")) == 3000
+    listed = rows(cli("transactions", "list", "--output", "json"))
+    assert [r["TransactionState"] for r in listed if r["TransactionalId"] == tid] == ["CompleteCommit"]
