@@ -22,7 +22,7 @@ from odradek.client import (
 )
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.testing.broker import InProcessBroker
-from tests.server.txn_clients import confluent_values, kafka_python_values, values_only
+from tests.server.txn_clients import aiokafka_values, confluent_values, kafka_python_values, values_only
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -68,6 +68,7 @@ def test_odradek_transactions_read_committed_by_every_client(broker, topic_name)
     assert values_only(odradek_values(broker.bootstrap, topic_name, 2)) == committed
     assert values_only(confluent_values(broker.bootstrap, topic_name, 2)) == committed
     assert values_only(kafka_python_values(broker.bootstrap, topic_name, 2)) == committed
+    assert values_only(aiokafka_values(broker.bootstrap, topic_name, 2)) == committed
     everything = values_only(odradek_values(broker.bootstrap, topic_name, 2, "read_uncommitted"))
     assert len(everything) == 60 and set(committed) < set(everything)
 
