@@ -17,10 +17,13 @@ The staged sink (``exactly_once``) keys its state by the bare query id; its valu
         "partitions": {"topic": partition count},
         "start": {"topic": {"partition": end offset before publishing}}}}
 
-Writes wait for acks=all. A state is read by scanning the topic's one partition from its log
-start to its end and keeping the query's last record: cheap, because compaction keeps one
-record per query. The topic is created on first use (one partition, cleanup.policy=compact,
-the broker's default replication factor).
+Writes wait for acks=all. A state is read from the end of the topic's one partition
+backwards: the last ``TAIL`` records are scanned for the query's newest record, then a window
+eight times larger, and so on down to the log start; a query's state is written at every
+batch, so it is nearly always in the first window, whatever the log's length. The topic is
+created on first use (one partition, cleanup.policy=compact with 16 MiB segments, so that
+compaction keeps it to about one record per query, the broker's default replication
+factor).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from odradek.client import AdminClient, BrokerError, Consumer, NewTopic, Produce
 from odradek.protocol.generated.error_codes import ErrorCode
 
 __all__ = ["Decision", "Intent", "SinkState", "SinkLog", "ensure_topic"]
+
+TAIL = 256  # records scanned first, from the end
+SEGMENT_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,8 @@ class SinkLog:
         self.topic = topic
         self.tp = TopicPartition(topic, 0)
         with AdminClient(bootstrap, client_id="odradek-spark-sink") as admin:
-            ensure_topic(admin, NewTopic(topic, 1, -1, configs={"cleanup.policy": "compact"}))
+            ensure_topic(admin, NewTopic(topic, 1, -1, configs={"cleanup.policy": "compact",
+                                                                "segment.bytes": str(SEGMENT_BYTES)}))
 
     def read(self, query_id: str) -> SinkState:
         raw = self._last_value(query_id.encode())
@@ -110,16 +117,30 @@ class SinkLog:
         self._write(b"txn:" + query_id.encode(), decision.to_json())
 
     def _last_value(self, key: bytes) -> bytes | None:
-        value = None
+        """The value of the newest record with ``key`` (None: there is none)."""
         with Consumer(self.bootstrap, client_id="odradek-spark-sink", max_poll_records=10_000) as consumer:
             consumer.assign([self.tp])
+            first = consumer.beginning_offsets([self.tp])[self.tp]
             end = consumer.end_offsets([self.tp])[self.tp]
-            consumer.seek_to_beginning(self.tp)
-            while consumer.position(self.tp) < end:
-                for record in consumer.poll(1000).get(self.tp, []):
-                    if record.key == key and record.offset < end:
-                        value = record.value
-        return value
+            window = TAIL
+            upper = end
+            while upper > first:
+                start = max(first, end - window)
+                found, value = self._scan(consumer, key, start, upper)
+                if found:
+                    return value
+                upper, window = start, window * 8
+        return None
+
+    def _scan(self, consumer, key: bytes, start: int, end: int) -> tuple[bool, bytes | None]:
+        """Whether a record with ``key`` is in ``[start, end)``, and the newest one's value."""
+        found, value = False, None
+        consumer.seek(self.tp, start)
+        while consumer.position(self.tp) < end:
+            for record in consumer.poll(1000).get(self.tp, []):
+                if record.key == key and record.offset < end:
+                    found, value = True, record.value
+        return found, value
 
     def _write(self, key: bytes, value: bytes) -> None:
         with Producer(self.bootstrap, client_id="odradek-spark-sink", acks="all") as producer:
