@@ -300,3 +300,35 @@ def test_state_survives_a_restart(tmp_path):
         assert describe(c, done).transaction_state == "CompleteCommit"
         assert end(c, t, pid, epoch, True) == E.NONE
         wait_state(c, t, "CompleteCommit")
+
+
+def test_moving_leadership_unloads_and_a_reload_answers_load_in_progress_until_done(tmp_path, monkeypatch):
+    import threading
+
+    from odradek.coordinator.transaction import transaction_coordinator as runtime
+
+    with InProcessBroker(tmp_path / "data") as b, WireClient(b.port) as c:
+        b.call(lambda: b.broker.topics.create(b.broker.topics.plan_topic(TOPIC, 1, 1, None, {})))
+        t, pid, epoch = started(c)
+        add(c, t, pid, epoch, [(TOPIC, 0)])
+        coordinator = b.broker.txn_coordinator
+        p = coordinator.partition_for(t)
+        release = threading.Event()
+        real_load = runtime.load_shard
+
+        def slow_load(shard, plog):
+            release.wait(20)
+            return real_load(shard, plog)
+
+        monkeypatch.setattr(runtime, "load_shard", slow_load)
+        b.call(coordinator.on_leadership_change, (), [(TXN_STATE, p)])  # resigned: unloaded
+        b.call(coordinator.on_leadership_change, [(TXN_STATE, p)], ())  # elected: loading
+        assert describe(c, t).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+        assert end(c, t, pid, epoch, True) == E.COORDINATOR_LOAD_IN_PROGRESS
+        r = c.call(ApiKey.INIT_PRODUCER_ID, 4, transactional_id=t, transaction_timeout_ms=60_000)
+        assert r.error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+        release.set()
+        wait_until(lambda: describe(c, t).error_code == E.NONE, 20, what="the load")
+        assert describe(c, t).transaction_state == "Ongoing"
+        assert end(c, t, pid, epoch, True) == E.NONE
+        wait_state(c, t, "CompleteCommit")

@@ -21,7 +21,7 @@ epoch before the last bump, so a retried InitProducerId (KIP-360) gets the same 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from odradek.coordinator.transaction.transaction_state import TransactionState
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -213,6 +213,3 @@ class TransactionMetadata:
         if not self.state.is_preparing:
             raise IllegalTransition(f"{self.transactional_id}: removing {tp} in {self.state.state_name}")
         self.partitions.discard(tp)
-
-    def with_state(self, **changes) -> TransactionMetadata:  # for tests
-        return replace(self, **changes)
