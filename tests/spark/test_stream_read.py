@@ -1,5 +1,5 @@
 """Streaming reads: exact resume from a checkpoint, admission control, AvailableNow, new
-partitions and topics, data loss."""
+partitions and topics, data loss, read_committed."""
 
 from __future__ import annotations
 
@@ -172,3 +172,34 @@ def test_progress_reports_give_the_lag_behind_latest(spark, bootstrap, new_topic
         assert int(lag["minOffsetsBehindLatest"]) <= int(lag["maxOffsetsBehindLatest"])
     assert lag == {"minOffsetsBehindLatest": "0", "maxOffsetsBehindLatest": "0", "avgOffsetsBehindLatest": "0.0"}
     assert offsets_behind_latest(json.loads(progresses[0].json)["sources"][0]) is not None
+
+
+def test_read_committed_stops_at_open_transactions_and_skips_aborted_ones(spark, bootstrap, new_topic, checkpoint):
+    """Partition 0 holds a committed transaction, an aborted one, plain records, then a
+    transaction still open: a read_committed stream reads up to its start (the last stable
+    offset), without the aborted records or the markers; once it commits, the rest."""
+    topic = new_topic(1)
+    with Producer(bootstrap, transactional_id=f"{topic}-txn") as txn, Producer(bootstrap) as plain:
+        txn.init_transactions()
+        for values, commit in (([b"c1", b"c2"], True), ([b"a1", b"a2"], False)):
+            txn.begin_transaction()
+            for v in values:
+                txn.send(topic, v, partition=0)
+            txn.flush()  # in the log before the abort (an abort drops what is still unsent)
+            txn.commit_transaction() if commit else txn.abort_transaction()
+        plain.send(topic, b"p1", partition=0).result()
+        txn.begin_transaction()
+        txn.send(topic, b"o1", partition=0)
+        txn.flush()
+        df = stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest",
+                    **{"kafka.isolation.level": "read_committed"})
+        sink = Batches()
+        assert run(df, sink, checkpoint).exception() is None
+        assert [r[3] for r in sink.rows()] == [b"c1", b"c2", b"p1"]
+        uncommitted = Batches()
+        df_all = stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest")
+        run(df_all, uncommitted, checkpoint + "-all")
+        assert sorted(r[3] for r in uncommitted.rows()) == [b"a1", b"a2", b"c1", b"c2", b"o1", b"p1"]
+        txn.commit_transaction()
+    run(df, sink, checkpoint)
+    assert [r[3] for r in sink.rows()] == [b"c1", b"c2", b"p1", b"o1"]
