@@ -51,6 +51,9 @@ def confluent_transform(bootstrap: str, source: str, sink: str, group: str, tran
             producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
                                                  consumer.consumer_group_metadata(), 30)
             if abort_every and rounds % abort_every == 0:
+                # abort_transaction purges what librdkafka has not sent yet: flush first so the
+                # aborted records reach the log and read_committed has something to hide
+                producer.flush(30)
                 producer.abort_transaction(30)
                 aborted += 1
                 for tp, first in _first_offsets(msgs).items():
