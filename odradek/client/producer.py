@@ -56,7 +56,6 @@ from odradek.client.errors import (
     ClientClosedError,
     KafkaError,
     KafkaTimeoutError,
-    TransactionStateError,
 )
 from odradek.client.partitioner import murmur2, next_sticky
 from odradek.client.produce_request_result import forward
@@ -69,7 +68,7 @@ from odradek.client.producer_config import idempotence as _idempotence
 from odradek.client.record_headers import normalize_headers
 from odradek.client.sender import Sender
 from odradek.client.transaction_manager import TransactionManager
-from odradek.client.transactions import TransactionHandle
+from odradek.client.transactional_producer import TransactionalProducer
 from odradek.protocol.generated.error_codes import ErrorCode
 
 __all__ = ["COMPRESSION_TYPES", "AsyncProducer", "RecordMetadata", "normalize_headers"]
@@ -95,7 +94,7 @@ class _Refused(Exception):
         self.error = error
 
 
-class AsyncProducer:
+class AsyncProducer(TransactionalProducer):
     def __init__(
         self,
         bootstrap_servers,
@@ -452,39 +451,6 @@ class AsyncProducer:
         self._cluster.add_topics([topic])
         meta = await self._cluster.wait_for_topics([topic], self._loop.time() + self._max_block)
         return list(range(meta.partition_count(topic)))
-
-    # --- transactions (transaction_manager) ----------------------------------------------
-    def _transactions(self) -> TransactionManager:
-        if self._txn is None:
-            raise TransactionStateError("not a transactional producer: give it a transactional_id")
-        return self._txn
-
-    @property
-    def transaction_state(self) -> str | None:
-        """The transaction state's Kafka name (None for a producer without transactional id)."""
-        return None if self._txn is None else self._txn.state.value
-
-    async def init_transactions(self, timeout: float | None = None) -> None:
-        """Get the transactional id's producer id and epoch, fencing earlier producers of it."""
-        await self._transactions().init(timeout)
-
-    def begin_transaction(self) -> None:
-        self._transactions().begin()
-
-    async def send_offsets_to_transaction(self, offsets: dict, group_metadata, timeout: float | None = None) -> None:
-        """Commit ``offsets`` (``TopicPartition -> int | OffsetAndMetadata``) for the group
-        (a group id or a consumer's ``group_metadata()``) with the transaction."""
-        await self._transactions().send_offsets(offsets, group_metadata, timeout)
-
-    async def commit_transaction(self, timeout: float | None = None) -> None:
-        await self._transactions().commit(timeout)
-
-    async def abort_transaction(self, timeout: float | None = None) -> None:
-        await self._transactions().abort(timeout)
-
-    async def prepare_transaction(self, timeout: float | None = None) -> TransactionHandle:
-        """Flush the open transaction and return its handle, leaving it open."""
-        return await self._transactions().prepare(timeout)
 
     # --- flushing and closing ------------------------------------------------------------
     async def wait_for_buffer(self) -> None:
