@@ -36,6 +36,11 @@ UNKNOWN_TOPIC_OR_PARTITION for it.
 
 Offsets committed without arguments are those of records handed to the application: the
 position, or for records still waiting in the iteration buffer the first of them.
+
+Transactions: ``isolation_level="read_committed"`` fetches (and looks up "latest" offsets) up
+to the last stable offset only, and drops the records of aborted transactions and every
+control batch (see ``fetcher``); ``group_metadata()`` is what a transactional producer's
+``send_offsets_to_transaction`` takes to commit this member's offsets in its transaction.
 """
 
 from __future__ import annotations
