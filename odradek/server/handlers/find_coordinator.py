@@ -8,8 +8,9 @@ Kafka does: ``offsets.topic.num.partitions`` partitions, replication factor
 ``offsets.topic.replication.factor`` capped at the live brokers, ``cleanup.policy=compact``
 and ``segment.bytes=offsets.topic.segment.bytes`` (``transaction.state.log.*`` likewise for
 ``__transaction_state``, with its ``min.insync.replicas``); the creation waits (a bounded while,
-``topics.AUTO_CREATE_WAIT_MS``) until the controller gave its partitions leaders, and answers
-COORDINATOR_NOT_AVAILABLE (the client asks again) when they are not there by then. When this
+``topics.AUTO_CREATE_WAIT_MS``) until the controller gave its partitions leaders; the request
+waits for it at most ``INTERNAL_TOPIC_WAIT_S`` and answers COORDINATOR_NOT_AVAILABLE (the
+client asks again) when they are not there by then. When this
 broker leads the partition it starts loading it right away, so the client's JoinGroup rarely
 meets COORDINATOR_LOAD_IN_PROGRESS.
 
@@ -34,6 +35,9 @@ from odradek.protocol.generated.find_coordinator_response import (
 from odradek.server.topics import TopicError
 
 GROUP, TRANSACTION = 0, 1
+# How long a request waits for an internal topic being created before it answers
+# COORDINATOR_NOT_AVAILABLE (the creation goes on; a client retries well within this).
+INTERNAL_TOPIC_WAIT_S = 5.0
 
 # broker -> {internal topic: its creating task}: FindCoordinators that arrive meanwhile wait
 # for the same task, and a client that disconnects cannot cancel it halfway (the topic would
@@ -93,7 +97,10 @@ async def ensure_internal_topic(broker, topic_name: str):
     if task is None or task.done():
         task = creating[topic_name] = asyncio.ensure_future(_create_internal_topic(broker, topic_name))
         broker.track(task)
-    error = await asyncio.shield(task)
+    try:
+        error = await asyncio.wait_for(asyncio.shield(task), INTERNAL_TOPIC_WAIT_S)
+    except TimeoutError:  # still creating: the client asks again (Kafka answers so at once)
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     return broker.metadata_image(), error
 
 
