@@ -32,9 +32,10 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from odradek.client import AdminClient, BrokerError, Consumer, NewTopic, Producer, TopicPartition
+from odradek.client.offset_fetcher import EARLIEST, LATEST, OffsetFetcher
 from odradek.protocol.generated.error_codes import ErrorCode
 
-__all__ = ["Decision", "Intent", "SinkState", "SinkLog", "ensure_topic"]
+__all__ = ["Decision", "Intent", "SinkState", "SinkLog", "ensure_topic", "read_decision_pooled"]
 
 TAIL = 256  # records scanned first, from the end
 SEGMENT_BYTES = 16 << 20
@@ -145,3 +146,33 @@ class SinkLog:
     def _write(self, key: bytes, value: bytes) -> None:
         with Producer(self.bootstrap, client_id="odradek-spark-sink", acks="all") as producer:
             producer.send(self.topic, value, key=key, partition=0).result()
+
+
+def read_decision_pooled(bootstrap: str, topic: str, query_id: str, timeout_s: float = 60) -> Decision | None:
+    """``SinkLog.read_decision`` for executors: the same backwards search through the
+    process's pooled client (``client_pool``; no client of its own to start per task) and the
+    source's range reader. The topic must exist (the driver's writer creates it)."""
+    from odradek.spark import client_pool
+    from odradek.spark.offset_range import OffsetRange
+    from odradek.spark.range_reader import FetchConfig, read_range
+
+    key = b"txn:" + query_id.encode()
+    tp = TopicPartition(topic, 0)
+    fetcher = OffsetFetcher(client_pool.cluster(bootstrap))
+    thread = client_pool.loop_thread()
+    first = thread.run(fetcher.list_offsets({tp: EARLIEST}, timeout_s))[tp].offset
+    end = thread.run(fetcher.list_offsets({tp: LATEST}, timeout_s))[tp].offset
+    config = FetchConfig(bootstrap, fail_on_data_loss=False, retry_timeout_ms=int(timeout_s * 1000))
+    upper, window = end, TAIL
+    while upper > first:
+        start = max(first, end - window)
+        found = None
+        for batch in read_range(config, OffsetRange(topic, 0, start, upper)):
+            keys, values = batch.column("key").to_pylist(), batch.column("value").to_pylist()
+            for k, v in zip(keys, values):
+                if k == key:
+                    found = (v,)
+        if found is not None:
+            return None if found[0] is None else Decision.from_json(found[0])
+        upper, window = start, window * 8
+    return None

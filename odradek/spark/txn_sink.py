@@ -4,40 +4,35 @@ was not decided.
 
 Two-phase commit, the tasks preparing and the driver deciding:
 
-1. **Tasks** (executors, ``write_task``): task ``p`` of batch ``b`` of query ``q`` writes its
-   rows with a transactional producer whose id is ``<transactional.id.prefix><q>/<b>/<p>``:
-   InitProducerId (which fences and aborts whatever an earlier attempt of the same task left
-   open), begin, send, then ``prepare_transaction()``: everything acknowledged, the
-   transaction still open. The commit message (``TxnWrite``) carries its handle
-   ``(transactional id, producer id, epoch)``. A task with no rows opens no transaction.
-2. **Driver** (``commit_batch``): reads the query's last decision in the sink log
-   (``sink_log.Decision``). For a new batch it records ``Decision(b, handles, done=False)``
-   (from here the batch *will* be committed), commits every handle (EndTxn, in parallel),
-   then records ``done=True``. For a batch already decided (Spark replays a batch whose
-   commit it had not recorded when the driver died) it commits the recorded handles again
-   (EndTxn of a committed transaction answers NONE) and nothing new: handles the replay's
-   tasks prepared anyway are aborted.
+1. **Tasks** (executors, ``write_task``): task ``p`` of batch ``b`` of query ``q`` first reads
+   the query's last decision in the sink log (``sink_log.read_decision_pooled``: the last few
+   hundred records of one partition). If batch ``b`` was decided already (Spark replays a
+   batch whose commit it had not recorded when the driver died), it writes nothing: its
+   rows are in the decided transactions. Otherwise it writes its rows with a transactional
+   producer whose id is ``<transactional.id.prefix><q>/<p>``: InitProducerId (which fences
+   and aborts whatever an earlier attempt of the task left open), begin, send, then
+   ``prepare_transaction()``: everything acknowledged, the transaction still open. The
+   commit message (``TxnWrite``) carries its handle ``(transactional id, producer id,
+   epoch)`` and the batch id. A task with no rows opens no transaction (it only fences an
+   earlier attempt's open one, found with DescribeTransactions).
+2. **Driver** (``commit_batch``): reads the query's last decision. For a new batch it records
+   ``Decision(b, handles, done=False)`` (from here the batch *will* be committed), commits
+   every handle (EndTxn, in parallel), then records ``done=True``. For a batch already
+   decided it commits the recorded handles again (EndTxn of a committed transaction answers
+   NONE) and nothing new: handles the replay's tasks prepared anyway are aborted.
 3. **Abort** (``abort_batch``): the handles of an undecided batch are aborted; those of a
    decided one are left for the replay to commit (Spark calls ``abort`` when ``commit``
    raised, possibly after the decision was recorded).
 
-Why the batch id is part of the transactional id. A replayed task must not fence a
-transaction the driver already decided to commit (InitProducerId aborts an open transaction
-of its id), and it must not write its rows a second time after they were committed. With one
-id per query and partition, a task could not tell the previous batch's finished transaction
-from its own batch's, short of reading the sink log every time. With the batch in the id, a
-task asks the coordinator about its id first (DescribeTransactions, one round trip):
-
-- unknown id: the first attempt; write.
-- PrepareCommit or CompleteCommit: only the driver commits, so this batch was decided and is
-  being or has been committed: write nothing (the driver's replay commits the rest).
-- any other state (Empty, Ongoing, PrepareAbort, CompleteAbort): an earlier attempt, of this
-  run (a task retry) or of a run that died. Only then is the sink log read: if the batch was
-  decided, write nothing; else write, fencing the earlier attempt. A retried task therefore
-  fences its predecessor through the shared id, as Kafka's zombie fencing intends.
-
-The cost is one transactional id per task and batch at the coordinator, each forgotten
-``transactional.id.expiration.ms`` (7 days by default) after its last use.
+Why one transactional id per query and task partition, the same for every batch: a retried
+task must reuse its predecessor's id to fence it (Kafka's zombie fencing), and ids are kept
+by the transaction coordinator until ``transactional.id.expiration.ms`` (7 days) after their
+last use, so an id per batch would pile up partitions x batches of them (at a micro-batch a
+second and 200 partitions, 17 million a day): a stable id keeps the coordinator's state at
+one entry per task partition, as KIP-447 advises. The batch id travels in the commit
+message and the decision instead. What the id alone cannot tell a task, whether its batch
+was decided before (a replay), the sink log tells: it must be asked before InitProducerId,
+which would abort a decided transaction not committed yet.
 
 Limits, stated plainly:
 - One transaction per task, not one per batch: the driver commits a batch's transactions one
@@ -52,6 +47,7 @@ Limits, stated plainly:
 - Until a batch is decided its open transactions hold back the last stable offset of the
   partitions they wrote: read_committed readers wait for the batch (at most the transaction
   timeout when the query dies and is not restarted).
+- The broker must serve DescribeTransactions (Kafka 3.0+) for tasks with no rows.
 """
 
 from __future__ import annotations
@@ -59,7 +55,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from pyspark.sql.datasource import WriterCommitMessage
 
@@ -73,13 +69,11 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.spark import client_pool, failpoints
 from odradek.spark.options import SinkOptions
 from odradek.spark.record_writer import Row, Tally, send_some
-from odradek.spark.sink_log import Decision, SinkLog
+from odradek.spark.sink_log import Decision, SinkLog, read_decision_pooled
 
 __all__ = ["TxnWrite", "transactional_id", "write_task", "commit_batch", "abort_batch"]
 
 _log = logging.getLogger("odradek.spark")
-_COMMITTING = frozenset({"PrepareCommit", "CompleteCommit"})
-_GONE = frozenset({"Dead"})
 _TIMEOUT_S = 120
 
 
@@ -97,28 +91,29 @@ class TxnWrite(WriterCommitMessage):
     replayed: bool = False
 
 
-def transactional_id(prefix: str, query_id: str, batch_id: int, partition: int) -> str:
-    return f"{prefix}{query_id}/{batch_id}/{partition}"
+def transactional_id(prefix: str, query_id: str, partition: int) -> str:
+    return f"{prefix}{query_id}/{partition}"
 
 
 # --- executors --------------------------------------------------------------------------
 def write_task(options: SinkOptions, batches: Iterable[Iterable[Row]], query_id: str, batch_id: int,
                partition: int) -> TxnWrite:
-    """Write one task's rows (``batches``: lists of rows, one per Arrow batch) in a
+    """Write one task's rows (``batches``: rows, one iterable per Arrow batch) in a
     transaction and prepare it; see the module docstring for the replay rules."""
-    tid = transactional_id(options.txn_id_prefix, query_id, batch_id, partition)
+    tid = transactional_id(options.txn_id_prefix, query_id, partition)
     thread = client_pool.loop_thread()
-    state = thread.run(_describe(client_pool.cluster(options.bootstrap), tid))
-    if state is not None and state not in _GONE and (
-            state in _COMMITTING or _decided(options, query_id, batch_id)):
+    decided = read_decision_pooled(options.bootstrap, options.commit_topic, query_id)
+    if decided is not None and decided.batch >= batch_id:
         for rows in batches:  # let upstream operators finish (state stores commit at the end)
             for _ in rows:
                 pass
         _log.info("batch %d of query %s was decided before: task %d writes nothing", batch_id, query_id, partition)
         return TxnWrite(query_id, batch_id, partition, None, 0, replayed=True)
+    if decided is not None and not decided.done:  # never after Spark's commit of it returned; but if so,
+        _end(options, [h for h in decided.handles if h[0] == tid], commit=True, batch=decided.batch)  # ours first
     batches = iter(batches)
     first = next((rows for rows in map(list, batches) if rows), None)
-    if first is None and (state is None or state in _GONE):
+    if first is None and thread.run(_describe(client_pool.cluster(options.bootstrap), tid)) != "Ongoing":
         return TxnWrite(query_id, batch_id, partition, None, 0)
     producer = AsyncProducer(options.bootstrap, **_producer_config(options, tid))
     thread.run(producer.start())
@@ -187,11 +182,6 @@ async def _describe(cluster, tid: str) -> str | None:
     if state.error_code:
         raise BrokerError(state.error_code, subject=f"transactional id {tid}")
     return state.transaction_state
-
-
-def _decided(options: SinkOptions, query_id: str, batch_id: int) -> bool:
-    decision = SinkLog(options.bootstrap, options.commit_topic).read_decision(query_id)
-    return decision is not None and decision.batch >= batch_id
 
 
 # --- driver -----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from odradek.spark import exactly_once, failpoints, txn_sink
 from odradek.spark.options import DIRECT, STAGED, TRANSACTIONAL, SinkOptions
 from odradek.spark.record_writer import DirectWrite, StagedWrite, rows_of, send_rows, staged
 from odradek.spark.schema import check_write_schema
-from odradek.spark.sink_log import ensure_topic
+from odradek.spark.sink_log import SinkLog, ensure_topic
 
 __all__ = ["BatchWriter", "StreamWriter"]
 
@@ -57,6 +57,8 @@ class _Writer:
         self.mode = mode
         self.job_id = job_id
         self.staging_partitions = _staging_partitions(options) if mode == STAGED else 0
+        if mode == TRANSACTIONAL:  # tasks read the sink log: it must exist before they start
+            SinkLog(options.bootstrap, options.commit_topic)
 
     def _ids(self) -> tuple[str, int]:
         context = TaskContext.get()

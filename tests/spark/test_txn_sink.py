@@ -32,6 +32,7 @@ from odradek.client import Producer
 from odradek.client.transactions import TransactionHandle, end_transaction
 from odradek.spark import failpoints
 from odradek.spark.options import parse_sink_options
+from odradek.spark.sink_log import SinkLog
 from odradek.spark.txn_sink import abort_batch, commit_batch, transactional_id, write_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,8 +69,11 @@ def rows(prefix: str, n: int) -> list:
 
 
 def options_for(bootstrap: str, topic: str, **extra):
-    return parse_sink_options({"kafka.bootstrap.servers": bootstrap, "topic": topic,
-                               "commit.topic": f"_commits-{uuid.uuid4().hex[:8]}", **extra})
+    """The sink's options, and its log's topic created, as the driver's writer does."""
+    options = parse_sink_options({"kafka.bootstrap.servers": bootstrap, "topic": topic,
+                                  "commit.topic": f"_commits-{uuid.uuid4().hex[:8]}", **extra})
+    SinkLog(bootstrap, options.commit_topic)
+    return options
 
 
 def write(options, query: str, batch: int, partition: int, values: list):
@@ -83,12 +87,12 @@ def test_commit_protocol_replays_fencing_and_abort(bootstrap, new_topic):
     # Batch 0: two tasks prepare; nothing is visible before the driver decides.
     m = [write(o, query, 0, 0, rows("a", 10)), write(o, query, 0, 1, rows("b", 5))]
     assert [x.count for x in m] == [10, 5] and all(x.handle and not x.replayed for x in m)
-    assert m[0].handle[0] == transactional_id("odradek-spark-", query, 0, 0) == f"odradek-spark-{query}/0/0"
+    assert m[0].handle[0] == transactional_id("odradek-spark-", query, 0) == f"odradek-spark-{query}/0"
     assert read_all(bootstrap, target, 2) == []
     assert commit_batch(o, m, 0) == 2
     assert sorted(read_all(bootstrap, target, 2)) == sorted(v for *_, v, _ in rows("a", 10) + rows("b", 5))
-    # A replay of batch 0: its tasks find their transactions committed and write nothing;
-    # the driver commits nothing new.
+    # A replay of batch 0: its tasks find it decided in the sink log and write nothing; the
+    # driver commits nothing new.
     again = [write(o, query, 0, 0, rows("a", 10)), write(o, query, 0, 1, rows("b", 5))]
     assert all(x.replayed and x.handle is None for x in again)
     assert commit_batch(o, again, 0) == 0 and len(read_all(bootstrap, target, 2)) == 15
@@ -97,6 +101,7 @@ def test_commit_protocol_replays_fencing_and_abort(bootstrap, new_topic):
     # prepared transaction can then never be committed.
     zombie = write(o, query, 1, 0, rows("zombie", 4))
     retry = write(o, query, 1, 0, rows("c", 4))
+    assert retry.handle[0] == zombie.handle[0] == transactional_id("odradek-spark-", query, 0)  # every batch
     assert retry.handle[1] == zombie.handle[1] and retry.handle[2] > zombie.handle[2]
     with pytest.raises(Exception, match="FENCED|EPOCH"):
         end_transaction(bootstrap, TransactionHandle(*zombie.handle), True)
