@@ -36,7 +36,11 @@ from odradek.coordinator.transaction.loader import load_shard
 from odradek.coordinator.transaction.marker_channel import TransactionMarkerChannel
 from odradek.coordinator.transaction.transaction_config import TRANSACTION_STATE_TOPIC, TransactionConfig
 from odradek.coordinator.transaction.transaction_log import TransactionLogRecord
-from odradek.coordinator.transaction.transaction_metadata import TransactionMetadata, TxnTransit
+from odradek.coordinator.transaction.transaction_metadata import (
+    IllegalTransition,
+    TransactionMetadata,
+    TxnTransit,
+)
 from odradek.coordinator.transaction.transaction_shard import TransactionShard
 from odradek.coordinator.transaction.transaction_state import TransactionState
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -290,7 +294,12 @@ class TransactionCoordinator:
             for txn in slot.shard.timed_out(now):
                 log.info("aborting transaction of %s (producer %d, epoch %d): open longer than %d ms",
                          txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.timeout_ms)
-                self._spawn(self._prepare_end(slot, txn, txn.prepare_fence_and_abort(now)), slot)
+                try:
+                    transit = txn.prepare_fence_and_abort(now)
+                except IllegalTransition as e:  # an epoch that cannot be bumped: left to its producer
+                    log.error("cannot abort the timed-out transaction of %s: %s", txn.transactional_id, e)
+                    continue
+                self._spawn(self._prepare_end(slot, txn, transit), slot)
                 count += 1
         return count
 
