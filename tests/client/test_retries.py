@@ -112,6 +112,31 @@ def test_producer_follows_a_leader_that_moved():
     run(main())
 
 
+def test_producer_refreshes_metadata_when_the_leader_cannot_be_reached():
+    # The leader's broker went away between two sends (no request of ours was in flight to
+    # fail): connecting to it fails, which must refresh the metadata (the new leader is
+    # there) rather than try the dead address until metadata_max_age_ms.
+    async def main():
+        cluster = FakeCluster({"t": [2]})
+        await cluster.start(lambda fake, header, body: produce_answer(body, 0, base_offset=fake.node_id * 10))
+        try:
+            async with AsyncProducer(cluster.bootstrap, enable_idempotence=False, linger_ms=0,
+                                     retry_backoff_ms=10) as producer:
+                assert (await producer.send("t", b"a")).offset == 20
+                gone = cluster.brokers[1]
+                gone._server.close()  # no new connections; the open one is cut
+                for writer in gone._writers:
+                    writer.close()
+                cluster.topics["t"] = [1]
+                await asyncio.sleep(0.3)  # the producer sees its connection closed
+                metadata = await asyncio.wait_for(producer.send("t", b"b"), 5)
+                assert metadata.offset == 10
+        finally:
+            await cluster.brokers[0].close()
+
+    run(main())
+
+
 class IdempotentLog:
     """A partition log that checks sequences like a broker: it refuses the first batch once
     (retriably), then anything out of order, and answers resends of appended batches with
