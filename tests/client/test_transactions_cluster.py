@@ -19,7 +19,7 @@ from tests.client.test_transactions import odradek_values
 from tests.server.cluster.harness import SESSION_TIMEOUT_MS, Cluster
 from tests.server.txn_clients import confluent_values, values_only
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.cluster]
 
 BROKERS = [1, 2, 3]
 TOPIC = "ledger"
