@@ -132,3 +132,21 @@ def test_an_answer_of_control_batches_only_moves_the_position_past_them():
             await fake.close()
 
     run(main())
+
+
+def test_read_committed_from_inside_an_aborted_transaction_drops_its_rest():
+    async def main():
+        fake = await serve_log(LOG, END)
+        try:
+            tp = TopicPartition("t", 0)
+            async with AsyncConsumer(fake.bootstrap, isolation_level="read_committed") as consumer:
+                consumer.assign([tp])
+                consumer.seek(tp, 1)  # the aborted transaction began at 0, before the position
+                offsets = []
+                while await consumer.position(tp) < END:
+                    offsets += [r.offset for r in (await consumer.poll(1000)).get(tp, [])]
+                assert offsets == [2, 3, 5, 6]
+        finally:
+            await fake.close()
+
+    run(main())
