@@ -291,6 +291,8 @@ class TransactionManager:
     async def send_offsets(self, offsets: dict, group, timeout: float | None = None) -> None:
         """Add the group's offsets to the transaction: committed when it commits."""
         self._require("send_offsets_to_transaction", State.IN_TRANSACTION)
+        if not offsets:
+            return  # as Java's producer: nothing to add
         await self._within(self._send_offsets(offsets, group_metadata(group), timeout), timeout)
 
     async def _send_offsets(self, offsets: dict, group: ConsumerGroupMetadata, timeout: float | None) -> None:
