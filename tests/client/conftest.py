@@ -17,6 +17,11 @@ for _name in ("kafka", "aiokafka"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
 
 
+def pytest_configure(config):
+    # test_transactions_cluster runs a ZooKeeper cluster, marked as tests/server/cluster's are
+    config.addinivalue_line("markers", "cluster: integration tests with ZooKeeper and broker processes")
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     with InProcessBroker(tmp_path_factory.mktemp("client") / "data") as b:
