@@ -494,7 +494,8 @@ class AsyncProducer(TransactionalProducer):
 
     async def close(self, timeout: float | None = None) -> None:
         """Send what is queued (within ``timeout`` seconds, None: no limit), then close.
-        Records still unsent when time runs out fail with ClientClosedError."""
+        Records still unsent when time runs out fail with ClientClosedError. An open
+        transaction is aborted, as Java's producer does (a prepared one stays open)."""
         if self._closed:
             return
         self._closed = True
@@ -504,6 +505,8 @@ class AsyncProducer(TransactionalProducer):
                 await self.flush(timeout)
             except KafkaTimeoutError:
                 self._sender.abort_all(ClientClosedError("producer closed before delivery"))
+            if self._txn is not None:
+                await self._txn.abort_on_close(timeout)
             self._sender.closing = True
             self._sender.wake()
             try:

@@ -370,6 +370,18 @@ class TransactionManager:
             await self._init_producer_id(deadline, bump=True)
         self._completed()
 
+    async def abort_on_close(self, timeout: float | None) -> None:
+        """The producer closes: abort a transaction still open (in transaction, failed or
+        aborting), as Java's Sender does on a graceful close; a prepared one is left to
+        whoever holds its handle. Failures are logged: the coordinator times it out."""
+        if self.state not in (State.IN_TRANSACTION, State.ABORTABLE_ERROR, State.ABORTING):
+            return
+        _log.info("transactional id %s: aborting the open transaction at close", self.transactional_id)
+        try:
+            await self.abort(timeout)
+        except KafkaError as e:
+            _log.warning("transactional id %s: abort at close failed: %s", self.transactional_id, e)
+
     async def _flush(self) -> None:
         await self.producer.flush()
         await self._adds_done()

@@ -391,7 +391,7 @@ def test_init_transactions_fenced_or_refused_is_fatal(code):
     run(main())
 
 
-def test_closing_with_a_transaction_open_sends_its_records_and_leaves_it_to_the_coordinator():
+def test_closing_aborts_an_open_transaction_but_not_a_prepared_one():
     async def main():
         fake = await started({"t": 1})
         try:
@@ -399,8 +399,14 @@ def test_closing_with_a_transaction_open_sends_its_records_and_leaves_it_to_the_
                 await p.init_transactions()
                 p.begin_transaction()
                 future = p.send("t", b"v")
-            assert future.done() and future.result().offset == 0
-            assert fake.of(ApiKey.END_TXN) == []  # neither committed nor aborted: it times out
+                await future
+            assert [e.committed for e in fake.of(ApiKey.END_TXN)] == [False]  # as Java's close
+            async with producer(fake) as p:
+                await p.init_transactions()
+                p.begin_transaction()
+                await p.send("t", b"w")
+                await p.prepare_transaction()
+            assert len(fake.of(ApiKey.END_TXN)) == 1  # left for whoever holds the handle
         finally:
             await fake.close()
 
