@@ -26,7 +26,7 @@ group's coordinator:
   the request travels while the batch lingers; the sender sends a partition's batches only
   once it is ``added``. Partitions that come while a request is out go in the next one.
   CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written) is
-  retried after 1 ms, doubling.
+  retried after 0.1 ms, doubling.
 - AddOffsetsToTxn, then TxnOffsetCommit to the group coordinator (``send_offsets``).
 - EndTxn once every batch of the transaction is acknowledged; not sent for a transaction that
   added neither partitions nor offsets (it does not exist at the coordinator).
