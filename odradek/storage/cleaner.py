@@ -15,7 +15,7 @@ A pass over one log:
    aborted transactional data aside: ``cleaner_transactions``);
    at most ``max_map_keys`` keys: a range that would need more is cut after the segment
    that crossed the limit, as Kafka's dedupe buffer does. The same scan notes each producer
-   id's last data batch (markers hold no sequence).
+   id's last data batch (markers hold no sequence) and its last transaction marker.
 3. Consecutive segments are grouped (at most ``segment.bytes`` together) and each group is
    rewritten into one ``.cleaned`` segment named after the group's first base offset. Per
    batch (Kafka's documentation, 'Record Batch', on compaction):
@@ -35,10 +35,22 @@ A pass over one log:
      range: then an empty batch (no records, same base/last offset and sequence numbers)
      keeps the producer's last sequence for when the log is reloaded;
    - the records of aborted transactions (``.txnindex``, ``cleaner_transactions``) are
-     removed, as in Kafka; control batches (transaction markers) are kept verbatim (Kafka
-     removes a marker once ``delete.retention.ms`` passed after its transaction's data
-     went: not done here, a marker costs ~80 bytes and consumers skip it). The cleaned
-     segment's ``.txnindex`` keeps the entries of the segments it replaces.
+     removed, as in Kafka;
+   - a transaction marker (COMMIT/ABORT control batch) goes as in Kafka
+     (``clean_marker``): only once it is *removable* (no batch of its transaction remains
+     before it: ``cleaner_transactions``) and ``delete.retention.ms`` passed since. The
+     delay uses the delete horizon, as tombstones do (KIP-534, not the older
+     segment-last-modified horizon): the first pass that finds the marker removable
+     re-encodes it with attributes bit 6 set and ``base_timestamp = now +
+     delete.retention.ms`` (its record's timestamp unchanged); a later pass at or past that
+     horizon drops it. So a consumer that read the transaction's data before it went
+     still meets its marker if it reads on within ``delete.retention.ms``. A producer's
+     last marker in the range is always kept (it holds the producer's newest epoch and
+     coordinator epoch, e.g. after an abort that bumped the epoch, for a reload of the
+     producer state; Kafka keeps it while the producer is active). Control batches that
+     hold no transaction marker are kept verbatim. The cleaned segment's ``.txnindex``
+     keeps the entry of an aborted transaction while data of it was met
+     (``CleanedTransactions.take_index_entries``): one whose data is gone needs none.
 
 4. The cleaned segment is fsynced and swapped in through ``Log.replace_segments`` (a
    copy-on-write replacement; a crash-safe rename protocol). If the log changed under the
@@ -67,11 +79,12 @@ from odradek.records.batch import (
     write_header,
 )
 from odradek.records.builder import LOG_APPEND_TIME
+from odradek.records.control import decode_end_txn_marker
 from odradek.records.errors import CorruptRecordError
 from odradek.records.reader import RecordBatch
 from odradek.records.record import Record, encode_record
 from odradek.storage.append_info import LogAppendInfo
-from odradek.storage.cleaner_transactions import AbortedBatches
+from odradek.storage.cleaner_transactions import CleanedTransactions
 from odradek.storage.config import LONG_MAX, LogConfig
 from odradek.storage.errors import CorruptSegmentError
 from odradek.storage.log import Log, settings_of
@@ -99,7 +112,8 @@ class _Plan:
     segments: tuple[LogSegment, ...]
     end_offset: int
     offset_map: dict[bytes, int]
-    last_batch_of_producer: dict[int, int]
+    last_batch_of_producer: dict[int, int]  # producer id -> base offset of its last data batch
+    last_marker_of_producer: dict[int, int]  # producer id -> base offset of its last marker
     aborted: list  # AbortedTxn overlapping the range
 
 
@@ -195,15 +209,21 @@ class LogCleaner:
         segments, end = self.cleanable_segments(log, now_ms)
         offset_map: dict[bytes, int] = {}
         last_batch: dict[int, int] = {}
+        last_marker: dict[int, int] = {}
         if not segments:
             return None
         aborted = collect_aborted(log.segments, segments[0].base_offset, end)
-        aborted_batches = AbortedBatches(aborted)
+        txns = CleanedTransactions(aborted)
         for i, segment in enumerate(segments):
             for position, header in segment.iter_batches():
-                if header.has_producer_id and not header.is_control:  # (markers hold no sequence)
+                if header.is_control:
+                    if _holds_marker(_read_batch(segment, position, header).records()):
+                        last_marker[header.producer_id] = header.base_offset
+                        txns.on_marker(header)
+                    continue
+                if header.has_producer_id:  # (markers hold no sequence)
                     last_batch[header.producer_id] = header.base_offset
-                if aborted_batches.is_aborted(header) or header.is_control or header.records_count == 0:
+                if txns.is_aborted(header) or header.records_count == 0:
                     continue
                 batch = _read_batch(segment, position, header)
                 for record in batch.records():
@@ -212,7 +232,7 @@ class LogCleaner:
             if len(offset_map) > self.max_map_keys and i + 1 < len(segments):
                 segments, end = segments[: i + 1], segments[i + 1].base_offset
                 break
-        return _Plan(segments, end, offset_map, last_batch, aborted)
+        return _Plan(segments, end, offset_map, last_batch, last_marker, aborted)
 
     def _groups(self, log: Log, plan: _Plan) -> list[tuple[LogSegment, ...]]:
         """Consecutive segments whose total size fits one segment and whose offsets fit
@@ -239,11 +259,11 @@ class LogCleaner:
 
     def _clean_groups(self, log: Log, plan: _Plan, now_ms: int) -> CleanerStats:
         read = written = removed = cleaned = 0
-        aborted_batches = AbortedBatches(plan.aborted)  # one walk over the groups, in order
+        txns = CleanedTransactions(plan.aborted)  # one walk over the groups, in order
         for group in self._groups(log, plan):
             sizes = tuple(s.size for s in group)
             try:
-                new, group_removed = self._rewrite(log, group, plan, now_ms, aborted_batches)
+                new, group_removed = self._rewrite(log, group, plan, now_ms, txns)
             except (OSError, EOFError, CorruptSegmentError, CorruptRecordError) as exc:
                 # Truncation or retention changed the segments under us; the swap would be
                 # refused anyway. Stop here; the next pass starts over.
@@ -260,8 +280,11 @@ class LogCleaner:
 
     def _rewrite(
         self, log: Log, group: tuple[LogSegment, ...], plan: _Plan, now_ms: int,
-        aborted_batches: AbortedBatches,
+        txns: CleanedTransactions,
     ) -> tuple[LogSegment, int]:
+        """``group`` cleaned into one new sealed, flushed ``.cleaned`` segment, and how many
+        records went. Its ``.txnindex`` holds the entries ``txns`` keeps for the group's
+        markers (in marker order), not the old files' entries."""
         config = log.config
         new = LogSegment.create(
             log.directory,
@@ -276,14 +299,16 @@ class LogCleaner:
             for segment in group:
                 for position, header in segment.iter_batches():
                     data = segment.handle().read_exact(position, header.size)
-                    aborted = aborted_batches.is_aborted(header)
-                    out, dropped = self._clean_batch(data, header, plan, now_ms, config, aborted)
+                    if header.is_control:
+                        out, dropped = self.clean_marker(data, header, plan, now_ms, config, txns)
+                    else:
+                        aborted = txns.is_aborted(header)
+                        out, dropped = self._clean_batch(data, header, plan, now_ms, config, aborted)
                     removed += dropped
                     if out is not None:
                         new.append(out, _append_info(out, header))
-            for segment in group:  # the markers stay, and so do their entries
-                for txn in segment.txn_index.entries():
-                    new.txn_index.append(txn)
+            for txn in txns.take_index_entries():
+                new.txn_index.append(txn)
             new.seal()
             new.flush()
         except BaseException:
@@ -291,14 +316,35 @@ class LogCleaner:
             raise
         return new, removed
 
+    def clean_marker(
+        self, data: bytes, header: BatchHeader, plan: _Plan, now_ms: int, config: LogConfig,
+        txns: CleanedTransactions,
+    ) -> tuple[bytes | None, int]:
+        """The control batch to write for ``data`` (None: drop it) and how many records went.
+
+        Kept verbatim: a control batch without a transaction marker; a marker that is not
+        removable (``txns.on_marker``: a batch of its transaction remains before it); its
+        producer's last marker in the range; a removable marker before its delete horizon.
+        A removable marker without a horizon gets one (``now + delete.retention.ms``); one
+        at or past its horizon is dropped, whole: never left as an empty control batch,
+        which a reload of the producer state would take for a COMMIT."""
+        batch = RecordBatch(data)
+        records = batch.records()
+        if not _holds_marker(records):
+            return data, 0
+        removable = txns.on_marker(header)
+        if not removable or plan.last_marker_of_producer.get(header.producer_id) == header.base_offset:
+            return data, 0
+        if header.attributes & DELETE_HORIZON_BIT:
+            return (None, len(records)) if now_ms >= header.base_timestamp else (data, 0)
+        return encode_compacted_batch(header, records, now_ms + config.delete_retention_ms), 0
+
     def _clean_batch(
         self, data: bytes, header: BatchHeader, plan: _Plan, now_ms: int, config: LogConfig,
         aborted: bool = False,
     ) -> tuple[bytes | None, int]:
-        """The batch to write for ``data`` (None: drop it) and how many records went;
+        """The data batch to write for ``data`` (None: drop it) and how many records went;
         ``aborted``: the batch is aborted transactional data (no record survives)."""
-        if header.is_control:
-            return data, 0
         records = RecordBatch(data).records() if header.records_count else []
         has_horizon = bool(header.attributes & DELETE_HORIZON_BIT)
         horizon = header.base_timestamp if has_horizon else None
@@ -328,6 +374,14 @@ class LogCleaner:
 
 def _read_batch(segment: LogSegment, position: int, header: BatchHeader) -> RecordBatch:
     return RecordBatch(segment.handle().read_exact(position, header.size))
+
+
+def _holds_marker(records: list[Record]) -> bool:
+    """Whether a control batch's ``records`` hold an end-transaction (COMMIT/ABORT) marker."""
+    try:
+        return bool(records) and decode_end_txn_marker(records[0]) is not None
+    except CorruptRecordError:
+        return False
 
 
 def _append_info(data: bytes, original: BatchHeader) -> LogAppendInfo:
