@@ -500,6 +500,7 @@ class Partition:
                                          self.replica_lag_time_max_ms)
         if bound > self.high_watermark:
             self.high_watermark = bound
+            self.producer_state.on_high_watermark(bound)  # the LSO the cleaner reads moves too
             return True
         return False
 
