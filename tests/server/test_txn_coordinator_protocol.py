@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from odradek.coordinator.group.partitioner import partition_for
+from odradek.coordinator.partitioner import partition_for
 from odradek.protocol.api_keys import SUPPORTED
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode as E

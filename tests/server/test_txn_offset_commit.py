@@ -11,7 +11,7 @@ import pytest
 
 from odradek.coordinator.group import group_coordinator
 from odradek.coordinator.group.group_config import OFFSETS_TOPIC
-from odradek.coordinator.group.partitioner import partition_for
+from odradek.coordinator.partitioner import partition_for
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode as E
 from odradek.testing.broker import InProcessBroker

@@ -1,7 +1,8 @@
 """``GroupCoordinator``: the group coordinator's runtime on the broker's event loop.
 
 It owns one ``GroupCoordinatorShard`` per ``__consumer_offsets`` partition this broker leads
-and does for them what they cannot do themselves:
+(the slots, leadership and loading of ``coordinator_runtime.CoordinatorRuntime``, shared with
+the transaction coordinator) and does for them what they cannot do themselves:
 
 - **load**: a shard is built by replaying its partition (``loader``) in a worker thread; until
   that is done its groups answer COORDINATOR_LOAD_IN_PROGRESS. Partitions are loaded at start,
@@ -36,6 +37,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from odradek.coordinator.coordinator_runtime import CoordinatorError, CoordinatorRuntime, CoordinatorSlot
 from odradek.coordinator.group.coordinator_result import (
     CoordinatorResult,
     offset_write_error,
@@ -48,139 +50,48 @@ from odradek.coordinator.group.group_results import (
     SyncResult,
 )
 from odradek.coordinator.group.loader import load_shard
-from odradek.coordinator.group.partitioner import partition_for
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.builder import BatchBuilder, BatchSpec
 
 log = logging.getLogger("odradek.coordinator.group")
 
 
-class CoordinatorError(Exception):
-    """This broker cannot serve the group now (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
-
-    def __init__(self, error: ErrorCode) -> None:
-        super().__init__(error.name)
-        self.error = error
-
-
 @dataclass(eq=False)
-class _Slot:
-    partition: int
-    leader_epoch: int
+class _Slot(CoordinatorSlot):
     shard: GroupCoordinatorShard
-    loading: bool = True
     timer: asyncio.TimerHandle | None = None
     timer_deadline: int | None = None
-    tasks: set = field(default_factory=set)
     # Markers applied while loading: (the log end offset then, producer id, committed).
     ended_while_loading: list = field(default_factory=list)
 
 
-class GroupCoordinator:
+class GroupCoordinator(CoordinatorRuntime):
+    TOPIC = OFFSETS_TOPIC
+    ROLE = "group coordinator"
+    LEADERSHIP_LOG_LEVEL = logging.DEBUG  # one line per __consumer_offsets partition: quiet
+    log = log
+
     def __init__(self, broker, config: GroupConfig) -> None:
-        self.broker = broker
+        super().__init__(broker)
         self.config = config
-        self.clock = broker.clock
-        self.loop = broker.loop
-        self._slots: dict[int, _Slot] = {}
-        self._closed = False
 
     @classmethod
     def start(cls, broker) -> GroupCoordinator:
         coordinator = cls(broker, GroupConfig.from_broker_config(broker.config))
         coordinator.refresh()
-        coordinator._spawn(coordinator._expire_periodically())
+        coordinator._spawn(coordinator._every(coordinator.config.offsets_retention_check_interval_ms,
+                                              coordinator.expire_offsets))
         return coordinator
 
-    def shutdown(self) -> None:
-        self._closed = True
-        for partition in list(self._slots):
-            self._unload(partition)
+    # --- the runtime's hooks ------------------------------------------------------------------
+    def _new_slot(self, p: int, leader_epoch: int) -> _Slot:
+        return _Slot(p, leader_epoch, GroupCoordinatorShard(p, self.config, self.clock))
 
-    # --- partitions and shards ----------------------------------------------------------------
-    def partition_count(self) -> int | None:
-        topic = self.broker.metadata_image().topic(OFFSETS_TOPIC)
-        return len(topic.partitions) if topic is not None else None
-
-    def partition_for(self, group_id: str) -> int | None:
-        n = self.partition_count()
-        return None if n is None else partition_for(group_id, n)
-
-    def refresh(self) -> None:
-        """Load the partitions this broker now leads; unload those it no longer leads."""
-        n = self.partition_count() or 0
-        for p in range(n):
-            self.prepare(p)
-        for p in [p for p in self._slots if p >= n]:
-            self._unload(p)
-
-    def prepare(self, p: int) -> None:
-        """Start loading partition ``p`` if this broker leads it (FindCoordinator does this)."""
-        try:
-            self._slot(p)
-        except CoordinatorError:
-            pass
-
-    def on_leadership_change(self, elected=(), resigned=()) -> None:
-        """Follow this broker's roles for ``__consumer_offsets`` (called after LeaderAndIsr or
-        StopReplica changed them; Kafka's ``onElection`` / ``onResignation``). ``elected``:
-        partitions (numbers, or ``(topic, partition)`` pairs) this broker now leads: each
-        starts loading (its groups answer COORDINATOR_LOAD_IN_PROGRESS until it is loaded; a
-        shard of an older leader epoch is dropped first). ``resigned``: partitions it no longer
-        leads: unloaded, their waiting requests answered NOT_COORDINATOR."""
-        for p in resigned:
-            self._unload(_partition_number(p))
-        for p in elected:
-            self.prepare(_partition_number(p))
-
-    def is_loading(self) -> bool:
-        return any(slot.loading for slot in self._slots.values())
-
-    def _slot_for(self, group_id: str) -> _Slot:
-        p = self.partition_for(group_id)
-        if p is None:
-            raise CoordinatorError(ErrorCode.NOT_COORDINATOR)
-        return self._slot(p)
-
-    def _slot(self, p: int) -> _Slot:
-        """The loaded shard of partition ``p``; starts loading it when needed."""
-        if self._closed:
-            raise CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        part = self.broker.replica_manager.get(OFFSETS_TOPIC, p)
-        slot = self._slots.get(p)
-        if part is None or not part.is_leader(self.broker.broker_id):
-            if slot is not None:
-                self._unload(p)
-            raise CoordinatorError(ErrorCode.NOT_COORDINATOR)
-        if slot is None or slot.leader_epoch != part.leader_epoch:
-            if slot is not None:
-                self._unload(p)
-            slot = self._begin_load(p, part)
-        if slot.loading:
-            raise CoordinatorError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        return slot
-
-    def _begin_load(self, p: int, part) -> _Slot:
-        slot = _Slot(p, part.leader_epoch, GroupCoordinatorShard(p, self.config, self.clock))
-        self._slots[p] = slot
-        if part.log_end_offset == part.log_start_offset:
-            self._loaded(slot, None)  # nothing to replay
-        else:
-            self._spawn(self._load(slot, part), slot)
-        return slot
-
-    async def _load(self, slot: _Slot, part) -> None:
-        try:
-            stats = await self.loop.run_in_executor(None, load_shard, slot.shard, part.log)
-        except Exception:
-            log.exception("loading %s-%d failed; it is retried on the next request", OFFSETS_TOPIC, slot.partition)
-            if self._slots.get(slot.partition) is slot:
-                del self._slots[slot.partition]
-            return
-        if self._slots.get(slot.partition) is slot:
-            self._loaded(slot, stats)
+    def _load_shard(self, shard, plog):
+        return load_shard(shard, plog)
 
     def _loaded(self, slot: _Slot, stats) -> None:
+        """Apply the markers appended while loading that the load did not replay; arm the timers."""
         slot.loading = False
         for log_end, producer_id, committed in slot.ended_while_loading:
             if stats is None or log_end > stats.end_offset:  # the load stopped short of it
@@ -192,24 +103,14 @@ class GroupCoordinator:
             log.info("loaded %s-%d: %d records up to offset %d, %d groups", OFFSETS_TOPIC, slot.partition,
                      stats.records, stats.end_offset, len(slot.shard.groups.groups))
 
-    def _unload(self, p: int) -> None:
-        slot = self._slots.pop(p, None)
-        if slot is None:
-            return
+    def _on_unload(self, slot: _Slot) -> None:
+        """Waiting requests get NOT_COORDINATOR; the shard's timers stop."""
         if slot.timer is not None:
             slot.timer.cancel()
-        for task in list(slot.tasks):
-            task.cancel()
         slot.shard.unload()
-        log.debug("unloaded %s-%d", OFFSETS_TOPIC, p)
 
-    def _spawn(self, coro, slot: _Slot | None = None) -> asyncio.Task:
-        task = self.loop.create_task(coro)
+    def _track(self, task: asyncio.Task) -> None:
         self.broker.track(task)
-        if slot is not None:
-            slot.tasks.add(task)
-            task.add_done_callback(slot.tasks.discard)
-        return task
 
     # --- writing ------------------------------------------------------------------------------
     def _apply(self, slot: _Slot, result: CoordinatorResult | None) -> list[asyncio.Future]:
@@ -234,9 +135,8 @@ class GroupCoordinator:
         records = write.records
         if not records:
             return ErrorCode.NONE, -1
-        rm = self.broker.replica_manager
-        part = rm.get(OFFSETS_TOPIC, slot.partition)
-        if part is None or not part.is_leader(self.broker.broker_id) or part.leader_epoch != slot.leader_epoch:
+        part = self._led_partition(slot)
+        if part is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
         now = self.clock.milliseconds()
         spec = BatchSpec()
@@ -245,17 +145,7 @@ class GroupCoordinator:
         builder = BatchBuilder(spec)
         for record in records:
             builder.append(now, record.key_bytes(), record.value_bytes())
-        try:
-            appended = rm.append_as_coordinator(part, builder.build())
-        except Exception as e:
-            error = getattr(e, "error", None)
-            if error == ErrorCode.KAFKA_STORAGE_ERROR:  # the disk refused (log unchanged)
-                self.broker.log_storage_error(e)
-            elif not isinstance(error, ErrorCode):
-                log.exception("writing to %s-%d failed", OFFSETS_TOPIC, slot.partition)
-                error = ErrorCode.KAFKA_STORAGE_ERROR
-            return error, -1
-        return ErrorCode.NONE, appended.last_offset
+        return self._append_to(slot, part, builder.build(), ErrorCode.KAFKA_STORAGE_ERROR)
 
     def _replicated(self, slot: _Slot, last_offset: int) -> bool:
         return last_offset < 0 or self.broker.replica_manager.is_replicated(OFFSETS_TOPIC, slot.partition, last_offset)
@@ -300,15 +190,6 @@ class GroupCoordinator:
         for result in slot.shard.run_due_timers(self.clock.milliseconds()):
             self._apply(slot, result)
         self._arm(slot)
-
-    async def _expire_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
-            try:
-                self.refresh()
-                self.expire_offsets()
-            except Exception:
-                log.exception("offset expiration pass failed")
 
     def expire_offsets(self, now_ms: int | None = None) -> int:
         """Expire offsets (and dead empty groups) of every loaded shard; return the number of
@@ -474,10 +355,6 @@ class GroupCoordinator:
             for group_id, error in result.response.items():
                 errors[group_id] = offset_write_error(failed) if failed is not None and error == ErrorCode.NONE else error
         return errors
-
-
-def _partition_number(p) -> int:
-    return p[1] if isinstance(p, tuple) else p
 
 
 def _answer_once(future: asyncio.Future):

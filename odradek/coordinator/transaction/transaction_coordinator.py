@@ -2,9 +2,10 @@
 
 A transactional id belongs to one ``__transaction_state`` partition (Java's
 ``String.hashCode`` of the id, non-negative, modulo the partition count:
-``coordinator.group.partitioner``); the leader of that partition is the id's coordinator.
-This runtime owns one ``TransactionShard`` per partition this broker leads and does for them
-what they cannot do themselves:
+``coordinator.partitioner``); the leader of that partition is the id's coordinator.
+This runtime owns one ``TransactionShard`` per partition this broker leads (the slots,
+leadership and loading of ``coordinator_runtime.CoordinatorRuntime``, shared with the group
+coordinator) and does for them what they cannot do themselves:
 
 - **load**: a shard is built by replaying its partition (``loader``) in a worker thread; until
   then its ids answer COORDINATOR_LOAD_IN_PROGRESS. Loads start at start-up, on leadership
@@ -29,9 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
 
-from odradek.coordinator.group.partitioner import partition_for
+from odradek.coordinator.coordinator_runtime import CoordinatorError, CoordinatorRuntime, CoordinatorSlot
+from odradek.coordinator.partitioner import partition_for
 from odradek.coordinator.transaction.loader import load_shard
 from odradek.coordinator.transaction.marker_channel import TransactionMarkerChannel
 from odradek.coordinator.transaction.transaction_config import TRANSACTION_STATE_TOPIC, TransactionConfig
@@ -52,32 +53,15 @@ E = ErrorCode
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-class CoordinatorError(Exception):
-    """This broker cannot serve the transactional id now (NOT_COORDINATOR, ...)."""
+class TransactionCoordinator(CoordinatorRuntime):
+    TOPIC = TRANSACTION_STATE_TOPIC
+    ROLE = "transaction coordinator"
+    log = log
 
-    def __init__(self, error: ErrorCode) -> None:
-        super().__init__(error.name)
-        self.error = error
-
-
-@dataclass(eq=False)
-class _Slot:
-    partition: int
-    leader_epoch: int
-    shard: TransactionShard
-    loading: bool = True
-    tasks: set = field(default_factory=set)
-
-
-class TransactionCoordinator:
     def __init__(self, broker, config: TransactionConfig) -> None:
-        self.broker = broker
+        super().__init__(broker)
         self.config = config
-        self.clock = broker.clock
-        self.loop = broker.loop
         self.markers = TransactionMarkerChannel(broker, retry_backoff_s=config.marker_retry_backoff_ms / 1000)
-        self._slots: dict[int, _Slot] = {}
-        self._closed = False
         self._tasks: set[asyncio.Task] = set()
 
     @classmethod
@@ -91,124 +75,33 @@ class TransactionCoordinator:
         return coordinator
 
     def shutdown(self) -> None:
-        self._closed = True
-        for p in list(self._slots):
-            self._unload(p)
+        super().shutdown()
         for task in list(self._tasks):
             task.cancel()
         self.markers.close()
 
-    # --- partitions and shards ----------------------------------------------------------------
-    def partition_count(self) -> int | None:
-        topic = self.broker.metadata_image().topic(TRANSACTION_STATE_TOPIC)
-        return len(topic.partitions) if topic is not None else None
+    # --- the runtime's hooks ------------------------------------------------------------------
+    def _new_slot(self, p: int, leader_epoch: int) -> CoordinatorSlot:
+        return CoordinatorSlot(p, leader_epoch, TransactionShard(p, leader_epoch))
 
-    def partition_for(self, transactional_id: str) -> int | None:
-        n = self.partition_count()
-        return None if n is None else partition_for(transactional_id, n)
+    def _load_shard(self, shard, plog):
+        return load_shard(shard, plog)
 
-    def refresh(self) -> None:
-        """Load the partitions this broker now leads; unload those it no longer leads."""
-        n = self.partition_count() or 0
-        for p in range(n):
-            self.prepare(p)
-        for p in [p for p in self._slots if p >= n]:
-            self._unload(p)
-
-    def prepare(self, p: int) -> None:
-        """Start loading partition ``p`` if this broker leads it (FindCoordinator does this)."""
-        try:
-            self._slot(p)
-        except CoordinatorError:
-            pass
-
-    def on_leadership_change(self, elected=(), resigned=()) -> None:
-        """Follow this broker's roles for ``__transaction_state`` (Kafka's ``onElection`` /
-        ``onResignation``): partitions as numbers or ``(topic, partition)`` pairs."""
-        for p in resigned:
-            self._unload(p[1] if isinstance(p, tuple) else p)
-        for p in elected:
-            self.prepare(p[1] if isinstance(p, tuple) else p)
-
-    def is_loading(self) -> bool:
-        return any(slot.loading for slot in self._slots.values())
-
-    def _slot_for(self, transactional_id: str) -> _Slot:
-        p = self.partition_for(transactional_id)
-        if p is None:
-            raise CoordinatorError(E.NOT_COORDINATOR)
-        return self._slot(p)
-
-    def _slot(self, p: int) -> _Slot:
-        if self._closed:
-            raise CoordinatorError(E.COORDINATOR_NOT_AVAILABLE)
-        part = self.broker.replica_manager.get(TRANSACTION_STATE_TOPIC, p)
-        slot = self._slots.get(p)
-        if part is None or not part.is_leader(self.broker.broker_id):
-            if slot is not None:
-                self._unload(p)
-            raise CoordinatorError(E.NOT_COORDINATOR)
-        if slot is None or slot.leader_epoch != part.leader_epoch:
-            if slot is not None:
-                self._unload(p)
-            slot = self._begin_load(p, part)
-        if slot.loading:
-            raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS)
-        return slot
-
-    def _current(self, slot: _Slot) -> bool:
-        return not self._closed and self._slots.get(slot.partition) is slot
-
-    def _begin_load(self, p: int, part) -> _Slot:
-        slot = _Slot(p, part.leader_epoch, TransactionShard(p, part.leader_epoch))
-        self._slots[p] = slot
-        log.info("elected as the transaction coordinator of %s-%d at epoch %d", TRANSACTION_STATE_TOPIC, p,
-                 part.leader_epoch)
-        if part.log_end_offset == part.log_start_offset:
-            self._loaded(slot)
-        else:
-            self._spawn(self._load(slot, part), slot)
-        return slot
-
-    async def _load(self, slot: _Slot, part) -> None:
-        try:
-            stats = await self.loop.run_in_executor(None, load_shard, slot.shard, part.log)
-        except Exception:
-            log.exception("loading %s-%d failed; it is retried on the next request", TRANSACTION_STATE_TOPIC,
-                          slot.partition)
-            if self._slots.get(slot.partition) is slot:
-                del self._slots[slot.partition]
-            return
-        if self._current(slot):
+    def _loaded(self, slot: CoordinatorSlot, stats) -> None:
+        """Markers go out for the transactions found in PrepareCommit / PrepareAbort."""
+        if stats is not None:
             log.info("loaded %s-%d: %d records up to offset %d, %d transactional ids", TRANSACTION_STATE_TOPIC,
                      slot.partition, stats.records, stats.end_offset, len(slot.shard.transactions))
-            self._loaded(slot)
-
-    def _loaded(self, slot: _Slot) -> None:
         slot.loading = False
         for txn in slot.shard.preparing():
             self._spawn(self._write_markers(slot, txn), slot)
 
-    def _unload(self, p: int) -> None:
-        slot = self._slots.pop(p, None)
-        if slot is None:
-            return
-        for task in list(slot.tasks):
-            task.cancel()
-        log.info("resigned as the transaction coordinator of %s-%d (epoch %d)", TRANSACTION_STATE_TOPIC, p,
-                 slot.leader_epoch)
-
-    def _spawn(self, coro, slot: _Slot | None = None) -> asyncio.Task:
-        task = self.loop.create_task(coro)
+    def _track(self, task: asyncio.Task) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        if slot is not None:
-            slot.tasks.add(task)
-            task.add_done_callback(slot.tasks.discard)
-        return task
 
     # --- writing ------------------------------------------------------------------------------
-    async def _transition(self, slot: _Slot, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
+    async def _transition(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
         """Write ``transit`` and complete it, or leave ``txn`` as it was: the client's error."""
         try:
             error = await self._write(slot, TransactionLogRecord(txn.transactional_id, transit))
@@ -223,42 +116,34 @@ class TransactionCoordinator:
             txn.abort_pending()
         return error
 
-    async def _write(self, slot: _Slot, record: TransactionLogRecord) -> ErrorCode:
+    async def _write(self, slot: CoordinatorSlot, record: TransactionLogRecord) -> ErrorCode:
         """Append ``record`` and wait until the ISR has it; Kafka's error mapping."""
-        rm = self.broker.replica_manager
-        part = rm.get(TRANSACTION_STATE_TOPIC, slot.partition)
-        if part is None or not part.is_leader(self.broker.broker_id) or part.leader_epoch != slot.leader_epoch:
+        part = self._led_partition(slot)
+        if part is None:
             return E.NOT_COORDINATOR
         if len(part.isr) < self.broker.topics.min_insync_replicas(TRANSACTION_STATE_TOPIC):
             return E.COORDINATOR_NOT_AVAILABLE  # NOT_ENOUGH_REPLICAS, as Kafka maps it
         builder = BatchBuilder()
         builder.append(self.clock.milliseconds(), record.key_bytes(), record.value_bytes())
-        try:
-            appended = rm.append_as_coordinator(part, builder.build())
-        except Exception as e:
-            error = getattr(e, "error", None)
-            if error == E.KAFKA_STORAGE_ERROR:
-                self.broker.log_storage_error(e)
-            elif not isinstance(error, ErrorCode):
-                log.exception("writing to %s-%d failed", TRANSACTION_STATE_TOPIC, slot.partition)
-                error = E.UNKNOWN_SERVER_ERROR
+        error, last_offset = self._append_to(slot, part, builder.build(), E.UNKNOWN_SERVER_ERROR)
+        if error != E.NONE:
             return _write_error(error)
-        waits = [(TRANSACTION_STATE_TOPIC, slot.partition, appended.last_offset, None)]
-        if not rm.is_replicated(TRANSACTION_STATE_TOPIC, slot.partition, appended.last_offset):
+        rm = self.broker.replica_manager
+        waits = [(TRANSACTION_STATE_TOPIC, slot.partition, last_offset, None)]
+        if not rm.is_replicated(TRANSACTION_STATE_TOPIC, slot.partition, last_offset):
             if not await rm.wait_for_replication(waits, self.config.write_timeout_ms / 1000):
                 return _write_error(E.REQUEST_TIMED_OUT)
-        return _write_error(rm.replication_error(TRANSACTION_STATE_TOPIC, slot.partition, appended.last_offset)
-                            or E.NONE)
+        return _write_error(rm.replication_error(TRANSACTION_STATE_TOPIC, slot.partition, last_offset) or E.NONE)
 
     # --- ending transactions ------------------------------------------------------------------
-    async def _prepare_end(self, slot: _Slot, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
+    async def _prepare_end(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
         """Write PrepareCommit / PrepareAbort; then the markers go out in the background."""
         error = await self._transition(slot, txn, transit)
         if error == E.NONE:
             self._spawn(self._write_markers(slot, txn), slot)
         return error
 
-    async def _write_markers(self, slot: _Slot, txn: TransactionMetadata) -> None:
+    async def _write_markers(self, slot: CoordinatorSlot, txn: TransactionMetadata) -> None:
         commit = txn.state == TransactionState.PREPARE_COMMIT
         done = await self.markers.write_markers(
             txn.producer_id, txn.producer_epoch, commit, slot.shard.coordinator_epoch, set(txn.partitions),
@@ -274,15 +159,6 @@ class TransactionCoordinator:
             await asyncio.sleep(self.config.marker_retry_backoff_ms / 1000)
 
     # --- time ---------------------------------------------------------------------------------
-    async def _every(self, interval_ms: int, action) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
-            try:
-                self.refresh()
-                action()
-            except Exception:
-                log.exception("%s failed", getattr(action, "__name__", action))
-
     def abort_timed_out_transactions(self, now_ms: int | None = None) -> int:
         """Fence and abort the Ongoing transactions past their timeout (Kafka's
         ``abortTimedOutTransactions``); return how many."""
@@ -316,7 +192,7 @@ class TransactionCoordinator:
                 count += 1
         return count
 
-    async def _expire(self, slot: _Slot, txn: TransactionMetadata) -> None:
+    async def _expire(self, slot: CoordinatorSlot, txn: TransactionMetadata) -> None:
         error = E.NOT_COORDINATOR
         try:
             error = await self._write(slot, TransactionLogRecord(txn.transactional_id, None))

@@ -3,7 +3,7 @@
 A group's coordinator is the leader of its ``__consumer_offsets`` partition, a transactional
 id's (key type 1) the leader of its ``__transaction_state`` partition (Java's
 ``String.hashCode`` of the key, made non-negative, modulo the partition count: see
-``coordinator.group.partitioner``). The topic is created by the first FindCoordinator, as
+``coordinator.partitioner``). The topic is created by the first FindCoordinator, as
 Kafka does: ``offsets.topic.num.partitions`` partitions, replication factor
 ``offsets.topic.replication.factor`` capped at the live brokers, ``cleanup.policy=compact``
 and ``segment.bytes=offsets.topic.segment.bytes`` (``transaction.state.log.*`` likewise for
@@ -25,7 +25,7 @@ import asyncio
 import weakref
 
 from odradek.coordinator.group.group_config import OFFSETS_TOPIC
-from odradek.coordinator.group.partitioner import partition_for
+from odradek.coordinator.partitioner import partition_for
 from odradek.coordinator.transaction.transaction_config import TRANSACTION_STATE_TOPIC
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.find_coordinator_response import (

@@ -1,4 +1,5 @@
-"""Which ``__consumer_offsets`` partition holds a group: Kafka's rule, bit for bit.
+"""Which coordinator partition holds a key: a group's ``__consumer_offsets`` partition, a
+transactional id's ``__transaction_state`` partition. Kafka's rule, bit for bit.
 
 Kafka computes ``Utils.abs(groupId.hashCode()) % partitionCount``. Java's ``String.hashCode``
 runs over UTF-16 code units (a character outside the Basic Multilingual Plane counts as its

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odradek.coordinator.group.partitioner import java_string_hash, partition_for
+from odradek.coordinator.partitioner import java_string_hash, partition_for
 
 
 def test_known_java_hash_codes():
