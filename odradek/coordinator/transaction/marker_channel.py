@@ -3,10 +3,13 @@
 Kafka's ``TransactionMarkerChannelManager``. Once a transaction is PrepareCommit or
 PrepareAbort, every partition in it needs an end-transaction marker (a control batch,
 written by the partition's leader). ``write_markers`` sends WriteTxnMarkers v1 **over the
-wire** to each partition's current leader, this broker included (one connection per broker on
-the inter-broker listener, one request per leader per round with all that leader's
-partitions of the transaction), and repeats for the partitions not done yet, with a short
-back-off and the leaders looked up again, until every partition is done or gone:
+wire** to each partition's current leader (one connection per broker on the inter-broker
+listener, one request per leader per round with all that leader's partitions of the
+transaction); the partitions this broker leads get theirs in-process, through the code the
+WriteTxnMarkers handler runs (``server.txn_marker_writer``: same checks, append,
+producer-state update, wait for the ISR and offsets completion, only no round trip). It
+repeats for the partitions not done yet, with a short back-off and the leaders looked up
+again, until every partition is done or gone:
 
     NONE                                      done
     partition's topic deleted                 gone (no marker needed)
@@ -35,6 +38,7 @@ from odradek.protocol.generated.write_txn_markers_request import (
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
 )
+from odradek.server.txn_marker_writer import MarkerWrite, write_markers
 
 log = logging.getLogger("odradek.coordinator.transaction")
 
@@ -73,7 +77,8 @@ class TransactionMarkerChannel:
             by_leader = self._group_by_leader(pending, on_done)
             rounds = [self._send(leader, producer_id, producer_epoch, commit, coordinator_epoch, tps)
                       for leader, tps in by_leader.items()]
-            for answers in await asyncio.gather(*rounds):
+            # One leader (the common case): awaited directly, no task for it.
+            for answers in [await rounds[0]] if len(rounds) == 1 else await asyncio.gather(*rounds):
                 for tp, error in answers.items():
                     if error in (ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH):
                         if error != ErrorCode.NONE:
@@ -109,6 +114,33 @@ class TransactionMarkerChannel:
 
     async def _send(self, leader: int, producer_id: int, producer_epoch: int, commit: bool,
                     coordinator_epoch: int, tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """``leader``'s markers for ``tps``: each partition's error."""
+        if leader == self.broker.broker_id:
+            return await self._write_local(producer_id, producer_epoch, commit, coordinator_epoch, tps)
+        return await self._send_remote(leader, producer_id, producer_epoch, commit, coordinator_epoch, tps)
+
+    async def _write_local(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                           tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """The markers of partitions this broker leads, in-process: what the WriteTxnMarkers
+        handler would answer (``server.txn_marker_writer``, the same code), without the
+        round trip. An unexpected failure (the handler's would close the connection) is
+        UNKNOWN_SERVER_ERROR for all, so retried.
+
+        It starts one loop iteration late (``_after_this_iteration``): the answer to the
+        EndTxn that began the markers is written first, as when the markers were a request
+        to this broker, instead of waiting behind them and the CompleteCommit write."""
+        await _after_this_iteration()
+        writes = [MarkerWrite(topic, p, producer_id, producer_epoch, coordinator_epoch, commit) for topic, p in tps]
+        try:
+            await write_markers(self.broker, writes)
+        except Exception as e:  # noqa: BLE001 - the transaction must not stay prepared for ever
+            self.broker.log_limiter.error(log, ("txn-markers", type(e)), "writing the markers of producer %d "
+                                          "here failed; retrying", producer_id, exc_info=True)
+            return {tp: ErrorCode.UNKNOWN_SERVER_ERROR for tp in tps}
+        return {(w.topic, w.index): w.error for w in writes}
+
+    async def _send_remote(self, leader: int, producer_id: int, producer_epoch: int, commit: bool,
+                           coordinator_epoch: int, tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
         """One WriteTxnMarkers to ``leader``: each partition's error (NETWORK_EXCEPTION for all
         when the request failed)."""
         topics: dict[str, list[int]] = {}
@@ -168,6 +200,21 @@ class TransactionMarkerChannel:
         conn = self._connections.pop(broker_id, None)
         if conn is not None:
             conn.abort()
+
+
+async def _after_this_iteration() -> None:
+    """Resume once the callbacks already scheduled on the loop have run, and those they
+    schedule in turn (a connection's response flush, scheduled when a handler finishes):
+    a timer due now runs after them, unlike ``asyncio.sleep(0)``."""
+    loop = asyncio.get_running_loop()
+    resumed = loop.create_future()
+    loop.call_later(0, _resolve, resumed)
+    await resumed
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _error(code: int) -> ErrorCode:
