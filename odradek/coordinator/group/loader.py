@@ -3,8 +3,9 @@
 This is how a coordinator takes up a partition, after a restart or when it becomes its
 leader (Kafka's documentation, 'Consumer Offset Tracking': until it is done, requests for its
 groups get COORDINATOR_LOAD_IN_PROGRESS).
-It reads whole batches, ``READ_BYTES`` at a time, decodes each record's key and value and
-replays it into the shard: later records overwrite earlier ones, tombstones delete.
+It reads whole batches, ``READ_BYTES`` at a time (``coordinator.log_replay``), decodes each
+record's key and value and replays it into the shard: later records overwrite earlier ones,
+tombstones delete.
 Transactions (TxnOffsetCommit) replay as they happened: the records of a transactional batch
 are replayed with its producer id (pending offsets), and a control batch's end-transaction
 marker ends that producer's transaction on this partition (COMMIT: its pending offsets become
@@ -20,55 +21,27 @@ request can see yet.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from odradek.coordinator.group.coordinator_record import (
     CoordinatorRecordError,
     decode_record,
 )
+from odradek.coordinator.log_replay import READ_BYTES, LoadStats, replay_log
 from odradek.records.errors import CorruptRecordError
-from odradek.records.reader import iter_batches
 
 log = logging.getLogger("odradek.coordinator.group")
 
-READ_BYTES = 1 << 20
 NO_PRODUCER_ID = -1
-
-
-@dataclass(frozen=True, slots=True)
-class LoadStats:
-    start_offset: int
-    end_offset: int
-    records: int
-    skipped: int
 
 
 def load_shard(shard, plog, end_offset: int | None = None) -> LoadStats:
     """Replay ``plog`` (an ``odradek.storage.log.Log``) up to ``end_offset`` (default: its log
     end offset) into ``shard``. Raises CorruptRecordError if a batch is corrupt."""
-    start = offset = plog.log_start_offset
-    end = plog.log_end_offset if end_offset is None else end_offset
-    replayed = skipped = 0
-    while offset < end:
-        data = plog.read(offset, READ_BYTES, max_offset=end, min_one=True).read()
-        if not data:
-            break
-        for batch in iter_batches(data):
-            if batch.next_offset <= offset:
-                continue  # compacted-away prefix of the batch holding ``offset``
-            if batch.is_control:
-                _replay_marker(shard, batch)
-            else:
-                producer_id = batch.producer_id if batch.is_transactional else NO_PRODUCER_ID
-                for record in batch.records():
-                    if record.offset < offset:
-                        continue
-                    if _replay_one(shard, record, producer_id):
-                        replayed += 1
-                    else:
-                        skipped += 1
-            offset = batch.next_offset
-    return LoadStats(start, offset, replayed, skipped)
+
+    def replay_record(batch, record) -> bool:
+        return _replay_one(shard, record, batch.producer_id if batch.is_transactional else NO_PRODUCER_ID)
+
+    return replay_log(plog, replay_record, lambda batch: _replay_marker(shard, batch), end_offset, READ_BYTES)
 
 
 def _replay_marker(shard, batch) -> None:
@@ -93,4 +66,4 @@ def _replay_one(shard, record, producer_id: int = NO_PRODUCER_ID) -> bool:
     return True
 
 
-__all__ = ["CorruptRecordError", "LoadStats", "load_shard"]
+__all__ = ["READ_BYTES", "CorruptRecordError", "LoadStats", "load_shard"]
