@@ -17,9 +17,9 @@ leads, holding that partition's shard (the coordinator's in-memory state of its 
   partition it still leads at the slot's epoch (``ReplicaManager.append_as_coordinator``).
 - **time**: ``_every`` runs an action periodically after a ``refresh``.
 
-A subclass sets ``TOPIC`` and ``log`` and supplies ``_new_slot``, ``_load_shard`` (looked up
+A subclass sets ``TOPIC``, ``CONFIG`` and ``log`` and supplies ``_new_slot``, ``_load_shard`` (looked up
 at call time, so tests can patch the loader module's function), ``_loaded``, and optionally
-``_on_unload`` and ``_track``. Everything runs on the broker's event loop but the replay.
+``_on_unload``, ``_track`` and ``_periodic``. Everything runs on the broker's event loop but the replay.
 """
 
 from __future__ import annotations
@@ -60,9 +60,11 @@ class CoordinatorRuntime:
     log: logging.Logger = logging.getLogger("odradek.coordinator")
     ROLE: str = "coordinator"  # in log lines: "elected as the <ROLE> of <topic>-<p>"
     LEADERSHIP_LOG_LEVEL: int = logging.INFO  # of the elected / resigned lines
+    CONFIG: type = object  # the coordinator's config class, with ``from_broker_config``
 
-    def __init__(self, broker) -> None:
+    def __init__(self, broker, config) -> None:
         self.broker = broker
+        self.config = config
         self.clock = broker.clock
         self.loop = broker.loop
         self._slots: dict[int, CoordinatorSlot] = {}
@@ -88,7 +90,21 @@ class CoordinatorRuntime:
     def _track(self, task: asyncio.Task) -> None:
         """Keep ``task`` (a coordinator task) so that shutdown can finish it."""
 
+    def _periodic(self) -> list[tuple[int, object]]:
+        """``(interval_ms, action)`` pairs: what ``start`` runs periodically (``_every``)."""
+        return []
+
     # --- lifecycle ------------------------------------------------------------------------------
+    @classmethod
+    def start(cls, broker):
+        """The coordinator of ``broker`` (config from its broker config): the partitions it
+        leads start loading, the periodic actions run."""
+        coordinator = cls(broker, cls.CONFIG.from_broker_config(broker.config))
+        coordinator.refresh()
+        for interval_ms, action in coordinator._periodic():
+            coordinator._spawn(coordinator._every(interval_ms, action))
+        return coordinator
+
     def shutdown(self) -> None:
         """Drop every slot; later requests answer COORDINATOR_NOT_AVAILABLE."""
         self._closed = True

@@ -67,21 +67,13 @@ class _Slot(CoordinatorSlot):
 
 class GroupCoordinator(CoordinatorRuntime):
     TOPIC = OFFSETS_TOPIC
+    CONFIG = GroupConfig
     ROLE = "group coordinator"
     LEADERSHIP_LOG_LEVEL = logging.DEBUG  # one line per __consumer_offsets partition: quiet
     log = log
 
-    def __init__(self, broker, config: GroupConfig) -> None:
-        super().__init__(broker)
-        self.config = config
-
-    @classmethod
-    def start(cls, broker) -> GroupCoordinator:
-        coordinator = cls(broker, GroupConfig.from_broker_config(broker.config))
-        coordinator.refresh()
-        coordinator._spawn(coordinator._every(coordinator.config.offsets_retention_check_interval_ms,
-                                              coordinator.expire_offsets))
-        return coordinator
+    def _periodic(self) -> list[tuple[int, object]]:
+        return [(self.config.offsets_retention_check_interval_ms, self.expire_offsets)]
 
     # --- the runtime's hooks ------------------------------------------------------------------
     def _new_slot(self, p: int, leader_epoch: int) -> _Slot:

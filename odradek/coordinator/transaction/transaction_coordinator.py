@@ -55,24 +55,18 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 class TransactionCoordinator(CoordinatorRuntime):
     TOPIC = TRANSACTION_STATE_TOPIC
+    CONFIG = TransactionConfig
     ROLE = "transaction coordinator"
     log = log
 
     def __init__(self, broker, config: TransactionConfig) -> None:
-        super().__init__(broker)
-        self.config = config
+        super().__init__(broker, config)
         self.markers = TransactionMarkerChannel(broker, retry_backoff_s=config.marker_retry_backoff_ms / 1000)
         self._tasks: set[asyncio.Task] = set()
 
-    @classmethod
-    def start(cls, broker) -> TransactionCoordinator:
-        coordinator = cls(broker, TransactionConfig.from_broker_config(broker.config))
-        coordinator.refresh()
-        coordinator._spawn(coordinator._every(coordinator.config.abort_timed_out_interval_ms,
-                                              coordinator.abort_timed_out_transactions))
-        coordinator._spawn(coordinator._every(coordinator.config.remove_expired_interval_ms,
-                                              coordinator.expire_transactional_ids))
-        return coordinator
+    def _periodic(self) -> list[tuple[int, object]]:
+        return [(self.config.abort_timed_out_interval_ms, self.abort_timed_out_transactions),
+                (self.config.remove_expired_interval_ms, self.expire_transactional_ids)]
 
     def shutdown(self) -> None:
         super().shutdown()
@@ -242,17 +236,8 @@ class TransactionCoordinator(CoordinatorRuntime):
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions) -> ErrorCode:
-        if not transactional_id:
-            return E.INVALID_REQUEST
-        try:
-            slot = self._slot_for(transactional_id)
-        except CoordinatorError as e:
-            return e.error
-        result = slot.shard.add_partitions(transactional_id, producer_id, producer_epoch, partitions,
-                                           self.clock.milliseconds())
-        if isinstance(result, ErrorCode):
-            return result
-        return await self._transition(slot, slot.shard.get(transactional_id), result)
+        return await self._operate(transactional_id, lambda shard, now: shard.add_partitions(
+            transactional_id, producer_id, producer_epoch, partitions, now), self._transition)
 
     def offsets_partition(self, group_id: str) -> int:
         """The ``__consumer_offsets`` partition of ``group_id`` (AddOffsetsToTxn adds it)."""
@@ -267,16 +252,23 @@ class TransactionCoordinator(CoordinatorRuntime):
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
                       commit: bool) -> ErrorCode:
+        return await self._operate(transactional_id, lambda shard, now: shard.end_txn(
+            transactional_id, producer_id, producer_epoch, commit, now), self._prepare_end)
+
+    async def _operate(self, transactional_id: str, operation, write) -> ErrorCode:
+        """Run ``operation(shard, now_ms)`` on the shard of ``transactional_id``; a transit it
+        returns is written by ``write(slot, txn, transit)``, whose error is the answer. An
+        ErrorCode it returns (or the slot's, INVALID_REQUEST for an empty id) is the answer."""
         if not transactional_id:
             return E.INVALID_REQUEST
         try:
             slot = self._slot_for(transactional_id)
         except CoordinatorError as e:
             return e.error
-        result = slot.shard.end_txn(transactional_id, producer_id, producer_epoch, commit, self.clock.milliseconds())
+        result = operation(slot.shard, self.clock.milliseconds())
         if isinstance(result, ErrorCode):
             return result
-        return await self._prepare_end(slot, slot.shard.get(transactional_id), result)
+        return await write(slot, slot.shard.get(transactional_id), result)
 
     def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
         if not transactional_id:
