@@ -96,6 +96,18 @@ class ClassicGroup:
         current = self.static_member_id(instance_id)
         return current is not None and current != member_id
 
+    def member_error(self, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode | None:
+        """Kafka's checks of a request naming a member of this group and its generation, in
+        Kafka's order: FENCED_INSTANCE_ID (``is_static_member_fenced``), UNKNOWN_MEMBER_ID
+        (no such member), ILLEGAL_GENERATION (another generation); None when it passes."""
+        if self.is_static_member_fenced(instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if not self.has(member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != self.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
     @staticmethod
     def generate_member_id(client_id: str, instance_id: str | None) -> str:
         return f"{instance_id if instance_id is not None else client_id}-{uuid.uuid4()}"

@@ -263,6 +263,20 @@ class GroupMetadataManager:
         return self._result(self._heartbeat(group_id, member_id, instance_id, generation_id))
 
     def _heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        error = self._member_error(group_id, member_id, instance_id, generation_id)
+        if error is not None:
+            return error
+        group = self.groups.get(group_id)
+        if group.is_(EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self.touch(group, member_id)
+        return ErrorCode.REBALANCE_IN_PROGRESS if group.is_(PREPARING) else ErrorCode.NONE
+
+    def _member_error(self, group_id: str, member_id: str, instance_id: str | None,
+                      generation_id: int) -> ErrorCode | None:
+        """The checks Heartbeat and SyncGroup share: INVALID_GROUP_ID (empty id),
+        UNKNOWN_MEMBER_ID (no such group), COORDINATOR_NOT_AVAILABLE (a dead group), then
+        ``ClassicGroup.member_error``; None when the request passes them."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
         group = self.groups.get(group_id)
@@ -270,16 +284,7 @@ class GroupMetadataManager:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if not group.has(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.is_(EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        self.touch(group, member_id)
-        return ErrorCode.REBALANCE_IN_PROGRESS if group.is_(PREPARING) else ErrorCode.NONE
+        return group.member_error(member_id, instance_id, generation_id)
 
     # --- SyncGroup --------------------------------------------------------------------------
     def sync_group(self, req: SyncRequest, respond) -> CoordinatorResult:
@@ -305,19 +310,10 @@ class GroupMetadataManager:
         return self._result()
 
     def _check_sync(self, req: SyncRequest) -> ErrorCode | None:
-        if not req.group_id:
-            return ErrorCode.INVALID_GROUP_ID
+        error = self._member_error(req.group_id, req.member_id, req.group_instance_id, req.generation_id)
+        if error is not None:
+            return error
         group = self.groups.get(req.group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_(DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(req.group_instance_id, req.member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if not group.has(req.member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if req.generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
         if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
                 req.protocol_name is not None and req.protocol_name != group.protocol_name):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL

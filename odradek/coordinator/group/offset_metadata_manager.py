@@ -143,12 +143,7 @@ class OffsetMetadataManager:
         if req.generation_id < 0 and group.is_(GroupState.EMPTY):
             return None
         if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
-            if group.is_static_member_fenced(req.group_instance_id, req.member_id):
-                return ErrorCode.FENCED_INSTANCE_ID
-            if not group.has(req.member_id):
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if req.generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
+            return group.member_error(req.member_id, req.group_instance_id, req.generation_id)
         return None
 
     def _check_commit(self, req: CommitRequest) -> ErrorCode | None:
@@ -156,12 +151,9 @@ class OffsetMetadataManager:
         if group is None or group.is_(GroupState.DEAD):
             return None if req.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
         if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
-            if group.is_static_member_fenced(req.group_instance_id, req.member_id):
-                return ErrorCode.FENCED_INSTANCE_ID
-            if not group.has(req.member_id):
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if req.generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
+            error = group.member_error(req.member_id, req.group_instance_id, req.generation_id)
+            if error is not None:
+                return error
         elif not group.is_(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(GroupState.COMPLETING_REBALANCE):
