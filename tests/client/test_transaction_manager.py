@@ -5,6 +5,7 @@ fatal errors, and the calls each state refuses."""
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -31,15 +32,37 @@ async def started(topics=None) -> TxnFake:
     return await TxnFake(topics or {"t": 2}).start()
 
 
+@asynccontextmanager
+async def fake_broker(topics=None, errors=None):
+    """A started ``TxnFake`` with ``topics`` (default ``{"t": 2}``), answering the codes of
+    ``errors`` (``{api key: [codes]}``) first; closed on the way out."""
+    fake = await started(topics)
+    for api_key, codes in (errors or {}).items():
+        fake.errors[api_key].extend(codes)
+    try:
+        yield fake
+    finally:
+        await fake.close()
+
+
 def producer(fake: TxnFake, **config) -> AsyncProducer:
     return AsyncProducer(fake.bootstrap, **{"transactional_id": "tid", "linger_ms": 1, "retry_backoff_ms": 10,
                                             **config})
 
 
+@asynccontextmanager
+async def in_transaction(fake: TxnFake, **config):
+    """A transactional ``producer`` on ``fake``, initialized, with a transaction begun; closed
+    on the way out (which aborts a transaction still open)."""
+    async with producer(fake, **config) as p:
+        await p.init_transactions()
+        p.begin_transaction()
+        yield p
+
+
 def test_a_committed_transaction_adds_its_partitions_before_producing_and_ends_with_end_txn():
     async def main():
-        fake = await started()
-        try:
+        async with fake_broker() as fake:
             async with producer(fake, transaction_timeout_ms=12_345) as p:
                 assert p.transaction_state == "Uninitialized"
                 await p.init_transactions()
@@ -64,19 +87,14 @@ def test_a_committed_transaction_adds_its_partitions_before_producing_and_ends_w
                 assert (header.producer_id, header.producer_epoch) == (PRODUCER_ID, 0)
             end = fake.of(ApiKey.END_TXN)
             assert len(end) == 1 and end[0].committed and end[0].producer_id == PRODUCER_ID
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_partitions_of_one_linger_go_in_one_add_partitions_request():
     async def main():
-        fake = await started({"a": 3, "b": 1})
-        try:
-            async with producer(fake, linger_ms=50) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker({"a": 3, "b": 1}) as fake:
+            async with in_transaction(fake, linger_ms=50) as p:
                 for i in range(3):
                     p.send("a", b"x", partition=i)
                 await asyncio.sleep(0.02)
@@ -85,16 +103,13 @@ def test_partitions_of_one_linger_go_in_one_add_partitions_request():
             adds = fake.of(ApiKey.ADD_PARTITIONS_TO_TXN)
             assert len(adds) <= 2
             assert sum(len(t.partitions) for a in adds for t in a.v3_and_below_topics) == 4
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_sequences_continue_across_transactions_and_a_new_transaction_adds_its_partitions_again():
     async def main():
-        fake = await started({"t": 1})
-        try:
+        async with fake_broker({"t": 1}) as fake:
             async with producer(fake) as p:
                 await p.init_transactions()
                 for _ in range(3):
@@ -107,22 +122,17 @@ def test_sequences_continue_across_transactions_and_a_new_transaction_adds_its_p
             sequences = [h.base_sequence for *_, h in fake.produced]
             assert sequences == sorted(sequences) and sequences[0] == 0
             assert sum(h.records_count for *_, h in fake.produced) == 15
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_concurrent_transactions_and_a_moved_coordinator_are_retried():
     async def main():
-        fake = await started({"t": 1})
-        fake.errors[ApiKey.INIT_PRODUCER_ID].extend([ErrorCode.CONCURRENT_TRANSACTIONS] * 2)
-        fake.errors[ApiKey.ADD_PARTITIONS_TO_TXN].extend([ErrorCode.CONCURRENT_TRANSACTIONS] * 3)
-        fake.errors[ApiKey.END_TXN].extend([ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS])
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        errors = {ApiKey.INIT_PRODUCER_ID: [ErrorCode.CONCURRENT_TRANSACTIONS] * 2,
+                  ApiKey.ADD_PARTITIONS_TO_TXN: [ErrorCode.CONCURRENT_TRANSACTIONS] * 3,
+                  ApiKey.END_TXN: [ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]}
+        async with fake_broker({"t": 1}, errors) as fake:
+            async with in_transaction(fake) as p:
                 future = p.send("t", b"v")
                 await p.commit_transaction()
                 assert (await future).offset == 0
@@ -130,20 +140,15 @@ def test_concurrent_transactions_and_a_moved_coordinator_are_retried():
             assert len(fake.of(ApiKey.ADD_PARTITIONS_TO_TXN)) == 4
             assert len(fake.of(ApiKey.END_TXN)) == 3
             assert len(fake.of(ApiKey.FIND_COORDINATOR)) >= 2  # found again after NOT_COORDINATOR
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_abort_fails_the_records_not_sent_yet_and_ends_with_abort():
     async def main():
-        fake = await started({"t": 1})
-        fake.hold[ApiKey.ADD_PARTITIONS_TO_TXN] = hold = asyncio.Event()
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker({"t": 1}) as fake:
+            fake.hold[ApiKey.ADD_PARTITIONS_TO_TXN] = hold = asyncio.Event()
+            async with in_transaction(fake) as p:
                 futures = [p.send("t", b"v") for _ in range(3)]
                 await asyncio.sleep(0.05)  # the AddPartitionsToTxn is out, unanswered
                 aborting = asyncio.ensure_future(p.abort_transaction())
@@ -159,33 +164,25 @@ def test_abort_fails_the_records_not_sent_yet_and_ends_with_abort():
                 await p.commit_transaction()
             assert [e.committed for e in fake.of(ApiKey.END_TXN)] == [False, True]
             assert [h.records_count for *_, h in fake.produced] == [1]
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_an_empty_transaction_sends_no_end_txn():
     async def main():
-        fake = await started()
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker() as fake:
+            async with in_transaction(fake) as p:
                 await p.commit_transaction()
                 p.begin_transaction()
                 await p.abort_transaction()
             assert fake.of(ApiKey.END_TXN) == []
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_calls_the_state_does_not_allow_raise_transaction_state_error():
     async def main():
-        fake = await started()
-        try:
+        async with fake_broker() as fake:
             async with producer(fake) as p:
                 with pytest.raises(TransactionStateError, match="init_transactions"):
                     p.send("t", b"v")
@@ -206,20 +203,14 @@ def test_calls_the_state_does_not_allow_raise_transaction_state_error():
                     await plain.init_transactions()
             with pytest.raises(ValueError):
                 AsyncProducer(fake.bootstrap, transactional_id="x", enable_idempotence=False)
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_a_fenced_producer_is_failed_for_good():
     async def main():
-        fake = await started({"t": 1})
-        fake.errors[ApiKey.END_TXN].append(ErrorCode.PRODUCER_FENCED)
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker({"t": 1}, {ApiKey.END_TXN: [ErrorCode.PRODUCER_FENCED]}) as fake:
+            async with in_transaction(fake) as p:
                 await p.send("t", b"v")
                 with pytest.raises(BrokerError) as raised:
                     await p.commit_transaction()
@@ -229,20 +220,14 @@ def test_a_fenced_producer_is_failed_for_good():
                     p.begin_transaction()
                 with pytest.raises(BrokerError):
                     await p.abort_transaction()
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_a_failed_batch_makes_the_transaction_abortable_and_abort_bumps_the_epoch():
     async def main():
-        fake = await started({"t": 1})
-        fake.errors[ApiKey.PRODUCE].append(ErrorCode.UNKNOWN_PRODUCER_ID)
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker({"t": 1}, {ApiKey.PRODUCE: [ErrorCode.UNKNOWN_PRODUCER_ID]}) as fake:
+            async with in_transaction(fake) as p:
                 future = p.send("t", b"v")
                 with pytest.raises(BrokerError):
                     await p.commit_transaction()
@@ -259,19 +244,14 @@ def test_a_failed_batch_makes_the_transaction_abortable_and_abort_bumps_the_epoc
             assert len(inits) == 2 and (inits[1].producer_id, inits[1].producer_epoch) == (PRODUCER_ID, 0)
             last = fake.produced[-1][3]
             assert (last.producer_epoch, last.base_sequence) == (1, 0)
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_send_offsets_adds_the_group_then_commits_its_offsets_at_the_group_coordinator():
     async def main():
-        fake = await started({"t": 1})
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker({"t": 1}) as fake:
+            async with in_transaction(fake) as p:
                 group = ConsumerGroupMetadata("g", 5, "member-1", None)
                 await p.send_offsets_to_transaction({TopicPartition("in", 0): 42, ("in", 1): 7}, group)
                 await p.commit_transaction()
@@ -288,19 +268,14 @@ def test_send_offsets_adds_the_group_then_commits_its_offsets_at_the_group_coord
             assert order.index("ADD_OFFSETS_TO_TXN") < order.index("TXN_OFFSET_COMMIT") < order.index("END_TXN")
             # offsets alone start a transaction: both ended
             assert [e.committed for e in fake.of(ApiKey.END_TXN)] == [True, False]
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_a_prepared_transaction_is_ended_by_its_handle_from_elsewhere():
     async def main():
-        fake = await started({"t": 1})
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker({"t": 1}) as fake:
+            async with in_transaction(fake) as p:
                 future = p.send("t", b"v")
                 handle = await p.prepare_transaction()
                 assert future.done()
@@ -314,8 +289,6 @@ def test_a_prepared_transaction_is_ended_by_its_handle_from_elsewhere():
             assert len(end) == 1 and end[0].committed and end[0].transactional_id == "tid"
             await end_transaction_async(fake.bootstrap, TransactionHandle("tid", -1, -1), True)
             assert len(fake.of(ApiKey.END_TXN)) == 1  # nothing written: nothing to end
-        finally:
-            await fake.close()
 
     run(main())
 
@@ -351,12 +324,9 @@ def test_the_sync_producer_mirrors_the_transactional_calls():
 
 def test_a_partition_the_coordinator_refuses_fails_its_records_and_the_transaction():
     async def main():
-        fake = await started({"t": 1})
-        fake.errors[ApiKey.ADD_PARTITIONS_TO_TXN].append(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        refused = {ApiKey.ADD_PARTITIONS_TO_TXN: [ErrorCode.TOPIC_AUTHORIZATION_FAILED]}
+        async with fake_broker({"t": 1}, refused) as fake:
+            async with in_transaction(fake) as p:
                 future = p.send("t", b"v")
                 with pytest.raises(BrokerError) as raised:
                     await p.commit_transaction()
@@ -367,8 +337,6 @@ def test_a_partition_the_coordinator_refuses_fails_its_records_and_the_transacti
                 await p.abort_transaction()  # nothing reached the coordinator: no EndTxn
                 assert p.transaction_state == "Ready"
             assert fake.produced == [] and fake.of(ApiKey.END_TXN) == []
-        finally:
-            await fake.close()
 
     run(main())
 
@@ -376,51 +344,37 @@ def test_a_partition_the_coordinator_refuses_fails_its_records_and_the_transacti
 @pytest.mark.parametrize("code", [ErrorCode.PRODUCER_FENCED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED])
 def test_init_transactions_fenced_or_refused_is_fatal(code):
     async def main():
-        fake = await started({"t": 1})
-        fake.errors[ApiKey.INIT_PRODUCER_ID].append(code)
-        try:
+        async with fake_broker({"t": 1}, {ApiKey.INIT_PRODUCER_ID: [code]}) as fake:
             async with producer(fake) as p:
                 with pytest.raises(BrokerError) as raised:
                     await p.init_transactions()
                 assert raised.value.code == code and p.transaction_state == "FatalError"
                 with pytest.raises(BrokerError):
                     await p.init_transactions()
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_closing_aborts_an_open_transaction_but_not_a_prepared_one():
     async def main():
-        fake = await started({"t": 1})
-        try:
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker({"t": 1}) as fake:
+            async with in_transaction(fake) as p:
                 future = p.send("t", b"v")
                 await future
             assert [e.committed for e in fake.of(ApiKey.END_TXN)] == [False]  # as Java's close
-            async with producer(fake) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+            async with in_transaction(fake) as p:
                 await p.send("t", b"w")
                 await p.prepare_transaction()
             assert len(fake.of(ApiKey.END_TXN)) == 1  # left for whoever holds the handle
-        finally:
-            await fake.close()
 
     run(main())
 
 
 def test_a_timed_out_commit_resumes_when_called_again():
     async def main():
-        fake = await started({"t": 1})
-        fake.hold[ApiKey.END_TXN] = hold = asyncio.Event()
-        try:
-            async with producer(fake, request_timeout_ms=60_000) as p:
-                await p.init_transactions()
-                p.begin_transaction()
+        async with fake_broker({"t": 1}) as fake:
+            fake.hold[ApiKey.END_TXN] = hold = asyncio.Event()
+            async with in_transaction(fake, request_timeout_ms=60_000) as p:
                 p.send("t", b"v")
                 with pytest.raises(KafkaTimeoutError):
                     await p.commit_transaction(timeout=0.2)
@@ -431,7 +385,5 @@ def test_a_timed_out_commit_resumes_when_called_again():
                 await p.commit_transaction()
                 assert p.transaction_state == "Ready"
             assert [e.committed for e in fake.of(ApiKey.END_TXN)] == [True, True]  # the same EndTxn again
-        finally:
-            await fake.close()
 
     run(main())
