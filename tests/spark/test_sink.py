@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from odradek.client import Consumer, Producer, TopicPartition
 from odradek.spark.options import STAGING_TOPIC
+from tests.spark.upper_case_stream import run_upper_case_stream
 
 
 def read_topic(spark, bootstrap: str, topic: str):
@@ -67,21 +68,7 @@ def test_stream_sink_is_exactly_once_under_injected_failures(spark, bootstrap, n
     staged_before = staged_rows(bootstrap) if _has_staging(bootstrap) else 0
 
     def run(failpoint: str | None):
-        df = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", source).option("startingOffsets", "earliest")
-              .option("maxOffsetsPerTrigger", "100").load()
-              .select("key", F.upper(F.col("value").cast("string")).alias("value")))
-        writer = (df.writeStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-                  .option("topic", target).option("exactlyOnce", "staged")
-                  .option("checkpointLocation", checkpoint).trigger(availableNow=True))
-        if failpoint:
-            writer = writer.option("failpoint", failpoint)
-        query = writer.start()
-        try:
-            query.awaitTermination(300)
-        except Exception:  # noqa: BLE001 - checked below
-            pass
-        return query
+        return run_upper_case_stream(spark, bootstrap, source, target, checkpoint, failpoint, exactlyOnce="staged")
 
     first = run("write.after_stage@0,commit.mid_publish@1")
     assert "injected failure at commit.mid_publish of batch 1" in str(first.exception())

@@ -34,6 +34,7 @@ from odradek.spark import failpoints
 from odradek.spark.options import parse_sink_options
 from odradek.spark.sink_log import SinkLog
 from odradek.spark.txn_sink import abort_batch, commit_batch, transactional_id, write_task
+from tests.spark.upper_case_stream import run_upper_case_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -204,20 +205,7 @@ def test_a_batch_decided_before_the_driver_failed_is_committed_by_its_replay(spa
     checkpoint = str(tmp_path / "checkpoint")
 
     def run(failpoint: str | None):
-        df = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", source).option("startingOffsets", "earliest")
-              .option("maxOffsetsPerTrigger", "100").load()
-              .select("key", F.upper(F.col("value").cast("string")).alias("value")))
-        writer = (df.writeStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-                  .option("topic", target).option("checkpointLocation", checkpoint).trigger(availableNow=True))
-        if failpoint:
-            writer = writer.option("failpoint", failpoint)
-        query = writer.start()
-        try:
-            query.awaitTermination(300)
-        except Exception:  # noqa: BLE001 - checked below
-            pass
-        return query
+        return run_upper_case_stream(spark, bootstrap, source, target, checkpoint, failpoint)
 
     first = run("commit.after_decision@1")
     assert "injected failure at commit.after_decision of batch 1" in str(first.exception())

@@ -4,9 +4,9 @@ driver's JVM and every Python worker) and start it again on the same checkpoint.
 
     python -m tests.spark.txn_job BOOTSTRAP SOURCE TARGET CHECKPOINT [FAILPOINT]
 
-It reads SOURCE from the earliest offset in micro-batches of 100 records, upper-cases the
-values and writes them to TARGET (AvailableNow: it ends once it has read what SOURCE held at
-its start). A FAILPOINT with ``:hang`` (``failpoints``) makes it stop at that point and
+It runs ``upper_case_stream``'s query: SOURCE from the earliest offset in micro-batches of
+100 records, values upper-cased, into TARGET (AvailableNow: it ends once it has read what
+SOURCE held at its start). A FAILPOINT with ``:hang`` (``failpoints``) makes it stop at that point and
 write the point's name to ``$ODRADEK_FAILPOINT_MARKER`` for the test to see.
 """
 
@@ -16,20 +16,11 @@ import sys
 
 
 def main(bootstrap: str, source: str, target: str, checkpoint: str, failpoint: str = "") -> None:
-    from pyspark.sql import functions as F
-
     from odradek.spark.session import local_session
+    from tests.spark.upper_case_stream import start_upper_case_stream
 
     spark = local_session("odradek-txn-job", master="local[2,4]", shuffle_partitions=2)
-    df = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-          .option("subscribe", source).option("startingOffsets", "earliest")
-          .option("maxOffsetsPerTrigger", "100").load()
-          .select("key", F.upper(F.col("value").cast("string")).alias("value")))
-    writer = (df.writeStream.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-              .option("topic", target).option("checkpointLocation", checkpoint).trigger(availableNow=True))
-    if failpoint:
-        writer = writer.option("failpoint", failpoint)
-    query = writer.start()
+    query = start_upper_case_stream(spark, bootstrap, source, target, checkpoint, failpoint)
     query.awaitTermination()
     spark.stop()
 
