@@ -36,7 +36,7 @@ import threading
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from odradek.storage.file_ops import unlink_quietly
+from odradek.storage.file_ops import fsync_path, unlink_quietly
 
 TXN_INDEX_EXT = ".txnindex"
 ABORTED_TXN_VERSION = 0
@@ -184,14 +184,7 @@ class TransactionIndex:
         if not self._dirty:
             return
         self._dirty = False
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(self.path)
 
 
 def segment_holding(segments, offset: int) -> int:
