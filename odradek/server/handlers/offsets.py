@@ -46,21 +46,33 @@ def _known(image, topic: str, partition: int) -> bool:
     return assignment is not None and partition in assignment.partitions
 
 
-# --- OffsetCommit ------------------------------------------------------------------------------
-async def handle_offset_commit(ctx, request):
+def commit_partitions(ctx, topics, leader_epoch_since: int, timestamp_version: int | None = None
+                      ) -> tuple[dict[tuple[str, int], ErrorCode], list[CommitPartition]]:
+    """The partitions of an OffsetCommit / TxnOffsetCommit request's ``topics``:
+    ``(errors, partitions)``, UNKNOWN_TOPIC_OR_PARTITION by ``(topic, partition)`` for those
+    the cluster does not have, a ``CommitPartition`` for each other one (its committed leader
+    epoch from version ``leader_epoch_since`` on, its commit timestamp in version
+    ``timestamp_version`` only; -1 otherwise)."""
     v = ctx.api_version
     image = ctx.broker.metadata_image()
     errors: dict[tuple[str, int], ErrorCode] = {}
     partitions = []
-    for topic in request.topics:
+    for topic in topics:
         for p in topic.partitions:
             if not _known(image, topic.name, p.partition_index):
                 errors[(topic.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             partitions.append(CommitPartition(
                 topic.name, p.partition_index, p.committed_offset,
-                p.committed_leader_epoch if v >= 6 else -1, p.committed_metadata,
-                p.commit_timestamp if v == 1 else -1))
+                p.committed_leader_epoch if v >= leader_epoch_since else -1, p.committed_metadata,
+                p.commit_timestamp if v == timestamp_version else -1))
+    return errors, partitions
+
+
+# --- OffsetCommit ------------------------------------------------------------------------------
+async def handle_offset_commit(ctx, request):
+    v = ctx.api_version
+    errors, partitions = commit_partitions(ctx, request.topics, leader_epoch_since=6, timestamp_version=1)
     coordinator = ctx.broker.group_coordinator
     if partitions:
         req = CommitRequest(

@@ -30,22 +30,12 @@ from odradek.protocol.generated.txn_offset_commit_response import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from odradek.server.handlers.offsets import commit_partitions
 
 
 async def handle(ctx, request):
     v = ctx.api_version
-    image = ctx.broker.metadata_image()
-    errors: dict[tuple[str, int], ErrorCode] = {}
-    partitions = []
-    for topic in request.topics:
-        assignment = image.topic(topic.name)
-        for p in topic.partitions:
-            if assignment is None or p.partition_index not in assignment.partitions:
-                errors[(topic.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            partitions.append(CommitPartition(
-                topic.name, p.partition_index, p.committed_offset,
-                p.committed_leader_epoch if v >= 2 else -1, p.committed_metadata))
+    errors, partitions = commit_partitions(ctx, request.topics, leader_epoch_since=2)
     if partitions:
         errors.update(await _commit(ctx, request, tuple(partitions)))
     if v < 2:
