@@ -17,7 +17,8 @@ drifts (other work on it) slows each about as much. Printed: records/s of each r
 transactional mode's throughput as a fraction of the idempotent run of the same round, then
 the median of each mode over the rounds and the ratios of the medians (the goal of issue 19:
 >= 0.8). ``--async`` uses ``AsyncProducer`` instead of the synchronous ``Producer``, yielding to the
-loop every ``--yield-every`` sends (1000).
+loop every ``--yield-every`` sends (1000); ``--client confluent`` runs the same three modes with
+confluent-kafka's producer (librdkafka) instead.
 ``--profile MODE`` runs that mode once under cProfile and prints the top functions by own time.
 """
 
@@ -61,6 +62,10 @@ def run_sync(bootstrap: str, topic: str, mode: str, args) -> float:
     with Producer(bootstrap, **config) as producer:
         if due is not None:
             producer.init_transactions()
+            producer.begin_transaction()
+        # warm-up outside the clock, every mode alike: connections, the topic's metadata, producer id
+        producer.send(topic, value)
+        producer.commit_transaction() if due is not None else producer.flush()
         send = producer.send
         start = time.perf_counter()
         if due is None:
@@ -114,7 +119,53 @@ async def run_async(bootstrap: str, topic: str, mode: str, args) -> float:
         return time.perf_counter() - start
 
 
+def run_confluent(bootstrap: str, topic: str, mode: str, args) -> float:
+    """The same runs with confluent-kafka (librdkafka) as the client: what a transaction costs
+    on odradek, measured with Kafka's most used client rather than odradek's own."""
+    from confluent_kafka import Producer as ConfluentProducer
+
+    value = b"x" * args.size
+    due = commit_rule(mode)
+    config = {"bootstrap.servers": bootstrap, "linger.ms": args.linger_ms, "enable.idempotence": True,
+              "batch.size": args.batch_size,
+              # room for a whole run: a full queue would add poll()'s millisecond waits to one mode
+              "queue.buffering.max.messages": 2 * args.records, "queue.buffering.max.kbytes": 2 * 1024 * 1024}
+    if due is not None:
+        config["transactional.id"] = f"bench-{topic}"
+    producer = ConfluentProducer(config)
+    if due is not None:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+    # warm-up outside the clock, every mode alike: connections, the topic's metadata, producer id
+    producer.produce(topic, value)
+    producer.commit_transaction(30) if due is not None else producer.flush(30)
+    if due is not None:
+        producer.begin_transaction()
+    produce, poll = producer.produce, producer.poll
+    count, start = 0, time.perf_counter()
+    began = start
+    for _ in range(args.records):
+        while True:
+            try:
+                produce(topic, value)
+                break
+            except BufferError:
+                poll(0.001)
+        count += 1
+        if due is not None and due(count, began):
+            producer.commit_transaction(30)
+            producer.begin_transaction()
+            count, began = 0, time.perf_counter()
+    if due is None:
+        producer.flush(60)
+    else:
+        producer.commit_transaction(30)
+    return time.perf_counter() - start
+
+
 def measure(bootstrap: str, topic: str, mode: str, args) -> float:
+    if args.client == "confluent":
+        return run_confluent(bootstrap, topic, mode, args)
     if args.use_async:
         return asyncio.run(run_async(bootstrap, topic, mode, args))
     return run_sync(bootstrap, topic, mode, args)
@@ -140,6 +191,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--async", dest="use_async", action="store_true", help="AsyncProducer instead of Producer")
     parser.add_argument("--yield-every", type=int, default=1000, help="--async: sends between yields to the loop")
+    parser.add_argument("--client", choices=("odradek", "confluent"), default="odradek",
+                        help="odradek's own producer (default) or confluent-kafka's (librdkafka)")
     parser.add_argument("--profile", choices=MODES)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data, BrokerProcess(Path(data) / "data",
@@ -148,7 +201,7 @@ def main() -> None:
         topics = [f"bench-{r}-{m}" for r in range(args.rounds + 1) for m in MODES]
         with AdminClient(bootstrap) as admin:
             admin.create_topics([NewTopic(t, args.partitions, 1) for t in topics])
-        client = "AsyncProducer" if args.use_async else "Producer"
+        client = "confluent-kafka" if args.client == "confluent" else "AsyncProducer" if args.use_async else "Producer"
         print(f"{args.records:,} records of {args.size} bytes, {args.partitions} partition(s), "
               f"linger_ms={args.linger_ms}, batch_size={args.batch_size}, {client}, {args.rounds} rounds")
         for mode in MODES:  # warm-up: connections, __transaction_state, code paths
