@@ -1,8 +1,8 @@
 """The records of ``__consumer_offsets``: what the group coordinator writes and replays.
 
 Each record's key and value are ``int16 version`` followed by the struct of that version
-(Kafka's schemas in ``kafka-protocol/records``, generated into ``protocol.generated``), so tools
-that read Kafka's offsets topic read ours::
+(``coordinator.versioned_message``; Kafka's schemas in ``kafka-protocol/records``, generated
+into ``protocol.generated``), so tools that read Kafka's offsets topic read ours::
 
     key version 0 or 1: OffsetCommitKey   group string, topic string, partition int32
     key version 2:      GroupMetadataKey  group string
@@ -23,9 +23,9 @@ Key versions 3 and up are Kafka's newer group types (KIP-848 consumer groups, sh
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
+from odradek.coordinator import versioned_message
 from odradek.coordinator.group.offset_and_metadata import OffsetAndMetadata
 from odradek.protocol.generated import (
     group_metadata_key,
@@ -34,9 +34,6 @@ from odradek.protocol.generated import (
     offset_commit_value,
 )
 from odradek.protocol.generated.group_metadata_value import GroupMetadataValue
-from odradek.protocol.primitives import DecodeError, EncodeBuffer
-
-_VERSION = struct.Struct(">h")
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
@@ -60,7 +57,7 @@ class OffsetCommitRecord:
 
     def key_bytes(self) -> bytes:
         key = offset_commit_key.OffsetCommitKey(group=self.group_id, topic=self.topic, partition=self.partition)
-        return _encode(offset_commit_key, OFFSET_KEY_VERSION, key)
+        return versioned_message.encode(offset_commit_key, OFFSET_KEY_VERSION, key)
 
     def value_bytes(self) -> bytes | None:
         o = self.offset
@@ -72,7 +69,7 @@ class OffsetCommitRecord:
             expire_timestamp=-1 if o.expire_timestamp_ms is None else o.expire_timestamp_ms,
         )
         version = OFFSET_VALUE_VERSION if o.expire_timestamp_ms is None else OFFSET_VALUE_VERSION_WITH_EXPIRY
-        return _encode(offset_commit_value, version, value)
+        return versioned_message.encode(offset_commit_value, version, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,29 +80,23 @@ class GroupMetadataRecord:
     value: GroupMetadataValue | None
 
     def key_bytes(self) -> bytes:
-        return _encode(group_metadata_key, GROUP_KEY_VERSION, group_metadata_key.GroupMetadataKey(group=self.group_id))
+        key = group_metadata_key.GroupMetadataKey(group=self.group_id)
+        return versioned_message.encode(group_metadata_key, GROUP_KEY_VERSION, key)
 
     def value_bytes(self) -> bytes | None:
-        return None if self.value is None else _encode(group_metadata_value, GROUP_VALUE_VERSION, self.value)
+        if self.value is None:
+            return None
+        return versioned_message.encode(group_metadata_value, GROUP_VALUE_VERSION, self.value)
 
 
 CoordinatorRecord = OffsetCommitRecord | GroupMetadataRecord
-
-
-def _encode(module, version: int, message) -> bytes:
-    out = EncodeBuffer()
-    out += _VERSION.pack(version)
-    module.WRITERS[version](message, out)
-    return bytes(out)
 
 
 def decode_record(key, value) -> CoordinatorRecord | None:
     """The record with these key and value bytes (``value`` None for a tombstone); None for
     record types this coordinator does not know. Raises CoordinatorRecordError when the bytes
     are malformed."""
-    if key is None or len(key) < 2:
-        raise CoordinatorRecordError("record without a versioned key")
-    (version,) = _VERSION.unpack_from(key, 0)
+    version = versioned_message.read_version(key, CoordinatorRecordError, "key")
     if version in (0, 1):
         k = _decode(offset_commit_key, version, key)
         return OffsetCommitRecord(k.group, k.topic, k.partition, None if value is None else _offset_value(value))
@@ -118,22 +109,11 @@ def decode_record(key, value) -> CoordinatorRecord | None:
 
 
 def _decode(module, version: int, data):
-    """Decode the struct after the version prefix; the whole buffer must be consumed."""
-    if not module.VALID_VERSIONS[0] <= version <= module.VALID_VERSIONS[1]:
-        raise CoordinatorRecordError(f"{module.NAME} version {version} is unknown")
-    try:
-        message, end = module.READERS[version](memoryview(data), 2)
-    except (DecodeError, struct.error, ValueError, IndexError, TypeError) as e:
-        raise CoordinatorRecordError(f"bad {module.NAME} v{version}: {e}") from None
-    if end != len(data):
-        raise CoordinatorRecordError(f"{len(data) - end} trailing bytes after {module.NAME} v{version}")
-    return message
+    return versioned_message.decode(module, version, data, CoordinatorRecordError)
 
 
 def _value_version(value) -> int:
-    if len(value) < 2:
-        raise CoordinatorRecordError("value shorter than its version")
-    return _VERSION.unpack_from(value, 0)[0]
+    return versioned_message.read_version(value, CoordinatorRecordError, "value")
 
 
 def _offset_value(data) -> OffsetAndMetadata:

@@ -1,8 +1,9 @@
 """The records of ``__transaction_state``: one per transactional id, the last one wins.
 
-Key and value are ``int16 version`` followed by the struct of that version (Kafka's
-``TransactionLogKey`` / ``TransactionLogValue`` schemas, generated into ``protocol.generated``),
-so Kafka's tools read our log and we read theirs::
+Key and value are ``int16 version`` followed by the struct of that version
+(``coordinator.versioned_message``; Kafka's ``TransactionLogKey`` / ``TransactionLogValue``
+schemas, generated into ``protocol.generated``), so Kafka's tools read our log and we read
+theirs::
 
     key v0:    transactional_id string
     value v0:  producer_id int64, producer_epoch int16, transaction_timeout_ms int32,
@@ -22,9 +23,9 @@ v1 (flexible, with tagged previous/next producer ids) is read too. The value doe
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
+from odradek.coordinator import versioned_message
 from odradek.coordinator.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -33,9 +34,7 @@ from odradek.coordinator.transaction.transaction_metadata import (
 from odradek.coordinator.transaction.transaction_state import TransactionState
 from odradek.protocol.generated import transaction_log_key, transaction_log_value
 from odradek.protocol.generated.transaction_log_value import PartitionsSchema, TransactionLogValue
-from odradek.protocol.primitives import DecodeError, EncodeBuffer
 
-_VERSION = struct.Struct(">h")
 KEY_VERSION = 0
 VALUE_VERSION = 0
 
@@ -53,7 +52,7 @@ class TransactionLogRecord:
 
     def key_bytes(self) -> bytes:
         key = transaction_log_key.TransactionLogKey(transactional_id=self.transactional_id)
-        return _encode(transaction_log_key, KEY_VERSION, key)
+        return versioned_message.encode(transaction_log_key, KEY_VERSION, key)
 
     def value_bytes(self) -> bytes | None:
         t = self.transit
@@ -70,14 +69,7 @@ class TransactionLogRecord:
             producer_id=t.producer_id, producer_epoch=t.producer_epoch, transaction_timeout_ms=t.timeout_ms,
             transaction_status=t.state.id, transaction_partitions=partitions,
             transaction_last_update_timestamp_ms=t.last_update_ms, transaction_start_timestamp_ms=t.start_ms)
-        return _encode(transaction_log_value, VALUE_VERSION, value)
-
-
-def _encode(module, version: int, message) -> bytes:
-    out = EncodeBuffer()
-    out += _VERSION.pack(version)
-    module.WRITERS[version](message, out)
-    return bytes(out)
+        return versioned_message.encode(transaction_log_value, VALUE_VERSION, value)
 
 
 def decode_record(key, value) -> TransactionLogRecord:
@@ -99,15 +91,5 @@ def decode_record(key, value) -> TransactionLogRecord:
 
 
 def _decode(module, data):
-    if data is None or len(data) < 2:
-        raise TransactionLogError(f"{module.NAME} shorter than its version")
-    (version,) = _VERSION.unpack_from(data, 0)
-    if not module.VALID_VERSIONS[0] <= version <= module.VALID_VERSIONS[1]:
-        raise TransactionLogError(f"{module.NAME} version {version} is unknown")
-    try:
-        message, end = module.READERS[version](memoryview(bytes(data)), 2)
-    except (DecodeError, struct.error, ValueError, IndexError, TypeError) as e:
-        raise TransactionLogError(f"bad {module.NAME} v{version}: {e}") from None
-    if end != len(data):
-        raise TransactionLogError(f"{len(data) - end} trailing bytes after {module.NAME} v{version}")
-    return message
+    version = versioned_message.read_version(data, TransactionLogError, module.NAME)
+    return versioned_message.decode(module, version, bytes(data), TransactionLogError)
