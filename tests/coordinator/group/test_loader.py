@@ -12,25 +12,8 @@ from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.config import LogConfig
-from tests.coordinator.group.harness import ShardHarness
+from tests.coordinator.group.log_harness import LoggingHarness, loaded
 from tests.storage.helpers import T0, open_log
-
-
-class LoggingHarness(ShardHarness):
-    """A harness whose writes also go to a real log, one batch per write."""
-
-    def __init__(self, plog) -> None:
-        super().__init__()
-        self.plog = plog
-
-    def apply(self, result):
-        for write in result.writes:
-            builder = BatchBuilder(BatchSpec(base_offset=self.plog.log_end_offset))
-            for record in write.records:
-                builder.append(T0, record.key_bytes(), record.value_bytes())
-            data = builder.build()
-            self.plog.append(data, LogAppendInfo.from_batches(data))
-        return super().apply(result)
 
 
 def commit(h, group, topic, partition, offset):
@@ -41,12 +24,6 @@ def commit(h, group, topic, partition, offset):
 def state(shard):
     groups = {g: (grp.state.value, grp.generation_id, sorted(grp.members)) for g, grp in shard.groups.groups.items()}
     return groups, {g: dict(o) for g, o in shard.offsets.offsets.items()}
-
-
-def loaded(plog):
-    fresh = ShardHarness()
-    stats = loader.load_shard(fresh.shard, plog)
-    return fresh.shard, stats
 
 
 def test_load_rebuilds_groups_and_offsets(tmp_path, monkeypatch):

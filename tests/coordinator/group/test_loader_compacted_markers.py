@@ -6,13 +6,8 @@ from __future__ import annotations
 
 from odradek.storage.cleaner import LogCleaner
 from odradek.storage.config import LogConfig
-from tests.coordinator.group.test_loader_transactions import (
-    LoggingHarness,
-    commit,
-    loaded,
-    stable,
-    txn_commit,
-)
+from tests.coordinator.group.log_harness import LoggingHarness, loaded
+from tests.coordinator.group.test_loader_transactions import commit, stable, txn_commit
 from tests.storage.helpers import T0, open_log
 
 RETENTION = 50

@@ -6,40 +6,8 @@ from __future__ import annotations
 from odradek.coordinator.group import loader
 from odradek.coordinator.group.group_requests import CommitPartition, CommitRequest, TxnCommitRequest
 from odradek.coordinator.group.offset_metadata_manager import UNSTABLE
-from odradek.records.builder import BatchBuilder, BatchSpec
-from odradek.records.control import ABORT, COMMIT, build_end_txn_marker_batch
-from odradek.storage.append_info import LogAppendInfo
-from tests.coordinator.group.harness import ShardHarness
-from tests.storage.helpers import T0, open_log
-
-
-class LoggingHarness(ShardHarness):
-    """Writes go to a real log, one batch per write (transactional when the write says so)."""
-
-    def __init__(self, plog) -> None:
-        super().__init__()
-        self.plog = plog
-
-    def _append(self, data: bytes) -> None:
-        self.plog.append(data, LogAppendInfo.from_batches(data))
-
-    def apply(self, result):
-        for write in result.writes:
-            spec = BatchSpec(base_offset=self.plog.log_end_offset)
-            if write.producer_id >= 0:
-                spec = BatchSpec(base_offset=self.plog.log_end_offset, producer_id=write.producer_id,
-                                 producer_epoch=write.producer_epoch, transactional=True)
-            builder = BatchBuilder(spec)
-            for record in write.records:
-                builder.append(T0, record.key_bytes(), record.value_bytes())
-            self._append(builder.build())
-        return super().apply(result)
-
-    def marker(self, producer_id: int, committed: bool, epoch: int = 0) -> None:
-        self._append(build_end_txn_marker_batch(COMMIT if committed else ABORT, 5, producer_id=producer_id,
-                                                producer_epoch=epoch, timestamp=T0,
-                                                base_offset=self.plog.log_end_offset))
-        self.shard.replay_end_transaction(producer_id, committed)
+from tests.coordinator.group.log_harness import LoggingHarness, loaded
+from tests.storage.helpers import open_log
 
 
 def txn_commit(h, pid, offsets, group="g"):
@@ -54,12 +22,6 @@ def commit(h, offsets, group="g"):
 def stable(shard, group="g", wanted=(("t", [0, 1, 2, 3]),)):
     return {(t, p): (v if v is UNSTABLE else v.offset if v else -1)
             for t, parts in shard.fetch_offsets(group, list(wanted), True) for p, v in parts}
-
-
-def loaded(plog):
-    fresh = ShardHarness()
-    stats = loader.load_shard(fresh.shard, plog)
-    return fresh.shard, stats
 
 
 def test_load_replays_transactions_and_markers(tmp_path, monkeypatch):
