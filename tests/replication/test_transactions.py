@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import contextmanager
 
 import pytest
 
@@ -95,42 +96,43 @@ def test_a_follower_replaying_the_log_knows_open_and_aborted_transactions(leader
         frm.log_manager.shutdown()
 
 
-def test_restart_without_a_snapshot_rebuilds_state_and_index(tmp_path):
+@contextmanager
+def _story_restarted(tmp_path, while_stopped=lambda directory: None):
+    """A leader that lived ``_story``, stopped cleanly, then (after ``while_stopped`` of its
+    partition's directory) started and made leader again at epoch 1: yields that partition."""
     rm = _replicas(tmp_path / "b", 1)
     part = rm.make_leader("t", 0, TOPIC_ID, (1,), (1,), 0, CONFIG)
     _story(rm, part)
     directory = part.log.directory
     rm.shutdown()
     rm.log_manager.shutdown()
-    os.unlink(os.path.join(directory, PRODUCER_SNAPSHOT))
-    for name in os.listdir(directory):
-        if name.endswith(".txnindex"):
-            os.unlink(os.path.join(directory, name))
+    while_stopped(directory)
     rm = _replicas(tmp_path / "b", 1)
     try:
-        part = rm.make_leader("t", 0, TOPIC_ID, (1,), (1,), 1, CONFIG)
+        yield rm.make_leader("t", 0, TOPIC_ID, (1,), (1,), 1, CONFIG)
+    finally:
+        rm.log_manager.shutdown()
+
+
+def test_restart_without_a_snapshot_rebuilds_state_and_index(tmp_path):
+    def lose_snapshot_and_index(directory) -> None:
+        os.unlink(os.path.join(directory, PRODUCER_SNAPSHOT))
+        for name in os.listdir(directory):
+            if name.endswith(".txnindex"):
+                os.unlink(os.path.join(directory, name))
+
+    with _story_restarted(tmp_path, lose_snapshot_and_index) as part:
         assert dict(part.producer_state.ongoing_transactions()) == {3: 6}
         assert part.last_stable_offset() == 6
         assert [(t.producer_id, t.first_offset, t.last_stable_offset) for t in aborted_transactions(part.log, 0, 6)] == [
             (1, 0, 2)]
-    finally:
-        rm.log_manager.shutdown()
 
 
 def test_a_snapshot_carries_the_open_transaction_across_a_clean_restart(tmp_path):
-    rm = _replicas(tmp_path / "b", 1)
-    part = rm.make_leader("t", 0, TOPIC_ID, (1,), (1,), 0, CONFIG)
-    _story(rm, part)
-    rm.shutdown()
-    rm.log_manager.shutdown()
-    rm = _replicas(tmp_path / "b", 1)
-    try:
-        part = rm.make_leader("t", 0, TOPIC_ID, (1,), (1,), 1, CONFIG)
+    with _story_restarted(tmp_path) as part:
         assert part.producer_state.map_end_offset == part.log_end_offset  # nothing replayed
         assert part.last_stable_offset() == 6
         assert part.producer_state.check_marker(1, 0, -1).error == ErrorCode.TRANSACTION_COORDINATOR_FENCED
-    finally:
-        rm.log_manager.shutdown()
 
 
 @pytest.mark.parametrize("max_bytes", [1, 300, 1000, 1 << 20])
