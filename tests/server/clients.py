@@ -170,13 +170,15 @@ def consume_kafka_python(bootstrap: str, topic: str, expected: int, *, offsets: 
         consumer.close()
 
 
-def read_from_beginning(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int, bytes]]:
+def read_from_beginning(bootstrap: str, topic: str, partitions: int,
+                        isolation_level: str = "read_uncommitted") -> list[tuple[int, int, bytes]]:
     """Every record of partitions 0 to ``partitions - 1`` of ``topic`` with kafka-python, from
     the beginning until 1.5 s pass without one, as sorted ``(partition, offset, value)``."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                             auto_offset_reset="earliest", consumer_timeout_ms=1500)
+                             auto_offset_reset="earliest", consumer_timeout_ms=1500,
+                             isolation_level=isolation_level)
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)

@@ -18,7 +18,7 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.server.clients import DEADLINE_S
+from tests.server.clients import DEADLINE_S, read_from_beginning
 
 LOOP_DEADLINE_S = 60.0
 
@@ -134,18 +134,7 @@ def confluent_values(bootstrap: str, topic: str, partitions: int, isolation: str
 
 
 def kafka_python_values(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed") -> list:
-    from kafka import KafkaConsumer
-    from kafka import TopicPartition as KpTopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                             auto_offset_reset="earliest", isolation_level=isolation, consumer_timeout_ms=1500)
-    try:
-        tps = [KpTopicPartition(topic, p) for p in range(partitions)]
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        return sorted((r.partition, r.offset, r.value) for r in consumer)
-    finally:
-        consumer.close()
+    return read_from_beginning(bootstrap, topic, partitions, isolation)
 
 
 def aiokafka_values(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed") -> list:
