@@ -137,6 +137,19 @@ class ClusterClient:
         """The future of a connection being opened to ``node_id``, if one is."""
         return self._connecting.get(node_id)
 
+    def after_connect(self, connecting: asyncio.Future, callback) -> None:
+        """Call ``callback()`` once ``connecting`` (from ``connecting``) settles: at once when
+        the connection opened, after a metadata refresh when it failed (the broker may be gone
+        and its partitions led elsewhere; the refresh's retry backoff keeps a dead address
+        from becoming a busy loop of refused connects)."""
+        def settled(future: asyncio.Future) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                self.request_update().add_done_callback(lambda _: callback())
+            else:
+                callback()
+
+        connecting.add_done_callback(settled)
+
     async def connection(self, node_id: int) -> BrokerConnection:
         """An open connection to ``node_id``; KafkaConnectionError if it cannot be opened."""
         conn = self.connection_nowait(node_id)

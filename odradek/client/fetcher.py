@@ -136,17 +136,9 @@ class Fetcher:
             if conn is None:
                 waiting = cluster.connecting(node)
                 if waiting is not None:
-                    waiting.add_done_callback(self._connected)
+                    cluster.after_connect(waiting, self.wake)
                 continue
             self._send(node, conn, tps)
-
-    def _connected(self, connecting: asyncio.Future) -> None:
-        """A connection to a leader opened or failed (then the leader may have moved: the
-        metadata is refreshed); fetch again."""
-        if not connecting.cancelled() and connecting.exception() is not None:
-            self.cluster.request_update().add_done_callback(lambda _: self.wake())
-        else:
-            self.wake()
 
     def _send(self, node: int, conn, tps: list[TopicPartition]) -> None:
         meta = self.cluster.metadata

@@ -219,19 +219,10 @@ class Sender:
             if cluster.connection_nowait(leader) is None:
                 waiting = cluster.connecting(leader)
                 if waiting is not None:
-                    waiting.add_done_callback(self._connected)
+                    cluster.after_connect(waiting, self.wake)
                 continue
             taken.append((leader, queue, queue.take_head()))
         return taken, next_delay, need_update
-
-    def _connected(self, connecting: asyncio.Future) -> None:
-        """A connection to a leader opened: look again. It failed: the leader may have been
-        replaced (a broker killed), so refresh the metadata; the refresh wakes us (at most
-        one per retry backoff: no busy loop of connects)."""
-        if not connecting.cancelled() and connecting.exception() is not None:
-            self.cluster.request_update()
-        else:
-            self.wake()
 
     def _take(self, queue: PartitionQueue, batch: ProducerBatch) -> ProducerBatch:
         """A batch just taken off ``queue`` (now the loop's alone): stamped and sealed."""
