@@ -306,4 +306,25 @@ class AlterPartitionReply(Reply):
     partitions: tuple[AlterPartitionResult, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ElectionOutcome:
+    """One partition of an ElectLeaders answer: ``error`` (NONE when elected) and its message,
+    and the leader elected (-1 when none was)."""
+
+    topic: str
+    partition: int
+    error: ErrorCode
+    message: str | None = None
+    leader: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeadersReply(Reply):
+    """The outcome of an admin-requested election (`replica_election`): ``error``
+    NOT_CONTROLLER (this broker is not the controller) or NONE with an outcome per partition."""
+
+    error: ErrorCode = ErrorCode.NONE
+    partitions: tuple[ElectionOutcome, ...] = ()
+
+
 Command = ZnodeWrite | BrokerRequest | Reply

@@ -19,6 +19,7 @@ Invariants, after every event (the tests check them after random event sequences
 The handlers mirror Kafka's: `on_controller_failover`, `on_broker_startup`,
 `on_broker_failure`, `on_new_partition_creation`, `on_topic_deletion`,
 `on_controlled_shutdown`, `on_preferred_replica_election`, `on_alter_partition`;
+admin-requested elections (ElectLeaders) are `replica_election`;
 reassignment is `reassignment.ReassignmentManager`, deletion `topic_deletion`.
 """
 
@@ -36,6 +37,7 @@ from odradek.controller.commands import (
     Command,
     ControlledShutdownReply,
     DeleteZnode,
+    ElectLeadersReply,
     LiveBroker,
     Reply,
     SetZnode,
@@ -51,6 +53,7 @@ from odradek.controller.controller_context import ReplicaStateName as R
 from odradek.controller.leader_election import ElectionStrategy, preferred_leader
 from odradek.controller.partition_state_machine import PartitionStateMachine, write_leader_and_isr
 from odradek.controller.reassignment import ReassignmentManager
+from odradek.controller.replica_election import ElectionType, elect_leaders
 from odradek.controller.replica_state_machine import ReplicaStateMachine
 from odradek.controller.request_batch import RequestBatch
 from odradek.controller.topic_deletion import TopicDeletionManager
@@ -105,6 +108,8 @@ class Controller:
             return [AlterPartitionReply(event.broker_id, ErrorCode.NOT_CONTROLLER)]
         if isinstance(event, ev.ControlledShutdown):
             return [ControlledShutdownReply(event.broker_id, ErrorCode.NOT_CONTROLLER)]
+        if isinstance(event, ev.ElectLeaders):
+            return [ElectLeadersReply(self.broker_id, ErrorCode.NOT_CONTROLLER)]
         return []
 
     @singledispatchmethod
@@ -156,6 +161,14 @@ class Controller:
     @_dispatch.register
     def _(self, event: ev.PreferredReplicaElection) -> None:
         self.on_preferred_replica_election(event.partitions)
+
+    @_dispatch.register
+    def _(self, event: ev.ElectLeaders) -> None:
+        outcomes, unclean = elect_leaders(
+            self.ctx, self.partitions, event.partitions, ElectionType(event.election_type)
+        )
+        self.unclean_elections += unclean
+        self._replies.append(ElectLeadersReply(self.broker_id, ErrorCode.NONE, tuple(outcomes)))
 
     @_dispatch.register
     def _(self, event: ev.PartitionReassignment) -> None:

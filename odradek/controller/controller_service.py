@@ -20,8 +20,8 @@ that touches the `Controller` and writes the controller's znodes:
   documents, deleted once handed over) -> `events.PreferredReplicaElection`,
   `events.PartitionReassignment`; ``/isr_change_notification`` children ->
   `events.IsrChangeNotification` (see `watched_events`).
-* Broker requests (`submit`): `events.ControlledShutdown` and `events.AlterPartition` from the
-  handlers; the returned ``concurrent.futures.Future`` gets the command list's `commands.Reply`,
+* Broker requests (`submit`): `events.ControlledShutdown`, `events.AlterPartition` and
+  `events.ElectLeaders` from the handlers; the returned ``concurrent.futures.Future`` gets the command list's `commands.Reply`,
   or NOT_CONTROLLER when this broker is not (or stops being) the controller meanwhile.
 * Auto leader rebalance (``auto.leader.rebalance.enable``): every
   ``leader.imbalance.check.interval.seconds`` a broker whose share of partitions it prefers
@@ -54,6 +54,7 @@ from odradek.controller.commands import (
     AlterPartitionReply,
     BrokerRequest,
     ControlledShutdownReply,
+    ElectLeadersReply,
     Reply,
     ZnodeWrite,
     written_partitions,
@@ -108,6 +109,8 @@ def not_controller_reply(event: ev.ControllerEvent) -> Reply | None:
         return AlterPartitionReply(event.broker_id, ErrorCode.NOT_CONTROLLER)
     if isinstance(event, ev.ControlledShutdown):
         return ControlledShutdownReply(event.broker_id, ErrorCode.NOT_CONTROLLER)
+    if isinstance(event, ev.ElectLeaders):
+        return ElectLeadersReply(-1, ErrorCode.NOT_CONTROLLER)
     return None
 
 
@@ -168,7 +171,7 @@ class ControllerService:
 
     def submit(self, event: ev.ControllerEvent) -> concurrent.futures.Future:
         """Queue ``event`` for the event thread (thread-safe). The future resolves when it was
-        handled: with its `commands.Reply` for ControlledShutdown/AlterPartition (a
+        handled: with its `commands.Reply` for ControlledShutdown/AlterPartition/ElectLeaders (a
         NOT_CONTROLLER one if this broker is not the controller), else None."""
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._submit_lock:  # nothing is queued after the stop item

@@ -126,6 +126,16 @@ class PreferredReplicaElection(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class ElectLeaders(ControllerEvent):
+    """An administrator's election (the ElectLeaders API, Kafka's ``ReplicaLeaderElection``
+    triggered by the admin client): ``election_type`` 0 PREFERRED or 1 UNCLEAN, for
+    ``partitions`` (None: all). Answered with a `commands.ElectLeadersReply`."""
+
+    partitions: tuple[TopicPartition, ...] | None
+    election_type: int = 0
+
+
+@dataclass(frozen=True)
 class PartitionReassignment(ControllerEvent):
     """Move partitions to new replicas (AlterPartitionReassignments, or
     ``/admin/reassign_partitions``): target replicas per partition, the preferred first."""
