@@ -7,6 +7,7 @@ import sys
 
 from odradek.cli import (
     broker_cmd,
+    cluster_cmd,
     configs_cmd,
     consume_cmd,
     demo_cmd,
@@ -21,6 +22,7 @@ from odradek.cli.common import CommandError as CliError  # one error type for ev
 
 COMMANDS = {
     "broker": broker_cmd,
+    "cluster": cluster_cmd,
     "demo": demo_cmd,
     "topics": topics_cmd,
     "produce": produce_cmd,
