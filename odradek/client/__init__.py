@@ -17,6 +17,7 @@ It speaks only the Kafka protocol (``odradek.protocol``) and record format
 """
 
 from odradek.client.admin import AsyncAdminClient
+from odradek.client.admin_elections import ElectionType
 from odradek.client.admin_types import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -80,6 +81,7 @@ __all__ = [
     "ConsumerRebalanceListener",
     "ConsumerGroupMetadata",
     "ConsumerRecord",
+    "ElectionType",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",

@@ -74,6 +74,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
     # transactions; AddPartitionsToTxn v4+ is the brokers' batched form, EndTxn v5 bumps the
     # epoch on every transaction (KIP-890 part 2), which this client does not do
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),

@@ -37,6 +37,7 @@ _SERVED = [
     # the transaction coordinator (``server/handlers/end_txn.py``, ...)
     ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
     ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
+    ApiKey.ELECT_LEADERS,  # at the controller; other brokers forward it there
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

@@ -12,6 +12,7 @@ NOT_CONTROLLER answer (the controller moved; the image will name the new one). T
 `KafkaTimeoutError`. When the controller is this broker, the request goes in-process to the
 broker's own handler (`channel_manager.deliver_locally`), at the highest version both sides
 know. Remote requests use one connection per controller on the inter-broker listener.
+ElectLeaders from clients is forwarded this way too (`sent_by_a_broker` stops a loop).
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ from odradek.protocol.generated.error_codes import ErrorCode
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.1
+_CLIENT_ID = "broker-{}-to-controller"
+
+
+def sent_by_a_broker(client_id: str | None) -> bool:
+    """Whether a request came through a broker's channel to the controller (the client id
+    these channels use): a handler that forwards requests to the controller must not forward
+    such a request again (two brokers each naming the other would pass it back and forth)."""
+    return bool(client_id) and client_id.startswith("broker-") and client_id.endswith(
+        "-to-controller")
 
 
 class BrokerToControllerChannel:
@@ -41,7 +51,7 @@ class BrokerToControllerChannel:
         self.broker = broker
         self.retry_backoff = retry_backoff
         self.listener = inter_broker_listener_name(broker.config)
-        self.client_id = f"broker-{broker.broker_id}-to-controller"
+        self.client_id = _CLIENT_ID.format(broker.broker_id)
         self._connection = None
         self._connection_to = NO_LEADER
         self._connect_lock = asyncio.Lock()

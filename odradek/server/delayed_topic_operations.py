@@ -29,7 +29,7 @@ FIRST_POLL_S = 0.001
 MAX_POLL_S = 0.02
 
 
-async def _poll(done, timeout_ms: int) -> bool:
+async def poll_until(done, timeout_ms: int) -> bool:
     """Call ``done()`` until it is true (True) or ``timeout_ms`` passed (False)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_ms / 1000
@@ -61,7 +61,7 @@ async def await_leaders(broker, name: str, partitions, timeout_ms: int) -> bool:
             pending.discard(p)
         return not pending
 
-    return await _poll(done, timeout_ms)
+    return await poll_until(done, timeout_ms)
 
 
 def _role_taken(rm, me: int, name: str, p: int, leader_epoch: int) -> bool:
@@ -81,4 +81,4 @@ async def await_deletion(broker, name: str, topic_id, timeout_ms: int) -> bool:
         topic = broker.metadata_image().topic(name)
         return topic is None or topic.topic_id != topic_id
 
-    return await _poll(done, timeout_ms)
+    return await poll_until(done, timeout_ms)

@@ -16,6 +16,7 @@ from odradek.server.handlers import alter_partition, controlled_shutdown
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 from odradek.server.handlers import describe_producers, write_txn_markers
 from odradek.server.handlers import txn_offset_commit
+from odradek.server.handlers import elect_leaders
 from odradek.server.handlers import (
     add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
 )
@@ -60,4 +61,5 @@ HANDLERS = {
     ApiKey.END_TXN: end_txn.handle,
     ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions.handle,
     ApiKey.LIST_TRANSACTIONS: list_transactions.handle,
+    ApiKey.ELECT_LEADERS: elect_leaders.handle,
 }
