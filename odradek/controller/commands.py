@@ -132,6 +132,21 @@ class SetZnode(ZnodeWrite):
 
 
 @dataclass(frozen=True, slots=True)
+class SetExistingZnode(ZnodeWrite):
+    """Replace the data of ``path`` whatever its version, if it still exists: for an admin
+    znode the controller only tidies (``/admin/reassign_partitions``), which an operator may
+    have removed meanwhile; never a conflict."""
+
+    data: bytes = b""
+
+    def apply(self, store: MetadataStore) -> None:
+        try:
+            store.multi([self.guard(), SetOp(self.path, self.data, -1)])
+        except NoNodeError:
+            pass
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteZnode(ZnodeWrite):
     """Delete ``path`` (with ``recursive``, its whole subtree, deepest first, in the same
     guarded ``multi``); a znode already gone is fine."""
@@ -325,6 +340,24 @@ class ElectLeadersReply(Reply):
 
     error: ErrorCode = ErrorCode.NONE
     partitions: tuple[ElectionOutcome, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReassignmentsReply(Reply):
+    """``error`` for the whole request (NOT_CONTROLLER) or NONE with ``(partition, error,
+    message)`` per partition asked about."""
+
+    error: ErrorCode = ErrorCode.NONE
+    results: tuple[tuple[TopicPartition, ErrorCode, str | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsReply(Reply):
+    """``error`` for the whole request (NOT_CONTROLLER) or NONE with ``(partition, replicas,
+    adding, removing)`` per partition being reassigned."""
+
+    error: ErrorCode = ErrorCode.NONE
+    reassignments: tuple[tuple[TopicPartition, tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...] = ()
 
 
 Command = ZnodeWrite | BrokerRequest | Reply

@@ -52,7 +52,7 @@ from odradek.controller.controller_context import PartitionStateName as P
 from odradek.controller.controller_context import ReplicaStateName as R
 from odradek.controller.leader_election import ElectionStrategy, preferred_leader
 from odradek.controller.partition_state_machine import PartitionStateMachine, write_leader_and_isr
-from odradek.controller.reassignment import ReassignmentManager
+from odradek.controller.reassignment import ReassignmentManager, not_controller_reassignment_reply
 from odradek.controller.replica_election import ElectionType, elect_leaders
 from odradek.controller.replica_state_machine import ReplicaStateMachine
 from odradek.controller.request_batch import RequestBatch
@@ -110,7 +110,8 @@ class Controller:
             return [ControlledShutdownReply(event.broker_id, ErrorCode.NOT_CONTROLLER)]
         if isinstance(event, ev.ElectLeaders):
             return [ElectLeadersReply(self.broker_id, ErrorCode.NOT_CONTROLLER)]
-        return []
+        reply = not_controller_reassignment_reply(event)
+        return [] if reply is None else [reply]
 
     @singledispatchmethod
     def _dispatch(self, event: ev.ControllerEvent) -> None:
@@ -172,8 +173,15 @@ class Controller:
 
     @_dispatch.register
     def _(self, event: ev.PartitionReassignment) -> None:
-        for tp, target in sorted(event.targets.items()):
-            self.reassignment.reassign(tp, tuple(target))
+        self.reassignment.on_zk_reassignment(event.targets)
+
+    @_dispatch.register
+    def _(self, event: ev.ApiPartitionReassignment) -> None:
+        self._replies.append(self.reassignment.alter_reassignments(event.reassignments))
+
+    @_dispatch.register
+    def _(self, event: ev.ListPartitionReassignments) -> None:
+        self._replies.append(self.reassignment.list_reassignments(event.partitions))
 
     # -- failover -----------------------------------------------------------------------------
 

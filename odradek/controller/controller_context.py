@@ -104,6 +104,8 @@ class ControllerContext:
     """Topic znodes read back after a conflict, for topics not known yet."""
     unclean_topics: set[str] = field(default_factory=set)
     unclean_default: bool = False
+    zk_reassignments: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    """What ``/admin/reassign_partitions`` asks for and is not done yet (`reassignment`)."""
 
     def copy(self) -> ControllerContext:
         """An independent copy: every container is copied, the values in them are immutable

@@ -17,11 +17,13 @@ that touches the `Controller` and writes the controller's znodes:
   `events.TopicChange`; ``/brokers/topics/<t>`` data -> `events.PartitionModifications`;
   ``/admin/delete_topics`` children -> `events.TopicDeletion`;
   ``/admin/preferred_replica_election`` and ``/admin/reassign_partitions`` (Kafka's JSON
-  documents, deleted once handed over) -> `events.PreferredReplicaElection`,
+  documents; the first deleted once handed over, the second kept until its partitions are
+  done, and read again on election) -> `events.PreferredReplicaElection`,
   `events.PartitionReassignment`; ``/isr_change_notification`` children ->
   `events.IsrChangeNotification` (see `watched_events`).
-* Broker requests (`submit`): `events.ControlledShutdown`, `events.AlterPartition` and
-  `events.ElectLeaders` from the handlers; the returned ``concurrent.futures.Future`` gets the command list's `commands.Reply`,
+* Broker requests (`submit`): `events.ControlledShutdown`, `events.AlterPartition`,
+  `events.ElectLeaders`, `events.ApiPartitionReassignment` and
+  `events.ListPartitionReassignments` from the handlers; the returned ``concurrent.futures.Future`` gets the command list's `commands.Reply`,
   or NOT_CONTROLLER when this broker is not (or stops being) the controller meanwhile.
 * Auto leader rebalance (``auto.leader.rebalance.enable``): every
   ``leader.imbalance.check.interval.seconds`` a broker whose share of partitions it prefers
@@ -62,6 +64,7 @@ from odradek.controller.commands import (
 )
 from odradek.controller.controller import Controller
 from odradek.controller.leader_imbalance import imbalanced_partitions
+from odradek.controller.reassignment import not_controller_reassignment_reply
 from odradek.controller.snapshot import read_snapshot, read_topics
 from odradek.controller.watched_events import (
     PREFERRED_REPLICA_ELECTION,
@@ -111,7 +114,7 @@ def not_controller_reply(event: ev.ControllerEvent) -> Reply | None:
         return ControlledShutdownReply(event.broker_id, ErrorCode.NOT_CONTROLLER)
     if isinstance(event, ev.ElectLeaders):
         return ElectLeadersReply(-1, ErrorCode.NOT_CONTROLLER)
-    return None
+    return not_controller_reassignment_reply(event)
 
 
 class ControllerService:
@@ -287,6 +290,7 @@ class ControllerService:
             unclean = bool(self.broker.config["unclean.leader.election.enable"])
             snapshot = read_snapshot(self.store, self.broker_id, broker_epochs(self.store), unclean)
             self._handle(ev.Startup(snapshot), item)
+            self._mark("reassign")  # Kafka's initializePartitionReassignments
         except Exception:
             # Kafka's triggerControllerMove: give the seat up, so that an election (maybe
             # ours, through the /controller watch) starts over

@@ -137,10 +137,25 @@ class ElectLeaders(ControllerEvent):
 
 @dataclass(frozen=True)
 class PartitionReassignment(ControllerEvent):
-    """Move partitions to new replicas (AlterPartitionReassignments, or
-    ``/admin/reassign_partitions``): target replicas per partition, the preferred first."""
+    """``/admin/reassign_partitions`` holds these targets (Kafka's ``ZkPartitionReassignment``):
+    target replicas per partition, the preferred first."""
 
     targets: Mapping[TopicPartition, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class ApiPartitionReassignment(ControllerEvent):
+    """AlterPartitionReassignments: target replicas per partition, None to cancel the
+    partition's reassignment in progress."""
+
+    reassignments: Mapping[TopicPartition, tuple[int, ...] | None]
+
+
+@dataclass(frozen=True)
+class ListPartitionReassignments(ControllerEvent):
+    """ListPartitionReassignments of ``partitions`` (None: every one in progress)."""
+
+    partitions: tuple[TopicPartition, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ children), ``("topic", name)`` (``/brokers/topics/<name>`` data), ``"delete_topi
 (``/admin/delete_topics`` children), ``"preferred"`` (``/admin/preferred_replica_election``)
 ``"reassign"`` (``/admin/reassign_partitions``) and ``"isr_changes"``
 (``/isr_change_notification`` children: ISRs leaders wrote themselves, before AlterPartition). The two admin znodes hold Kafka's JSON
-(``{"version": 1, "partitions": [{"topic": t, "partition": p[, "replicas": [..]]}]}``) and are
-deleted once read: the request is handed over (a reassignment's state lives on in the topic
-znode, KIP-455).
+(``{"version": 1, "partitions": [{"topic": t, "partition": p[, "replicas": [..]]}]}``). The
+preferred election's is deleted once read: the request is handed over. The reassignment's
+stays, as in Kafka: the controller takes each partition off it when its reassignment is done
+or failed, and deletes it when none is left (`reassignment`); a malformed one is deleted.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def read_watched_event(store: MetadataStore, key) -> ev.ControllerEvent | None:
     if key == "preferred":
         return _admin_event(store, PREFERRED_REPLICA_ELECTION, _preferred_election)
     if key == "reassign":
-        return _admin_event(store, REASSIGN_PARTITIONS, _reassignment)
+        return _admin_event(store, REASSIGN_PARTITIONS, _reassignment, take=False)
     if key == "isr_changes":
         return _isr_change_notifications(store)
     return None
@@ -109,28 +110,36 @@ def _preferred_election(doc: dict) -> ev.ControllerEvent:
 
 def _reassignment(doc: dict) -> ev.ControllerEvent | None:
     targets = {
-        (p["topic"], int(p["partition"])): tuple(int(b) for b in p["replicas"])
+        (str(p["topic"]), int(p["partition"])): tuple(int(b) for b in p["replicas"])
         for p in doc.get("partitions", ())
     }
-    return ev.PartitionReassignment(targets) if targets else None
+    return ev.PartitionReassignment(targets)
 
 
-def _admin_event(store: MetadataStore, path: str, parse) -> ev.ControllerEvent | None:
-    """Read and delete the admin znode ``path``; its event, or None if it is absent or
-    malformed (logged)."""
+def encode_reassignment(targets) -> bytes:
+    """``/admin/reassign_partitions``' JSON for ``{(topic, partition): replicas}``."""
+    parts = [{"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(targets.items())]
+    return json.dumps({"version": 1, "partitions": parts}, separators=(",", ":")).encode()
+
+
+def _admin_event(store: MetadataStore, path: str, parse, take: bool = True) -> ev.ControllerEvent | None:
+    """Read the admin znode ``path`` (deleted when ``take``, or when malformed); its event,
+    or None if it is absent or malformed (logged)."""
     try:
         data, version = store.get(path)
     except NoNodeError:
         return None
     try:
-        store.delete(path, version)
-    except (NoNodeError, BadVersionError):
-        pass
-    try:
         doc = json.loads(data)
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        return parse(doc)
+        event = parse(doc)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         log.error("controller: ignoring malformed %s: %r", path, e)
-        return None
+        event, take = None, True
+    if take:
+        try:
+            store.delete(path, version)
+        except (NoNodeError, BadVersionError):
+            pass
+    return event

@@ -49,7 +49,7 @@ def test_topics_partitions_and_deletions():
     assert read_watched_event(store, "delete_topics") == ev.TopicDeletion(("t",))
 
 
-def test_admin_znodes_are_taken_and_malformed_ones_ignored(caplog):
+def test_admin_znodes_are_read_and_malformed_ones_dropped(caplog):
     store = store_with_paths()
     assert read_watched_event(store, "preferred") is None
     store.create(PREFERRED_REPLICA_ELECTION, b'{"version":1,"partitions":[{"topic":"t","partition":2}]}')
@@ -58,6 +58,8 @@ def test_admin_znodes_are_taken_and_malformed_ones_ignored(caplog):
     store.create(REASSIGN_PARTITIONS,
                  b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,3]}]}')
     assert read_watched_event(store, "reassign") == ev.PartitionReassignment({("t", 0): (2, 3)})
+    assert store.exists(REASSIGN_PARTITIONS) is not None  # kept until its partitions are done
+    store.delete(REASSIGN_PARTITIONS)
     for bad in (b"not json", b"[1]", b'{"partitions":[{"topic":"t"}]}', b'{"partitions":7}'):
         store.create(REASSIGN_PARTITIONS, bad)
         assert read_watched_event(store, "reassign") is None
