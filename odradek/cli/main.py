@@ -13,6 +13,7 @@ from odradek.cli import (
     demo_cmd,
     dump_log_cmd,
     groups_cmd,
+    leader_election_cmd,
     perf_cmd,
     produce_cmd,
     topics_cmd,
@@ -30,6 +31,7 @@ COMMANDS = {
     "groups": groups_cmd,
     "transactions": transactions_cmd,
     "configs": configs_cmd,
+    "leader-election": leader_election_cmd,
     "dump-log": dump_log_cmd,
     "perf": perf_cmd,
 }
