@@ -38,6 +38,8 @@ _SERVED = [
     ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
     ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
     ApiKey.ELECT_LEADERS,  # at the controller; other brokers forward it there
+    # at the controller (others answer NOT_CONTROLLER), ``server/handlers/partition_reassignments.py``
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

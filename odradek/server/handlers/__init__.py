@@ -17,6 +17,7 @@ from odradek.server.handlers import leader_and_isr, stop_replica, update_metadat
 from odradek.server.handlers import describe_producers, write_txn_markers
 from odradek.server.handlers import txn_offset_commit
 from odradek.server.handlers import elect_leaders
+from odradek.server.handlers import partition_reassignments
 from odradek.server.handlers import (
     add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
 )
@@ -62,4 +63,6 @@ HANDLERS = {
     ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions.handle,
     ApiKey.LIST_TRANSACTIONS: list_transactions.handle,
     ApiKey.ELECT_LEADERS: elect_leaders.handle,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_reassignments.handle_alter,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_reassignments.handle_list,
 }
