@@ -13,6 +13,14 @@ beyond the current count place the new partitions.
 
 ``--topic`` names one topic; a value with characters a topic name cannot hold (``*``, ``|``,
 ``[`` ...) is a regular expression matched against every name, as Kafka's tool allows.
+
+``--describe`` with any of the replication reports lists only the partitions that at least
+one of them selects (kafka-topics.sh's rules), without the topic summaries:
+
+    --under-replicated-partitions   ISR smaller than the replicas
+    --unavailable-partitions        no leader, or a leader that is not a live broker
+    --under-min-isr-partitions      no leader, or ISR smaller than the topic's min.insync.replicas
+    --at-min-isr-partitions         ISR exactly min.insync.replicas
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from odradek.cli.common import (
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _ACTIONS = ("create", "list", "describe", "alter", "delete")
+_REPORTS = ("under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",
+            "at_min_isr_partitions")
 
 
 def add_parser(sub) -> None:
@@ -61,6 +71,10 @@ def add_parser(sub) -> None:
                    help="--describe: only partitions whose ISR is smaller than their replicas")
     p.add_argument("--unavailable-partitions", action="store_true",
                    help="--describe: only partitions without a live leader")
+    p.add_argument("--under-min-isr-partitions", action="store_true",
+                   help="--describe: only partitions whose ISR is smaller than min.insync.replicas")
+    p.add_argument("--at-min-isr-partitions", action="store_true",
+                   help="--describe: only partitions whose ISR is exactly min.insync.replicas")
     add_output(p, ("table", "json", "text"))
 
 
@@ -74,6 +88,9 @@ def _run(args) -> int:
         raise CommandError(f"--{action} needs --topic")
     if args.config and action != "create":
         raise CommandError("--config goes with --create (change configs with 'odradek configs')")
+    for report in _REPORTS:
+        if getattr(args, report) and action != "describe":
+            raise CommandError(f"--{report.replace('_', '-')} goes with --describe")
     with admin_client(args) as admin:
         return _HANDLERS[action](admin, args)
 
@@ -211,24 +228,49 @@ def _describe(admin, args) -> int:
     resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
     configs = admin.describe_configs(resources)
     live = {b.node_id for b in admin.describe_cluster().brokers}
+    reports = {r for r in _REPORTS if getattr(args, r)}
+    selected = []  # (topic, partitions a report selects)
     for name in names:
         topic = descriptions[name]
         entries = configs.get(ConfigResource(ResourceType.TOPIC, name), {})
+        if reports:
+            min_isr = _min_isr(entries)
+            partitions = [p for p in topic.partitions if reports & partition_reports(p, live, min_isr)]
+            if partitions:
+                selected.append((topic, partitions))
+            continue
         overrides = {k: e.value for k, e in sorted(entries.items())
                      if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG}
-        partitions = [p for p in topic.partitions if _wanted(p, args, live)]
-        if (args.under_replicated_partitions or args.unavailable_partitions) and not partitions:
-            continue
-        _show_topic(topic, overrides, partitions, args.output)
+        _show_topic(topic, overrides, topic.partitions, args.output)
+    if reports:
+        _show_partitions(selected, args.output)
     return 0
 
 
-def _wanted(partition, args, live: set[int]) -> bool:
-    if args.under_replicated_partitions and len(partition.isr) >= len(partition.replicas):
-        return False
-    if args.unavailable_partitions and partition.leader in live:
-        return False
-    return True
+def partition_reports(partition, live: set[int], min_isr: int) -> set[str]:
+    """The replication reports that select ``partition`` (Kafka's ``PartitionDescription``:
+    ``isUnderReplicated``, ``hasUnavailablePartitions``, ``isUnderMinIsr``,
+    ``isAtMinIsrPartitions``), given the live brokers and the topic's min.insync.replicas."""
+    has_leader = partition.leader >= 0
+    found = set()
+    if len(partition.replicas) - len(partition.isr) > 0:
+        found.add("under_replicated_partitions")
+    if not has_leader or partition.leader not in live:
+        found.add("unavailable_partitions")
+    if not has_leader or len(partition.isr) < min_isr:
+        found.add("under_min_isr_partitions")
+    if len(partition.isr) == min_isr:
+        found.add("at_min_isr_partitions")
+    return found
+
+
+def _min_isr(entries: dict) -> int:
+    """The topic's min.insync.replicas (DescribeConfigs gives the default when not set)."""
+    entry = entries.get("min.insync.replicas")
+    try:
+        return int(entry.value) if entry is not None and entry.value is not None else 1
+    except ValueError:
+        return 1
 
 
 def kafka_topic_id(topic_id) -> str:
@@ -252,14 +294,37 @@ def _show_topic(topic, overrides: dict, partitions, output: str) -> None:
     if output == "text":  # kafka-topics.sh --describe, line for line
         print(summary)
         for p in partitions:
-            line = (f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {_leader(p.leader)}\t"
-                    f"Replicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}")
-            print(line + (f"\tOffline: {_ids(p.offline_replicas)}" if p.offline_replicas else ""))
+            _print_partition_line(topic.name, p)
         return
     title = summary.replace("\t", "   ")
     rows = [(p.partition, _leader(p.leader), _ids(p.replicas), _ids(p.isr), _ids(p.offline_replicas) or "")
             for p in partitions]
     print_table(("PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"), rows, title=title)
+
+
+def _show_partitions(selected, output: str) -> None:
+    """The partitions the replication reports chose, of every topic, without summaries."""
+    if output == "json":
+        for topic, partitions in selected:
+            for p in partitions:
+                print_json({"topic": topic.name, "partition": p.partition, "leader": p.leader,
+                            "replicas": list(p.replicas), "isr": list(p.isr),
+                            "offline_replicas": list(p.offline_replicas)})
+        return
+    if output == "text":  # kafka-topics.sh prints only the partition lines here
+        for topic, partitions in selected:
+            for p in partitions:
+                _print_partition_line(topic.name, p)
+        return
+    rows = [(topic.name, p.partition, _leader(p.leader), _ids(p.replicas), _ids(p.isr),
+             _ids(p.offline_replicas) or "") for topic, partitions in selected for p in partitions]
+    print_table(("TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"), rows)
+
+
+def _print_partition_line(name: str, p) -> None:
+    line = (f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {_leader(p.leader)}\t"
+            f"Replicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}")
+    print(line + (f"\tOffline: {_ids(p.offline_replicas)}" if p.offline_replicas else ""))
 
 
 def _leader(leader: int) -> str:
