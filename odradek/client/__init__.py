@@ -18,6 +18,7 @@ It speaks only the Kafka protocol (``odradek.protocol``) and record format
 
 from odradek.client.admin import AsyncAdminClient
 from odradek.client.admin_elections import ElectionType
+from odradek.client.admin_reassignments import PartitionReassignment
 from odradek.client.admin_types import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -82,6 +83,7 @@ __all__ = [
     "ConsumerGroupMetadata",
     "ConsumerRecord",
     "ElectionType",
+    "PartitionReassignment",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
