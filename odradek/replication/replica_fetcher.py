@@ -14,6 +14,10 @@ Each partition it follows is in one of these states (``PartitionFetchState``):
   leader's (never past its own log end), and its log start offset follows the leader's.
 - **delayed** (either of the above, with ``delayed_until``): after an error, for
   ``replica.fetch.backoff.ms``.
+- **throttled** (fetching, with ``delayed_until``): a replica out of sync (its last fetch
+  left it behind the leader's high watermark) that ``follower.replication.throttled.replicas``
+  names, while the follower's replication quota is exceeded
+  (``server/replication_quota_manager.py``): left out of the Fetch until the quota allows.
 - **fenced**: the leader answered FENCED_LEADER_EPOCH: this broker's LeaderAndIsr is older
   than the leader's; nothing more until a newer LeaderAndIsr replaces the partition's state
   (``add_partitions``).
@@ -90,6 +94,7 @@ class PartitionFetchState:
     fetch_offset: int
     state: str = TRUNCATING
     delayed_until: float = 0.0  # loop time
+    lag: int | None = None  # the leader's high watermark minus fetch_offset, after the last fetch
 
     def ready(self, now: float) -> bool:
         return self.state != FENCED and self.delayed_until <= now
@@ -195,11 +200,29 @@ class ReplicaFetcher:
             conn = await self._connection()
             await self.truncate(conn, truncating)
             return True
+        ready = self._unthrottled(ready, now)
         if not ready:
             return False
         conn = await self._connection()
         await self.fetch(conn, ready)
         return True
+
+    def _unthrottled(self, ready: dict, now: float) -> dict:
+        """``ready`` without the partitions the follower throttle holds back (Kafka's
+        ``shouldFollowerThrottle``: out of sync, throttled, quota exceeded); those wait until
+        the quota allows more, at most ``replica.fetch.backoff.ms`` (the rate may change)."""
+        quota = getattr(self.broker, "replication_quotas", None)
+        if quota is None:
+            return ready
+        quota = quota.follower
+        held = [k for k, s in ready.items()
+                if not (s.lag is not None and s.lag <= 0) and quota.is_throttled(*k)]
+        if not held or not quota.is_quota_exceeded():
+            return ready
+        wait = min(max(quota.delay(), 0.001), self.backoff_s)
+        for key in held:
+            ready[key].delayed_until = now + wait
+        return {k: s for k, s in ready.items() if k not in held}
 
     async def _connection(self) -> BrokerConnection:
         if self._conn is not None and not self._conn.closed:
@@ -348,6 +371,7 @@ class ReplicaFetcher:
             return
         try:
             if data.records is not None and len(data.records):
+                self._record_throttled(key, len(data.records))
                 if part.append_records_as_follower(data.records) is not None:
                     state.fetch_offset = part.log_end_offset
         except InvalidAppendOffsetError as e:  # the log moved under the fetch: start over
@@ -360,6 +384,12 @@ class ReplicaFetcher:
             return
         part.update_follower_high_watermark(data.high_watermark)
         self._follow_log_start(part, data.log_start_offset)
+        state.lag = max(0, data.high_watermark - state.fetch_offset)
+
+    def _record_throttled(self, key, size: int) -> None:
+        quotas = getattr(self.broker, "replication_quotas", None)
+        if quotas is not None and quotas.follower.is_throttled(*key):
+            quotas.follower.record(size)
 
     def _follow_log_start(self, part, leader_log_start: int) -> None:
         """The leader deleted records (retention, DeleteRecords): the follower's log start

@@ -43,6 +43,7 @@ from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
 from odradek.server.log_limiter import LogRateLimiter, message_key
 from odradek.server.memory_pool import MemoryPool
+from odradek.server.replication_quota_manager import ReplicationQuotas
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
@@ -144,6 +145,7 @@ class Broker:
         self.broker_to_controller = BrokerToControllerChannel(self)
         self.replica_fetchers = ReplicaFetcherManager(self)
         self.alter_partitions = AlterPartitionManager(self)
+        self.replication_quotas = ReplicationQuotas(self)
 
     async def _start_controller(self) -> None:
         self.controller_service = ControllerService(self)

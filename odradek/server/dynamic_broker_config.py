@@ -8,6 +8,8 @@ default (resource name ""); a broker's own value wins over the default, which wi
   ``log.retention.ms`` but not ``log.retention.hours``, ``log.roll.ms`` but not
   ``log.roll.hours``; ``log.message.format.version`` is not among them. odradek applies them
   at once to every topic that has no value of its own.
+- the replication throttles (``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``,
+  applied on their next check; see ``server/replication_quota_manager.py``);
 - the cleaner (``LogCleaner.ReconfigurableConfigs``), thread pools (``DynamicThreadPool``),
   connection limits (``SocketServer``), listeners with their SSL and SASL settings
   (``DynamicListenerConfig``), producer-state expiry, remote-log quotas and metric reporters:
@@ -77,7 +79,11 @@ OTHER_KEYS = frozenset({
     "remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.fetch.max.bytes.per.second",
     "remote.list.offsets.request.timeout.ms",
 })
-ALL_KEYS = LOG_KEYS | CLEANER_KEYS | THREAD_POOL_KEYS | SOCKET_SERVER_KEYS | SECURITY_KEYS | LISTENER_KEYS | OTHER_KEYS
+# Kafka's DynamicConfig.Broker: the replication throttles (server/replication_quota_manager.py).
+REPLICATION_QUOTA_KEYS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                                    "replica.alter.log.dirs.io.max.bytes.per.second"})
+ALL_KEYS = (LOG_KEYS | CLEANER_KEYS | THREAD_POOL_KEYS | SOCKET_SERVER_KEYS | SECURITY_KEYS | LISTENER_KEYS | OTHER_KEYS
+            | REPLICATION_QUOTA_KEYS)
 _CLUSTER_LEVEL_LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
 PER_BROKER_KEYS = (SECURITY_KEYS | LISTENER_KEYS) - _CLUSTER_LEVEL_LISTENER_KEYS
 # Kafka's PASSWORD-typed dynamic configs: described with a null value, as sensitive.

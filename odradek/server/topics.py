@@ -23,6 +23,7 @@ from odradek.metadata.topic_name import validate_topic_name
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import message_format_version
 from odradek.server.delayed_topic_operations import await_deletion, await_leaders
+from odradek.server.replication_quota_manager import FOLLOWER_REPLICAS, LEADER_REPLICAS, check_throttled_replicas
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from odradek.storage.errors import InvalidConfigError
 
@@ -162,6 +163,12 @@ class TopicManager:
             _min_insync_replicas(overrides["min.insync.replicas"])
         if message_format_version.TOPIC_KEY in overrides:
             message_format_version.check(overrides[message_format_version.TOPIC_KEY])
+        for name in (LEADER_REPLICAS, FOLLOWER_REPLICAS):
+            if name in overrides:
+                try:
+                    check_throttled_replicas(name, overrides[name])
+                except ValueError as e:
+                    raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
         try:
             return LogConfig.from_properties(overrides, base=self.broker.log_defaults())
         except (InvalidConfigError, ValueError) as e:

@@ -10,7 +10,9 @@ the range fetched (``replication/transactions.aborted_transactions``: the ``.txn
 segments from the fetch offset on, up to the end of the batches sent), so the consumer drops
 their records; every answer carries the LSO; followers (``replica_id >= 0``, or ``replica_state.replica_id`` from v15) up
 to the log end, and each of their fetches tells the leader how far that follower got
-(``_record_follower_fetch``: the high watermark, the ISR).
+(``_record_follower_fetch``: the high watermark, the ISR). A follower out of the ISR fetching a
+throttled replica gets no records while the leader's replication quota is exceeded
+(``server/replication_quota_manager.py``).
 
 Long poll: while the response holds fewer than ``min_bytes`` and no partition has an error, the
 fetch waits for an append to one of its partitions or for ``max_wait_ms``.
@@ -90,6 +92,8 @@ async def handle(ctx, request):
             await broker.replica_manager.wait_for_appends(keys, remaining)
             total = (_read_all(broker, request, wanted) if magic is None
                      else await _read_converted(broker, request, wanted, magic))
+    if _follower_of(request) >= 0:
+        _record_throttled(broker, wanted)
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 
@@ -136,7 +140,7 @@ def _reads(broker, request, wanted: list[_Wanted], magic: int | None) -> Iterato
     the legacy format to answer in, None for v2 batches as stored."""
     budget = request.max_bytes
     total = 0
-    replica_id = request.replica_id if request.replica_id >= 0 else _replica_id(request)
+    replica_id = _follower_of(request)
     for w in wanted:
         if w.topic is None:
             continue
@@ -147,9 +151,28 @@ def _reads(broker, request, wanted: list[_Wanted], magic: int | None) -> Iterato
         yield size
 
 
-def _replica_id(request) -> int:
+def _follower_of(request) -> int:
+    """The fetching follower's broker id (-1: a consumer)."""
+    if request.replica_id >= 0:
+        return request.replica_id
     state = request.replica_state
     return state.replica_id if state is not None else -1
+
+
+def _leader_throttled(broker, part, replica_id: int, topic: str) -> bool:
+    """Kafka's ``shouldLeaderThrottle``: an out-of-sync follower of a throttled replica gets
+    no records while the leader's replication quota is exceeded."""
+    quota = broker.replication_quotas.leader
+    return replica_id not in part.isr and quota.is_throttled(topic, part.key[1]) and quota.is_quota_exceeded()
+
+
+def _record_throttled(broker, wanted: list[_Wanted]) -> None:
+    """The bytes sent for throttled replicas count against the leader's quota (Kafka's
+    ``sizeOfThrottledPartitions``), in sync or not."""
+    quota = broker.replication_quotas.leader
+    size = sum(len(w.response.records) for w in wanted
+               if w.topic is not None and w.response.records and quota.is_throttled(w.topic, w.request.partition))
+    quota.record(size)
 
 
 def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_bytes: int, first: bool,
@@ -175,6 +198,8 @@ def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_byt
     resp.high_watermark = hw
     resp.last_stable_offset = part.last_stable_offset()
     resp.log_start_offset = part.log_start_offset
+    if not consumer and _leader_throttled(broker, part, replica_id, w.topic):
+        return 0
     if consumer and isolation == READ_COMMITTED:
         resp.aborted_transactions = []
     limit = (resp.last_stable_offset if isolation == READ_COMMITTED else hw) if consumer else None
