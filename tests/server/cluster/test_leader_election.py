@@ -55,7 +55,7 @@ def reported(bootstrap: str, pattern: str, report: str) -> list[str]:
     return [line.split("\tLeader:")[0].strip() for line in result.lines()]
 
 
-def lines(bootstrap: str, topic: str, partitions: list[int]) -> list[str]:
+def lines(topic: str, partitions: list[int]) -> list[str]:
     return [f"Topic: {topic}\tPartition: {p}" for p in partitions]
 
 
@@ -74,8 +74,8 @@ def test_preferred_election_after_a_broker_returns(make_cluster):
         cluster.wait_for_isr(topic, p, [2, 3])
     # broker 1 down: every ISR is [2, 3], at min.insync.replicas=2; every partition has a leader
     live = ",".join(cluster[b].bootstrap for b in (2, 3))
-    assert reported(live, topic, "--under-replicated-partitions") == lines(live, topic, [0, 1, 2, 3])
-    assert reported(live, topic, "--at-min-isr-partitions") == lines(live, topic, [0, 1, 2, 3])
+    assert reported(live, topic, "--under-replicated-partitions") == lines(topic, [0, 1, 2, 3])
+    assert reported(live, topic, "--at-min-isr-partitions") == lines(topic, [0, 1, 2, 3])
     assert reported(live, topic, "--under-min-isr-partitions") == []
     assert reported(live, topic, "--unavailable-partitions") == []
 
@@ -142,9 +142,9 @@ def test_unclean_election_brings_back_a_partition_without_live_isr(make_cluster)
     cluster.restart(2)
     cluster.wait_for_controller()
     bootstrap = cluster[2].bootstrap
-    wait_until(lambda: reported(bootstrap, topic, "--unavailable-partitions") == lines(bootstrap, topic, [0]),
+    wait_until(lambda: reported(bootstrap, topic, "--unavailable-partitions") == lines(topic, [0]),
                30, "partition 0 reported unavailable")
-    assert reported(bootstrap, topic, "--under-min-isr-partitions") == lines(bootstrap, topic, [0])
+    assert reported(bootstrap, topic, "--under-min-isr-partitions") == lines(topic, [0])
 
     preferred = run_cli("leader-election", "--bootstrap-server", bootstrap,
                         "--election-type", "PREFERRED", "--topic", topic, "--partition", "0")
