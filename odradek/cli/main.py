@@ -16,6 +16,7 @@ from odradek.cli import (
     leader_election_cmd,
     perf_cmd,
     produce_cmd,
+    reassign_partitions_cmd,
     topics_cmd,
     transactions_cmd,
 )
@@ -32,6 +33,7 @@ COMMANDS = {
     "transactions": transactions_cmd,
     "configs": configs_cmd,
     "leader-election": leader_election_cmd,
+    "reassign-partitions": reassign_partitions_cmd,
     "dump-log": dump_log_cmd,
     "perf": perf_cmd,
 }
