@@ -1,79 +1,36 @@
 """One broker child process of a test cluster (`BrokerNode`), and reading its log bytes.
 
-A node keeps its broker id, port and data directory for life, so a restart brings the same
-broker back on the same endpoint with the same data. Output (stdout and stderr) goes to
-``broker-<n>.log`` in its directory, one file per start. The process gets SIGKILL from the
-kernel when the thread that started it dies (``PR_SET_PDEATHSIG``): start nodes from the test's
-main thread. See harness.py for the cluster around the nodes.
+The process control (fixed id, port and data directory across restarts; kill, pause, resume,
+terminate; death with the test process through ``PR_SET_PDEATHSIG``, so start nodes from the
+test's main thread) is odradek's own, odradek/testing/broker_node.py; this subclass adds the
+cluster tests' settings, one output file per start (``broker-<n>.log`` in its directory), and
+reading a replica's log. See harness.py for the cluster around the nodes.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
-import random
-import signal
-import socket
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
+from odradek.testing import broker_node
+from odradek.testing.broker_node import free_port  # noqa: F401 - re-exported for the tests
+from odradek.testing.local_cluster import QUICK_PROPS
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SESSION_TIMEOUT_MS = 4000
-_PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True)
+SESSION_TIMEOUT_MS = int(QUICK_PROPS["zookeeper.session.timeout.ms"])
 
 # Broker settings every cluster test shares: Kafka's names, small and quick.
 BASE_PROPS = {
-    "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-    "zookeeper.connection.timeout.ms": "10000",
-    "replica.lag.time.max.ms": "3000",
-    "replica.fetch.wait.max.ms": "200",
-    "replica.fetch.backoff.ms": "200",
-    "replica.high.watermark.checkpoint.interval.ms": "1000",
+    **QUICK_PROPS,
     "controlled.shutdown.enable": "true",
-    "controlled.shutdown.max.retries": "3",
-    "controlled.shutdown.retry.backoff.ms": "500",
     "auto.leader.rebalance.enable": "false",
     "auto.create.topics.enable": "false",
-    "group.initial.rebalance.delay.ms": "0",
-    "offsets.topic.num.partitions": "3",
-    "transaction.state.log.num.partitions": "3",
     # Deleted logs are renamed "-delete" and erased this long after, by the retention pass.
     "log.segment.delete.delay.ms": "200",
     "log.retention.check.interval.ms": "1000",
     "num.partitions": "1",
 }
-
-
-def _ephemeral_start() -> int:
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_port() -> int:
-    """A free port below the kernel's ephemeral range: a broker keeps it across restarts, and
-    while it is down no outgoing connection (which takes ephemeral ports) can occupy it."""
-    high = _ephemeral_start()
-    low = max(10000, high - 15000)
-    for _ in range(100):
-        port = random.randrange(low, high)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in [{low}, {high})")
-
-
-def _die_with_parent() -> None:
-    """Runs in the forked child before exec: SIGKILL it when the test process goes away."""
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def log_batches(data: bytes) -> list[tuple[int, int, bytes]]:
@@ -92,116 +49,17 @@ def log_batches(data: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
-class BrokerNode:
+class BrokerNode(broker_node.BrokerNode):
     """One broker process of a cluster: fixed id, port and data directory across restarts."""
 
     def __init__(self, broker_id: int, directory: Path, connect: str, props: dict[str, str]) -> None:
-        self.broker_id = broker_id
-        self.directory = directory
-        self.data_dir = directory / "data"
-        self.port = free_port()
-        self.props = {
-            **BASE_PROPS,
-            "broker.id": str(broker_id),
-            "zookeeper.connect": connect,
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "log.dirs": str(self.data_dir),
-            **props,
-        }
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
-        self.paused = False
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        super().__init__(broker_id, directory, {**BASE_PROPS, "zookeeper.connect": connect, **props},
+                         log_level=os.environ.get("ODRADEK_CLUSTER_LOG_LEVEL", "INFO"), env=env)
 
     @property
     def log_path(self) -> Path:
         return self.directory / f"broker-{self.starts}.log"
-
-    def __repr__(self) -> str:
-        state = "stopped" if not self.alive else ("paused" if self.paused else f"pid {self.proc.pid}")
-        return f"<broker {self.broker_id} {self.bootstrap} {state}>"
-
-    # --- process control -------------------------------------------------------------------
-
-    def launch(self) -> None:
-        """Start the process (not waiting for it to be ready); output goes to ``log_path``."""
-        if self.alive:
-            raise RuntimeError(f"broker {self.broker_id} is already running")
-        self.starts += 1
-        self.directory.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "odradek.cli.main", "broker",
-                "--log-level", os.environ.get("ODRADEK_CLUSTER_LOG_LEVEL", "INFO")]
-        for key, value in self.props.items():
-            args += ["--override", f"{key}={value}"]
-        # PYTHONFAULTHANDLER: a SIGABRT makes the broker print every thread's stack first
-        # (`terminate` does that to a broker that does not stop).
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-        with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=self.directory, env=env, preexec_fn=_die_with_parent)
-        self.paused = False
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def output(self, tail: int = 4000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-tail:]
-        except OSError:
-            return ""
-
-    def accepts_connections(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
-    def kill(self) -> None:
-        """kill -9, and reap it."""
-        if self.alive:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(30)
-        self.paused = False
-
-    def pause(self) -> None:
-        """SIGSTOP: the process stops answering anything, ZooKeeper included."""
-        self.proc.send_signal(signal.SIGSTOP)
-        self.paused = True
-
-    def resume(self) -> None:
-        self.proc.send_signal(signal.SIGCONT)
-        self.paused = False
-
-    def terminate(self, timeout: float = 60) -> int:
-        """SIGTERM (a controlled shutdown) and its exit status. A broker still running after
-        ``timeout`` s gets SIGABRT (its threads' stacks go to its output), then SIGKILL, and
-        AssertionError is raised with the end of its output: a broker must stop by itself."""
-        if not self.alive:
-            return self.proc.returncode
-        if self.paused:
-            self.resume()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.send_signal(signal.SIGABRT)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-            self.kill()
-            raise AssertionError(f"broker {self.broker_id} did not stop within {timeout} s of SIGTERM; "
-                                 f"its output ends:\n{self.output(6000)}") from None
 
     # --- its data --------------------------------------------------------------------------
 
