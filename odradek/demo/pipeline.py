@@ -1,6 +1,7 @@
 """``odradek demo``: the activity-stream pipeline, end to end.
 
-1. an embedded broker (``embedded_broker``), unless a bootstrap server is given;
+1. an embedded broker (``embedded_broker``), or a local cluster of ``brokers`` brokers, unless a
+   bootstrap server is given; the topics get min(3, brokers in the cluster) replicas;
 2. the topics ``page_views`` and ``searches`` (keyed by member), ``page_view_counts`` and
    the compacted ``member_visits``; a synthetic activity stream produced into the first two
    (``activity``, ``produce``), with a progress bar;
@@ -56,15 +57,38 @@ class DemoConfig:
     directory: Path = Path("data/demo")
     members: int = 1000
     partitions: int = 4
+    brokers: int = 1             # more: a local ZooKeeper-mode cluster of that many brokers
     seed: int | None = None      # None: a new stream each run
 
 
 def create_topics(bootstrap: str, partitions: int) -> None:
+    """The demo's topics (those missing), with min(3, brokers in the cluster) replicas each."""
     with AdminClient(bootstrap, client_id="odradek-demo") as admin:
-        for topic in (NewTopic(PAGE_VIEWS, partitions, -1), NewTopic(SEARCHES, partitions, -1),
-                      NewTopic(streaming_job.PAGE_VIEW_COUNTS, partitions, -1),
-                      NewTopic(streaming_job.MEMBER_VISITS, partitions, -1, configs={"cleanup.policy": "compact"})):
+        replicas = min(3, len(admin.describe_cluster().brokers))
+        for topic in (NewTopic(PAGE_VIEWS, partitions, replicas), NewTopic(SEARCHES, partitions, replicas),
+                      NewTopic(streaming_job.PAGE_VIEW_COUNTS, partitions, replicas),
+                      NewTopic(streaming_job.MEMBER_VISITS, partitions, replicas,
+                               configs={"cleanup.policy": "compact"})):
             ensure_topic(admin, topic)
+
+
+def start_brokers(base: Path, config: DemoConfig):
+    """The demo's own broker (``base/broker``), or with ``config.brokers`` > 1 its own local
+    cluster (``base/cluster``: ZooKeeper and the brokers, see odradek/testing/local_cluster.py)
+    whose default replication factor (for the Spark sink's log) is min(3, brokers). Either
+    has ``bootstrap`` and ``stop()``, and ignores the terminal's Ctrl-C (the demo's to handle)."""
+    if config.brokers == 1:
+        return EmbeddedBroker(base / "broker", config.partitions).start()
+    from odradek.testing.local_cluster import LocalCluster
+
+    props = {"num.partitions": str(config.partitions), "default.replication.factor": str(min(3, config.brokers)),
+             "log.cleaner.backoff.ms": "5000"}
+    cluster = LocalCluster(base / "cluster", config.brokers, props=props, log_level="WARNING", new_session=True)
+    try:
+        return cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
 
 
 def stream_time(bootstrap: str, partitions: int) -> int:
@@ -119,10 +143,11 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
     base.mkdir(parents=True, exist_ok=True)
     broker = None
     if config.bootstrap is None:
-        with _phase(console, "starting the embedded broker"):
-            broker = EmbeddedBroker(base / "broker", config.partitions).start()
+        what = "the embedded broker" if config.brokers == 1 else f"ZooKeeper and {config.brokers} brokers"
+        with _phase(console, f"starting {what}"):
+            broker = start_brokers(base, config)
     bootstrap = config.bootstrap or broker.bootstrap
-    console.print(f"broker at [bold]{bootstrap}[/]; demo state in {base}")
+    console.print(f"{'broker' if config.brokers == 1 else 'brokers'} at [bold]{bootstrap}[/]; demo state in {base}")
     own_spark = spark is None
     counter = streaming_job.RowCounter()
     try:
