@@ -229,13 +229,15 @@ def _describe(admin, args) -> int:
     configs = admin.describe_configs(resources)
     live = {b.node_id for b in admin.describe_cluster().brokers}
     reports = {r for r in _REPORTS if getattr(args, r)}
+    moving = _reassignments(admin, descriptions) if reports else {}
     selected = []  # (topic, partitions a report selects)
     for name in names:
         topic = descriptions[name]
         entries = configs.get(ConfigResource(ResourceType.TOPIC, name), {})
         if reports:
             min_isr = _min_isr(entries)
-            partitions = [p for p in topic.partitions if reports & partition_reports(p, live, min_isr)]
+            partitions = [p for p in topic.partitions
+                          if reports & partition_reports(p, live, min_isr, moving.get((name, p.partition)))]
             if partitions:
                 selected.append((topic, partitions))
             continue
@@ -247,13 +249,20 @@ def _describe(admin, args) -> int:
     return 0
 
 
-def partition_reports(partition, live: set[int], min_isr: int) -> set[str]:
+def partition_reports(partition, live: set[int], min_isr: int, reassignment=None) -> set[str]:
     """The replication reports that select ``partition`` (Kafka's ``PartitionDescription``:
     ``isUnderReplicated``, ``hasUnavailablePartitions``, ``isUnderMinIsr``,
-    ``isAtMinIsrPartitions``), given the live brokers and the topic's min.insync.replicas."""
+    ``isAtMinIsrPartitions``), given the live brokers, the topic's min.insync.replicas and the
+    partition's reassignment in progress, if any: while one moves the partition, its
+    replication factor is the replicas less those being added (Kafka's
+    ``getReplicationFactor``), so replicas still catching up do not count as missing."""
     has_leader = partition.leader >= 0
+    replication_factor = len(partition.replicas)
+    if reassignment is not None and set(partition.replicas) & (
+            set(reassignment.adding_replicas) | set(reassignment.removing_replicas)):
+        replication_factor = len(reassignment.replicas) - len(reassignment.adding_replicas)
     found = set()
-    if len(partition.replicas) - len(partition.isr) > 0:
+    if replication_factor - len(partition.isr) > 0:
         found.add("under_replicated_partitions")
     if not has_leader or partition.leader not in live:
         found.add("unavailable_partitions")
@@ -262,6 +271,18 @@ def partition_reports(partition, live: set[int], min_isr: int) -> set[str]:
     if len(partition.isr) == min_isr:
         found.add("at_min_isr_partitions")
     return found
+
+
+def _reassignments(admin, descriptions) -> dict:
+    """The reassignments in progress of the described partitions; none when the cluster does
+    not answer ListPartitionReassignments (as kafka-topics.sh)."""
+    from odradek.client import UnsupportedVersionError
+
+    partitions = [(t.name, p.partition) for t in descriptions.values() for p in t.partitions]
+    try:
+        return admin.list_partition_reassignments(partitions) if partitions else {}
+    except UnsupportedVersionError:
+        return {}
 
 
 def _min_isr(entries: dict) -> int:

@@ -29,6 +29,18 @@ def test_partition_reports(partition, min_isr, expected):
     assert partition_reports(partition, {1, 2}, min_isr) == expected
 
 
+def test_under_replicated_counts_the_replicas_a_reassignment_keeps():
+    from odradek.client.admin_reassignments import PartitionReassignment
+
+    # moving [1, 2] to [2, 3]: replicas [2, 3, 1] with 3 adding, 1 removing; the ISR [1, 2]
+    # is whole for a replication factor of 2 while 3 catches up
+    moving = PartitionReassignment(replicas=(2, 3, 1), adding_replicas=(3,), removing_replicas=(1,))
+    p = part(1, [2, 3, 1], [1, 2])
+    assert "under_replicated_partitions" not in partition_reports(p, {1, 2, 3}, 1, moving)
+    assert "under_replicated_partitions" in partition_reports(p, {1, 2, 3}, 1, None)
+    assert "under_replicated_partitions" in partition_reports(part(1, [2, 3, 1], [1]), {1, 2, 3}, 1, moving)
+
+
 def test_reports_on_one_broker(cli, topic_name):
     strict, plain = topic_name + "-strict", topic_name + "-plain"
     assert cli("topics", "--create", "--topic", strict, "--partitions", "2",
