@@ -57,6 +57,9 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int, str]] = {
     "segment.jitter.ms": (("log.roll.jitter.ms", "log.roll.jitter.hours"), LONG, "0"),
     "segment.ms": (("log.roll.ms", "log.roll.hours"), LONG, "604800000"),
     "unclean.leader.election.enable": (("unclean.leader.election.enable",), BOOLEAN, "false"),
+    # No broker synonym: the default has no synonym entry either (Kafka's configSynonyms).
+    "leader.replication.throttled.replicas": ((), LIST, ""),
+    "follower.replication.throttled.replicas": ((), LIST, ""),
 }
 
 _SCALE = {"minutes": 60_000, "hours": 3_600_000}
@@ -99,8 +102,9 @@ def topic_entries(static: dict[str, str], dynamic: dict[str, str], overrides: di
         for key in synonyms:
             if key in static:
                 levels.append((key, _in_ms(key, static[key]), STATIC_BROKER_CONFIG))
-        levels.append((synonyms[0], default, DEFAULT_CONFIG))
-        value, source = levels[0][1], levels[0][2]
+        if synonyms:
+            levels.append((synonyms[0], default, DEFAULT_CONFIG))
+        value, source = (levels[0][1], levels[0][2]) if levels else (default, DEFAULT_CONFIG)
         out.append(Entry(name, value, source, config_type=type_, synonyms=levels))
     return out
 
