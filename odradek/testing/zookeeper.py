@@ -8,8 +8,8 @@ Layout of ``directory``: ``zoo.cfg`` (rewritten at each start), ``data/`` (ZooKe
 ``dataDir``: snapshots and transaction log, so a restart on the same directory brings the same
 znodes back), ``server.log`` (its output, appended to).
 
-Contract: `start()` returns once the server answers the four-letter command ``ruok`` with
-``imok`` on ``port`` (a free port is chosen when ``port`` is 0), or raises `ZooKeeperStartError`
+Contract: `start()` returns once the server takes sessions on ``port`` (see `serving`; a free
+port is chosen when ``port`` is 0), or raises `ZooKeeperStartError`
 with the end of its output. `stop()` is SIGTERM (SIGKILL after 10 s) and waits for the exit.
 With ``die_with_parent`` the kernel kills the server when the thread that started it ends
 (``PR_SET_PDEATHSIG``); with ``new_session`` it does not get the terminal's Ctrl-C (whoever
@@ -34,7 +34,7 @@ START_LIMIT_S = 30.0
 
 
 class ZooKeeperStartError(RuntimeError):
-    """The server exited, or did not answer ``ruok``, while starting."""
+    """The server exited, or did not serve, while starting."""
 
 
 def zookeeper_installed() -> bool:
@@ -48,11 +48,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def answers_ruok(port: int) -> bool:
+def serving(port: int) -> bool:
+    """Whether the server takes sessions: the four-letter command ``srvr`` answers with its
+    version then ("Zookeeper version: ..."), and "This ZooKeeper instance is not currently
+    serving requests" before (when ``ruok`` already answers ``imok`` and sessions are refused)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-            sock.sendall(b"ruok")
-            return sock.recv(16) == b"imok"
+            sock.sendall(b"srvr")
+            return sock.recv(64).startswith(b"Zookeeper version")
     except OSError:
         return False
 
@@ -95,14 +98,14 @@ class ZooKeeperServer:
             f"clientPort={self.port}\n"
             "clientPortAddress=127.0.0.1\n"
             "admin.enableServer=false\n"
-            "4lw.commands.whitelist=ruok\n"
+            "4lw.commands.whitelist=ruok,srvr\n"
         )
         classpath = f"{CONF_DIR}:{ZOOKEEPER_JAR}"
         args = ["java", "-Xmx128m", "-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)]
         self.process = popen_child(args, self.log_path, env={"ZOO_LOG_DIR": str(self.directory)},
                                    die_with_parent=self.die_with_parent, new_session=self.new_session)
         deadline = time.monotonic() + START_LIMIT_S
-        while not answers_ruok(self.port):
+        while not serving(self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise ZooKeeperStartError(f"ZooKeeper did not start within {START_LIMIT_S:.0f} s on port "
