@@ -93,7 +93,8 @@ def run(args) -> int:
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     directory = Path(args.data_dir).resolve()
     cluster = LocalCluster(directory, args.brokers, port=args.port, props=props,
-                           log_level=args.log_level.upper(), new_session=True)
+                           log_level=args.log_level.upper(), new_session=True,
+                           notice=lambda text: print(f"odradek cluster: {text}", flush=True))
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     failure = None
     try:

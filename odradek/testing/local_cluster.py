@@ -111,12 +111,15 @@ def known_broker_ids(bootstrap: str) -> set[int]:
 class LocalCluster:
     """See the module docstring. ``brokers``: a count (ids 1..N) or the ids; ``props``: broker
     configs (Kafka's names) for every broker; ``new_session``: children do not get the
-    terminal's Ctrl-C (``odradek cluster`` stops them itself, in order)."""
+    terminal's Ctrl-C (``odradek cluster`` stops them itself, in order); ``notice(text)`` is
+    told of a long wait while starting."""
 
     def __init__(self, directory: Path, brokers: int | Iterable[int] = 3, *, port: int = 0,
                  props: dict[str, str] | None = None, zookeeper: ZooKeeperServer | None = None,
-                 chroot: str = "", log_level: str = "INFO", new_session: bool = False) -> None:
+                 chroot: str = "", log_level: str = "INFO", new_session: bool = False,
+                 notice: Callable[[str], None] | None = None) -> None:
         self.directory = Path(directory)
+        self.notice = notice or (lambda text: None)
         ids = list(range(1, brokers + 1)) if isinstance(brokers, int) else list(brokers)
         if not ids:
             raise ValueError("a cluster needs at least one broker")
@@ -172,6 +175,7 @@ class LocalCluster:
         still there would refuse to start (its id is in use)."""
         stale = set(self.nodes) & set(self.registered_ids())
         if stale and not any(node.alive for node in self.nodes.values()):
+            self.notice(f"waiting for ZooKeeper to expire the sessions of the previous run's brokers {sorted(stale)}")
             wait_until(lambda: not set(self.nodes) & set(self.registered_ids()), 60,
                        f"the previous run's registrations of brokers {sorted(stale)} to expire", interval=0.5)
 
