@@ -192,6 +192,98 @@ def test_disabled_mode_ignores_racks():
     )
 
 
+# Kafka's AdminRackAwareTest: six brokers in three racks, seven partitions, three replicas.
+KAFKA_RACKS = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
+
+
+def test_kafkas_rack_alternated_list_and_assignment():
+    assert rack_alternated_brokers(KAFKA_RACKS) == [0, 3, 1, 5, 4, 2]
+    assert rack_alternated_brokers({b: r for b, r in KAFKA_RACKS.items() if b != 5}) == [0, 3, 1, 4, 2]
+    assert assign_replicas_to_brokers(KAFKA_RACKS, 7, 3, 0, 0) == {
+        0: [0, 3, 1],
+        1: [3, 1, 5],
+        2: [1, 5, 4],
+        3: [5, 4, 2],
+        4: [4, 2, 0],
+        5: [2, 0, 3],
+        6: [0, 4, 2],  # the second round shifts the followers
+    }
+
+
+# The seed's five brokers, 1000-1004, in two racks of three and two.
+SEED_RACKS = {1000: "rack-a", 1001: "rack-a", 1002: "rack-a", 1003: "rack-b", 1004: "rack-b"}
+
+
+def test_seed_brokers_in_two_racks_worked_example():
+    assert rack_alternated_brokers(SEED_RACKS) == [1000, 1003, 1001, 1004, 1002]
+    assignment = assign_replicas_to_brokers(SEED_RACKS, 10, 3, 0)
+    assert [assignment[p] for p in range(6)] == [
+        [1000, 1003, 1001],  # leader from the alternated list, then the other rack first
+        [1003, 1001, 1004],
+        [1001, 1004, 1002],
+        [1004, 1002, 1000],
+        [1002, 1003, 1001],
+        [1000, 1004, 1002],  # partition 5 starts the second round: followers shifted
+    ]
+
+
+def check_distribution(assignment, racks, rf, *, even_replicas=True):
+    """Kafka's ``RackAwareTest.checkReplicaDistribution``: no broker twice in a partition,
+    every partition on ``min(rf, racks)`` racks, leaders (and replicas) even over brokers."""
+    n_racks = len(set(racks.values()))
+    for replicas in assignment.values():
+        assert len(set(replicas)) == rf
+        assert len({racks[b] for b in replicas}) == min(rf, n_racks)
+    leaders = Counter(r[0] for r in assignment.values())
+    assert set(leaders.values()) == {len(assignment) // len(racks)}
+    assert set(leaders) == set(racks)
+    if even_replicas:
+        load = Counter(b for r in assignment.values() for b in r)
+        assert set(load.values()) == {len(assignment) * rf // len(racks)}
+
+
+@pytest.mark.parametrize("rf", [2, 3])
+@pytest.mark.parametrize("start", [-1, 0, 3])
+def test_seed_brokers_in_two_racks_spread_and_balance(rf, start):
+    # Two racks: RF 2 puts one replica in each; RF 3 keeps both racks in every partition.
+    assignment = assign_replicas_to_brokers(SEED_RACKS, 10, rf, start, rng=random.Random(5))
+    check_distribution(assignment, SEED_RACKS, rf, even_replicas=False)
+
+
+@pytest.mark.parametrize(("racks", "partitions", "rf"), [
+    (KAFKA_RACKS, 6, 3),
+    ({0: "rack1", 1: "rack2", 2: "rack2", 3: "rack3", 4: "rack3", 5: "rack1"}, 12, 2),
+    ({0: "rack1", 1: "rack2", 4: "rack3"}, 3, 2),
+    ({b: f"rack{1 + b % 3}" for b in range(12)}, 96, 3),
+])
+def test_kafkas_even_distributions(racks, partitions, rf):
+    check_distribution(assign_replicas_to_brokers(racks, partitions, rf, rng=random.Random(1)), racks, rf)
+
+
+def test_more_replicas_than_racks_use_every_rack():
+    racks = {0: "rack1", 1: "rack2", 2: "rack2", 3: "rack3", 4: "rack3", 5: "rack2"}
+    for replicas in assign_replicas_to_brokers(racks, 6, 5).values():
+        assert len(set(replicas)) == 5 and {racks[b] for b in replicas} == {"rack1", "rack2", "rack3"}
+
+
+def test_one_rack_is_the_rack_unaware_spread():
+    racks = dict.fromkeys(range(6), "rack1")
+    assignment = assign_replicas_to_brokers(racks, 6, 3)
+    assert Counter(r[0] for r in assignment.values()) == Counter(range(6))
+
+
+def test_new_partitions_of_a_rack_aware_topic_stay_rack_aware():
+    existing = assign_replicas_to_brokers(SEED_RACKS, 4, 2, 0)
+    added = assign_new_partitions(SEED_RACKS, existing, 9)
+    assert sorted(added) == [4, 5, 6, 7, 8]
+    assert all({SEED_RACKS[b] for b in r} == {"rack-a", "rack-b"} for r in added.values())
+    with pytest.raises(InvalidReplicaAssignmentError):
+        assign_new_partitions({**SEED_RACKS, 1005: None}, existing, 9)
+    unaware = assign_new_partitions({**SEED_RACKS, 1005: None}, existing, 9,
+                                    rack_aware_mode=RackAwareMode.DISABLED)
+    assert sorted(unaware) == [4, 5, 6, 7, 8]
+
+
 # -- new partitions -------------------------------------------------------------------------
 
 
