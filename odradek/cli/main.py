@@ -14,6 +14,7 @@ from odradek.cli import (
     dump_log_cmd,
     groups_cmd,
     leader_election_cmd,
+    mirror_cmd,
     perf_cmd,
     produce_cmd,
     reassign_partitions_cmd,
@@ -34,6 +35,7 @@ COMMANDS = {
     "configs": configs_cmd,
     "leader-election": leader_election_cmd,
     "reassign-partitions": reassign_partitions_cmd,
+    "mirror": mirror_cmd,
     "dump-log": dump_log_cmd,
     "perf": perf_cmd,
 }

@@ -116,10 +116,14 @@ class GroupAdmin:
 
         return await self._settle(list(dict.fromkeys(group_ids)), ask, self._deadline(None))
 
-    async def list_group_offsets(self, group_id: str, partitions=None) -> dict[TopicPartition, OffsetAndMetadata]:
-        """The group's committed offsets (of ``partitions``, or all it has)."""
+    async def list_group_offsets(self, group_id: str, partitions=None, *,
+                                 require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (of ``partitions``, or all it has). ``require_stable``
+        (Kafka's ``ListConsumerGroupOffsetsOptions.requireStable``, KIP-447): a partition with
+        an offset pending in an open transaction raises UNSTABLE_OFFSET_COMMIT (retriable)."""
         return await self._coordinator(group_id).fetch_offsets(
-            None if partitions is None else [TopicPartition(*tp) for tp in partitions])
+            None if partitions is None else [TopicPartition(*tp) for tp in partitions],
+            require_stable=require_stable)
 
     async def alter_group_offsets(self, group_id: str, offsets: dict) -> None:
         """Set the group's committed offsets: ``{TopicPartition: int | OffsetAndMetadata}``
