@@ -3,6 +3,7 @@
     odradek topics --bootstrap-server H:P --create --topic T --partitions N --replication-factor R
     odradek topics --bootstrap-server H:P --create --topic T --replica-assignment 1000:1001,1001:1002
     odradek topics --list | --describe [--topic T] | --alter --topic T --partitions N | --delete --topic T
+    odradek topics ... --create | --alter --partitions N ... --disable-rack-aware
 
 ``--replica-assignment`` is Kafka's syntax: commas separate partitions, colons
 separate the replicas of one partition, preferred leader first. ``1000,1000,1000,1000,1000``
@@ -10,6 +11,13 @@ is five partitions, each with one replica on broker 1000; ``1000:1001,1001:1002`
 partitions with two replicas each. It replaces ``--partitions`` and
 ``--replication-factor``. With ``--alter`` it lists every partition, and the entries
 beyond the current count place the new partitions.
+
+Replicas are placed by the brokers with Kafka's algorithm, rack-aware when the brokers have a
+``broker.rack`` (the replicas of a partition spread over the racks); when only some brokers
+have one the creation is refused (INVALID_REPLICA_ASSIGNMENT). ``--disable-rack-aware``
+makes the tool compute a rack-unaware assignment itself, over the live brokers that
+DescribeCluster lists (as kafka-topics.sh did with ``--zookeeper``), and send it as an
+explicit one.
 
 ``--topic`` names one topic; a value with characters a topic name cannot hold (``*``, ``|``,
 ``[`` ...) is a regular expression matched against every name, as Kafka's tool allows.
@@ -64,6 +72,8 @@ def add_parser(sub) -> None:
                    help="explicit replicas: commas between partitions, colons between replicas")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="a topic config for --create, repeatable")
+    p.add_argument("--disable-rack-aware", action="store_true",
+                   help="--create / --alter --partitions: place replicas ignoring the brokers' racks")
     p.add_argument("--if-not-exists", action="store_true", help="--create: no error if it exists")
     p.add_argument("--if-exists", action="store_true", help="--alter/--delete/--describe: no error if absent")
     p.add_argument("--exclude-internal", action="store_true", help="leave out internal topics")
@@ -88,6 +98,8 @@ def _run(args) -> int:
         raise CommandError(f"--{action} needs --topic")
     if args.config and action != "create":
         raise CommandError("--config goes with --create (change configs with 'odradek configs')")
+    if args.disable_rack_aware and action not in ("create", "alter"):
+        raise CommandError("--disable-rack-aware goes with --create or --alter")
     for report in _REPORTS:
         if getattr(args, report) and action != "describe":
             raise CommandError(f"--{report.replace('_', '-')} goes with --describe")
@@ -137,11 +149,14 @@ def _create(admin, args) -> int:
                 raise CommandError(f"{flag} must be positive, not {value}")
         topic = NewTopic(args.topic, -1 if args.partitions is None else args.partitions,
                          -1 if args.replication_factor is None else args.replication_factor, configs=configs)
+        if args.disable_rack_aware:
+            topic = NewTopic(args.topic, replica_assignment=_rack_unaware_assignment(admin, topic), configs=configs)
     try:
         admin.create_topics([topic])
     except BrokerError as e:
         if args.if_not_exists and e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
             return 0
+        _explain_rack_refusal(e)
         raise
     print(f"Created topic {args.topic}.")
     return 0
@@ -182,7 +197,7 @@ def _selected(admin, args) -> list[str]:
 
 
 def _alter(admin, args) -> int:
-    from odradek.client import NewPartitions
+    from odradek.client import BrokerError, NewPartitions
 
     if args.partitions is None:
         raise CommandError("--alter needs --partitions (the new total)")
@@ -201,9 +216,68 @@ def _alter(admin, args) -> int:
                 raise CommandError(f"--replica-assignment lists {len(given)} partitions, "
                                    f"--partitions says {args.partitions}")
             assignments = [given[p] for p in range(current, args.partitions)]
-        admin.create_partitions({name: NewPartitions(args.partitions, assignments)})
+        elif args.disable_rack_aware:
+            assignments = _rack_unaware_new_partitions(admin, descriptions[name], args.partitions)
+        try:
+            admin.create_partitions({name: NewPartitions(args.partitions, assignments)})
+        except BrokerError as e:
+            _explain_rack_refusal(e)
+            raise
         print(f"Topic {name} now has {args.partitions} partitions.")
     return 0
+
+
+def _broker_racks(admin) -> dict[int, str | None]:
+    return {b.node_id: b.rack for b in admin.describe_cluster().brokers}
+
+
+def _rack_unaware_assignment(admin, topic) -> dict[int, list[int]]:
+    """Kafka's rack-unaware assignment of ``topic`` over the live brokers; a count left out
+    (-1) is the broker's ``num.partitions`` / ``default.replication.factor``."""
+    from odradek.controller.assignment import RackAwareMode, assign_replicas_to_brokers
+    from odradek.metadata.errors import MetadataError
+
+    racks = _broker_racks(admin)
+    partitions, replication = topic.num_partitions, topic.replication_factor
+    if partitions == -1 or replication == -1:
+        defaults = _broker_defaults(admin, min(racks))
+        partitions = int(defaults["num.partitions"]) if partitions == -1 else partitions
+        replication = int(defaults["default.replication.factor"]) if replication == -1 else replication
+    try:
+        return assign_replicas_to_brokers(racks, partitions, replication, rack_aware_mode=RackAwareMode.DISABLED)
+    except MetadataError as e:
+        raise CommandError(str(e)) from None
+
+
+def _rack_unaware_new_partitions(admin, description, total: int) -> list[list[int]]:
+    """The replicas of partitions ``len(description.partitions) .. total - 1``, rack-unaware,
+    continuing the topic's pattern (Kafka's ``assign_new_partitions``)."""
+    from odradek.controller.assignment import RackAwareMode, assign_new_partitions
+    from odradek.metadata.errors import MetadataError
+
+    existing = {p.partition: list(p.replicas) for p in description.partitions}
+    try:
+        added = assign_new_partitions(_broker_racks(admin), existing, total, rack_aware_mode=RackAwareMode.DISABLED)
+    except MetadataError as e:
+        raise CommandError(str(e)) from None
+    return [added[p] for p in sorted(added)]
+
+
+def _broker_defaults(admin, broker_id: int) -> dict[str, str]:
+    from odradek.client import ConfigResource, ResourceType
+
+    resource = ConfigResource(ResourceType.BROKER, str(broker_id))
+    entries = admin.describe_configs([resource]).get(resource, {})
+    return {k: e.value for k, e in entries.items()}
+
+
+def _explain_rack_refusal(error) -> None:
+    """A refusal because only some brokers have a rack, said as kafka-topics.sh says it."""
+    from odradek.protocol.generated.error_codes import ErrorCode
+
+    if error.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT and "rack" in (error.message or ""):
+        raise CommandError("Not all brokers have rack information. Add --disable-rack-aware in command line "
+                           "to make replica assignment without rack information.") from None
 
 
 def _delete(admin, args) -> int:

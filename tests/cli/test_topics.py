@@ -176,3 +176,23 @@ def test_missing_action_is_a_usage_error():
     result = run_cli("topics", "--topic", "x")
     assert result.code == 2
     assert "one of the arguments --create --list --describe --alter --delete is required" in result.err
+
+
+def test_disable_rack_aware_assigns_in_the_tool(cli, broker, topic_name):
+    # The tool computes the assignment itself: the broker's num.partitions when not given.
+    result = cli("topics", "--create", "--topic", topic_name, "--disable-rack-aware")
+    assert (result.code, result.err) == (0, "")
+    described = describe_json(cli, topic_name)
+    assert [p["replicas"] for p in described["partitions"]] == [[BROKER_ID]] * described["partition_count"]
+    grown = cli("topics", "--alter", "--topic", topic_name, "--partitions", "3", "--disable-rack-aware")
+    assert (grown.code, grown.err) == (0, "")
+    assert [p["replicas"] for p in describe_json(cli, topic_name)["partitions"]] == [[BROKER_ID]] * 3
+    refused = cli("topics", "--create", "--topic", topic_name + "x", "--partitions", "1",
+                  "--replication-factor", "2", "--disable-rack-aware")
+    assert refused.code == 1
+    assert "Replication factor: 2 larger than available brokers: 1." in refused.err
+
+
+def test_disable_rack_aware_only_with_create_or_alter(cli):
+    result = cli("topics", "--list", "--disable-rack-aware")
+    assert (result.code, result.err) == (1, "odradek topics: --disable-rack-aware goes with --create or --alter\n")
