@@ -1,0 +1,233 @@
+"""MirrorMaker between two brokers on loopback (in this process): a live stream copied with
+keys, headers, timestamps and partitions, the target topic created like the source's, a
+restart resuming from the positions committed on the target, topics and partitions found
+later, config sync, aborted source transactions left out, and a second mirror fencing the
+first."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
+
+from odradek.client import (
+    AdminClient,
+    AlterConfigOp,
+    AlterConfigOpType,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    Producer,
+    ResourceType,
+)
+from odradek.mirror import MirrorConfig, MirrorError
+from tests.mirror.mirror_harness import (
+    LiveProducer,
+    MirrorThread,
+    committed_positions,
+    expected_partitions,
+    produce,
+    read_partitions,
+    wait_caught_up,
+)
+from odradek.testing.broker import InProcessBroker
+
+pytestmark = pytest.mark.timeout(120)
+
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory):
+    """(source, target): two single-broker clusters."""
+    root = tmp_path_factory.mktemp("mirror")
+    with InProcessBroker(root / "source") as source, InProcessBroker(root / "target") as target:
+        yield source, target
+
+
+@pytest.fixture
+def names():
+    """A topic prefix and a group id no other test uses."""
+    tag = uuid.uuid4().hex[:8]
+    return f"m{tag}", f"mirror-{tag}"
+
+
+def mirror_config(source, target, topics: str, group_id: str, **overrides) -> MirrorConfig:
+    settings = {"commit_interval_ms": 100, "reporting_interval_ms": 200, "refresh_topics_interval_s": 0.3}
+    settings.update(overrides)
+    return MirrorConfig(source.bootstrap, target.bootstrap, topics, group_id=group_id, **settings)
+
+
+def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
+    """The topic's configs set for it (not defaults)."""
+    with AdminClient(bootstrap) as admin:
+        entries = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)])
+    return {e.name: e.value for e in next(iter(entries.values())).values() if not e.is_default}
+
+
+def test_live_stream_is_copied_partition_by_partition(clusters, names):
+    source, target = clusters
+    prefix, group = names
+    topic = f"{prefix}-orders"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1, configs={
+            "retention.ms": "86400000", "cleanup.policy": "compact", "max.message.bytes": "200000",
+            "min.insync.replicas": "1"})])  # min.insync.replicas belongs to the source cluster: not copied
+    produce(source.bootstrap, topic, 0, 500, PARTITIONS)  # some history before the mirror starts
+    live = LiveProducer(source.bootstrap, topic, 500, 3000, PARTITIONS)
+    with MirrorThread(mirror_config(source, target, f"{prefix}-.*", group)) as mirror:
+        live.start()
+        live.finish()
+        ends = wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+        progress = mirror.stop()
+
+    with AdminClient(target.bootstrap) as admin:
+        assert len(admin.describe_topics([topic])[topic].partitions) == PARTITIONS
+    assert topic_configs(target.bootstrap, topic) == {
+        "retention.ms": "86400000", "cleanup.policy": "compact", "max.message.bytes": "200000"}
+    copied = read_partitions(target.bootstrap, topic)
+    assert copied == expected_partitions(0, 3000, PARTITIONS)
+    assert copied == read_partitions(source.bootstrap, topic)
+
+    summary = progress.topics()[topic]
+    assert (summary.partitions, summary.copied, summary.end, summary.position, summary.lag) == (
+        PARTITIONS, 3000, sum(ends.values()), sum(ends.values()), 0)
+    assert "3000 records copied" in summary.line() and "(lag 0)" in summary.line()
+
+    # A Kafka client sees the same records, with their source timestamps as CreateTime.
+    consumer = KafkaConsumer(bootstrap_servers=target.bootstrap, isolation_level="read_committed",
+                             auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=3000)
+    consumer.assign([KafkaTopicPartition(topic, 0)])
+    first = next(iter(consumer))
+    consumer.close()
+    assert (first.key, first.value, first.timestamp, first.timestamp_type) == (
+        b"key-0", b"value-0", 1_600_000_000_000, 0)
+    assert first.headers == [("seq", b"0"), ("origin", b"source")]
+
+
+def test_a_restarted_mirror_copies_only_what_is_new(clusters, names):
+    source, target = clusters
+    prefix, group = names
+    topic = f"{prefix}-events"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    produce(source.bootstrap, topic, 0, 900, PARTITIONS)
+    config = mirror_config(source, target, topic, group)
+    with MirrorThread(config) as mirror:
+        wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+        assert mirror.stop().copied == 900
+
+    produce(source.bootstrap, topic, 900, 1500, PARTITIONS)
+    with MirrorThread(config) as mirror:
+        wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+        progress = mirror.stop()
+    assert progress.copied == 600  # the first 900 were behind the committed positions
+    assert read_partitions(target.bootstrap, topic) == expected_partitions(0, 1500, PARTITIONS)
+
+    # Another group id has no positions on the target: it starts from the source's beginning.
+    other = f"{group}-other"
+    with MirrorThread(mirror_config(source, target, topic, other)) as mirror:
+        wait_caught_up(source.bootstrap, target.bootstrap, [topic], other)
+        assert mirror.stop().copied == 1500
+
+
+def test_topics_and_partitions_added_later_are_mirrored(clusters, names):
+    source, target = clusters
+    prefix, group = names
+    first, second = f"{prefix}-a", f"{prefix}-b"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(first, 1, 1)])
+    produce(source.bootstrap, first, 0, 100, 1)
+    with MirrorThread(mirror_config(source, target, f"{prefix}-.*", group)) as mirror:
+        wait_caught_up(source.bootstrap, target.bootstrap, [first], group)
+        with AdminClient(source.bootstrap) as admin:
+            admin.create_partitions({first: NewPartitions(PARTITIONS)})
+            admin.create_topics([NewTopic(second, 2, 1, configs={"retention.bytes": "10000000"})])
+        produce(source.bootstrap, first, 100, 400, PARTITIONS)  # now to partitions 1 and 2 too
+        produce(source.bootstrap, second, 0, 200, 2)
+        wait_caught_up(source.bootstrap, target.bootstrap, [first, second], group)
+        mirror.stop()
+
+    with AdminClient(target.bootstrap) as admin:
+        described = admin.describe_topics([first, second])
+    assert [len(described[t].partitions) for t in (first, second)] == [PARTITIONS, 2]
+    assert read_partitions(target.bootstrap, first) == read_partitions(source.bootstrap, first)
+    assert read_partitions(target.bootstrap, second) == expected_partitions(0, 200, 2)
+    assert topic_configs(target.bootstrap, second) == {"retention.bytes": "10000000"}
+
+
+def test_sync_topic_configs_keeps_existing_target_topics_in_step(clusters, names):
+    source, target = clusters
+    prefix, group = names
+    topic = f"{prefix}-configs"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1, configs={"retention.ms": "1000000"})])
+    with AdminClient(target.bootstrap) as admin:  # the target has it already, with an override of its own
+        admin.create_topics([NewTopic(topic, 1, 1, configs={"segment.ms": "7200000"})])
+    produce(source.bootstrap, topic, 0, 50, 1)
+    with MirrorThread(mirror_config(source, target, topic, group, sync_topic_configs=True)) as mirror:
+        wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+        with AdminClient(source.bootstrap) as admin:
+            admin.incremental_alter_configs({ConfigResource(ResourceType.TOPIC, topic): [
+                AlterConfigOp("retention.ms", "2000000"), AlterConfigOp("delete.retention.ms", "5000")]})
+        _wait_for(lambda: topic_configs(target.bootstrap, topic) == {
+            "retention.ms": "2000000", "delete.retention.ms": "5000"})
+        with AdminClient(source.bootstrap) as admin:
+            admin.incremental_alter_configs({ConfigResource(ResourceType.TOPIC, topic): [
+                AlterConfigOp("delete.retention.ms", None, AlterConfigOpType.DELETE)]})
+        _wait_for(lambda: topic_configs(target.bootstrap, topic) == {"retention.ms": "2000000"})
+        mirror.stop()
+
+
+def test_aborted_source_transactions_are_not_copied(clusters, names):
+    source, target = clusters
+    prefix, group = names
+    topic = f"{prefix}-txn"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    with Producer(source.bootstrap, transactional_id=f"{prefix}-writer") as producer:
+        producer.init_transactions()
+        for n, commit in enumerate((True, False, True, False)):
+            producer.begin_transaction()
+            for i in range(10):
+                producer.send(topic, f"{n}-{i}".encode(), partition=0)
+            producer.commit_transaction() if commit else producer.abort_transaction()
+    with MirrorThread(mirror_config(source, target, topic, group)) as mirror:
+        ends = wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+        progress = mirror.stop()
+    values = [value for _, value, _, _ in read_partitions(target.bootstrap, topic)[0]]
+    assert values == [f"{n}-{i}".encode() for n in (0, 2) for i in range(10)]
+    # The position passed the aborted records and the markers: nothing is left to copy.
+    assert progress.copied == 20 and progress.topics()[topic].lag == 0
+    assert committed_positions(target.bootstrap, group) == ends
+
+
+def test_a_second_mirror_with_the_same_group_fences_the_first(clusters, names):
+    source, target = clusters
+    prefix, group = names
+    topic = f"{prefix}-fenced"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    produce(source.bootstrap, topic, 0, 10, 1)
+    config = mirror_config(source, target, topic, group)
+    first = MirrorThread(config).start()
+    wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+    with MirrorThread(config) as second:
+        _wait_for(lambda: second.mirror.progress.partitions)  # it has fenced the first and started
+        produce(source.bootstrap, topic, 10, 20, 1)
+        with pytest.raises(MirrorError, match="another mirror"):
+            first.stop()
+        wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+        second.stop()
+    assert read_partitions(target.bootstrap, topic) == expected_partitions(0, 20, 1)
+
+
+def _wait_for(condition) -> None:
+    import time
+
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met"
+        time.sleep(0.1)
