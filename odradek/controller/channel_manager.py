@@ -20,7 +20,9 @@ for its response before the next, as Kafka's send thread does.
 Every `send` returns a ``concurrent.futures.Future`` of the decoded response body (cancelled
 when the broker is removed first). A StopReplica with delete also produces an
 `events.TopicDeletionStopReplicaResponse` through ``on_event``: the partitions the broker
-deleted, and those it failed to (the whole request failing fails them all).
+deleted, and those it failed to (the whole request failing fails them all); a LeaderAndIsr
+answered KAFKA_STORAGE_ERROR for some partitions an `events.LeaderAndIsrResponseReceived`
+(replicas in a failed log directory, `leader_and_isr_storage_errors`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,13 @@ import threading
 from collections.abc import Callable, Mapping
 
 from odradek.controller import events as ev
-from odradek.controller.commands import BrokerRequest, LiveBroker, StopReplicaRequest
+from odradek.controller.commands import (
+    BrokerRequest,
+    LeaderAndIsrRequest,
+    LiveBroker,
+    StopReplicaRequest,
+    TopicPartition,
+)
 from odradek.controller.request_encoding import api_key_of, encode, encode_leader_and_isr
 from odradek.metadata.layout import BrokerInfo, Endpoint
 from odradek.protocol.api_keys import ApiKey
@@ -111,6 +119,19 @@ def stop_replica_outcome(request: StopReplicaRequest, response) -> ev.TopicDelet
     deleted = tuple(tp for tp in deleting if errors.get(tp, ErrorCode.NONE) == ErrorCode.NONE)
     failed = tuple(tp for tp in deleting if tp not in deleted)
     return ev.TopicDeletionStopReplicaResponse(request.broker_id, deleted, failed)
+
+
+def leader_and_isr_storage_errors(request: LeaderAndIsrRequest, response) -> tuple[TopicPartition, ...]:
+    """The partitions a LeaderAndIsr response answers KAFKA_STORAGE_ERROR (v0-4 name them,
+    v5+ give topic ids, which the request maps back to names)."""
+    storage = ErrorCode.KAFKA_STORAGE_ERROR
+    found = [(e.topic_name, e.partition_index) for e in response.partition_errors if e.error_code == storage]
+    names = {topic_id: name for name, topic_id in request.topic_ids}
+    for topic in response.topics:
+        name = names.get(topic.topic_id)
+        if name is not None:
+            found += [(name, e.partition_index) for e in topic.partition_errors if e.error_code == storage]
+    return tuple(sorted(found))
 
 
 class _RequestSender:
@@ -306,6 +327,10 @@ class ControllerChannelManager:
         ):
             if self.on_event is not None:
                 self.on_event(stop_replica_outcome(request, response))
+        elif isinstance(request, LeaderAndIsrRequest) and response is not None and not response.error_code:
+            offline = leader_and_isr_storage_errors(request, response)
+            if offline and self.on_event is not None:
+                self.on_event(ev.LeaderAndIsrResponseReceived(request.broker_id, offline))
         elif response is not None and getattr(response, "error_code", 0) != ErrorCode.NONE:
             log.warning("controller: broker %d answered %s with %s", request.broker_id,
                         type(request).__name__, ErrorCode(response.error_code).name)

@@ -17,7 +17,7 @@ Invariants, after every event (the tests check them after random event sequences
   by the version of ``/controller_epoch`` this controller was elected at.
 
 The handlers mirror Kafka's: `on_controller_failover`, `on_broker_startup`,
-`on_broker_failure`, `on_new_partition_creation`, `on_topic_deletion`,
+`on_broker_failure`, `on_broker_log_dir_failure`, `on_new_partition_creation`, `on_topic_deletion`,
 `on_controlled_shutdown`, `on_preferred_replica_election`, `on_alter_partition`;
 admin-requested elections (ElectLeaders) are `replica_election`;
 reassignment is `reassignment.ReassignmentManager`, deletion `topic_deletion`.
@@ -152,6 +152,14 @@ class Controller:
         self.on_isr_change(event.states)
 
     @_dispatch.register
+    def _(self, event: ev.LogDirEventNotification) -> None:
+        self.on_broker_log_dir_failure(event.broker_ids)
+
+    @_dispatch.register
+    def _(self, event: ev.LeaderAndIsrResponseReceived) -> None:
+        self.on_leader_and_isr_storage_errors(event.broker_id, event.offline)
+
+    @_dispatch.register
     def _(self, event: ev.AlterPartition) -> None:
         self._replies.append(self.on_alter_partition(event))
 
@@ -204,7 +212,7 @@ class Controller:
         ctx.topics_to_delete = set(snapshot.topics_to_delete) & ctx.all_topics()
         self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), ctx.all_partitions())
         self.replicas.initialize()
-        online = [r for r in ctx.replica_states if ctx.is_replica_online(r[1], True)]
+        online = [r for r in ctx.replica_states if ctx.is_replica_online(r[1], True, r[0])]
         offline = [r for r in ctx.replica_states if r not in online]
         self.replicas.handle_state_changes(sorted(online), R.ONLINE)
         self.replicas.handle_state_changes(sorted(offline), R.OFFLINE)
@@ -272,6 +280,7 @@ class Controller:
         """Kafka's ``onBrokerStartup``: metadata to everyone, the new brokers' replicas
         online, elections for offline partitions, deletions that may resume."""
         ctx = self.ctx
+        ctx.forget_offline_dirs(new_brokers)
         existing = ctx.live_or_shutting_down_ids() - set(new_brokers)
         self.batch.add_update_metadata(existing, [])
         with_leaders = [
@@ -290,7 +299,30 @@ class Controller:
     def on_broker_failure(self, dead_brokers: list[int]) -> None:
         """Kafka's ``onBrokerFailure``: their replicas go offline."""
         self.ctx.shutting_down.difference_update(dead_brokers)
+        self.ctx.forget_offline_dirs(dead_brokers)
         self.on_replicas_become_offline(self.ctx.replicas_on_brokers(set(dead_brokers)))
+
+    def on_broker_log_dir_failure(self, broker_ids: Iterable[int]) -> None:
+        """Kafka's ``onBrokerLogDirFailure``: a LeaderAndIsr for every replica of those
+        brokers, whose answers tell which replicas are in the failed directories
+        (`on_leader_and_isr_storage_errors`)."""
+        ctx = self.ctx
+        brokers = set(broker_ids) & set(ctx.live_brokers)
+        ctx.log_dir_failed_brokers |= brokers
+        self.replicas.handle_state_changes(ctx.replicas_on_brokers(brokers), R.ONLINE)
+
+    def on_leader_and_isr_storage_errors(self, broker_id: int, offline: Iterable[TopicPartition]) -> None:
+        """Kafka's ``processLeaderAndIsrResponseReceived``: replicas a broker with a failed
+        log directory answered KAFKA_STORAGE_ERROR for are offline from now on (until it
+        restarts); those newly so lose their leadership and ISR places."""
+        ctx = self.ctx
+        if broker_id not in ctx.live_brokers or broker_id not in ctx.log_dir_failed_brokers:
+            return
+        previous = ctx.replicas_on_offline_dirs.get(broker_id, frozenset())
+        new = {tp for tp in offline if tp in ctx.assignments} - previous
+        if new:
+            ctx.replicas_on_offline_dirs[broker_id] = previous | new
+            self.on_replicas_become_offline(sorted((tp, broker_id) for tp in new))
 
     def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
         """Kafka's ``onReplicasBecomeOffline``: partitions that lost their leader go Offline
@@ -458,7 +490,7 @@ class Controller:
                 continue
             if ctx.is_queued_for_deletion(tp[0]):
                 continue
-            live = {r for r in ctx.replicas(tp) if ctx.is_replica_online(r)}
+            live = {r for r in ctx.replicas(tp) if ctx.is_replica_online(r, tp=tp)}
             preferred = preferred_leader(ctx.replicas(tp), state.isr, live)
             if preferred is not None and preferred != state.leader:
                 eligible.append(tp)

@@ -12,7 +12,10 @@ which also emit the writes that make each change durable. It holds:
 * per partition: its `PartitionStateName` and its leader and ISR (`layout.PartitionState`,
   whose ``zk_version`` is the version of the state znode the controller last read or wrote);
 * per replica (partition, broker): its `ReplicaStateName`;
-* topics queued for deletion, those whose deletion started, and topics ineligible for it.
+* topics queued for deletion, those whose deletion started, and topics ineligible for it;
+* per broker, the replicas in its failed log directories (Kafka's ``replicasOnOfflineDirs``):
+  offline though the broker lives, learnt from its LeaderAndIsr answers (KAFKA_STORAGE_ERROR)
+  once it reported a failed log directory, forgotten when it restarts or dies.
 
 Invariants kept by the code that changes the context (and checked by the tests):
 
@@ -106,6 +109,12 @@ class ControllerContext:
     unclean_default: bool = False
     zk_reassignments: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     """What ``/admin/reassign_partitions`` asks for and is not done yet (`reassignment`)."""
+    replicas_on_offline_dirs: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)
+    """Broker -> its replicas in failed log directories (frozensets: ``copy`` is shallow)."""
+    log_dir_failed_brokers: set[int] = field(default_factory=set)
+    """Brokers that reported a failed log directory since they registered: their LeaderAndIsr
+    answers' KAFKA_STORAGE_ERROR mark replicas offline. (Other brokers answer it for a log a
+    full disk could not create, and take the role once it can: not an offline replica.)"""
 
     def copy(self) -> ControllerContext:
         """An independent copy: every container is copied, the values in them are immutable
@@ -130,13 +139,22 @@ class ControllerContext:
         return set(self.live_brokers)
 
     def is_replica_online(
-        self, broker_id: int, include_shutting_down: bool = False
+        self, broker_id: int, include_shutting_down: bool = False, tp: TopicPartition | None = None
     ) -> bool:
-        """Kafka's ``isReplicaOnline`` (log dirs are not tracked: a live broker's replicas
-        are online)."""
+        """Kafka's ``isReplicaOnline``: the broker is live (and not shutting down, unless
+        ``include_shutting_down``) and, given ``tp``, that replica is not in one of its failed
+        log directories."""
+        if tp is not None and tp in self.replicas_on_offline_dirs.get(broker_id, ()):
+            return False
         if include_shutting_down:
             return broker_id in self.live_brokers
         return broker_id in self.live_brokers and broker_id not in self.shutting_down
+
+    def forget_offline_dirs(self, brokers: Iterable[int]) -> None:
+        """A broker that restarted or died: its log directories are loaded afresh."""
+        for broker in brokers:
+            self.replicas_on_offline_dirs.pop(broker, None)
+            self.log_dir_failed_brokers.discard(broker)
 
     def broker_epoch(self, broker_id: int) -> int:
         broker = self.live_brokers.get(broker_id)
@@ -192,7 +210,7 @@ class ControllerContext:
                 continue
             if tp[0] in self.topics_to_delete:
                 continue
-            if not self.is_replica_online(state.leader, include_shutting_down=True):
+            if not self.is_replica_online(state.leader, include_shutting_down=True, tp=tp):
                 out.append(tp)
         return out
 
@@ -202,7 +220,7 @@ class ControllerContext:
         return [tp for tp, a in sorted(self.assignments.items()) if a.is_being_reassigned]
 
     def offline_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas(tp) if r not in self.live_brokers)
+        return tuple(r for r in self.replicas(tp) if not self.is_replica_online(r, True, tp))
 
     def unclean_enabled(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` for ``topic`` (topic config or broker default)."""

@@ -20,7 +20,8 @@ that touches the `Controller` and writes the controller's znodes:
   documents; the first deleted once handed over, the second kept until its partitions are
   done, and read again on election) -> `events.PreferredReplicaElection`,
   `events.PartitionReassignment`; ``/isr_change_notification`` children ->
-  `events.IsrChangeNotification` (see `watched_events`).
+  `events.IsrChangeNotification`; ``/log_dir_event_notification`` children ->
+  `events.LogDirEventNotification` (see `watched_events`).
 * Broker requests (`submit`): `events.ControlledShutdown`, `events.AlterPartition`,
   `events.ElectLeaders`, `events.ApiPartitionReassignment` and
   `events.ListPartitionReassignments` from the handlers; the returned ``concurrent.futures.Future`` gets the command list's `commands.Reply`,
@@ -291,6 +292,7 @@ class ControllerService:
             snapshot = read_snapshot(self.store, self.broker_id, broker_epochs(self.store), unclean)
             self._handle(ev.Startup(snapshot), item)
             self._mark("reassign")  # Kafka's initializePartitionReassignments
+            self._mark("log_dir_events")  # notifications written while no controller was
         except Exception:
             # Kafka's triggerControllerMove: give the seat up, so that an election (maybe
             # ours, through the /controller watch) starts over
@@ -405,6 +407,8 @@ class ControllerService:
             store.watch_data(REASSIGN_PARTITIONS, lambda _: self._mark("reassign")),
             store.watch_children(layout.ISR_CHANGE_NOTIFICATION,
                                  lambda _: self._mark("isr_changes")),
+            store.watch_children(layout.LOG_DIR_EVENT_NOTIFICATION,
+                                 lambda _: self._mark("log_dir_events")),
         ]
 
     def _mark(self, key) -> None:

@@ -99,6 +99,23 @@ class IsrChangeNotification(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class LogDirEventNotification(ControllerEvent):
+    """Brokers wrote ``/log_dir_event_notification/log_dir_event_<n>`` (a log directory of
+    theirs failed): the brokers, as the edge read them (each notification deleted once read)."""
+
+    broker_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponseReceived(ControllerEvent):
+    """A broker answered a LeaderAndIsr with KAFKA_STORAGE_ERROR for ``offline`` partitions
+    (Kafka's ``LeaderAndIsrResponseReceived``, which the edge raises only for those)."""
+
+    broker_id: int
+    offline: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
 class AlterPartition(ControllerEvent):
     """A leader asks for a new ISR (Kafka's AlterIsr / AlterPartition): per partition the
     leader epoch and state version it holds and the ISR it wants."""

@@ -119,13 +119,13 @@ def elect_offline(
     ctx: ControllerContext, tp: TopicPartition, current: PartitionState, allow_unclean: bool
 ) -> ElectionResult:
     assignment = ctx.replicas(tp)
-    live = [r for r in assignment if ctx.is_replica_online(r)]
+    live = [r for r in assignment if ctx.is_replica_online(r, tp=tp)]
     unclean_ok = allow_unclean or ctx.unclean_enabled(tp[0])
     leader, unclean = offline_leader(assignment, current.isr, set(live), unclean_ok)
     if leader is None:
         return ElectionResult(tp, None, tuple(live))
     if leader in current.isr:
-        isr = tuple(r for r in current.isr if ctx.is_replica_online(r))
+        isr = tuple(r for r in current.isr if ctx.is_replica_online(r, tp=tp))
     else:
         isr = (leader,)
     return ElectionResult(
@@ -137,7 +137,7 @@ def elect_reassign(
     ctx: ControllerContext, tp: TopicPartition, current: PartitionState
 ) -> ElectionResult:
     target = ctx.assignments[tp].target_replicas
-    live = {r for r in target if ctx.is_replica_online(r)}
+    live = {r for r in target if ctx.is_replica_online(r, tp=tp)}
     leader = reassign_leader(target, current.isr, live)
     if leader is None:
         return ElectionResult(tp, None, target)
@@ -148,7 +148,7 @@ def elect_preferred(
     ctx: ControllerContext, tp: TopicPartition, current: PartitionState
 ) -> ElectionResult:
     assignment = ctx.replicas(tp)
-    live = {r for r in assignment if ctx.is_replica_online(r)}
+    live = {r for r in assignment if ctx.is_replica_online(r, tp=tp)}
     leader = preferred_leader(assignment, current.isr, live)
     if leader is None:
         return ElectionResult(tp, None, assignment)
@@ -161,7 +161,7 @@ def elect_controlled_shutdown(
     ctx: ControllerContext, tp: TopicPartition, current: PartitionState
 ) -> ElectionResult:
     assignment = ctx.replicas(tp)
-    live = tuple(r for r in assignment if ctx.is_replica_online(r, include_shutting_down=True))
+    live = tuple(r for r in assignment if ctx.is_replica_online(r, include_shutting_down=True, tp=tp))
     leader = controlled_shutdown_leader(assignment, current.isr, set(live), ctx.shutting_down)
     if leader is None:
         return ElectionResult(tp, None, live)
@@ -190,7 +190,7 @@ def initial_leader_and_isr(
     """A new partition's first state (Kafka's ``initializeLeaderAndIsrForPartitions``): the
     first live replica leads, all live replicas are the ISR, leader epoch 0; None if no
     replica is live. ``zk_version`` -1: the state znode is created, not set."""
-    live = tuple(r for r in ctx.replicas(tp) if ctx.is_replica_online(r))
+    live = tuple(r for r in ctx.replicas(tp) if ctx.is_replica_online(r, tp=tp))
     if not live:
         return None
     return PartitionState(live[0], 0, live, ctx.epoch, -1)

@@ -79,7 +79,7 @@ class PartitionStateMachine:
             state = self.ctx.leadership.get(tp)
             if state is None:
                 self.ctx.partition_states[tp] = P.NEW
-            elif self.ctx.is_replica_online(state.leader):
+            elif self.ctx.is_replica_online(state.leader, tp=tp):
                 self.ctx.partition_states[tp] = P.ONLINE
             else:
                 self.ctx.partition_states[tp] = P.OFFLINE

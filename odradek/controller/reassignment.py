@@ -250,7 +250,7 @@ class ReassignmentManager:
         done = ReplicaAssignment(assignment.target_replicas)
         ctx.assignments[tp] = done  # B2
         leader = ctx.leadership[tp].leader
-        if leader in done.replicas and ctx.is_replica_online(leader):
+        if leader in done.replicas and ctx.is_replica_online(leader, tp=tp):
             self._bump_leader_epoch(tp)  # B3
         else:
             if ctx.partition_state(tp) is P.ONLINE or ctx.partition_state(tp) is P.OFFLINE:

@@ -73,7 +73,7 @@ class ReplicaStateMachine:
         ReplicaDeletionIneligible (from there they may go Offline or Online)."""
         for tp in self.ctx.all_partitions():
             for broker in self.ctx.replicas(tp):
-                if self.ctx.is_replica_online(broker, include_shutting_down=True):
+                if self.ctx.is_replica_online(broker, include_shutting_down=True, tp=tp):
                     self.ctx.replica_states[(tp, broker)] = R.ONLINE
                 else:
                     self.ctx.replica_states[(tp, broker)] = R.DELETION_INELIGIBLE

@@ -106,7 +106,7 @@ class TopicDeletionManager:
         self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), every)
         for topic in topics:
             replicas = self._replicas(topic)
-            dead = [r for r in replicas if not ctx.is_replica_online(r[1], True)]
+            dead = [r for r in replicas if not ctx.is_replica_online(r[1], True, r[0])]
             retry = [
                 r
                 for r in replicas

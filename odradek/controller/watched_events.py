@@ -6,8 +6,10 @@ the name into the `events` value the controller handles.
 Names: ``"brokers"`` (``/brokers/ids`` children), ``"topics"`` (``/brokers/topics``
 children), ``("topic", name)`` (``/brokers/topics/<name>`` data), ``"delete_topics"``
 (``/admin/delete_topics`` children), ``"preferred"`` (``/admin/preferred_replica_election``)
-``"reassign"`` (``/admin/reassign_partitions``) and ``"isr_changes"``
-(``/isr_change_notification`` children: ISRs leaders wrote themselves, before AlterPartition). The two admin znodes hold Kafka's JSON
+``"reassign"`` (``/admin/reassign_partitions``), ``"isr_changes"``
+(``/isr_change_notification`` children: ISRs leaders wrote themselves, before AlterPartition)
+and ``"log_dir_events"`` (``/log_dir_event_notification`` children: brokers whose log
+directory failed, ``{"version":1,"broker":<id>,"event":1}``, each deleted once read). The two admin znodes hold Kafka's JSON
 (``{"version": 1, "partitions": [{"topic": t, "partition": p[, "replicas": [..]]}]}``). The
 preferred election's is deleted once read: the request is handed over. The reassignment's
 stays, as in Kafka: the controller takes each partition off it when its reassignment is done
@@ -71,7 +73,33 @@ def read_watched_event(store: MetadataStore, key) -> ev.ControllerEvent | None:
         return _admin_event(store, REASSIGN_PARTITIONS, _reassignment, take=False)
     if key == "isr_changes":
         return _isr_change_notifications(store)
+    if key == "log_dir_events":
+        return _log_dir_event_notifications(store)
     return None
+
+
+def _log_dir_event_notifications(store: MetadataStore) -> ev.ControllerEvent | None:
+    """Kafka's ``processLogDirEventNotification``: the brokers named by the notifications
+    (each deleted once read); a malformed one is deleted and logged."""
+    try:
+        names = store.children(layout.LOG_DIR_EVENT_NOTIFICATION)
+    except NoNodeError:
+        return None
+    brokers: set[int] = set()
+    for name in sorted(names):
+        path = f"{layout.LOG_DIR_EVENT_NOTIFICATION}/{name}"
+        try:
+            data, _ = store.get(path)
+            store.delete(path)
+        except NoNodeError:
+            continue
+        try:
+            doc = json.loads(data)
+            if int(doc["event"]) == layout.LOG_DIR_FAILURE_EVENT:
+                brokers.add(int(doc["broker"]))
+        except (ValueError, KeyError, TypeError) as e:
+            log.error("controller: ignoring malformed %s: %r", path, e)
+    return ev.LogDirEventNotification(tuple(sorted(brokers))) if brokers else None
 
 
 def _isr_change_notifications(store: MetadataStore) -> ev.ControllerEvent | None:

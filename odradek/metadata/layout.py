@@ -23,6 +23,8 @@ milliseconds; ``E`` marks an ephemeral znode, ``S`` a sequential one)::
     /admin/delete_topics/<topic>        (empty: the topic is being deleted)
     /isr_change_notification/isr_change_<n>  S
                                         {"version":1,"partitions":[{"topic":"t","partition":0}]}
+    /log_dir_event_notification/log_dir_event_<n>  S
+                                        {"version":1,"broker":1000,"event":1}
     /latest_producer_id_block           {"version":1,"broker":1000,"block_start":"0",
                                          "block_end":"999"}
 
@@ -58,6 +60,9 @@ ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 CONFIG_CHANGE_PREFIX = CONFIG_CHANGES + "/config_change_"
 ISR_CHANGE_PREFIX = ISR_CHANGE_NOTIFICATION + "/isr_change_"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = LOG_DIR_EVENT_NOTIFICATION + "/log_dir_event_"
+LOG_DIR_FAILURE_EVENT = 1  # Kafka's LogDirEventNotificationHandler.LogDirFailureEvent
 DEFAULT_BROKER_ENTITY = "<default>"
 
 PERSISTENT_PATHS = (
@@ -73,7 +78,7 @@ PERSISTENT_PATHS = (
     "/config/ips",
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
-    "/log_dir_event_notification",
+    LOG_DIR_EVENT_NOTIFICATION,
 )
 """The znodes every broker makes sure exist at startup, as Kafka's ZkData does."""
 

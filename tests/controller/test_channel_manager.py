@@ -239,3 +239,23 @@ def test_a_started_in_process_request_runs_to_its_end():
         channel.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_leader_and_isr_storage_errors_by_name_and_by_topic_id():
+    from odradek.controller.channel_manager import leader_and_isr_storage_errors
+    from odradek.protocol.generated.leader_and_isr_response import (
+        LeaderAndIsrPartitionError,
+        LeaderAndIsrTopicError,
+    )
+
+    request = LeaderAndIsrRequest(1, 0, 1, 0, topic_ids=(("a", uuid.UUID(int=1)), ("b", uuid.UUID(int=2))))
+    storage, ok = ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NONE
+    v4 = LeaderAndIsrResponse(partition_errors=[
+        LeaderAndIsrPartitionError("a", 0, storage), LeaderAndIsrPartitionError("a", 1, ok)])
+    assert leader_and_isr_storage_errors(request, v4) == (("a", 0),)
+    v5 = LeaderAndIsrResponse(topics=[
+        LeaderAndIsrTopicError(uuid.UUID(int=2), [LeaderAndIsrPartitionError("", 3, storage)]),
+        LeaderAndIsrTopicError(uuid.UUID(int=1), [LeaderAndIsrPartitionError("", 0, ok)]),
+        LeaderAndIsrTopicError(uuid.UUID(int=9), [LeaderAndIsrPartitionError("", 0, storage)]),
+    ])
+    assert leader_and_isr_storage_errors(request, v5) == (("b", 3),)

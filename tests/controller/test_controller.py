@@ -323,3 +323,35 @@ def test_state_znodes_created_by_someone_else_are_adopted():
     assert c.ctx.leadership[("pre", 0)] == first  # adopted as it was
     assert c.state("pre", 1).leader == 1002  # created
     assert c.leader_and_isr(1001)[("pre", 0)].is_new
+
+
+# -- log directory failure ---------------------------------------------------------------------
+
+
+def test_log_dir_failure_moves_only_the_failed_replicas_leadership(cluster):
+    # 1000 leads topicA-0 (1000, 1004) and -5 (1000, 1001); its failed dir held only partition 0
+    cluster.requests.clear()
+    cluster.run(ev.LogDirEventNotification((1000,)))
+    # Kafka's onBrokerLogDirFailure: LeaderAndIsr for each of its replicas, to learn which failed
+    assert sorted(p for _, p in cluster.leader_and_isr(1000)) == sorted(
+        p for p, rs in TOPIC_A.items() if 1000 in rs)
+    cluster.run(ev.LeaderAndIsrResponseReceived(1000, (("topicA", 0),)))
+    moved = cluster.state("topicA", 0)
+    assert (moved.leader, moved.isr, moved.leader_epoch) == (1004, (1004,), 1)
+    kept = cluster.state("topicA", 5)
+    assert (kept.leader, kept.isr, kept.leader_epoch) == (1000, (1000, 1001), 0)
+    assert cluster.ctx.offline_replicas(("topicA", 0)) == (1000,)
+    assert not cluster.ctx.is_replica_online(1000, tp=("topicA", 0))
+    # the failed replica is not elected again while its broker runs; a restart forgets it
+    cluster.kill(1004)
+    assert cluster.state("topicA", 0).leader == -1
+    cluster.kill(1000)
+    cluster.start(1000)
+    assert cluster.ctx.offline_replicas(("topicA", 0)) == (1004,)
+
+
+def test_storage_errors_of_a_broker_without_a_failed_dir_change_nothing(cluster):
+    # (a log a full disk could not create: the broker takes the role once it can)
+    cluster.run(ev.LeaderAndIsrResponseReceived(1000, (("topicA", 0),)))
+    assert cluster.state("topicA", 0).leader == 1000
+    assert cluster.ctx.offline_replicas(("topicA", 0)) == ()

@@ -65,3 +65,14 @@ def test_admin_znodes_are_read_and_malformed_ones_dropped(caplog):
         assert read_watched_event(store, "reassign") is None
         assert store.exists(REASSIGN_PARTITIONS) is None
     assert sum("malformed" in r.message for r in caplog.records) == 4
+
+
+def test_log_dir_event_notifications_are_taken():
+    store = store_with_paths()
+    for broker_id in (1002, 1000, 1002):
+        body = b'{"version":1,"broker":%d,"event":1}' % broker_id
+        store.create(layout.LOG_DIR_EVENT_PREFIX, body, sequential=True)
+    store.create(layout.LOG_DIR_EVENT_PREFIX, b"not json", sequential=True)
+    assert read_watched_event(store, "log_dir_events") == ev.LogDirEventNotification((1000, 1002))
+    assert store.children(layout.LOG_DIR_EVENT_NOTIFICATION) == []
+    assert read_watched_event(store, "log_dir_events") is None
