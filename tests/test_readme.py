@@ -37,6 +37,7 @@ CLAIMS = {
     "zookeeper.connect=127.0.0.1:2181": "test_running_a_cluster",
     "B=127.0.0.1:9092": "test_client_and_command_line",
     "from odradek.client import": "test_client_and_command_line",
+    "odradek mirror --source": "test_mirroring_between_clusters",
 }
 
 
@@ -144,3 +145,40 @@ def _stop_group(pgid: int, timeout: float = 60.0) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def test_mirroring_between_clusters(tmp_path):
+    """The mirror command as printed, between two test brokers in place of 9092 and 9192: it
+    creates the matching topics on the target, copies their records, and Ctrl-C ends it with
+    the summary."""
+    import time
+
+    from odradek.client import AdminClient, NewTopic, Producer
+
+    with InProcessBroker(tmp_path / "source") as source, InProcessBroker(tmp_path / "target") as target:
+        with AdminClient(source.bootstrap) as admin:
+            admin.create_topics([NewTopic("orders", 2, 1), NewTopic("payments-eu", 1, 1), NewTopic("other", 1, 1)])
+        with Producer(source.bootstrap) as producer:
+            for topic, count in (("orders", 5), ("payments-eu", 3), ("other", 1)):
+                for i in range(count):
+                    producer.send(topic, f"{topic}-{i}".encode())
+        lines = [line for line in _block("odradek mirror --source").splitlines() if not line.startswith("#")]
+        command = (_with_venv("\n".join(lines)).replace(DEFAULT_BOOTSTRAP, source.bootstrap)
+                   .replace("127.0.0.1:9192", target.bootstrap))
+        proc = subprocess.Popen(["bash", "-c", "exec " + command], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            with AdminClient(target.bootstrap) as admin:
+                while sum(o.offset for o in admin.list_group_offsets("dc1-to-dc2").values()) < 8:
+                    assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+                    time.sleep(0.2)
+                assert sorted(admin.list_topics()) == ["orders", "payments-eu"]
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, out + err
+    assert f"Mirrored 8 records from {source.bootstrap} to {target.bootstrap} (group dc1-to-dc2 on the target)" in out
+    assert re.search(r"^orders\s+2\s+5\s+5\s+5\s+0\s*$", out, re.M), out
