@@ -510,5 +510,9 @@ class Partition:
 
 
 def _storage_error(part: Partition, error: OSError) -> ProduceError:
+    """The partition's KAFKA_STORAGE_ERROR for a write the disk refused; the log manager is
+    told first (``Log.io_failed``): an error that means the log directory failed takes the
+    directory offline (``storage/log_dir_failure_channel.py``)."""
+    part.log.io_failed(f"appending to {part.topic}-{part.index}", error)
     return ProduceError(ErrorCode.KAFKA_STORAGE_ERROR,
                         f"write to {part.topic}-{part.index} failed: {error.strerror or error}")

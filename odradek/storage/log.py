@@ -108,6 +108,9 @@ class Log(LogRemoval, TimestampLookup):
         self._closed = False
         # Set by the partition: () -> the offset the cleaner stays below (its LSO); None: none.
         self.cleanable_limit = None
+        # Set by the log manager: (what, OSError) -> None, told of this log's I/O errors
+        # (its ``LogDirFailureChannel``, which may take the directory offline).
+        self.io_error_handler = None
         for segment in loaded.segments:  # Kafka draws a jitter for each segment it loads
             segment.roll_jitter_ms = config.random_segment_jitter(self._rng)
         # Which leader epoch wrote which offsets (``leader_epoch_cache``): appends assign it,
@@ -382,9 +385,24 @@ class Log(LogRemoval, TimestampLookup):
             return active_base
         return None
 
+    def io_failed(self, what: str, error: OSError) -> None:
+        """Tell the log manager of an I/O ``error`` met doing ``what`` (the caller still
+        raises or answers it)."""
+        handler = self.io_error_handler
+        if handler is not None:
+            handler(what, error)
+
     def flush(self, up_to_offset: int | None = None) -> None:
         """Make every batch below ``up_to_offset`` (default: all) durable, then move the
-        recovery point there. Safe to run in another thread while appends continue."""
+        recovery point there. Safe to run in another thread while appends continue. An
+        OSError is told to ``io_failed`` and raised."""
+        try:
+            self._flush(up_to_offset)
+        except OSError as e:
+            self.io_failed(f"flushing {self.topic}-{self.partition}", e)
+            raise
+
+    def _flush(self, up_to_offset: int | None) -> None:
         with self._flush_lock:
             with self._lock:
                 target = self._leo if up_to_offset is None else min(up_to_offset, self._leo)

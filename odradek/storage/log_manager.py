@@ -20,8 +20,17 @@ leaves is removed at the next start-up (``delete_stray_logs``). Each partition d
 records the id of the topic it belongs to (``partition_metadata``), so a topic created
 again under a deleted one's name never gets the old data.
 
-New partitions go to the directory holding the fewest partitions (Kafka's rule). All open
-descriptors go through one shared FileHandleCache.
+New partitions go to the live directory holding the fewest partitions (Kafka's
+``nextLogDirs``; ties to the first listed), the next one tried when a directory fails
+creating it. All open descriptors go through one shared FileHandleCache.
+
+A log directory fails (Kafka's ``LogDirFailureChannel``, ``failure_channel``) when an I/O
+error of an append, a flush, a checkpoint or a new log's creation says so
+(``log_dir_failure_channel.is_log_dir_failure``), or when it cannot be loaded at start-up.
+``log_dirs`` then lists only the live ones (``all_log_dirs`` every configured one);
+``handle_log_dir_failure`` drops its logs (the broker takes their partitions offline), and
+it is neither checkpointed nor marked cleanly shut down again. Start-up fails only when no
+directory can be loaded.
 """
 
 from __future__ import annotations
@@ -49,6 +58,8 @@ from odradek.storage.errors import CheckpointError, LogClosedError, StorageError
 from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
+from odradek.storage.log_dir_failure_channel import LogDirFailureChannel
+from odradek.storage.log_dirs import LogDirs
 from odradek.storage.partition_metadata import read_topic_id, topic_id_text, write_topic_id
 
 logger = logging.getLogger(__name__)
@@ -86,7 +97,7 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     return (m.group(1), int(m.group(2))) if m else None
 
 
-class LogManager:
+class LogManager(LogDirs):
     """The set of partition logs over ``log_dirs``."""
 
     def __init__(
@@ -100,7 +111,8 @@ class LogManager:
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
-        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.all_log_dirs = list(dict.fromkeys(os.path.abspath(d) for d in log_dirs))
+        self.failure_channel = LogDirFailureChannel()
         self.default_config = default_config
         self.clock = clock
         self.cache = FileHandleCache(max_open_files)
@@ -129,8 +141,17 @@ class LogManager:
         """Load every log of every directory, then remove the clean-shutdown markers."""
         with self._lock:
             for directory in self.log_dirs:
-                os.makedirs(directory, exist_ok=True)
-                self._load_dir(directory)
+                try:
+                    os.makedirs(directory, exist_ok=True)
+                    self._load_dir(directory)
+                except OSError as e:  # Kafka starts without it; the controller learns of it
+                    self.failure_channel.report(directory, "loading its logs", e)
+                    if self.failure_channel.has_offline_log_dir(directory):
+                        self.handle_log_dir_failure(directory)
+                        continue
+                    raise
+            if not self.log_dirs:
+                raise StorageError(f"none of the log directories {', '.join(self.all_log_dirs)} can be used")
             for directory in self.log_dirs:
                 marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
                 if os.path.exists(marker):
@@ -170,6 +191,7 @@ class LogManager:
                 log_start_offset=starts.get(tp, 0),
                 clean_shutdown=clean,
             )
+            self._logs[tp].io_error_handler = self._io_error_handler(directory)
             self._dir_of[tp] = directory
             self._topic_ids[tp] = read_topic_id(path)
         if not clean and not any(d == directory for d in self._dir_of.values()):
@@ -250,24 +272,18 @@ class LogManager:
                     log = None
             if log is not None:
                 return log
-            directory = self._next_log_dir()
-            self._clear_leftovers(directory, os.path.join(directory, name))
-            log = Log.open(
-                os.path.join(directory, name),
-                topic,
-                partition,
-                config or self.config_for(topic),
-                self.clock,
-                self.cache,
-                clean_shutdown=True,
-            )
-            try:
-                if topic_id is not None:
-                    write_topic_id(log.directory, topic_id)
-                fsync_directory(directory)
-            except OSError:
-                log.abandon()  # the directory is moved away by the next attempt
-                raise
+            log = None
+            for directory in self._next_log_dirs():
+                try:
+                    log = self._create_log(directory, name, topic, partition, config, topic_id)
+                    break
+                except OSError as e:  # a failed directory: try the next one, as Kafka does
+                    self.failure_channel.report(directory, f"creating the log of {topic}-{partition}", e)
+                    if not self.failure_channel.has_offline_log_dir(directory):
+                        raise
+            if log is None:
+                raise StorageError(f"no log directory can hold {topic}-{partition}: "
+                                   f"{', '.join(self.failure_channel.offline_log_dirs)} failed")
             self._logs[tp] = log
             self._dir_of[tp] = directory
             self._topic_ids[tp] = topic_id
@@ -278,13 +294,20 @@ class LogManager:
         """The topic id recorded for the partition's log (None: none recorded, or no log)."""
         return self._topic_ids.get((topic, partition))
 
-    def _next_log_dir(self) -> str:
-        if len(self.log_dirs) == 1:
-            return self.log_dirs[0]  # the common case, without counting every log
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+    def _create_log(self, directory: str, name: str, topic: str, partition: int,
+                    config: LogConfig | None, topic_id: uuid.UUID | None) -> Log:
+        self._clear_leftovers(directory, os.path.join(directory, name))
+        log = Log.open(os.path.join(directory, name), topic, partition, config or self.config_for(topic),
+                       self.clock, self.cache, clean_shutdown=True)
+        try:
+            if topic_id is not None:
+                write_topic_id(log.directory, topic_id)
+            fsync_directory(directory)
+        except OSError:
+            log.abandon()  # the directory is moved away by the next attempt
+            raise
+        log.io_error_handler = self._io_error_handler(directory)
+        return log
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove one partition (``delete_logs``); return whether its log existed."""
@@ -467,13 +490,17 @@ class LogManager:
             logs = {tp: self._logs[tp] for tp in tps}
             cleaner = {tp: o for tp, o in self._cleaner_offsets.items() if tp in logs}
         path = os.path.join
-        OffsetCheckpointFile(path(directory, RECOVERY_POINT_CHECKPOINT)).write(
-            {tp: log.recovery_point for tp, log in logs.items()}
-        )
-        OffsetCheckpointFile(path(directory, LOG_START_OFFSET_CHECKPOINT)).write(
-            {tp: log.log_start_offset for tp, log in logs.items()}
-        )
-        OffsetCheckpointFile(path(directory, CLEANER_OFFSET_CHECKPOINT)).write(cleaner)
+        try:
+            OffsetCheckpointFile(path(directory, RECOVERY_POINT_CHECKPOINT)).write(
+                {tp: log.recovery_point for tp, log in logs.items()}
+            )
+            OffsetCheckpointFile(path(directory, LOG_START_OFFSET_CHECKPOINT)).write(
+                {tp: log.log_start_offset for tp, log in logs.items()}
+            )
+            OffsetCheckpointFile(path(directory, CLEANER_OFFSET_CHECKPOINT)).write(cleaner)
+        except OSError as e:
+            self.failure_channel.report(directory, "writing its checkpoints", e)
+            raise
         with self._lock:
             self._owed_checkpoints.discard(directory)
 
