@@ -143,7 +143,7 @@ class MirrorMaker:
                 await self._report()
                 next_report = loop.time() + cfg.reporting_interval_ms / 1000
             if now >= next_refresh:
-                await self._refresh()
+                await self._refresh_later()
                 next_refresh = loop.time() + cfg.refresh_topics_interval_s
         await self._commit()
         await self._report()
@@ -257,6 +257,16 @@ class MirrorMaker:
             self.progress.forget(tp)
         if new:
             await self._start_positions(new)
+
+    async def _refresh_later(self) -> None:
+        """A periodic refresh: a cluster that does not answer now is asked again next time,
+        while the partitions already assigned keep flowing."""
+        await self._commit()  # outside the guard: a failed commit is not a refresh's to forgive
+        try:
+            await self._refresh()
+        except KafkaError as e:
+            _log.warning("could not look for new topics and partitions (next try in %s s): %s",
+                         self.config.refresh_topics_interval_s, e)
 
     async def _await_target_partitions(self, topic: str, count: int) -> None:
         """Wait until the producer's metadata shows ``count`` partitions of the target topic:
