@@ -6,6 +6,7 @@ first."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -23,6 +24,7 @@ from odradek.client import (
     ResourceType,
 )
 from odradek.mirror import MirrorConfig, MirrorError
+from odradek.testing.broker import InProcessBroker
 from tests.mirror.mirror_harness import (
     LiveProducer,
     MirrorThread,
@@ -32,7 +34,6 @@ from tests.mirror.mirror_harness import (
     read_partitions,
     wait_caught_up,
 )
-from odradek.testing.broker import InProcessBroker
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -225,8 +226,6 @@ def test_a_second_mirror_with_the_same_group_fences_the_first(clusters, names):
 
 
 def _wait_for(condition) -> None:
-    import time
-
     deadline = time.monotonic() + 30
     while not condition():
         assert time.monotonic() < deadline, "condition not met"
