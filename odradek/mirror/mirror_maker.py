@@ -139,7 +139,8 @@ class MirrorMaker:
             if now >= self._txn_deadline:
                 await self._commit()
             if now >= next_report:
-                await self._commit()  # positions may have moved past markers alone
+                if not self._in_txn:
+                    await self._commit()  # positions may have moved past markers alone
                 await self._report()
                 next_report = loop.time() + cfg.reporting_interval_ms / 1000
             if now >= next_refresh:

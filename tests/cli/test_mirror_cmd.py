@@ -21,6 +21,7 @@ from tests.mirror.mirror_harness import (
     WAIT_S,
     LiveProducer,
     committed_positions,
+    end_offsets,
     expected_partitions,
     read_partitions,
     wait_caught_up,
@@ -74,19 +75,21 @@ def test_mirror_survives_kill_9_and_copies_every_record_once(clusters, tmp_path)
     with AdminClient(source.bootstrap) as admin:
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1, configs={"retention.ms": "604800000"})])
     args = ["--source", source.bootstrap, "--target", target.bootstrap, "--topics", "cl.*",
-            "--group-id", GROUP, "--commit-interval-ms", "100", "--reporting-interval", "200",
+            "--group-id", GROUP, "--reporting-interval", "200",
             "--refresh-topics-interval-seconds", "1"]
     log = tmp_path / "mirror.log"
 
-    first = MirrorCommand(args, log)
-    live = LiveProducer(source.bootstrap, TOPIC, 0, 2000, PARTITIONS, burst=50)
+    # The first run's transactions last a second: the kill lands inside one.
+    first = MirrorCommand([*args, "--commit-interval-ms", "1000"], log)
+    live = LiveProducer(source.bootstrap, TOPIC, 0, 2000, PARTITIONS, burst=20)
     live.start()
-    _wait_for(lambda: sum(committed_positions(target.bootstrap, GROUP).values()) > 0, first.check_running)
-    first.kill()  # kill -9, while records flow and a transaction is likely open
+    # kill -9 once a transaction has committed and the next one holds records on the target.
+    _wait_for(lambda: _open_transaction_after_a_commit(target.bootstrap), first.check_running)
+    first.kill()
     live.finish()
     before = sum(committed_positions(target.bootstrap, GROUP).values())
 
-    second = MirrorCommand(args, log)
+    second = MirrorCommand([*args, "--commit-interval-ms", "100"], log)
     live = LiveProducer(source.bootstrap, TOPIC, 2000, 4000, PARTITIONS, burst=50)
     live.start()
     live.finish()
@@ -95,6 +98,9 @@ def test_mirror_survives_kill_9_and_copies_every_record_once(clusters, tmp_path)
 
     assert code == 0, log.read_text()
     assert read_partitions(target.bootstrap, TOPIC) == expected_partitions(0, 4000, PARTITIONS)
+    # The killed run's open transaction is in the target's logs, aborted: invisible to read_committed.
+    uncommitted = read_partitions(target.bootstrap, TOPIC, "read_uncommitted")
+    assert sum(map(len, uncommitted.values())) > 4000
     assert read_partitions(target.bootstrap, TOPIC) == read_partitions(source.bootstrap, TOPIC)
     # The summary of the second run: what it copied is what the first had not committed.
     end = sum(ends.values())
@@ -134,6 +140,15 @@ def test_client_settings_the_mirror_owns_are_refused(tmp_path):
     config.write_text("no.such.setting=1\n")
     result = run_cli("mirror", "--source", "a:1", "--target", "b:1", "--topics", "x", "--producer.config", str(config))
     assert result.code == 1 and "unknown producer property 'no.such.setting'" in result.err
+
+
+def _open_transaction_after_a_commit(target: str) -> bool:
+    """Whether the mirror committed positions and has records in an open transaction now (a
+    partition's high watermark beyond its last stable offset)."""
+    if not committed_positions(target, GROUP):
+        return False
+    stable = end_offsets(target, [TOPIC], "read_committed")
+    return any(end > stable[tp] for tp, end in end_offsets(target, [TOPIC], "read_uncommitted").items())
 
 
 def _wait_for(condition, check) -> None:
