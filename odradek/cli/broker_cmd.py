@@ -3,7 +3,8 @@
 With no arguments: one broker on 127.0.0.1:9092, data in the default directory, the embedded
 metadata store (no ZooKeeper). SIGTERM and SIGINT stop it cleanly (controlled shutdown when
 ``controlled.shutdown.enable``: the controller moves its leaderships away first; then flush,
-checkpoints, clean-shutdown marker).
+checkpoints, clean-shutdown marker). When every log directory has failed the broker halts
+and the command exits with status 1 (Kafka's broker halts too).
 """
 
 from __future__ import annotations
@@ -96,6 +97,12 @@ async def serve(config: BrokerConfig, ready=None) -> int:
     print(f"  data in: {', '.join(config.log_dirs)}", flush=True)
     if ready is not None:
         ready(broker)
-    await stop.wait()
+    stopped = asyncio.ensure_future(stop.wait())
+    halted = asyncio.ensure_future(broker.halted.wait())
+    await asyncio.wait([stopped, halted], return_when=asyncio.FIRST_COMPLETED)
+    for waiter in (stopped, halted):
+        waiter.cancel()
+    if broker.halted.is_set():  # every log directory failed (the broker said why)
+        return 1
     await broker.stop()
     return 0

@@ -40,6 +40,7 @@ _SERVED = [
     ApiKey.ELECT_LEADERS,  # at the controller; other brokers forward it there
     # at the controller (others answer NOT_CONTROLLER), ``server/handlers/partition_reassignments.py``
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.DESCRIBE_LOG_DIRS,  # ``server/handlers/describe_log_dirs.py``
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

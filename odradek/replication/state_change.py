@@ -18,8 +18,10 @@ LeaderAndIsr, once checked:
 3. the group coordinator hears which ``__consumer_offsets`` partitions this broker now
    leads and which it no longer leads (``on_leadership_change``), to load or unload them.
 
-A log that cannot be created (a full or failed disk) answers KAFKA_STORAGE_ERROR for its
-partition and leaves it unhosted (Kafka's controller counts such a replica offline); the role
+A partition whose log directory failed on this broker answers KAFKA_STORAGE_ERROR and is
+neither hosted nor created anew until a restart (``server/log_dir_failure_handler.py``; the
+controller counts the replica offline). A log that cannot be created (a full disk) answers
+KAFKA_STORAGE_ERROR for its partition and leaves it unhosted (Kafka's controller counts such a replica offline); the role
 is taken later, once the log can be created (``retry_unhosted_roles``), unless a newer
 LeaderAndIsr or a StopReplica of the partition came meanwhile.
 
@@ -33,7 +35,7 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from odradek.metadata.errors import MetadataError, StoreError
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -107,6 +109,7 @@ async def _take_roles(broker, decision, retrying: bool) -> tuple[dict[TopicParti
     failures were logged already)."""
     rm = broker.replica_manager
     errors = dict(decision.errors)
+    decision = _without_offline(broker, decision, errors)
     _remove_fetchers(broker, [s.key for s in decision.leaders])
     failed = await _create_logs(broker, decision.leaders + decision.followers, retrying)
     errors.update(failed)
@@ -145,6 +148,8 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
             part = rm.get(*key)
             if part is not None and part.topic in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
                 resigned.append(part)
+            if getattr(broker, "log_dir_failures", None) is not None:
+                broker.log_dir_failures.forget(key)  # deleted: its failed log has nothing to serve
             rm.remove(key[0], key[1], delete=False)  # out of service now; wakes its waiters
             deleted.append(key)
         if deleted:
@@ -172,6 +177,23 @@ async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterabl
 
 
 # --- steps ------------------------------------------------------------------------------------
+def _without_offline(broker, decision, errors: dict):
+    """``decision`` less the partitions whose log directory failed here: KAFKA_STORAGE_ERROR
+    for each (Kafka's ``HostedPartition.Offline``)."""
+    failures = getattr(broker, "log_dir_failures", None)
+    if failures is None or not failures.offline_partitions:
+        return decision
+    offline = [s.key for s in decision.leaders + decision.followers if failures.is_offline(s.key)]
+    if not offline:
+        return decision
+    for key in offline:
+        errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+    log.warning("LeaderAndIsr names %d partition(s) of a failed log directory: answered KAFKA_STORAGE_ERROR",
+                len(offline))
+    return replace(decision, leaders=[s for s in decision.leaders if not failures.is_offline(s.key)],
+                   followers=[s for s in decision.followers if not failures.is_offline(s.key)])
+
+
 async def _check(broker, name: str, header: ControlHeader) -> ErrorCode:
     """The whole-request checks; on success the request's controller epoch is the highest seen.
 

@@ -16,6 +16,10 @@ broker is registered: the controller moves this broker's leaderships away), then
 then the rest in reverse start-up order, leaving a clean-shutdown marker so the next start
 skips recovery.
 
+A failed log directory takes only its own partitions offline (``log_dir_failure_handler``:
+KAFKA_STORAGE_ERROR for them, the controller told); when every one has failed the broker
+halts: ``halt()`` stops it without a controlled shutdown and sets ``halted``.
+
 Everything runs on one asyncio event loop; only fsync runs in a worker thread (flushing one
 partition never blocks appends to others).
 """
@@ -41,6 +45,7 @@ from odradek.server.config_change_listener import ConfigChangeListener
 from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
+from odradek.server.log_dir_failure_handler import LogDirFailureHandler
 from odradek.server.log_limiter import LogRateLimiter, message_key
 from odradek.server.memory_pool import MemoryPool
 from odradek.server.replication_quota_manager import ReplicationQuotas
@@ -90,6 +95,8 @@ class Broker:
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
         self.log_dir_locks = LogDirLocks(config.log_dirs)
+        self.log_dir_failures = None  # LogDirFailureHandler, once the logs are loaded
+        self.halted = asyncio.Event()
         self._effective_config: BrokerConfig | None = None
         self.connection_quotas = ConnectionQuotas(self.effective_config)
 
@@ -126,6 +133,8 @@ class Broker:
         self.produce_fast_path = ProduceFastPath(self)
         self.producer_ids = open_producer_ids(self.metadata, self.broker_id)
         self._make_cluster_parts()
+        self.log_dir_failures = LogDirFailureHandler(self)
+        self.log_dir_failures.start()
         await self._listen()
         self.metadata.register_broker(self.broker_info())
         await self._start_controller()
@@ -240,12 +249,27 @@ class Broker:
         for coro in background_tasks(self):
             self._tasks.append(self.loop.create_task(coro))
 
-    async def stop(self, quiet: bool = False) -> None:
-        """Stop every part (see the module's docstring); ``quiet`` after a failed start."""
+    def halt(self, reason: str) -> None:
+        """A fatal error (every log directory failed): stop at once, without a controlled
+        shutdown (Kafka's ``Exit.halt``); ``halted`` is set once stopped, and the ``odradek
+        broker`` process then exits with status 1."""
+        log.critical("broker %d: %s", self.broker_id, reason)
+
+        async def halt() -> None:
+            try:
+                await self.stop(controlled=False)
+            finally:
+                self.halted.set()
+
+        self.loop.create_task(halt())
+
+    async def stop(self, quiet: bool = False, controlled: bool = True) -> None:
+        """Stop every part (see the module's docstring); ``quiet`` after a failed start;
+        ``controlled=False`` skips the controlled shutdown."""
         if self._stop_begun:
             return
         self._stop_begun = True
-        if (not quiet and self.controller_service is not None and self.broker_to_controller is not None
+        if (not quiet and controlled and self.controller_service is not None and self.broker_to_controller is not None
                 and self.config["controlled.shutdown.enable"] and self._other_brokers_live()):
             from odradek.server.controlled_shutdown import controlled_shutdown
 
@@ -385,10 +409,13 @@ class Broker:
     def leader_partition(self, topic: str, index: int):
         """``(partition, error)``: the partition this broker leads, or None and the error code
         clients expect (UNKNOWN_TOPIC_OR_PARTITION for a topic or partition number that does
-        not exist, NOT_LEADER_OR_FOLLOWER when another broker leads it)."""
+        not exist, KAFKA_STORAGE_ERROR when its log directory failed here,
+        NOT_LEADER_OR_FOLLOWER when another broker leads it)."""
         part = self.replica_manager.get(topic, index)
         if part is not None and part.is_leader(self.broker_id):
             return part, ErrorCode.NONE
+        if self.log_dir_failures is not None and self.log_dir_failures.is_offline((topic, index)):
+            return None, ErrorCode.KAFKA_STORAGE_ERROR  # its log directory failed
         assignment = self.metadata_image().topic(topic)
         if assignment is None or index not in assignment.partitions:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
