@@ -1,6 +1,6 @@
 """The asyncio admin client: topics, partitions, configs, the cluster, records, groups,
 transactions, leader elections and partition reassignments (``admin_groups``,
-``admin_transactions``, ``admin_elections``, ``admin_reassignments``).
+``admin_transactions``, ``admin_elections``, ``admin_reassignments``, ``admin_log_dirs``).
 
     async with AsyncAdminClient("127.0.0.1:9092") as admin:
         await admin.create_topics([NewTopic("events", num_partitions=3, replication_factor=1)])
@@ -25,6 +25,7 @@ from typing import Self
 
 from odradek.client.admin_elections import ElectionAdmin
 from odradek.client.admin_groups import GroupAdmin
+from odradek.client.admin_log_dirs import LogDirAdmin
 from odradek.client.admin_reassignments import ReassignmentAdmin
 from odradek.client.admin_transactions import TransactionAdmin
 from odradek.client.admin_types import (
@@ -70,7 +71,7 @@ _ASK_AGAIN = frozenset({
 })
 
 
-class AsyncAdminClient(GroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin):
+class AsyncAdminClient(GroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin, LogDirAdmin):
     def __init__(self, bootstrap_servers, *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = 30_000, default_api_timeout_ms: int = 60_000,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000,

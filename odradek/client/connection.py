@@ -77,6 +77,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     # transactions; AddPartitionsToTxn v4+ is the brokers' batched form, EndTxn v5 bumps the
     # epoch on every transaction (KIP-890 part 2), which this client does not do
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
