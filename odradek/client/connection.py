@@ -30,6 +30,7 @@ from odradek.client.errors import (
     UnsupportedVersionError,
 )
 from odradek.protocol import codec
+from odradek.protocol.features import CLIENT_SOFTWARE_NAME
 from odradek.protocol.framing import (
     DEFAULT_MAX_FRAME_SIZE,
     FrameParser,
@@ -42,7 +43,6 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.request_header import RequestHeader
 from odradek.protocol.primitives import DecodeError, EncodeBuffer
 
-CLIENT_SOFTWARE_NAME = "odradek-python"
 CLIENT_SOFTWARE_VERSION = "0.1"
 
 # The versions of each API this client can build requests for and read answers of. Lower
@@ -132,6 +132,7 @@ class BrokerConnection(asyncio.Protocol):
         self.request_timeout = request_timeout
         self.versions: dict[int, int] = {}
         self.broker_versions: dict[int, tuple[int, int]] = {}
+        self.features: dict[str, tuple[int, int]] = {}  # ApiVersions' supported_features
         self._parser = FrameParser(max_frame_size)
         # correlation id -> [future, api_key, version, deadline]; insertion ordered.
         self._pending: dict[int, list] = {}
@@ -187,6 +188,7 @@ class BrokerConnection(asyncio.Protocol):
                 raise KafkaConnectionError(f"ApiVersions failed: {ErrorCode(response.error_code).name}")
             self.broker_versions = ranges
             self.versions = negotiate(CLIENT_VERSIONS, ranges)
+            self.features = {f.name: (f.min_version, f.max_version) for f in response.supported_features}
             return
         raise UnsupportedVersionError("broker refused every ApiVersions version")
 

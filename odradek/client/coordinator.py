@@ -65,6 +65,12 @@ class GroupCoordinatorClient:
         self.node_id: int | None = None
         self._conn: BrokerConnection | None = None
 
+    @property
+    def current_connection(self) -> BrokerConnection | None:
+        """The connection requests go out on now (None before the coordinator is found)."""
+        conn = self._conn
+        return conn if conn is not None and not conn.closed else None
+
     async def connection(self) -> BrokerConnection:
         """A connection to the coordinator, finding it first if needed."""
         if self._conn is not None and not self._conn.closed:

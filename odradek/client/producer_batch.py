@@ -61,6 +61,7 @@ class ProducerBatch(MemoryRecordsBuilder):
         "producer_epoch",
         "producer_id",
         "retry_at",
+        "rode_behind_add",
         "size",
         "topic",
         "transactional",
@@ -84,6 +85,7 @@ class ProducerBatch(MemoryRecordsBuilder):
         self.transactional = False  # the batch's transactional bit, set before sealing
         self.retry_at = 0.0
         self.awaits_metadata = -1  # retry only after metadata newer than this version
+        self.rode_behind_add = False  # last sent before its partition was added (TransactionManager)
         self.done = False
         self.size = 0  # bytes counted against the producer's buffer memory
         self.waiter = None  # an asyncio future a flush waits on, made on demand

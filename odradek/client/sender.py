@@ -29,7 +29,8 @@ producer id or a fenced epoch fail that batch and restart sequences under a new 
 
 Transactions (``txn``, a ``TransactionManager``): the producer id comes from
 ``init_transactions``, never from the sender; a partition's batches go only once the
-partition is in the transaction (``txn.added``; the sender asks for it with ``maybe_add``),
+partition is in the transaction (``txn.added``; the sender asks for it with ``maybe_add``)
+or right behind the request adding it to a broker that verifies (``txn.rides_behind_add``),
 carry the transactional bit, and Produce requests name the transactional id. A batch that
 fails puts the transaction in an error state (``txn.on_batch_failed``) instead of restarting
 sequences under a new producer id.
@@ -207,10 +208,14 @@ class Sender:
             if self.idempotent and queue.in_flight and (
                     batch.attempts > 0 or len(queue.in_flight) >= MAX_IN_FLIGHT_IDEMPOTENT):
                 continue
-            if txn is not None and (queue.topic, queue.partition) not in txn.added:
-                txn.maybe_add(queue.topic, queue.partition)  # its answer wakes us
-                continue
             leader = meta.leader(queue.topic, queue.partition)
+            rides = False
+            if txn is not None and (queue.topic, queue.partition) not in txn.added:
+                rides = leader is not None and txn.rides_behind_add((queue.topic, queue.partition),
+                                                                    cluster.connection_nowait(leader))
+                if not rides:
+                    txn.maybe_add(queue.topic, queue.partition)  # its writing and its answer wake us
+                    continue
             if leader is None:
                 need_update = True
                 continue
@@ -221,7 +226,9 @@ class Sender:
                 if waiting is not None:
                     cluster.after_connect(waiting, self.wake)
                 continue
-            taken.append((leader, queue, queue.take_head()))
+            batch = queue.take_head()
+            batch.rode_behind_add = rides
+            taken.append((leader, queue, batch))
         return taken, next_delay, need_update
 
     def _take(self, queue: PartitionQueue, batch: ProducerBatch) -> ProducerBatch:
@@ -327,11 +334,17 @@ class Sender:
             # Expected while an earlier batch of the partition is being retried.
             with self.acc.lock:
                 retriable = _earlier_outstanding(queue, batch)
+        waits_for_add = self.txn is not None and (batch.topic, batch.partition) not in self.txn.added
+        if code == ErrorCode.INVALID_TXN_STATE and batch.rode_behind_add:
+            # Sent behind the AddPartitionsToTxn of its partition (``rides_behind_add``), it
+            # found the partition not added yet: it goes again once the add is answered.
+            retriable = True
         if (retriable and not self.closing_hard and batch.attempts <= self.retries
                 and now - batch.created < self.delivery_timeout):
             if self.idempotent and batch.producer_id != self.producer_id:
                 batch.base_sequence = -1  # stamped under a producer id since replaced
-            batch.retry_at = now + self.cluster.backoff(batch.attempts - 1)
+            # One waiting for its partition's add needs no backoff: the add's answer releases it.
+            batch.retry_at = now if waits_for_add else now + self.cluster.backoff(batch.attempts - 1)
             with self.acc.lock:
                 queue.requeue(batch)
                 self.acc.active.add(queue)

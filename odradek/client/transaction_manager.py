@@ -26,7 +26,12 @@ group's coordinator:
   the request travels while the batch lingers; the sender sends a partition's batches only
   once it is ``added``. Partitions that come while a request is out go in the next one.
   CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written) is
-  retried after 0.1 ms, doubling.
+  retried after 0.1 ms, doubling. Exception (``rides_behind_add``): a broker with odradek's
+  ``odradek.transaction.verification`` feature that is both the coordinator and the
+  partition's leader gets the partition's batches right behind the AddPartitionsToTxn naming
+  it, on the same connection, without waiting for the answer: it reads them in order and
+  appends the batches only once the partition is added (KIP-890 verification). A batch
+  refused meanwhile (the add failed or was retried) is retried like any other.
 - AddOffsetsToTxn, then TxnOffsetCommit to the group coordinator (``send_offsets``).
 - EndTxn once every batch of the transaction is acknowledged; not sent for a transaction that
   added neither partitions nor offsets (it does not exist at the coordinator).
@@ -57,6 +62,7 @@ from odradek.client.transactions import (
     send_end_txn,
     txn_request,
 )
+from odradek.protocol.features import TRANSACTION_VERIFICATION
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.add_offsets_to_txn_request import AddOffsetsToTxnRequest
 from odradek.protocol.generated.add_partitions_to_txn_request import (
@@ -118,6 +124,7 @@ class TransactionManager:
         self.added: set[tuple[str, int]] = set()  # partitions in the transaction
         self.new: set[tuple[str, int]] = set()  # for the next AddPartitionsToTxn
         self.pending: set[tuple[str, int]] = set()  # in the AddPartitionsToTxn out now
+        self._pending_conn = None  # the connection that AddPartitionsToTxn was written on
         self.offsets_added = False
         self.bump_needed = False
         self._adder: asyncio.Task | None = None
@@ -235,6 +242,13 @@ class TransactionManager:
         if self._adder is None or self._adder.done():
             self._adder = self.cluster.loop.create_task(self._add_partitions())
 
+    def rides_behind_add(self, tp: tuple[str, int], conn) -> bool:
+        """Whether a batch of ``tp`` may go on ``conn`` (its leader's connection) before the
+        AddPartitionsToTxn adding ``tp`` is answered: that request was written on ``conn``,
+        and the broker verifies transactions (see the module's docstring)."""
+        return (conn is not None and conn is self._pending_conn and tp in self.pending
+                and TRANSACTION_VERIFICATION in conn.features)
+
     async def _add_partitions(self) -> None:
         delay = CONCURRENT_RETRY_S
         while self.new and self.state in _SENDING:
@@ -242,9 +256,10 @@ class TransactionManager:
             try:
                 code, failed = await self._send_add_partitions(self.pending)
             except Exception as e:  # noqa: BLE001 - the batches waiting for it must not wait for ever
-                self.pending = set()
+                self.pending, self._pending_conn = set(), None
                 self.fail(e if isinstance(e, KafkaError) else KafkaError(f"AddPartitionsToTxn failed: {e!r}"))
                 return
+            self._pending_conn = None
             if code == ErrorCode.NONE:
                 self.added |= self.pending
                 self.pending = set()
@@ -273,7 +288,13 @@ class TransactionManager:
             v3_and_below_producer_epoch=sender.producer_epoch,
             v3_and_below_topics=[AddPartitionsToTxnTopic(t, ps) for t, ps in by_topic.items()])
         deadline = self.cluster.loop.time() + self.delivery_timeout
-        response = await self.coordinator.send(ApiKey.ADD_PARTITIONS_TO_TXN, request, _first_add_error,
+
+        def build(version: int) -> AddPartitionsToTxnRequest:
+            # Called right before the request is written: batches may follow it on this connection.
+            self._pending_conn = self.coordinator.current_connection
+            self.sender.wake()
+            return request
+        response = await self.coordinator.send(ApiKey.ADD_PARTITIONS_TO_TXN, build, _first_add_error,
                                                deadline=deadline)
         found = (ErrorCode.NONE, ("", -1))
         for topic in response.results_by_topic_v3_and_below:

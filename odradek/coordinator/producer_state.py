@@ -173,6 +173,10 @@ class ProducerStateManager:
         """Open transactions: producer id -> first offset (read-only live view)."""
         return MappingProxyType(self._ongoing)
 
+    def in_transaction(self, producer_id: int) -> bool:
+        """Whether ``producer_id`` has a transaction open in this partition."""
+        return producer_id in self._ongoing
+
     def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
         """The first offset of the oldest open transaction, or of a completed one whose
         marker is not below ``high_watermark`` yet (those below it are forgotten here); None

@@ -199,18 +199,21 @@ class ReplicaManager:
         """True while appends to ``key`` queue behind one checked off the event loop."""
         return key in self.off_loop_appends
 
-    def append_off_loop(self, part: Partition, records, heavy: bool) -> asyncio.Task:
+    def append_off_loop(self, part: Partition, records, heavy: bool, verifying=None) -> asyncio.Task:
         """Queue an append behind the partition's other off-loop ones (now, so that appends
         arriving meanwhile queue behind it); the task that makes it gives the result, or
         raises ProduceError. ``heavy``: the records are known to need the worker thread
-        (else they are first tried on the loop: they may have queued only for order)."""
+        (else they are first tried on the loop: they may have queued only for order).
+        ``verifying``: a future awaited in turn before appending (a transaction's
+        verification, ``server/txn_verification.py``), whose ProduceError refuses it."""
         key = part.key
         entry = self.off_loop_appends.get(key)
         if entry is None:
             entry = self.off_loop_appends[key] = [0, asyncio.Lock()]
         entry[0] += 1
         # A copy: the request's bytes may lie in a receive buffer the connection reuses.
-        task = asyncio.ensure_future(self._append_in_turn(part, memoryview(bytearray(records)), heavy, entry[1]))
+        task = asyncio.ensure_future(self._append_in_turn(part, memoryview(bytearray(records)), heavy, entry[1],
+                                                          verifying))
         task.add_done_callback(lambda _: self._off_loop_done(key, entry))  # even if cancelled unstarted
         return task
 
@@ -219,8 +222,11 @@ class ReplicaManager:
         if entry[0] == 0 and self.off_loop_appends.get(key) is entry:
             del self.off_loop_appends[key]
 
-    async def _append_in_turn(self, part: Partition, records, heavy: bool, lock: asyncio.Lock) -> ProduceResult:
+    async def _append_in_turn(self, part: Partition, records, heavy: bool, lock: asyncio.Lock,
+                              verifying=None) -> ProduceResult:
         async with lock:  # FIFO: the partition's queued appends in arrival order
+            if verifying is not None:
+                await verifying
             if self.partitions.get(part.key) is not part or not part.is_leader(self.broker_id):
                 raise ProduceError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{part.topic}-{part.index} moved")
             checked = await self._check_off_loop(part, records) if heavy else None

@@ -217,3 +217,30 @@ def test_confluent_read_committed_consumer_stops_at_an_odradek_transaction_until
             assert got == [b"later"]
         finally:
             consumer.close()
+
+
+@pytest.mark.parametrize("verifying", [True, False], ids=["verifying-broker", "other-broker"])
+def test_batches_ride_behind_add_partitions_only_to_a_broker_that_verifies(broker, topic_name, monkeypatch,
+                                                                           verifying):
+    import odradek.client.transaction_manager as transaction_manager
+    from odradek.client.sender import Sender
+
+    rode = []  # per batch sent: whether it left before its partition's AddPartitionsToTxn was answered
+    send_group = Sender._send_group
+    monkeypatch.setattr(Sender, "_send_group", lambda self, node, batches: (
+        rode.extend(b.rode_behind_add for b in batches), send_group(self, node, batches))[1])
+    if not verifying:  # as against Apache Kafka, which lists no such feature
+        monkeypatch.setattr(transaction_manager, "TRANSACTION_VERIFICATION", "no.such.feature")
+    create(broker.bootstrap, topic_name, partitions=3)
+    with Producer(broker.bootstrap, transactional_id=f"{topic_name}-tid", linger_ms=0) as producer:
+        producer.init_transactions()
+        for n in range(20):
+            producer.begin_transaction()
+            for p in range(3):
+                producer.send(topic_name, b"%d-%d" % (n, p), partition=p)
+            producer.commit_transaction()
+    assert any(rode) if verifying else not any(rode)
+    assert len(rode) >= 60
+    expected = sorted((p, n, b"%d-%d" % (n, p)) for n in range(20) for p in range(3))
+    got = odradek_values(broker.bootstrap, topic_name, 3)  # (partition, offset, value), committed only
+    assert sorted((p, int(v.split(b"-")[0]), v) for p, _, v in got) == expected

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 
 from odradek.coordinator.coordinator_runtime import CoordinatorError, CoordinatorRuntime, CoordinatorSlot
 from odradek.coordinator.partitioner import partition_for
@@ -51,6 +52,7 @@ log = logging.getLogger("odradek.coordinator.transaction")
 
 E = ErrorCode
 OFFSETS_TOPIC = "__consumer_offsets"
+SETTLE_WAIT_S = 0.5  # the longest an AddPartitionsToTxn waits for its previous transaction to end
 
 
 class TransactionCoordinator(CoordinatorRuntime):
@@ -63,6 +65,13 @@ class TransactionCoordinator(CoordinatorRuntime):
         super().__init__(broker, config)
         self.markers = TransactionMarkerChannel(broker, retry_backoff_s=config.marker_retry_backoff_ms / 1000)
         self._tasks: set[asyncio.Task] = set()
+        # The transit being written per transactional id, and a future done once it is.
+        self._in_flight: dict[str, tuple[TxnTransit, asyncio.Future]] = {}
+        # Transactions whose markers are being written: a future done once they are complete.
+        self._completing: dict[str, asyncio.Future] = {}
+        # AddPartitionsToTxn waiting for the previous transaction to end: its partitions, and
+        # a future done once it has been answered.
+        self._deferred: dict[str, tuple[frozenset, asyncio.Future]] = {}
 
     def _periodic(self) -> list[tuple[int, object]]:
         return [(self.config.abort_timed_out_interval_ms, self.abort_timed_out_transactions),
@@ -88,20 +97,50 @@ class TransactionCoordinator(CoordinatorRuntime):
                      slot.partition, stats.records, stats.end_offset, len(slot.shard.transactions))
         slot.loading = False
         for txn in slot.shard.preparing():
-            self._spawn(self._write_markers(slot, txn), slot)
+            self._spawn_markers(slot, txn)
 
     def _track(self, task: asyncio.Task) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     # --- writing ------------------------------------------------------------------------------
-    async def _transition(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
-        """Write ``transit`` and complete it, or leave ``txn`` as it was: the client's error."""
+    def _transition(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit
+                    ) -> Awaitable[ErrorCode]:
+        """Write ``transit`` and complete it, or leave ``txn`` as it was: the client's error.
+
+        The record is appended now. With the ISR this broker alone (one broker, or followers
+        out of sync) the transit is complete before this returns, so a request read next
+        (a Produce pipelined behind an AddPartitionsToTxn) finds it done. Otherwise it is in
+        flight (``_in_flight``, which ``verify`` waits for) until the ISR has the record."""
         try:
-            error = await self._write(slot, TransactionLogRecord(txn.transactional_id, transit))
+            error, last_offset = self._append_record(slot, TransactionLogRecord(txn.transactional_id, transit))
+            if error == E.NONE and not self._is_replicated(slot, last_offset):
+                done = asyncio.get_running_loop().create_future()
+                self._in_flight[txn.transactional_id] = (transit, done)
+                return self._replicate_transit(slot, txn, transit, last_offset, done)
         except BaseException:
             txn.abort_pending()
             raise
+        if error == E.NONE:
+            error = self._replication_error(slot, last_offset)
+        return _answered(self._finish_transit(slot, txn, transit, error))
+
+    async def _replicate_transit(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit,
+                                 last_offset: int, done: asyncio.Future) -> ErrorCode:
+        try:
+            error = await self._replicated(slot, last_offset)
+        except BaseException:
+            txn.abort_pending()
+            raise
+        else:
+            return self._finish_transit(slot, txn, transit, error)
+        finally:
+            if self._in_flight.get(txn.transactional_id, (None, None))[1] is done:
+                del self._in_flight[txn.transactional_id]
+            done.set_result(None)
+
+    def _finish_transit(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit,
+                        error: ErrorCode) -> ErrorCode:
         if error == E.NONE and not self._current(slot):
             error = E.NOT_COORDINATOR
         if error == E.NONE:
@@ -112,30 +151,68 @@ class TransactionCoordinator(CoordinatorRuntime):
 
     async def _write(self, slot: CoordinatorSlot, record: TransactionLogRecord) -> ErrorCode:
         """Append ``record`` and wait until the ISR has it; Kafka's error mapping."""
+        error, last_offset = self._append_record(slot, record)
+        if error != E.NONE:
+            return error
+        return await self._replicated(slot, last_offset)
+
+    def _append_record(self, slot: CoordinatorSlot, record: TransactionLogRecord) -> tuple[ErrorCode, int]:
+        """Append ``record`` to the slot's partition: ``(NONE, last offset)`` or the client's
+        error (Kafka's mapping of the append's) and -1."""
         part = self._led_partition(slot)
         if part is None:
-            return E.NOT_COORDINATOR
+            return E.NOT_COORDINATOR, -1
         if len(part.isr) < self.broker.topics.min_insync_replicas(TRANSACTION_STATE_TOPIC):
-            return E.COORDINATOR_NOT_AVAILABLE  # NOT_ENOUGH_REPLICAS, as Kafka maps it
+            return E.COORDINATOR_NOT_AVAILABLE, -1  # NOT_ENOUGH_REPLICAS, as Kafka maps it
         builder = BatchBuilder()
         builder.append(self.clock.milliseconds(), record.key_bytes(), record.value_bytes())
         error, last_offset = self._append_to(slot, part, builder.build(), E.UNKNOWN_SERVER_ERROR)
-        if error != E.NONE:
-            return _write_error(error)
+        return (E.NONE, last_offset) if error == E.NONE else (_write_error(error), -1)
+
+    def _is_replicated(self, slot: CoordinatorSlot, last_offset: int) -> bool:
+        return self.broker.replica_manager.is_replicated(TRANSACTION_STATE_TOPIC, slot.partition, last_offset)
+
+    def _replication_error(self, slot: CoordinatorSlot, last_offset: int) -> ErrorCode:
         rm = self.broker.replica_manager
-        waits = [(TRANSACTION_STATE_TOPIC, slot.partition, last_offset, None)]
-        if not rm.is_replicated(TRANSACTION_STATE_TOPIC, slot.partition, last_offset):
-            if not await rm.wait_for_replication(waits, self.config.write_timeout_ms / 1000):
-                return _write_error(E.REQUEST_TIMED_OUT)
         return _write_error(rm.replication_error(TRANSACTION_STATE_TOPIC, slot.partition, last_offset) or E.NONE)
 
+    async def _replicated(self, slot: CoordinatorSlot, last_offset: int) -> ErrorCode:
+        """Wait until the ISR has the record at ``last_offset``; Kafka's error mapping."""
+        if not self._is_replicated(slot, last_offset):
+            waits = [(TRANSACTION_STATE_TOPIC, slot.partition, last_offset, None)]
+            if not await self.broker.replica_manager.wait_for_replication(waits, self.config.write_timeout_ms / 1000):
+                return _write_error(E.REQUEST_TIMED_OUT)
+        return self._replication_error(slot, last_offset)
+
     # --- ending transactions ------------------------------------------------------------------
-    async def _prepare_end(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
+    def _prepare_end(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit
+                     ) -> Awaitable[ErrorCode]:
         """Write PrepareCommit / PrepareAbort; then the markers go out in the background."""
-        error = await self._transition(slot, txn, transit)
+        written = self._transition(slot, txn, transit)
+        error = answer_now(written)
+        if error is None:
+            return self._after_prepare(slot, txn, written)
         if error == E.NONE:
-            self._spawn(self._write_markers(slot, txn), slot)
+            self._spawn_markers(slot, txn)
+        return written
+
+    async def _after_prepare(self, slot: CoordinatorSlot, txn: TransactionMetadata, written) -> ErrorCode:
+        error = await written
+        if error == E.NONE:
+            self._spawn_markers(slot, txn)
         return error
+
+    def _spawn_markers(self, slot: CoordinatorSlot, txn: TransactionMetadata) -> None:
+        """Write the markers of ``txn`` (preparing), then CompleteCommit / CompleteAbort, in
+        the background; ``_completing`` holds a future done when that ends."""
+        tid = txn.transactional_id
+        done = self._completing[tid] = asyncio.get_running_loop().create_future()
+
+        def finished(_task) -> None:
+            if self._completing.get(tid) is done:
+                del self._completing[tid]
+            done.set_result(None)
+        self._spawn(self._write_markers(slot, txn), slot).add_done_callback(finished)
 
     async def _write_markers(self, slot: CoordinatorSlot, txn: TransactionMetadata) -> None:
         commit = txn.state == TransactionState.PREPARE_COMMIT
@@ -234,10 +311,14 @@ class TransactionCoordinator(CoordinatorRuntime):
             self.broker.log_storage_error(f"could not reserve producer ids: {e}")
             raise CoordinatorError(E.COORDINATOR_LOAD_IN_PROGRESS) from None
 
-    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                             partitions) -> ErrorCode:
-        return await self._operate(transactional_id, lambda shard, now: shard.add_partitions(
-            transactional_id, producer_id, producer_epoch, partitions, now), self._transition)
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions) -> Awaitable[ErrorCode]:
+        """The partitions are added once the returned awaitable gives NONE. The transit is
+        prepared before this returns, so a Produce read after this request on the same
+        connection finds it in flight (``verify``)."""
+        return self._operate(transactional_id, lambda shard, now: shard.add_partitions(
+            transactional_id, producer_id, producer_epoch, partitions, now), self._transition,
+            self._settle_deadline(), frozenset(partitions))
 
     def offsets_partition(self, group_id: str) -> int:
         """The ``__consumer_offsets`` partition of ``group_id`` (AddOffsetsToTxn adds it)."""
@@ -245,30 +326,123 @@ class TransactionCoordinator(CoordinatorRuntime):
         n = len(topic.partitions) if topic is not None else self.broker.config["offsets.topic.num.partitions"]
         return partition_for(group_id, n)
 
-    async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                          group_id: str) -> ErrorCode:
-        return await self.add_partitions(transactional_id, producer_id, producer_epoch,
-                                         [(OFFSETS_TOPIC, self.offsets_partition(group_id))])
+    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                    group_id: str) -> Awaitable[ErrorCode]:
+        return self.add_partitions(transactional_id, producer_id, producer_epoch,
+                                   [(OFFSETS_TOPIC, self.offsets_partition(group_id))])
 
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                      commit: bool) -> ErrorCode:
-        return await self._operate(transactional_id, lambda shard, now: shard.end_txn(
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                commit: bool) -> Awaitable[ErrorCode]:
+        return self._operate(transactional_id, lambda shard, now: shard.end_txn(
             transactional_id, producer_id, producer_epoch, commit, now), self._prepare_end)
 
-    async def _operate(self, transactional_id: str, operation, write) -> ErrorCode:
-        """Run ``operation(shard, now_ms)`` on the shard of ``transactional_id``; a transit it
-        returns is written by ``write(slot, txn, transit)``, whose error is the answer. An
-        ErrorCode it returns (or the slot's, INVALID_REQUEST for an empty id) is the answer."""
+    def _operate(self, transactional_id: str, operation, write, settle_by: float | None = None,
+                 adding: frozenset = frozenset()) -> Awaitable[ErrorCode]:
+        """Run ``operation(shard, now_ms)`` on the shard of ``transactional_id`` now; a transit
+        it returns is written by ``write(slot, txn, transit)``, whose error is the answer. An
+        ErrorCode it returns (or the slot's, INVALID_REQUEST for an empty id) is the answer.
+        ``settle_by`` (loop time): CONCURRENT_TRANSACTIONS from a transaction being ended
+        here is not answered before then; the operation runs again once it ended, and
+        meanwhile ``_deferred`` holds the partitions it is ``adding`` (``verify`` waits)."""
         if not transactional_id:
-            return E.INVALID_REQUEST
+            return _answered(E.INVALID_REQUEST)
+        try:
+            slot = self._slot_for(transactional_id)
+        except CoordinatorError as e:
+            return _answered(e.error)
+        result = operation(slot.shard, self.clock.milliseconds())
+        if result == E.CONCURRENT_TRANSACTIONS and settle_by is not None:
+            settling = self._settling(transactional_id)
+            if settling is not None:
+                deferred = asyncio.get_running_loop().create_future()
+                self._deferred[transactional_id] = (adding, deferred)
+                return self._operate_after(settling, settle_by, transactional_id, operation, write, deferred)
+        if isinstance(result, ErrorCode):
+            return _answered(result)
+        return write(slot, slot.shard.get(transactional_id), result)
+
+    async def _operate_after(self, settling: asyncio.Future, settle_by: float, transactional_id: str,
+                             operation, write, deferred: asyncio.Future) -> ErrorCode:
+        try:
+            if not await _settled(settling, settle_by):
+                return E.CONCURRENT_TRANSACTIONS
+            adding = self._deferred[transactional_id][0]
+            return await self._operate(transactional_id, operation, write, settle_by, adding)
+        finally:
+            if self._deferred.get(transactional_id, (None, None))[1] is deferred:
+                del self._deferred[transactional_id]
+            deferred.set_result(None)
+
+    # --- settling (a transaction being ended) --------------------------------------------------
+    # An AddPartitionsToTxn (and a transaction's verification) that finds the previous
+    # transaction of its id still being ended here waits for it, up to SETTLE_WAIT_S, rather
+    # than answering CONCURRENT_TRANSACTIONS at once: a producer that begins its next
+    # transaction as soon as EndTxn is answered would otherwise retry (Java's after 20 ms)
+    # while the markers, written in-process in a fraction of a millisecond, complete.
+    def _settle_deadline(self) -> float:
+        return asyncio.get_running_loop().time() + SETTLE_WAIT_S
+
+    def _settling(self, transactional_id: str) -> asyncio.Future | None:
+        """A future done at the next step of ``transactional_id``'s transaction being ended:
+        its transit in flight written, or its markers and Complete* written (None: neither)."""
+        in_flight = self._in_flight.get(transactional_id)
+        return in_flight[1] if in_flight is not None else self._completing.get(transactional_id)
+
+    # --- verification (KIP-890) ---------------------------------------------------------------
+    def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
+               tp: tuple[str, int]) -> ErrorCode | Awaitable[ErrorCode]:
+        """Whether ``tp`` is in the Ongoing transaction of ``producer_id`` / ``producer_epoch``
+        (Kafka's ``handleVerifyPartitionsInTransaction``), asked by a partition leader before
+        the first transactional batch of a transaction is appended there. An AddPartitionsToTxn
+        naming ``tp`` still being written is waited for (an awaitable is returned); otherwise
+        the answer is at once: NONE, TRANSACTION_ABORTABLE (not added),
+        INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS (ending), or the
+        coordinator's own error (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS...)."""
+        answer = self._verify_now(transactional_id, producer_id, producer_epoch, tp)
+        if isinstance(answer, ErrorCode):
+            return answer
+        return self._verify_after(answer, self._settle_deadline(), transactional_id, producer_id,
+                                  producer_epoch, tp)
+
+    def ending(self, transactional_id: str) -> asyncio.Future | None:
+        """While the transaction of ``transactional_id`` is being ended here (PrepareCommit /
+        PrepareAbort in flight, or its markers being written), a future done at its next
+        step; else None. Two dict lookups: asked for every transactional batch whose
+        producer has a transaction open in its partition."""
+        completing = self._completing.get(transactional_id)
+        if completing is not None:
+            return completing
+        in_flight = self._in_flight.get(transactional_id)
+        if in_flight is not None and in_flight[0].state.is_preparing:
+            return in_flight[1]
+        return None
+
+    def _verify_now(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                    tp: tuple[str, int]) -> ErrorCode | asyncio.Future:
+        """The answer, or a future to wait for before asking again: an AddPartitionsToTxn
+        adding ``tp`` being written, or the previous transaction being ended."""
+        in_flight = self._in_flight.get(transactional_id)
+        if in_flight is not None and tp in in_flight[0].partitions and in_flight[0].state == TransactionState.ONGOING:
+            return in_flight[1]
+        deferred = self._deferred.get(transactional_id)
+        if deferred is not None and tp in deferred[0]:
+            return deferred[1]
         try:
             slot = self._slot_for(transactional_id)
         except CoordinatorError as e:
             return e.error
-        result = operation(slot.shard, self.clock.milliseconds())
-        if isinstance(result, ErrorCode):
-            return result
-        return await write(slot, slot.shard.get(transactional_id), result)
+        answer = _verification(slot.shard.get(transactional_id), producer_id, producer_epoch, tp)
+        settling = self._settling(transactional_id) if answer == E.CONCURRENT_TRANSACTIONS else None
+        return answer if settling is None else settling
+
+    async def _verify_after(self, settling: asyncio.Future, settle_by: float, transactional_id: str,
+                            producer_id: int, producer_epoch: int, tp: tuple[str, int]) -> ErrorCode:
+        while await _settled(settling, settle_by):
+            answer = self._verify_now(transactional_id, producer_id, producer_epoch, tp)
+            if isinstance(answer, ErrorCode):
+                return answer
+            settling = answer
+        return E.CONCURRENT_TRANSACTIONS
 
     def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
         if not transactional_id:
@@ -307,6 +481,41 @@ class TransactionCoordinator(CoordinatorRuntime):
                 found.append(txn)
         error = E.COORDINATOR_LOAD_IN_PROGRESS if self.is_loading() else E.NONE
         return error, unknown, found
+
+
+def _answered(error: ErrorCode) -> asyncio.Future:
+    """An answer known now, as a done future: a handler may answer without a task
+    (``answer_now``)."""
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(error)
+    return future
+
+
+def answer_now(answer: Awaitable[ErrorCode]) -> ErrorCode | None:
+    """The error code of an operation's ``answer`` if it is known already, else None."""
+    return answer.result() if isinstance(answer, asyncio.Future) and answer.done() else None
+
+
+async def _settled(future: asyncio.Future, deadline: float) -> bool:
+    """Wait for ``future`` until ``deadline`` (loop time); whether it is done."""
+    remaining = deadline - asyncio.get_running_loop().time()
+    if remaining > 0 and not future.done():
+        try:
+            await asyncio.wait_for(asyncio.shield(future), remaining)
+        except TimeoutError:
+            pass
+    return future.done()
+
+
+def _verification(txn: TransactionMetadata | None, producer_id: int, producer_epoch: int,
+                  tp: tuple[str, int]) -> ErrorCode:
+    if txn is None or txn.producer_id != producer_id:
+        return E.INVALID_PRODUCER_ID_MAPPING
+    if txn.producer_epoch != producer_epoch:
+        return E.PRODUCER_FENCED
+    if txn.state.is_preparing:
+        return E.CONCURRENT_TRANSACTIONS
+    return E.NONE if txn.state == TransactionState.ONGOING and tp in txn.partitions else E.TRANSACTION_ABORTABLE
 
 
 def _write_error(error: ErrorCode) -> ErrorCode:

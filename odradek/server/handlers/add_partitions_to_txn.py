@@ -7,11 +7,13 @@ transaction becomes (or stays) Ongoing with these partitions, written to
 topics that do not exist answer UNKNOWN_TOPIC_OR_PARTITION and the others
 OPERATION_NOT_ATTEMPTED, nothing added, as Kafka does. PRODUCER_FENCED is
 INVALID_PRODUCER_EPOCH before v2. v4+ (brokers verifying a transaction, KIP-890) is not
-served: odradek's partition leaders do not verify (``api_keys`` narrows the range).
+served yet: a partition leader verifies in-process when the transaction's coordinator is on
+its own broker (``server/txn_verification.py``); ``api_keys`` narrows the range.
 """
 
 from __future__ import annotations
 
+from odradek.coordinator.transaction.transaction_coordinator import answer_now
 from odradek.protocol.generated.add_partitions_to_txn_response import (
     AddPartitionsToTxnPartitionResult,
     AddPartitionsToTxnResponse,
@@ -20,7 +22,11 @@ from odradek.protocol.generated.add_partitions_to_txn_response import (
 from odradek.protocol.generated.error_codes import ErrorCode
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
+    """The response, or a coroutine of it while the coordinator's write is replicated. The
+    coordinator writes (or prepares) the transit here, before the connection reads the next
+    request: a Produce pipelined behind this request finds the partitions added, or being
+    added, and its verification waits for them (KIP-890)."""
     partitions = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
     image = ctx.broker.metadata_image()
     unknown = {tp for tp in partitions if _unknown(image, tp)}
@@ -28,16 +34,28 @@ async def handle(ctx, request):
     if unknown:
         errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                   for tp in partitions}
-    else:
-        if coordinator is None:
-            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        else:
-            error = await coordinator.add_partitions(request.v3_and_below_transactional_id,
-                                                     request.v3_and_below_producer_id,
-                                                     request.v3_and_below_producer_epoch, partitions)
-        if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
-            error = ErrorCode.INVALID_PRODUCER_EPOCH
-        errors = dict.fromkeys(partitions, error)
+        return _respond(errors)
+    if coordinator is None:
+        return _respond(dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    added = coordinator.add_partitions(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                                       request.v3_and_below_producer_epoch, partitions)
+    error = answer_now(added)
+    if error is None:
+        return _answer(added, partitions, ctx.api_version)
+    return _respond(_per_version(error, ctx.api_version), partitions)
+
+
+async def _answer(added, partitions, version: int) -> AddPartitionsToTxnResponse:
+    return _respond(_per_version(await added, version), partitions)
+
+
+def _per_version(error: ErrorCode, version: int) -> ErrorCode:
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED and version < 2 else error
+
+
+def _respond(error: ErrorCode | dict, partitions=()) -> AddPartitionsToTxnResponse:
+    """The response: ``error`` for every partition, or per partition (a dict)."""
+    errors = error if isinstance(error, dict) else dict.fromkeys(partitions, error)
     return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=_by_topic(errors))
 
 

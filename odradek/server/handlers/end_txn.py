@@ -10,17 +10,27 @@ KIP-890 part 2) is not served (``api_keys`` narrows the range to v0-v4).
 
 from __future__ import annotations
 
+from odradek.coordinator.transaction.transaction_coordinator import answer_now
 from odradek.protocol.generated.end_txn_response import EndTxnResponse
 from odradek.protocol.generated.error_codes import ErrorCode
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
+    """The response, or a coroutine of it while PrepareCommit / PrepareAbort is replicated."""
     coordinator = ctx.broker.txn_coordinator
     if coordinator is None:
-        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-    else:
-        error = await coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
-                                          bool(request.committed))
-    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
+        return _response(ErrorCode.COORDINATOR_NOT_AVAILABLE, ctx.api_version)
+    ended = coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                bool(request.committed))
+    error = answer_now(ended)
+    return _answer(ended, ctx.api_version) if error is None else _response(error, ctx.api_version)
+
+
+async def _answer(ended, version: int) -> EndTxnResponse:
+    return _response(await ended, version)
+
+
+def _response(error: ErrorCode, version: int) -> EndTxnResponse:
+    if error == ErrorCode.PRODUCER_FENCED and version < 2:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
     return EndTxnResponse(throttle_time_ms=0, error_code=error)

@@ -10,9 +10,10 @@ append the disk refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its l
 and accepts writes again as soon as the disk does.
 
 Transactional batches (Produce v3+ with a transactional id) are appended as idempotent ones
-are, and open or continue their producer's transaction at their first offset (the
-transaction coordinator has already added the partition; KIP-890's verification is not
-done); a non-transactional batch from a producer whose transaction is open is answered
+are, and open or continue their producer's transaction at their first offset; the first of a
+transaction in a partition is appended only once its coordinator confirms that the partition
+is in the transaction (KIP-890 verification, ``server/txn_verification.py``). A
+non-transactional batch from a producer whose transaction is open is answered
 INVALID_TXN_STATE (``coordinator/producer_state.py``). The fast path hands them all here.
 
 Records that decompress to more than may be checked on the event loop (a "bomb", or a very
@@ -45,6 +46,7 @@ from odradek.protocol.generated.produce_response import (
 from odradek.replication.partition import CheckOffLoop
 from odradek.replication.produce_validation import ProduceError
 from odradek.server.handlers.produce_flush import flush_all
+from odradek.server.txn_verification import verification
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE
 
 _VALID_ACKS = (-1, 0, 1)
@@ -68,7 +70,7 @@ def handle(ctx, request):
             if refusal is not None:
                 resp, last_offset = _error(data.index, *refusal)
             else:
-                resp, last_offset = _produce_one(broker, acks, name, data)
+                resp, last_offset = _produce_one(broker, acks, name, data, request.transactional_id)
             if isinstance(resp, asyncio.Future):
                 task, (resp, _) = resp, _error(data.index, ErrorCode.NONE)  # filled in when done
                 queued.append((task, name, resp))
@@ -146,9 +148,10 @@ def _set_error(resp: PartitionProduceResponse, e: ProduceError) -> None:
     resp.record_errors = [BatchIndexAndErrorMessage(i, m) for i, m in e.record_errors]
 
 
-def _produce_one(broker, acks: int, topic: str, data):
+def _produce_one(broker, acks: int, topic: str, data, transactional_id: str | None):
     """The partition's response and the last offset appended (-1 when none); instead of a
-    response, the task of an append queued off the event loop."""
+    response, the task of an append queued off the event loop (behind the others of the
+    partition, or behind its transaction's verification)."""
     index = data.index
     if broker.is_internal_topic(topic) and not broker.allow_internal_writes:
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{topic} is internal")
@@ -162,6 +165,14 @@ def _produce_one(broker, acks: int, topic: str, data):
             return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, f"{len(part.isr)} in-sync replica(s) of "
                           f"{topic}-{index}, min.insync.replicas is {min_isr}")
     replica_manager = broker.replica_manager
+    verifying = verification(broker, part, data.records, transactional_id)
+    if verifying is not None:
+        if isinstance(verifying, ProduceError):
+            broker.log_bad_input(f"produce to {topic}-{index} refused: {verifying.error.name}: {verifying}")
+            resp, _ = _error(index, verifying.error)
+            _set_error(resp, verifying)
+            return resp, -1
+        return replica_manager.append_off_loop(part, data.records, heavy=False, verifying=verifying), -1
     if replica_manager.checking_off_loop(part.key):  # behind an append checked off the loop
         return replica_manager.append_off_loop(part, data.records, heavy=False), -1
     try:

@@ -1,0 +1,106 @@
+"""Transaction verification (KIP-890 part 1): a partition leader checks with the transaction
+coordinator that a partition is in the transaction before the transaction's first batch
+there is appended.
+
+Without it, a transactional batch that reaches a partition the coordinator never added (a
+producer that sent it before AddPartitionsToTxn was answered, or whose AddPartitionsToTxn
+failed) opens a transaction that no marker will ever close: a "hanging" transaction that
+holds the partition's last stable offset back for good. With it, odradek's producer may send
+a partition's first batch right behind its AddPartitionsToTxn on the same connection (the
+coordinator's broker leading the partition): the verification waits for the partitions that
+request is adding.
+
+``verification(broker, part, records, transactional_id)`` looks at the first batch header:
+nothing is checked (None) for a batch that is not transactional, or whose producer already
+has a transaction open in the partition. Otherwise the answer is a ``ProduceError`` to refuse
+with, None (verified at once), or an awaitable that raises ``ProduceError`` or returns once
+verified (the append then queues behind it, ``ReplicaManager.append_off_loop``).
+
+The coordinator's answers become what a producer understands, as Kafka's ``ReplicaManager``
+maps them: not in the transaction is INVALID_TXN_STATE, a fenced epoch
+INVALID_PRODUCER_EPOCH, and the coordinator being busy, moving or loading NOT_ENOUGH_REPLICAS,
+which every client retries without refreshing its metadata. Limit: only transactions whose
+coordinator is on this broker are verified (in-process); for one coordinated elsewhere
+(AddPartitionsToTxn v4 with ``verify_only``, sent broker to broker) the batch is appended
+unverified, as before KIP-890.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from odradek.coordinator.transaction.transaction_coordinator import SETTLE_WAIT_S
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.records.batch import BATCH_HEADER_SIZE, MAGIC_OFFSET, read_header
+from odradek.replication.produce_validation import ProduceError
+
+E = ErrorCode
+_RETRY = frozenset({E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE,
+                    E.NETWORK_EXCEPTION})
+
+
+def verification(broker, part, records, transactional_id: str | None):
+    """None, a ``ProduceError``, or an awaitable (see the module's docstring)."""
+    if records is None or len(records) < BATCH_HEADER_SIZE or records[MAGIC_OFFSET] != 2:
+        return None  # legacy or cut records: the append's validation answers them
+    header = read_header(records)
+    if not header.is_transactional or header.producer_id < 0:
+        return None
+    if not transactional_id:
+        # Kafka answers the whole request so: a transactional batch needs its transactional id.
+        return ProduceError(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                            "transactional records sent without a transactional id")
+    coordinator = broker.txn_coordinator
+    if coordinator is None:
+        return None
+    if part.producer_state.in_transaction(header.producer_id):
+        # Its transaction is open here, but if it is being ended the batch belongs to the next
+        # one (sent behind that one's AddPartitionsToTxn before the markers closed this one):
+        # it waits for the markers, then is verified as the next transaction's first.
+        ending = coordinator.ending(transactional_id)
+        if ending is None:
+            return None
+        return asyncio.ensure_future(_after_end(ending, broker, part, header, transactional_id))
+    answer = coordinator.verify(transactional_id, header.producer_id, header.producer_epoch, part.key)
+    if isinstance(answer, ErrorCode):
+        return _refusal(answer)
+    return asyncio.ensure_future(_verified(answer))
+
+
+async def _verified(answer) -> None:
+    refusal = _refusal(await answer)
+    if refusal is not None:
+        raise refusal
+
+
+async def _after_end(ending: asyncio.Future, broker, part, header, transactional_id: str) -> None:
+    deadline = asyncio.get_running_loop().time() + SETTLE_WAIT_S
+    while ending is not None:
+        try:
+            await asyncio.wait_for(asyncio.shield(ending), deadline - asyncio.get_running_loop().time())
+        except TimeoutError:
+            raise _refusal(E.CONCURRENT_TRANSACTIONS) from None
+        ending = broker.txn_coordinator.ending(transactional_id)
+    if part.producer_state.in_transaction(header.producer_id):
+        # The markers gave up here (the coordinator moved away mid-way): the batch joins the
+        # open transaction, which the next coordinator ends, as without verification.
+        return
+    answer = broker.txn_coordinator.verify(transactional_id, header.producer_id, header.producer_epoch, part.key)
+    await _verified(answer if not isinstance(answer, ErrorCode) else _done(answer))
+
+
+async def _done(code: ErrorCode) -> ErrorCode:
+    return code
+
+
+def _refusal(code: ErrorCode) -> ProduceError | None:
+    if code == E.NONE or code == E.NOT_COORDINATOR:  # NOT_COORDINATOR: not coordinated here (see Limit)
+        return None
+    if code in _RETRY:
+        return ProduceError(E.NOT_ENOUGH_REPLICAS, "unable to verify that the partition was added to the "
+                            f"transaction: {code.name}")
+    if code == E.TRANSACTION_ABORTABLE:
+        return ProduceError(E.INVALID_TXN_STATE, "the partition was not added to the transaction")
+    if code == E.PRODUCER_FENCED:
+        return ProduceError(E.INVALID_PRODUCER_EPOCH, "the producer's epoch is fenced")
+    return ProduceError(code, f"transaction verification failed: {code.name}")
