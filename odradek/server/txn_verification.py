@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 
 from odradek.coordinator.transaction.transaction_coordinator import SETTLE_WAIT_S
+from odradek.coordinator.transaction.transaction_verification import settled
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.batch import BATCH_HEADER_SIZE, MAGIC_OFFSET, read_header
 from odradek.replication.produce_validation import ProduceError
@@ -76,10 +77,8 @@ async def _verified(answer) -> None:
 async def _after_end(ending: asyncio.Future, broker, part, header, transactional_id: str) -> None:
     deadline = asyncio.get_running_loop().time() + SETTLE_WAIT_S
     while ending is not None:
-        try:
-            await asyncio.wait_for(asyncio.shield(ending), deadline - asyncio.get_running_loop().time())
-        except TimeoutError:
-            raise _refusal(E.CONCURRENT_TRANSACTIONS) from None
+        if not await settled(ending, deadline):
+            raise _refusal(E.CONCURRENT_TRANSACTIONS)
         ending = broker.txn_coordinator.ending(transactional_id)
     if part.producer_state.in_transaction(header.producer_id):
         # The markers gave up here (the coordinator moved away mid-way): the batch joins the

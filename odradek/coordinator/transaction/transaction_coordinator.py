@@ -20,6 +20,10 @@ coordinator) and does for them what they cannot do themselves:
   Kafka's mapping of the write error (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR).
 - **end**: EndTxn is answered once PrepareCommit / PrepareAbort is written; the markers are
   then written by ``TransactionMarkerChannel`` and CompleteCommit / CompleteAbort follows.
+- **verify** (``TransactionVerification``): whether a partition is in a transaction, for the
+  partition leaders of this broker (KIP-890).
+- **settle**: an AddPartitionsToTxn that finds the id's previous transaction being ended
+  here waits for it, up to ``SETTLE_WAIT_S``, instead of answering CONCURRENT_TRANSACTIONS.
 - **time**: every ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` Ongoing
   transactions past their timeout are aborted with their producer fenced (epoch bumped);
   every ``transaction.remove.expired.transaction.cleanup.interval.ms`` ids idle for
@@ -45,6 +49,7 @@ from odradek.coordinator.transaction.transaction_metadata import (
 )
 from odradek.coordinator.transaction.transaction_shard import TransactionShard
 from odradek.coordinator.transaction.transaction_state import TransactionState
+from odradek.coordinator.transaction.transaction_verification import TransactionVerification, settled
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.builder import BatchBuilder
 
@@ -55,7 +60,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 SETTLE_WAIT_S = 0.5  # the longest an AddPartitionsToTxn waits for its previous transaction to end
 
 
-class TransactionCoordinator(CoordinatorRuntime):
+class TransactionCoordinator(TransactionVerification, CoordinatorRuntime):
     TOPIC = TRANSACTION_STATE_TOPIC
     CONFIG = TransactionConfig
     ROLE = "transaction coordinator"
@@ -364,7 +369,7 @@ class TransactionCoordinator(CoordinatorRuntime):
     async def _operate_after(self, settling: asyncio.Future, settle_by: float, transactional_id: str,
                              operation, write, deferred: asyncio.Future) -> ErrorCode:
         try:
-            if not await _settled(settling, settle_by):
+            if not await settled(settling, settle_by):
                 return E.CONCURRENT_TRANSACTIONS
             adding = self._deferred[transactional_id][0]
             return await self._operate(transactional_id, operation, write, settle_by, adding)
@@ -387,62 +392,6 @@ class TransactionCoordinator(CoordinatorRuntime):
         its transit in flight written, or its markers and Complete* written (None: neither)."""
         in_flight = self._in_flight.get(transactional_id)
         return in_flight[1] if in_flight is not None else self._completing.get(transactional_id)
-
-    # --- verification (KIP-890) ---------------------------------------------------------------
-    def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
-               tp: tuple[str, int]) -> ErrorCode | Awaitable[ErrorCode]:
-        """Whether ``tp`` is in the Ongoing transaction of ``producer_id`` / ``producer_epoch``
-        (Kafka's ``handleVerifyPartitionsInTransaction``), asked by a partition leader before
-        the first transactional batch of a transaction is appended there. An AddPartitionsToTxn
-        naming ``tp`` still being written is waited for (an awaitable is returned); otherwise
-        the answer is at once: NONE, TRANSACTION_ABORTABLE (not added),
-        INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS (ending), or the
-        coordinator's own error (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS...)."""
-        answer = self._verify_now(transactional_id, producer_id, producer_epoch, tp)
-        if isinstance(answer, ErrorCode):
-            return answer
-        return self._verify_after(answer, self._settle_deadline(), transactional_id, producer_id,
-                                  producer_epoch, tp)
-
-    def ending(self, transactional_id: str) -> asyncio.Future | None:
-        """While the transaction of ``transactional_id`` is being ended here (PrepareCommit /
-        PrepareAbort in flight, or its markers being written), a future done at its next
-        step; else None. Two dict lookups: asked for every transactional batch whose
-        producer has a transaction open in its partition."""
-        completing = self._completing.get(transactional_id)
-        if completing is not None:
-            return completing
-        in_flight = self._in_flight.get(transactional_id)
-        if in_flight is not None and in_flight[0].state.is_preparing:
-            return in_flight[1]
-        return None
-
-    def _verify_now(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                    tp: tuple[str, int]) -> ErrorCode | asyncio.Future:
-        """The answer, or a future to wait for before asking again: an AddPartitionsToTxn
-        adding ``tp`` being written, or the previous transaction being ended."""
-        in_flight = self._in_flight.get(transactional_id)
-        if in_flight is not None and tp in in_flight[0].partitions and in_flight[0].state == TransactionState.ONGOING:
-            return in_flight[1]
-        deferred = self._deferred.get(transactional_id)
-        if deferred is not None and tp in deferred[0]:
-            return deferred[1]
-        try:
-            slot = self._slot_for(transactional_id)
-        except CoordinatorError as e:
-            return e.error
-        answer = _verification(slot.shard.get(transactional_id), producer_id, producer_epoch, tp)
-        settling = self._settling(transactional_id) if answer == E.CONCURRENT_TRANSACTIONS else None
-        return answer if settling is None else settling
-
-    async def _verify_after(self, settling: asyncio.Future, settle_by: float, transactional_id: str,
-                            producer_id: int, producer_epoch: int, tp: tuple[str, int]) -> ErrorCode:
-        while await _settled(settling, settle_by):
-            answer = self._verify_now(transactional_id, producer_id, producer_epoch, tp)
-            if isinstance(answer, ErrorCode):
-                return answer
-            settling = answer
-        return E.CONCURRENT_TRANSACTIONS
 
     def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
         if not transactional_id:
@@ -494,28 +443,6 @@ def _answered(error: ErrorCode) -> asyncio.Future:
 def answer_now(answer: Awaitable[ErrorCode]) -> ErrorCode | None:
     """The error code of an operation's ``answer`` if it is known already, else None."""
     return answer.result() if isinstance(answer, asyncio.Future) and answer.done() else None
-
-
-async def _settled(future: asyncio.Future, deadline: float) -> bool:
-    """Wait for ``future`` until ``deadline`` (loop time); whether it is done."""
-    remaining = deadline - asyncio.get_running_loop().time()
-    if remaining > 0 and not future.done():
-        try:
-            await asyncio.wait_for(asyncio.shield(future), remaining)
-        except TimeoutError:
-            pass
-    return future.done()
-
-
-def _verification(txn: TransactionMetadata | None, producer_id: int, producer_epoch: int,
-                  tp: tuple[str, int]) -> ErrorCode:
-    if txn is None or txn.producer_id != producer_id:
-        return E.INVALID_PRODUCER_ID_MAPPING
-    if txn.producer_epoch != producer_epoch:
-        return E.PRODUCER_FENCED
-    if txn.state.is_preparing:
-        return E.CONCURRENT_TRANSACTIONS
-    return E.NONE if txn.state == TransactionState.ONGOING and tp in txn.partitions else E.TRANSACTION_ABORTABLE
 
 
 def _write_error(error: ErrorCode) -> ErrorCode:
