@@ -19,6 +19,7 @@ Invariants, after every event (the tests check them after random event sequences
 The handlers mirror Kafka's: `on_controller_failover`, `on_broker_startup`,
 `on_broker_failure`, `on_broker_log_dir_failure`, `on_new_partition_creation`, `on_topic_deletion`,
 `on_controlled_shutdown`, `on_preferred_replica_election`, `on_alter_partition`;
+the broker handlers live in `broker_change` (mixed in);
 admin-requested elections (ElectLeaders) are `replica_election`;
 reassignment is `reassignment.ReassignmentManager`, deletion `topic_deletion`.
 """
@@ -31,6 +32,7 @@ from dataclasses import replace
 from functools import singledispatchmethod
 
 from odradek.controller import events as ev
+from odradek.controller.broker_change import BrokerChanges
 from odradek.controller.commands import (
     AlterPartitionReply,
     AlterPartitionResult,
@@ -38,16 +40,11 @@ from odradek.controller.commands import (
     ControlledShutdownReply,
     DeleteZnode,
     ElectLeadersReply,
-    LiveBroker,
     Reply,
     SetZnode,
     TopicPartition,
 )
-from odradek.controller.controller_context import (
-    ControllerContext,
-    PartitionReplica,
-    ReplicaAssignment,
-)
+from odradek.controller.controller_context import ControllerContext, ReplicaAssignment
 from odradek.controller.controller_context import PartitionStateName as P
 from odradek.controller.controller_context import ReplicaStateName as R
 from odradek.controller.leader_election import ElectionStrategy, preferred_leader
@@ -62,7 +59,7 @@ from odradek.metadata.layout import ZERO_UUID, PartitionState, TopicAssignment
 from odradek.protocol.generated.error_codes import ErrorCode
 
 
-class Controller:
+class Controller(BrokerChanges):
     """The controller of one broker; inactive until `events.Startup`."""
 
     def __init__(
@@ -249,95 +246,6 @@ class Controller:
         self.unclean_elections += [
             tp for tp, r in results.items() if getattr(r, "unclean", False)
         ]
-
-    # -- brokers ------------------------------------------------------------------------------
-
-    def process_broker_change(self, live: Iterable[LiveBroker]) -> None:
-        """Kafka's ``processBrokerChange``: new, dead and bounced (re-registered) brokers."""
-        ctx = self.ctx
-        current = {b.broker_id: b for b in live}
-        new = sorted(set(current) - set(ctx.live_brokers))
-        dead = sorted(set(ctx.live_brokers) - set(current))
-        bounced = sorted(
-            b
-            for b in set(current) & set(ctx.live_brokers)
-            if current[b].epoch != ctx.live_brokers[b].epoch
-        )
-        for broker in bounced + dead:
-            del ctx.live_brokers[broker]
-        if bounced:
-            self.on_broker_failure(bounced)
-        for broker in new + bounced:
-            ctx.live_brokers[broker] = current[broker]
-        for broker in set(current) - set(new) - set(bounced):
-            ctx.live_brokers[broker] = current[broker]  # registration details may change
-        if new or bounced:
-            self.on_broker_startup(sorted(new + bounced))
-        if dead:
-            self.on_broker_failure(dead)
-
-    def on_broker_startup(self, new_brokers: list[int]) -> None:
-        """Kafka's ``onBrokerStartup``: metadata to everyone, the new brokers' replicas
-        online, elections for offline partitions, deletions that may resume."""
-        ctx = self.ctx
-        ctx.forget_offline_dirs(new_brokers)
-        existing = ctx.live_or_shutting_down_ids() - set(new_brokers)
-        self.batch.add_update_metadata(existing, [])
-        with_leaders = [
-            tp for tp in ctx.all_partitions()
-            if tp in ctx.leadership and not ctx.is_queued_for_deletion(tp[0])
-        ]
-        self.batch.add_update_metadata(new_brokers, with_leaders)
-        replicas = ctx.replicas_on_brokers(set(new_brokers))
-        self.replicas.handle_state_changes(replicas, R.ONLINE)
-        self._trigger_online()
-        for tp in self.reassignment.partitions_being_reassigned():
-            if set(ctx.assignments[tp].target_replicas) & set(new_brokers):
-                self.reassignment.maybe_complete(tp, start=True)
-        self.deletion.resume_for({tp[0] for tp, _ in replicas})
-
-    def on_broker_failure(self, dead_brokers: list[int]) -> None:
-        """Kafka's ``onBrokerFailure``: their replicas go offline."""
-        self.ctx.shutting_down.difference_update(dead_brokers)
-        self.ctx.forget_offline_dirs(dead_brokers)
-        self.on_replicas_become_offline(self.ctx.replicas_on_brokers(set(dead_brokers)))
-
-    def on_broker_log_dir_failure(self, broker_ids: Iterable[int]) -> None:
-        """Kafka's ``onBrokerLogDirFailure``: a LeaderAndIsr for every replica of those
-        brokers, whose answers tell which replicas are in the failed directories
-        (`on_leader_and_isr_storage_errors`)."""
-        ctx = self.ctx
-        brokers = set(broker_ids) & set(ctx.live_brokers)
-        ctx.log_dir_failed_brokers |= brokers
-        self.replicas.handle_state_changes(ctx.replicas_on_brokers(brokers), R.ONLINE)
-
-    def on_leader_and_isr_storage_errors(self, broker_id: int, offline: Iterable[TopicPartition]) -> None:
-        """Kafka's ``processLeaderAndIsrResponseReceived``: replicas a broker with a failed
-        log directory answered KAFKA_STORAGE_ERROR for are offline from now on (until it
-        restarts); those newly so lose their leadership and ISR places."""
-        ctx = self.ctx
-        if broker_id not in ctx.live_brokers or broker_id not in ctx.log_dir_failed_brokers:
-            return
-        previous = ctx.replicas_on_offline_dirs.get(broker_id, frozenset())
-        new = {tp for tp in offline if tp in ctx.assignments} - previous
-        if new:
-            ctx.replicas_on_offline_dirs[broker_id] = previous | new
-            self.on_replicas_become_offline(sorted((tp, broker_id) for tp in new))
-
-    def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
-        """Kafka's ``onReplicasBecomeOffline``: partitions that lost their leader go Offline
-        and are elected anew from their live ISR; the replicas go Offline (leaving ISRs)."""
-        ctx = self.ctx
-        for_deletion = [r for r in replicas if ctx.is_queued_for_deletion(r[0][0])]
-        others = [r for r in replicas if r not in for_deletion]
-        lost_leader = ctx.partitions_with_offline_leader()
-        self.partitions.handle_state_changes(lost_leader, P.OFFLINE)
-        self._trigger_online()
-        self.replicas.handle_state_changes(others, R.OFFLINE)
-        if for_deletion:
-            self.deletion.fail_replica_deletion(for_deletion)
-        if not lost_leader:
-            self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), [])
 
     # -- topics -------------------------------------------------------------------------------
 
