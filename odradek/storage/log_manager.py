@@ -16,9 +16,9 @@ between, the broker calls the periodic passes with the current time: ``run_reten
 ``checkpoint`` and ``remove_deleted``. Deleting a partition renames its directory
 ``<topic>-<partition>.<uuid>-delete`` at once and erases it ``file.delete.delay.ms`` later;
 a deletion is never left half done by a disk error (``delete_logs``), and what a crash
-leaves is removed at the next start-up (``delete_stray_logs``). Each partition directory
-records the id of the topic it belongs to (``partition_metadata``), so a topic created
-again under a deleted one's name never gets the old data.
+leaves is removed at the next start-up (``delete_stray_logs``; both in ``log_deletion``).
+Each partition directory records the id of the topic it belongs to (``partition_metadata``),
+so a topic created again under a deleted one's name never gets the old data.
 
 New partitions go to the live directory holding the fewest partitions (Kafka's
 ``nextLogDirs``; ties to the first listed), the next one tried when a directory fails
@@ -41,7 +41,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from odradek.storage.checkpoint import (
@@ -58,6 +58,7 @@ from odradek.storage.errors import CheckpointError, LogClosedError, StorageError
 from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
+from odradek.storage.log_deletion import DELETE_DIR_SUFFIX, LogDeletion
 from odradek.storage.log_dir_failure_channel import LogDirFailureChannel
 from odradek.storage.log_dirs import LogDirs
 from odradek.storage.partition_metadata import read_topic_id, topic_id_text, write_topic_id
@@ -65,7 +66,6 @@ from odradek.storage.partition_metadata import read_topic_id, topic_id_text, wri
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-DELETE_DIR_SUFFIX = "-delete"
 # Kafka's legal topic names: 1-249 of these characters ("." and ".." excluded).
 _TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _PARTITION_DIR = re.compile(r"^([a-zA-Z0-9._-]{1,249})-(\d+)$")
@@ -97,7 +97,7 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     return (m.group(1), int(m.group(2))) if m else None
 
 
-class LogManager(LogDirs):
+class LogManager(LogDeletion, LogDirs):
     """The set of partition logs over ``log_dirs``."""
 
     def __init__(
@@ -309,94 +309,6 @@ class LogManager(LogDirs):
         log.io_error_handler = self._io_error_handler(directory)
         return log
 
-    def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove one partition (``delete_logs``); return whether its log existed."""
-        return self.delete_logs([(topic, partition)]) == 1
-
-    def delete_logs(self, partitions: Iterable[TopicPartition]) -> int:
-        """Remove partitions (a deleted topic's); return how many had a log.
-
-        Each log leaves service at once (appends get LogClosedError; the caller stopped
-        serving its reads), its directory is renamed ``<name>.<uuid>-delete`` and erased
-        after ``file.delete.delay.ms``; then each directory touched is checkpointed once
-        without them. A disk error stops none of this half-way (Kafka's ``LogManager.asyncDelete``
-        also goes on): a checkpoint that cannot be written is owed (written before a log
-        of the same name is created there, so a new topic never inherits a deleted one's
-        recovery point or log start offset), and a directory that cannot be renamed is
-        renamed again before a log of the same name is created, and by every
-        ``remove_deleted`` pass. After a restart the broker hands the names of the topics
-        still alive to ``delete_stray_logs``, so nothing a deletion left behind is served.
-        """
-        removed: list[tuple[Log, str]] = []
-        with self._lock:
-            for tp in partitions:
-                log = self._logs.pop(tp, None)
-                if log is None:
-                    continue
-                self._cleaner_offsets.pop(tp, None)
-                self._topic_ids.pop(tp, None)
-                removed.append((log, self._dir_of.pop(tp)))
-        for log, _ in removed:
-            log.abandon()
-            self._retire_dir(log.directory, log.config.file_delete_delay_ms)
-        for directory in {d for _, d in removed}:
-            self._checkpoint_or_owe(directory)
-        return len(removed)
-
-    def delete_stray_logs(self, is_live: Callable[[str, uuid.UUID | None], bool]) -> list[TopicPartition]:
-        """Remove (as ``delete_logs``) every log for which ``is_live(topic, recorded topic
-        id or None)`` says its topic was deleted; return them. At start-up: a deletion cut
-        short by a crash or a disk error left directories that no metadata names any more
-        (Kafka removes such stray logs too)."""
-        with self._lock:
-            stray = [tp for tp in self._logs if not is_live(tp[0], self._topic_ids.get(tp))]
-        if stray:
-            logger.warning("removing %d log(s) of deleted topics: %s", len(stray),
-                           ", ".join(f"{t}-{p}" for t, p in sorted(stray)))
-            self.delete_logs(stray)
-        return stray
-
-    def _retire_dir(self, path: str, delay_ms: int) -> None:
-        """Rename a removed log's directory ``<name>.<uuid>-delete`` (loading erases such
-        directories, never loads them); erase it after ``delay_ms``. On failure, remember
-        the path: it must not be loaded or reused while it holds the old data."""
-        target = f"{path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-        try:
-            os.rename(path, target)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            logger.error("could not rename deleted log %s (will retry): %s", path, exc)
-            with self._lock:
-                self._unrenamed.add(path)
-            return
-        with self._lock:
-            self._unrenamed.discard(path)
-            self._pending_dir_deletes.append((self.clock.milliseconds() + delay_ms, target))
-        try:
-            fsync_directory(os.path.dirname(path))
-        except OSError as exc:  # renamed; should a crash undo it, start-up's stray check removes it
-            logger.warning("could not sync %s after deleting a log: %s", os.path.dirname(path), exc)
-
-    def _checkpoint_or_owe(self, directory: str) -> None:
-        try:
-            self.checkpoint_dir(directory)
-        except OSError as exc:
-            logger.warning("checkpoint of %s after deleting logs failed (owed): %s", directory, exc)
-            with self._lock:
-                self._owed_checkpoints.add(directory)
-
-    def _clear_leftovers(self, directory: str, path: str) -> None:
-        """Before a new log is created at ``path``: rename away a deleted log's directory
-        still there, and write the checkpoint its deletion owes (OSError if impossible:
-        the new log must not start from the deleted one's checkpointed offsets)."""
-        if path in self._unrenamed or os.path.exists(path):
-            self._retire_dir(path, self.default_config.file_delete_delay_ms)
-            if os.path.exists(path):
-                raise StorageError(f"{path} holds a deleted log that cannot be moved away")
-        if directory in self._owed_checkpoints:
-            self.checkpoint_dir(directory)
-
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
         """Truncate a log and checkpoint its lowered recovery point at once, so recovery
         after a crash re-checks whatever is appended after the truncation."""
@@ -445,21 +357,6 @@ class LogManager(LogDirs):
         passed; return how many were erased."""
         count = sum(log.remove_deleted_files(now_ms) for log in self.all_logs().values())
         return count + self.remove_deleted_dirs(now_ms)
-
-    def remove_deleted_dirs(self, now_ms: int) -> int:
-        """Erase the deleted partition directories whose ``file.delete.delay.ms`` has passed
-        (and rename those a failed rename left); cheap, so the broker runs it every few
-        seconds, not only at retention passes. How many were erased."""
-        with self._lock:
-            due = [p for t, p in self._pending_dir_deletes if t <= now_ms]
-            self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now_ms]
-        for path in due:
-            shutil.rmtree(path, ignore_errors=True)
-        with self._lock:
-            unrenamed = list(self._unrenamed)
-        for path in unrenamed:
-            self._retire_dir(path, 0)
-        return len(due)
 
     def run_cleaner(self, now_ms: int, force: bool = False) -> dict[TopicPartition, CleanerStats]:
         """One compaction pass over each compacted log whose dirty ratio or
