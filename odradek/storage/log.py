@@ -17,8 +17,8 @@ Concurrency (the copy-on-write segment list of Kafka's documentation, 'Log', on 
   renamed ``.deleted`` and erased ``file.delete.delay.ms`` later; a reader that already
   holds a ``FileRegion`` keeps its descriptor (an unlinked file stays readable on Linux),
   and a read that finds the file gone retries on a fresh view.
-- ``flush`` (an fsync, slow) holds the lock only to pick the segments and to move the
-  recovery point: appends go on while older data is being synced.
+- ``flush`` (``log_flush``; an fsync, slow) holds the lock only to pick the segments and
+  to move the recovery point: appends go on while older data is being synced.
 
 Time comes from the injected clock (``segment.ms`` rolls, ``flush.ms``); passes that act on
 time (``delete_old_segments``, ``flush_due``) take ``now_ms`` from the caller.
@@ -50,9 +50,9 @@ from odradek.storage.errors import (
     StorageError,
 )
 from odradek.storage.file_handle_cache import FileHandleCache
-from odradek.storage.file_ops import fsync_directory
 from odradek.storage.file_region import EMPTY_REGION, FileRegion
 from odradek.storage.leader_epoch_cache import open_leader_epoch_cache
+from odradek.storage.log_flush import LogFlush
 from odradek.storage.log_loader import LoadedLog, load_log
 from odradek.storage.log_removal import LogRemoval
 from odradek.storage.segment import LogSegment
@@ -73,9 +73,9 @@ def settings_of(config: LogConfig) -> SegmentSettings:
     return SegmentSettings(config.index_interval_bytes, config.segment_index_bytes)
 
 
-class Log(LogRemoval, TimestampLookup):
+class Log(LogRemoval, LogFlush, TimestampLookup):
     """A partition log. Construct with ``Log.open``; data leaves it through ``LogRemoval``,
-    and is found by time through ``TimestampLookup``."""
+    is made durable through ``LogFlush``, and is found by time through ``TimestampLookup``."""
 
     def __init__(
         self,
@@ -368,22 +368,7 @@ class Log(LogRemoval, TimestampLookup):
                 if header.last_offset >= start_offset:
                     yield header
 
-    # -- flush ------------------------------------------------------------------------------
-
-    def flush_due(self, now_ms: int) -> int | None:
-        """The offset to flush up to now, or None: all unflushed data once
-        ``flush.messages`` offsets or ``flush.ms`` milliseconds have accumulated, else the
-        segments rolled since the last flush (as Kafka flushes a segment when it rolls)."""
-        unflushed = self._leo - self._recovery_point
-        if unflushed <= 0:
-            return None
-        config = self.config
-        if unflushed >= config.flush_messages or now_ms - self._last_flush_ms >= config.flush_ms:
-            return self._leo
-        active_base = self._view.segments[-1].base_offset
-        if self._recovery_point < active_base:
-            return active_base
-        return None
+    # -- I/O errors -------------------------------------------------------------------------
 
     def io_failed(self, what: str, error: OSError) -> None:
         """Tell the log manager of an I/O ``error`` met doing ``what`` (the caller still
@@ -391,44 +376,6 @@ class Log(LogRemoval, TimestampLookup):
         handler = self.io_error_handler
         if handler is not None:
             handler(what, error)
-
-    def flush(self, up_to_offset: int | None = None) -> None:
-        """Make every batch below ``up_to_offset`` (default: all) durable, then move the
-        recovery point there. Safe to run in another thread while appends continue. An
-        OSError is told to ``io_failed`` and raised."""
-        try:
-            self._flush(up_to_offset)
-        except OSError as e:
-            self.io_failed(f"flushing {self.topic}-{self.partition}", e)
-            raise
-
-    def _flush(self, up_to_offset: int | None) -> None:
-        with self._flush_lock:
-            with self._lock:
-                target = self._leo if up_to_offset is None else min(up_to_offset, self._leo)
-                point = self._recovery_point
-                view = self._view
-                chosen = [
-                    s
-                    for s, nxt in zip(view.segments, view.next_bases())
-                    if s.needs_index_sync
-                    or (target > point and s.base_offset < target and (nxt is None or nxt > point))
-                ]
-                sync_dir, self._dir_dirty = self._dir_dirty, False
-                truncations = self._truncations
-            for segment in chosen:
-                try:
-                    segment.flush()
-                except FileNotFoundError:
-                    pass  # deleted meanwhile
-            if sync_dir:
-                fsync_directory(self.directory)
-            with self._lock:
-                if truncations == self._truncations:
-                    self._recovery_point = max(self._recovery_point, min(target, self._leo))
-                else:
-                    self._dir_dirty = True  # a truncation raced us: flush again later
-                self._last_flush_ms = self._clock.milliseconds()
 
     # -- the cleaner's swap -----------------------------------------------------------------
 
