@@ -47,8 +47,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from harness import latency  # noqa: E402
 from harness.kcat import Kcat, librdkafka_shim, records_file  # noqa: E402
+from odradek.server.local_cluster.zookeeper_server import ZooKeeperServer  # noqa: E402
 from odradek.testing.broker import BrokerProcess  # noqa: E402
-from odradek.testing.zookeeper import ZooKeeperServer  # noqa: E402
 
 SESSION_MS = 6000
 RESULTS = REPO / "bench" / "results" / "cluster.json"

@@ -24,7 +24,7 @@ def zookeeper(tmp_path_factory):
     """A standalone ZooKeeper on 127.0.0.1, started once per session. Skipped, with the
     reason, where Debian's ``zookeeper`` package is missing, except under CI (``CI`` set),
     where that fails: there scripts/setup.sh must have installed it."""
-    from odradek.testing.zookeeper import ZooKeeperServer, zookeeper_installed
+    from odradek.server.local_cluster.zookeeper_server import ZooKeeperServer, zookeeper_installed
 
     if not zookeeper_installed():
         message = "ZooKeeper is not installed: apt-get install zookeeper (scripts/setup.sh)"

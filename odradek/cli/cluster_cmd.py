@@ -53,7 +53,7 @@ def _on_signal(signum, frame) -> None:
 
 def _check(args) -> dict[str, str]:
     from odradek.cli.broker_cmd import log_level
-    from odradek.testing.zookeeper import environment_note
+    from odradek.server.local_cluster.zookeeper_server import environment_note
 
     if args.brokers < 1:
         raise CommandError("--brokers must be at least 1")
@@ -85,8 +85,8 @@ def _check(args) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from odradek.testing.local_cluster import ClusterStartError, LocalCluster
-    from odradek.testing.zookeeper import ZooKeeperStartError
+    from odradek.server.local_cluster.local_cluster import ClusterStartError, LocalCluster
+    from odradek.server.local_cluster.zookeeper_server import ZooKeeperStartError
 
     props = _check(args)
     # kazoo warns on stderr when a connection attempt drops; the table says what matters.

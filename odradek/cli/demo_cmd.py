@@ -36,7 +36,7 @@ def run(args) -> int:
     if args.events <= 0 or args.duration < 0 or args.members <= 0 or args.brokers <= 0:
         raise CliError("--events, --members and --brokers must be positive, --duration not negative")
     if args.brokers > 1:
-        from odradek.testing.zookeeper import environment_note
+        from odradek.server.local_cluster.zookeeper_server import environment_note
 
         if args.bootstrap_server:
             raise CliError("--brokers starts a cluster of the demo's own; with --bootstrap-server, leave it out")

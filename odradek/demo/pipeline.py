@@ -74,12 +74,12 @@ def create_topics(bootstrap: str, partitions: int) -> None:
 
 def start_brokers(base: Path, config: DemoConfig):
     """The demo's own broker (``base/broker``), or with ``config.brokers`` > 1 its own local
-    cluster (``base/cluster``: ZooKeeper and the brokers, see odradek/testing/local_cluster.py)
+    cluster (``base/cluster``: ZooKeeper and the brokers, see odradek/server/local_cluster/)
     whose default replication factor (for the Spark sink's log) is min(3, brokers). Either
     has ``bootstrap`` and ``stop()``, and ignores the terminal's Ctrl-C (the demo's to handle)."""
     if config.brokers == 1:
         return EmbeddedBroker(base / "broker", config.partitions).start()
-    from odradek.testing.local_cluster import LocalCluster
+    from odradek.server.local_cluster.local_cluster import LocalCluster
 
     props = {"num.partitions": str(config.partitions), "default.replication.factor": str(min(3, config.brokers)),
              "log.cleaner.backoff.ms": "5000"}

@@ -10,13 +10,13 @@ The broker listens on 127.0.0.1 with an ephemeral port and keeps its data in the
 temporary directory. Mark a test with ``@pytest.mark.odradek_config(num_partitions=3)`` to
 set broker configs (underscores for dots).
 
-``odradek_cluster`` is a `LocalCluster` (odradek/testing/local_cluster.py): N broker processes
-(ids 1..N, default 3) in a ZooKeeper chroot of their own, on one ZooKeeper per test session
-(``odradek_zookeeper``; Debian's package, skipped where it is missing), with `QUICK_PROPS`
-so that a killed broker is noticed in seconds. Failover helpers: ``kill(id)`` (kill -9),
-``pause(id)`` / ``resume(id)`` (SIGSTOP / SIGCONT), ``terminate(id)`` (controlled shutdown),
-``restart(id)``, ``controller_id()``, ``leader(topic, partition)``, ``wait_for_leader(...)``;
-``bootstrap`` lists every broker. Configure it with
+``odradek_cluster`` is a `LocalCluster` (odradek/server/local_cluster/local_cluster.py): N
+broker processes (ids 1..N, default 3) in a ZooKeeper chroot of their own, on one ZooKeeper per
+test session (``odradek_zookeeper``; Debian's package, skipped where it is missing), with
+`QUICK_PROPS` (odradek/testing/local_cluster.py) so that a killed broker is noticed in
+seconds. Failover helpers: ``kill(id)`` (kill -9), ``pause(id)`` / ``resume(id)`` (SIGSTOP /
+SIGCONT), ``terminate(id)`` (controlled shutdown), ``restart(id)``, ``controller_id()``,
+``leader(topic, partition)``, ``wait_for_leader(...)``; ``bootstrap`` lists every broker. Configure it with
 ``@pytest.mark.odradek_cluster_config(brokers=5, min_insync_replicas=2)``. Every process is
 killed at the end of the test, and by the kernel if the test run itself dies; a failed test's
 report carries each broker's output.
@@ -48,7 +48,7 @@ def odradek_broker(request, tmp_path):
 @pytest.fixture(scope="session")
 def odradek_zookeeper(tmp_path_factory):
     """A standalone ZooKeeper on 127.0.0.1 for the session (``hosts``: its address)."""
-    from odradek.testing.zookeeper import ZooKeeperServer, environment_note
+    from odradek.server.local_cluster.zookeeper_server import ZooKeeperServer, environment_note
 
     note = environment_note()
     if note:

@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.testing.broker_node import free_port
-from odradek.testing.zookeeper import zookeeper_installed
+from odradek.server.local_cluster.broker_node import free_port
+from odradek.server.local_cluster.zookeeper_server import zookeeper_installed
 from tests.cli.conftest import run_cli
 
 pytestmark = [pytest.mark.timeout(180),

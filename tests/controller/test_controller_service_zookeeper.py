@@ -14,7 +14,7 @@ from odradek.metadata import layout
 from odradek.metadata.zookeeper_store import ZooKeeperStore
 from tests.controller.service_fakes import FakeBroker, FakeChannel, async_wait_until, state
 from tests.controller.service_fakes import write_topic
-from odradek.testing.zookeeper import ZooKeeperServer, zookeeper_installed
+from odradek.server.local_cluster.zookeeper_server import ZooKeeperServer, zookeeper_installed
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from odradek.client import AdminClient
 from odradek.demo import streaming_job
 from odradek.demo.activity import PAGE_VIEWS, SEARCHES
 from odradek.demo.pipeline import DemoConfig, create_topics, start_brokers
-from odradek.testing.zookeeper import zookeeper_installed
+from odradek.server.local_cluster.zookeeper_server import zookeeper_installed
 
 pytestmark = pytest.mark.timeout(120)
 TOPICS = [PAGE_VIEWS, SEARCHES, streaming_job.PAGE_VIEW_COUNTS, streaming_job.MEMBER_VISITS]

@@ -9,7 +9,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from odradek.testing.local_cluster import wait_until
+from odradek.server.local_cluster.local_cluster import wait_until
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.timeout(120)

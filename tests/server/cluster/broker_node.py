@@ -2,9 +2,9 @@
 
 The process control (fixed id, port and data directory across restarts; kill, pause, resume,
 terminate; death with the test process through ``PR_SET_PDEATHSIG``, so start nodes from the
-test's main thread) is odradek's own, odradek/testing/broker_node.py; this subclass adds the
-cluster tests' settings, one output file per start (``broker-<n>.log`` in its directory), and
-reading a replica's log. See harness.py for the cluster around the nodes.
+test's main thread) is odradek's own, odradek/server/local_cluster/broker_node.py; this
+subclass adds the cluster tests' settings, one output file per start (``broker-<n>.log`` in its
+directory), and reading a replica's log. See harness.py for the cluster around the nodes.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import os
 import struct
 from pathlib import Path
 
-from odradek.testing import broker_node
-from odradek.testing.broker_node import free_port  # noqa: F401 - re-exported for the tests
+from odradek.server.local_cluster import broker_node
+from odradek.server.local_cluster.broker_node import free_port  # noqa: F401 - re-exported for the tests
 from odradek.testing.local_cluster import QUICK_PROPS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

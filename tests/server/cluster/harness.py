@@ -1,8 +1,8 @@
 """A replicated cluster for integration tests: one ZooKeeper, N ``odradek broker`` child processes.
 
 ``Cluster(zookeeper, root, chroot)`` names a cluster whose metadata lives under ``chroot`` on a
-shared throw-away ZooKeeper (odradek/testing/zookeeper.py), so tests never see each
-other's znodes. ``cluster.start([1000, 1001, 1002])`` launches one process per broker id
+shared throw-away ZooKeeper (odradek/server/local_cluster/zookeeper_server.py), so tests never
+see each other's znodes. ``cluster.start([1000, 1001, 1002])`` launches one process per broker id
 (``python -m odradek.cli.main broker --override ...``) and returns when every one of them is
 registered under ``/brokers/ids`` and a controller holds ``/controller``.
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.testing.local_cluster import LocalCluster
-from odradek.testing.zookeeper import zookeeper_installed
+from odradek.server.local_cluster.local_cluster import LocalCluster
+from odradek.server.local_cluster.zookeeper_server import zookeeper_installed
 
 pytestmark = [pytest.mark.timeout(120),
               pytest.mark.skipif(not zookeeper_installed(), reason="ZooKeeper is not installed (scripts/setup.sh)")]

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from odradek.testing.child_process import popen_child
+from odradek.server.local_cluster.child_process import popen_child
 
 __all__ = ["BrokerDidNotStop", "BrokerNode", "free_port"]
 
