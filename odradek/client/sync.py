@@ -8,8 +8,8 @@
         for record in consumer:                                  # ConsumerRecord
             ...
 
-Each client owns one thread running its own event loop (uvloop's when installed); every call
-is handed to that loop, so the asyncio objects are only ever touched from their own thread.
+Each client owns one thread running its own event loop (uvloop's when installed; see
+``sync_client``); every call is handed to that loop, so the asyncio objects are only ever touched from their own thread.
 The exception is ``Producer.send``, the one hot path, which is not a round trip: it
 serializes and appends the record to its partition's open batch in the caller's thread,
 under the producer's accumulator lock (see ``Producer`` and ``record_accumulator``), and
@@ -45,101 +45,13 @@ from odradek.client.errors import BufferFullError, ClientClosedError
 from odradek.client.produce_request_result import ProduceRequestResult
 from odradek.client.producer import AsyncProducer, _Refused, normalize_headers
 from odradek.client.record_future import RecordFuture
+from odradek.client.sync_client import EventLoopThread, _forward, _forward_sync, _SyncClient
 from odradek.client.sync_record_future import SyncRecordFuture
 
 __all__ = ["AdminClient", "Consumer", "EventLoopThread", "Producer"]
 
 _time_ns = time.time_ns
 _log = logging.getLogger("odradek.client.producer")
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop when it is installed (a project dependency: cheaper futures, timers and
-    cross-thread wake-ups), else asyncio's."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-class EventLoopThread:
-    """An event loop running forever in a daemon thread."""
-
-    def __init__(self, name: str, loop_factory=new_event_loop) -> None:
-        self.loop = loop_factory()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self.thread.start()
-
-    def run(self, coroutine, timeout: float | None = None):
-        """Run ``coroutine`` on the loop and return its result (raising its exception)."""
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise
-
-    def call(self, fn, *args):
-        """Call ``fn(*args)`` on the loop's thread and return its result."""
-        async def call():
-            return fn(*args)
-
-        return self.run(call())
-
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(30)
-        self.loop.close()
-
-
-def _forward(name: str, target):
-    """A method that runs the async client's method ``name`` on the loop."""
-    def method(self, *args, **kwargs):
-        return self._thread.run(getattr(self._client, name)(*args, **kwargs))
-
-    method.__name__ = name
-    method.__doc__ = getattr(target, name).__doc__
-    return method
-
-
-def _forward_sync(name: str, target):
-    """A method that calls the async client's plain method ``name`` on the loop's thread."""
-    def method(self, *args, **kwargs):
-        return self._thread.call(lambda: getattr(self._client, name)(*args, **kwargs))
-
-    method.__name__ = name
-    method.__doc__ = getattr(target, name).__doc__
-    return method
-
-
-class _SyncClient:
-    _client = None
-
-    def __init__(self, client, name: str) -> None:
-        self._thread = EventLoopThread(name)
-        self._client = client
-        try:
-            self._thread.run(client.start())
-        except BaseException:
-            self._thread.stop()
-            raise
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self, timeout: float | None = None) -> None:
-        if self._thread.loop.is_closed():
-            return
-        try:
-            self._thread.run(self._client.close(), None if timeout is None else timeout + 5)
-        finally:
-            self._thread.stop()
 
 
 class Producer(_SyncClient):
