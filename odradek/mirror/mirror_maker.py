@@ -88,8 +88,12 @@ class MirrorMaker:
     def stop(self) -> None:
         """Ask ``run`` to commit what it copied and return: from any thread or a signal handler."""
         self._stop_requested = True
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
+        loop = self._loop
+        if loop is not None and self._stop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._stop.set)
+            except RuntimeError:  # closed meanwhile: ``run`` has returned (fenced, failed) already
+                pass
 
     async def run(self) -> MirrorProgress:
         """Mirror until ``stop()``; returns the progress (also ``self.progress``)."""
