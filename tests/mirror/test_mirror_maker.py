@@ -218,6 +218,8 @@ def test_a_second_mirror_with_the_same_group_fences_the_first(clusters, names):
     with MirrorThread(config) as second:
         _wait_for(lambda: second.mirror.progress.partitions)  # it has fenced the first and started
         produce(source.bootstrap, topic, 10, 20, 1)
+        # The first finds out at its next write: copying the new records.
+        _wait_for(lambda: not first.thread.is_alive())
         with pytest.raises(MirrorError, match="another mirror"):
             first.stop()
         wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
