@@ -9,4 +9,6 @@ if [ -d "$specs/messages" ]; then
 else
   echo "no Kafka message specs at $specs: the codec regeneration check is skipped (README.md, 'The protocol codec')"
 fi
-exec .venv/bin/pytest -q -p no:cacheprovider "$@"
+# Three workers on two cores: most tests wait (on brokers, ZooKeeper sessions, Spark) more than
+# they compute. A test file stays on one worker (its module fixtures are built once).
+exec .venv/bin/pytest -q -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-3}" --dist loadfile "$@"
