@@ -413,7 +413,8 @@ def _show_partitions(selected, output: str) -> None:
         return
     rows = [(topic.name, p.partition, _leader(p.leader), _ids(p.replicas), _ids(p.isr),
              _ids(p.offline_replicas) or "") for topic, partitions in selected for p in partitions]
-    print_table(("TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"), rows)
+    if rows:  # nothing to report prints nothing, as kafka-topics.sh does
+        print_table(("TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"), rows)
 
 
 def _print_partition_line(name: str, p) -> None:

@@ -62,6 +62,8 @@ def test_reports_on_one_broker(cli, topic_name):
     assert text.lines() == [f"\tTopic: {plain}\tPartition: 0\tLeader: 1000\tReplicas: 1000\tIsr: 1000"]
     table = cli("topics", "--describe", "--topic", pattern, "--under-min-isr-partitions")
     assert table.code == 0 and strict in table.out and plain not in table.out
+    nothing = cli("topics", "--describe", "--topic", pattern, "--under-replicated-partitions")
+    assert (nothing.code, nothing.out) == (0, "")  # no empty table: kafka-topics.sh prints nothing
 
 
 def test_reports_go_with_describe_only(cli):
