@@ -55,6 +55,7 @@ from odradek.protocol.primitives import DecodeError
 from odradek.server.handlers import api_versions
 from odradek.server.log_limiter import message_key
 from odradek.server.memory_pool import MemoryPool
+from odradek.server.principal import ANONYMOUS
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 
 log = logging.getLogger("odradek.server")
@@ -71,12 +72,32 @@ SENDFILE_MIN = 16 * 1024
 FRAME_REUSE_LIMIT = 2 << 20
 
 
+def _security_protocol(config, listener_name: str) -> str:
+    """The listener's protocol from ``listener.security.protocol.map`` (``NAME:PROTOCOL,...``);
+    a name the map lacks is its own protocol (PLAINTEXT, SSL, ...), as in Kafka."""
+    try:
+        mapping = config["listener.security.protocol.map"]
+    except KeyError:  # a test's plain dict of settings
+        mapping = None
+    for entry in (mapping or "").split(","):
+        name, _, protocol = entry.strip().partition(":")
+        if name == listener_name and protocol:
+            return protocol
+    return listener_name
+
+
 class Connection(asyncio.BufferedProtocol):
     """asyncio protocol for one client; ``dispatch(ctx, body)`` comes from the broker."""
 
     def __init__(self, broker, listener_name: str) -> None:
         self.broker = broker
         self.listener_name = listener_name
+        # The listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) and who
+        # this connection speaks for (``server/principal.py``): TLS or SASL replace ANONYMOUS;
+        # handlers authorize ``principal`` from ``client_host`` (the peer's address).
+        self.security_protocol = _security_protocol(broker.config, listener_name)
+        self.principal = ANONYMOUS
+        self.client_host = "?"
         self.parser = FrameParser(broker.config["socket.request.max.bytes"], reuse_limit=FRAME_REUSE_LIMIT)
         self.max_queued = broker.config["queued.max.requests"]
         self.memory: MemoryPool = broker.memory_pool
@@ -104,6 +125,7 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         address = peer[0] if peer else "?"
+        self.client_host = address
         if not self.broker.connection_quotas.admit(address):
             self.closed = True
             transport.close()
