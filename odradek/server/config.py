@@ -169,6 +169,25 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("controller.listener.names", "string", None, doc="accepted for compatibility; ignored"),
     _k("inter.broker.listener.name", "string", None,
        doc="the listener brokers use to reach each other; default: the first of listeners"),
+    _k("security.inter.broker.protocol", "string", None,
+       doc="the inter-broker listener is the first with this protocol (when inter.broker.listener.name is unset)"),
+    # TLS (odradek/client/ssl_factory.py); each also per listener: listener.name.<name>.ssl.*
+    _k("ssl.keystore.type", "string", "PEM", doc="odradek reads PEM only (Kafka's default: JKS)"),
+    _k("ssl.keystore.location", "string", None, doc="PEM file: private key and certificate chain"),
+    _k("ssl.keystore.key", "password", None, doc="inline PEM private key"),
+    _k("ssl.keystore.certificate.chain", "password", None, doc="inline PEM certificate chain"),
+    _k("ssl.keystore.password", "password", None, doc="accepted; PEM keys use ssl.key.password"),
+    _k("ssl.key.password", "password", None),
+    _k("ssl.truststore.type", "string", "PEM", doc="odradek reads PEM only (Kafka's default: JKS)"),
+    _k("ssl.truststore.location", "string", None),
+    _k("ssl.truststore.certificates", "password", None, doc="inline PEM CA certificates"),
+    _k("ssl.truststore.password", "password", None, doc="accepted; PEM truststores have none"),
+    _k("ssl.client.auth", "string", "none", doc="none, requested or required"),
+    _k("ssl.principal.mapping.rules", "string", "DEFAULT"),
+    _k("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3"),
+    _k("ssl.cipher.suites", "list", ""),
+    _k("ssl.protocol", "string", "TLSv1.3", doc="accepted; ssl.enabled.protocols bounds the versions"),
+    _k("ssl.endpoint.identification.algorithm", "string", "https", doc="inter-broker connections"),
 ]}
 
 
@@ -255,7 +274,8 @@ class BrokerConfig:
     def from_props(cls, props: dict[str, Any]) -> "BrokerConfig":
         props = {k: str(v) for k, v in props.items()}
         values = {name: _convert(key, props.get(name, key.default)) for name, key in KEYS.items()}
-        unknown = tuple(sorted(k for k in props if k not in KEYS and not _is_topic_key(k)))
+        unknown = tuple(sorted(k for k in props if k not in KEYS and not _is_topic_key(k)
+                               and not _is_listener_key(k)))
         try:
             log_config = LogConfig.from_properties(props)
         except InvalidConfigError as e:
@@ -292,3 +312,9 @@ class BrokerConfig:
 
 def _is_topic_key(name: str) -> bool:
     return name in TOPIC_CONFIG_NAMES
+
+
+def _is_listener_key(name: str) -> bool:
+    """``listener.name.<listener>.<key>``: a known key set for one listener only."""
+    parts = name.split(".", 3)
+    return len(parts) == 4 and parts[:2] == ["listener", "name"] and parts[3] in KEYS
