@@ -75,6 +75,11 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("max.connections.per.ip.overrides", "string", "", doc="host:count,host:count"),
     _k("max.connection.creation.rate", "int", 2**31 - 1, 0, doc="accepted; not enforced yet"),
     _k("metric.reporters", "list", "", doc="accepted for compatibility"),
+    _k("authorizer.class.name", "string", "",
+       doc="kafka.security.authorizer.AclAuthorizer or org.apache.kafka.metadata.authorizer.StandardAuthorizer; "
+           "unset: no authorization"),
+    _k("super.users", "string", "", doc="principals allowed everything, User:admin;User:broker"),
+    _k("allow.everyone.if.no.acl.found", "bool", False),
     _k("log.segment.bytes", "int", 1073741824, 14),
     _k("log.roll.ms", "long", None, 1),
     _k("log.roll.hours", "int", 168, 1),
