@@ -1,0 +1,71 @@
+"""What handlers ask before they act: may this request's principal do an operation on a resource?
+
+Every answer is yes while the broker has no authorizer (``authorizer.class.name`` unset), as in
+Kafka. Otherwise the connection's principal and client host (``server/connection.py``) are
+checked by the broker's ``AclAuthorizer``. The error each resource type answers with is Kafka's
+``AclEntry.authorizationError``.
+"""
+
+from __future__ import annotations
+
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.acl_binding import (
+    CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, WRITE,
+)
+from odradek.server.principal import ANONYMOUS
+
+ERROR_OF = {
+    TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
+
+
+def _who(ctx):
+    connection = ctx.connection
+    return getattr(connection, "principal", ANONYMOUS), getattr(connection, "client_host", "?")
+
+
+def enabled(ctx) -> bool:
+    return getattr(ctx.broker, "authorizer", None) is not None
+
+
+def allowed(ctx, operation: int, resource_type: int, name: str) -> bool:
+    authorizer = getattr(ctx.broker, "authorizer", None)
+    if authorizer is None:
+        return True
+    principal, host = _who(ctx)
+    return authorizer.authorize(principal, host, operation, resource_type, name)
+
+
+def allowed_cluster(ctx, operation: int) -> bool:
+    return allowed(ctx, operation, CLUSTER, CLUSTER_NAME)
+
+
+def allowed_any(ctx, operation: int, resource_type: int) -> bool:
+    """Allowed on some resource of the type (``authorizeByResourceType``, KIP-679)."""
+    authorizer = getattr(ctx.broker, "authorizer", None)
+    if authorizer is None:
+        return True
+    principal, host = _who(ctx)
+    return authorizer.authorize_by_resource_type(principal, host, operation, resource_type)
+
+
+def idempotent_write_allowed(ctx) -> bool:
+    """IDEMPOTENT_WRITE on the cluster, or WRITE on any topic (KIP-679)."""
+    from odradek.server.acl_binding import IDEMPOTENT_WRITE
+    return allowed_cluster(ctx, IDEMPOTENT_WRITE) or allowed_any(ctx, WRITE, TOPIC)
+
+
+def allowed_operations(ctx, resource_type: int, name: str, operations: int) -> int:
+    """The bits of ``operations`` (a bitfield of AclOperation codes, ``server/acl_operations.py``)
+    that the principal is allowed on the resource."""
+    authorizer = getattr(ctx.broker, "authorizer", None)
+    if authorizer is None:
+        return operations
+    out = 0
+    for op in range(32):
+        if operations & (1 << op) and allowed(ctx, op, resource_type, name):
+            out |= 1 << op
+    return out
