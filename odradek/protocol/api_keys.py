@@ -41,6 +41,7 @@ _SERVED = [
     # at the controller (others answer NOT_CONTROLLER), ``server/handlers/partition_reassignments.py``
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.DESCRIBE_LOG_DIRS,  # ``server/handlers/describe_log_dirs.py``
+    ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,  # ``server/handlers/acls.py``
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

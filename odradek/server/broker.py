@@ -80,6 +80,7 @@ class Broker:
         self.log_limiter = LogRateLimiter()
         self.metadata = None
         self.config_changes = None
+        self.authorizer = None  # server/acl_authorizer.py, when authorizer.class.name is set
         self.log_manager = None
         self.replica_manager = None
         self.produce_fast_path = None
@@ -123,6 +124,11 @@ class Broker:
         self.loop = asyncio.get_running_loop()
         self.metadata = open_metadata(self.config)
         self.cluster_id = self.metadata.cluster_id()
+        from odradek.server.acl_authorizer import make_authorizer
+        try:
+            self.authorizer = make_authorizer(self.config, self.metadata.store, self.loop)
+        except ValueError as e:
+            raise BrokerStartError(str(e)) from None
         self.topics = TopicManager(self)
         self.log_manager = LogManager(self.config.log_dirs, self.log_defaults(), self.clock,
                                       config_for_topic=self.topics.topic_log_config)
@@ -298,6 +304,8 @@ class Broker:
                     log.exception("%s failed to shut down", type(part).__name__)
         if self.config_changes is not None:
             self.config_changes.close()
+        if self.authorizer is not None:
+            self.authorizer.close()
         if self.metadata is not None:
             self.metadata.close()
             self.metadata.store.close()

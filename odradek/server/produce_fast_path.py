@@ -54,6 +54,8 @@ class ProduceFastPath:
         self._broker_id = broker.broker_id
 
     def handle(self, frame) -> bytes | None:
+        if getattr(self._broker, "authorizer", None) is not None:  # ACLs: the generic path checks them
+            return None
         parsed = parse_request(frame)
         if parsed is None:
             return None

@@ -46,6 +46,8 @@ from odradek.protocol.generated.fetch_response import (
     PartitionData,
 )
 from odradek.replication.transactions import aborted_transactions, fetched_upper_bound
+from odradek.server import authorize
+from odradek.server.acl_binding import CLUSTER_ACTION, READ, TOPIC
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 
@@ -76,7 +78,7 @@ async def handle(ctx, request):
     if request.session_epoch not in (-1, 0):
         return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     by_id = ctx.api_version >= 13
-    wanted, topics = _plan(broker, request, by_id)
+    wanted, topics = _plan(broker, request, by_id, _read_check(ctx, request))
     magic = LEGACY_MAGIC.get(ctx.api_version)
     total = (_read_all(broker, request, wanted) if magic is None
              else await _read_converted(broker, request, wanted, magic))
@@ -97,7 +99,18 @@ async def handle(ctx, request):
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 
-def _plan(broker, request, by_id: bool):
+def _read_check(ctx, request):
+    """Kafka's handleFetchRequest: a follower needs CLUSTER_ACTION, a consumer READ on each
+    topic; a partition that fails answers TOPIC_AUTHORIZATION_FAILED."""
+    if not authorize.enabled(ctx):
+        return lambda name: True
+    if _follower_of(request) >= 0:
+        follower_ok = authorize.allowed_cluster(ctx, CLUSTER_ACTION)
+        return lambda name: follower_ok
+    return lambda name: authorize.allowed(ctx, READ, TOPIC, name)
+
+
+def _plan(broker, request, by_id: bool, may_read=lambda name: True):
     image = broker.metadata_image()
     wanted: list[_Wanted] = []
     topics: list[FetchableTopicResponse] = []
@@ -112,6 +125,10 @@ def _plan(broker, request, by_id: bool):
             resp = PartitionData(partition_index=fp.partition, high_watermark=-1, records=b"")
             if name is None:
                 resp.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif not may_read(name):
+                resp.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                out.partitions.append(resp)
+                continue
             out.partitions.append(resp)
             wanted.append(_Wanted(name, ft.topic_id, fp, resp))
         topics.append(out)

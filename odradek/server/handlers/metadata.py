@@ -25,6 +25,8 @@ from odradek.protocol.generated.metadata_response import (
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 )
 from odradek.protocol.primitives import ZERO_UUID
+from odradek.server import authorize
+from odradek.server.acl_binding import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from odradek.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from odradek.server.topics import TopicError
 
@@ -33,6 +35,8 @@ def handle(ctx, request):
     """Answered at once, unless a topic must be created first."""
     image = ctx.broker.metadata_image()
     names = _requested_names(ctx.api_version, request, image)
+    if authorize.enabled(ctx):
+        names = _authorized_names(ctx, request, names, image)
     missing = [n for n, _, error in names if error is None and image.topic(n) is None]
     if missing and _may_create(ctx, request):
         return _create_then_answer(ctx, request, names, missing)
@@ -44,6 +48,27 @@ async def _create_then_answer(ctx, request, names, missing):
     return _with_authorized_operations(ctx, request, _answer(ctx, names, errors))
 
 
+def _authorized_names(ctx, request, names, image):
+    """Kafka's handleTopicMetadataRequest under ACLs: a request for every topic lists those the
+    principal may DESCRIBE; a named topic it may not describe answers TOPIC_AUTHORIZATION_FAILED,
+    and so does a missing one to be auto-created without CREATE on the cluster or the topic."""
+    every = request.topics is None or (ctx.api_version == 0 and not request.topics)
+    out = []
+    creating = _may_create(ctx, request)
+    for name, topic_id, error in names:
+        if error is not None:
+            out.append((name, topic_id, error))
+        elif not authorize.allowed(ctx, DESCRIBE, TOPIC, name):
+            if not every:
+                out.append((None if topic_id != ZERO_UUID else name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        elif (creating and image.topic(name) is None and not authorize.allowed_cluster(ctx, CREATE)
+              and not authorize.allowed(ctx, CREATE, TOPIC, name)):
+            out.append((name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        else:
+            out.append((name, topic_id, None))
+    return out
+
+
 def _with_authorized_operations(ctx, request, response: MetadataResponse) -> MetadataResponse:
     """Fill in the authorized operations the request asks for (v8+ for topics, v8-v10 for the
     cluster; later versions ask DescribeCluster instead): with no authorizer, every operation
@@ -51,9 +76,12 @@ def _with_authorized_operations(ctx, request, response: MetadataResponse) -> Met
     v = ctx.api_version
     if v >= 8 and request.include_topic_authorized_operations:
         for topic in response.topics:
-            topic.topic_authorized_operations = TOPIC_OPERATIONS
+            if topic.error_code != ErrorCode.TOPIC_AUTHORIZATION_FAILED and topic.name:
+                topic.topic_authorized_operations = authorize.allowed_operations(
+                    ctx, TOPIC, topic.name, TOPIC_OPERATIONS)
     if 8 <= v <= 10 and request.include_cluster_authorized_operations:
-        response.cluster_authorized_operations = CLUSTER_OPERATIONS
+        response.cluster_authorized_operations = authorize.allowed_operations(
+            ctx, CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
     return response
 
 

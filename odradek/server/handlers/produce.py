@@ -47,6 +47,8 @@ from odradek.replication.partition import CheckOffLoop
 from odradek.replication.produce_validation import ProduceError
 from odradek.server.handlers.produce_flush import flush_all
 from odradek.server.txn_verification import verification
+from odradek.server import authorize
+from odradek.server.acl_binding import TOPIC, TRANSACTIONAL_ID, WRITE
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE
 
 _VALID_ACKS = (-1, 0, 1)
@@ -60,15 +62,22 @@ def handle(ctx, request):
     refusal = None
     if acks not in _VALID_ACKS:
         refusal = (ErrorCode.INVALID_REQUIRED_ACKS, None)
+    elif request.transactional_id is not None and not authorize.allowed(
+            ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     topics = []
     appended = []  # (topic, index, response, last offset) of the partitions appended
     queued = []  # (task, topic, response) of appends queued off the event loop
     for topic in request.topic_data:
         name = topic.name
         responses = []
+        # Kafka's handleProduceRequest: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED
+        denied = refusal is None and not authorize.allowed(ctx, WRITE, TOPIC, name)
         for data in topic.partition_data:
             if refusal is not None:
                 resp, last_offset = _error(data.index, *refusal)
+            elif denied:
+                resp, last_offset = _error(data.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             else:
                 resp, last_offset = _produce_one(broker, acks, name, data, request.transactional_id)
             if isinstance(resp, asyncio.Future):

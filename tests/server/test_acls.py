@@ -1,0 +1,166 @@
+"""ACLs on a real broker, driven by kafka-python's and confluent-kafka's admin ACL APIs and their
+producers and consumers. Connections are User:ANONYMOUS here (PLAINTEXT listeners), so the
+grants and denials name it (or User:*)."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType,
+    ResourceType,
+)
+from kafka import KafkaProducer
+from kafka.admin import (
+    ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, KafkaAdminClient, ResourcePattern,
+    ResourcePatternFilter,
+)
+from kafka.admin import ResourceType as KpResourceType
+from kafka.errors import SecurityDisabledError, TopicAuthorizationFailedError
+
+from odradek.testing.broker import InProcessBroker
+
+AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+ANON = "User:ANONYMOUS"
+
+
+@pytest.fixture(scope="module")
+def super_broker(tmp_path_factory):
+    """ANONYMOUS is a super user: every ACL API is allowed; the ACLs are what is tested."""
+    with InProcessBroker(tmp_path_factory.mktemp("acl-super") / "data", authorizer_class_name=AUTHORIZER,
+                         super_users=ANON) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def open_broker(tmp_path_factory):
+    """No super user; a resource without ACLs is open (allow.everyone.if.no.acl.found=true)."""
+    with InProcessBroker(tmp_path_factory.mktemp("acl-open") / "data", authorizer_class_name=AUTHORIZER,
+                         allow_everyone_if_no_acl_found="true") as b:
+        yield b
+
+
+def test_acl_apis_answer_security_disabled_without_an_authorizer(shared_broker_plain):
+    admin = AdminClient({"bootstrap.servers": shared_broker_plain.bootstrap})
+    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    with pytest.raises(KafkaException, match="No Authorizer"):
+        admin.create_acls([binding])[binding].result(10)
+    kp = KafkaAdminClient(bootstrap_servers=shared_broker_plain.bootstrap)
+    try:
+        flt = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                        ResourcePatternFilter(KpResourceType.ANY, None, ACLResourcePatternType.ANY))
+        with pytest.raises(SecurityDisabledError):
+            kp.describe_acls(flt)
+    finally:
+        kp.close()
+
+
+@pytest.fixture(scope="module")
+def shared_broker_plain(tmp_path_factory):
+    with InProcessBroker(tmp_path_factory.mktemp("acl-none") / "data") as b:
+        yield b
+
+
+def test_confluent_kafka_creates_describes_and_deletes_acls(super_broker):
+    admin = AdminClient({"bootstrap.servers": super_broker.bootstrap})
+    read = AclBinding(ResourceType.TOPIC, "ck-orders", ResourcePatternType.LITERAL, "User:alice", "*",
+                      AclOperation.READ, AclPermissionType.ALLOW)
+    prefixed = AclBinding(ResourceType.GROUP, "ck-", ResourcePatternType.PREFIXED, "User:alice", "10.0.0.1",
+                          AclOperation.READ, AclPermissionType.ALLOW)
+    deny = AclBinding(ResourceType.TOPIC, "ck-orders", ResourcePatternType.LITERAL, "User:bob", "*",
+                      AclOperation.WRITE, AclPermissionType.DENY)
+    for future in admin.create_acls([read, prefixed, deny]).values():
+        assert future.result(10) is None
+    bad = AclBinding(ResourceType.GROUP, "g", ResourcePatternType.LITERAL, "User:alice", "*",
+                     AclOperation.WRITE, AclPermissionType.ALLOW)
+    with pytest.raises(KafkaException, match="only supports"):
+        admin.create_acls([bad])[bad].result(10)
+    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                             AclPermissionType.ANY)
+    assert set(admin.describe_acls(every).result(10)) >= {read, prefixed, deny}
+    match = AclBindingFilter(ResourceType.GROUP, "ck-group-1", ResourcePatternType.MATCH, None, None,
+                             AclOperation.ANY, AclPermissionType.ANY)
+    assert admin.describe_acls(match).result(10) == [prefixed]
+    only_bob = AclBindingFilter(ResourceType.TOPIC, "ck-orders", ResourcePatternType.LITERAL, "User:bob", None,
+                                AclOperation.ANY, AclPermissionType.ANY)
+    assert admin.delete_acls([only_bob])[only_bob].result(10) == [deny]
+    assert set(admin.describe_acls(every).result(10)) & {read, prefixed, deny} == {read, prefixed}
+
+
+def test_kafka_python_creates_describes_and_deletes_acls(super_broker):
+    admin = KafkaAdminClient(bootstrap_servers=super_broker.bootstrap)
+    try:
+        pattern = ResourcePattern(KpResourceType.TOPIC, "kp-", ACLResourcePatternType.PREFIXED)
+        acl = ACL("User:carol", "*", ACLOperation.WRITE, ACLPermissionType.ALLOW, pattern)
+        result = admin.create_acls([acl])
+        assert result["failed"] == [] and len(result["succeeded"]) == 1
+        flt = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                        ResourcePatternFilter(KpResourceType.TOPIC, "kp-", ACLResourcePatternType.PREFIXED))
+        acls, error = admin.describe_acls(flt)
+        assert error.errno == 0
+        assert [(a.principal, a.operation, a.resource_pattern.resource_name) for a in acls] == [
+            ("User:carol", ACLOperation.WRITE, "kp-")]
+        [(_, deleted, error)] = admin.delete_acls([flt])
+        assert error.errno == 0 and [a.principal for a in deleted] == ["User:carol"]
+        assert admin.describe_acls(flt)[0] == []
+    finally:
+        admin.close()
+
+
+def test_denied_produce_fetch_and_metadata(open_broker):
+    admin = AdminClient({"bootstrap.servers": open_broker.bootstrap})
+    for name in ("public", "no-write", "hidden"):
+        admin.create_topics([NewTopic(name, 1, 1)])[name].result(10)
+    # A topic with ACLs is no longer open to everyone: allow all, then deny WRITE and READ
+    # (deny wins); DESCRIBE stays allowed.
+    denials = [
+        AclBinding(ResourceType.TOPIC, "no-write", ResourcePatternType.LITERAL, "User:*", "*",
+                   AclOperation.ALL, AclPermissionType.ALLOW),
+        AclBinding(ResourceType.TOPIC, "no-write", ResourcePatternType.LITERAL, ANON, "*",
+                   AclOperation.WRITE, AclPermissionType.DENY),
+        AclBinding(ResourceType.TOPIC, "no-write", ResourcePatternType.LITERAL, ANON, "*",
+                   AclOperation.READ, AclPermissionType.DENY),
+        AclBinding(ResourceType.TOPIC, "hid", ResourcePatternType.PREFIXED, "User:*", "*",
+                   AclOperation.DESCRIBE, AclPermissionType.DENY),
+    ]
+    for future in admin.create_acls(denials).values():
+        future.result(10)
+
+    # Metadata for every topic lists only the describable ones.
+    listed = set(admin.list_topics(timeout=10).topics)
+    assert {"public", "no-write"} <= listed and "hidden" not in listed
+
+    # kafka-python: the denied topic's send fails with TOPIC_AUTHORIZATION_FAILED.
+    producer = KafkaProducer(bootstrap_servers=open_broker.bootstrap, retries=0, max_block_ms=5000)
+    try:
+        producer.send("public", b"ok").get(10)
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("no-write", b"no").get(10)
+    finally:
+        producer.close()
+
+    # confluent-kafka: delivery report error on the denied topic.
+    reports = []
+    ck = Producer({"bootstrap.servers": open_broker.bootstrap, "message.send.max.retries": 0})
+    ck.produce("no-write", b"no", on_delivery=lambda err, msg: reports.append(err))
+    ck.produce("public", b"ok", on_delivery=lambda err, msg: reports.append(err))
+    ck.flush(10)
+    codes = sorted(str(e.name()) if e else "OK" for e in reports)
+    assert codes == ["OK", "TOPIC_AUTHORIZATION_FAILED"]
+
+    # Fetch from the READ-denied topic: the consumer sees TOPIC_AUTHORIZATION_FAILED.
+    consumer = Consumer({"bootstrap.servers": open_broker.bootstrap, "group.id": "acl-readers",
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition("no-write", 0, 0)])
+        error = None
+        for _ in range(20):
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error():
+                error = msg.error()
+                break
+        assert error is not None
+        assert error.name() == "TOPIC_AUTHORIZATION_FAILED"
+    finally:
+        consumer.close()
