@@ -5,7 +5,8 @@ response ``int32 size`` + response header (starting with the request's correlati
 A Kafka broker answers the requests of one connection in the order they came, but responses
 are matched by correlation id anyway, so a broker that reorders is still read correctly.
 
-Lifecycle: ``connect()`` opens the socket and negotiates versions with ApiVersions: for each
+Lifecycle: ``connect()`` opens the socket (with TLS when given an ``ssl_context``: the
+handshake, and the broker certificate's check, happen before it returns) and negotiates versions with ApiVersions: for each
 API the connection uses the highest version in both the broker's range and the client's own
 (``CLIENT_VERSIONS``). ``send()`` writes a request at once and returns a future of the decoded
 response body; any number of requests may be in flight (callers bound it). Every request has a
@@ -126,8 +127,10 @@ class BrokerConnection(asyncio.Protocol):
         client_id: str | None = "odradek",
         request_timeout: float = 30.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        ssl_context=None,
     ) -> None:
         self.host, self.port, self.node_id = host, port, node_id
+        self.ssl_context = ssl_context  # an ssl.SSLContext: TLS (client/ssl_factory.py); None: plaintext
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.versions: dict[int, int] = {}
@@ -163,8 +166,10 @@ class BrokerConnection(asyncio.Protocol):
         self._loop = loop = asyncio.get_running_loop()
         self._lost = loop.create_future()
         try:
-            await asyncio.wait_for(loop.create_connection(lambda: self, self.host, self.port), timeout)
-        except (TimeoutError, OSError) as e:
+            await asyncio.wait_for(loop.create_connection(
+                lambda: self, self.host, self.port, ssl=self.ssl_context,
+                server_hostname=self.host if self.ssl_context is not None else None), timeout)
+        except (TimeoutError, OSError) as e:  # (ssl.SSLError is an OSError: a refused certificate)
             self._closed = True
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {e!r}") from None
         try:

@@ -62,6 +62,12 @@ def inter_broker_listener_name(config) -> str | None:
     if name:
         return name
     listeners = config.listeners
+    wanted = config.values.get("security.inter.broker.protocol")
+    if wanted:  # the first listener on that protocol (listener.security.protocol.map)
+        protocols = dict(e.split(":", 1) for e in config["listener.security.protocol.map"].split(",") if ":" in e)
+        for listener in listeners:
+            if protocols.get(listener.name, "").upper() == wanted.upper():
+                return listener.name
     return listeners[0].name if listeners else None
 
 
@@ -223,6 +229,7 @@ class _RequestSender:
         self.connection = BrokerConnection(
             endpoint.host, endpoint.port, node_id=self.target.broker_id,
             client_id=self.manager.client_id, request_timeout=self.manager.request_timeout,
+            ssl_context=getattr(self.manager.broker, "inter_broker_ssl", None),
         )
         await self.connection.connect(timeout=self.manager.request_timeout)
         return self.connection

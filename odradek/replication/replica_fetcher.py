@@ -107,7 +107,8 @@ def inter_broker_endpoint(broker, broker_id: int) -> tuple[str, int] | None:
     info = broker.metadata_image().broker(broker_id)
     if info is None or not info.endpoints:
         return None
-    name = broker.config["inter.broker.listener.name"] or broker.config.listeners[0].name
+    name = (getattr(broker, "inter_broker_listener", None)  # server/listener_security.py
+            or broker.config["inter.broker.listener.name"] or broker.config.listeners[0].name)
     endpoint = info.endpoint(name) or info.endpoints[0]
     return endpoint.host, endpoint.port
 
@@ -232,7 +233,8 @@ class ReplicaFetcher:
             raise KafkaConnectionError(f"broker {self.leader_id} is not registered")
         conn = BrokerConnection(address[0], address[1], node_id=self.leader_id,
                                 client_id=f"broker-{self.broker.broker_id}-fetcher-{self.fetcher_index}",
-                                request_timeout=self.socket_timeout_s)
+                                request_timeout=self.socket_timeout_s,
+                                ssl_context=getattr(self.broker, "inter_broker_ssl", None))
         await conn.connect(self.socket_timeout_s)
         if self._unreachable:
             log.info("%s: connected to the leader again", self)

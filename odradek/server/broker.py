@@ -45,6 +45,12 @@ from odradek.server.config_change_listener import ConfigChangeListener
 from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
+from odradek.server.listener_security import (
+    inter_broker_listener,
+    inter_broker_ssl_context,
+    listener_security,
+    protocol_map,
+)
 from odradek.server.log_dir_failure_handler import LogDirFailureHandler
 from odradek.server.log_limiter import LogRateLimiter, message_key
 from odradek.server.memory_pool import MemoryPool
@@ -72,6 +78,11 @@ class Broker:
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.servers: dict[str, tuple[Listener, asyncio.AbstractServer]] = {}  # by listener name
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, port)
+        # server/listener_security.py: each bound listener's protocol and TLS context, and the
+        # TLS context of this broker's connections to other brokers (None: not TLS)
+        self.listener_security: dict = {}
+        self.inter_broker_ssl = None
+        self.inter_broker_listener: str | None = None
         self.stopping = False
         self._stop_begun = False
         self.allow_internal_writes = False
@@ -122,6 +133,11 @@ class Broker:
         from odradek.storage.log_manager import LogManager
 
         self.loop = asyncio.get_running_loop()
+        try:
+            self.inter_broker_ssl = inter_broker_ssl_context(self.config)
+            self.inter_broker_listener = inter_broker_listener(self.config)
+        except ConfigError as e:
+            raise BrokerStartError(str(e)) from None
         self.metadata = open_metadata(self.config)
         self.cluster_id = self.metadata.cluster_id()
         from odradek.server.acl_authorizer import make_authorizer
@@ -190,15 +206,21 @@ class Broker:
         for listener in self.effective_config().listeners:
             try:
                 await self._bind(listener)
+            except ConfigError as e:
+                raise BrokerStartError(str(e)) from None
             except OSError as e:
                 reason = os.strerror(e.errno) if e.errno else str(e)
                 raise BrokerStartError(f"listeners: cannot listen on {listener.host or '0.0.0.0'}:"
                                        f"{listener.port} ({listener.name}): {reason.lower()}") from None
 
     async def _bind(self, listener: Listener) -> None:
+        """Listen on ``listener``, with TLS when its protocol is SSL or SASL_SSL; ConfigError
+        for bad or unreadable TLS settings."""
+        security = listener_security(self.effective_config(), listener.name)
+        self.listener_security[listener.name] = security
         server = await self.loop.create_server(
             lambda name=listener.name: Connection(self, name), listener.host or None, listener.port,
-            reuse_address=True, backlog=1024,
+            reuse_address=True, backlog=1024, ssl=security.ssl_context,
         )
         sock = server.sockets[0]
         set_buffer_sizes(sock, self.config)
@@ -220,7 +242,7 @@ class Broker:
             if name not in self.servers:
                 try:
                     await self._bind(listener)
-                except OSError as e:  # stored all the same, as Kafka does; the log says why
+                except (OSError, ConfigError) as e:  # stored all the same, as Kafka does; the log says why
                     log.error("cannot listen on %s://%s:%d: %s", name, listener.host, listener.port, e)
         self.metadata.update_broker(self.broker_info())
         log.info("broker %d now listening on %s", self.broker_id, self.advertised())
@@ -241,7 +263,9 @@ class Broker:
     def broker_info(self):
         from odradek.metadata.layout import BrokerInfo, Endpoint
 
-        endpoints = tuple(Endpoint(name, host, port, "PLAINTEXT") for name, host, port in self.advertised())
+        protocols = protocol_map(self.effective_config())
+        endpoints = tuple(Endpoint(name, host, port, protocols.get(name, "PLAINTEXT"))
+                          for name, host, port in self.advertised())
         return BrokerInfo(self.broker_id, endpoints, self.config["broker.rack"])
 
     @property

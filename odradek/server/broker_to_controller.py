@@ -111,7 +111,8 @@ class BrokerToControllerChannel:
                 raise KafkaConnectionError(
                     f"controller {controller_id} has no endpoint on {self.listener!r}")
             conn = BrokerConnection(endpoint.host, endpoint.port, node_id=controller_id,
-                                    client_id=self.client_id, request_timeout=timeout)
+                                    client_id=self.client_id, request_timeout=timeout,
+                                    ssl_context=self.broker.inter_broker_ssl)
             await conn.connect(timeout=timeout)
             self._connection, self._connection_to = conn, controller_id
             return conn

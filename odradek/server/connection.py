@@ -17,8 +17,15 @@ request.)
 
 Record batches in fetch responses are file regions of the log: when nothing is queued ahead
 of one in the transport it goes out with ``os.sendfile`` (zero-copy), else it is read with one
-``pread`` and queued in order.
+``pread`` and queued in order. Under TLS the bytes must be encrypted in user space, so there is
+no sendfile: every region is read with one ``pread`` and written through the TLS transport.
 
+Security: ``security_protocol`` is the listener's (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
+``principal`` who the peer is (``server/principal.py``): User:ANONYMOUS until TLS (the client
+certificate's subject through ``ssl.principal.mapping.rules``, set when the connection is made,
+which asyncio does once the TLS handshake is done) or SASL says otherwise. A TLS handshake that
+fails (a plaintext client, a certificate the truststore does not vouch for) never makes a
+connection: asyncio drops the socket.
 Backpressure: reading pauses while more than ``queued.max.requests`` responses are pending or
 while the transport's write buffer is above its high-water mark (a slow reader), so one
 client can neither grow the broker's memory without bound nor slow other connections down.
@@ -98,6 +105,9 @@ class Connection(asyncio.BufferedProtocol):
         self.security_protocol = _security_protocol(broker.config, listener_name)
         self.principal = ANONYMOUS
         self.client_host = "?"
+        # a ListenerSecurity (server/listener_security.py): the TLS principal mapper; or None
+        self.security = getattr(broker, "listener_security", {}).get(listener_name)
+        self._sendfile = True  # not under TLS: see _socket_fd
         self.parser = FrameParser(broker.config["socket.request.max.bytes"], reuse_limit=FRAME_REUSE_LIMIT)
         self.max_queued = broker.config["queued.max.requests"]
         self.memory: MemoryPool = broker.memory_pool
@@ -132,6 +142,23 @@ class Connection(asyncio.BufferedProtocol):
             return
         self._counted_address = address
         self.broker.connections.add(self)
+        if transport.get_extra_info("sslcontext") is not None:
+            self._sendfile = False
+            self._authenticate_tls(transport)
+
+    def _authenticate_tls(self, transport) -> None:
+        """The principal of the client certificate (Kafka's ``SslAuthenticator``): a subject
+        that no ``ssl.principal.mapping.rules`` rule maps fails authentication and closes."""
+        from odradek.server.listener_security import principal_of
+        from odradek.server.ssl_principal_mapper import NoMatchingRule
+
+        try:
+            self.principal = principal_of(transport, self.security)
+        except NoMatchingRule as e:
+            self.close(f"SSL authentication failed: {e}")
+            return
+        log.debug("TLS connection from %s on %s: %s, principal %s", self.peer, self.listener_name,
+                  transport.get_extra_info("cipher"), self.principal)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -427,6 +454,10 @@ class Connection(asyncio.BufferedProtocol):
             self.transport.write(os.pread(region.fd, length - sent, region.position + sent))
 
     def _socket_fd(self) -> int | None:
+        """The socket to sendfile to; None under TLS (the socket carries encrypted records,
+        so file bytes written to it straight would corrupt the stream)."""
+        if not self._sendfile:
+            return None
         sock = self.transport.get_extra_info("socket") if self.transport is not None else None
         try:
             return sock.fileno() if sock is not None else None

@@ -1,0 +1,85 @@
+"""Certificates for TLS tests, made with ``cryptography``: a CA, a server certificate for
+127.0.0.1 and localhost, a client certificate, and a second CA that vouches for neither.
+
+``make_pki(dir)`` writes PEM files and returns their paths: ``ca`` (the CA certificate),
+``server`` and ``client`` (each a private key followed by its certificate, the layout of
+``ssl.keystore.location``), ``server_key``/``server_cert`` and ``client_key``/``client_cert``
+(apart, for clients that want two files), ``other_ca``. EC P-256 keys: quick to make.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CLIENT_SUBJECT = "CN=Alice,OU=Eng,O=Odradek Tests,C=US"  # as RFC 2253 writes it
+
+
+def _name(cn: str, ou: str | None = None) -> x509.Name:
+    attrs = [x509.NameAttribute(NameOID.COUNTRY_NAME, "US"),
+             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Odradek Tests")]
+    if ou:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, ou))
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+    return x509.Name(attrs)
+
+
+def _cert(subject, issuer, key, signing_key, *, ca=False, sans=None, usage=None):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(hours=1))
+               .not_valid_after(now + datetime.timedelta(days=2))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if ca:
+        builder = builder.add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                                        critical=True)
+        builder = builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+    else:
+        builder = builder.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signing_key.public_key()),
+                                        critical=False)
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    if usage:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(usage), critical=False)
+    return builder.sign(signing_key, hashes.SHA256())
+
+
+def _pem_key(key) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _pem_cert(cert) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def make_pki(directory) -> dict[str, str]:
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, str] = {}
+
+    def write(name: str, data: bytes) -> None:
+        (d / f"{name}.pem").write_bytes(data)
+        paths[name] = str(d / f"{name}.pem")
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = _cert(_name("Odradek Test CA"), _name("Odradek Test CA"), ca_key, ca_key, ca=True)
+    write("ca", _pem_cert(ca))
+    other_key = ec.generate_private_key(ec.SECP256R1())
+    write("other_ca", _pem_cert(_cert(_name("Another CA"), _name("Another CA"), other_key, other_key, ca=True)))
+    sans = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    for role, subject, extra in (("server", _name("localhost"), dict(sans=sans, usage=[ExtendedKeyUsageOID.SERVER_AUTH])),
+                                 ("client", _name("Alice", "Eng"), dict(usage=[ExtendedKeyUsageOID.CLIENT_AUTH]))):
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = _cert(subject, ca.subject, key, ca_key, **extra)
+        write(f"{role}_key", _pem_key(key))
+        write(f"{role}_cert", _pem_cert(cert))
+        write(role, _pem_key(key) + _pem_cert(cert))
+    return paths
