@@ -41,6 +41,9 @@ _SERVED = [
     # at the controller (others answer NOT_CONTROLLER), ``server/handlers/partition_reassignments.py``
     ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ApiKey.DESCRIBE_LOG_DIRS,  # ``server/handlers/describe_log_dirs.py``
+    # SASL (``server/sasl_authenticator.py``) and SCRAM credentials (``server/handlers/user_scram_credentials.py``)
+    ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,  # ``server/handlers/acls.py``
 ]
 

@@ -64,6 +64,7 @@ from odradek.server.log_limiter import message_key
 from odradek.server.memory_pool import MemoryPool
 from odradek.server.principal import ANONYMOUS
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
+from odradek.server.sasl_authenticator import SaslServerAuthenticator
 
 log = logging.getLogger("odradek.server")
 
@@ -105,6 +106,8 @@ class Connection(asyncio.BufferedProtocol):
         self.security_protocol = _security_protocol(broker.config, listener_name)
         self.principal = ANONYMOUS
         self.client_host = "?"
+        # SASL listeners authenticate before serving (``server/sasl_authenticator.py``).
+        self.sasl = SaslServerAuthenticator(self) if self.security_protocol.startswith("SASL_") else None
         # a ListenerSecurity (server/listener_security.py): the TLS principal mapper; or None
         self.security = getattr(broker, "listener_security", {}).get(listener_name)
         self._sendfile = True  # not under TLS: see _socket_fd
@@ -237,6 +240,8 @@ class Connection(asyncio.BufferedProtocol):
 
     # --- requests -------------------------------------------------------------------------
     def _handle_frame(self, frame: bytearray | memoryview) -> None:
+        if self.sasl is not None and self.sasl.intercept(frame):
+            return  # a bare SASL token, or a request refused before authentication
         if len(frame) > 8 and frame[1] == 0 and frame[0] == 0:  # Produce (api key 0)
             try:
                 response = self._fast_produce(frame)

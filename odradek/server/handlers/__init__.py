@@ -19,6 +19,7 @@ from odradek.server.handlers import txn_offset_commit
 from odradek.server.handlers import elect_leaders
 from odradek.server.handlers import partition_reassignments
 from odradek.server.handlers import describe_log_dirs
+from odradek.server.handlers import sasl, user_scram_credentials
 from odradek.server.handlers import acls
 from odradek.server.handlers import (
     add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
@@ -68,6 +69,10 @@ HANDLERS = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_reassignments.handle_alter,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_reassignments.handle_list,
     ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
+    ApiKey.SASL_HANDSHAKE: sasl.handle_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: user_scram_credentials.handle_describe,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: user_scram_credentials.handle_alter,
     ApiKey.DESCRIBE_ACLS: acls.handle_describe,
     ApiKey.CREATE_ACLS: acls.handle_create,
     ApiKey.DELETE_ACLS: acls.handle_delete,
