@@ -75,7 +75,8 @@ def make_pki(directory) -> dict[str, str]:
     other_key = ec.generate_private_key(ec.SECP256R1())
     write("other_ca", _pem_cert(_cert(_name("Another CA"), _name("Another CA"), other_key, other_key, ca=True)))
     sans = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    for role, subject, extra in (("server", _name("localhost"), dict(sans=sans, usage=[ExtendedKeyUsageOID.SERVER_AUTH])),
+    for role, subject, extra in (("server", _name("localhost"), dict(sans=sans, usage=[ExtendedKeyUsageOID.SERVER_AUTH,
+                                                                           ExtendedKeyUsageOID.CLIENT_AUTH])),
                                  ("client", _name("Alice", "Eng"), dict(usage=[ExtendedKeyUsageOID.CLIENT_AUTH]))):
         key = ec.generate_private_key(ec.SECP256R1())
         cert = _cert(subject, ca.subject, key, ca_key, **extra)
