@@ -10,13 +10,14 @@ from confluent_kafka.admin import (
     AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType,
     ResourceType,
 )
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import (
     ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, KafkaAdminClient, ResourcePattern,
     ResourcePatternFilter,
 )
+from kafka.admin import NewTopic as KpNewTopic
 from kafka.admin import ResourceType as KpResourceType
-from kafka.errors import SecurityDisabledError, TopicAuthorizationFailedError
+from kafka.errors import GroupAuthorizationFailedError, SecurityDisabledError, TopicAuthorizationFailedError
 
 from odradek.testing.broker import InProcessBroker
 
@@ -164,3 +165,54 @@ def test_denied_produce_fetch_and_metadata(open_broker):
         assert error.name() == "TOPIC_AUTHORIZATION_FAILED"
     finally:
         consumer.close()
+
+
+def test_denied_group_and_transactional_id(open_broker):
+    admin = AdminClient({"bootstrap.servers": open_broker.bootstrap})
+    admin.create_topics([NewTopic("grouped", 1, 1)])["grouped"].result(10)
+    denials = [AclBinding(ResourceType.GROUP, "denied-group", ResourcePatternType.LITERAL, ANON, "*",
+                          AclOperation.READ, AclPermissionType.DENY),
+               AclBinding(ResourceType.TRANSACTIONAL_ID, "no-txn", ResourcePatternType.LITERAL, ANON, "*",
+                          AclOperation.WRITE, AclPermissionType.DENY)]
+    for future in admin.create_acls(denials).values():
+        future.result(10)
+    consumer = KafkaConsumer("grouped", bootstrap_servers=open_broker.bootstrap, group_id="denied-group")
+    try:
+        with pytest.raises(GroupAuthorizationFailedError):
+            for _ in range(20):
+                consumer.poll(500)
+    finally:
+        consumer.close()
+    producer = Producer({"bootstrap.servers": open_broker.bootstrap, "transactional.id": "no-txn"})
+    with pytest.raises(KafkaException, match="TRANSACTIONAL_ID_AUTHORIZATION_FAILED|Transactional Id authorization"):
+        producer.init_transactions(10)
+
+
+def test_create_topics_needs_create_on_the_cluster_or_the_topic(broker_with_acls):
+    admin = AdminClient({"bootstrap.servers": broker_with_acls.bootstrap})
+    # The cluster allows everything but CREATE; topics under nocreate- deny CREATE too.
+    acls = [AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:*", "*",
+                       AclOperation.ALL, AclPermissionType.ALLOW),
+            AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, ANON, "*",
+                       AclOperation.CREATE, AclPermissionType.DENY),
+            AclBinding(ResourceType.TOPIC, "nocreate-", ResourcePatternType.PREFIXED, "User:*", "*",
+                       AclOperation.CREATE, AclPermissionType.DENY)]
+    for future in admin.create_acls(acls).values():
+        future.result(10)
+    futures = admin.create_topics([NewTopic("nocreate-1", 1, 1), NewTopic("fine-1", 1, 1)])
+    futures["fine-1"].result(10)  # the topic has no ACLs: allow.everyone.if.no.acl.found
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED|[Aa]uthorization failed"):
+        futures["nocreate-1"].result(10)
+    kp = KafkaAdminClient(bootstrap_servers=broker_with_acls.bootstrap)
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            kp.create_topics([KpNewTopic("nocreate-2", 1, 1)])
+    finally:
+        kp.close()
+
+
+@pytest.fixture
+def broker_with_acls(tmp_path):
+    with InProcessBroker(tmp_path / "data", authorizer_class_name=AUTHORIZER,
+                         allow_everyone_if_no_acl_found="true") as b:
+        yield b
