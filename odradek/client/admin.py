@@ -39,6 +39,7 @@ from odradek.client.admin_types import (
     ResourceType,
     TopicDescription,
 )
+from odradek.client.admin_scram import ScramAdmin
 from odradek.client.cluster import ClusterClient
 from odradek.client.errors import BrokerError, KafkaError, raise_first
 from odradek.client.metadata import BrokerInfo
@@ -71,7 +72,7 @@ _ASK_AGAIN = frozenset({
 })
 
 
-class AsyncAdminClient(GroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin, LogDirAdmin):
+class AsyncAdminClient(GroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin, LogDirAdmin, ScramAdmin):
     def __init__(self, bootstrap_servers, *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = 30_000, default_api_timeout_ms: int = 60_000,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000,

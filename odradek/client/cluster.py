@@ -30,6 +30,7 @@ from odradek.client.errors import (
     KafkaTimeoutError,
 )
 from odradek.client.metadata import ClusterMetadata
+from odradek.client.sasl_authenticator import SaslClientConfig
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.metadata_request import (
@@ -88,9 +89,11 @@ class ClusterClient:
         retry_backoff_max_ms: int = 1_000,
         metadata_max_age_ms: int = 300_000,
         allow_auto_create_topics: bool = False,
+        sasl: SaslClientConfig | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
+        self.sasl = sasl  # every connection authenticates so (client/sasl_authenticator.py)
         self.request_timeout = request_timeout_ms / 1000
         self.connect_timeout = connect_timeout_ms / 1000
         self.retry_backoff = retry_backoff_ms / 1000
@@ -170,7 +173,7 @@ class ClusterClient:
             if broker is None:
                 raise KafkaConnectionError(f"broker {node_id} is not in the metadata")
             conn = BrokerConnection(broker.host, broker.port, node_id=node_id, client_id=self.client_id,
-                                    request_timeout=self.request_timeout)
+                                    request_timeout=self.request_timeout, sasl=self.sasl)
             await conn.connect(self.connect_timeout)
             if self._closed:
                 conn.abort()
@@ -211,10 +214,13 @@ class ClusterClient:
             return conn
         errors = []
         for host, port in self.bootstrap:
-            conn = BrokerConnection(host, port, client_id=self.client_id, request_timeout=self.request_timeout)
+            conn = BrokerConnection(host, port, client_id=self.client_id, request_timeout=self.request_timeout,
+                                    sasl=self.sasl)
             try:
                 await conn.connect(self.connect_timeout)
             except KafkaError as e:
+                if not e.retriable:  # a refused login (SASL): not a reachability problem
+                    raise
                 errors.append(str(e))
                 continue
             conn.on_close.append(self._forget)

@@ -6,7 +6,8 @@ A Kafka broker answers the requests of one connection in the order they came, bu
 are matched by correlation id anyway, so a broker that reorders is still read correctly.
 
 Lifecycle: ``connect()`` opens the socket (with TLS when given an ``ssl_context``: the
-handshake, and the broker certificate's check, happen before it returns) and negotiates versions with ApiVersions: for each
+handshake, and the broker certificate's check, happen before it returns) and negotiates versions with ApiVersions
+(then authenticates with SASL when given ``sasl``, ``client/sasl_authenticator.py``): for each
 API the connection uses the highest version in both the broker's range and the client's own
 (``CLIENT_VERSIONS``). ``send()`` writes a request at once and returns a future of the decoded
 response body; any number of requests may be in flight (callers bound it). Every request has a
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
+from odradek.client.sasl_authenticator import SaslClientConfig, authenticate
 from odradek.client.errors import (
     ClientClosedError,
     KafkaConnectionError,
@@ -79,6 +81,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    # SASL (client/sasl_authenticator.py) and SCRAM credentials (client/admin_scram.py)
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     # transactions; AddPartitionsToTxn v4+ is the brokers' batched form, EndTxn v5 bumps the
     # epoch on every transaction (KIP-890 part 2), which this client does not do
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
@@ -128,9 +135,11 @@ class BrokerConnection(asyncio.Protocol):
         request_timeout: float = 30.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         ssl_context=None,
+        sasl: SaslClientConfig | None = None,
     ) -> None:
         self.host, self.port, self.node_id = host, port, node_id
         self.ssl_context = ssl_context  # an ssl.SSLContext: TLS (client/ssl_factory.py); None: plaintext
+        self.sasl = sasl  # SASL_PLAINTEXT / SASL_SSL: authenticate after ApiVersions
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.versions: dict[int, int] = {}
@@ -174,6 +183,8 @@ class BrokerConnection(asyncio.Protocol):
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {e!r}") from None
         try:
             await self._negotiate(timeout)
+            if self.sasl is not None:
+                await authenticate(self, self.sasl, timeout)
         except BaseException:
             self.abort()
             raise

@@ -83,7 +83,7 @@ class GroupCoordinatorClient:
             self.node_id, self._conn = node_id, conn
             return conn
         conn = BrokerConnection(host, port, node_id=node_id, client_id=self.cluster.client_id,
-                                request_timeout=self.cluster.request_timeout)
+                                request_timeout=self.cluster.request_timeout, sasl=self.cluster.sasl)
         await conn.connect(self.cluster.connect_timeout)
         self.node_id, self._conn = node_id, conn
         return conn
