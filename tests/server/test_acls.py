@@ -19,7 +19,9 @@ from kafka.admin import NewTopic as KpNewTopic
 from kafka.admin import ResourceType as KpResourceType
 from kafka.errors import GroupAuthorizationFailedError, SecurityDisabledError, TopicAuthorizationFailedError
 
+from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.testing.broker import InProcessBroker
+from tests.server.wire import WireClient, message
 
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 ANON = "User:ANONYMOUS"
@@ -216,3 +218,22 @@ def broker_with_acls(tmp_path):
     with InProcessBroker(tmp_path / "data", authorizer_class_name=AUTHORIZER,
                          allow_everyone_if_no_acl_found="true") as b:
         yield b
+
+
+def test_cluster_operations_and_inter_broker_requests_follow_cluster_acls(broker_with_acls):
+    admin = AdminClient({"bootstrap.servers": broker_with_acls.bootstrap})
+    acls = [AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:*", "*",
+                       AclOperation.ALTER, AclPermissionType.ALLOW)]
+    for future in admin.create_acls(acls).values():
+        future.result(10)
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
+    assert set(cluster.authorized_operations) == {AclOperation.ALTER, AclOperation.DESCRIBE}  # DESCRIBE implied
+    wire = WireClient(broker_with_acls.bootstrap)
+    try:
+        _, answer = wire.request("UpdateMetadata", 7, message("UpdateMetadataRequest", controller_id=1,
+                                                               controller_epoch=99, broker_epoch=-1))
+        assert answer.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        _, dirs = wire.request("DescribeLogDirs", 1, message("DescribeLogDirsRequest", topics=None))
+        assert dirs.error_code == ErrorCode.NONE  # DESCRIBE on the cluster, implied by ALTER
+    finally:
+        wire.close()

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from odradek.protocol.generated.add_offsets_to_txn_response import AddOffsetsToTxnResponse
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 async def handle(ctx, request):
     coordinator = ctx.broker.txn_coordinator
-    if coordinator is None:
+    if not authorize.allowed(ctx, acl.WRITE, acl.TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not authorize.allowed(ctx, acl.READ, acl.GROUP, request.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
         error = await coordinator.add_offsets(request.transactional_id, request.producer_id,

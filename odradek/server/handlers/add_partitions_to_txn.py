@@ -20,6 +20,8 @@ from odradek.protocol.generated.add_partitions_to_txn_response import (
     AddPartitionsToTxnTopicResult,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 def handle(ctx, request):
@@ -31,6 +33,13 @@ def handle(ctx, request):
     image = ctx.broker.metadata_image()
     unknown = {tp for tp in partitions if _unknown(image, tp)}
     coordinator = ctx.broker.txn_coordinator
+    # Kafka: WRITE on the transactional id, then WRITE on each topic (the others not attempted)
+    if not authorize.allowed(ctx, acl.WRITE, acl.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
+        return _respond(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, partitions)
+    denied = {tp for tp in partitions if not authorize.allowed(ctx, acl.WRITE, acl.TOPIC, tp[0])}
+    if denied:
+        return _respond({tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp in denied else ErrorCode.OPERATION_NOT_ATTEMPTED
+                         for tp in partitions})
     if unknown:
         errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                   for tp in partitions}

@@ -14,7 +14,9 @@ from __future__ import annotations
 from odradek.protocol.generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
+from odradek.server import acl_binding as acl
 from odradek.server import broker_loggers, configs, message_format_version
+from odradek.server.handlers.describe_configs import config_authorization_error
 from odradek.server.topics import TopicError
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -22,13 +24,24 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 def handle(ctx, request):
-    results = [_alter(ctx.broker, r, request.validate_only, incremental=False) for r in request.resources]
+    results = [_denied(ctx, r) or _alter(ctx.broker, r, request.validate_only, incremental=False)
+               for r in request.resources]
     return AlterConfigsResponse(throttle_time_ms=0, responses=results)
 
 
 def handle_incremental(ctx, request):
-    results = [_alter(ctx.broker, r, request.validate_only, incremental=True) for r in request.resources]
+    results = [_denied(ctx, r) or _alter(ctx.broker, r, request.validate_only, incremental=True)
+               for r in request.resources]
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=results)
+
+
+def _denied(ctx, resource) -> AlterConfigsResourceResponse | None:
+    """The answer for a resource the principal may not ALTER_CONFIGS, else None."""
+    error = config_authorization_error(ctx, acl.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
+    if error is None:
+        return None
+    return AlterConfigsResourceResponse(error_code=error, error_message="Authorization failed.",
+                                        resource_type=resource.resource_type, resource_name=resource.resource_name)
 
 
 def _alter(broker, resource, validate_only: bool, incremental: bool):

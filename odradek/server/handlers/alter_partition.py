@@ -23,9 +23,13 @@ from odradek.controller.request_encoding import (
 )
 from odradek.protocol.generated import alter_partition_response as aps
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 async def handle(ctx, request):
+    if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from brokers only (Kafka: CLUSTER_ACTION)
+        return aps.AlterPartitionResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     image = ctx.broker.metadata_image()
     version = ctx.api_version
 

@@ -18,9 +18,14 @@ from odradek.protocol.generated.controlled_shutdown_response import (
     ControlledShutdownResponse,
     RemainingPartition,
 )
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 async def handle(ctx, request):
+    if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from brokers only (Kafka: CLUSTER_ACTION)
+        return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker_epoch = request.broker_epoch if ctx.api_version >= 2 else -1
     event = ev.ControlledShutdown(request.broker_id, broker_epoch)
     service = getattr(ctx.broker, "controller_service", None)

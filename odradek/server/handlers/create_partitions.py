@@ -15,6 +15,8 @@ from odradek.protocol.generated.create_partitions_response import (
 )
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.topics import TopicError
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 async def handle(ctx, request):
@@ -24,6 +26,10 @@ async def handle(ctx, request):
         result = CreatePartitionsTopicResult(name=topic.name)
         if counts[topic.name] > 1:
             result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            results.append(result)
+            continue
+        if not authorize.allowed(ctx, acl.ALTER, acl.TOPIC, topic.name):  # Kafka: ALTER on the topic
+            result.error_code, result.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
             results.append(result)
             continue
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None

@@ -18,6 +18,8 @@ from odradek.protocol.generated.create_topics_response import (
 )
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import message_format_version
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 from odradek.server.handlers.describe_configs import topic_config_entries
 from odradek.server.topics import TopicError
 
@@ -32,6 +34,12 @@ async def handle(ctx, request):
         if counts[topic.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Create topics request from client contains a duplicate topic {topic.name}"
+            results.append(result)
+            continue
+        # Kafka: CREATE on the cluster, or on the topic
+        if not (authorize.allowed_cluster(ctx, acl.CREATE) or authorize.allowed(ctx, acl.CREATE, acl.TOPIC, topic.name)):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            result.error_message = "Authorization failed."
             results.append(result)
             continue
         try:

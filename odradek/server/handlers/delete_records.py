@@ -11,6 +11,8 @@ from odradek.protocol.generated.delete_records_response import (
     DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 HIGH_WATERMARK = -1
 
@@ -20,10 +22,13 @@ def handle(ctx, request):
     topics = []
     for topic in request.topics:
         results = []
+        deletable = authorize.allowed(ctx, acl.DELETE, acl.TOPIC, topic.name)  # Kafka: DELETE on the topic
         for p in topic.partitions:
             result = DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1)
             part, error = broker.leader_partition(topic.name, p.partition_index)
-            if part is None:
+            if not deletable:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif part is None:
                 result.error_code = error
             else:
                 offset = part.high_watermark if p.offset == HIGH_WATERMARK else p.offset

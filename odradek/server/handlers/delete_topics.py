@@ -18,6 +18,8 @@ from odradek.protocol.generated.delete_topics_response import DeletableTopicResu
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.primitives import ZERO_UUID
 from odradek.server.topics import TopicError
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 async def handle(ctx, request):
@@ -29,6 +31,9 @@ async def handle(ctx, request):
         if result.error_code:
             continue
         name = result.name
+        if not authorize.allowed(ctx, acl.DELETE, acl.TOPIC, name):  # Kafka: DELETE on the topic
+            result.error_code, result.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            continue
         image = broker.metadata_image()
         try:
             assignment = image.topic(name)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from odradek.protocol.generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.acl_operations import CLUSTER_OPERATIONS, authorized
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 BROKERS = 1
 
@@ -24,4 +26,6 @@ def handle(ctx, request):
     return DescribeClusterResponse(error_code=ErrorCode.NONE, cluster_id=broker.cluster_id,
                                    controller_id=controller, brokers=brokers,
                                    cluster_authorized_operations=authorized(
-                                       request.include_cluster_authorized_operations, CLUSTER_OPERATIONS))
+                                       request.include_cluster_authorized_operations,
+                                       authorize.allowed_operations(ctx, acl.CLUSTER, acl.CLUSTER_NAME,
+                                                                    CLUSTER_OPERATIONS)))

@@ -7,7 +7,8 @@ from odradek.protocol.generated.describe_configs_response import (
     DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import broker_loggers, configs
+from odradek.server import acl_binding as acl
+from odradek.server import authorize, broker_loggers, configs
 from odradek.server.topics import TopicError
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -15,6 +16,16 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
 def topic_config_entries(broker, overrides: dict[str, str]) -> list[configs.Entry]:
     return configs.topic_entries(broker.config.props, broker.dynamic_broker_config(), overrides)
+
+
+def config_authorization_error(ctx, operation: int, resource_type: int, name: str):
+    """Kafka's check for a config resource: ``operation`` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on
+    the topic, or on the cluster for a broker or its loggers; the error, or None if allowed."""
+    if resource_type == TOPIC:
+        return None if authorize.allowed(ctx, operation, acl.TOPIC, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type in (BROKER, BROKER_LOGGER):
+        return None if authorize.allowed_cluster(ctx, operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
 
 
 def handle(ctx, request):
@@ -26,6 +37,10 @@ def _describe(ctx, resource, include_synonyms: bool) -> DescribeConfigsResult:
     broker = ctx.broker
     result = DescribeConfigsResult(resource_type=resource.resource_type, resource_name=resource.resource_name,
                                    error_message=None)
+    denied = config_authorization_error(ctx, acl.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
+    if denied is not None:
+        result.error_code, result.error_message = denied, "Authorization failed."
+        return result
     if resource.resource_type == TOPIC:
         if broker.metadata_image().topic(resource.resource_name) is None:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

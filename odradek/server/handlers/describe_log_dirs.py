@@ -22,6 +22,8 @@ from odradek.protocol.generated.describe_log_dirs_response import (
     DescribeLogDirsTopic,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 log = logging.getLogger("odradek.server.describe_log_dirs")
 
@@ -30,6 +32,8 @@ INVALID_OFFSET_LAG = -1  # Kafka's DescribeLogDirsResponse.INVALID_OFFSET_LAG
 
 def handle(ctx, request):
     broker = ctx.broker
+    if not authorize.allowed_cluster(ctx, acl.DESCRIBE):  # Kafka: DESCRIBE on the cluster
+        return DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}

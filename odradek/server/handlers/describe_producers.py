@@ -16,13 +16,19 @@ from odradek.protocol.generated.describe_producers_response import (
     TopicResponse,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 def handle(ctx, request):
     broker = ctx.broker
     topics = []
     for topic in request.topics:
-        partitions = [_describe(broker, topic.name, index) for index in topic.partition_indexes]
+        if not authorize.allowed(ctx, acl.READ, acl.TOPIC, topic.name):  # Kafka: READ on the topic
+            partitions = [PartitionResponse(partition_index=i, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                            active_producers=[]) for i in topic.partition_indexes]
+        else:
+            partitions = [_describe(broker, topic.name, index) for index in topic.partition_indexes]
         topics.append(TopicResponse(name=topic.name, partitions=partitions))
     return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
 

@@ -14,13 +14,17 @@ from odradek.protocol.generated.describe_transactions_response import (
     TransactionState,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 def handle(ctx, request):
     coordinator = ctx.broker.txn_coordinator
     states = []
     for tid in request.transactional_ids:
-        if coordinator is None:
+        if not authorize.allowed(ctx, acl.DESCRIBE, acl.TRANSACTIONAL_ID, tid):  # Kafka: DESCRIBE on the id
+            error, txn = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+        elif coordinator is None:
             error, txn = ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         else:
             error, txn = coordinator.describe(tid)

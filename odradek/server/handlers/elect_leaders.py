@@ -33,6 +33,8 @@ from odradek.protocol.generated.elect_leaders_response import (
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.broker_to_controller import sent_by_a_broker
 from odradek.server.delayed_elect_leader import await_elected_leaders
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 _TOP_LEVEL_ERROR_FROM = 1  # v1+ has a top-level error code
 
@@ -43,6 +45,8 @@ async def handle(ctx, request):
     partitions = None
     if request.topic_partitions is not None:
         partitions = tuple((t.topic, p) for t in request.topic_partitions for p in t.partitions)
+    if not authorize.allowed_cluster(ctx, acl.ALTER):  # Kafka: ALTER on the cluster
+        return _failed(ctx, partitions, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
     if election_type not in tuple(ElectionType):
         return _failed(ctx, partitions, ErrorCode.INVALID_REQUEST,
                        f"Unknown election type {election_type}")

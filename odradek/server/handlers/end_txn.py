@@ -13,11 +13,15 @@ from __future__ import annotations
 from odradek.coordinator.transaction.transaction_coordinator import answer_now
 from odradek.protocol.generated.end_txn_response import EndTxnResponse
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 def handle(ctx, request):
     """The response, or a coroutine of it while PrepareCommit / PrepareAbort is replicated."""
     coordinator = ctx.broker.txn_coordinator
+    if not authorize.allowed(ctx, acl.WRITE, acl.TRANSACTIONAL_ID, request.transactional_id):
+        return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx.api_version)
     if coordinator is None:
         return _response(ErrorCode.COORDINATOR_NOT_AVAILABLE, ctx.api_version)
     ended = coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,

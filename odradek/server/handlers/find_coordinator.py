@@ -32,6 +32,8 @@ from odradek.protocol.generated.find_coordinator_response import (
     Coordinator,
     FindCoordinatorResponse,
 )
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 from odradek.server.topics import TopicError
 
 GROUP, TRANSACTION = 0, 1
@@ -62,6 +64,11 @@ def _failed(key: str, error: ErrorCode, message: str | None = None) -> Coordinat
 async def _find(ctx, key_type: int, key: str) -> Coordinator:
     if key_type not in (GROUP, TRANSACTION):
         return _failed(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    # Kafka: DESCRIBE on the group or the transactional id the key names
+    if key_type == TRANSACTION and not authorize.allowed(ctx, acl.DESCRIBE, acl.TRANSACTIONAL_ID, key):
+        return _failed(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if key_type == GROUP and not authorize.allowed(ctx, acl.DESCRIBE, acl.GROUP, key):
+        return _failed(key, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     broker = ctx.broker
     if key_type == TRANSACTION:
         coordinator, topic_name = broker.txn_coordinator, TRANSACTION_STATE_TOPIC

@@ -45,6 +45,8 @@ from odradek.protocol.generated.list_groups_response import (
     ListGroupsResponse,
 )
 from odradek.protocol.generated.sync_group_response import SyncGroupResponse
+from odradek.server import authorize
+from odradek.server.acl_binding import DELETE, DESCRIBE, GROUP, READ
 from odradek.server.acl_operations import GROUP_OPERATIONS, authorized
 
 CLASSIC = "classic"
@@ -60,6 +62,8 @@ async def handle_join_group(ctx, request):
     coordinator = ctx.broker.group_coordinator
     v = ctx.api_version
     instance_id = request.group_instance_id if v >= 5 else None
+    if not authorize.allowed(ctx, READ, GROUP, request.group_id):
+        return _join_response(v, JoinResult.failed(request.member_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
     if coordinator is None:
         return _join_response(v, JoinResult.failed(request.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
     req = JoinRequest(
@@ -92,6 +96,8 @@ async def handle_sync_group(ctx, request):
     coordinator = ctx.broker.group_coordinator
     if coordinator is None:
         return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if not authorize.allowed(ctx, READ, GROUP, request.group_id):
+        return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     v = ctx.api_version
     req = SyncRequest(
         group_id=request.group_id, member_id=request.member_id,
@@ -111,6 +117,8 @@ def handle_heartbeat(ctx, request):
     coordinator = ctx.broker.group_coordinator
     if coordinator is None:
         return HeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if not authorize.allowed(ctx, READ, GROUP, request.group_id):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     instance_id = request.group_instance_id if ctx.api_version >= 3 else None
     error = coordinator.heartbeat(request.group_id, request.member_id, instance_id, request.generation_id)
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)
@@ -122,7 +130,9 @@ def handle_leave_group(ctx, request):
         leaving = [LeavingMember(m.member_id, m.group_instance_id, m.reason) for m in request.members]
     else:
         leaving = [LeavingMember(request.member_id)]
-    if coordinator is None:
+    if not authorize.allowed(ctx, READ, GROUP, request.group_id):
+        error, per_member = ErrorCode.GROUP_AUTHORIZATION_FAILED, []
+    elif coordinator is None:
         error, per_member = ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     else:
         error, per_member = coordinator.leave_group(request.group_id, leaving)
@@ -137,9 +147,13 @@ def handle_leave_group(ctx, request):
 # --- DescribeGroups, ListGroups, DeleteGroups -------------------------------------------------------
 def handle_describe_groups(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    operations = authorized(ctx.api_version >= 3 and request.include_authorized_operations, GROUP_OPERATIONS)
+    asked = ctx.api_version >= 3 and request.include_authorized_operations
     groups = []
     for group_id in request.groups:
+        operations = authorized(asked, authorize.allowed_operations(ctx, GROUP, group_id, GROUP_OPERATIONS))
+        if not authorize.allowed(ctx, DESCRIBE, GROUP, group_id):
+            groups.append(DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+            continue
         if coordinator is None:
             groups.append(DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=group_id,
                                          authorized_operations=operations))
@@ -165,6 +179,8 @@ def handle_list_groups(ctx, request):
     if states_filter and not states:
         return ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=[])
     error, listed = coordinator.list_groups(states, set(types_filter))
+    if not authorize.allowed_cluster(ctx, DESCRIBE):  # Kafka: else only the describable groups
+        listed = [g for g in listed if authorize.allowed(ctx, DESCRIBE, GROUP, g.group_id)]
     groups = [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=CLASSIC)
               for g in sorted(listed, key=lambda g: g.group_id)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=groups)
@@ -172,9 +188,13 @@ def handle_list_groups(ctx, request):
 
 async def handle_delete_groups(ctx, request):
     coordinator = ctx.broker.group_coordinator
+    denied = {g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in request.groups_names
+              if not authorize.allowed(ctx, DELETE, GROUP, g)}
+    allowed = [g for g in dict.fromkeys(request.groups_names) if g not in denied]
     if coordinator is None:
-        errors = {g: ErrorCode.COORDINATOR_NOT_AVAILABLE for g in request.groups_names}
+        errors = {g: ErrorCode.COORDINATOR_NOT_AVAILABLE for g in allowed}
     else:
-        errors = await coordinator.delete_groups(list(request.groups_names))
+        errors = await coordinator.delete_groups(allowed) if allowed else {}
+    errors.update(denied)
     results = [DeletableGroupResult(group_id=g, error_code=errors[g]) for g in dict.fromkeys(request.groups_names)]
     return DeleteGroupsResponse(throttle_time_ms=0, results=results)

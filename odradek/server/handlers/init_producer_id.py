@@ -19,11 +19,17 @@ from odradek.coordinator.transaction.transaction_config import TRANSACTION_STATE
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.init_producer_id_response import InitProducerIdResponse
 from odradek.server.handlers.find_coordinator import ensure_internal_topic
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 def handle(ctx, request):
     if request.transactional_id is not None:
+        if not authorize.allowed(ctx, acl.WRITE, acl.TRANSACTIONAL_ID, request.transactional_id):
+            return _answer(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return _transactional(ctx, request)
+    if not authorize.idempotent_write_allowed(ctx):  # IDEMPOTENT_WRITE, or WRITE on any topic (KIP-679)
+        return _answer(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     try:
         pid = ctx.broker.producer_ids.init_producer_id()
     except OSError as e:

@@ -19,12 +19,16 @@ from odradek.protocol.generated.leader_and_isr_response import (
 from odradek.protocol.primitives import ZERO_UUID
 from odradek.replication.role_change import ControlHeader, PartitionRole
 from odradek.replication.state_change import become_leader_or_follower
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 TOPIC_IDS_FROM = 5  # the first version with topic ids (request and response)
 
 
 async def handle(ctx, request):
     states = partition_roles(request)
+    if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from the controller only (Kafka: CLUSTER_ACTION)
+        return response(ctx.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {}, states)
     header = ControlHeader(request.controller_id, request.controller_epoch, request.broker_epoch)
     error, errors = await become_leader_or_follower(ctx.broker, header, states)
     return response(ctx.api_version, error, errors, states)

@@ -22,6 +22,8 @@ from odradek.protocol.generated.list_offsets_response import (
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 )
 from odradek.server.read_errors import answer_read_error
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 READ_COMMITTED = 1
@@ -34,6 +36,12 @@ def handle(ctx, request):
     asked = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     topics = []
     for topic in request.topics:
+        if not authorize.allowed(ctx, acl.DESCRIBE, acl.TOPIC, topic.name):  # Kafka: DESCRIBE on the topic
+            topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=[
+                ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for p in topic.partitions]))
+            continue
         parts = [ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=ErrorCode.INVALID_REQUEST)
                  if asked[(topic.name, p.partition_index)] > 1
                  else _one(broker, ctx.api_version, request, topic.name, p) for p in topic.partitions]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.list_transactions_response import ListTransactionsResponse, TransactionState
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 def handle(ctx, request):
@@ -18,6 +20,8 @@ def handle(ctx, request):
     duration = request.duration_filter if ctx.api_version >= 1 else -1
     error, unknown, found = coordinator.list_transactions(list(request.state_filters),
                                                           set(request.producer_id_filters), duration)
+    # Kafka: the transactions whose id the principal may DESCRIBE
+    found = [t for t in found if authorize.allowed(ctx, acl.DESCRIBE, acl.TRANSACTIONAL_ID, t.transactional_id)]
     return ListTransactionsResponse(
         throttle_time_ms=0, error_code=error, unknown_state_filters=unknown,
         transaction_states=[TransactionState(transactional_id=t.transactional_id, producer_id=t.producer_id,

@@ -20,15 +20,28 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.offset_for_leader_epoch_response import (
     EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 )
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 def handle(ctx, request):
     broker = ctx.broker
+    # Kafka: a follower (replica_id >= 0, v3+) needs CLUSTER_ACTION, others DESCRIBE on each topic.
+    follower = ctx.api_version >= 3 and request.replica_id >= 0
     topics = [
-        OffsetForLeaderTopicResult(topic=t.topic, partitions=[_one(broker, t.topic, p) for p in t.partitions])
+        OffsetForLeaderTopicResult(topic=t.topic, partitions=[
+            _one(broker, t.topic, p) if _may(ctx, follower, t.topic)
+            else EpochEndOffset(partition=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            for p in t.partitions])
         for t in request.topics
     ]
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+
+
+def _may(ctx, follower: bool, topic: str) -> bool:
+    if follower:
+        return authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION)
+    return authorize.allowed(ctx, acl.DESCRIBE, acl.TOPIC, topic)
 
 
 def _one(broker, topic: str, p) -> EpochEndOffset:

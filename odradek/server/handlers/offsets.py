@@ -37,6 +37,8 @@ from odradek.protocol.generated.offset_fetch_response import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from odradek.server import authorize
+from odradek.server.acl_binding import DELETE, DESCRIBE, GROUP, READ, TOPIC
 
 NO_OFFSET = -1
 
@@ -58,7 +60,11 @@ def commit_partitions(ctx, topics, leader_epoch_since: int, timestamp_version: i
     errors: dict[tuple[str, int], ErrorCode] = {}
     partitions = []
     for topic in topics:
+        readable = authorize.allowed(ctx, READ, TOPIC, topic.name)  # Kafka: READ on each topic
         for p in topic.partitions:
+            if not readable:
+                errors[(topic.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if not _known(image, topic.name, p.partition_index):
                 errors[(topic.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -72,6 +78,11 @@ def commit_partitions(ctx, topics, leader_epoch_since: int, timestamp_version: i
 # --- OffsetCommit ------------------------------------------------------------------------------
 async def handle_offset_commit(ctx, request):
     v = ctx.api_version
+    if not authorize.allowed(ctx, READ, GROUP, request.group_id):
+        return OffsetCommitResponse(throttle_time_ms=0, topics=[OffsetCommitResponseTopic(name=t.name, partitions=[
+            OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                          error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            for p in t.partitions]) for t in request.topics])
     errors, partitions = commit_partitions(ctx, request.topics, leader_epoch_since=6, timestamp_version=1)
     coordinator = ctx.broker.group_coordinator
     if partitions:
@@ -125,6 +136,8 @@ def _fetch(ctx, group_id: str, wanted_topics, require_stable: bool = False):
     """``(error, [(topic, [(partition, offset, leader epoch, metadata, error)])])`` for one
     group."""
     coordinator = ctx.broker.group_coordinator
+    if not authorize.allowed(ctx, DESCRIBE, GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     if coordinator is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     wanted = None if wanted_topics is None else [(t.name, list(t.partition_indexes)) for t in wanted_topics]
@@ -132,8 +145,13 @@ def _fetch(ctx, group_id: str, wanted_topics, require_stable: bool = False):
     topics = []
     for name, parts in found:
         rows = []
+        describable = authorize.allowed(ctx, DESCRIBE, TOPIC, name)
+        if not describable and wanted is None:
+            continue  # every topic asked for: Kafka leaves out those the principal may not describe
         for index, value in parts:
-            if value is UNSTABLE:
+            if not describable:
+                rows.append((index, NO_OFFSET, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif value is UNSTABLE:
                 rows.append((index, NO_OFFSET, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT))
             elif value is None:
                 rows.append((index, NO_OFFSET, -1, "", ErrorCode.NONE))
@@ -149,10 +167,15 @@ async def handle_offset_delete(ctx, request):
     coordinator = ctx.broker.group_coordinator
     errors: dict[tuple[str, int], ErrorCode] = {}
     known = []
+    if not authorize.allowed(ctx, DELETE, GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0)
     for t in request.topics:
+        readable = authorize.allowed(ctx, READ, TOPIC, t.name)
         for p in t.partitions:
             key = (t.name, p.partition_index)
-            if _known(image, *key):
+            if not readable:
+                errors[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif _known(image, *key):
                 known.append(key)
             else:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -25,6 +25,8 @@ from odradek.controller.controller_service import not_controller_reply
 from odradek.protocol.generated import alter_partition_reassignments_response as alter_resp
 from odradek.protocol.generated import list_partition_reassignments_response as list_resp
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 async def _ask_controller(ctx, event):
@@ -39,6 +41,9 @@ async def handle_alter(ctx, request):
         (t.name, p.partition_index): None if p.replicas is None else tuple(p.replicas)
         for t in request.topics for p in t.partitions
     }
+    if not authorize.allowed_cluster(ctx, acl.ALTER):  # Kafka: ALTER on the cluster
+        return alter_resp.AlterPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                              error_message="Authorization failed.")
     reply = await _ask_controller(ctx, ev.ApiPartitionReassignment(wanted))
     if reply.error != ErrorCode.NONE:
         return alter_resp.AlterPartitionReassignmentsResponse(error_code=int(reply.error), error_message=None)
@@ -55,6 +60,9 @@ async def handle_list(ctx, request):
     asked = None
     if request.topics is not None:
         asked = tuple((t.name, p) for t in request.topics for p in t.partition_indexes)
+    if not authorize.allowed_cluster(ctx, acl.DESCRIBE):  # Kafka: DESCRIBE on the cluster
+        return list_resp.ListPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                            error_message="Authorization failed.")
     reply = await _ask_controller(ctx, ev.ListPartitionReassignments(asked))
     if reply.error != ErrorCode.NONE:
         return list_resp.ListPartitionReassignmentsResponse(error_code=int(reply.error), error_message=None)

@@ -15,9 +15,13 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
 from odradek.replication.role_change import NO_EPOCH, ControlHeader, StopReplicaPartition
 from odradek.replication.state_change import stop_replicas
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 async def handle(ctx, request):
+    if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from the controller only (Kafka: CLUSTER_ACTION)
+        return StopReplicaResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     partitions = stop_replica_partitions(request)
     header = ControlHeader(request.controller_id, request.controller_epoch, request.broker_epoch)
     error, errors = await stop_replicas(ctx.broker, header, partitions)

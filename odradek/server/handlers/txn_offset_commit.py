@@ -30,12 +30,25 @@ from odradek.protocol.generated.txn_offset_commit_response import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from odradek.server import authorize
+from odradek.server.acl_binding import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from odradek.server.handlers.offsets import commit_partitions
 
 
 async def handle(ctx, request):
     v = ctx.api_version
-    errors, partitions = commit_partitions(ctx, request.topics, leader_epoch_since=2)
+    # Kafka's handleTxnOffsetCommitRequest: WRITE on the transactional id, READ on the group,
+    # then READ on each topic (commit_partitions).
+    refused = None
+    if not authorize.allowed(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not authorize.allowed(ctx, READ, GROUP, request.group_id):
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if refused is not None:
+        errors = {(t.name, p.partition_index): refused for t in request.topics for p in t.partitions}
+        partitions = []
+    else:
+        errors, partitions = commit_partitions(ctx, request.topics, leader_epoch_since=2)
     if partitions:
         errors.update(await _commit(ctx, request, tuple(partitions)))
     if v < 2:

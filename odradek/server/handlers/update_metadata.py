@@ -14,11 +14,16 @@ from __future__ import annotations
 from odradek.protocol.generated.update_metadata_response import UpdateMetadataResponse
 from odradek.replication.role_change import ControlHeader
 from odradek.replication.state_change import update_metadata
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 LEADER_DURING_DELETE = -2
 
 
 async def handle(ctx, request):
+    if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from the controller only (Kafka: CLUSTER_ACTION)
+        return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     header = ControlHeader(request.controller_id, request.controller_epoch, request.broker_epoch)
     error = await update_metadata(ctx.broker, header, deleted_topics(request))
     return UpdateMetadataResponse(error_code=error)

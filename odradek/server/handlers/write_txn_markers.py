@@ -21,6 +21,9 @@ from odradek.protocol.generated.write_txn_markers_response import (
     WriteTxnMarkersResponse,
 )
 from odradek.server.txn_marker_writer import MarkerWrite, write_markers
+from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server import acl_binding as acl
+from odradek.server import authorize
 
 
 async def handle(ctx, request):
@@ -35,7 +38,11 @@ async def handle(ctx, request):
             writes.extend(these)
             topics.append((topic.name, these))
         layout.append((marker.producer_id, topics))
-    await write_markers(ctx.broker, writes)
+    if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from transaction coordinators only (Kafka: CLUSTER_ACTION)
+        for w in writes:
+            w.error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    else:
+        await write_markers(ctx.broker, writes)
     return WriteTxnMarkersResponse(markers=[
         WritableTxnMarkerResult(producer_id=producer_id, topics=[
             WritableTxnMarkerTopicResult(name=name, partitions=[
