@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 
-from odradek.server.acl_binding import (
+from odradek.protocol.acl_binding import (
     ALL, ALLOW, ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_NAME, DELETE, DENY, DESCRIBE, DESCRIBE_CONFIGS,
     LITERAL, PREFIXED, READ, WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, WRITE, AclBinding,
     AclBindingFilter, ResourcePattern,

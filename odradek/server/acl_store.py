@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from odradek.metadata.errors import BadVersionError, NodeExistsError, NoNodeError
-from odradek.server.acl_binding import (
+from odradek.protocol.acl_binding import (
     LITERAL, PATTERN_TYPE_NAMES, PREFIXED, RESOURCE_TYPE_NAMES, AccessControlEntry, ResourcePattern, code_of,
 )
 

@@ -9,7 +9,7 @@ checked by the broker's ``AclAuthorizer``. The error each resource type answers 
 from __future__ import annotations
 
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server.acl_binding import (
+from odradek.protocol.acl_binding import (
     CLUSTER, CLUSTER_NAME, GROUP, TOPIC, TRANSACTIONAL_ID, WRITE,
 )
 from odradek.server.principal import ANONYMOUS
@@ -54,7 +54,7 @@ def allowed_any(ctx, operation: int, resource_type: int) -> bool:
 
 def idempotent_write_allowed(ctx) -> bool:
     """IDEMPOTENT_WRITE on the cluster, or WRITE on any topic (KIP-679)."""
-    from odradek.server.acl_binding import IDEMPOTENT_WRITE
+    from odradek.protocol.acl_binding import IDEMPOTENT_WRITE
     return allowed_cluster(ctx, IDEMPOTENT_WRITE) or allowed_any(ctx, WRITE, TOPIC)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from odradek.metadata.embedded_store import EmbeddedStore
 from odradek.server.acl_authorizer import AclAuthorizer, make_authorizer, parse_super_users
-from odradek.server.acl_binding import (
+from odradek.protocol.acl_binding import (
     ALL, ALLOW, ALTER_CONFIGS, ANY, CLUSTER, CLUSTER_NAME, DENY, DESCRIBE, DESCRIBE_CONFIGS, GROUP, LITERAL,
     MATCH, PREFIXED, READ, TOPIC, WRITE, AccessControlEntry, AclBinding, AclBindingFilter, ResourcePattern,
     invalid_binding,

@@ -22,7 +22,7 @@ from odradek.protocol.generated.describe_acls_response import (
 )
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import authorize
-from odradek.server.acl_binding import (
+from odradek.protocol.acl_binding import (
     ALTER, DESCRIBE, AccessControlEntry, AclBinding, AclBindingFilter, ResourcePattern, invalid_binding,
 )
 

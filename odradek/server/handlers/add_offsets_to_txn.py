@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from odradek.protocol.generated.add_offsets_to_txn_response import AddOffsetsToTxnResponse
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

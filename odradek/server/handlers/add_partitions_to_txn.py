@@ -20,7 +20,7 @@ from odradek.protocol.generated.add_partitions_to_txn_response import (
     AddPartitionsToTxnTopicResult,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from odradek.protocol.generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import broker_loggers, configs, message_format_version
 from odradek.server.handlers.describe_configs import config_authorization_error
 from odradek.server.topics import TopicError

@@ -23,7 +23,7 @@ from odradek.controller.request_encoding import (
 )
 from odradek.protocol.generated import alter_partition_response as aps
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

@@ -19,7 +19,7 @@ from odradek.protocol.generated.controlled_shutdown_response import (
     RemainingPartition,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

@@ -15,7 +15,7 @@ from odradek.protocol.generated.create_partitions_response import (
 )
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.topics import TopicError
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

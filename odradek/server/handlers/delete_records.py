@@ -11,7 +11,7 @@ from odradek.protocol.generated.delete_records_response import (
     DeleteRecordsPartitionResult, DeleteRecordsResponse, DeleteRecordsTopicResult,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 HIGH_WATERMARK = -1

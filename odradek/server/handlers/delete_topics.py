@@ -18,7 +18,7 @@ from odradek.protocol.generated.delete_topics_response import DeletableTopicResu
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.primitives import ZERO_UUID
 from odradek.server.topics import TopicError
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

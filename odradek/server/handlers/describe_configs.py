@@ -7,7 +7,7 @@ from odradek.protocol.generated.describe_configs_response import (
     DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize, broker_loggers, configs
 from odradek.server.topics import TopicError
 

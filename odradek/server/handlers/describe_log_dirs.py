@@ -22,7 +22,7 @@ from odradek.protocol.generated.describe_log_dirs_response import (
     DescribeLogDirsTopic,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 log = logging.getLogger("odradek.server.describe_log_dirs")

@@ -16,7 +16,7 @@ from odradek.protocol.generated.describe_producers_response import (
     TopicResponse,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

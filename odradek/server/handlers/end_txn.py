@@ -13,7 +13,7 @@ from __future__ import annotations
 from odradek.coordinator.transaction.transaction_coordinator import answer_now
 from odradek.protocol.generated.end_txn_response import EndTxnResponse
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

@@ -47,7 +47,7 @@ from odradek.protocol.generated.fetch_response import (
 )
 from odradek.replication.transactions import aborted_transactions, fetched_upper_bound
 from odradek.server import authorize
-from odradek.server.acl_binding import CLUSTER_ACTION, READ, TOPIC
+from odradek.protocol.acl_binding import CLUSTER_ACTION, READ, TOPIC
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 

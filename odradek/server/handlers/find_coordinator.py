@@ -32,7 +32,7 @@ from odradek.protocol.generated.find_coordinator_response import (
     Coordinator,
     FindCoordinatorResponse,
 )
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 from odradek.server.topics import TopicError
 

@@ -46,7 +46,7 @@ from odradek.protocol.generated.list_groups_response import (
 )
 from odradek.protocol.generated.sync_group_response import SyncGroupResponse
 from odradek.server import authorize
-from odradek.server.acl_binding import DELETE, DESCRIBE, GROUP, READ
+from odradek.protocol.acl_binding import DELETE, DESCRIBE, GROUP, READ
 from odradek.server.acl_operations import GROUP_OPERATIONS, authorized
 
 CLASSIC = "classic"

@@ -19,7 +19,7 @@ from odradek.protocol.generated.leader_and_isr_response import (
 from odradek.protocol.primitives import ZERO_UUID
 from odradek.replication.role_change import ControlHeader, PartitionRole
 from odradek.replication.state_change import become_leader_or_follower
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 TOPIC_IDS_FROM = 5  # the first version with topic ids (request and response)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.list_transactions_response import ListTransactionsResponse, TransactionState
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

@@ -26,7 +26,7 @@ from odradek.protocol.generated.metadata_response import (
 )
 from odradek.protocol.primitives import ZERO_UUID
 from odradek.server import authorize
-from odradek.server.acl_binding import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
+from odradek.protocol.acl_binding import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from odradek.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from odradek.server.topics import TopicError
 

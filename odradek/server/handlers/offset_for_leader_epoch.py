@@ -20,7 +20,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.offset_for_leader_epoch_response import (
     EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 )
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

@@ -38,7 +38,7 @@ from odradek.protocol.generated.offset_fetch_response import (
     OffsetFetchResponseTopics,
 )
 from odradek.server import authorize
-from odradek.server.acl_binding import DELETE, DESCRIBE, GROUP, READ, TOPIC
+from odradek.protocol.acl_binding import DELETE, DESCRIBE, GROUP, READ, TOPIC
 
 NO_OFFSET = -1
 

@@ -25,7 +25,7 @@ from odradek.controller.controller_service import not_controller_reply
 from odradek.protocol.generated import alter_partition_reassignments_response as alter_resp
 from odradek.protocol.generated import list_partition_reassignments_response as list_resp
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

@@ -48,7 +48,7 @@ from odradek.replication.produce_validation import ProduceError
 from odradek.server.handlers.produce_flush import flush_all
 from odradek.server.txn_verification import verification
 from odradek.server import authorize
-from odradek.server.acl_binding import TOPIC, TRANSACTIONAL_ID, WRITE
+from odradek.protocol.acl_binding import TOPIC, TRANSACTIONAL_ID, WRITE
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE
 
 _VALID_ACKS = (-1, 0, 1)

@@ -15,7 +15,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.stop_replica_response import StopReplicaPartitionError, StopReplicaResponse
 from odradek.replication.role_change import NO_EPOCH, ControlHeader, StopReplicaPartition
 from odradek.replication.state_change import stop_replicas
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 

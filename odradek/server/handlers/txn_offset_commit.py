@@ -31,7 +31,7 @@ from odradek.protocol.generated.txn_offset_commit_response import (
     TxnOffsetCommitResponseTopic,
 )
 from odradek.server import authorize
-from odradek.server.acl_binding import GROUP, READ, TRANSACTIONAL_ID, WRITE
+from odradek.protocol.acl_binding import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from odradek.server.handlers.offsets import commit_partitions
 
 

@@ -15,7 +15,7 @@ from odradek.protocol.generated.update_metadata_response import UpdateMetadataRe
 from odradek.replication.role_change import ControlHeader
 from odradek.replication.state_change import update_metadata
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import acl_binding as acl
+from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 LEADER_DURING_DELETE = -2

@@ -1,4 +1,5 @@
-"""Kafka's ACL values: resource patterns, access control entries, bindings and their filters.
+"""Kafka's ACL values: resource patterns, access control entries, bindings and their filters
+(the broker's authorizer and the admin client share them).
 
 Codes are the wire codes of CreateAcls/DescribeAcls/DeleteAcls (``ResourceType``,
 ``PatternType``, ``AclOperation``, ``AclPermissionType`` in org.apache.kafka.common); names are
