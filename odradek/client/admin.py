@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from typing import Self
 
+from odradek.client.admin_acls import AclAdmin
 from odradek.client.admin_elections import ElectionAdmin
 from odradek.client.admin_groups import GroupAdmin
 from odradek.client.admin_log_dirs import LogDirAdmin
@@ -72,7 +73,8 @@ _ASK_AGAIN = frozenset({
 })
 
 
-class AsyncAdminClient(GroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin, LogDirAdmin, ScramAdmin):
+class AsyncAdminClient(GroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin, LogDirAdmin, ScramAdmin,
+                       AclAdmin):
     def __init__(self, bootstrap_servers, *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = 30_000, default_api_timeout_ms: int = 60_000,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000,

@@ -86,6 +86,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # ACLs (client/admin_acls.py); v1 brought pattern types (KIP-290)
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
     # transactions; AddPartitionsToTxn v4+ is the brokers' batched form, EndTxn v5 bumps the
     # epoch on every transaction (KIP-890 part 2), which this client does not do
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),

@@ -430,7 +430,8 @@ _ADMIN_CALLS = (
     "delete_groups list_group_offsets alter_group_offsets reset_group_offsets delete_group_offsets "
     "list_transactions describe_transactions describe_producers abort_transaction abort_transaction_at "
     "find_hanging_transactions elect_leaders alter_partition_reassignments list_partition_reassignments "
-    "describe_log_dirs alter_user_scram_credentials describe_user_scram_credentials"
+    "describe_log_dirs alter_user_scram_credentials describe_user_scram_credentials "
+    "create_acls describe_acls delete_acls"
 ).split()
 for _name in _ADMIN_CALLS:
     setattr(AdminClient, _name, _forward(_name, AsyncAdminClient))
