@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from odradek.cli import (
+    acls_cmd,
     broker_cmd,
     cluster_cmd,
     configs_cmd,
@@ -37,6 +38,7 @@ COMMANDS = {
     "leader-election": leader_election_cmd,
     "reassign-partitions": reassign_partitions_cmd,
     "log-dirs": log_dirs_cmd,
+    "acls": acls_cmd,
     "mirror": mirror_cmd,
     "dump-log": dump_log_cmd,
     "perf": perf_cmd,
