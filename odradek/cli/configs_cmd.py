@@ -6,6 +6,7 @@
     odradek configs --entity-type brokers --entity-name 1000 --alter --delete-config log.cleaner.threads
     odradek configs --entity-type brokers --entity-default --describe
     odradek configs --entity-type broker-loggers --entity-name 1000 --alter --add-config odradek.broker=DEBUG
+    odradek configs --entity-type users --entity-name alice --alter --add-config 'SCRAM-SHA-512=[password=alice-secret]'
 
 ``--describe`` shows the configs set on the entity (a topic's overrides, a broker's dynamic
 settings, every logger of a broker with its level); ``--all`` shows every config with its
@@ -15,13 +16,14 @@ values) and removes (``--delete-config``, names joined by commas) keys in one
 IncrementalAlterConfigs request; a removed key falls back to the broker's (or Kafka's)
 default, a removed logger level to its parent's. As Kafka's tool, ``--alter`` refuses to
 delete a key that is not set ("Invalid config(s): k") and to name a logger the broker does not
-have ("Invalid broker logger(s): l").
+have ("Invalid broker logger(s): l"). Users' SCRAM credentials: ``cli/user_scram_configs.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from odradek.cli import user_scram_configs
 from odradek.cli.common import (
     CommandError,
     add_bootstrap,
@@ -35,7 +37,7 @@ from odradek.cli.common import (
     warn_message_format_version,
 )
 
-_TYPES = {"topics": "topic", "brokers": "broker", "broker-loggers": "broker-logger"}
+_TYPES = {"topics": "topic", "brokers": "broker", "broker-loggers": "broker-logger", "users": "user"}
 
 
 
@@ -43,8 +45,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("configs", help="describe and change topic and broker configs",
                        description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_bootstrap(p)
-    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics, brokers or broker-loggers")
-    p.add_argument("--entity-name", metavar="NAME", help="a topic name or broker id")
+    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics, brokers, broker-loggers or users")
+    p.add_argument("--entity-name", metavar="NAME", help="a topic name, broker id or user name")
     p.add_argument("--entity-default", action="store_true", help="brokers: the cluster-wide defaults")
     p.add_argument("--topic", metavar="T", help="same as --entity-type topics --entity-name T")
     p.add_argument("--broker", metavar="ID", help="same as --entity-type brokers --entity-name ID")
@@ -83,7 +85,7 @@ def _entity(args) -> tuple[str, str | None]:
         if names:
             raise CommandError("--entity-default and --entity-name cannot be used together")
         return kind, ""
-    if kind != "topics" and names and not names[0].isdigit():
+    if kind not in ("topics", "users") and names and not names[0].isdigit():
         raise CommandError(f"a broker's --entity-name is its id, not {names[0]!r}")
     return kind, names[0] if names else None
 
@@ -95,6 +97,8 @@ def _run(args) -> int:
     if not args.alter and (args.add_config or args.delete_config):
         raise CommandError("--add-config and --delete-config go with --alter")
     with admin_client(args) as admin:
+        if kind == "users":  # SCRAM credentials (cli/user_scram_configs.py)
+            return (user_scram_configs.alter if args.alter else user_scram_configs.describe)(admin, name, args)
         if kind != "topics" and name:
             _check_broker(admin, name)
         if args.alter:
