@@ -1,0 +1,60 @@
+"""ACLs on a two-broker cluster: an ACL created through one broker is written in Kafka's
+ZooKeeper layout, announced under /kafka-acl-changes, and enforced by the other broker too.
+allow.everyone.if.no.acl.found=true keeps the cluster resource (inter-broker requests) and the
+topics without ACLs open to User:ANONYMOUS."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType,
+)
+
+from odradek.protocol.generated.error_codes import ErrorCode
+from tests.server.cluster.cluster_clients import create_topic
+from tests.server.cluster.harness import wait_until
+from tests.server.wire import WireClient, message
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _acls_seen_by(bootstrap: str) -> set[tuple[str, int]]:
+    wire = WireClient(bootstrap)
+    try:
+        _, answer = wire.request("DescribeAcls", 1, message(
+            "DescribeAclsRequest", resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+            principal_filter=None, host_filter=None, operation=1, permission_type=1))
+    finally:
+        wire.close()
+    assert answer.error_code == ErrorCode.NONE
+    return {(r.resource_name, a.operation) for r in answer.resources for a in r.acls}
+
+
+def test_an_acl_made_on_one_broker_holds_on_every_broker(make_cluster):
+    cluster = make_cluster({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                            "allow.everyone.if.no.acl.found": "true"})
+    cluster.start([1, 2])
+    create_topic(cluster.bootstrap, "guarded", 2, 2)
+    admin = AdminClient({"bootstrap.servers": cluster[1].bootstrap})
+    acls = [AclBinding(ResourceType.TOPIC, "guarded", ResourcePatternType.LITERAL, "User:*", "*",
+                       AclOperation.ALL, AclPermissionType.ALLOW),
+            AclBinding(ResourceType.TOPIC, "guarded", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                       AclOperation.WRITE, AclPermissionType.DENY)]
+    for future in admin.create_acls(acls).values():
+        future.result(10)
+    stored = json.loads(cluster.zk.get("/kafka-acl/Topic/guarded")[0])
+    assert stored["version"] == 1 and {"principal": "User:ANONYMOUS", "permissionType": "Deny",
+                                       "operation": "Write", "host": "*"} in stored["acls"]
+    assert cluster.zk.get_children("/kafka-acl-changes")
+    wanted = {("guarded", AclOperation.ALL.value), ("guarded", AclOperation.WRITE.value)}
+    wait_until(lambda: _acls_seen_by(cluster[2].bootstrap) == wanted, 20, "broker 2 learning the ACLs")
+    # Both partitions refuse the write (with two brokers, two partitions get a leader on each, as placed).
+    errors = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "message.send.max.retries": 0})
+    for partition in (0, 1):
+        producer.produce("guarded", b"x", partition=partition, on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(20)
+    assert [e.name() for e in errors] == ["TOPIC_AUTHORIZATION_FAILED"] * 2
