@@ -124,10 +124,17 @@ _PROPERTY = re.compile(r"([^=:\s]+)\s*[=:]?\s*(.*)")
 
 def client_config(client_class, props: dict[str, str], what: str) -> dict:
     """Kafka-named properties as keyword arguments of ``client_class``'s constructor."""
+    from odradek.client.client_security import is_security_property
+
     params = inspect.signature(client_class.__init__).parameters
     accepted = {n: p for n, p in params.items() if p.kind == p.KEYWORD_ONLY and n not in _NOT_PROPERTIES}
     out = {}
+    security = {name: raw.strip() for name, raw in props.items() if is_security_property(name)}
+    if security:  # security.protocol, ssl.*, sasl.*: the client's one ``security`` mapping
+        out["security"] = security
     for name, raw in props.items():
+        if is_security_property(name):
+            continue
         key = name.replace(".", "_").replace("-", "_")
         if key not in accepted:
             known = ", ".join(sorted(n.replace("_", ".") for n in accepted))
@@ -138,7 +145,7 @@ def client_config(client_class, props: dict[str, str], what: str) -> dict:
 
 # Constructor arguments that take Python objects, not text from a command line or file.
 _NOT_PROPERTIES = frozenset({"key_serializer", "value_serializer", "key_deserializer", "value_deserializer",
-                             "partitioner"})
+                             "partitioner", "security"})
 
 
 def _convert(name: str, raw: str, param):

@@ -41,6 +41,7 @@ from odradek.client.admin_types import (
     TopicDescription,
 )
 from odradek.client.admin_scram import ScramAdmin
+from odradek.client.client_security import connection_settings
 from odradek.client.cluster import ClusterClient
 from odradek.client.errors import BrokerError, KafkaError, raise_first
 from odradek.client.metadata import BrokerInfo
@@ -78,11 +79,15 @@ class AsyncAdminClient(GroupAdmin, TransactionAdmin, ElectionAdmin, Reassignment
     def __init__(self, bootstrap_servers, *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = 30_000, default_api_timeout_ms: int = 60_000,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000,
-                 connect_timeout_ms: int = 10_000, metadata_max_age_ms: int = 300_000) -> None:
+                 connect_timeout_ms: int = 10_000, metadata_max_age_ms: int = 300_000,
+                 security=None) -> None:
+        """``security``: Kafka-named ``security.protocol``, ``ssl.*``, ``sasl.*`` properties
+        (client/client_security.py)."""
         self._cluster = ClusterClient(bootstrap_servers, client_id=client_id,
                                       request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
                                       retry_backoff_max_ms=retry_backoff_max_ms, connect_timeout_ms=connect_timeout_ms,
-                                      metadata_max_age_ms=metadata_max_age_ms)
+                                      metadata_max_age_ms=metadata_max_age_ms,
+                                      **connection_settings(security))
         self._timeout = default_api_timeout_ms / 1000
         self._offsets = OffsetFetcher(self._cluster)
 

@@ -90,8 +90,10 @@ class ClusterClient:
         metadata_max_age_ms: int = 300_000,
         allow_auto_create_topics: bool = False,
         sasl: SaslClientConfig | None = None,
+        ssl_context=None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.ssl_context = ssl_context  # SSL, SASL_SSL: every connection is TLS (client/client_security.py)
         self.client_id = client_id
         self.sasl = sasl  # every connection authenticates so (client/sasl_authenticator.py)
         self.request_timeout = request_timeout_ms / 1000
@@ -173,7 +175,8 @@ class ClusterClient:
             if broker is None:
                 raise KafkaConnectionError(f"broker {node_id} is not in the metadata")
             conn = BrokerConnection(broker.host, broker.port, node_id=node_id, client_id=self.client_id,
-                                    request_timeout=self.request_timeout, sasl=self.sasl)
+                                    request_timeout=self.request_timeout, sasl=self.sasl,
+                                    ssl_context=self.ssl_context)
             await conn.connect(self.connect_timeout)
             if self._closed:
                 conn.abort()
@@ -215,7 +218,8 @@ class ClusterClient:
         errors = []
         for host, port in self.bootstrap:
             conn = BrokerConnection(host, port, client_id=self.client_id, request_timeout=self.request_timeout,
-                                    sasl=self.sasl)
+                                    sasl=self.sasl,
+                                    ssl_context=self.ssl_context)
             try:
                 await conn.connect(self.connect_timeout)
             except KafkaError as e:

@@ -23,6 +23,7 @@ the connection never reuses, so they stay valid as long as the caller holds them
 from __future__ import annotations
 
 import asyncio
+import ssl
 import struct
 
 from odradek.client.sasl_authenticator import SaslClientConfig, authenticate
@@ -30,6 +31,7 @@ from odradek.client.errors import (
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
+    SslAuthenticationError,
     UnsupportedVersionError,
 )
 from odradek.protocol import codec
@@ -182,7 +184,10 @@ class BrokerConnection(asyncio.Protocol):
             await asyncio.wait_for(loop.create_connection(
                 lambda: self, self.host, self.port, ssl=self.ssl_context,
                 server_hostname=self.host if self.ssl_context is not None else None), timeout)
-        except (TimeoutError, OSError) as e:  # (ssl.SSLError is an OSError: a refused certificate)
+        except ssl.SSLError as e:  # trying again will not make the certificate trusted
+            self._closed = True
+            raise SslAuthenticationError(f"SSL handshake with {self.host}:{self.port} failed: {e}") from None
+        except (TimeoutError, OSError) as e:
             self._closed = True
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {e!r}") from None
         try:

@@ -49,6 +49,7 @@ import logging
 from collections import deque
 from typing import Self
 
+from odradek.client.client_security import connection_settings
 from odradek.client.cluster import ClusterClient
 from odradek.client.consumer_record import consumer_records
 from odradek.client.coordinator import GroupCoordinatorClient
@@ -109,6 +110,7 @@ class AsyncConsumer:
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 5_000,
         partition_assignment_strategy=("range", "roundrobin"),
+        security=None,  # security.protocol, ssl.*, sasl.* (client/client_security.py)
     ) -> None:
         if isolation_level not in _ISOLATION:
             raise ValueError(f"isolation_level must be one of {sorted(_ISOLATION)}")
@@ -117,7 +119,7 @@ class AsyncConsumer:
         self._cluster = ClusterClient(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms, retry_backoff_max_ms=retry_backoff_max_ms,
-            metadata_max_age_ms=metadata_max_age_ms,
+            metadata_max_age_ms=metadata_max_age_ms, **connection_settings(security),
         )
         self._subs = SubscriptionState(auto_offset_reset)
         self._fetcher = Fetcher(

@@ -83,7 +83,8 @@ class GroupCoordinatorClient:
             self.node_id, self._conn = node_id, conn
             return conn
         conn = BrokerConnection(host, port, node_id=node_id, client_id=self.cluster.client_id,
-                                request_timeout=self.cluster.request_timeout, sasl=self.cluster.sasl)
+                                request_timeout=self.cluster.request_timeout, sasl=self.cluster.sasl,
+                                ssl_context=self.cluster.ssl_context)
         await conn.connect(self.cluster.connect_timeout)
         self.node_id, self._conn = node_id, conn
         return conn

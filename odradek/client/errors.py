@@ -8,6 +8,8 @@ retries those itself until its deadline, and raises them only when time runs out
   retriable when Kafka's error table says so (``RETRIABLE``). Calls that act on several
   items (admin calls) raise the first failure and list every failed item in ``errors``.
 - ``KafkaConnectionError``: a connection could not be made or broke (retriable).
+- ``SslAuthenticationError``: the TLS handshake failed (the broker's certificate not trusted,
+  or the client's refused): not retriable, as Kafka's ``SslAuthenticationException``.
 - ``KafkaTimeoutError``: an operation did not finish within its deadline.
 - ``UnsupportedVersionError``: the broker speaks no version of an API the client can use.
 - ``BufferFullError``: the producer holds ``buffer_memory`` bytes already (retriable: wait
@@ -78,6 +80,13 @@ class OffsetOutOfRangeError(BrokerError):
 
 class KafkaConnectionError(KafkaError):
     retriable = True
+
+
+class SslAuthenticationError(KafkaConnectionError):
+    """A connection error that trying again does not cure (the brokers' own connections,
+    which catch ``KafkaConnectionError``, still back off and try again, as Kafka's do)."""
+
+    retriable = False
 
 
 class KafkaTimeoutError(KafkaError):

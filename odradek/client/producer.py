@@ -50,6 +50,7 @@ import logging
 import time
 from typing import Self
 
+from odradek.client.client_security import connection_settings
 from odradek.client.cluster import ClusterClient
 from odradek.client.errors import (
     BufferFullError,
@@ -105,6 +106,7 @@ class AsyncProducer(ProducerAppend, TransactionalProducer):
         allow_auto_create_topics: bool = True,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60_000,
+        security=None,  # security.protocol, ssl.*, sasl.* (client/client_security.py)
     ) -> None:
         if transactional_id is not None and enable_idempotence is False:
             raise ValueError("a transactional producer is idempotent: leave enable_idempotence on")
@@ -121,6 +123,7 @@ class AsyncProducer(ProducerAppend, TransactionalProducer):
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms, retry_backoff_max_ms=retry_backoff_max_ms,
             metadata_max_age_ms=metadata_max_age_ms, allow_auto_create_topics=allow_auto_create_topics,
+            **connection_settings(security),
         )
         self._acc = RecordAccumulator(batch_size, linger_ms / 1000, buffer_memory)
         self._topics = self._acc.topics

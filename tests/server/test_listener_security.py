@@ -13,7 +13,7 @@ import struct
 import pytest
 
 from odradek.client.connection import BrokerConnection
-from odradek.client.errors import KafkaConnectionError
+from odradek.client.errors import KafkaConnectionError, SslAuthenticationError
 from odradek.client.ssl_factory import SslConfig
 from odradek.server.config import BrokerConfig, ConfigError
 from odradek.server.listener_security import distinguished_name, listener_security
@@ -140,7 +140,7 @@ def test_odradek_client_ssl_and_wrong_ca(tls_broker, pki):
         conn = await _connect(tls_broker.port, client_props(pki))
         assert conn.versions  # ApiVersions answered over TLS
         await conn.close()
-        with pytest.raises(KafkaConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+        with pytest.raises(SslAuthenticationError, match="CERTIFICATE_VERIFY_FAILED"):
             await _connect(tls_broker.port, client_props(pki, **{"ssl.truststore.location": pki["other_ca"]}))
 
     asyncio.run(run())
@@ -149,7 +149,7 @@ def test_odradek_client_ssl_and_wrong_ca(tls_broker, pki):
 def test_required_client_auth(tls_broker, pki):
     """No certificate, no connection; with one, the principal is the mapped subject."""
     async def run():
-        with pytest.raises(KafkaConnectionError):
+        with pytest.raises(KafkaConnectionError):  # SslAuthenticationError, or closed at the first read
             conn = await _connect(mtls_port(tls_broker), client_props(pki))
             await conn.send(18, None)  # TLS 1.3 may report the refusal only at the first read
         conn = await _connect(mtls_port(tls_broker), client_props(pki, **{"ssl.keystore.location": pki["client"]}))
