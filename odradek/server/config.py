@@ -193,6 +193,12 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("ssl.cipher.suites", "list", ""),
     _k("ssl.protocol", "string", "TLSv1.3", doc="accepted; ssl.enabled.protocols bounds the versions"),
     _k("ssl.endpoint.identification.algorithm", "string", "https", doc="inter-broker connections"),
+    # SASL (odradek/server/sasl_authenticator.py); also per listener: listener.name.<name>.sasl.*,
+    # and PLAIN users in listener.name.<name>.plain.sasl.jaas.config
+    _k("sasl.enabled.mechanisms", "list", "GSSAPI", doc="of these odradek serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+    _k("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI"),
+    _k("sasl.jaas.config", "password", None, doc="per listener and mechanism"),
+    _k("connections.max.reauth.ms", "long", 0, 0, doc="a SASL session's lifetime; 0: no re-authentication"),
 ]}
 
 
@@ -322,4 +328,5 @@ def _is_topic_key(name: str) -> bool:
 def _is_listener_key(name: str) -> bool:
     """``listener.name.<listener>.<key>``: a known key set for one listener only."""
     parts = name.split(".", 3)
-    return len(parts) == 4 and parts[:2] == ["listener", "name"] and parts[3] in KEYS
+    return len(parts) == 4 and parts[:2] == ["listener", "name"] and (
+        parts[3] in KEYS or parts[3].partition(".")[2] == "sasl.jaas.config")  # <mechanism>.sasl.jaas.config
