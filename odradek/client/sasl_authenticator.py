@@ -102,14 +102,3 @@ async def _exchange(conn, token: bytes, timeout: float) -> bytes:
         raise BrokerError(response.error_code, response.error_message)
     return bytes(response.auth_bytes)
 
-
-def client_sasl(security) -> SaslClientConfig | None:
-    """The SASL settings in a client's ``security`` (a mapping of Kafka-named properties, as
-    ``client/client_security.py`` takes them, or a ``ClientSecurity``); None without SASL."""
-    if security is None:
-        return None
-    if hasattr(security, "protocol"):  # a ClientSecurity: its sasl.* properties kept apart
-        return sasl_config(security.protocol, dict(security.sasl))
-    props = {k: str(v) for k, v in security.items()}
-    return sasl_config(props.get("security.protocol", "PLAINTEXT"),
-                       {k: v for k, v in props.items() if k.startswith("sasl.")})

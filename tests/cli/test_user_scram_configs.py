@@ -76,3 +76,26 @@ def test_bad_alterations_are_refused_with_kafkas_words(broker):
     assert refused.code != 0 and "Iterations 100 is less than the minimum 4096" in refused.err
     refused = run_cli(*base, "--delete-config", "SCRAM-SHA-256")
     assert refused.code != 0 and "RESOURCE_NOT_FOUND" in refused.err
+
+
+@pytest.mark.parametrize("login", ["scram-jaas", "plain-username"])
+def test_command_config_speaks_sasl(broker, tmp_path, login):
+    assert run_cli("configs", "--bootstrap-server", f"127.0.0.1:{plain_port(broker)}", "--entity-type", "users",
+                   "--entity-name", "carol", "--alter", "--add-config", "SCRAM-SHA-512=[password=carol-pw]").code == 0
+    if login == "scram-jaas":
+        lines = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=SCRAM-SHA-512",
+                 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required '
+                 'username="carol" password="carol-pw";']
+    else:
+        lines = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=alice",
+                 "sasl.password=alice-secret"]
+    config = tmp_path / "client.properties"
+    config.write_text("\n".join(lines) + "\n")
+    base = ("configs", "--bootstrap-server", f"127.0.0.1:{sasl_port(broker)}", "--command-config", str(config),
+            "--entity-type", "users", "--entity-name", "carol", "--describe")
+    described = run_cli(*base)
+    assert described.code == 0, described.err
+    assert described.lines() == ["SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-512=iterations=4096"]
+    config.write_text("\n".join(lines).replace("carol-pw", "wrong").replace("alice-secret", "wrong") + "\n")
+    refused = run_cli(*base)
+    assert refused.code != 0 and "SASL_AUTHENTICATION_FAILED" in refused.err

@@ -79,3 +79,36 @@ def test_scram_credentials_made_by_the_admin_client_then_used(broker, mechanism)
             asyncio.run(_brokers(port, SaslClientConfig(mechanism, user, "carol-pw")))
     finally:
         admin.close()
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_producer_and_consumer_with_security_properties(broker, mechanism):
+    from odradek.client.sync import Consumer, Producer
+    from odradek.client.topic_partition import TopicPartition
+    from tests.server.clients import unique_topic, wait_until
+
+    if mechanism == "PLAIN":
+        security = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                    "sasl.username": "alice", "sasl.password": "alice-secret", "sasl.jaas.config": ""}
+    else:
+        admin = AdminClient(f"127.0.0.1:{plain_port(broker)}")
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("frank", mechanism, "frank-pw")])
+        admin.close()
+        security = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+                    "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                        'username="frank" password="frank-pw";'}
+    topic = unique_topic("own-sasl")
+    bootstrap = f"127.0.0.1:{sasl_port(broker)}"
+    producer = Producer(bootstrap, security=security)
+    producer.send(topic, b"s1").result(20)
+    producer.close()
+    consumer = Consumer(bootstrap, security=security, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(topic, 0)])
+    batches = wait_until(lambda: consumer.poll(500), what="a record")
+    assert [r.value for records in batches.values() for r in records] == [b"s1"]
+    consumer.close()
+    wrong = {**security, "sasl.password": "x", "sasl.jaas.config": security.get("sasl.jaas.config", "").replace(
+        'password="frank-pw"', 'password="x"')}
+    with pytest.raises(BrokerError) as e:  # refused when it starts, not retried
+        Producer(bootstrap, security=wrong)
+    assert e.value.code == ErrorCode.SASL_AUTHENTICATION_FAILED
