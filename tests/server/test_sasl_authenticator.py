@@ -25,7 +25,8 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.scram import ScramClient
 from tests.server.clients import unique_topic, wait_until
 from tests.server.group_wire import WireClient
-from tests.server.sasl_broker import plain_port, sasl_broker, sasl_port
+from tests.server.sasl_broker import PLAIN_JAAS, plain_port, sasl_broker, sasl_port
+from tests.server.tls_certs import make_pki
 
 REAUTH_MS = 300
 
@@ -203,3 +204,38 @@ def test_session_lifetime_then_reauthentication_then_expiry(reauth_broker):
         time.sleep(max(0.0, started + 2 * REAUTH_MS / 1000 - time.monotonic()))
         with pytest.raises((ConnectionError, OSError)):
             wire.call(ApiKey.METADATA, 1, topics=None)
+
+
+# --- SASL_SSL -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sasl_ssl(tmp_path_factory):
+    pki = make_pki(tmp_path_factory.mktemp("pki"))
+    with sasl_broker(tmp_path_factory.mktemp("sasl-ssl") / "data", **{
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+            "ssl.keystore.type": "PEM", "ssl.keystore.location": pki["server"]}) as b:
+        yield b, pki
+
+
+def test_sasl_ssl_scram_with_confluent_kafka_and_odradeks_client(sasl_ssl):
+    from odradek.client.admin_scram import UserScramCredentialUpsertion as Upsert
+    from odradek.client.sync import AdminClient, Producer
+
+    broker, pki = sasl_ssl
+    admin = AdminClient(f"127.0.0.1:{plain_port(broker)}")
+    assert admin.alter_user_scram_credentials([Upsert("tls-user", "SCRAM-SHA-512", "tls-pw")]) == {"tls-user": None}
+    admin.close()
+    bootstrap = f"127.0.0.1:{broker.broker.bound['SASL_SSL'][1]}"
+    topic = unique_topic("sasl-ssl")
+    producer = CKProducer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL", "ssl.ca.location": pki["ca"],
+                           "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "tls-user", "sasl.password": "tls-pw"})
+    producer.produce(topic, b"over tls")
+    assert producer.flush(20) == 0
+    ours = Producer(bootstrap, security={"security.protocol": "SASL_SSL", "ssl.truststore.type": "PEM",
+                                         "ssl.truststore.location": pki["ca"], "sasl.mechanism": "PLAIN",
+                                         "sasl.username": "alice", "sasl.password": "alice-secret"})
+    assert ours.send(topic, b"also over tls").result(20).offset == 1
+    principals = broker.call(lambda: {str(c.principal) for c in broker.broker.connections
+                                      if c.listener_name == "SASL_SSL"})
+    ours.close()
+    assert {"User:tls-user", "User:alice"} <= principals
