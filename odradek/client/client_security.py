@@ -31,9 +31,14 @@ _SERVER_ONLY = frozenset({"ssl.client.auth", "ssl.principal.mapping.rules"})
 CLIENT_SSL_KEYS = tuple(k for k in SSL_KEYS if k not in _SERVER_ONLY)
 
 
+def _as_dict(security) -> dict[str, str]:
+    """A ``security`` mapping, or its items as pairs (a picklable, hashable form)."""
+    return {str(k): str(v) for k, v in dict(security or {}).items()}
+
+
 def security_protocol(security: Mapping[str, str] | None) -> str:
     """``security.protocol`` of a client's ``security`` mapping (PLAINTEXT when unset)."""
-    protocol = str((security or {}).get("security.protocol", "PLAINTEXT")).strip().upper()
+    protocol = _as_dict(security).get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in PROTOCOLS:
         raise ValueError(f"security.protocol={protocol}: expected one of {', '.join(PROTOCOLS)}")
     return protocol
@@ -44,7 +49,7 @@ def client_ssl_context(security: Mapping[str, str] | None) -> ssl.SSLContext | N
     or SASL_SSL. ValueError for an unknown protocol or key, a bad value, a file that cannot
     be read."""
     protocol = security_protocol(security)
-    props = {k: str(v) for k, v in (security or {}).items()}
+    props = _as_dict(security)
     unknown = sorted(k for k in props if not is_security_property(k)
                      or k.startswith("ssl.") and k not in CLIENT_SSL_KEYS)
     if unknown:
@@ -60,7 +65,7 @@ def connection_settings(security: Mapping[str, str] | None) -> dict:
     a client's ``security`` mapping; ValueError names a bad setting."""
     from odradek.client.sasl_authenticator import sasl_config
 
-    sasl = {k: str(v) for k, v in (security or {}).items() if k.startswith("sasl.")}
+    sasl = {k: v for k, v in _as_dict(security).items() if k.startswith("sasl.")}
     return {"ssl_context": client_ssl_context(security), "sasl": sasl_config(security_protocol(security), sasl)}
 
 

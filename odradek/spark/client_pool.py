@@ -17,6 +17,7 @@ import atexit
 import os
 import threading
 
+from odradek.client.client_security import connection_settings
 from odradek.client.cluster import ClusterClient
 from odradek.client.producer import AsyncProducer
 from odradek.client.sync import EventLoopThread
@@ -50,7 +51,10 @@ def cluster(bootstrap: str, config: tuple = ()) -> ClusterClient:
     with _lock:
         client = _fresh()["clusters"].get(key)
         if client is None:
-            client = ClusterClient(bootstrap, **{"client_id": "odradek-spark", **dict(config)})
+            settings = {"client_id": "odradek-spark", **dict(config)}
+            # security.protocol, ssl.*, sasl.* as pairs: the TLS context is made in this process
+            settings.update(connection_settings(settings.pop("security", ())))
+            client = ClusterClient(bootstrap, **settings)
             thread.run(client.start())
             _state["clusters"][key] = client
         return client

@@ -25,13 +25,19 @@ Sink: the producer.
     transaction.timeout.ms (the transactional sink's transactions; default 900000, the
     broker's default transaction.max.timeout.ms; see ``txn_sink``); transactional.id is
     refused: ids are derived per task from the ``transactional.id.prefix`` option
-Both: bootstrap.servers (see ``options``) and security.protocol, PLAINTEXT only: odradek
-speaks neither TLS nor SASL yet.
+Both: bootstrap.servers (see ``options``); security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT,
+SASL_SSL) with the ssl.* settings (PEM truststore and keystore: ``client/client_security.py``)
+and the sasl.* ones (``client/sasl_authenticator.py``). They travel to the executors as pairs
+of text (``security``), each process building its TLS context from them: the files named by
+ssl.truststore.location and ssl.keystore.location must be readable where the executors run,
+as with Spark's Kafka connector.
 """
 
 from __future__ import annotations
 
 import logging
+
+from odradek.client.client_security import CLIENT_SSL_KEYS, connection_settings, is_security_property
 
 __all__ = ["source_params", "sink_params", "transaction_timeout_ms", "SourceParams"]
 
@@ -70,7 +76,7 @@ _CLUSTER = {
     "metadata.max.age.ms": ("metadata_max_age_ms", int),
 }
 _SOURCE_OWN = ("default.api.timeout.ms", "max.partition.fetch.bytes", "fetch.max.wait.ms", "isolation.level",
-               "group.id", "security.protocol", "bootstrap.servers")
+               "group.id", "bootstrap.servers")
 _PRODUCER = {
     "client.id": ("client_id", str),
     "acks": ("acks", str),
@@ -90,7 +96,9 @@ _PRODUCER = {
     "metadata.max.age.ms": ("metadata_max_age_ms", int),
     "max.block.ms": ("max_block_ms", int),
 }
-_SINK_OWN = ("transaction.timeout.ms", "security.protocol", "bootstrap.servers")
+_SINK_OWN = ("transaction.timeout.ms", "bootstrap.servers")
+_SECURITY = ("security.protocol", *CLIENT_SSL_KEYS, "sasl.mechanism", "sasl.jaas.config", "sasl.username",
+             "sasl.password")
 _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 _ACKS = {"all": "all", "-1": "all", "0": 0, "1": 1}
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -129,14 +137,23 @@ def _common(settings: dict, refused: dict, known, what: str) -> None:
     for name in sorted(settings):
         if name in refused:
             raise ValueError(f"Kafka option 'kafka.{name}' is not supported: {refused[name]}")
-    protocol = settings.get("security.protocol", "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
-        raise ValueError(f"option 'kafka.security.protocol' = {protocol!r} is not supported: odradek speaks "
-                         "PLAINTEXT only (no TLS or SASL yet)")
-    unknown = sorted(n for n in settings if n not in known)
+    unknown = sorted(n for n in settings if n not in known and n not in _SECURITY)
     if unknown:
         raise ValueError(f"Kafka options {['kafka.' + n for n in unknown]} are not understood by the {what}; "
                          f"it understands kafka.{', kafka.'.join(sorted(known))}")
+
+
+def _security(settings: dict) -> tuple:
+    """The security settings as sorted pairs (empty for PLAINTEXT), checked here so that a bad
+    one fails the query's planning, not its tasks (ValueError naming the option)."""
+    security = {n: v.strip() for n, v in settings.items() if is_security_property(n)}
+    try:
+        connection_settings(security)
+    except ValueError as e:
+        raise ValueError(f"Kafka security options: {e}") from None
+    if security.get("security.protocol", "PLAINTEXT").upper() == "PLAINTEXT":
+        return ()
+    return tuple(sorted(security.items()))
 
 
 def source_params(opts: dict) -> SourceParams:
@@ -151,6 +168,8 @@ def source_params(opts: dict) -> SourceParams:
         _log.warning("Kafka option 'kafka.group.id' is set: the odradek source never joins or commits to a "
                      "consumer group (%s), so the id is not used", _OFFSETS_IN_CHECKPOINT)
     cluster = {kw: _value(n, settings[n], kind) for n, (kw, kind) in _CLUSTER.items() if n in settings}
+    if security := _security(settings):
+        cluster["security"] = security  # client_pool.cluster makes the TLS context and SASL settings
 
     def number(name: str, default: int) -> int:
         return _value(name, settings[name], int) if name in settings else default
@@ -186,4 +205,6 @@ def sink_params(opts: dict) -> tuple:
     if codec not in _CODECS:
         raise ValueError(f"option 'kafka.compression.type' must be {', '.join(_CODECS)}, got {codec!r}")
     config["compression_type"] = codec
+    if security := _security(settings):
+        config["security"] = security  # AsyncProducer(security=...) takes the pairs
     return tuple(sorted(config.items()))

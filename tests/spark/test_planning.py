@@ -230,8 +230,9 @@ def test_max_records_per_partition_then_min_partitions():
     ("kafka.key.deserializer", "x", "keys are always read as bytes"),
     ("kafka.value.deserializer", "x", "values are always read as bytes"),
     ("kafka.interceptor.classes", "x", "interceptors are not supported"),
-    ("kafka.security.protocol", "SSL", "PLAINTEXT only"),
-    ("kafka.sasl.mechanism", "PLAIN", r"\['kafka.sasl.mechanism'\] are not understood"),
+    ("kafka.security.protocol", "TLS", "security.protocol"),
+    ("kafka.ssl.trustore.location", "/ca.pem", r"\['kafka.ssl.trustore.location'\] are not understood"),
+    ("kafka.security.protocol", "SASL_PLAINTEXT", "sasl.mechanism=GSSAPI is not supported"),
     ("kafka.isolation.level", "serializable", "read_uncommitted or read_committed"),
     ("kafka.request.timeout.ms", "soon", "kafka.request.timeout.ms"),
     ("maxRecordsPerPartition", "0", "maxRecordsPerPartition"),
@@ -264,7 +265,7 @@ def test_kafka_options_reach_the_sink_producer():
                             "kafka.enable.idempotence": "false", "kafka.compression.type": "LZ4"})
     assert dict(o.producer) == {"acks": 1, "linger_ms": 20, "enable_idempotence": False, "compression_type": "lz4"}
     for option, message in [("kafka.key.serializer", "keys are written as bytes"),
-                            ("kafka.security.protocol", "PLAINTEXT only"), ("kafka.acks", "must be all"),
+                            ("kafka.security.protocol", "security.protocol"), ("kafka.acks", "must be all"),
                             ("kafka.transactional.id", "transactional.id.prefix"),
                             ("kafka.transaction.timeout.ms", "kafka.transaction.timeout.ms")]:
         with pytest.raises(ValueError, match=message):
