@@ -219,3 +219,17 @@ def test_inline_pem_keystore_and_truststore(pki):
     client = SslConfig.from_lookup({"ssl.truststore.certificates": one_line(pki["ca"])}.get)
     server_ctx, client_ctx = server.server_context(), client.client_context()
     assert isinstance(server_ctx, ssl.SSLContext) and client_ctx.get_ca_certs()
+
+
+def test_kcat_over_ssl(tls_broker, pki):
+    """kcat (librdkafka) produces lines and reads them back over TLS."""
+    import subprocess
+
+    tls = ["-b", tls_broker.bootstrap, "-X", "security.protocol=ssl", "-X", f"ssl.ca.location={pki['ca']}"]
+    produced = subprocess.run(["kcat", *tls, "-P", "-t", "kcat-ssl"], input="one\ntwo\nthree\n", text=True,
+                              capture_output=True, timeout=60)
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(["kcat", *tls, "-C", "-t", "kcat-ssl", "-o", "beginning", "-e", "-q"], text=True,
+                              capture_output=True, timeout=60)
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.split() == ["one", "two", "three"]
