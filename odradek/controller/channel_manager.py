@@ -230,6 +230,7 @@ class _RequestSender:
             endpoint.host, endpoint.port, node_id=self.target.broker_id,
             client_id=self.manager.client_id, request_timeout=self.manager.request_timeout,
             ssl_context=getattr(self.manager.broker, "inter_broker_ssl", None),
+            sasl=getattr(self.manager.broker, "inter_broker_sasl", None),
         )
         await self.connection.connect(timeout=self.manager.request_timeout)
         return self.connection

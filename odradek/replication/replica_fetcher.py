@@ -234,7 +234,8 @@ class ReplicaFetcher:
         conn = BrokerConnection(address[0], address[1], node_id=self.leader_id,
                                 client_id=f"broker-{self.broker.broker_id}-fetcher-{self.fetcher_index}",
                                 request_timeout=self.socket_timeout_s,
-                                ssl_context=getattr(self.broker, "inter_broker_ssl", None))
+                                ssl_context=getattr(self.broker, "inter_broker_ssl", None),
+                                sasl=getattr(self.broker, "inter_broker_sasl", None))
         await conn.connect(self.socket_timeout_s)
         if self._unreachable:
             log.info("%s: connected to the leader again", self)

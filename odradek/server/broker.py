@@ -45,6 +45,7 @@ from odradek.server.config_change_listener import ConfigChangeListener
 from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
+from odradek.server.sasl_authenticator import inter_broker_sasl
 from odradek.server.listener_security import (
     inter_broker_listener,
     inter_broker_ssl_context,
@@ -82,6 +83,7 @@ class Broker:
         # TLS context of this broker's connections to other brokers (None: not TLS)
         self.listener_security: dict = {}
         self.inter_broker_ssl = None
+        self.inter_broker_sasl = None  # server/sasl_authenticator.py: the inter-broker SASL login
         self.inter_broker_listener: str | None = None
         self.stopping = False
         self._stop_begun = False
@@ -135,6 +137,7 @@ class Broker:
         self.loop = asyncio.get_running_loop()
         try:
             self.inter_broker_ssl = inter_broker_ssl_context(self.config)
+            self.inter_broker_sasl = inter_broker_sasl(self.config)
             self.inter_broker_listener = inter_broker_listener(self.config)
         except ConfigError as e:
             raise BrokerStartError(str(e)) from None

@@ -35,7 +35,8 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.sasl_authenticate_response import SaslAuthenticateResponse
 from odradek.protocol.generated.sasl_handshake_response import SaslHandshakeResponse
-from odradek.protocol.jaas_config import JaasConfigError, plain_users
+from odradek.client.sasl_authenticator import SaslClientConfig
+from odradek.protocol.jaas_config import JaasConfigError, client_credentials, plain_users
 from odradek.protocol.scram import MECHANISMS as SCRAM_MECHANISMS
 from odradek.protocol.scram import ScramError, ScramServer
 from odradek.server import scram_credentials
@@ -243,3 +244,31 @@ class SaslServerAuthenticator:
         loop = self.connection._loop
         if loop is not None:
             loop.call_soon(loop.call_soon, self._close, reason, level)
+
+
+def inter_broker_sasl(config) -> SaslClientConfig | None:
+    """How this broker logs in to the others when the inter-broker listener is SASL_PLAINTEXT or
+    SASL_SSL (Kafka's inter-broker client): ``sasl.mechanism.inter.broker.protocol`` with the
+    ``username`` and ``password`` of that listener's
+    ``listener.name.<listener>.<mechanism>.sasl.jaas.config``. None when the listener has no
+    SASL; ConfigError when the settings cannot log in (the broker then does not start)."""
+    from odradek.server.config import ConfigError
+    from odradek.server.listener_security import inter_broker_listener, security_protocol
+
+    name = inter_broker_listener(config)
+    try:
+        protocol = security_protocol(config, name)
+    except ConfigError:
+        return None  # a listener only other brokers have: PLAINTEXT, as in Kafka
+    if not protocol.startswith("SASL_"):
+        return None
+    mechanism = config["sasl.mechanism.inter.broker.protocol"]
+    if mechanism not in IMPLEMENTED:
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism}: the inter-broker listener {name} "
+                          f"is {protocol}, and odradek speaks {', '.join(IMPLEMENTED)}")
+    key = f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    try:
+        username, password = client_credentials(config.props.get(key) or "")
+    except JaasConfigError as e:
+        raise ConfigError(f"{key}: the inter-broker login needs username and password ({e})") from None
+    return SaslClientConfig(mechanism, username, password)

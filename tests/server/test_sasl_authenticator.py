@@ -239,3 +239,21 @@ def test_sasl_ssl_scram_with_confluent_kafka_and_odradeks_client(sasl_ssl):
                                       if c.listener_name == "SASL_SSL"})
     ours.close()
     assert {"User:tls-user", "User:alice"} <= principals
+
+
+def test_inter_broker_login_settings():
+    from odradek.client.sasl_authenticator import SaslClientConfig
+    from odradek.server.config import BrokerConfig, ConfigError
+    from odradek.server.sasl_authenticator import inter_broker_sasl
+
+    base = {"listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT"}
+    assert inter_broker_sasl(BrokerConfig.from_props(base)) is None  # the first listener, PLAINTEXT
+    internal = {**base, "inter.broker.listener.name": "INTERNAL"}
+    with pytest.raises(ConfigError, match="GSSAPI"):  # Kafka's default mechanism
+        inter_broker_sasl(BrokerConfig.from_props(internal))
+    plain = {**internal, "sasl.mechanism.inter.broker.protocol": "PLAIN"}
+    with pytest.raises(ConfigError, match="listener.name.internal.plain.sasl.jaas.config"):
+        inter_broker_sasl(BrokerConfig.from_props(plain))
+    config = BrokerConfig.from_props({**plain, "listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS})
+    assert inter_broker_sasl(config) == SaslClientConfig("PLAIN", "admin", "admin-secret")

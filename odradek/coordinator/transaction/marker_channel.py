@@ -189,7 +189,8 @@ class TransactionMarkerChannel:
             conn = BrokerConnection(address[0], address[1], node_id=broker_id,
                                     client_id=f"broker-{self.broker.broker_id}-txn-markers",
                                     request_timeout=self.request_timeout_s,
-                                    ssl_context=getattr(self.broker, "inter_broker_ssl", None))
+                                    ssl_context=getattr(self.broker, "inter_broker_ssl", None),
+                                    sasl=getattr(self.broker, "inter_broker_sasl", None))
             await conn.connect(self.request_timeout_s)
             if self._closed:
                 conn.abort()

@@ -1,0 +1,52 @@
+"""Two brokers whose inter-broker listener is SASL_PLAINTEXT with SCRAM-SHA-512 only:
+``INTERNAL://`` (``inter.broker.listener.name=INTERNAL``,
+``sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512``) beside a PLAINTEXT listener for the
+test's clients. The brokers' own credential is written to ZooKeeper before they start, as
+Kafka's operators do (``/config/users/admin``, Kafka's ScramCredentialUtils form), and each
+broker logs in with its ``listener.name.internal.scram-sha-512.sasl.jaas.config``. Replica
+fetchers, the controller's channel and the requests to the controller can only work if those
+logins succeed, so a topic with two replicas that fill their ISR and end identical shows
+they do."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Producer
+
+from odradek.metadata import layout
+from odradek.protocol.scram import make_credential
+from tests.server.cluster.broker_node import BrokerNode, free_port
+from tests.server.cluster.cluster_clients import create_topic
+
+pytestmark = pytest.mark.timeout(120)
+
+BROKERS = [1, 2]
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
+
+
+def test_replication_over_a_scram_inter_broker_listener(make_cluster):
+    cluster = make_cluster({
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.internal.scram-sha-512.sasl.jaas.config": JAAS,
+    })
+    cluster._ensure_zk()
+    credential = make_credential("SCRAM-SHA-512", "admin-secret")
+    cluster.zk.create("/config/users/admin", layout.encode_config({"SCRAM-SHA-512": credential.to_string()}),
+                      makepath=True)
+    for broker_id in BROKERS:
+        node = BrokerNode(broker_id, cluster.root / f"broker-{broker_id}", cluster.zookeeper.hosts + cluster.chroot,
+                          cluster.props)
+        node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{free_port()}"
+        cluster.nodes[broker_id] = node
+    cluster.start(BROKERS)
+
+    create_topic(cluster.bootstrap, "sasl-replicated", 1, 2)
+    cluster.wait_for_isr("sasl-replicated", 0, BROKERS)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(50):
+        producer.produce("sasl-replicated", f"v{i}".encode() * 20, partition=0)
+    assert producer.flush(30) == 0
+    cluster.wait_replicas_identical("sasl-replicated", 0, BROKERS)
