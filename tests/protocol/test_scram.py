@@ -73,3 +73,24 @@ def test_credential_string_is_kafkas_format():
     assert ScramCredential.from_string(text) == cred
     with pytest.raises(ValueError):
         ScramCredential.from_string("salt=c2FsdA==,iterations=4096")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.binary(max_size=200))
+def test_any_tokens_fail_only_with_scram_error(first, second):
+    """Garbage never escapes as another exception (the broker turns ScramError into
+    SASL_AUTHENTICATION_FAILED)."""
+    server = _server()
+    client = ScramClient("SCRAM-SHA-256", "user", "pencil")
+    for tokens in ([first], [client.first_message(), second], [b"n,,n=user,r=x" + first, second]):
+        server = _server()
+        try:
+            for token in tokens:
+                server.receive(token)
+        except ScramError:
+            pass
+        assert not server.complete
