@@ -121,6 +121,7 @@ class SaslServerAuthenticator:
         self._mechanism = None  # PlainServer | ScramServer of the exchange in progress
         self.raw_tokens = False  # a v0 handshake: bare tokens follow
         self.authenticated = False
+        self.reauthentications = 0  # completed re-authentications (KIP-368) of this connection
         self._expires_at: float | None = None  # time.monotonic() deadline of the session
         self._timer = None
 
@@ -208,6 +209,7 @@ class SaslServerAuthenticator:
             if self.authenticated and principal != self.connection.principal:
                 raise SaslAuthenticationError(f"Cannot change principals during re-authentication from "
                                               f"{self.connection.principal}: {principal}")
+            self.reauthentications += self.authenticated
             self.connection.principal = principal
             self.authenticated = True
             self._start_session()

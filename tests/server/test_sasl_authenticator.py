@@ -161,6 +161,15 @@ def test_unknown_mechanism_is_refused_with_the_enabled_ones(broker):
         assert response.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 
+def test_authenticate_before_handshake_is_illegal_state_then_closed(broker):
+    with WireClient(sasl_port(broker)) as wire:
+        assert wire.call(ApiKey.API_VERSIONS, 3, client_software_name="t", client_software_version="1").api_keys
+        response = wire.call(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=b"\0alice\0alice-secret")
+        assert response.error_code == ErrorCode.ILLEGAL_SASL_STATE
+        with pytest.raises((ConnectionError, OSError)):
+            wire.call(ApiKey.METADATA, 1, topics=None)
+
+
 def test_sasl_requests_on_a_plaintext_listener_are_illegal_state(broker):
     with WireClient(plain_port(broker)) as wire:
         assert wire.call(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == ErrorCode.ILLEGAL_SASL_STATE
@@ -239,6 +248,23 @@ def test_sasl_ssl_scram_with_confluent_kafka_and_odradeks_client(sasl_ssl):
                                       if c.listener_name == "SASL_SSL"})
     ours.close()
     assert {"User:tls-user", "User:alice"} <= principals
+
+
+def test_confluent_kafka_reauthenticates_and_keeps_producing(reauth_broker):
+    """librdkafka re-authenticates before connections.max.reauth.ms passes (KIP-368), so its
+    connection outlives several session lifetimes."""
+    producer = CKProducer({"bootstrap.servers": f"127.0.0.1:{sasl_port(reauth_broker)}",
+                           "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                           "sasl.username": "alice", "sasl.password": "alice-secret"})
+    topic = unique_topic("reauth")
+
+    def reauthenticated():
+        producer.produce(topic, b"r")
+        producer.poll(0.05)
+        return reauth_broker.call(lambda: max([c.sasl.reauthentications for c in reauth_broker.broker.connections
+                                               if c.sasl is not None] + [0])) >= 2
+    wait_until(reauthenticated, what="two re-authentications")
+    assert producer.flush(20) == 0
 
 
 def test_inter_broker_login_settings():
