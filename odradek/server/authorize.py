@@ -36,7 +36,8 @@ def allowed(ctx, operation: int, resource_type: int, name: str) -> bool:
     if authorizer is None:
         return True
     principal, host = _who(ctx)
-    return authorizer.authorize(principal, host, operation, resource_type, name)
+    # A resource a request names only by id, unknown here, has no name: no ACL names it.
+    return authorizer.authorize(principal, host, operation, resource_type, name or "")
 
 
 def allowed_cluster(ctx, operation: int) -> bool:

@@ -14,8 +14,8 @@ from odradek.protocol.generated.create_partitions_response import (
     CreatePartitionsResponse, CreatePartitionsTopicResult,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server.topics import TopicError
 from odradek.protocol import acl_binding as acl
+from odradek.server.topics import TopicError
 from odradek.server import authorize
 
 

@@ -17,8 +17,8 @@ from odradek.protocol.generated.create_topics_response import (
     CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server import message_format_version
 from odradek.protocol import acl_binding as acl
+from odradek.server import message_format_version
 from odradek.server import authorize
 from odradek.server.handlers.describe_configs import topic_config_entries
 from odradek.server.topics import TopicError

@@ -17,8 +17,8 @@ from collections import Counter
 from odradek.protocol.generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.primitives import ZERO_UUID
-from odradek.server.topics import TopicError
 from odradek.protocol import acl_binding as acl
+from odradek.server.topics import TopicError
 from odradek.server import authorize
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from odradek.protocol.generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server.acl_operations import CLUSTER_OPERATIONS, authorized
 from odradek.protocol import acl_binding as acl
+from odradek.server.acl_operations import CLUSTER_OPERATIONS, authorized
 from odradek.server import authorize
 
 BROKERS = 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
+from odradek.protocol import acl_binding as acl
 from odradek.client.errors import KafkaError
 from odradek.controller import events as ev
 from odradek.controller.commands import ElectionOutcome
@@ -33,7 +34,6 @@ from odradek.protocol.generated.elect_leaders_response import (
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.broker_to_controller import sent_by_a_broker
 from odradek.server.delayed_elect_leader import await_elected_leaders
-from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 _TOP_LEVEL_ERROR_FROM = 1  # v1+ has a top-level error code

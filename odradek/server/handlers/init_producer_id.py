@@ -18,8 +18,8 @@ from __future__ import annotations
 from odradek.coordinator.transaction.transaction_config import TRANSACTION_STATE_TOPIC
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.init_producer_id_response import InitProducerIdResponse
-from odradek.server.handlers.find_coordinator import ensure_internal_topic
 from odradek.protocol import acl_binding as acl
+from odradek.server.handlers.find_coordinator import ensure_internal_topic
 from odradek.server import authorize
 
 

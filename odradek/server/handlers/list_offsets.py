@@ -21,8 +21,8 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.list_offsets_response import (
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 )
-from odradek.server.read_errors import answer_read_error
 from odradek.protocol import acl_binding as acl
+from odradek.server.read_errors import answer_read_error
 from odradek.server import authorize
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5

@@ -20,9 +20,9 @@ from odradek.protocol.generated.write_txn_markers_response import (
     WritableTxnMarkerTopicResult,
     WriteTxnMarkersResponse,
 )
+from odradek.protocol import acl_binding as acl
 from odradek.server.txn_marker_writer import MarkerWrite, write_markers
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 
 
