@@ -19,6 +19,7 @@ from kafka.admin import NewTopic as KpNewTopic
 from kafka.admin import ResourceType as KpResourceType
 from kafka.errors import GroupAuthorizationFailedError, SecurityDisabledError, TopicAuthorizationFailedError
 
+from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.testing.broker import InProcessBroker
 from tests.server.wire import WireClient, message
@@ -235,5 +236,43 @@ def test_cluster_operations_and_inter_broker_requests_follow_cluster_acls(broker
         assert answer.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         _, dirs = wire.request("DescribeLogDirs", 1, message("DescribeLogDirsRequest", topics=None))
         assert dirs.error_code == ErrorCode.NONE  # DESCRIBE on the cluster, implied by ALTER
+    finally:
+        wire.close()
+
+
+def part(request: str, struct: str, **fields):
+    """A struct of a generated request module (``part("FetchRequest", "FetchTopic", ...)``)."""
+    return getattr(codec.module(request), struct)(**fields)
+
+
+def test_configs_follower_fetch_and_offsets_follow_their_operations(broker_with_acls):
+    admin = AdminClient({"bootstrap.servers": broker_with_acls.bootstrap})
+    admin.create_topics([NewTopic("cfg", 1, 1)])["cfg"].result(10)
+    acls = [AclBinding(ResourceType.TOPIC, "cfg", ResourcePatternType.LITERAL, "User:*", "*",
+                       AclOperation.READ, AclPermissionType.ALLOW),
+            AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:*", "*",
+                       AclOperation.ALTER, AclPermissionType.ALLOW)]
+    for future in admin.create_acls(acls).values():
+        future.result(10)
+    wire = WireClient(broker_with_acls.bootstrap)
+    try:
+        # READ implies DESCRIBE (ListOffsets answers) but not DESCRIBE_CONFIGS.
+        _, configs = wire.request("DescribeConfigs", 4, message("DescribeConfigsRequest", resources=[
+            part("DescribeConfigsRequest", "DescribeConfigsResource", resource_type=2, resource_name="cfg", configuration_keys=None)]))
+        assert [r.error_code for r in configs.results] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+        _, offsets = wire.request("ListOffsets", 7, message("ListOffsetsRequest", replica_id=-1, topics=[
+            part("ListOffsetsRequest", "ListOffsetsTopic", name="cfg", partitions=[
+                part("ListOffsetsRequest", "ListOffsetsPartition", partition_index=0, timestamp=-1)])]))
+        assert offsets.topics[0].partitions[0].error_code == ErrorCode.NONE
+        # A fetch as a follower needs CLUSTER_ACTION, which ALTER does not give.
+        partition = part("FetchRequest", "FetchPartition", partition=0, fetch_offset=0, partition_max_bytes=1024)
+        _, fetched = wire.request("Fetch", 12, message("FetchRequest", replica_id=1, max_wait_ms=0, min_bytes=0,
+                                                        max_bytes=1024, session_epoch=-1, topics=[
+                                                            part("FetchRequest", "FetchTopic", topic="cfg", partitions=[partition])]))
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        _, consumed = wire.request("Fetch", 12, message("FetchRequest", replica_id=-1, max_wait_ms=0, min_bytes=0,
+                                                         max_bytes=1024, session_epoch=-1, topics=[
+                                                             part("FetchRequest", "FetchTopic", topic="cfg", partitions=[partition])]))
+        assert consumed.responses[0].partitions[0].error_code == ErrorCode.NONE
     finally:
         wire.close()
