@@ -56,6 +56,11 @@ class AclAuthorizer:
         self.super_users = frozenset(super_users)
         self.allow_everyone = allow_everyone_if_no_acl_found
         self.cache: dict[ResourcePattern, frozenset] = {}
+        # Indexes of the cache for ``authorize``: literal entries by (type, name), prefixed
+        # entries by type then prefix, so a check costs a dict lookup plus one per prefix of
+        # that type, not a pass over every ACL.
+        self._literal: dict[tuple[int, str], frozenset] = {}
+        self._prefixed: dict[int, dict[str, frozenset]] = {}
         self._call_soon = call_soon or (lambda f: f())
         self._last_seen = {LITERAL_CHANGES: -1, EXTENDED_CHANGES: -1}
         self._watches = []
@@ -65,7 +70,8 @@ class AclAuthorizer:
         """Load every ACL, then follow the change notifications written after this point."""
         for parent in self._last_seen:
             self._last_seen[parent] = max(self.acl_store.notifications(parent), default=(-1, ""))[0]
-        self.cache = self.acl_store.load_all()
+        for pattern, entries in self.acl_store.load_all().items():
+            self._refresh(pattern, entries)
         for parent in self._last_seen:
             self._watches.append(self.store.watch_children(
                 parent, lambda p: self._call_soon(lambda: self._process(p))))
@@ -88,21 +94,23 @@ class AclAuthorizer:
             self._refresh(pattern, self.acl_store.read(pattern))
 
     def _refresh(self, pattern: ResourcePattern, entries) -> None:
+        entries = frozenset(entries or ())
+        if pattern.pattern_type == LITERAL:
+            index, key = self._literal, (pattern.resource_type, pattern.name)
+        else:
+            index, key = self._prefixed.setdefault(pattern.resource_type, {}), pattern.name
         if entries:
-            self.cache[pattern] = frozenset(entries)
+            self.cache[pattern] = index[key] = entries
         else:
             self.cache.pop(pattern, None)
+            index.pop(key, None)
 
     # --- decisions ------------------------------------------------------------------------
     def _applying(self, resource_type: int, name: str) -> list:
-        out = []
-        for pattern, entries in self.cache.items():
-            if pattern.resource_type != resource_type:
-                continue
-            if pattern.pattern_type == LITERAL:
-                if pattern.name == name or pattern.name == WILDCARD_RESOURCE:
-                    out.extend(entries)
-            elif pattern.pattern_type == PREFIXED and name.startswith(pattern.name):
+        out = list(self._literal.get((resource_type, name), ()))
+        out.extend(self._literal.get((resource_type, WILDCARD_RESOURCE), ()))
+        for prefix, entries in self._prefixed.get(resource_type, {}).items():
+            if name.startswith(prefix):
                 out.extend(entries)
         return out
 
