@@ -276,3 +276,21 @@ def test_configs_follower_fetch_and_offsets_follow_their_operations(broker_with_
         assert consumed.responses[0].partitions[0].error_code == ErrorCode.NONE
     finally:
         wire.close()
+
+
+def test_created_topics_configs_only_with_describe_configs(broker_with_acls):
+    admin = AdminClient({"bootstrap.servers": broker_with_acls.bootstrap})
+    acls = [AclBinding(ResourceType.TOPIC, "made-", ResourcePatternType.PREFIXED, "User:*", "*",
+                       AclOperation.CREATE, AclPermissionType.ALLOW)]
+    for future in admin.create_acls(acls).values():
+        future.result(10)
+    wire = WireClient(broker_with_acls.bootstrap)
+    try:
+        topic = part("CreateTopicsRequest", "CreatableTopic", name="made-1", num_partitions=2, replication_factor=1)
+        _, created = wire.request("CreateTopics", 5, message("CreateTopicsRequest", topics=[topic], timeout_ms=10000))
+        [result] = created.topics
+        assert result.error_code == ErrorCode.NONE
+        assert (result.topic_config_error_code, result.configs, result.num_partitions) == (
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, -1)
+    finally:
+        wire.close()

@@ -44,6 +44,10 @@ async def handle(ctx, request):
             continue
         try:
             plan = await _create(broker, request, topic, result)
+            if ctx.api_version >= 5 and not authorize.allowed(ctx, acl.DESCRIBE_CONFIGS, acl.TOPIC, topic.name):
+                # Kafka: the resulting configs and layout only to who may describe its configs
+                result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                result.configs, result.num_partitions, result.replication_factor = None, -1, -1
             if not request.validate_only:
                 created.append((result, plan))
         except TopicError as e:
