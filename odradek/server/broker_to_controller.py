@@ -112,8 +112,8 @@ class BrokerToControllerChannel:
                     f"controller {controller_id} has no endpoint on {self.listener!r}")
             conn = BrokerConnection(endpoint.host, endpoint.port, node_id=controller_id,
                                     client_id=self.client_id, request_timeout=timeout,
-                                    ssl_context=self.broker.inter_broker_ssl,
-                                    sasl=self.broker.inter_broker_sasl)
+                                    ssl_context=getattr(self.broker, "inter_broker_ssl", None),
+                                    sasl=getattr(self.broker, "inter_broker_sasl", None))
             await conn.connect(timeout=timeout)
             self._connection, self._connection_to = conn, controller_id
             return conn
