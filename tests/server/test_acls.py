@@ -294,3 +294,38 @@ def test_created_topics_configs_only_with_describe_configs(broker_with_acls):
             ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, -1)
     finally:
         wire.close()
+
+
+def test_odradeks_own_clients_see_the_denials(broker_with_acls):
+    from odradek.client.admin_types import NewTopic as OdNewTopic
+    from odradek.client.errors import BrokerError
+    from odradek.client.sync import AdminClient as OdAdmin
+    from odradek.client.sync import Consumer as OdConsumer
+    from odradek.client.sync import Producer as OdProducer
+    from odradek.client.topic_partition import TopicPartition as OdTopicPartition
+    from odradek.protocol import acl_binding as acl
+
+    admin = OdAdmin(broker_with_acls.bootstrap)
+    try:
+        admin.create_topics([OdNewTopic("od-guarded", 1, 1)])
+        pattern = acl.ResourcePattern(acl.TOPIC, "od-guarded", acl.LITERAL)
+        admin.create_acls([acl.AclBinding(pattern, acl.AccessControlEntry("User:*", "*", acl.ALL, acl.ALLOW)),
+                           acl.AclBinding(pattern, acl.AccessControlEntry(ANON, "*", acl.WRITE, acl.DENY)),
+                           acl.AclBinding(pattern, acl.AccessControlEntry(ANON, "*", acl.READ, acl.DENY))])
+    finally:
+        admin.close()
+    producer = OdProducer(broker_with_acls.bootstrap)
+    try:
+        with pytest.raises(BrokerError) as denied:
+            producer.send("od-guarded", b"x").result(10)
+        assert denied.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        producer.close()
+    consumer = OdConsumer(broker_with_acls.bootstrap, auto_offset_reset="earliest")
+    try:
+        consumer.assign([OdTopicPartition("od-guarded", 0)])
+        with pytest.raises(BrokerError) as denied:
+            consumer.poll(timeout_ms=5000)
+        assert denied.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        consumer.close()
