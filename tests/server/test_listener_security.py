@@ -233,3 +233,44 @@ def test_kcat_over_ssl(tls_broker, pki):
                               capture_output=True, timeout=60)
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout.split() == ["one", "two", "three"]
+
+
+def _handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> tuple[str, str]:
+    """A TLS handshake in memory; the (version, cipher) both sides agreed on."""
+    c_in, c_out, s_in, s_out = ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = client_ctx.wrap_bio(c_in, c_out, server_hostname="localhost")
+    server = server_ctx.wrap_bio(s_in, s_out, server_side=True)
+    done = {"client": False, "server": False}
+    for _ in range(10):
+        for name, side, out, peer_in in (("client", client, c_out, s_in), ("server", server, s_out, c_in)):
+            if not done[name]:
+                try:
+                    side.do_handshake()
+                    done[name] = True
+                except ssl.SSLWantReadError:
+                    pass
+            peer_in.write(out.read())
+        if all(done.values()):
+            return client.version(), client.cipher()[0]
+    raise AssertionError("handshake did not finish")
+
+
+def test_protocols_ciphers_and_an_encrypted_key(tmp_path, pki):
+    """ssl.enabled.protocols=TLSv1.2 with one Java-named suite; a key encrypted with
+    ssl.key.password."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(open(pki["server_key"], "rb").read(), None)
+    encrypted = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.BestAvailableEncryption(b"s3cret"))
+    keystore = tmp_path / "encrypted.pem"
+    keystore.write_bytes(encrypted + open(pki["server_cert"], "rb").read())
+    server = SslConfig.from_lookup({"ssl.keystore.location": str(keystore), "ssl.key.password": "s3cret",
+                                    "ssl.enabled.protocols": "TLSv1.2",
+                                    "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"}.get)
+    client = SslConfig.from_lookup({"ssl.truststore.location": pki["ca"]}.get)
+    assert _handshake(server.server_context(), client.client_context()) == \
+        ("TLSv1.2", "ECDHE-ECDSA-AES128-GCM-SHA256")
+    wrong = SslConfig.from_lookup({"ssl.keystore.location": str(keystore), "ssl.key.password": "nope"}.get)
+    with pytest.raises(ValueError, match="ssl.keystore"):
+        wrong.server_context()
