@@ -64,12 +64,20 @@ def security_protocol(config, listener_name: str) -> str:
     return protocol
 
 
-def ssl_config(config, listener_name: str) -> SslConfig:
-    """The ``ssl.*`` settings of a listener, its ``listener.name.<name>.ssl.*`` first."""
+def ssl_config(config, listener_name: str, protocol: str = "SSL") -> SslConfig:
+    """The ``ssl.*`` settings of a listener, its ``listener.name.<name>.ssl.*`` first. On a
+    SASL_SSL listener ``ssl.client.auth`` counts only when set for that listener (Kafka's
+    ``ChannelBuilders``: the broker-wide value is for SSL listeners)."""
     prefix = f"listener.name.{listener_name.lower()}."
     props = config.props
+
+    def get(key: str):
+        if key == "ssl.client.auth" and protocol == "SASL_SSL":
+            return props.get(prefix + key)
+        return props.get(prefix + key, props.get(key))
+
     try:
-        return SslConfig.from_lookup(lambda key: props.get(prefix + key, props.get(key)))
+        return SslConfig.from_lookup(get)
     except ValueError as e:
         raise ConfigError(f"listener {listener_name}: {e}") from None
 
@@ -79,7 +87,7 @@ def listener_security(config, listener_name: str) -> ListenerSecurity:
     protocol = security_protocol(config, listener_name)
     if protocol not in TLS_PROTOCOLS:
         return ListenerSecurity(listener_name, protocol)
-    settings = ssl_config(config, listener_name)
+    settings = ssl_config(config, listener_name, protocol)
     try:
         return ListenerSecurity(listener_name, protocol, settings.server_context(),
                                 SslPrincipalMapper(settings.principal_mapping_rules))

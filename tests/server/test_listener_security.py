@@ -274,3 +274,16 @@ def test_protocols_ciphers_and_an_encrypted_key(tmp_path, pki):
     wrong = SslConfig.from_lookup({"ssl.keystore.location": str(keystore), "ssl.key.password": "nope"}.get)
     with pytest.raises(ValueError, match="ssl.keystore"):
         wrong.server_context()
+
+
+def test_sasl_ssl_takes_ssl_client_auth_only_per_listener(tmp_path, pki):
+    """As Kafka: the broker-wide ssl.client.auth is for SSL listeners; a SASL_SSL listener
+    asks for certificates only when its own listener.name.<l>.ssl.client.auth says so."""
+    base = {"listeners": "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "log.dirs": str(tmp_path),
+            "ssl.keystore.location": pki["server"], "ssl.truststore.location": pki["ca"],
+            "ssl.client.auth": "required"}
+    config = BrokerConfig.from_props(base)
+    assert listener_security(config, "SSL").ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert listener_security(config, "SASL_SSL").ssl_context.verify_mode == ssl.CERT_NONE
+    config = BrokerConfig.from_props({**base, "listener.name.sasl_ssl.ssl.client.auth": "requested"})
+    assert listener_security(config, "SASL_SSL").ssl_context.verify_mode == ssl.CERT_OPTIONAL
