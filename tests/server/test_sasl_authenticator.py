@@ -283,3 +283,40 @@ def test_inter_broker_login_settings():
         inter_broker_sasl(BrokerConfig.from_props(plain))
     config = BrokerConfig.from_props({**plain, "listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS})
     assert inter_broker_sasl(config) == SaslClientConfig("PLAIN", "admin", "admin-secret")
+
+
+@pytest.fixture(scope="module")
+def acl_broker(tmp_path_factory):
+    with sasl_broker(tmp_path_factory.mktemp("sasl-acl") / "data", **{
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:admin;User:ANONYMOUS"}) as b:
+        yield b
+
+
+def test_scram_credential_apis_need_the_cluster_permissions(acl_broker):
+    """Kafka: DescribeUserScramCredentials needs DESCRIBE, AlterUserScramCredentials ALTER, on
+    the cluster; alice has neither, the super user admin both."""
+    from odradek.client.admin_scram import UserScramCredentialUpsertion as Upsert
+    from odradek.client.errors import BrokerError
+    from odradek.client.sync import AdminClient
+
+    def admin_as(user):
+        return AdminClient(f"127.0.0.1:{sasl_port(acl_broker)}", security={
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": user, "sasl.password": f"{user}-secret"})
+
+    alice = admin_as("alice")
+    try:
+        refused = alice.alter_user_scram_credentials([Upsert("mallory", "SCRAM-SHA-512", "pw")])
+        assert refused["mallory"].code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        with pytest.raises(BrokerError) as e:
+            alice.describe_user_scram_credentials()
+        assert e.value.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    finally:
+        alice.close()
+    admin = admin_as("admin")
+    try:
+        assert admin.alter_user_scram_credentials([Upsert("mallory", "SCRAM-SHA-512", "pw")]) == {"mallory": None}
+        assert admin.describe_user_scram_credentials() == {"mallory": {"SCRAM-SHA-512": 4096}}
+    finally:
+        admin.close()

@@ -5,7 +5,8 @@ password (never the password): the broker derives the stored and server keys fro
 
 Errors per user: an empty name or too few/many iterations UNACCEPTABLE_CREDENTIAL, an unknown
 mechanism UNSUPPORTED_SASL_MECHANISM, a user named twice DUPLICATE_RESOURCE, a deletion or
-description of a credential that does not exist RESOURCE_NOT_FOUND. Store reads and writes
+description of a credential that does not exist RESOURCE_NOT_FOUND. Under an authorizer, describing
+needs DESCRIBE and altering ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED), as in Kafka. Store reads and writes
 run off the event loop (ZooKeeper round trips).
 """
 
@@ -22,7 +23,8 @@ from odradek.protocol.generated.describe_user_scram_credentials_response import 
 )
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.scram import MAX_ITERATIONS, MECHANISM_IDS, MECHANISM_TYPES, MECHANISMS, credential_from_salted
-from odradek.server import scram_credentials
+from odradek.protocol import acl_binding as acl
+from odradek.server import authorize, scram_credentials
 
 
 async def _off_loop(fn, *args):
@@ -31,6 +33,9 @@ async def _off_loop(fn, *args):
 
 # --- describe -------------------------------------------------------------------------------
 async def handle_describe(ctx, request):
+    if not authorize.allowed_cluster(ctx, acl.DESCRIBE):  # Kafka: DESCRIBE on the cluster
+        return DescribeUserScramCredentialsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                    error_message=None)
     store = ctx.broker.metadata.store
     return await _off_loop(describe, store, None if not request.users else [u.name for u in request.users])
 
@@ -64,6 +69,10 @@ def describe(store, names: list[str] | None) -> DescribeUserScramCredentialsResp
 
 # --- alter ----------------------------------------------------------------------------------
 async def handle_alter(ctx, request):
+    if not authorize.allowed_cluster(ctx, acl.ALTER):  # Kafka: ALTER on the cluster, every user refused
+        users = dict.fromkeys(op.name for op in [*request.deletions, *request.upsertions])
+        return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResult(
+            user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None) for u in users])
     return await _off_loop(alter, ctx.broker.metadata.store, request)
 
 
