@@ -137,20 +137,18 @@ class AclAuthorizer:
         ``authorizeByResourceType``, KIP-679: IDEMPOTENT_WRITE follows from WRITE on any topic)?
         An allowing pattern counts unless a deny pattern covers it (the literal ``*``, the same
         literal, or a prefix of it)."""
-        who = str(principal)
-        if who in self.super_users:
+        # As Kafka's Authorizer.authorizeByResourceType: a made-up name first, which super users
+        # (and allow.everyone.if.no.acl.found, when no ACL applies to it) pass.
+        if self.authorize(principal, host, operation, resource_type, "hardcode"):
             return True
-        principals, hosts = (who, WILDCARD_PRINCIPAL), (host, WILDCARD_HOST)
-        allowed, denied, seen = set(), set(), False
+        principals, hosts = (str(principal), WILDCARD_PRINCIPAL), (host, WILDCARD_HOST)
+        allowed, denied = set(), set()
         for pattern, entries in self.cache.items():
             if pattern.resource_type != resource_type:
                 continue
-            seen = True
             for e in entries:
                 if e.principal in principals and e.host in hosts and e.operation in (operation, ALL):
                     (allowed if e.permission_type == ALLOW else denied).add(pattern)
-        if not seen:
-            return self.allow_everyone
         if ResourcePattern(resource_type, WILDCARD_RESOURCE, LITERAL) in denied:
             return False
         denied_prefixes = [p.name for p in denied if p.pattern_type == PREFIXED]

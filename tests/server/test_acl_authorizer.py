@@ -141,3 +141,16 @@ def test_make_authorizer_accepts_kafkas_class_names(store):
         a.close()
     with pytest.raises(ValueError, match="odradek provides"):
         make_authorizer(BrokerConfig.from_props({"authorizer.class.name": "com.example.Mine"}), store)
+
+
+def test_by_resource_type_passes_a_made_up_name_first(store):
+    """As Kafka: super users, and allow.everyone.if.no.acl.found while no ACL applies to the
+    made-up name, pass without an allowing ACL."""
+    a = AclAuthorizer(store, super_users={"User:admin"}, allow_everyone_if_no_acl_found=True)
+    a.start()
+    a.create([bind(TOPIC, "t", "User:bob", WRITE, DENY)])
+    assert a.authorize_by_resource_type(BOB, "h", WRITE, TOPIC)  # nothing names "hardcode"
+    a.create([bind(TOPIC, "*", "User:bob", WRITE, DENY)])
+    assert not a.authorize_by_resource_type(BOB, "h", WRITE, TOPIC)
+    assert a.authorize_by_resource_type(KafkaPrincipal.user("admin"), "h", WRITE, TOPIC)
+    a.close()
