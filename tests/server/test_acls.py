@@ -329,3 +329,19 @@ def test_odradeks_own_clients_see_the_denials(broker_with_acls):
         assert denied.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     finally:
         consumer.close()
+
+
+def test_authorized_operations_are_the_principals(broker_with_acls):
+    from confluent_kafka import TopicCollection
+
+    admin = AdminClient({"bootstrap.servers": broker_with_acls.bootstrap})
+    admin.create_topics([NewTopic("ops-acl", 1, 1)])["ops-acl"].result(10)
+    acls = [AclBinding(ResourceType.TOPIC, "ops-", ResourcePatternType.PREFIXED, "User:*", "*",
+                       AclOperation.READ, AclPermissionType.ALLOW),
+            AclBinding(ResourceType.TOPIC, "ops-acl", ResourcePatternType.LITERAL, ANON, "*",
+                       AclOperation.ALTER_CONFIGS, AclPermissionType.ALLOW)]
+    for future in admin.create_acls(acls).values():
+        future.result(10)
+    topic = admin.describe_topics(TopicCollection(["ops-acl"]), include_authorized_operations=True)["ops-acl"].result(10)
+    assert set(topic.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE,
+                                                AclOperation.ALTER_CONFIGS, AclOperation.DESCRIBE_CONFIGS}
