@@ -45,6 +45,20 @@ def test_wrong_password_refused():
     assert not server.complete
 
 
+def test_final_nonce_checked_as_kafka_does():
+    """Kafka accepts a final nonce that ends with the combined one (librdkafka 2.0.x repeats its
+    own nonce in front); one that does not is refused."""
+    server = _server()
+    server.receive(CLIENT_FIRST)
+    doubled = CLIENT_FINAL.replace(b"r=", b"r=" + CLIENT_NONCE.encode(), 1)
+    with pytest.raises(ScramError, match="Invalid client credentials"):  # past the nonce check; the
+        server.receive(doubled)  # proof of RFC 7677's example covers the message without the repeat
+    server = _server()
+    server.receive(CLIENT_FIRST)
+    with pytest.raises(ScramError, match="nonce"):
+        server.receive(CLIENT_FINAL.replace(b"k0,p=", b"k1,p="))
+
+
 def test_unknown_user_and_garbage_refused():
     with pytest.raises(ScramError):
         _server().receive(b"n,,n=nobody,r=abc")

@@ -124,6 +124,25 @@ def test_confluent_scram_credentials_made_by_its_admin_then_used(broker, mechani
     assert any(e.code() == CKError._AUTHENTICATION for e in errors), errors
 
 
+def test_kcat_scram_sha_512_produce_and_consume(broker):
+    from odradek.client.admin_scram import UserScramCredentialUpsertion as Upsert
+    from odradek.client.sync import AdminClient
+    from tests.server.clients import kcat
+
+    admin = AdminClient(f"127.0.0.1:{plain_port(broker)}")
+    assert admin.alter_user_scram_credentials([Upsert("kc", "SCRAM-SHA-512", "kc-pw")]) == {"kc": None}
+    admin.close()
+    topic = unique_topic("kcat-scram")
+    login = ("-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-512",
+             "-X", "sasl.username=kc", "-X", "sasl.password=kc-pw")
+    bootstrap = f"127.0.0.1:{sasl_port(broker)}"
+    kcat(bootstrap, *login, "-P", "-t", topic, input=b"one\ntwo\n")
+    assert kcat(bootstrap, *login, "-C", "-t", topic, "-o", "beginning", "-e", "-q").stdout.split() == [b"one", b"two"]
+    refused = kcat(bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-512",
+                   "-X", "sasl.username=kc", "-X", "sasl.password=bad", "-L", "-m", "3", check=False)
+    assert refused.returncode != 0 and b"Authentication failed" in refused.stderr
+
+
 def test_plaintext_kafka_client_on_the_sasl_port_is_closed_without_a_traceback(broker, caplog):
     caplog.set_level(logging.INFO, logger="odradek.server")
     with pytest.raises(KPError):
