@@ -339,3 +339,30 @@ def test_scram_credential_apis_need_the_cluster_permissions(acl_broker):
         assert admin.describe_user_scram_credentials() == {"mallory": {"SCRAM-SHA-512": 4096}}
     finally:
         admin.close()
+
+
+def test_random_frames_in_every_sasl_state_never_disturb_the_broker(broker, caplog):
+    """Garbage before the handshake, after a v1 handshake (as SaslAuthenticate bodies and as
+    frames) and after a v0 handshake (as bare tokens): the connection is answered or closed,
+    the broker logs no error and still logs clients in."""
+    import random
+
+    rng = random.Random(21)
+    for i in range(90):
+        garbage = rng.randbytes(rng.randrange(0, 64))
+        with WireClient(sasl_port(broker), timeout=5) as wire:
+            state = i % 3
+            if state:
+                wire.call(ApiKey.SASL_HANDSHAKE, 2 - state, mechanism=rng.choice(["PLAIN", "SCRAM-SHA-256"]))
+            if state == 1 and rng.random() < 0.5:
+                wire.send(ApiKey.SASL_AUTHENTICATE, rng.choice([0, 1, 2]), auth_bytes=garbage)
+            else:
+                wire.sock.sendall(struct.pack(">i", len(garbage)) + garbage)
+            try:
+                wire.sock.recv(1024)
+            except OSError:
+                pass
+    assert not _errors(caplog)
+    with WireClient(sasl_port(broker)) as wire:
+        assert _authenticate(wire).error_code == ErrorCode.NONE
+        assert wire.call(ApiKey.METADATA, 1, topics=None).brokers
