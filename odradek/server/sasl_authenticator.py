@@ -124,18 +124,22 @@ class SaslServerAuthenticator:
         self.reauthentications = 0  # completed re-authentications (KIP-368) of this connection
         self._expires_at: float | None = None  # time.monotonic() deadline of the session
         self._timer = None
+        self._failed = False  # refused: closing once the answer is written, nothing more served
 
     # --- the gate -------------------------------------------------------------------------
     def intercept(self, frame) -> bool:
         """Handle ``frame`` here (a bare token, or a request that closes the connection) and
         say True; False lets the connection handle it as a request."""
+        if self._failed:
+            return True  # pipelined behind a refusal: dropped, the connection is closing
         if self.raw_tokens:
             self._raw_token(bytes(frame))
             return True
         api_key = int.from_bytes(frame[0:2], "big", signed=True) if len(frame) >= 2 else -1
         if self.authenticated:
             if self._expired() and api_key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
-                self._close("SASL session expired (connections.max.reauth.ms) without re-authentication")
+                self._close("SASL session expired (connections.max.reauth.ms) without re-authentication",
+                            logging.INFO)
                 return True
             return False
         if api_key in _BEFORE_AUTH:
@@ -243,6 +247,7 @@ class SaslServerAuthenticator:
         """Close once the response being made is written: the connection writes it in this
         loop iteration or the next (a deferred flush), and asyncio's close flushes what the
         transport holds; so close in the iteration after the next."""
+        self._failed = True
         loop = self.connection._loop
         if loop is not None:
             loop.call_soon(loop.call_soon, self._close, reason, level)
