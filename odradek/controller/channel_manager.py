@@ -92,7 +92,11 @@ def local_version(api_key: int) -> int:
 
 
 class LocalConnection:
-    """What a handler may ask of the connection of an in-process request."""
+    """What a handler may ask of the connection of an in-process request. Its requests come
+    from the broker itself (its controller), so the authorizer lets them all through
+    (``in_process``), as Kafka's brokers are super users of each other."""
+
+    in_process = True
 
     def __init__(self, broker, listener_name: str | None) -> None:
         self.broker = broker

@@ -345,3 +345,18 @@ def test_authorized_operations_are_the_principals(broker_with_acls):
     topic = admin.describe_topics(TopicCollection(["ops-acl"]), include_authorized_operations=True)["ops-acl"].result(10)
     assert set(topic.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE,
                                                 AclOperation.ALTER_CONFIGS, AclOperation.DESCRIBE_CONFIGS}
+
+
+def test_the_brokers_own_in_process_requests_need_no_acl(broker_with_acls):
+    """The controller's LeaderAndIsr / UpdateMetadata to its own broker come in-process, from
+    the broker itself: they pass even where the clients' principal may not CLUSTER_ACTION."""
+    admin = AdminClient({"bootstrap.servers": broker_with_acls.bootstrap})
+    acls = [AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, ANON, "*",
+                       AclOperation.CREATE, AclPermissionType.ALLOW),
+            AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, ANON, "*",
+                       AclOperation.CLUSTER_ACTION, AclPermissionType.DENY)]
+    for future in admin.create_acls(acls).values():
+        future.result(10)
+    admin.create_topics([NewTopic("led-1", 1, 1)])["led-1"].result(10)  # answered once it has a leader
+    part = broker_with_acls.broker.replica_manager.get("led-1", 0)
+    assert part is not None and part.is_leader(broker_with_acls.broker.broker_id)
