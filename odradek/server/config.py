@@ -158,6 +158,8 @@ KEYS: dict[str, Key] = {k.name: k for k in [
        doc="accepted for compatibility; replicas do not move between log dirs"),
     _k("replication.quota.window.num", "int", 11, 1),
     _k("replication.quota.window.size.seconds", "int", 1, 1),
+    _k("quota.window.num", "int", 11, 1, doc="samples of the client quotas' rates (client_quota_manager)"),
+    _k("quota.window.size.seconds", "int", 1, 1),
     _k("controlled.shutdown.enable", "bool", True),
     _k("controlled.shutdown.max.retries", "int", 3, 0),
     _k("controlled.shutdown.retry.backoff.ms", "long", 5000, 0),
