@@ -42,6 +42,8 @@ from odradek.server.broker_to_controller import BrokerToControllerChannel
 from odradek.server.dynamic_broker_config import DynamicConfigError, check_listeners, check_names, check_thread_counts
 from odradek.server.config import BrokerConfig, ConfigError, Listener
 from odradek.server.config_change_listener import ConfigChangeListener
+from odradek.server import client_quota_configs
+from odradek.server.client_quota_manager import ClientQuotaManager, QuotaCache
 from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
@@ -113,6 +115,11 @@ class Broker:
         self.halted = asyncio.Event()
         self._effective_config: BrokerConfig | None = None
         self.connection_quotas = ConnectionQuotas(self.effective_config)
+        # client byte-rate quotas (server/client_quota_manager.py); empty until loaded at start
+        self.client_quotas = QuotaCache()
+        samples, window = config["quota.window.num"], config["quota.window.size.seconds"]
+        self.produce_quotas = ClientQuotaManager("producer_byte_rate", self.client_quotas, self.clock, samples, window)
+        self.fetch_quotas = ClientQuotaManager("consumer_byte_rate", self.client_quotas, self.clock, samples, window)
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -169,6 +176,8 @@ class Broker:
         self.txn_coordinator = TransactionCoordinator.start(self)
         self.config_changes = ConfigChangeListener(self)
         self.config_changes.start()
+        # after the listener starts, so no change falls between the two
+        self.client_quotas.load(client_quota_configs.all_quotas(self.metadata.store))
         self._start_background()
         log.info("broker %d up: cluster %s, listening on %s, data in %s", self.broker_id,
                  self.cluster_id, self.advertised(), ", ".join(self.config.log_dirs))

@@ -2,7 +2,8 @@
 
 A broker that stores a topic's or a broker's dynamic configs (AlterConfigs) then creates a
 sequential znode ``/config/changes/config_change_<n>`` holding
-``{"version":2,"entity_path":"topics/<t>"}`` (or ``brokers/<id>``, ``brokers/<default>``),
+``{"version":2,"entity_path":"topics/<t>"}`` (or ``brokers/<id>``, ``brokers/<default>``, and
+for client quotas ``users/<u>``, ``users/<u>/clients/<c>``, ``clients/<c>``),
 as Kafka's ``AdminZkClient.changeConfigs`` does. Every broker watches the children of
 ``/config/changes`` and, for each notification newer than the last it processed, re-reads the
 entity's configs from the store and applies them (``ConfigChangeListener``): a topic's to its
@@ -23,6 +24,7 @@ import logging
 
 from odradek.metadata import layout
 from odradek.metadata.errors import MetadataError, NoNodeError
+from odradek.server import client_quota_configs
 
 log = logging.getLogger("odradek.config")
 
@@ -45,7 +47,7 @@ def entity_of(data: bytes) -> tuple[str, str] | None:
         kind, _, name = path.partition("/")
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return (kind, name) if kind in ("topics", "brokers") and name else None
+    return (kind, name) if kind in ("topics", "brokers", "users", "clients") and name else None
 
 
 class ConfigChangeListener:
@@ -114,6 +116,19 @@ class ConfigChangeListener:
                 broker.metadata.cache.refresh_topic_config(name)
                 broker.replica_manager.update_config(name, broker.topics.topic_log_config(name))
                 log.info("applied the dynamic configs of topic %s", name)
+        elif kind in ("users", "clients"):
+            self._apply_quotas(f"{kind}/{name}")
         elif name == layout.broker_config_entity(None) or name == str(broker.broker_id):
             broker.reload_dynamic_broker_config()
             log.info("applied the dynamic broker configs of %s", name)
+
+    def _apply_quotas(self, path: str) -> None:
+        """Re-read one client quota entity (``users/<u>``, ``users/<u>/clients/<c>``,
+        ``clients/<c>``; server/client_quota_configs.py)."""
+        entity = client_quota_configs.entity_of_path(path)
+        if entity is None:
+            log.warning("ignoring the config change of an unknown quota entity %s", path)
+            return
+        quotas = client_quota_configs.quotas_of(client_quota_configs.read_config(self.store, path))
+        self.broker.client_quotas.update(entity, quotas)
+        log.info("applied the client quotas of %s", path)

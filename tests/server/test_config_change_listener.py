@@ -15,7 +15,9 @@ def test_notification_names_and_bodies_are_read_as_kafka_writes_them():
     assert sequence_of("config_change_") is None
     assert entity_of(layout.encode_config_change("topics/orders")) == ("topics", "orders")
     assert entity_of(layout.encode_config_change("brokers/<default>")) == ("brokers", "<default>")
-    assert entity_of(b'{"version":2,"entity_path":"users/alice"}') is None
+    assert entity_of(b'{"version":2,"entity_path":"users/alice"}') == ("users", "alice")
+    assert entity_of(b'{"version":2,"entity_path":"users/a/clients/c"}') == ("users", "a/clients/c")
+    assert entity_of(b'{"version":2,"entity_path":"groups/g"}') is None
     assert entity_of(b"not json") is None
     assert entity_of(b'{"version":2}') is None
 
@@ -60,3 +62,22 @@ def test_a_topic_config_altered_through_one_broker_applies_to_the_replica_on_ano
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "on-two", configs={"retention.ms": "777777"})])
         admin.close()
         _wait_for(lambda: two.call(lambda: two.broker.replica_manager.get("on-two", 0).log.config.retention_ms) == 777777)
+
+
+def test_a_client_quota_altered_through_one_broker_applies_on_the_other(zookeeper, chroot, tmp_path):
+    from odradek.server import client_quota_configs as qc
+
+    connect = zookeeper.hosts + chroot
+    with InProcessBroker(tmp_path / "1", node_id=1, zookeeper_connect=connect) as one, \
+            InProcessBroker(tmp_path / "2", node_id=2, zookeeper_connect=connect) as two:
+        entity = qc.make_entity(user="alice", client_id="greedy")
+
+        def alter(value):
+            qc.alter(one.broker.metadata.store, entity, [("producer_byte_rate", value)])
+            one.broker.config_changes.notify(qc.entity_path(entity))
+
+        one.call(alter, 2048)
+        _wait_for(lambda: two.call(two.broker.client_quotas.find, "producer_byte_rate", "alice", "greedy")
+                  == (entity, 2048.0))
+        one.call(alter, None)
+        _wait_for(lambda: two.call(lambda: two.broker.client_quotas.empty))

@@ -1,0 +1,141 @@
+"""Client byte-rate quotas, as Kafka's ``ClientQuotaManager`` (one per quota type: produce,
+fetch) with its ``DefaultQuotaCallback``.
+
+Quotas come from ``server/client_quota_configs.py`` (``/config/users``, ``/config/clients``);
+the broker keeps all of them in memory (``QuotaCache``), loaded at start and re-read per entity
+on each ``/config/changes`` notification. The quota of a connection's (user, client id) is the
+most specific of, in Kafka's order::
+
+    1. /config/users/<user>/clients/<client-id>
+    2. /config/users/<user>/clients/<default>
+    3. /config/users/<user>
+    4. /config/users/<default>/clients/<client-id>
+    5. /config/users/<default>/clients/<default>
+    6. /config/users/<default>
+    7. /config/clients/<client-id>
+    8. /config/clients/<default>
+
+The user is the connection principal's name (``ANONYMOUS`` when unauthenticated). Quotas are
+tracked per that matched entity (Kafka's metric tags): clients sharing a ``<default>`` quota
+are each measured alone, clients sharing ``/config/clients/x`` share it.
+
+Rates are measured as Kafka's ``Rate`` over ``quota.window.num`` samples (11) of
+``quota.window.size.seconds`` (1 s) each: the bytes recorded in the live samples divided by
+their span, the span taken as at least ``quota.window.num - 1`` windows (so a client's first
+bytes are not measured over a few milliseconds). A client over its quota is throttled for
+``(rate - quota) / quota * span`` (Kafka's ``QuotaUtils.throttleTime``), at most the whole
+measured span.
+
+When no quota exists anywhere, ``QuotaCache.empty`` is True and the request paths skip the
+manager entirely: the fast path costs one attribute check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from odradek.server import client_quota_configs as configs
+
+
+def _precedence(user: str, client_id: str) -> list[tuple]:
+    """The entities Kafka's DefaultQuotaCallback tries, most specific first."""
+    e = configs.make_entity
+    return [e(user=user, client_id=client_id), e(user=user, client_id=None), e(user=user),
+            e(user=None, client_id=client_id), e(user=None, client_id=None), e(user=None),
+            e(client_id=client_id), e(client_id=None)]
+
+
+class QuotaCache:
+    """Every configured quota: entity -> {key: value}."""
+
+    def __init__(self) -> None:
+        self.quotas: dict[tuple, dict[str, float]] = {}
+        self.empty = True
+
+    def load(self, everything: dict[tuple, dict[str, float]]) -> None:
+        self.quotas = dict(everything)
+        self.empty = not self.quotas
+
+    def update(self, entity: tuple, quotas: dict[str, float]) -> None:
+        """Set ``entity``'s quotas (none: it has no quota any more)."""
+        if quotas:
+            self.quotas[entity] = quotas
+        else:
+            self.quotas.pop(entity, None)
+        self.empty = not self.quotas
+
+    def find(self, key: str, user: str, client_id: str) -> tuple[tuple, float] | None:
+        """``(entity, quota)`` of the most specific entity with a ``key`` quota, or None."""
+        if self.empty:
+            return None
+        for entity in _precedence(user, client_id):
+            quota = self.quotas.get(entity, {}).get(key)
+            if quota is not None:
+                return entity, quota
+        return None
+
+
+@dataclass
+class _Sensor:
+    """Kafka's ``SampledStat`` with ``Rate``: ``samples`` sample windows, oldest first."""
+    starts: list = field(default_factory=list)  # start time (ms) of each live sample
+    totals: list = field(default_factory=list)  # bytes recorded in each live sample
+
+
+class ClientQuotaManager:
+    """Byte-rate quotas of one kind (``producer_byte_rate`` or ``consumer_byte_rate``)."""
+
+    def __init__(self, key: str, cache: QuotaCache, clock, window_num: int = 11,
+                 window_size_seconds: int = 1) -> None:
+        self.key = key
+        self.cache = cache
+        self.clock = clock
+        self.samples = max(window_num, 2)
+        self.window_ms = window_size_seconds * 1000
+        self.sensors: dict[tuple, _Sensor] = {}
+
+    def record_and_get_throttle_time_ms(self, user: str, client_id: str, nbytes: int) -> int:
+        """Record ``nbytes`` for the client and return how long to throttle it (0: not)."""
+        found = self.cache.find(self.key, user, client_id)
+        if found is None:
+            return 0
+        entity, quota = found
+        # clients sharing a <default> entity are measured apart, as Kafka's metric tags
+        tags = _tags(entity, user, client_id)
+        sensor = self.sensors.setdefault(tags, _Sensor())
+        now = self.clock.milliseconds()
+        self._record(sensor, nbytes, now)
+        span = self._span_ms(sensor, now)
+        rate = sum(sensor.totals) * 1000.0 / span
+        if quota <= 0:
+            return int(span)
+        if rate <= quota:
+            return 0
+        return min(int(round((rate - quota) / quota * span)), int(span))
+
+    def _record(self, sensor: _Sensor, nbytes: int, now: int) -> None:
+        if not sensor.starts or now >= sensor.starts[-1] + self.window_ms:
+            sensor.starts.append(now)
+            sensor.totals.append(0)
+        sensor.totals[-1] += nbytes
+        # purge samples older than the whole window (Kafka's SampledStat.purgeObsoleteSamples)
+        horizon = now - self.samples * self.window_ms
+        while sensor.starts and sensor.starts[0] <= horizon:
+            del sensor.starts[0]
+            del sensor.totals[0]
+
+    def _span_ms(self, sensor: _Sensor, now: int) -> float:
+        """Kafka's ``Rate.windowSize``: elapsed since the oldest sample, at least
+        ``samples - 1`` whole windows."""
+        elapsed = now - sensor.starts[0]
+        full = elapsed // self.window_ms
+        if full < self.samples - 1:
+            elapsed += (self.samples - 1 - full) * self.window_ms
+        return float(max(elapsed, 1))
+
+
+def _tags(entity: tuple, user: str, client_id: str) -> tuple:
+    """The identity a matched entity measures: a default's name replaced by the client's."""
+    names = dict(entity)
+    return (names.get(configs.USER, ...) if names.get(configs.USER, ...) is not None else user,
+            names.get(configs.CLIENT_ID, ...) if names.get(configs.CLIENT_ID, ...) is not None else client_id)
