@@ -40,6 +40,7 @@ from odradek.client.admin_types import (
     ResourceType,
     TopicDescription,
 )
+from odradek.client.admin_quotas import QuotaAdmin
 from odradek.client.admin_scram import ScramAdmin
 from odradek.client.client_security import connection_settings
 from odradek.client.cluster import ClusterClient
@@ -75,7 +76,7 @@ _ASK_AGAIN = frozenset({
 
 
 class AsyncAdminClient(GroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin, LogDirAdmin, ScramAdmin,
-                       AclAdmin):
+                       AclAdmin, QuotaAdmin):
     def __init__(self, bootstrap_servers, *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = 30_000, default_api_timeout_ms: int = 60_000,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000,

@@ -92,6 +92,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_ACLS: (1, 3),
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
+    # client quotas (client/admin_quotas.py); v1 is flexible, the same fields
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     # transactions; AddPartitionsToTxn v4+ is the brokers' batched form, EndTxn v5 bumps the
     # epoch on every transaction (KIP-890 part 2), which this client does not do
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),

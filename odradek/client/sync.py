@@ -431,7 +431,7 @@ _ADMIN_CALLS = (
     "list_transactions describe_transactions describe_producers abort_transaction abort_transaction_at "
     "find_hanging_transactions elect_leaders alter_partition_reassignments list_partition_reassignments "
     "describe_log_dirs alter_user_scram_credentials describe_user_scram_credentials "
-    "create_acls describe_acls delete_acls"
+    "create_acls describe_acls delete_acls describe_client_quotas alter_client_quotas"
 ).split()
 for _name in _ADMIN_CALLS:
     setattr(AdminClient, _name, _forward(_name, AsyncAdminClient))

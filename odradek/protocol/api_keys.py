@@ -45,6 +45,7 @@ _SERVED = [
     ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,  # ``server/handlers/acls.py``
+    ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,  # ``server/handlers/client_quotas.py``
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

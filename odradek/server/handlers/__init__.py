@@ -21,6 +21,7 @@ from odradek.server.handlers import partition_reassignments
 from odradek.server.handlers import describe_log_dirs
 from odradek.server.handlers import sasl, user_scram_credentials
 from odradek.server.handlers import acls
+from odradek.server.handlers import client_quotas
 from odradek.server.handlers import (
     add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
 )
@@ -76,4 +77,6 @@ HANDLERS = {
     ApiKey.DESCRIBE_ACLS: acls.handle_describe,
     ApiKey.CREATE_ACLS: acls.handle_create,
     ApiKey.DELETE_ACLS: acls.handle_delete,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe,
+    ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter,
 }
