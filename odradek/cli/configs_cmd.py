@@ -7,6 +7,8 @@
     odradek configs --entity-type brokers --entity-default --describe
     odradek configs --entity-type broker-loggers --entity-name 1000 --alter --add-config odradek.broker=DEBUG
     odradek configs --entity-type users --entity-name alice --alter --add-config 'SCRAM-SHA-512=[password=alice-secret]'
+    odradek configs --entity-type clients --entity-name greedy --alter --add-config producer_byte_rate=204800
+    odradek configs --user alice --client c1 --describe
 
 ``--describe`` shows the configs set on the entity (a topic's overrides, a broker's dynamic
 settings, every logger of a broker with its level); ``--all`` shows every config with its
@@ -16,14 +18,15 @@ values) and removes (``--delete-config``, names joined by commas) keys in one
 IncrementalAlterConfigs request; a removed key falls back to the broker's (or Kafka's)
 default, a removed logger level to its parent's. As Kafka's tool, ``--alter`` refuses to
 delete a key that is not set ("Invalid config(s): k") and to name a logger the broker does not
-have ("Invalid broker logger(s): l"). Users' SCRAM credentials: ``cli/user_scram_configs.py``.
+have ("Invalid broker logger(s): l"). Users' SCRAM credentials: ``cli/user_scram_configs.py``;
+users' and clients' quotas: ``cli/client_quota_configs.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from odradek.cli import user_scram_configs
+from odradek.cli import client_quota_configs, user_scram_configs
 from odradek.cli.common import (
     CommandError,
     add_bootstrap,
@@ -37,7 +40,8 @@ from odradek.cli.common import (
     warn_message_format_version,
 )
 
-_TYPES = {"topics": "topic", "brokers": "broker", "broker-loggers": "broker-logger", "users": "user"}
+_TYPES = {"topics": "topic", "brokers": "broker", "broker-loggers": "broker-logger", "users": "user",
+          "clients": "client"}
 
 
 
@@ -45,9 +49,12 @@ def add_parser(sub) -> None:
     p = sub.add_parser("configs", help="describe and change topic and broker configs",
                        description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_bootstrap(p)
-    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics, brokers, broker-loggers or users")
-    p.add_argument("--entity-name", metavar="NAME", help="a topic name, broker id or user name")
-    p.add_argument("--entity-default", action="store_true", help="brokers: the cluster-wide defaults")
+    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics, brokers, broker-loggers, users or clients")
+    p.add_argument("--entity-name", metavar="NAME", help="a topic name, broker id, user name or client id")
+    p.add_argument("--entity-default", action="store_true",
+                   help="brokers: the cluster-wide defaults; users, clients: the default quota entity")
+    p.add_argument("--user", metavar="USER", help="quotas of a user (with --client: of that user's client id)")
+    p.add_argument("--client", metavar="CLIENT_ID", help="quotas of a client id")
     p.add_argument("--topic", metavar="T", help="same as --entity-type topics --entity-name T")
     p.add_argument("--broker", metavar="ID", help="same as --entity-type brokers --entity-name ID")
     p.add_argument("--broker-logger", metavar="ID", help="same as --entity-type broker-loggers --entity-name ID")
@@ -80,23 +87,32 @@ def _entity(args) -> tuple[str, str | None]:
     if len(set(names)) > 1:
         raise CommandError("the entity is named twice, differently")
     if args.entity_default:
-        if kind != "brokers":
-            raise CommandError("--entity-default goes with --entity-type brokers")
+        if kind not in ("brokers", "users", "clients"):
+            raise CommandError("--entity-default goes with --entity-type brokers, users or clients")
         if names:
             raise CommandError("--entity-default and --entity-name cannot be used together")
         return kind, ""
-    if kind not in ("topics", "users") and names and not names[0].isdigit():
+    if kind not in ("topics", "users", "clients") and names and not names[0].isdigit():
         raise CommandError(f"a broker's --entity-name is its id, not {names[0]!r}")
     return kind, names[0] if names else None
 
 
 def _run(args) -> int:
+    if args.user is not None or args.client is not None:
+        return _quota_entity(args)
     kind, name = _entity(args)
     if args.alter and name is None:
         raise CommandError("--alter needs --entity-name (or --entity-default)")
     if not args.alter and (args.add_config or args.delete_config):
         raise CommandError("--add-config and --delete-config go with --alter")
     with admin_client(args) as admin:
+        if kind == "clients" or (kind == "users" and (not args.alter or client_quota_configs.involves_quotas(args))):
+            entity = {_QUOTA_TYPES[kind]: name or None}  # "" (--entity-default): the default entity
+            if args.alter:
+                return client_quota_configs.alter(admin, entity, args)
+            client_quota_configs.describe(admin, entity, name is not None, args)
+            if kind == "clients" or name == "":  # no SCRAM credentials for the default user
+                return 0
         if kind == "users":  # SCRAM credentials (cli/user_scram_configs.py)
             return (user_scram_configs.alter if args.alter else user_scram_configs.describe)(admin, name, args)
         if kind != "topics" and name:
@@ -104,6 +120,20 @@ def _run(args) -> int:
         if args.alter:
             return _alter(admin, kind, name, args)
         return _describe(admin, kind, name, args)
+
+
+_QUOTA_TYPES = {"users": "user", "clients": "client-id"}
+
+
+def _quota_entity(args) -> int:
+    """``--user U`` and/or ``--client C``: one quota entity (a user's client id with both)."""
+    if args.entity_type or args.entity_name or args.entity_default or args.topic or args.broker or args.broker_logger:
+        raise CommandError("--user and --client name the entity themselves")
+    entity = {t: n for t, n in (("user", args.user), ("client-id", args.client)) if n is not None}
+    with admin_client(args) as admin:
+        if args.alter:
+            return client_quota_configs.alter(admin, entity, args)
+        return client_quota_configs.describe(admin, entity, True, args)
 
 
 def _check_broker(admin, broker_id: str) -> None:

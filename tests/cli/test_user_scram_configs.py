@@ -70,8 +70,10 @@ def test_alter_describe_delete_then_login(broker):
 def test_bad_alterations_are_refused_with_kafkas_words(broker):
     base = ("configs", "--bootstrap-server", f"127.0.0.1:{plain_port(broker)}", "--entity-type", "users",
             "--entity-name", "bob", "--alter")
-    refused = run_cli(*base, "--add-config", "producer_byte_rate=1024")
-    assert refused.code != 0 and "Unexpected config names: producer_byte_rate" in refused.err
+    refused = run_cli(*base, "--add-config", "bogus=1024")
+    assert refused.code != 0 and "Unexpected config names: bogus" in refused.err
+    refused = run_cli(*base, "--add-config", "producer_byte_rate=1024,SCRAM-SHA-512=[password=x]")
+    assert refused.code != 0 and "Cannot alter both quota and SCRAM credential configs" in refused.err
     refused = run_cli(*base, "--add-config", "SCRAM-SHA-512=[iterations=100,password=x]")
     assert refused.code != 0 and "Iterations 100 is less than the minimum 4096" in refused.err
     refused = run_cli(*base, "--delete-config", "SCRAM-SHA-256")
