@@ -23,8 +23,8 @@ Rates are measured as Kafka's ``Rate`` over ``quota.window.num`` samples (11) of
 ``quota.window.size.seconds`` (1 s) each: the bytes recorded in the live samples divided by
 their span, the span taken as at least ``quota.window.num - 1`` windows (so a client's first
 bytes are not measured over a few milliseconds). A client over its quota is throttled for
-``(rate - quota) / quota * span`` (Kafka's ``QuotaUtils.throttleTime``), at most the whole
-measured span.
+``(rate - quota) / quota * span`` (Kafka's ``QuotaUtils.throttleTime``, unbounded for byte
+rates as in Kafka's ``ClientQuotaManager``: one huge request earns a long pause).
 
 When no quota exists anywhere, ``QuotaCache.empty`` is True and the request paths skip the
 manager entirely: the fast path costs one attribute check.
@@ -111,7 +111,7 @@ class ClientQuotaManager:
             return int(span)
         if rate <= quota:
             return 0
-        return min(int(round((rate - quota) / quota * span)), int(span))
+        return int(round((rate - quota) / quota * span))
 
     def _record(self, sensor: _Sensor, nbytes: int, now: int) -> None:
         if not sensor.starts or now >= sensor.starts[-1] + self.window_ms:
@@ -139,3 +139,17 @@ def _tags(entity: tuple, user: str, client_id: str) -> tuple:
     names = dict(entity)
     return (names.get(configs.USER, ...) if names.get(configs.USER, ...) is not None else user,
             names.get(configs.CLIENT_ID, ...) if names.get(configs.CLIENT_ID, ...) is not None else client_id)
+
+
+def throttle(ctx, manager: ClientQuotaManager, nbytes: int) -> int:
+    """Record ``nbytes`` for the request's connection and, when it went over its quota, mute
+    the connection for the throttle time (KIP-219: the response carrying the time is sent at
+    once, then nothing more is read from that client until the time has passed). Returns the
+    throttle time for the response. Callers check ``QuotaCache.empty`` first."""
+    connection = ctx.connection
+    if getattr(connection, "in_process", False):
+        return 0  # the broker's own requests are never throttled
+    ms = manager.record_and_get_throttle_time_ms(connection.principal.name, ctx.client_id or "", nbytes)
+    if ms > 0:
+        connection.throttle(ms)
+    return ms

@@ -130,6 +130,7 @@ class Connection(asyncio.BufferedProtocol):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fast_produce = broker.produce_fast_path.handle
         self._counted_address: str | None = None  # admitted by the broker's ConnectionQuotas
+        self._throttled = False  # muted over a client quota (throttle, KIP-219)
 
     # --- asyncio callbacks ----------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -220,6 +221,8 @@ class Connection(asyncio.BufferedProtocol):
         self._stalled = False
         try:
             while not self.closed:
+                if self._throttled:
+                    break  # frames wait in the parser until the throttle time has passed
                 if len(self.pending) >= self.max_queued:
                     self._stalled = True  # frames may wait in the parser; see _flush
                     break
@@ -480,13 +483,30 @@ class Connection(asyncio.BufferedProtocol):
                                                                  and not self.parser.in_frame)
         if memory_wait:
             self.memory.wait(self)
-        want_pause = self._writing_paused or len(self.pending) >= self.max_queued or memory_wait
+        want_pause = (self._writing_paused or len(self.pending) >= self.max_queued or memory_wait
+                      or self._throttled)
         if want_pause and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
         elif not want_pause and self._reading_paused:
             self._reading_paused = False
             self.transport.resume_reading()
+
+    def throttle(self, ms: int) -> None:
+        """Mute the connection for ``ms`` ms (a client over its quota: Kafka's
+        ``Selector.mute`` after the throttled response). Responses still go out; requests are
+        neither read nor handled until then."""
+        if self.closed or self._throttled or self._loop is None:
+            return
+        self._throttled = True
+        self._update_reading()
+        self._loop.call_later(ms / 1000, self._unthrottle)
+
+    def _unthrottle(self) -> None:
+        self._throttled = False
+        if not self.closed:
+            self._update_reading()
+            self._process()
 
     def close(self, reason: str | None = None, level: int = logging.WARNING) -> None:
         """Close, saying why at ``level`` (routine closes, such as idle ones, at DEBUG as in

@@ -52,9 +52,12 @@ class ProduceFastPath:
         self._notify = replica_manager.notify
         self._clock = replica_manager.clock
         self._broker_id = broker.broker_id
+        self._quotas = broker.client_quotas  # QuotaCache: .empty while no client quota exists
 
     def handle(self, frame) -> bytes | None:
         if getattr(self._broker, "authorizer", None) is not None:  # ACLs: the generic path checks them
+            return None
+        if not self._quotas.empty:  # client quotas: the generic path measures them
             return None
         parsed = parse_request(frame)
         if parsed is None:

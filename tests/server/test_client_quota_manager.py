@@ -47,8 +47,99 @@ def test_clients_sharing_a_default_quota_are_measured_apart():
     assert manager.record_and_get_throttle_time_ms("u", "a", 10_000) > 0
 
 
-def test_the_throttle_is_capped_at_the_measured_span():
+def test_one_huge_request_earns_a_long_throttle_as_in_kafka():
     clock, cache = FakeClock(), QuotaCache()
-    cache.update(e(user="u"), {KEY: 1.0})
+    cache.update(e(user="u"), {KEY: 1000.0})
     manager = ClientQuotaManager(KEY, cache, clock, window_num=3, window_size_seconds=1)
-    assert manager.record_and_get_throttle_time_ms("u", "c", 10**6) == 2000
+    # 1,000,000 bytes over the minimum span of 2 s: (500,000 - 1000) / 1000 * 2000 ms
+    assert manager.record_and_get_throttle_time_ms("u", "c", 10**6) == 998_000
+
+
+# --- enforcement against real clients ---------------------------------------------------------
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+from confluent_kafka import Consumer, Producer  # noqa: E402
+
+from odradek.client.admin_quotas import ClientQuotaAlteration  # noqa: E402
+from odradek.client.sync import AdminClient  # noqa: E402
+from odradek.testing.broker import InProcessBroker  # noqa: E402
+
+QUOTA = 200 * 1024  # bytes/s
+
+
+@pytest.fixture(scope="module")
+def quota_broker(tmp_path_factory):
+    # two 1 s windows: the measured span is at least 1 s, so a burst over the quota is caught
+    # within a second rather than after Kafka's default ten
+    with InProcessBroker(tmp_path_factory.mktemp("quota") / "data", quota_window_num="2",
+                         num_partitions="1") as b:
+        admin = AdminClient(b.bootstrap)
+        try:
+            assert set(admin.alter_client_quotas([
+                ClientQuotaAlteration({"client-id": "greedy"}, [("producer_byte_rate", QUOTA)]),
+                ClientQuotaAlteration({"client-id": "slow-reader"}, [("consumer_byte_rate", QUOTA)]),
+            ]).values()) == {None}
+        finally:
+            admin.close()
+        yield b
+
+
+def _producer(broker, client_id, throttles):
+    return Producer({"bootstrap.servers": broker.bootstrap, "client.id": client_id, "linger.ms": 5, "batch.size": 16384,
+                     "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+
+
+def test_a_greedy_producer_is_held_to_its_quota_while_another_is_not_throttled(quota_broker):
+    greedy_throttles, polite_throttles, acked = [], [], [0, 0]
+    greedy = _producer(quota_broker, "greedy", greedy_throttles)
+    polite = _producer(quota_broker, "polite", polite_throttles)
+    value = b"x" * 1024
+
+    def count(i):
+        def on_delivery(err, msg):
+            if err is None:
+                acked[i] += len(msg.value())
+        return on_delivery
+
+    start = time.monotonic()
+    while time.monotonic() - start < 2.0:
+        try:
+            greedy.produce("quota-greedy", value, on_delivery=count(0))
+        except BufferError:
+            pass
+        if acked[1] < 100 * 1024:  # a little, well under any quota
+            polite.produce("quota-polite", value, on_delivery=count(1))
+        greedy.poll(0)
+        polite.poll(0)
+    elapsed = time.monotonic() - start
+    greedy.poll(0.5)
+    polite.flush(10)
+    assert acked[0] > 0 and acked[0] / elapsed < 3 * QUOTA, (acked[0], elapsed)
+    assert any(t > 0 for t in greedy_throttles), greedy_throttles
+    assert acked[1] >= 100 * 1024 and not any(t > 0 for t in polite_throttles), polite_throttles
+    greedy.purge()
+    greedy.flush(0)
+
+
+def test_a_consumer_over_its_fetch_quota_is_told_its_throttle_time(quota_broker):
+    producer = _producer(quota_broker, "filler", [])
+    for _ in range(1024):
+        producer.produce("quota-fetch", b"y" * 1024)
+        producer.poll(0)
+    producer.flush(10)
+    throttles = []
+    consumer = Consumer({"bootstrap.servers": quota_broker.bootstrap, "client.id": "slow-reader",
+                         "group.id": "quota-g", "auto.offset.reset": "earliest",
+                         "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+    consumer.subscribe(["quota-fetch"])
+    try:
+        read = 0
+        deadline = time.monotonic() + 20
+        while not any(t > 0 for t in throttles) and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                read += len(msg.value())
+        assert any(t > 0 for t in throttles), (throttles, read)
+    finally:
+        consumer.close()

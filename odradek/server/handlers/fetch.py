@@ -46,7 +46,7 @@ from odradek.protocol.generated.fetch_response import (
     PartitionData,
 )
 from odradek.replication.transactions import aborted_transactions, fetched_upper_bound
-from odradek.server import authorize
+from odradek.server import authorize, client_quota_manager
 from odradek.protocol.acl_binding import CLUSTER_ACTION, READ, TOPIC
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
@@ -94,9 +94,12 @@ async def handle(ctx, request):
             await broker.replica_manager.wait_for_appends(keys, remaining)
             total = (_read_all(broker, request, wanted) if magic is None
                      else await _read_converted(broker, request, wanted, magic))
+    throttle_ms = 0
     if _follower_of(request) >= 0:
         _record_throttled(broker, wanted)
-    return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
+    elif not broker.client_quotas.empty:  # Kafka's fetch quota: the bytes returned to a consumer
+        throttle_ms = client_quota_manager.throttle(ctx, broker.fetch_quotas, total)
+    return FetchResponse(throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 
 def _read_check(ctx, request):

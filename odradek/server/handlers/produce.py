@@ -47,7 +47,7 @@ from odradek.replication.partition import CheckOffLoop
 from odradek.replication.produce_validation import ProduceError
 from odradek.server.handlers.produce_flush import flush_all
 from odradek.server.txn_verification import verification
-from odradek.server import authorize
+from odradek.server import authorize, client_quota_manager
 from odradek.protocol.acl_binding import TOPIC, TRANSACTIONAL_ID, WRITE
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE
 
@@ -87,12 +87,20 @@ def handle(ctx, request):
                 appended.append((name, data.index, resp, last_offset))
             responses.append(resp)
         topics.append(TopicProduceResponse(name=name, partition_responses=responses))
+    throttle_ms = 0 if broker.client_quotas.empty else _throttle(ctx, request)
     if queued:
-        return _finish_queued(broker, acks, request.timeout_ms, topics, appended, queued)
-    return _finish(broker, acks, request.timeout_ms, topics, appended)
+        return _finish_queued(broker, acks, request.timeout_ms, topics, appended, queued, throttle_ms)
+    return _finish(broker, acks, request.timeout_ms, topics, appended, throttle_ms)
 
 
-def _finish(broker, acks: int, timeout_ms: int, topics, appended):
+def _throttle(ctx, request) -> int:
+    """Kafka's produce quota: the request's record bytes count against the client's
+    ``producer_byte_rate`` (server/client_quota_manager.py)."""
+    nbytes = sum(len(d.records) for t in request.topic_data for d in t.partition_data if d.records is not None)
+    return client_quota_manager.throttle(ctx, ctx.broker.produce_quotas, nbytes)
+
+
+def _finish(broker, acks: int, timeout_ms: int, topics, appended, throttle_ms: int = 0):
     """The response (NO_RESPONSE or CLOSE_CONNECTION for acks=0; a coroutine when it waits
     for flushes or replication) once every partition was appended or refused."""
     waits = [(name, index, last_offset, resp) for name, index, resp, last_offset in appended] if acks == -1 else []
@@ -105,13 +113,13 @@ def _finish(broker, acks: int, timeout_ms: int, topics, appended):
         # the client refresh its metadata and notice.
         failed = any(r.error_code for t in topics for r in t.partition_responses)
         return CLOSE_CONNECTION if failed else NO_RESPONSE
-    response = ProduceResponse(responses=topics, throttle_time_ms=0)
+    response = ProduceResponse(responses=topics, throttle_time_ms=throttle_ms)
     if flushes or (waits and not broker.replica_manager.all_replicated(waits)):
         return _complete(broker, flushes, waits, timeout_ms, response)
     return response
 
 
-async def _finish_queued(broker, acks: int, timeout_ms: int, topics, appended, queued):
+async def _finish_queued(broker, acks: int, timeout_ms: int, topics, appended, queued, throttle_ms: int = 0):
     """``_finish`` once the appends queued off the event loop are made."""
     for task, topic, resp in queued:
         try:
@@ -124,7 +132,7 @@ async def _finish_queued(broker, acks: int, timeout_ms: int, topics, appended, q
         resp.log_append_time_ms = result.log_append_time
         resp.log_start_offset = result.log_start_offset
         appended.append((topic, resp.index, resp, result.last_offset))
-    result = _finish(broker, acks, timeout_ms, topics, appended)
+    result = _finish(broker, acks, timeout_ms, topics, appended, throttle_ms)
     return await result if asyncio.iscoroutine(result) else result
 
 
