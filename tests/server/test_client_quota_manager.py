@@ -79,6 +79,7 @@ def quota_broker(tmp_path_factory):
             assert set(admin.alter_client_quotas([
                 ClientQuotaAlteration({"client-id": "greedy"}, [("producer_byte_rate", QUOTA)]),
                 ClientQuotaAlteration({"client-id": "slow-reader"}, [("consumer_byte_rate", QUOTA)]),
+                ClientQuotaAlteration({"client-id": "muted"}, [("producer_byte_rate", 1)]),
             ]).values()) == {None}
         finally:
             admin.close()
@@ -143,3 +144,41 @@ def test_a_consumer_over_its_fetch_quota_is_told_its_throttle_time(quota_broker)
         assert any(t > 0 for t in throttles), (throttles, read)
     finally:
         consumer.close()
+
+
+def test_the_broker_mutes_a_client_that_ignores_its_throttle_time(quota_broker):
+    """A client that sends again at once (as no real client should) is not read: its next
+    request waits in the broker until the throttle time has passed (here: ended by hand)."""
+    import asyncio
+
+    from odradek.client.connection import BrokerConnection
+    from odradek.protocol.api_keys import ApiKey
+    from odradek.protocol.generated.produce_request import (
+        PartitionProduceData, ProduceRequest, TopicProduceData,
+    )
+    from odradek.records.record import Record
+    from odradek.records.builder import build_batch
+
+    broker = quota_broker.broker
+    request = ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name="quota-muted", partition_data=[PartitionProduceData(
+            index=0, records=build_batch([Record(offset=0, timestamp=0, key=None, value=b"z" * 1000)]))])])
+
+    def connection_of(port):
+        return next(c for c in broker.connections if c.peer.endswith(f":{port}"))
+
+    async def run():
+        conn = await BrokerConnection("127.0.0.1", quota_broker.port, client_id="muted").connect()
+        try:
+            first = await conn.send(ApiKey.PRODUCE, request)
+            assert first.throttle_time_ms > 0
+            held = conn.send(ApiKey.PRODUCE, request)
+            muted = quota_broker.call(connection_of, conn._transport.get_extra_info("sockname")[1])
+            assert quota_broker.call(lambda: muted._throttled and muted._reading_paused)
+            quota_broker.call(muted._unthrottle)  # the time has passed
+            second = await asyncio.wait_for(held, 10)
+            assert second.throttle_time_ms > 0
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
