@@ -154,5 +154,5 @@ def test_max_records_per_partition_and_save_modes(spark, bootstrap, new_topic):
     out = df.select("key", "value").write.format("odradek").option("kafka.bootstrap.servers", bootstrap)
     with pytest.raises(Exception, match="save mode 'overwrite' is not allowed"):
         out.option("topic", new_topic(1)).mode("overwrite").save()
-    with pytest.raises(Exception, match="kafka.ssl.truststore.location"):
-        reader(spark, bootstrap, topic).option("kafka.ssl.truststore.location", "/x").load().count()
+    with pytest.raises(Exception, match="kafka.no.such.setting"):  # never silently ignored
+        reader(spark, bootstrap, topic).option("kafka.no.such.setting", "x").load().count()

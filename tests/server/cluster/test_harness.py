@@ -108,7 +108,7 @@ def test_verifying_producer_and_replica_bytes_on_one_broker(make_cluster):
     """The tools the failover tests rely on, where no failover is involved: one broker."""
     from tests.server.cluster.cluster_clients import VerifyingProducer, create_topic
 
-    cluster = make_cluster().start([41], controller=False)
+    cluster = make_cluster().start([41])  # with its controller: CreateTopics needs one
     create_topic(cluster.bootstrap, "solo", 2, 1)
     cluster.wait_topic_ready("solo", 2)
     with VerifyingProducer(cluster.bootstrap, "solo", 2, rate=400) as producer:

@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 
 from tests.server.cluster.broker_node import BrokerNode, free_port
 from tests.server.cluster.cluster_clients import create_topic, read_partition
+from tests.server.cluster.harness import wait_until
 from tests.server.tls_certs import make_pki
 
 pytestmark = pytest.mark.timeout(180)
@@ -51,5 +52,7 @@ def test_replication_over_tls_inter_broker_listener(make_cluster, tmp_path):
     cluster[leader].kill()
     new_leader = cluster.wait_for_leader("tls-replicated", 0, other_than=leader)
     assert new_leader in BROKERS and new_leader != leader
-    values = [v for _, v in read_partition(cluster[new_leader].bootstrap, "tls-replicated", 0)]
-    assert values == [f"v{i}".encode() * 50 for i in range(100)]
+    expected = [f"v{i}".encode() * 50 for i in range(100)]
+    # The new leader's high watermark moves up once a follower fetched from it: read until then.
+    wait_until(lambda: [v for _, v in read_partition(cluster[new_leader].bootstrap, "tls-replicated", 0)]
+               == expected, 30, "every record readable from the new leader")
