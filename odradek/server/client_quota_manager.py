@@ -135,10 +135,11 @@ class ClientQuotaManager:
 
 
 def _tags(entity: tuple, user: str, client_id: str) -> tuple:
-    """The identity a matched entity measures: a default's name replaced by the client's."""
+    """What a matched entity measures (Kafka's metric tags): its types, each with the client's
+    own name, so each client under a ``<default>`` is measured alone while clients of any user
+    sharing ``/config/clients/<c>`` share one rate. ``("", c)``: a client-id-only entity."""
     names = dict(entity)
-    return (names.get(configs.USER, ...) if names.get(configs.USER, ...) is not None else user,
-            names.get(configs.CLIENT_ID, ...) if names.get(configs.CLIENT_ID, ...) is not None else client_id)
+    return (user if configs.USER in names else "", client_id if configs.CLIENT_ID in names else "")
 
 
 def throttle(ctx, manager: ClientQuotaManager, nbytes: int) -> int:

@@ -47,6 +47,15 @@ def test_clients_sharing_a_default_quota_are_measured_apart():
     assert manager.record_and_get_throttle_time_ms("u", "a", 10_000) > 0
 
 
+def test_a_users_clients_share_the_users_quota():
+    clock, cache = FakeClock(), QuotaCache()
+    cache.update(e(user="alice"), {KEY: 1000.0})
+    manager = ClientQuotaManager(KEY, cache, clock)
+    assert manager.record_and_get_throttle_time_ms("alice", "a", 10_000) == 0
+    assert manager.record_and_get_throttle_time_ms("alice", "b", 10_000) > 0  # the same rate
+    assert manager.record_and_get_throttle_time_ms("bob", "a", 10**9) == 0  # no quota for bob
+
+
 def test_one_huge_request_earns_a_long_throttle_as_in_kafka():
     clock, cache = FakeClock(), QuotaCache()
     cache.update(e(user="u"), {KEY: 1000.0})
