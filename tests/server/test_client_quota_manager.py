@@ -1,9 +1,19 @@
 """Kafka's ClientQuotaManager: the most specific quota wins (DefaultQuotaCallback's order),
-rates over quota.window.num samples, throttle time (rate - quota) / quota * span."""
+rates over quota.window.num samples, throttle time (rate - quota) / quota * span; and against a
+broker with real clients: a greedy producer held to its quota and told its throttle time, an
+unquota'd one not throttled, a consumer's fetch quota, a client ignoring its throttle muted."""
 
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from odradek.client.admin_quotas import ClientQuotaAlteration
+from odradek.client.sync import AdminClient
 from odradek.server.client_quota_configs import make_entity as e
 from odradek.server.client_quota_manager import ClientQuotaManager, QuotaCache
 from odradek.storage.clock import FakeClock
+from odradek.testing.broker import InProcessBroker
 
 KEY = "producer_byte_rate"
 
@@ -65,14 +75,6 @@ def test_one_huge_request_earns_a_long_throttle_as_in_kafka():
 
 
 # --- enforcement against real clients ---------------------------------------------------------
-import time  # noqa: E402
-
-import pytest  # noqa: E402
-from confluent_kafka import Consumer, Producer  # noqa: E402
-
-from odradek.client.admin_quotas import ClientQuotaAlteration  # noqa: E402
-from odradek.client.sync import AdminClient  # noqa: E402
-from odradek.testing.broker import InProcessBroker  # noqa: E402
 
 QUOTA = 200 * 1024  # bytes/s
 
