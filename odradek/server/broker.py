@@ -4,7 +4,8 @@ Start-up order (Kafka 2.8's ``KafkaServer.startup``): metadata store (embedded, 
 when ``zookeeper.connect`` is set) and the cluster id; the logs of every data directory
 (recovering after an unclean stop; the logs of deleted topics removed); the replica manager
 with the replication parts (channel to the controller, replica fetchers, AlterPartition
-sender); the listeners (port 0 binds an ephemeral port, which is then what is advertised);
+sender); the listeners (``broker_listeners``; port 0 binds an ephemeral port, which is then
+what is advertised);
 registration under ``/brokers/ids`` (its creation id is the broker epoch); the controller
 service (it elects; when this broker wins, ``start()`` returns once this broker took the roles
 the controller gave it, so a single broker leads its partitions by then); the group
@@ -29,8 +30,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
-import socket
 
 from odradek.controller.controller_service import ControllerService
 from odradek.coordinator.producer_ids import ProducerIdManager
@@ -38,6 +37,7 @@ from odradek.metadata import layout
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.alter_partition_manager import AlterPartitionManager
 from odradek.replication.replica_fetcher_manager import ReplicaFetcherManager
+from odradek.server.broker_listeners import BrokerListeners, BrokerStartError  # noqa: F401 - re-exported
 from odradek.server.broker_to_controller import BrokerToControllerChannel
 from odradek.server.dynamic_broker_config import DynamicConfigError, check_listeners, check_names, check_thread_counts
 from odradek.server.config import BrokerConfig, ConfigError, Listener
@@ -51,8 +51,6 @@ from odradek.server.sasl_authenticator import inter_broker_sasl
 from odradek.server.listener_security import (
     inter_broker_listener,
     inter_broker_ssl_context,
-    listener_security,
-    protocol_map,
 )
 from odradek.server.log_dir_failure_handler import LogDirFailureHandler
 from odradek.server.log_limiter import LogRateLimiter, message_key
@@ -68,11 +66,7 @@ log = logging.getLogger("odradek.broker")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-class BrokerStartError(Exception):
-    """The broker could not start; the message names the setting at fault and says why."""
-
-
-class Broker:
+class Broker(BrokerListeners):
     def __init__(self, config: BrokerConfig, clock=None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
@@ -213,77 +207,6 @@ class Broker:
     def controller_id(self) -> int:
         """The controller's broker id as the metadata image has it (-1: none right now)."""
         return self.metadata_image().controller_id
-
-    async def _listen(self) -> None:
-        for listener in self.effective_config().listeners:
-            try:
-                await self._bind(listener)
-            except ConfigError as e:
-                raise BrokerStartError(str(e)) from None
-            except OSError as e:
-                reason = os.strerror(e.errno) if e.errno else str(e)
-                raise BrokerStartError(f"listeners: cannot listen on {listener.host or '0.0.0.0'}:"
-                                       f"{listener.port} ({listener.name}): {reason.lower()}") from None
-
-    async def _bind(self, listener: Listener) -> None:
-        """Listen on ``listener``, with TLS when its protocol is SSL or SASL_SSL; ConfigError
-        for bad or unreadable TLS settings."""
-        security = listener_security(self.effective_config(), listener.name)
-        self.listener_security[listener.name] = security
-        server = await self.loop.create_server(
-            lambda name=listener.name: Connection(self, name), listener.host or None, listener.port,
-            reuse_address=True, backlog=1024, ssl=security.ssl_context,
-        )
-        sock = server.sockets[0]
-        set_buffer_sizes(sock, self.config)
-        self.bound[listener.name] = (listener.host or socket.gethostname(), sock.getsockname()[1])
-        self.servers[listener.name] = (listener, server)
-
-    async def update_listeners(self) -> None:
-        """Make the bound listeners those of ``listeners`` as it is now (a dynamic broker
-        config): close removed or moved ones with their connections, bind new ones, and
-        rewrite this broker's registration with the advertised endpoints."""
-        wanted = {listener.name: listener for listener in self.effective_config().listeners}
-        for name, (listener, server) in list(self.servers.items()):
-            if wanted.get(name) != listener:
-                server.close()
-                del self.servers[name], self.bound[name]
-                for conn in [c for c in self.connections if c.listener_name == name]:
-                    conn.close()
-        for name, listener in wanted.items():
-            if name not in self.servers:
-                try:
-                    await self._bind(listener)
-                except (OSError, ConfigError) as e:  # stored all the same, as Kafka does; the log says why
-                    log.error("cannot listen on %s://%s:%d: %s", name, listener.host, listener.port, e)
-        self.metadata.update_broker(self.broker_info())
-        log.info("broker %d now listening on %s", self.broker_id, self.advertised())
-
-    def advertised(self) -> list[tuple[str, str, int]]:
-        """``(listener, host, port)`` that clients are told, with bound ports filled in."""
-        out = []
-        for listener in self.effective_config().advertised_listeners:
-            host, port = listener.host, listener.port
-            bound = self.bound.get(listener.name)
-            if port == 0 and bound:
-                port = bound[1]
-            if not host or host == "0.0.0.0":
-                host = bound[0] if bound and bound[0] != "0.0.0.0" else socket.gethostname()
-            out.append((listener.name, host, port))
-        return out
-
-    def broker_info(self):
-        from odradek.metadata.layout import BrokerInfo, Endpoint
-
-        protocols = protocol_map(self.effective_config())
-        endpoints = tuple(Endpoint(name, host, port, protocols.get(name, "PLAINTEXT"))
-                          for name, host, port in self.advertised())
-        return BrokerInfo(self.broker_id, endpoints, self.config["broker.rack"])
-
-    @property
-    def port(self) -> int:
-        """The first listener's bound port (tests bind port 0)."""
-        return next(iter(self.bound.values()))[1]
 
     def _start_background(self) -> None:
         from odradek.server.background import background_tasks
@@ -500,15 +423,3 @@ async def _shut_down(part) -> None:
 
 def _listener_settings(config: BrokerConfig) -> tuple:
     return config.listeners, config.advertised_listeners, config["listener.security.protocol.map"]
-
-
-def set_buffer_sizes(sock: socket.socket, config) -> None:
-    """Kafka's ``socket.send.buffer.bytes`` and ``socket.receive.buffer.bytes`` (SO_SNDBUF,
-    SO_RCVBUF; -1 leaves the OS's own, which Linux grows with the traffic), set on the
-    listening socket: connections it accepts inherit them, and a receive buffer is in place
-    before the handshake announces the window."""
-    for key, option in (("socket.send.buffer.bytes", socket.SO_SNDBUF),
-                        ("socket.receive.buffer.bytes", socket.SO_RCVBUF)):
-        size = config[key]
-        if size != -1:
-            sock.setsockopt(socket.SOL_SOCKET, option, size)
