@@ -78,21 +78,30 @@ def read_watched_event(store: MetadataStore, key) -> ev.ControllerEvent | None:
     return None
 
 
-def _log_dir_event_notifications(store: MetadataStore) -> ev.ControllerEvent | None:
-    """Kafka's ``processLogDirEventNotification``: the brokers named by the notifications
-    (each deleted once read); a malformed one is deleted and logged."""
+def _take_notifications(store: MetadataStore, root: str) -> list[tuple[str, bytes]]:
+    """``(path, data)`` of the notifications under ``root``, in name order, each deleted once
+    read (one another controller took first is skipped); none when ``root`` is missing."""
     try:
-        names = store.children(layout.LOG_DIR_EVENT_NOTIFICATION)
+        names = store.children(root)
     except NoNodeError:
-        return None
-    brokers: set[int] = set()
+        return []
+    taken = []
     for name in sorted(names):
-        path = f"{layout.LOG_DIR_EVENT_NOTIFICATION}/{name}"
+        path = f"{root}/{name}"
         try:
             data, _ = store.get(path)
             store.delete(path)
         except NoNodeError:
             continue
+        taken.append((path, data))
+    return taken
+
+
+def _log_dir_event_notifications(store: MetadataStore) -> ev.ControllerEvent | None:
+    """Kafka's ``processLogDirEventNotification``: the brokers named by the notifications
+    (each deleted once read); a malformed one is deleted and logged."""
+    brokers: set[int] = set()
+    for path, data in _take_notifications(store, layout.LOG_DIR_EVENT_NOTIFICATION):
         try:
             doc = json.loads(data)
             if int(doc["event"]) == layout.LOG_DIR_FAILURE_EVENT:
@@ -105,18 +114,8 @@ def _log_dir_event_notifications(store: MetadataStore) -> ev.ControllerEvent | N
 def _isr_change_notifications(store: MetadataStore) -> ev.ControllerEvent | None:
     """Kafka's ``processIsrChangeNotification``: the partitions named by the notifications
     under ``/isr_change_notification`` (each deleted once read), with their states now."""
-    try:
-        names = store.children(layout.ISR_CHANGE_NOTIFICATION)
-    except NoNodeError:
-        return None
     partitions: set[tuple[str, int]] = set()
-    for name in names:
-        path = f"{layout.ISR_CHANGE_NOTIFICATION}/{name}"
-        try:
-            data, _ = store.get(path)
-            store.delete(path)
-        except NoNodeError:
-            continue
+    for path, data in _take_notifications(store, layout.ISR_CHANGE_NOTIFICATION):
         try:
             partitions |= {(p["topic"], int(p["partition"])) for p in json.loads(data)["partitions"]}
         except (ValueError, KeyError, TypeError) as e:

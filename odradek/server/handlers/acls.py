@@ -35,10 +35,9 @@ async def handle_create(ctx, request):
         return CreateAclsResponse(results=[AclCreationResult(error_code=code, error_message=message)
                                            for _ in request.creations])
     authorizer = getattr(ctx.broker, "authorizer", None)
-    if authorizer is None:
-        return every(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
-    if not authorize.allowed_cluster(ctx, ALTER):
-        return every(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, NOT_ALLOWED)
+    refusal = _refusal(ctx, authorizer, ALTER)
+    if refusal is not None:
+        return every(*refusal)
     results, valid = [], []
     for c in request.creations:
         binding = AclBinding(ResourcePattern(c.resource_type, c.resource_name, c.resource_pattern_type),
@@ -58,6 +57,16 @@ async def handle_create(ctx, request):
     return CreateAclsResponse(results=results)
 
 
+def _refusal(ctx, authorizer, operation: int) -> tuple[ErrorCode, str] | None:
+    """Why the whole request is refused (no authorizer; the operation not allowed on the
+    cluster), as ``(error code, message)``; None when it is not."""
+    if authorizer is None:
+        return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
+    if not authorize.allowed_cluster(ctx, operation):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, NOT_ALLOWED
+    return None
+
+
 def _filter(f, name_field: str) -> AclBindingFilter:
     return AclBindingFilter(f.resource_type_filter, getattr(f, name_field), f.pattern_type_filter,
                             f.principal_filter, f.host_filter, f.operation, f.permission_type)
@@ -65,10 +74,9 @@ def _filter(f, name_field: str) -> AclBindingFilter:
 
 def handle_describe(ctx, request):
     authorizer = getattr(ctx.broker, "authorizer", None)
-    if authorizer is None:
-        return DescribeAclsResponse(error_code=ErrorCode.SECURITY_DISABLED, error_message=NO_AUTHORIZER)
-    if not authorize.allowed_cluster(ctx, DESCRIBE):
-        return DescribeAclsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=NOT_ALLOWED)
+    refusal = _refusal(ctx, authorizer, DESCRIBE)
+    if refusal is not None:
+        return DescribeAclsResponse(error_code=refusal[0], error_message=refusal[1])
     flt = _filter(request, "resource_name_filter")
     bad = flt.unknown_field()
     if bad is not None:
@@ -91,10 +99,9 @@ async def handle_delete(ctx, request):
         return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(error_code=code, error_message=message)
                                                   for _ in request.filters])
     authorizer = getattr(ctx.broker, "authorizer", None)
-    if authorizer is None:
-        return every(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
-    if not authorize.allowed_cluster(ctx, ALTER):
-        return every(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, NOT_ALLOWED)
+    refusal = _refusal(ctx, authorizer, ALTER)
+    if refusal is not None:
+        return every(*refusal)
     filters = [_filter(f, "resource_name_filter") for f in request.filters]
     results: list[DeleteAclsFilterResult | None] = []
     usable = []
