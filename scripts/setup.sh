@@ -16,6 +16,9 @@ if [[ ",$extras," == *",dev,"* ]]; then  # what only the tests use
   command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
   [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || need_apt+=(golang-github-shopify-sarama-dev)
   [ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || need_apt+=(golang-github-segmentio-kafka-go-dev)
+  # A headless browser and its WebDriver, for the tests of `odradek console`.
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 fi
 # A C compiler and Python's headers, for odradek's C extension (setup.py).
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)

@@ -75,9 +75,11 @@ def test_controlled_shutdown_handler():
             response = await controlled_shutdown.handle(ctx(broker, 7, 3), request)
             assert response.error_code == ErrorCode.NONE and response.remaining_partitions == []
             assert state(store, "t", 0).leader == 1
-            # v1 carries no broker epoch: not checked
-            response = await controlled_shutdown.handle(ctx(broker, 7, 1), ControlledShutdownRequest(2))
-            assert response.error_code == ErrorCode.NONE
+            # v1 carries no broker epoch, and -1 says none: refused, the broker stays electable
+            for version, unchecked in ((1, ControlledShutdownRequest(1)), (3, ControlledShutdownRequest(1, -1))):
+                response = await controlled_shutdown.handle(ctx(broker, 7, version), unchecked)
+                assert response.error_code == ErrorCode.STALE_BROKER_EPOCH
+            assert 1 not in service.controller.ctx.shutting_down
             stale = ControlledShutdownRequest(2, other.broker_epoch + 5)
             response = await controlled_shutdown.handle(ctx(broker, 7, 3), stale)
             assert response.error_code == ErrorCode.STALE_BROKER_EPOCH

@@ -4,8 +4,12 @@ leaderships to move away first (Kafka's ``doControlledShutdown``).
 The request becomes an `events.ControlledShutdown` for this broker's controller event thread;
 the answer is the partitions the broker still leads (it retries until none remain), or
 NOT_CONTROLLER when this broker is not the controller (the sender then asks the new one),
-STALE_BROKER_EPOCH or BROKER_NOT_AVAILABLE. Versions before 2 carry no broker epoch (-1: not
-checked).
+STALE_BROKER_EPOCH or BROKER_NOT_AVAILABLE.
+
+Versions before 2 carry no broker epoch, and Kafka does not check one there. odradek refuses
+them (and an epoch of -1 in later versions) with STALE_BROKER_EPOCH: its brokers always send
+their epoch, and an unchecked request, from a stray client or a damaged frame, would take the
+named broker out of every leader election until it restarts.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ async def handle(ctx, request):
     if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from brokers only (Kafka: CLUSTER_ACTION)
         return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker_epoch = request.broker_epoch if ctx.api_version >= 2 else -1
+    if broker_epoch < 0:
+        return ControlledShutdownResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
     event = ev.ControlledShutdown(request.broker_id, broker_epoch)
     service = getattr(ctx.broker, "controller_service", None)
     if service is None:
