@@ -1,13 +1,16 @@
 """TLS contexts from Kafka's ``ssl.*`` settings (Kafka's ``SslFactory`` / ``DefaultSslEngineFactory``).
 
-odradek reads PEM only (``ssl.keystore.type=PEM``, ``ssl.truststore.type=PEM``, the types
-Kafka added in KIP-651); JKS and PKCS12 stores are refused with a clear error. The settings:
+odradek reads PEM (``ssl.keystore.type=PEM``, the default here, KIP-651's type) and PKCS12
+(``ssl.keystore.type=PKCS12``, what keytool writes); JKS is refused with the keytool command
+that converts it (``client/ssl_stores.py``). The settings:
 
-- key and certificate chain: ``ssl.keystore.location`` (one PEM file holding the private key and
-  the chain, leaf first) or ``ssl.keystore.key`` + ``ssl.keystore.certificate.chain`` (the same
-  PEM text inline); ``ssl.key.password`` decrypts an encrypted key.
-- trusted certificates: ``ssl.truststore.location`` (a PEM file of CA certificates) or
-  ``ssl.truststore.certificates`` (inline); without either, the system's CAs.
+- key and certificate chain: ``ssl.keystore.location`` (a PEM file holding the private key and
+  the chain, leaf first, or a PKCS12 keystore opened with ``ssl.keystore.password``) or
+  ``ssl.keystore.key`` + ``ssl.keystore.certificate.chain`` (PEM text inline);
+  ``ssl.key.password`` decrypts an encrypted PEM key.
+- trusted certificates: ``ssl.truststore.location`` (a PEM file of CA certificates, or a PKCS12
+  truststore opened with ``ssl.truststore.password``) or ``ssl.truststore.certificates``
+  (inline PEM); without either, the system's CAs.
 - ``ssl.enabled.protocols`` (default ``TLSv1.2,TLSv1.3``): the lowest and highest become the
   context's version bounds. ``ssl.cipher.suites``: IANA names as Java writes them
   (``TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256``) or OpenSSL's; TLS 1.3 suites are always on
@@ -26,16 +29,20 @@ raise ``ValueError`` when a file cannot be read or a key does not match its cert
 
 from __future__ import annotations
 
-import os
 import re
 import ssl
-import tempfile
 from dataclasses import dataclass
+
+from odradek.client.ssl_stores import (
+    load_cert_chain_from_memory,
+    load_pkcs12_keystore,
+    pkcs12_trusted_pem,
+    store_type,
+)
 
 PROTOCOLS = {"TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_1,
              "TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
-STORE_TYPES = ("PEM",)
 # ssl.* keys odradek reads; every one can also be set per listener on a broker
 # (listener.name.<listener>.ssl.keystore.location ...).
 SSL_KEYS = (
@@ -48,10 +55,14 @@ SSL_KEYS = (
 
 @dataclass(frozen=True)
 class SslConfig:
+    keystore_type: str = "PEM"
+    truststore_type: str = "PEM"
     keystore_location: str | None = None
     keystore_key: str | None = None
     keystore_certificate_chain: str | None = None
     key_password: str | None = None
+    keystore_password: str | None = None
+    truststore_password: str | None = None
     truststore_location: str | None = None
     truststore_certificates: str | None = None
     client_auth: str = "none"
@@ -62,10 +73,8 @@ class SslConfig:
 
     @classmethod
     def from_lookup(cls, get) -> "SslConfig":
-        for key in ("ssl.keystore.type", "ssl.truststore.type"):
-            value = (get(key) or "PEM").strip()
-            if value.upper() not in STORE_TYPES:
-                raise ValueError(f"{key}={value}: odradek reads PEM stores only (set {key}=PEM)")
+        keystore_type = store_type(get("ssl.keystore.type"), "ssl.keystore.type")
+        truststore_type = store_type(get("ssl.truststore.type"), "ssl.truststore.type")
         client_auth = (get("ssl.client.auth") or "none").strip().lower()
         if client_auth not in CLIENT_AUTH:
             raise ValueError(f"ssl.client.auth={client_auth}: expected none, requested or required")
@@ -81,7 +90,13 @@ class SslConfig:
             raise ValueError("ssl.keystore.key and ssl.keystore.certificate.chain go together")
         if key and get("ssl.keystore.location"):
             raise ValueError("ssl.keystore.location and ssl.keystore.key cannot both be set")
+        if key and keystore_type != "PEM" or get("ssl.truststore.certificates") and truststore_type != "PEM":
+            raise ValueError("ssl.keystore.key and ssl.truststore.certificates are PEM text: "
+                             "they need ssl.keystore.type=PEM and ssl.truststore.type=PEM")
         return cls(
+            keystore_type=keystore_type, truststore_type=truststore_type,
+            keystore_password=get("ssl.keystore.password") or None,
+            truststore_password=get("ssl.truststore.password") or None,
             keystore_location=get("ssl.keystore.location") or None, keystore_key=key or None,
             keystore_certificate_chain=chain or None, key_password=get("ssl.key.password") or None,
             truststore_location=get("ssl.truststore.location") or None,
@@ -131,24 +146,29 @@ class SslConfig:
             self._load_keystore(ctx)
 
     def _load_keystore(self, ctx: ssl.SSLContext) -> None:
+        if self.keystore_type == "PKCS12":
+            try:
+                load_pkcs12_keystore(ctx, self.keystore_location, self.keystore_password, self.key_password)
+            except ssl.SSLError as e:
+                raise ValueError(f"ssl.keystore: the key of {self.keystore_location} does not fit "
+                                 f"its certificate: {e}") from None
+            return
         try:
             if self.keystore_location:
                 ctx.load_cert_chain(self.keystore_location, password=self.key_password)
                 return
-            # load_cert_chain reads files only: the inline PEM goes through a private temp file.
-            with tempfile.TemporaryDirectory(prefix="odradek-ssl-") as tmp:
-                path = os.path.join(tmp, "keystore.pem")
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w") as f:
-                    f.write(_pem(self.keystore_key) + "\n" + _pem(self.keystore_certificate_chain) + "\n")
-                ctx.load_cert_chain(path, password=self.key_password)
+            pem = _pem(self.keystore_key) + "\n" + _pem(self.keystore_certificate_chain) + "\n"
+            load_cert_chain_from_memory(ctx, pem.encode(), self.key_password)
         except (OSError, ssl.SSLError) as e:
             where = self.keystore_location or "ssl.keystore.key/ssl.keystore.certificate.chain"
             raise ValueError(f"ssl.keystore: cannot load the key and certificate chain from {where}: {e}") from None
 
     def _load_trust(self, ctx: ssl.SSLContext, purpose) -> None:
         try:
-            if self.truststore_location:
+            if self.truststore_location and self.truststore_type == "PKCS12":
+                ctx.load_verify_locations(cadata=pkcs12_trusted_pem(self.truststore_location,
+                                                                    self.truststore_password))
+            elif self.truststore_location:
                 ctx.load_verify_locations(cafile=self.truststore_location)
             elif self.truststore_certificates:
                 ctx.load_verify_locations(cadata=_pem(self.truststore_certificates))

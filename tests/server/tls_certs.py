@@ -4,13 +4,20 @@
 ``make_pki(dir)`` writes PEM files and returns their paths: ``ca`` (the CA certificate),
 ``server`` and ``client`` (each a private key followed by its certificate, the layout of
 ``ssl.keystore.location``), ``server_key``/``server_cert`` and ``client_key``/``client_cert``
-(apart, for clients that want two files), ``other_ca``. EC P-256 keys: quick to make.
+(apart, for clients that want two files), ``other_ca``, ``ca_key`` (to sign more). EC P-256
+keys: quick to make.
+
+``keytool_pkcs12(pki, dir, password)`` makes a broker's PKCS12 keystore and truststore the way
+Kafka's documentation has an administrator make them with Java's keytool (a key pair, a
+signing request signed by the test CA, the CA and the signed certificate imported back; the CA
+imported into a truststore).
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import subprocess
 from pathlib import Path
 
 from cryptography import x509
@@ -72,6 +79,7 @@ def make_pki(directory) -> dict[str, str]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = _cert(_name("Odradek Test CA"), _name("Odradek Test CA"), ca_key, ca_key, ca=True)
     write("ca", _pem_cert(ca))
+    write("ca_key", _pem_key(ca_key))
     other_key = ec.generate_private_key(ec.SECP256R1())
     write("other_ca", _pem_cert(_cert(_name("Another CA"), _name("Another CA"), other_key, other_key, ca=True)))
     sans = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
@@ -84,3 +92,47 @@ def make_pki(directory) -> dict[str, str]:
         write(f"{role}_cert", _pem_cert(cert))
         write(role, _pem_key(key) + _pem_cert(cert))
     return paths
+
+
+def keytool_pkcs12(pki: dict[str, str], directory, password: str) -> dict[str, str]:
+    """Paths of ``keystore`` (``server.keystore.p12``: key alias ``localhost``, its certificate
+    for localhost and 127.0.0.1 signed by ``pki``'s CA, the CA as ``CARoot``) and
+    ``truststore`` (``server.truststore.p12``: the CA), both PKCS12 under ``password``."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    keystore, truststore = str(d / "server.keystore.p12"), str(d / "server.truststore.p12")
+    store = ["-keystore", keystore, "-storetype", "PKCS12", "-storepass", password, "-noprompt"]
+
+    def keytool(*args: str) -> subprocess.Popen:
+        return subprocess.Popen(["keytool", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    trust = keytool("-importcert", "-alias", "CARoot", "-file", pki["ca"], "-keystore", truststore,
+                    "-storetype", "PKCS12", "-storepass", password, "-noprompt")
+    steps = [
+        ("-genkeypair", "-alias", "localhost", "-keyalg", "EC", "-groupname", "secp256r1", "-validity", "2",
+         "-dname", "CN=localhost,O=Odradek Tests,C=US", *store),
+        ("-certreq", "-alias", "localhost", "-file", str(d / "server.csr"), *store),
+    ]
+    for step in steps:
+        _wait(keytool(*step))
+    signed = str(d / "server-signed.pem")
+    _wait(subprocess.Popen(["openssl", "x509", "-req", "-in", str(d / "server.csr"), "-CA", pki["ca"],
+                            "-CAkey", pki["ca_key"], "-CAcreateserial", "-out", signed, "-days", "2",
+                            "-extfile", _san_extfile(d)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    _wait(keytool("-importcert", "-alias", "CARoot", "-file", pki["ca"], *store))
+    _wait(keytool("-importcert", "-alias", "localhost", "-file", signed, *store))
+    _wait(trust)
+    return {"keystore": keystore, "truststore": truststore}
+
+
+def _san_extfile(d: Path) -> str:
+    path = d / "san.cnf"
+    path.write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+                    "extendedKeyUsage=serverAuth,clientAuth\n")
+    return str(path)
+
+
+def _wait(process: subprocess.Popen) -> None:
+    out, _ = process.communicate(timeout=60)
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(process.args)} failed:\n{out.decode(errors='replace')}")
