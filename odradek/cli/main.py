@@ -20,6 +20,7 @@ from odradek.cli import (
     perf_cmd,
     produce_cmd,
     reassign_partitions_cmd,
+    storage_cmd,
     topics_cmd,
     transactions_cmd,
 )
@@ -42,6 +43,7 @@ COMMANDS = {
     "mirror": mirror_cmd,
     "dump-log": dump_log_cmd,
     "perf": perf_cmd,
+    "storage": storage_cmd,
 }
 
 
