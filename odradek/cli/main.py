@@ -10,6 +10,7 @@ from odradek.cli import (
     broker_cmd,
     cluster_cmd,
     configs_cmd,
+    console_cmd,
     consume_cmd,
     demo_cmd,
     dump_log_cmd,
@@ -44,6 +45,7 @@ COMMANDS = {
     "dump-log": dump_log_cmd,
     "perf": perf_cmd,
     "storage": storage_cmd,
+    "console": console_cmd,
 }
 
 

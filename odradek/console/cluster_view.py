@@ -1,0 +1,131 @@
+"""The console's cluster pages as JSON: the overview (``/api/cluster``) and the brokers
+(``/api/brokers``), assembled from public Kafka APIs only (DescribeCluster, Metadata,
+DescribeLogDirs), so they read any Kafka-compatible cluster.
+
+Counts follow Kafka's tools (``kafka-topics --under-replicated-partitions`` and
+``--unavailable-partitions``): a partition is under-replicated when its ISR is smaller than
+its replica set, offline when it has no leader (leader -1) or its leader is not a live broker.
+
+Also here: ``sample_round``, what the ``Sampler`` (samples.py) reads every few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from odradek.client.metadata import PartitionInfo
+from odradek.client.topic_partition import TopicPartition
+
+LATEST = -1
+# How long one page's offset lookups may take: a console must answer while a partition's
+# leader moves, so it shows what it has rather than waiting out the client's minute.
+OFFSETS_TIMEOUT_MS = 5_000
+
+
+def is_offline(partition: PartitionInfo, live: set[int]) -> bool:
+    return partition.leader < 0 or partition.leader not in live
+
+
+def is_under_replicated(partition: PartitionInfo) -> bool:
+    return len(partition.isr) < len(partition.replicas)
+
+
+async def overview(admin, samples) -> dict:
+    """``{"cluster_id", "controller", "brokers": [...], "topics", "partitions",
+    "under_replicated", "offline", "throughput": [[t, msgs/s], ...]}``."""
+    cluster, topics = await asyncio.gather(admin.describe_cluster(), admin.describe_topics())
+    live = {b.node_id for b in cluster.brokers}
+    partitions = [p for t in topics.values() for p in t.partitions]
+    return {
+        "cluster_id": cluster.cluster_id,
+        "controller": cluster.controller_id,
+        "brokers": [_broker(b, cluster.controller_id) for b in sorted(cluster.brokers, key=lambda b: b.node_id)],
+        "topics": sum(1 for t in topics.values() if not t.is_internal),
+        "internal_topics": sum(1 for t in topics.values() if t.is_internal),
+        "partitions": len(partitions),
+        "under_replicated": sum(map(is_under_replicated, partitions)),
+        "offline": sum(1 for p in partitions if is_offline(p, live)),
+        "throughput": samples.throughput.points(),
+    }
+
+
+async def brokers(admin) -> dict:
+    """Each broker with its rack, whether it is the controller, the partitions it leads and
+    holds, and its log directories (``dirs``: path, bytes used by replicas, total and usable
+    bytes, error), or ``dirs_error`` when DescribeLogDirs was refused."""
+    cluster, topics = await asyncio.gather(admin.describe_cluster(), admin.describe_topics())
+    partitions = [p for t in topics.values() for p in t.partitions]
+    ids = sorted(b.node_id for b in cluster.brokers)
+    dirs, dirs_error = await log_dirs(admin, ids)
+    rows = []
+    for b in sorted(cluster.brokers, key=lambda b: b.node_id):
+        row = _broker(b, cluster.controller_id)
+        row["leaders"] = sum(1 for p in partitions if p.leader == b.node_id)
+        row["replicas"] = sum(1 for p in partitions if b.node_id in p.replicas)
+        row["dirs"] = [{"path": path, "size": sum(r.size for r in d.replicas.values()),
+                        "total_bytes": d.total_bytes, "usable_bytes": d.usable_bytes,
+                        "error": None if d.error is None else _code_name(d.error.code)}
+                       for path, d in sorted(dirs.get(b.node_id, {}).items())]
+        rows.append(row)
+    return {"controller": cluster.controller_id, "brokers": rows, "dirs_error": dirs_error}
+
+
+async def log_dirs(admin, broker_ids) -> tuple[dict, str | None]:
+    """DescribeLogDirs of ``broker_ids``; ({}, the error) when the cluster refuses it (a
+    user without DESCRIBE on the cluster), so pages show the rest."""
+    from odradek.client.errors import KafkaError
+
+    try:
+        return await admin.describe_log_dirs(broker_ids), None
+    except KafkaError as e:
+        return {}, str(e)
+
+
+def replica_sizes(dirs: dict) -> dict[tuple[TopicPartition, int], int]:
+    """``{(partition, broker): bytes}`` from ``describe_log_dirs``; a future replica (being
+    moved between directories) is left out, so each replica counts once."""
+    out = {}
+    for broker_id, by_path in dirs.items():
+        for d in by_path.values():
+            for tp, info in d.replicas.items():
+                if not info.is_future:
+                    out[(tp, broker_id)] = info.size
+    return out
+
+
+async def end_offsets(admin, partitions) -> dict[TopicPartition, int]:
+    """High watermarks of the partitions that have a leader (the others are left out: asking
+    would wait for one)."""
+    wanted = {TopicPartition(p.topic, p.partition): LATEST for p in partitions if p.leader >= 0}
+    if not wanted:
+        return {}
+    found = await admin.list_offsets(wanted, timeout_ms=OFFSETS_TIMEOUT_MS)
+    return {tp: o.offset for tp, o in found.items() if o is not None}
+
+
+async def sample_round(admin) -> tuple[dict[str, int], dict[str, int]]:
+    """One sample: each topic's summed end offset and each consumer group's total lag (the
+    groups_view rules: partitions with a committed offset only)."""
+    from odradek.console.groups_view import total_lag
+
+    topics = await admin.describe_topics()
+    ends = await end_offsets(admin, [p for t in topics.values() for p in t.partitions])
+    topic_ends = {name: sum(ends.get(TopicPartition(name, p.partition), 0) for p in t.partitions)
+                  for name, t in topics.items() if not t.is_internal}
+    groups = [g.group_id for g in await admin.list_groups()]
+    lags = await asyncio.gather(*(total_lag(admin, g, ends) for g in groups), return_exceptions=True)
+    group_lags = {g: lag for g, lag in zip(groups, lags) if isinstance(lag, int)}
+    return topic_ends, group_lags
+
+
+def _broker(b, controller_id: int) -> dict:
+    return {"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "controller": b.node_id == controller_id}
+
+
+def _code_name(code: int) -> str:
+    from odradek.protocol.generated.error_codes import ErrorCode
+
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
