@@ -75,6 +75,8 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("max.connections.per.ip.overrides", "string", "", doc="host:count,host:count"),
     _k("max.connection.creation.rate", "int", 2**31 - 1, 0, doc="accepted; not enforced yet"),
     _k("metric.reporters", "list", "", doc="accepted for compatibility"),
+    _k("http.listeners", "list", "", doc="odradek: http://host:port,... serving /metrics (Prometheus) and "
+       "/v1/status/ready, /v1/status/live (server/metrics/http_listener.py); unset: none"),
     _k("authorizer.class.name", "string", "",
        doc="kafka.security.authorizer.AclAuthorizer or org.apache.kafka.metadata.authorizer.StandardAuthorizer; "
            "unset: no authorization"),
