@@ -60,11 +60,13 @@ from odradek.protocol.api_keys import ApiKey, is_supported
 from odradek.protocol.framing import FrameParser, FrameTooLargeError
 from odradek.protocol.primitives import DecodeError
 from odradek.server.handlers import api_versions
+from odradek.server.listener_security import authenticate_tls, connection_protocol
 from odradek.server.log_limiter import message_key
 from odradek.server.memory_pool import MemoryPool
 from odradek.server.principal import ANONYMOUS
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 from odradek.server.sasl_authenticator import SaslServerAuthenticator
+from odradek.server.throttled_channel import ThrottledChannel
 
 log = logging.getLogger("odradek.server")
 
@@ -80,20 +82,6 @@ SENDFILE_MIN = 16 * 1024
 FRAME_REUSE_LIMIT = 2 << 20
 
 
-def _security_protocol(config, listener_name: str) -> str:
-    """The listener's protocol from ``listener.security.protocol.map`` (``NAME:PROTOCOL,...``);
-    a name the map lacks is its own protocol (PLAINTEXT, SSL, ...), as in Kafka."""
-    try:
-        mapping = config["listener.security.protocol.map"]
-    except KeyError:  # a test's plain dict of settings
-        mapping = None
-    for entry in (mapping or "").split(","):
-        name, _, protocol = entry.strip().partition(":")
-        if name == listener_name and protocol:
-            return protocol
-    return listener_name
-
-
 class Connection(asyncio.BufferedProtocol):
     """asyncio protocol for one client; ``dispatch(ctx, body)`` comes from the broker."""
 
@@ -103,7 +91,7 @@ class Connection(asyncio.BufferedProtocol):
         # The listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) and who
         # this connection speaks for (``server/principal.py``): TLS or SASL replace ANONYMOUS;
         # handlers authorize ``principal`` from ``client_host`` (the peer's address).
-        self.security_protocol = _security_protocol(broker.config, listener_name)
+        self.security_protocol = connection_protocol(broker.config, listener_name)
         self.principal = ANONYMOUS
         self.client_host = "?"
         # SASL listeners authenticate before serving (``server/sasl_authenticator.py``).
@@ -131,6 +119,7 @@ class Connection(asyncio.BufferedProtocol):
         self._fast_produce = broker.produce_fast_path.handle
         self._counted_address: str | None = None  # admitted by the broker's ConnectionQuotas
         self._throttled = False  # muted over a client quota (throttle, KIP-219)
+        self.throttled_channel: ThrottledChannel | None = None
 
     # --- asyncio callbacks ----------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -148,21 +137,7 @@ class Connection(asyncio.BufferedProtocol):
         self.broker.connections.add(self)
         if transport.get_extra_info("sslcontext") is not None:
             self._sendfile = False
-            self._authenticate_tls(transport)
-
-    def _authenticate_tls(self, transport) -> None:
-        """The principal of the client certificate (Kafka's ``SslAuthenticator``): a subject
-        that no ``ssl.principal.mapping.rules`` rule maps fails authentication and closes."""
-        from odradek.server.listener_security import principal_of
-        from odradek.server.ssl_principal_mapper import NoMatchingRule
-
-        try:
-            self.principal = principal_of(transport, self.security)
-        except NoMatchingRule as e:
-            self.close(f"SSL authentication failed: {e}")
-            return
-        log.debug("TLS connection from %s on %s: %s, principal %s", self.peer, self.listener_name,
-                  transport.get_extra_info("cipher"), self.principal)
+            authenticate_tls(self, transport)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -493,20 +468,20 @@ class Connection(asyncio.BufferedProtocol):
             self.transport.resume_reading()
 
     def throttle(self, ms: int) -> None:
-        """Mute the connection for ``ms`` ms (a client over its quota: Kafka's
-        ``Selector.mute`` after the throttled response). Responses still go out; requests are
-        neither read nor handled until then."""
-        if self.closed or self._throttled or self._loop is None:
-            return
-        self._throttled = True
-        self._update_reading()
-        self._loop.call_later(ms / 1000, self._unthrottle)
+        """Mute for ``ms`` ms, or until a later end (a client over its quota; see
+        ``server/throttled_channel.py``). Responses still go out."""
+        if not self.closed and self._loop is not None:
+            if self.throttled_channel is None:
+                self.throttled_channel = ThrottledChannel(self, self._loop)
+            self.throttled_channel.throttle(ms)
 
-    def _unthrottle(self) -> None:
-        self._throttled = False
+    def mute(self, muted: bool) -> None:
+        """Stop (True) or resume reading and handling requests (``ThrottledChannel``)."""
+        self._throttled = muted
         if not self.closed:
             self._update_reading()
-            self._process()
+            if not muted:
+                self._process()
 
     def close(self, reason: str | None = None, level: int = logging.WARNING) -> None:
         """Close, saying why at ``level`` (routine closes, such as idle ones, at DEBUG as in

@@ -16,13 +16,16 @@ the reverse of the certificate's order) and mapped by ``ssl.principal.mapping.ru
 
 from __future__ import annotations
 
+import logging
 import ssl
 from dataclasses import dataclass
 
 from odradek.client.ssl_factory import SslConfig
 from odradek.server.config import ConfigError
 from odradek.server.principal import ANONYMOUS, KafkaPrincipal
-from odradek.server.ssl_principal_mapper import SslPrincipalMapper
+from odradek.server.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
+
+log = logging.getLogger("odradek.server")
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
@@ -62,6 +65,22 @@ def security_protocol(config, listener_name: str) -> str:
     if protocol is None:
         raise ConfigError(f"listener {listener_name}: no security protocol for it in listener.security.protocol.map")
     return protocol
+
+
+def connection_protocol(config, listener_name: str) -> str:
+    """The protocol of a connection accepted on ``listener_name``: its entry in
+    ``listener.security.protocol.map`` (``NAME:PROTOCOL,...``), else the name itself
+    (PLAINTEXT, SSL, ...), as in Kafka. Never raises: the broker checked the map when it bound
+    the listener, and a test's plain dict of settings may have none."""
+    try:
+        mapping = config["listener.security.protocol.map"]
+    except KeyError:
+        mapping = None
+    for entry in (mapping or "").split(","):
+        name, _, protocol = entry.strip().partition(":")
+        if name == listener_name and protocol:
+            return protocol
+    return listener_name
 
 
 def ssl_config(config, listener_name: str, protocol: str = "SSL") -> SslConfig:
@@ -137,6 +156,19 @@ def principal_of(transport, security: ListenerSecurity) -> KafkaPrincipal:
     if not cert or not cert.get("subject"):
         return ANONYMOUS
     return KafkaPrincipal.user(security.principal_mapper.name(distinguished_name(cert["subject"])))
+
+
+def authenticate_tls(connection, transport) -> None:
+    """Set ``connection.principal`` from its client certificate (Kafka's ``SslAuthenticator``),
+    once the TLS handshake is done: a subject that no ``ssl.principal.mapping.rules`` rule maps
+    fails authentication, and the connection is closed."""
+    try:
+        connection.principal = principal_of(transport, connection.security)
+    except NoMatchingRule as e:
+        connection.close(f"SSL authentication failed: {e}")
+        return
+    log.debug("TLS connection from %s on %s: %s, principal %s", connection.peer, connection.listener_name,
+              transport.get_extra_info("cipher"), connection.principal)
 
 
 def distinguished_name(subject) -> str:

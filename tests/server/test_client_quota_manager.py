@@ -186,7 +186,7 @@ def test_the_broker_mutes_a_client_that_ignores_its_throttle_time(quota_broker):
             held = conn.send(ApiKey.PRODUCE, request)
             muted = quota_broker.call(connection_of, conn._transport.get_extra_info("sockname")[1])
             assert quota_broker.call(lambda: muted._throttled and muted._reading_paused)
-            quota_broker.call(muted._unthrottle)  # the time has passed
+            quota_broker.call(muted.throttled_channel.end)  # the time has passed
             second = await asyncio.wait_for(held, 10)
             assert second.throttle_time_ms > 0
         finally:
