@@ -174,6 +174,7 @@ class AlterPartitionManager:
             if answer.leader_epoch < part.leader_epoch:
                 return True  # an answer about an older leadership
             part.zk_version = answer.partition_epoch
+            replica_manager.count_isr_change(part.isr, answer.isr)
             if part.commit_isr(answer.isr):
                 replica_manager.notify(key)
             log.info("ISR of %s-%d now %s (state version %d)", key[0], key[1], list(part.isr), part.zk_version)

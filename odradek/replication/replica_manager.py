@@ -67,6 +67,10 @@ class ReplicaManager:
         # LeaderAndIsr partition states (``role_change.PartitionRole``) whose log could not be
         # created (a full disk), by key: ``state_change.retry_unhosted_roles`` tries again.
         self.unhosted_roles: dict[tuple[str, int], object] = {}
+        # Kafka's IsrShrinksPerSec / IsrExpandsPerSec counts: ISR changes of led partitions
+        # once durable (``count_isr_change``); read by the broker's metrics.
+        self.isr_shrinks = 0
+        self.isr_expands = 0
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -147,6 +151,12 @@ class ReplicaManager:
         self.log_manager.truncate_fully(part.topic, part.index, offset)
         part.producer_state = ProducerStateManager(offset)
         part.high_watermark = offset
+
+    def count_isr_change(self, before, after) -> None:
+        """A led partition's ISR went from ``before`` to ``after``: a shrink when it lost a
+        member, an expansion when it gained one (both, if the controller answered so)."""
+        self.isr_shrinks += any(r not in after for r in before)
+        self.isr_expands += any(r not in before for r in after)
 
     def maybe_shrink_isrs(self, now_ms: int) -> list[Partition]:
         """The led partitions whose ISR just lost followers lagging by more than

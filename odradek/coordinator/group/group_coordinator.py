@@ -330,6 +330,15 @@ class GroupCoordinator(CoordinatorRuntime):
                 groups += slot.shard.list_groups(states, types)
         return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.is_loading() else ErrorCode.NONE), groups
 
+    def committed_offsets(self):
+        """``(group, topic, partition, offset)`` for every offset committed in the shards loaded
+        here (read-only, on the event loop: the broker's consumer-lag metrics)."""
+        for slot in list(self._slots.values()):
+            if not slot.loading:
+                for group, offsets in slot.shard.offsets.offsets.items():
+                    for (topic, partition), committed in offsets.items():
+                        yield group, topic, partition, committed.offset
+
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         errors: dict[str, ErrorCode] = {}
         by_slot: dict[int, tuple[_Slot, list[str]]] = {}
