@@ -44,6 +44,7 @@ from odradek.server.config import BrokerConfig, ConfigError, Listener
 from odradek.server.config_change_listener import ConfigChangeListener
 from odradek.server import client_quota_configs
 from odradek.server.client_quota_manager import ClientQuotaManager, QuotaCache
+from odradek.server.client_request_quota import ClientRequestQuotaManager
 from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
@@ -55,6 +56,7 @@ from odradek.server.listener_security import (
 from odradek.server.log_dir_failure_handler import LogDirFailureHandler
 from odradek.server.log_limiter import LogRateLimiter, message_key
 from odradek.server.memory_pool import MemoryPool
+from odradek.server.metrics.broker_metrics import BrokerMetrics
 from odradek.server.replication_quota_manager import ReplicationQuotas
 from odradek.server.topics import TopicError, TopicManager
 from odradek.storage.clock import SystemClock
@@ -87,6 +89,7 @@ class Broker(BrokerListeners):
         self._tasks: list[asyncio.Task] = []
         self._handler_tasks: set[asyncio.Future] = set()
         self.log_limiter = LogRateLimiter()
+        self.metrics = BrokerMetrics(self)  # server/metrics/: counters; the HTTP listener (http.listeners)
         self.metadata = None
         self.config_changes = None
         self.authorizer = None  # server/acl_authorizer.py, when authorizer.class.name is set
@@ -114,6 +117,7 @@ class Broker(BrokerListeners):
         samples, window = config["quota.window.num"], config["quota.window.size.seconds"]
         self.produce_quotas = ClientQuotaManager("producer_byte_rate", self.client_quotas, self.clock, samples, window)
         self.fetch_quotas = ClientQuotaManager("consumer_byte_rate", self.client_quotas, self.clock, samples, window)
+        self.request_quotas = ClientRequestQuotaManager(self.client_quotas, self.clock, samples, window)
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -142,6 +146,7 @@ class Broker(BrokerListeners):
             self.inter_broker_listener = inter_broker_listener(self.config)
         except ConfigError as e:
             raise BrokerStartError(str(e)) from None
+        await self.metrics.start()  # first: /v1/status/live answers during a long log recovery
         self.metadata = open_metadata(self.config)
         self.cluster_id = self.metadata.cluster_id()
         from odradek.server.acl_authorizer import make_authorizer
@@ -173,6 +178,7 @@ class Broker(BrokerListeners):
         # after the listener starts, so no change falls between the two
         self.client_quotas.load(client_quota_configs.all_quotas(self.metadata.store))
         self._start_background()
+        self.metrics.mark_serving()
         log.info("broker %d up: cluster %s, listening on %s, data in %s", self.broker_id,
                  self.cluster_id, self.advertised(), ", ".join(self.config.log_dirs))
 
@@ -269,6 +275,7 @@ class Broker(BrokerListeners):
             self.metadata.close()
             self.metadata.store.close()
         self.log_dir_locks.release()
+        await self.metrics.stop()
         if quiet:
             return
         if not clean:
@@ -280,6 +287,8 @@ class Broker(BrokerListeners):
 
     # --- requests ---------------------------------------------------------------------------
     def dispatch(self, ctx, body):
+        if self.client_quotas.requests:  # handler time is measured (server/client_request_quota.py)
+            return self.request_quotas.handle(ctx, body, HANDLERS[ctx.api_key])
         return HANDLERS[ctx.api_key](ctx, body)
 
     def track(self, task: asyncio.Future) -> None:

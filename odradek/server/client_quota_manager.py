@@ -27,7 +27,8 @@ bytes are not measured over a few milliseconds). A client over its quota is thro
 rates as in Kafka's ``ClientQuotaManager``: one huge request earns a long pause).
 
 When no quota exists anywhere, ``QuotaCache.empty`` is True and the request paths skip the
-manager entirely: the fast path costs one attribute check.
+manager entirely: the fast path costs one attribute check. ``request_percentage`` quotas (the
+handlers' time) are measured by ``server/client_request_quota.py`` on the same rates.
 """
 
 from __future__ import annotations
@@ -51,10 +52,11 @@ class QuotaCache:
     def __init__(self) -> None:
         self.quotas: dict[tuple, dict[str, float]] = {}
         self.empty = True
+        self.requests = False  # some entity has a request_percentage (server/client_request_quota.py)
 
     def load(self, everything: dict[tuple, dict[str, float]]) -> None:
         self.quotas = dict(everything)
-        self.empty = not self.quotas
+        self._changed()
 
     def update(self, entity: tuple, quotas: dict[str, float]) -> None:
         """Set ``entity``'s quotas (none: it has no quota any more)."""
@@ -62,7 +64,11 @@ class QuotaCache:
             self.quotas[entity] = quotas
         else:
             self.quotas.pop(entity, None)
+        self._changed()
+
+    def _changed(self) -> None:
         self.empty = not self.quotas
+        self.requests = any("request_percentage" in q for q in self.quotas.values())
 
     def find(self, key: str, user: str, client_id: str) -> tuple[tuple, float] | None:
         """``(entity, quota)`` of the most specific entity with a ``key`` quota, or None."""
@@ -99,6 +105,11 @@ class ClientQuotaManager:
         found = self.cache.find(self.key, user, client_id)
         if found is None:
             return 0
+        return self.record_for(found, user, client_id, nbytes)
+
+    def record_for(self, found: tuple[tuple, float], user: str, client_id: str, nbytes: float) -> int:
+        """Record ``nbytes`` against ``found`` (``QuotaCache.find``'s ``(entity, quota)`` of the
+        client) and return the throttle time in ms (0: within the quota)."""
         entity, quota = found
         # clients sharing a <default> entity are measured apart, as Kafka's metric tags
         tags = _tags(entity, user, client_id)
