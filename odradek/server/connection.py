@@ -63,6 +63,7 @@ from odradek.server.handlers import api_versions
 from odradek.server.listener_security import authenticate_tls, connection_protocol
 from odradek.server.log_limiter import message_key
 from odradek.server.memory_pool import MemoryPool
+from odradek.server.metrics.request_metrics import request_metrics_of
 from odradek.server.principal import ANONYMOUS
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 from odradek.server.sasl_authenticator import SaslServerAuthenticator
@@ -119,6 +120,7 @@ class Connection(asyncio.BufferedProtocol):
         self._fast_produce = broker.produce_fast_path.handle
         self._counted_address: str | None = None  # admitted by the broker's ConnectionQuotas
         self._throttled = False  # muted over a client quota (throttle, KIP-219)
+        self._requests = request_metrics_of(broker)  # counts and times per API (server/metrics/)
         self.throttled_channel: ThrottledChannel | None = None
 
     # --- asyncio callbacks ----------------------------------------------------------------
@@ -205,7 +207,9 @@ class Connection(asyncio.BufferedProtocol):
                 if frame is None:
                     break
                 nbytes = 4 + len(frame)
+                started = time.perf_counter()
                 self._handle_frame(frame)
+                self._requests.record(frame, started, self._holder)
                 del frame
                 self._release_when_handled(nbytes)
         except FrameTooLargeError as e:

@@ -53,6 +53,7 @@ class ProduceFastPath:
         self._clock = replica_manager.clock
         self._broker_id = broker.broker_id
         self._quotas = broker.client_quotas  # QuotaCache: .empty while no client quota exists
+        self._topic_stats = broker.metrics.topics  # BrokerTopicStats: messages and bytes in, per topic
 
     def handle(self, frame) -> bytes | None:
         if getattr(self._broker, "authorizer", None) is not None:  # ACLs: the generic path checks them
@@ -70,8 +71,10 @@ class ProduceFastPath:
             return None
         responses = []
         notify = self._notify
+        topic_stats = self._topic_stats
         for name, appends in plan:
             answers = []
+            stats = topic_stats.topic(name)
             for part, index, records, info in appends:
                 try:
                     part.append_plain(records, info)
@@ -80,6 +83,8 @@ class ProduceFastPath:
                     answers.append((index, e.error, -1, -1, -1))
                     continue
                 notify((name, index))
+                stats.messages_in += info[1] - info[0] + 1  # (v2 batches: offsets are contiguous)
+                stats.bytes_in += len(records)
                 answers.append((index, 0, info[0], -1, part.log.log_start_offset))
             responses.append((name, answers))
         return encode_response(version, correlation_id, responses)

@@ -59,6 +59,12 @@ class InProcessBroker:
     def port(self) -> int:
         return self.broker.port
 
+    @property
+    def http_url(self) -> str:
+        """The broker's first HTTP listener, ``http://127.0.0.1:NNNN`` (with ``http_listeners``
+        set, e.g. ``InProcessBroker(path, http_listeners="http://127.0.0.1:0")``)."""
+        return self.broker.metrics.http_urls[0]
+
     def start(self) -> "InProcessBroker":
         self._thread = threading.Thread(target=self._run, name="odradek-broker", daemon=True)
         self._thread.start()

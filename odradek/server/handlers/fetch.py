@@ -97,8 +97,10 @@ async def handle(ctx, request):
     throttle_ms = 0
     if _follower_of(request) >= 0:
         _record_throttled(broker, wanted)
-    elif not broker.client_quotas.empty:  # Kafka's fetch quota: the bytes returned to a consumer
-        throttle_ms = client_quota_manager.throttle(ctx, broker.fetch_quotas, total)
+    else:
+        broker.metrics.topics.fetched([(w.topic, w.response.records) for w in wanted])  # BytesOutPerSec
+        if not broker.client_quotas.empty:  # Kafka's fetch quota: the bytes returned to a consumer
+            throttle_ms = client_quota_manager.throttle(ctx, broker.fetch_quotas, total)
     return FetchResponse(throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 
@@ -236,6 +238,7 @@ def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_byt
         return 0
     except Exception as e:  # a damaged segment or a failing disk: this partition's error only
         resp.error_code = answer_read_error(broker, "fetch", w.topic, w.request.partition, e)
+        broker.metrics.topics.fetch_failed(w.topic, resp.error_code)
         resp.high_watermark = resp.last_stable_offset = resp.log_start_offset = -1
         return 0
     size = len(region)

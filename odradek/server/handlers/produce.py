@@ -67,7 +67,7 @@ def handle(ctx, request):
         refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     topics = []
     appended = []  # (topic, index, response, last offset) of the partitions appended
-    queued = []  # (task, topic, response) of appends queued off the event loop
+    queued = []  # (task, topic, response, record bytes) of appends queued off the event loop
     for topic in request.topic_data:
         name = topic.name
         responses = []
@@ -82,7 +82,7 @@ def handle(ctx, request):
                 resp, last_offset = _produce_one(broker, acks, name, data, request.transactional_id)
             if isinstance(resp, asyncio.Future):
                 task, (resp, _) = resp, _error(data.index, ErrorCode.NONE)  # filled in when done
-                queued.append((task, name, resp))
+                queued.append((task, name, resp, len(data.records)))
             elif last_offset >= 0:
                 appended.append((name, data.index, resp, last_offset))
             responses.append(resp)
@@ -121,13 +121,15 @@ def _finish(broker, acks: int, timeout_ms: int, topics, appended, throttle_ms: i
 
 async def _finish_queued(broker, acks: int, timeout_ms: int, topics, appended, queued, throttle_ms: int = 0):
     """``_finish`` once the appends queued off the event loop are made."""
-    for task, topic, resp in queued:
+    for task, topic, resp, nbytes in queued:
         try:
             result = await task
         except ProduceError as e:
             broker.log_bad_input(f"produce to {topic}-{resp.index} refused: {e.error.name}: {e}")
+            broker.metrics.topics.produce_failed(topic, e.error)
             _set_error(resp, e)
             continue
+        broker.metrics.topics.produced(topic, result.base_offset, result.last_offset, nbytes)
         resp.base_offset = result.base_offset
         resp.log_append_time_ms = result.log_append_time
         resp.log_start_offset = result.log_start_offset
@@ -179,6 +181,7 @@ def _produce_one(broker, acks: int, topic: str, data, transactional_id: str | No
         # Checked before appending, as Kafka does: acks=all promises min.insync.replicas copies.
         min_isr = broker.topics.min_insync_replicas(topic)
         if len(part.isr) < min_isr:
+            broker.metrics.topics.produce_failed(topic, ErrorCode.NOT_ENOUGH_REPLICAS)
             return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, f"{len(part.isr)} in-sync replica(s) of "
                           f"{topic}-{index}, min.insync.replicas is {min_isr}")
     replica_manager = broker.replica_manager
@@ -186,6 +189,7 @@ def _produce_one(broker, acks: int, topic: str, data, transactional_id: str | No
     if verifying is not None:
         if isinstance(verifying, ProduceError):
             broker.log_bad_input(f"produce to {topic}-{index} refused: {verifying.error.name}: {verifying}")
+            broker.metrics.topics.produce_failed(topic, verifying.error)
             resp, _ = _error(index, verifying.error)
             _set_error(resp, verifying)
             return resp, -1
@@ -201,9 +205,11 @@ def _produce_one(broker, acks: int, topic: str, data, transactional_id: str | No
             broker.log_storage_error(e)  # the disk, not the client: its log is unchanged
         else:
             broker.log_bad_input(f"produce to {topic}-{index} refused: {e.error.name}: {e}")
+        broker.metrics.topics.produce_failed(topic, e.error)
         resp, _ = _error(index, e.error)
         _set_error(resp, e)
         return resp, -1
+    broker.metrics.topics.produced(topic, result.base_offset, result.last_offset, len(data.records))
     # No current_leader: it is for NOT_LEADER_OR_FOLLOWER answers, and leaving it None spares
     # building (and, when encoding, comparing) a default LeaderIdAndEpoch per partition.
     resp = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,

@@ -1,0 +1,102 @@
+"""Kafka's ``RequestMetrics`` per API: how many requests, and how long each took.
+
+Exposed as (``collect``):
+
+- ``kafka_network_requestmetrics_requests_total{request="Produce"}``: Kafka's
+  ``RequestsPerSec`` count, as the JMX exporter names it (Kafka adds a ``version`` label;
+  odradek counts per API only);
+- ``kafka_network_requestmetrics_totaltimems{request="Produce"}``: a histogram of Kafka's
+  ``TotalTimeMs``, in milliseconds as Kafka's name says (``_bucket``, ``_sum``, ``_count``).
+  The JMX exporter's usual rules turn Kafka's own histogram into quantile gauges under this
+  name plus ``_count``; a Prometheus histogram keeps the name, the unit and ``_count``, and
+  gives quantiles over any window with ``histogram_quantile`` (and sums across brokers).
+
+The time of a request runs from the moment the connection takes its complete frame to the
+moment its response is computed: at once for most requests; for those that wait (a long-poll
+Fetch, an acks=all Produce, a group join) when their handler's future is done, so a consumer's
+idle Fetch takes about ``fetch.max.wait.ms``, as in Kafka. Writing the response is not
+included (Kafka's ``ResponseSendTimeMs`` part). Fetch is one API here; Kafka splits its
+times into ``FetchConsumer`` and ``FetchFollower``.
+
+Cost per request (``record``, called by ``server/connection.py``): one ``perf_counter`` pair,
+a ``bisect`` into ``BUCKETS_MS`` and two list updates; a request that waits adds one done
+callback to the future it already has.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from time import perf_counter
+
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+from odradek.protocol.api_keys import SUPPORTED
+from odradek.protocol.generated import APIS
+
+# Upper bounds of the histogram's buckets, in ms (Prometheus' ``le``), then +Inf: from
+# sub-millisecond produce appends to the long polls of fetches and group joins.
+BUCKETS_MS = (0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+_BOUNDS_S = tuple(b / 1000 for b in BUCKETS_MS)
+_API_KEYS = 256  # an API key's low byte indexes the counters; the high byte is 0 for every API
+
+
+class RequestMetrics:
+    """Per API key: request counts per latency bucket (the last is +Inf) and total seconds."""
+
+    def __init__(self) -> None:
+        self.buckets = [[0] * (len(BUCKETS_MS) + 1) for _ in range(_API_KEYS)]
+        self.seconds = [0.0] * _API_KEYS
+
+    def record(self, frame, started: float, waiting) -> None:
+        """The request in ``frame`` (its header first: INT16 api key) was taken at
+        ``started`` (``perf_counter``) and handled; ``waiting``: its handler's future when it
+        waits (timed when done), else None. Frames too short for an API key are not counted."""
+        if len(frame) < 2 or frame[0]:
+            return
+        if waiting is None:
+            self.observe(frame[1], perf_counter() - started)
+        else:
+            api_key = frame[1]
+            waiting.add_done_callback(lambda _: self.observe(api_key, perf_counter() - started))
+
+    def observe(self, api_key: int, seconds: float) -> None:
+        self.buckets[api_key][bisect_left(_BOUNDS_S, seconds)] += 1
+        self.seconds[api_key] += seconds
+
+    def count(self, api_key: int) -> int:
+        return sum(self.buckets[api_key])
+
+    def collect(self):
+        """The two families above, for the APIs odradek serves that were requested."""
+        requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
+                                       "Requests received, per API (Kafka's RequestsPerSec)", labels=["request"])
+        times = HistogramMetricFamily("kafka_network_requestmetrics_totaltimems",
+                                      "Time from receiving a request to its response, in ms (Kafka's TotalTimeMs)",
+                                      labels=["request"])
+        for api_key in sorted(SUPPORTED):
+            counts = self.buckets[api_key]
+            total = sum(counts)
+            if not total:
+                continue
+            name = APIS[api_key][0]
+            requests.add_metric([name], total)
+            cumulative, running = [], 0
+            for bound, n in zip((*BUCKETS_MS, float("inf")), counts):
+                running += n
+                cumulative.append((_le(bound), running))
+            times.add_metric([name], cumulative, self.seconds[api_key] * 1000)
+        return [requests, times]
+
+
+def _le(bound: float) -> str:
+    """Prometheus' spelling of a bucket bound: ``1.0``, ``0.25``, ``+Inf``."""
+    return "+Inf" if bound == float("inf") else repr(float(bound))
+
+
+# For connections of brokers without metrics (tests' stand-ins): counts that nobody reads.
+UNREAD = RequestMetrics()
+
+
+def request_metrics_of(broker) -> RequestMetrics:
+    metrics = getattr(broker, "metrics", None)
+    return metrics.requests if metrics is not None else UNREAD
