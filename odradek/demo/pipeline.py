@@ -7,7 +7,8 @@
    (``activity``, ``produce``), with a progress bar;
 3. the Structured Streaming job (``streaming_job``) to the result topics and Parquet;
 4. the batch loader (``batch_loader``), then a second loader run that must find nothing new;
-5. a report (``report``).
+5. a report (``report``), with PNG charts in ``<dir>/report`` of the run's throughput, the
+   streaming job's micro-batches and its lag, sampled meanwhile (``timeline``, ``charts``).
 
 By default everything runs once and the demo exits: events are produced as fast as the
 producer goes with event times spread over the last ``events / 25`` seconds (but after the
@@ -39,6 +40,7 @@ from odradek.demo import batch_loader, report, streaming_job
 from odradek.demo.activity import PAGE_VIEWS, SEARCHES, ActivityGenerator
 from odradek.demo.embedded_broker import EmbeddedBroker
 from odradek.demo.produce import ProduceResult, produce
+from odradek.demo.timeline import LagSampler
 from odradek.spark.sink_log import ensure_topic
 
 __all__ = ["DemoConfig", "run"]
@@ -150,8 +152,11 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
     console.print(f"{'broker' if config.brokers == 1 else 'brokers'} at [bold]{bootstrap}[/]; demo state in {base}")
     own_spark = spark is None
     counter = streaming_job.RowCounter()
+    sampler = None
     try:
         create_topics(bootstrap, config.partitions)
+        sampler = LagSampler(bootstrap, [PAGE_VIEWS, SEARCHES], config.partitions, base / "checkpoints",
+                             PAGE_VIEWS).start()
         generator = ActivityGenerator(config.members, seed=config.seed if config.seed is not None else time.time_ns())
         if config.duration or config.follow:
             produced, loads, spark = _run_live(config, console, bootstrap, base, generator, spark, counter)
@@ -167,14 +172,18 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
             _drain(console, spark, bootstrap, base, counter)
         loads.append(_load(console, spark, bootstrap, base))
         rerun = batch_loader.load(spark, bootstrap, [PAGE_VIEWS, SEARCHES], base / "warehouse")
+        sampler.stop()
         with _phase(console, "reading the outputs back"):
             summary = report.summarize(spark, bootstrap, base)
+        charts = report.write_charts(base, sampler.samples, counter.batches)
         report.print_report(console, base, produced, dict(counter.rows), dict(counter.dropped), loads, rerun,
-                            summary, bootstrap)
+                            summary, bootstrap, charts)
         return dict(summary, produced=produced.total, processed=dict(counter.rows), late=dict(counter.dropped),
-                    loads=loads, rerun=rerun)
+                    loads=loads, rerun=rerun, charts=charts)
     finally:
         counter.stop()
+        if sampler is not None:
+            sampler.stop()
         if own_spark and spark is not None:
             spark.stop()
         if broker is not None:
@@ -183,7 +192,7 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
 
 def _drain(console: Console, spark, bootstrap: str, base: Path, counter) -> None:
     with _phase(console, "streaming job: processing what the topics hold (Trigger.AvailableNow)"):
-        rows, dropped = streaming_job.run_available_now(spark, bootstrap, base)
+        rows, dropped = streaming_job.run_available_now(spark, bootstrap, base, counter.batches)
     counter.rows.update(rows)
     counter.dropped.update(dropped)
 

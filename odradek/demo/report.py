@@ -1,5 +1,6 @@
 """The demo's closing report: what was produced, what the streaming job and the loader
-made of it, the top pages, the busiest members, and where every output is.
+made of it, the top pages, the busiest members, and where every output is, charts of the
+run included (PNG, in ``<dir>/report``: see ``charts``).
 
 The result topics are read back at read_committed, as a downstream consumer of an
 exactly-once pipeline reads them; the report checks that no (window, page) count is there
@@ -15,12 +16,14 @@ from pyspark.sql import functions as F
 from rich.console import Console
 from rich.table import Table
 
-from odradek.demo.activity import LATE_SHARE, PAGE_VIEWS
+from odradek.demo import charts as charts_module
+from odradek.demo.activity import LATE_SHARE, PAGE_VIEWS, SEARCHES
 from odradek.demo.batch_loader import LoadResult
 from odradek.demo.produce import ProduceResult
 from odradek.demo.streaming_job import MEMBER_VISITS, PAGE_VIEW_COUNTS, WATERMARK
+from odradek.demo.timeline import MicroBatch, Sample
 
-__all__ = ["summarize", "print_report"]
+__all__ = ["summarize", "write_charts", "print_report"]
 
 
 def summarize(spark: SparkSession, bootstrap: str, base: Path) -> dict:
@@ -57,8 +60,15 @@ def _latest_by_key(spark: SparkSession, bootstrap: str, topic: str, keep_all: bo
     return {bytes(r["key"]): bytes(r["value"]).decode() for r in latest.collect()}
 
 
+def write_charts(base: Path, samples: list[Sample], batches: list[MicroBatch]) -> list[Path]:
+    """The run's charts (throughput, the streaming job's micro-batches, its lag in the page
+    views) as PNG files in ``base/report``; the paths of those there was data for."""
+    return charts_module.write_charts(samples, batches, base / "report", [PAGE_VIEWS, SEARCHES], PAGE_VIEWS)
+
+
 def print_report(console: Console, base: Path, produced: ProduceResult, processed: dict, late: dict,
-                 loads: list[LoadResult], rerun: LoadResult, summary: dict, bootstrap: str) -> None:
+                 loads: list[LoadResult], rerun: LoadResult, summary: dict, bootstrap: str,
+                 charts: list[Path] = ()) -> None:
     console.rule("[bold]odradek demo: report")
     rate = produced.total / produced.seconds if produced.seconds else 0
     console.print(f"Produced [bold]{produced.total:,}[/] events this run "
@@ -98,6 +108,8 @@ def print_report(console: Console, base: Path, produced: ProduceResult, processe
     outputs.add_row("raw activity + offsets", str(base / "warehouse" / "activity"))
     outputs.add_row("streaming checkpoints", str(base / "checkpoints"))
     outputs.add_row("Spark's log", str(base / "spark.log"))
+    for path in charts:
+        outputs.add_row(f"chart: {path.stem}", str(path))
     console.print(outputs)
 
 

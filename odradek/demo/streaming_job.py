@@ -36,6 +36,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from odradek.demo.activity import PAGE_VIEWS
+from odradek.demo.timeline import MicroBatch, micro_batch
 
 __all__ = ["PAGE_VIEW_COUNTS", "MEMBER_VISITS", "EVENT_SCHEMA", "RowCounter", "build_queries",
            "run_available_now", "start", "stop_all"]
@@ -55,11 +56,12 @@ EVENT_SCHEMA = StructType([
 class RowCounter(StreamingQueryListener):
     """Input rows, and rows dropped as later than the watermark, per query name, summed over
     every micro-batch while registered (for queries that run longer than the progress
-    history Spark keeps)."""
+    history Spark keeps); and every micro-batch (``batches``, for the report's charts)."""
 
     def __init__(self) -> None:
         self.rows: Counter = Counter()
         self.dropped: Counter = Counter()
+        self.batches: list[MicroBatch] = []
         self.spark: SparkSession | None = None
 
     def listen(self, spark: SparkSession) -> None:
@@ -78,6 +80,7 @@ class RowCounter(StreamingQueryListener):
         progress = event.progress
         self.rows[progress.name] += progress.numInputRows
         self.dropped[progress.name] += sum(op.numRowsDroppedByWatermark for op in progress.stateOperators)
+        self.batches.append(micro_batch(progress))
 
     def onQueryIdle(self, event) -> None:
         pass
@@ -138,11 +141,12 @@ def build_queries(spark: SparkSession, bootstrap: str, base: Path) -> dict:
     }
 
 
-def run_available_now(spark: SparkSession, bootstrap: str, base: Path) -> tuple[Counter, Counter]:
+def run_available_now(spark: SparkSession, bootstrap: str, base: Path,
+                      batches: list[MicroBatch] | None = None) -> tuple[Counter, Counter]:
     """Run every query over what the topic holds now, one after another (on two cores,
     starting them together only makes Spark's Python planner workers miss their 10 s
     connect-back deadline); the rows each read, and the rows each dropped as later than
-    its watermark."""
+    its watermark. Each micro-batch is appended to ``batches`` when given."""
     rows: Counter = Counter()
     dropped: Counter = Counter()
     for name, writer in build_queries(spark, bootstrap, base).items():
@@ -153,6 +157,8 @@ def run_available_now(spark: SparkSession, bootstrap: str, base: Path) -> tuple[
         rows[name] += sum(p["numInputRows"] for p in query.recentProgress)
         dropped[name] += sum(op.get("numRowsDroppedByWatermark", 0)
                              for p in query.recentProgress for op in p.get("stateOperators", ()))
+        if batches is not None:
+            batches.extend(micro_batch(p) for p in query.recentProgress)
     return rows, dropped
 
 

@@ -24,10 +24,13 @@ def test_demo_end_to_end(spark, tmp_path):
     assert summary["top_pages"] and all(views > 0 for _, views in summary["top_pages"])
     assert summary["window_rows"] == summary["count_records"]  # both sinks hold the same final counts
     assert summary["count_duplicates"] == 0
+    charts = summary["charts"]  # the run's charts, sampled while it ran
+    assert [p.name for p in charts] == ["throughput.png", "streaming.png", "lag.png"]
+    assert all(p.parent == (tmp_path / "demo" / "report").resolve() and p.stat().st_size > 0 for p in charts)
     report = (tmp_path / "report.txt").read_text()
     for text in ("Top pages", "Busiest members", "Where the outputs are", "nothing new to load",
                  "the two sinks agree", "Late events:", "Exactly once, end to end, through Kafka transactions",
-                 "none twice"):
+                 "none twice", "chart: lag"):
         assert text in report
 
     # A second run in the same directory: its events come after the first run's, so the
