@@ -45,6 +45,9 @@ CLAIMS = {
     "broker.rack=eu-1a": "test_racks",
     "odradek log-dirs --describe": "test_log_directories",
     "def test_failover(odradek_cluster)": "test_the_pytest_fixtures",
+    # read and run by tests/server/test_secured_server_properties.py
+    "# server.properties\nbroker.id=0": "tests/server/test_secured_server_properties.py",
+    "# admin.properties": "tests/server/test_secured_server_properties.py",
 }
 
 
