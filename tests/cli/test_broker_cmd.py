@@ -126,3 +126,16 @@ def test_a_first_start_on_an_empty_directory_is_not_called_unclean(tmp_path, cap
     asyncio.run(start_and_stop())
     assert "unclean" not in caplog.text
     assert "no logs in" in caplog.text
+
+
+def test_a_wrong_keystore_password_is_one_line_naming_it(tmp_path):
+    from tests.server.tls_certs import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    keystore = str(tmp_path / "server.keystore.p12")
+    subprocess.run(["openssl", "pkcs12", "-export", "-inkey", pki["server_key"], "-in", pki["server_cert"],
+                    "-out", keystore, "-passout", "pass:store-secret"], check=True, capture_output=True)
+    result = _broker(tmp_path, "--override", "listeners=SSL://127.0.0.1:0", "--override", "ssl.keystore.type=PKCS12",
+                     "--override", f"ssl.keystore.location={keystore}", "--override", "ssl.keystore.password=wrong",
+                     "--override", f"log.dirs={tmp_path / 'data'}")
+    _one_clear_line(result, "listener SSL", keystore, "wrong ssl.keystore.password")
