@@ -7,7 +7,7 @@ export function mount(root) {
   const list = h("div", { id: "topics" });
   const message = h("div", { id: "create-topic-result" });
   const internal = h("input", { type: "checkbox", id: "show-internal" });
-  const name = h("input", { id: "new-topic-name", required: true, placeholder: "name", pattern: "[a-zA-Z0-9._-]+" });
+  const name = h("input", { id: "new-topic-name", required: true, placeholder: "name", pattern: "[a-zA-Z0-9._\\-]+" });
   const partitions = h("input", { id: "new-topic-partitions", type: "number", min: 1, placeholder: "default" });
   const replication = h("input", { id: "new-topic-replication", type: "number", min: 1, placeholder: "default" });
   let refresh;
