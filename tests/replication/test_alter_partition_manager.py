@@ -98,6 +98,7 @@ def test_an_accepted_expansion_is_committed_with_the_new_state_version(setup):
     assert [s.broker_id for s in p.new_isr_with_epochs] == [1, 2]
     assert part.isr == (1, 2) and part.pending_isr is None and part.zk_version == 8
     assert manager.pending() == 0
+    assert (rm.isr_expands, rm.isr_shrinks) == (1, 0)  # the broker's IsrExpandsPerSec count
 
 
 def test_a_committed_shrink_that_moves_the_high_watermark_wakes_waiters(tmp_path):
@@ -121,6 +122,7 @@ def test_a_committed_shrink_that_moves_the_high_watermark_wakes_waiters(tmp_path
     manager.submit(part)
     _send(manager)
     assert part.isr == (1,) and part.high_watermark == 3 and woken == [("t", 0)]
+    assert (rm.isr_expands, rm.isr_shrinks) == (0, 1)
     log_manager.shutdown()
 
 
@@ -135,6 +137,7 @@ def test_a_change_the_controller_cannot_make_is_abandoned(setup, code):
     assert _send(manager) is False
     assert part.pending_isr is None and part.isr == (1,) and part.zk_version == 7
     assert manager.pending() == 0
+    assert (rm.isr_expands, rm.isr_shrinks) == (0, 0)  # abandoned: not counted
 
 
 def test_a_retriable_error_sends_the_change_again(setup):

@@ -61,12 +61,12 @@ class HttpListener:
         """Bind every endpoint; OSError when one cannot be (the others are closed again)."""
         from aiohttp import web
 
-        self._runner = web.ServerRunner(web.Server(self._handle, access_log=None), handle_signals=False)
+        self._runner = web.ServerRunner(web.Server(self._handle, access_log=None), handle_signals=False,
+                                        shutdown_timeout=1.0)
         await self._runner.setup()
         try:
             for endpoint in endpoints:
-                site = web.TCPSite(self._runner, endpoint.host or None, endpoint.port, reuse_address=True,
-                                   shutdown_timeout=1.0)
+                site = web.TCPSite(self._runner, endpoint.host or None, endpoint.port, reuse_address=True)
                 await site.start()
         except OSError:
             await self.stop()

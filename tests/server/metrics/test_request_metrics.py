@@ -1,0 +1,59 @@
+"""RequestMetrics: requests counted and timed per API, a histogram in ms."""
+
+import asyncio
+
+from odradek.server.metrics.request_metrics import BUCKETS_MS, RequestMetrics
+
+from tests.server.metrics.scrape import expose, value
+
+TIMES = "kafka_network_requestmetrics_totaltimems"
+
+
+def _frame(api_key: int) -> bytes:
+    return api_key.to_bytes(2, "big") + b"\x00\x09" + b"\x00" * 8  # key, version, the rest
+
+
+def test_counts_and_buckets_per_api():
+    metrics = RequestMetrics()
+    for seconds in (0.0001, 0.0004, 0.003, 0.003):
+        metrics.observe(0, seconds)  # Produce
+    metrics.observe(3, 0.2)  # Metadata
+    samples = expose(metrics.collect())
+    assert value(samples, "kafka_network_requestmetrics_requests_total", request="Produce") == 4
+    assert value(samples, "kafka_network_requestmetrics_requests_total", request="Metadata") == 1
+    assert value(samples, TIMES + "_bucket", request="Produce", le="0.25") == 1
+    assert value(samples, TIMES + "_bucket", request="Produce", le="0.5") == 2
+    assert value(samples, TIMES + "_bucket", request="Produce", le="2.5") == 2
+    assert value(samples, TIMES + "_bucket", request="Produce", le="5.0") == 4
+    assert value(samples, TIMES + "_bucket", request="Produce", le="+Inf") == 4
+    assert value(samples, TIMES + "_count", request="Produce") == 4
+    assert abs(value(samples, TIMES + "_sum", request="Produce") - 6.5) < 1e-9  # ms
+    assert value(samples, TIMES + "_bucket", request="Metadata", le="100.0") == 0
+    assert value(samples, TIMES + "_bucket", request="Metadata", le="250.0") == 1
+    assert len([k for k in samples if k[0] == TIMES + "_bucket"]) == 2 * (len(BUCKETS_MS) + 1)
+    assert ("kafka_network_requestmetrics_requests_total", frozenset({("request", "Fetch")})) not in samples
+
+
+def test_a_waiting_request_is_timed_when_its_future_is_done():
+    async def scenario():
+        metrics = RequestMetrics()
+        waiting = asyncio.get_running_loop().create_future()
+        metrics.record(_frame(1), 0.0, waiting)  # Fetch, taken "long ago" (perf_counter 0)
+        assert metrics.count(1) == 0
+        waiting.set_result(None)
+        await asyncio.sleep(0)  # done callbacks run on the loop
+        return metrics
+
+    metrics = asyncio.run(scenario())
+    samples = expose(metrics.collect())
+    assert value(samples, TIMES + "_count", request="Fetch") == 1
+    assert value(samples, TIMES + "_bucket", request="Fetch", le="30000.0") == 0  # it took "forever"
+
+
+def test_frames_without_an_api_key_are_not_counted():
+    metrics = RequestMetrics()
+    metrics.record(b"\x00", 0.0, None)
+    metrics.record(b"\x01\x00\x00\x00", 0.0, None)  # key 256: no such API
+    metrics.record(_frame(18), 0.0, None)  # ApiVersions
+    assert sum(metrics.count(k) for k in range(256)) == 1
+    assert metrics.count(18) == 1
