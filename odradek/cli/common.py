@@ -271,6 +271,11 @@ def console(stderr: bool = False):
 
 def print_table(columns, rows, title: str | None = None) -> None:
     """A table of plain-text cells (no rich markup is interpreted in them)."""
+    console().print(make_table(columns, rows, title))
+
+
+def make_table(columns, rows, title: str | None = None):
+    """The rich Table ``print_table`` prints (for a live view that redraws it)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -279,7 +284,7 @@ def print_table(columns, rows, title: str | None = None) -> None:
                   show_edge=False)
     for row in rows:
         table.add_row(*(Text(_cell(c)) for c in row))
-    console().print(table)
+    return table
 
 
 def _cell(value) -> str:

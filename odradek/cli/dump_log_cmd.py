@@ -19,7 +19,9 @@ mismatches only. (The broker writes the active segment's indexes out when the se
 or the log closes, so an index of a running broker's active segment may be behind.)
 
 Exit status 1 when anything is invalid or inconsistent (found problems are printed first).
-``--output json`` prints one object per batch or entry, and per problem.
+``--output json`` prints one object per batch or entry, and per problem. On a terminal,
+standard error shows a bar of the bytes of each .log file read (``--no-progress``: none;
+nothing when standard error is not a terminal).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import struct
 from pathlib import Path
 
 from odradek.cli.common import CommandError, add_output, print_json, run_command, text_of
+from odradek.cli.progress import add_no_progress, bytes_bar
 from odradek.records import compression as codecs
 from odradek.records.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, read_header
 from odradek.records.control import decode_end_txn_marker
@@ -46,6 +49,7 @@ from odradek.storage.time_index import TimeIndex
 _PREFIX = struct.Struct(">qi")  # base offset (legacy: offset), length; the magic byte is at 16
 _MAGIC_END = 17
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_BAR_EVERY = 256  # entries between moves of the progress bar: its update costs more than a header read
 
 
 def add_parser(sub) -> None:
@@ -56,6 +60,7 @@ def add_parser(sub) -> None:
     p.add_argument("--print-data-log", action="store_true", help="also print keys, values and headers")
     p.add_argument("--verify-index-only", action="store_true", help="only check indexes (and logs), print problems")
     add_output(p, ("text", "json"))
+    add_no_progress(p)
 
 
 def run(args) -> int:
@@ -95,18 +100,19 @@ def _run(args) -> int:
     if not files:
         raise CommandError("--files names no file")
     report = Report(args.output, args.verify_index_only)
-    for name in files:
-        path = Path(name)
-        if not path.is_file():
-            raise CommandError(f"{name}: no such file")
-        if path.suffix == LOG_EXT:
-            dump_log(path, report, args.print_data_log)
-        elif path.suffix == INDEX_EXT:
-            dump_index(path, report, time_index=False, verify_only=args.verify_index_only)
-        elif path.suffix == TIME_INDEX_EXT:
-            dump_index(path, report, time_index=True, verify_only=args.verify_index_only)
-        else:
-            raise CommandError(f"{name}: not a .log, .index or .timeindex file")
+    with bytes_bar(enabled=not args.no_progress) as bar:
+        for name in files:
+            path = Path(name)
+            if not path.is_file():
+                raise CommandError(f"{name}: no such file")
+            if path.suffix == LOG_EXT:
+                dump_log(path, report, args.print_data_log, bar)
+            elif path.suffix == INDEX_EXT:
+                dump_index(path, report, time_index=False, verify_only=args.verify_index_only, bar=bar)
+            elif path.suffix == TIME_INDEX_EXT:
+                dump_index(path, report, time_index=True, verify_only=args.verify_index_only, bar=bar)
+            else:
+                raise CommandError(f"{name}: not a .log, .index or .timeindex file")
     if report.problems:
         raise CommandError(f"found {report.problems} problem(s) in {len(files)} file(s)")
     return 0
@@ -139,12 +145,35 @@ def scan(path: Path):
             pos += LOG_OVERHEAD + length
 
 
-def dump_log(path: Path, report: Report, print_data: bool) -> None:
+class Reading:
+    """A progress bar's task for one .log file: bytes read of its size, moved every
+    ``_BAR_EVERY`` entries (``at``); nothing at all without a bar, or with a disabled one."""
+
+    def __init__(self, bar, path: Path) -> None:
+        self.bar = None if bar is None or bar.disable else bar
+        self.entries = 0
+        if self.bar is not None:
+            self.size = path.stat().st_size
+            self.task = self.bar.add_task(f"reading {path.name}", total=self.size)
+
+    def at(self, position: int) -> None:
+        self.entries += 1
+        if self.bar is not None and self.entries % _BAR_EVERY == 0:
+            self.bar.update(self.task, completed=position)
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.size)
+
+
+def dump_log(path: Path, report: Report, print_data: bool, bar=None) -> None:
     report.note(f"Dumping {path}")
     if path.stem.isdigit():
         report.note(f"Log starting offset: {int(path.stem)}")
     batches = records = 0
+    reading = Reading(bar, path)
     for position, data, reason in scan(path):
+        reading.at(position)
         if data is None:
             report.problem(str(path), f"Found {path.stat().st_size - position} invalid bytes at the end of "
                            f"{path.name}: {reason}", position=position)
@@ -157,6 +186,7 @@ def dump_log(path: Path, report: Report, print_data: bool) -> None:
         report.item({"file": str(path), **doc}, batch_text(doc))
         for record in doc.get("records") or ():
             report.item({"file": str(path), "batch_position": position, **record}, record_text(record, doc))
+    reading.done()
     report.note(f"{batches} batches, {records} records")
 
 
@@ -269,11 +299,13 @@ def record_text(r: dict, batch: dict) -> str:
 
 
 # --- index files -------------------------------------------------------------------------
-def log_bounds(log_path: Path) -> list[tuple[int, int, int, int]]:
+def log_bounds(log_path: Path, bar=None) -> list[tuple[int, int, int, int]]:
     """``(position, base_offset, last_offset, max_timestamp)`` of each entry of a .log file
     (headers only; stops at bytes that are not a whole entry)."""
     bounds = []
+    reading = Reading(bar, log_path)
     for position, data, _ in scan(log_path):
+        reading.at(position)
         if data is None:
             break
         if data[16] == 2:
@@ -283,10 +315,11 @@ def log_bounds(log_path: Path) -> list[tuple[int, int, int, int]]:
             offset = _PREFIX.unpack_from(data)[0]
             timestamp = struct.unpack_from(">q", data, 18)[0] if data[16] == 1 else -1
             bounds.append((position, offset, offset, timestamp))
+    reading.done()
     return bounds
 
 
-def dump_index(path: Path, report: Report, *, time_index: bool, verify_only: bool) -> None:
+def dump_index(path: Path, report: Report, *, time_index: bool, verify_only: bool, bar=None) -> None:
     """Every entry of an index file, checked against the .log beside it when there is one."""
     if not path.stem.isdigit():
         raise CommandError(f"{path}: an index file is named by its segment's base offset (20 digits)")
@@ -297,7 +330,7 @@ def dump_index(path: Path, report: Report, *, time_index: bool, verify_only: boo
     # however wrong, can be shown and judged one by one.
     index = (TimeIndex if time_index else OffsetIndex)(int(path.stem), whole // entry_size, data[:whole])
     log_path = path.with_suffix(LOG_EXT)
-    bounds = log_bounds(log_path) if log_path.is_file() else None
+    bounds = log_bounds(log_path, bar) if log_path.is_file() else None
     if bounds is None and verify_only:
         raise CommandError(f"cannot verify {path}: {log_path.name} is not beside it")
     report.note(f"Dumping {path}")

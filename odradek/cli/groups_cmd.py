@@ -3,6 +3,7 @@
 
     odradek groups --list [--state]
     odradek groups --describe --group G [--offsets | --members | --state]
+    odradek groups --describe --group G --watch [--interval S] [--iterations N]
     odradek groups --reset-offsets --group G --topic T[:P,P...] | --all-topics
                    --to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO |
                    --by-duration PnDTnHnMnS   [--dry-run | --execute]
@@ -12,6 +13,11 @@
 the committed offset (CURRENT-OFFSET), the partition's end (LOG-END-OFFSET, its high
 watermark), the LAG between them, and the member that owns it. ``--members`` lists the
 members and their partitions instead, ``--state`` the group's state and protocol.
+
+``--watch`` (odradek's; Kafka's tool has none) describes the offsets and lag again every
+``--interval`` seconds (default 2) until Ctrl-C, or ``--iterations`` times: on a terminal the
+table is redrawn in place, under a line with the time and the total lag; otherwise each
+refresh is printed after the last (JSON: the rows of each refresh).
 
 ``--reset-offsets`` prints the new offsets; it changes them only with ``--execute`` (a dry
 run otherwise), and only while the group has no active members. Every target is kept
@@ -33,6 +39,8 @@ from odradek.cli.common import (
     add_bootstrap,
     add_output,
     admin_client,
+    console,
+    make_table,
     print_json,
     print_table,
     run_command,
@@ -67,6 +75,11 @@ def add_parser(sub) -> None:
     targets.add_argument("--shift-by", type=int, metavar="N", help="move the committed offsets by N (may be negative)")
     targets.add_argument("--to-datetime", metavar="ISO", help="reset to the first record at or after this time")
     targets.add_argument("--by-duration", metavar="PnDTnHnMnS", help="reset to this long before now")
+    p.add_argument("--watch", action="store_true", help="--describe: show the offsets and lag again and again, "
+                   "until Ctrl-C")
+    p.add_argument("--interval", type=float, default=2.0, metavar="S",
+                   help="--watch: seconds between refreshes (default 2)")
+    p.add_argument("--iterations", type=int, metavar="N", help="--watch: stop after N refreshes (default: none)")
     run_mode = p.add_mutually_exclusive_group()
     run_mode.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
     run_mode.add_argument("--execute", action="store_true", help="commit the new offsets")
@@ -80,6 +93,8 @@ def run(args) -> int:
 def _run(args) -> int:
     if sum((args.offsets, args.members, args.state and args.describe)) > 1:
         raise CommandError("--describe takes one of --offsets, --members and --state")
+    if args.watch and not args.describe:
+        raise CommandError("--watch goes with --describe")
     if (args.describe or args.reset_offsets or args.delete) and not (args.group or args.all_groups):
         raise CommandError("give --group (or --all-groups)")
     with admin_client(args) as admin:
@@ -108,11 +123,11 @@ def _list(admin, args) -> int:
 
 # --- describe ----------------------------------------------------------------------------
 def _describe(admin, groups: list[str], args) -> int:
-    descriptions = admin.describe_groups(groups)
+    if args.watch:
+        return _watch(admin, groups, args)
+    descriptions = _existing(admin, groups)
     for group in groups:
         description = descriptions[group]
-        if description.state == "Dead":
-            raise CommandError(f"Consumer group '{group}' does not exist.")
         if args.state:
             _show_state(description, args.output)
         elif args.members:
@@ -120,6 +135,14 @@ def _describe(admin, groups: list[str], args) -> int:
         else:
             _show_offsets(admin, description, args.output)
     return 0
+
+
+def _existing(admin, groups: list[str]) -> dict:
+    descriptions = admin.describe_groups(groups)
+    for group in groups:
+        if descriptions[group].state == "Dead":
+            raise CommandError(f"Consumer group '{group}' does not exist.")
+    return descriptions
 
 
 def _show_state(d, output: str) -> None:
@@ -180,10 +203,67 @@ def _show_offsets(admin, description, output: str) -> None:
         return
     if not description.members:
         print(f"Consumer group '{description.group_id}' has no active members.")
-    keys = ("group", "topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id", "host",
-            "client_id")
-    print_table(("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-                 "CLIENT-ID"), [[row[k] for k in keys] for row in rows])
+    print_table(OFFSET_COLUMNS, [[row[k] for k in OFFSET_KEYS] for row in rows])
+
+
+OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                  "CLIENT-ID")
+OFFSET_KEYS = ("group", "topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id", "host",
+               "client_id")
+
+
+# --- watch -------------------------------------------------------------------------------
+def _watch(admin, groups: list[str], args) -> int:
+    """``--describe --watch``: the offsets and lag of ``groups`` every ``--interval`` seconds,
+    ``--iterations`` times or until Ctrl-C (which ends the watch with status 0)."""
+    if args.members or args.state:
+        raise CommandError("--watch shows offsets and lag: leave out --members and --state")
+    if args.interval <= 0 or (args.iterations is not None and args.iterations < 1):
+        raise CommandError("--interval must be positive and --iterations at least 1")
+    out = console()
+    live = out.is_terminal and args.output != "json"
+    try:
+        with _live_view(out, live) as view:
+            done = 0
+            while True:
+                rows = [row for d in _existing(admin, groups).values() for row in group_offsets(admin, d)]
+                _show_refresh(view, out, rows, args)
+                done += 1
+                if args.iterations is not None and done >= args.iterations:
+                    return 0
+                time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _live_view(out, live: bool):
+    """A rich Live redrawing in place on ``out`` (a terminal), else a context of None."""
+    from contextlib import nullcontext
+
+    from rich.live import Live
+
+    return Live(console=out, auto_refresh=False) if live else nullcontext()
+
+
+def _show_refresh(view, out, rows: list[dict], args) -> None:
+    if args.output == "json":
+        for row in rows:
+            print_json(row)
+        sys.stdout.flush()
+        return
+    lag = sum(row["lag"] or 0 for row in rows)
+    heading = (f"Every {args.interval:g} s, at {datetime.now().strftime('%H:%M:%S')}: total lag {lag} "
+               f"over {len(rows)} partitions")
+    table = make_table(OFFSET_COLUMNS, [[row[k] for k in OFFSET_KEYS] for row in rows])
+    if view is None:
+        out.print(heading)
+        out.print(table)
+        out.file.flush()
+        return
+    from rich.console import Group
+    from rich.text import Text
+
+    view.update(Group(Text(heading + " (Ctrl-C to stop)"), table), refresh=True)
 
 
 # --- reset -------------------------------------------------------------------------------

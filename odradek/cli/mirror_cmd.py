@@ -21,6 +21,9 @@ read at read_committed too: records of aborted source transactions are not copie
 
 The lag (source end offset less mirrored position, per topic) is logged every
 --reporting-interval ms; Ctrl-C or SIGTERM commits what was copied and prints a summary.
+On a terminal, standard error also shows the catch-up as a bar: the records this run has
+mirrored of those it has mirrored plus the lag, as of the last lag look-up (--no-progress:
+none; with standard error not a terminal, the log lines alone).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ import signal
 import sys
 
 from odradek.cli.common import CommandError, check_reachable, client_config, print_table, read_properties, run_command
+from odradek.cli.progress import add_no_progress, count_bar
+
+_BAR_REFRESH_S = 0.5  # how often the catch-up bar reads the mirror's progress
 
 # Client settings the mirror sets itself: a file may not change them.
 _MIRROR_OWN = {
@@ -76,6 +82,7 @@ def add_parser(sub) -> None:
     p.add_argument("--producer.config", dest="producer_config", metavar="FILE",
                    help="a properties file of target producer settings (Kafka's names)")
     p.add_argument("--log-level", default="INFO", metavar="LEVEL", help="the mirror's log level (default INFO)")
+    add_no_progress(p)
 
 
 def run(args) -> int:
@@ -100,7 +107,7 @@ def _run(args) -> int:
     check_reachable(config.source)
     check_reachable(config.target)
     _configure_logging(level)
-    progress = asyncio.run(_mirror(config))
+    progress = asyncio.run(_mirror(config, show_progress=not args.no_progress))
     _print_summary(config, progress)
     return 0
 
@@ -142,26 +149,65 @@ def _own_checked(what: str, settings: dict) -> dict:
     return settings
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is when a record is logged: while the
+    catch-up bar is drawn, the bar's stand-in, which prints the line above the bar."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def _configure_logging(level: int) -> None:
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+    logging.basicConfig(level=logging.WARNING, handlers=[_CurrentStderr()],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("odradek.mirror").setLevel(level)
 
 
-async def _mirror(config):
+async def _mirror(config, show_progress: bool = True):
     from odradek.mirror import MirrorError, MirrorMaker
 
     mirror = MirrorMaker(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, mirror.stop)
-    try:
-        return await mirror.run()
-    except MirrorError as e:
-        raise CommandError(str(e)) from None
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+    with count_bar("mirroring", "records", enabled=show_progress) as bar:
+        drawing = asyncio.ensure_future(_draw_catch_up(mirror.progress, bar))
+        try:
+            return await mirror.run()
+        except MirrorError as e:
+            raise CommandError(str(e)) from None
+        finally:
+            drawing.cancel()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+
+def catch_up(progress, started: dict) -> tuple[int, int, int]:
+    """``(mirrored, total, lag)`` of this run: records mirrored since each partition's first
+    position in ``started`` (filled in here as partitions appear), and mirrored plus the lag
+    of the partitions whose source end is known."""
+    mirrored = lag = 0
+    for tp, p in progress.partitions.items():
+        first = started.setdefault(tp, p.position)
+        mirrored += max(p.position - first, 0)
+        lag += p.lag or 0
+    return mirrored, mirrored + lag, lag
+
+
+async def _draw_catch_up(progress, bar) -> None:
+    if bar.disable:
+        return
+    task = bar.add_task("catch-up", total=None, note="")
+    started: dict = {}
+    while True:
+        mirrored, total, lag = catch_up(progress, started)
+        bar.update(task, completed=mirrored, total=total or None, note=f"lag {lag:,}")
+        await asyncio.sleep(_BAR_REFRESH_S)
 
 
 def _print_summary(config, progress) -> None:

@@ -19,7 +19,8 @@ the end with ``--from-latest``; from the committed offsets with ``--group``), st
 after ``--timeout`` ms without a record. Reports records/s, MB/s and the latency of the
 polls that returned records.
 
-A live progress bar is drawn on standard error when it is a terminal. ``--output json``
+A live progress bar of the records sent (or read) of the total is drawn on standard error when
+it is a terminal (``--no-progress``: none; see ``odradek.cli.progress``). ``--output json``
 prints the totals as one JSON object instead of the text lines.
 """
 
@@ -41,6 +42,7 @@ from odradek.cli.common import (
     read_properties,
     run_command,
 )
+from odradek.cli.progress import add_no_progress, count_bar
 
 _MB = 1024 * 1024
 _LATENCY_SAMPLES = 50_000  # records whose latency is kept: enough for a 99.9th percentile, cheap to keep
@@ -65,6 +67,7 @@ def add_parser(sub) -> None:
     prod.add_argument("--reporting-interval", type=int, default=5000, metavar="MS",
                       help="print a progress line this often (default 5000)")
     prod.add_argument("--output", choices=("text", "json"), default="text", help="the report's form (default text)")
+    add_no_progress(prod)
     prod.add_argument("--transactional-id", metavar="ID",
                       help="send in transactions of this id (default performance-producer-default-transactional-id)")
     prod.add_argument("--transaction-duration-ms", type=int, default=0, metavar="MS",
@@ -81,6 +84,7 @@ def add_parser(sub) -> None:
     cons.add_argument("--fetch-size", type=int, metavar="BYTES", help="max bytes per partition per fetch")
     cons.add_argument("--consumer-props", nargs="+", default=[], metavar="K=V", help="consumer settings")
     cons.add_argument("--output", choices=("text", "json"), default="text", help="the report's form (default text)")
+    add_no_progress(cons)
 
 
 def run(args) -> int:
@@ -96,17 +100,6 @@ def percentiles(samples: list[float], points=PERCENTILES) -> list[float]:
     ordered = sorted(samples)
     last = len(ordered) - 1
     return [ordered[min(last, int(p * len(ordered)))] for p in points]
-
-
-def _progress(total: int, what: str):
-    """A rich progress bar on stderr, drawn only when stderr is a terminal."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from odradek.cli.common import console
-
-    return Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                    console=console(stderr=True), transient=True, disable=not sys.stderr.isatty())
 
 
 class ProduceStats:
@@ -243,8 +236,8 @@ def _send_all(producer, args, payloads: list[bytes], stats: ProduceStats) -> tup
     clock = time.perf_counter
     start = next_report = clock()
     next_report += interval
-    with _progress(total, "producing") as progress:
-        task = progress.add_task("produce", total=total, rate="")
+    with count_bar("producing", "records sent", enabled=not args.no_progress) as progress:
+        task = progress.add_task("produce", total=total, note="")
         for i in range(total):
             value = choose(payloads)
             sent_bytes += len(value)
@@ -256,12 +249,12 @@ def _send_all(producer, args, payloads: list[bytes], stats: ProduceStats) -> tup
                 time.sleep(max(0.0, (i + 1) * period - (clock() - start)))
             if i % _PROGRESS_EVERY == 0:
                 now = clock()
-                progress.update(task, completed=i + 1, rate=f"{(i + 1) / max(now - start, 1e-9):,.0f} rec/s")
+                progress.update(task, completed=i + 1, note=f"{(i + 1) / max(now - start, 1e-9):,.0f} records/s")
                 if now >= next_report:
                     next_report = now + interval
                     line = stats.window_line(i + 1, sent_bytes)
                     if args.output == "text":
-                        print(line)  # a live progress bar shows printed lines above itself
+                        print(line)  # on a terminal, above the progress bar
         progress.update(task, completed=total)
     return start, sent_bytes
 
@@ -326,8 +319,8 @@ def _read_all(consumer, args) -> tuple[int, int, float, list[float], bool]:
     polls: list[float] = []
     start = last = clock()
     timed_out = False
-    with _progress(args.messages, "consuming") as progress:
-        task = progress.add_task("consume", total=args.messages, rate="")
+    with count_bar("consuming", "records read", enabled=not args.no_progress) as progress:
+        task = progress.add_task("consume", total=args.messages, note="")
         while count < args.messages:
             before = clock()
             batch = consumer.poll(200, args.messages - count)
@@ -343,7 +336,7 @@ def _read_all(consumer, args) -> tuple[int, int, float, list[float], bool]:
                 count += len(records)
                 size += sum(len(r.value) for r in records if r.value is not None)
                 size += sum(len(r.key) for r in records if r.key is not None)
-            progress.update(task, completed=count, rate=f"{count / max(now - start, 1e-9):,.0f} rec/s")
+            progress.update(task, completed=count, note=f"{count / max(now - start, 1e-9):,.0f} records/s")
     return count, size, (last if timed_out else clock()) - start, polls, timed_out
 
 

@@ -1,8 +1,8 @@
 """``odradek reassign-partitions``: move partitions between brokers (``kafka-reassign-partitions.sh``).
 
     odradek reassign-partitions --generate --topics-to-move-json-file F --broker-list 1,2,3 [--disable-rack-aware]
-    odradek reassign-partitions --execute --reassignment-json-file F [--throttle B/S] [--additional]
-    odradek reassign-partitions --verify --reassignment-json-file F [--preserve-throttles]
+    odradek reassign-partitions --execute --reassignment-json-file F [--throttle B/S] [--additional] [--wait]
+    odradek reassign-partitions --verify --reassignment-json-file F [--preserve-throttles] [--wait]
     odradek reassign-partitions --cancel --reassignment-json-file F [--preserve-throttles]
     odradek reassign-partitions --list
 
@@ -14,14 +14,21 @@ leader goes, then deletes the old replicas; producers and consumers carry on mea
 --throttle the copying is limited to that many bytes/s (the brokers' and topics' replication
 throttle configs, as Kafka sets them); run --verify until it reports completion: it then
 removes the throttles. --cancel stops the moves in the file, back to the old replicas.
+
+--wait (odradek's; Kafka's tool returns at once) makes --execute and --verify wait until no
+partition of the file is being reassigned any more, with a bar of the partitions done on
+standard error when it is a terminal (--no-progress: none), then print each partition's status
+as --verify does (--verify --wait then removes the throttles).
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from odradek.cli.common import CommandError, add_bootstrap, admin_client, run_command
+from odradek.cli.progress import count_bar
 from odradek.cli.reassignment_plan import (
     PlanError,
     check_execute,
@@ -40,10 +47,13 @@ ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 # and permittedArgs).
 REQUIRED = {"generate": ("topics_to_move_json_file", "broker_list"), "execute": ("reassignment_json_file",),
             "verify": ("reassignment_json_file",), "cancel": ("reassignment_json_file",), "list": ()}
-PERMITTED = {"generate": ("disable_rack_aware",), "execute": ("throttle", "additional", "timeout"),
-             "verify": ("preserve_throttles",), "cancel": ("preserve_throttles", "timeout"), "list": ()}
+PERMITTED = {"generate": ("disable_rack_aware",),
+             "execute": ("throttle", "additional", "timeout", "wait", "no_progress"),
+             "verify": ("preserve_throttles", "wait", "no_progress"), "cancel": ("preserve_throttles", "timeout"),
+             "list": ()}
 OPTIONS = ("topics_to_move_json_file", "broker_list", "reassignment_json_file", "disable_rack_aware", "throttle",
-           "additional", "timeout", "preserve_throttles", "replica_alter_log_dirs_throttle")
+           "additional", "timeout", "preserve_throttles", "replica_alter_log_dirs_throttle", "wait", "no_progress")
+WAIT_POLL_S = 0.5  # between ListPartitionReassignments while waiting: cheap, at the controller
 BROKER_THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
                     "replica.alter.log.dirs.io.max.bytes.per.second")
 TOPIC_THROTTLES = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -73,6 +83,10 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=int, metavar="MS", help="accepted (log directory moves only)")
     p.add_argument("--preserve-throttles", action="store_true", default=None,
                    help="verify, cancel: leave the throttles as they are")
+    p.add_argument("--wait", action="store_true", default=None,
+                   help="execute, verify: wait until the file's reassignments are done, then print their status")
+    p.add_argument("--no-progress", action="store_true", default=None,
+                   help="--wait: no progress bar on a terminal")
 
 
 def run(args) -> int:
@@ -173,6 +187,9 @@ def _execute(admin, args) -> int:
     _alter(admin, proposed, "Error reassigning partition(s)")
     names = ",".join(str(tp) for tp in sorted(proposed))
     print(f"Successfully started partition reassignment{'' if len(proposed) == 1 else 's'} for {names}")
+    if args.wait:
+        _wait(admin, list(proposed), args)
+        print("\n".join(_status_lines(admin, list(proposed.items()), admin.list_partition_reassignments())))
     return 0
 
 
@@ -213,9 +230,35 @@ def _alter(admin, reassignments: dict, what: str) -> None:
 
 
 # --- verify, cancel, list -------------------------------------------------------------------
+def _wait(admin, partitions: list, args) -> None:
+    """Until none of ``partitions`` is being reassigned (the controller registers a move
+    before it answers AlterPartitionReassignments, so a move just started is listed)."""
+    total = len(partitions)
+    with count_bar("reassigning", "partitions done", enabled=not args.no_progress) as bar:
+        task = bar.add_task("wait", total=total, note="")
+        while True:
+            moving = admin.list_partition_reassignments(partitions)
+            bar.update(task, completed=total - len(moving))
+            if not moving:
+                return
+            time.sleep(WAIT_POLL_S)
+
+
 def _verify(admin, args) -> int:
     targets = parse_reassignment(_read(args.reassignment_json_file))
+    if args.wait:
+        _wait(admin, [tp for tp, _ in targets], args)
     ongoing = admin.list_partition_reassignments()
+    print("\n".join(_status_lines(admin, targets, ongoing)))
+    print()  # Kafka's (empty) status of replica moves between log directories
+    if not ongoing and not args.preserve_throttles:
+        _clear_throttles(admin, targets)
+    return 0
+
+
+def _status_lines(admin, targets, ongoing) -> list[str]:
+    """Kafka's status of each ``(partition, target replicas)``: in progress, completed, or
+    neither (no move, but other replicas)."""
     current = _replicas_of_topics_lenient(admin, {tp.topic for tp, _ in targets})
     lines = ["Status of partition reassignment:"]
     for tp, target in sorted(targets):
@@ -226,11 +269,7 @@ def _verify(admin, args) -> int:
         else:
             lines.append(f"There is no active reassignment of partition {tp}, but replica set is "
                          f"{','.join(map(str, current.get(tp, [])))} rather than {','.join(map(str, target))}.")
-    print("\n".join(lines))
-    print()  # Kafka's (empty) status of replica moves between log directories
-    if not ongoing and not args.preserve_throttles:
-        _clear_throttles(admin, targets)
-    return 0
+    return lines
 
 
 def _replicas_of_topics_lenient(admin, topics) -> dict:

@@ -156,3 +156,34 @@ def test_parse_duration_and_datetime():
     assert parse_datetime("1970-01-01T01:00:10+01:00") == 10_000
     local = datetime(2024, 5, 1, 12, 0, 0).astimezone()
     assert parse_datetime("2024-05-01T12:00:00") == int(local.timestamp() * 1000)
+
+
+def test_describe_watch_refreshes_a_bounded_number_of_times(cli, committed_group):
+    topic, group = committed_group
+    watched = cli("groups", "--describe", "--group", group, "--watch", "--interval", "0.05", "--iterations", "2")
+    assert watched.code == 0, watched.err
+    headings = [line for line in watched.lines() if line.startswith("Every 0.05 s, at ")]
+    assert len(headings) == 2 and all(h.endswith("total lag 6 over 2 partitions") for h in headings)
+    assert sum(1 for line in watched.lines() if line.split()[:2] == [group, topic]) == 4  # 2 rows, twice
+    rows = [json.loads(line) for line in cli("groups", "--describe", "--group", group, "--watch", "--interval",
+                                             "0.05", "--iterations", "3", "--output", "json").lines()]
+    assert [r["lag"] for r in rows] == [RECORDS - 4, 0] * 3
+    refused = cli("groups", "--describe", "--group", group, "--members", "--watch", "--iterations", "1")
+    assert refused.code == 1 and "--watch shows offsets and lag" in refused.err
+
+
+def test_describe_watch_redraws_in_place_on_a_terminal(cli, committed_group, monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from odradek.cli import groups_cmd
+
+    topic, group = committed_group
+    screen = io.StringIO()
+    monkeypatch.setattr(groups_cmd, "console", lambda: Console(file=screen, force_terminal=True, width=200))
+    watched = cli("groups", "--describe", "--group", group, "--watch", "--interval", "0.05", "--iterations", "2")
+    assert (watched.code, watched.out) == (0, "")
+    drawn = screen.getvalue()
+    assert drawn.count("total lag 6 over 2 partitions (Ctrl-C to stop)") >= 2 and "LOG-END-OFFSET" in drawn
+    assert "\x1b[" in drawn  # the cursor moved back over the last drawing

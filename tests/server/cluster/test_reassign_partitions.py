@@ -45,15 +45,6 @@ def targets(doc: dict) -> dict[int, list[int]]:
     return {p["partition"]: p["replicas"] for p in doc["partitions"]}
 
 
-def wait_completed(capsys, bootstrap: str, plan, partitions) -> str:
-    def done():
-        status, out = cli(capsys, "--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file", plan)
-        assert status == 0, out
-        return out if all(f"Reassignment of partition {p} is completed." in out for p in partitions) else None
-
-    return wait_until(done, 60, f"reassignment of {partitions} to complete", interval=0.5)
-
-
 def wait_dir_gone(node, topic: str, partition: int) -> None:
     wait_until(lambda: not [d for d in node.partition_dirs(topic) if d.name.split(".")[0] == f"{topic}-{partition}"],
                30, f"broker {node.broker_id}'s directory of {topic}-{partition} to be deleted")
@@ -78,12 +69,16 @@ def test_move_to_a_new_broker_under_load(make_cluster, tmp_path, capsys):
 
     with VerifyingProducer(cluster.bootstrap, topic, 2) as producer:
         producer.wait_acked(100)
-        status, out = cli(capsys, "--bootstrap-server", cluster.bootstrap, "--execute",
+        status, out = cli(capsys, "--bootstrap-server", cluster.bootstrap, "--execute", "--wait",
                           "--reassignment-json-file", str(plan))
         assert status == 0, out
         assert "Save this to use as the --reassignment-json-file option during rollback" in out
         assert f"Successfully started partition reassignments for {topic}-0,{topic}-1" in out
-        out = wait_completed(capsys, cluster.bootstrap, str(plan), [f"{topic}-0", f"{topic}-1"])
+        # --wait returned once both moves were done (no progress bar: not a terminal).
+        assert all(f"Reassignment of partition {topic}-{p} is completed." in out for p in (0, 1)), out
+        status, out = cli(capsys, "--bootstrap-server", cluster.bootstrap, "--verify", "--wait",
+                          "--reassignment-json-file", str(plan))
+        assert status == 0 and f"Reassignment of partition {topic}-1 is completed." in out, out
         assert "Clearing broker-level throttles on brokers 1,2,3,4" in out
         producer.wait_acked(producer.acked_count() + 100)
     assert producer.failed == [], producer.failed[:5]
