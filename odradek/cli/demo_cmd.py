@@ -30,6 +30,8 @@ def add_parser(sub) -> None:
                    help="where the broker data, checkpoints and warehouse live (default data/demo; with "
                         "--brokers, data/demo-cluster: the streams' checkpoints belong to one cluster)")
     p.add_argument("--members", type=int, default=1000, help="members of the synthetic site (default 1000)")
+    p.add_argument("--console-port", type=int, default=0, metavar="PORT",
+                   help="with --follow, the web console's port on 127.0.0.1 (default 0: a free one; -1: no console)")
 
 
 def run(args) -> int:
@@ -49,6 +51,6 @@ def run(args) -> int:
     directory = Path(args.dir or ("data/demo" if args.brokers == 1 else "data/demo-cluster"))
     config = DemoConfig(events=args.events, duration=args.duration, follow=args.follow,
                         bootstrap=args.bootstrap_server, directory=directory, members=args.members,
-                        brokers=args.brokers)
+                        brokers=args.brokers, console_port=args.console_port)
     run_pipeline(config)
     return 0

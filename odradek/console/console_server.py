@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from contextlib import contextmanager
 
 from aiohttp import web
 
@@ -93,3 +94,22 @@ class ConsoleServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+@contextmanager
+def console_beside(bootstrap: str, say, port: int = 0, client: dict | None = None):
+    """Serve a console for ``bootstrap`` on 127.0.0.1 while the ``with`` body runs (``odradek
+    demo --follow``); ``say(text)`` tells its address, or why it did not start (a busy
+    port): the work it sits beside goes on either way. Yields the server, or None."""
+    server = ConsoleServer(ConsoleConfig(bootstrap, client or {}, port=port))
+    try:
+        server.start()
+    except OSError as e:
+        say(f"the web console did not start: {e.strerror or e}")
+        yield None
+        return
+    say(f"web console at {server.url}")
+    try:
+        yield server
+    finally:
+        server.stop()

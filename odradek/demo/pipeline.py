@@ -15,7 +15,8 @@ producer goes with event times spread over the last ``events / 25`` seconds (but
 newest event already in the topics, so that a rerun's events are not behind the streaming
 job's watermark), then the queries run with Trigger.AvailableNow. With ``duration`` (seconds) events are paced over
 that time at the wall clock while the queries run every few seconds; ``follow`` keeps
-producing and streaming (loading every minute) until Ctrl-C. Either way the queries are
+producing and streaming (loading every minute) until Ctrl-C,
+with the web console (``odradek console``) served meanwhile on 127.0.0.1, its address printed. Either way the queries are
 finally run once more with AvailableNow, from their checkpoints, to drain what is left.
 State stays in ``directory`` (broker data, checkpoints, warehouse), so a second run adds to
 the first: new events, resumed queries, a load of only the new offsets.
@@ -61,6 +62,7 @@ class DemoConfig:
     partitions: int = 4
     brokers: int = 1             # more: a local ZooKeeper-mode cluster of that many brokers
     seed: int | None = None      # None: a new stream each run
+    console_port: int = 0        # with follow: the web console's port (0: a free one), -1: none
 
 
 def create_topics(bootstrap: str, partitions: int) -> None:
@@ -219,7 +221,7 @@ def _run_live(config: DemoConfig, console: Console, bootstrap: str, base: Path, 
     queries: dict = {}
     loads = []
     last_load = time.monotonic()
-    with _first_interrupt_stops(stop, console):
+    with _first_interrupt_stops(stop, console), _web_console(config, console, bootstrap):
         streaming_job.start(spark, bootstrap, base, queries)
         while thread.is_alive() and not stop.is_set():
             thread.join(1.0)
@@ -232,6 +234,15 @@ def _run_live(config: DemoConfig, console: Console, bootstrap: str, base: Path, 
         counter.stop()
     _drain(console, spark, bootstrap, base, counter)
     return result.get("produced", ProduceResult()), loads, spark
+
+
+def _web_console(config: DemoConfig, console: Console, bootstrap: str):
+    """While following: ``odradek console`` for the demo's cluster, its address printed."""
+    if not config.follow or config.console_port < 0:
+        return nullcontext()
+    from odradek.console.console_server import console_beside
+
+    return console_beside(bootstrap, lambda text: console.print(text, highlight=False), port=config.console_port)
 
 
 @contextmanager
