@@ -1,17 +1,28 @@
-"""Three brokers whose inter-broker listener is TLS with client certificates required:
-``INTERNAL://`` on SSL (``inter.broker.listener.name=INTERNAL``,
-``listener.name.internal.ssl.client.auth=required``) beside a PLAINTEXT listener for the test's
-clients. Replica fetchers, the controller's channel (LeaderAndIsr, UpdateMetadata) and the
-requests to the controller can only work over TLS with the broker's own certificate, so a
-topic with three replicas that fill their ISR and end identical shows they do. Then the leader
-is killed: the survivors elect a new one over the same listener and nothing acknowledged is
-lost."""
+"""Three brokers secured as Kafka's administrators secure them: the inter-broker listener
+``INTERNAL://`` is SASL_SSL (``inter.broker.listener.name=INTERNAL``) with client certificates
+required (``listener.name.internal.ssl.client.auth=required``; PKCS12 stores) and the brokers log
+in to each other with SCRAM-SHA-512 (``sasl.mechanism.inter.broker.protocol``) as ``User:admin``,
+their only super user; ACLs are on with ``allow.everyone.if.no.acl.found=false``. The brokers'
+credential goes into ZooKeeper before they start with ``odradek storage format --add-scram``;
+the admin then grants the test's clients (User:ANONYMOUS on a PLAINTEXT listener) what they
+need with ``odradek acls`` over the SASL_SSL listener, and nothing more: a topic without ACLs
+is refused to them.
+
+Replica fetchers, the controller's channel (LeaderAndIsr, UpdateMetadata) and the requests to
+the controller can only work over TLS with the broker's own certificate and a SCRAM login that
+the authorizer lets do CLUSTER_ACTION, so a topic with three replicas that fill their ISR and
+end identical shows they do. Then the leader is killed: the survivors elect a new one over the
+same listener and nothing acknowledged is lost.
+"""
 
 from __future__ import annotations
+
+import subprocess
 
 import pytest
 from confluent_kafka import Producer
 
+from tests.cli.conftest import run_cli
 from tests.server.cluster.broker_node import BrokerNode, free_port
 from tests.server.cluster.cluster_clients import create_topic, read_partition
 from tests.server.cluster.harness import wait_until
@@ -20,32 +31,75 @@ from tests.server.tls_certs import make_pki
 pytestmark = pytest.mark.timeout(180)
 
 BROKERS = [1, 2, 3]
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
 
 
-def test_replication_over_tls_inter_broker_listener(make_cluster, tmp_path):
+def _pkcs12(pki, tmp_path) -> dict[str, str]:
+    """The broker's keystore and the CA's truststore as ``openssl pkcs12 -export`` writes them."""
+    stores = {"keystore": str(tmp_path / "server.keystore.p12"), "truststore": str(tmp_path / "truststore.p12")}
+    for args, out in ((["-inkey", pki["server_key"], "-in", pki["server_cert"], "-certfile", pki["ca"]], "keystore"),
+                      (["-nokeys", "-in", pki["ca"]], "truststore")):
+        subprocess.run(["openssl", "pkcs12", "-export", *args, "-out", stores[out], "-passout", "pass:store-secret"],
+                       check=True, capture_output=True)
+    return stores
+
+
+def _properties(path, props: dict[str, str]) -> str:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return str(path)
+
+
+def test_replication_and_failover_over_a_sasl_ssl_inter_broker_listener_with_acls(make_cluster, tmp_path):
     pki = make_pki(tmp_path / "pki")
+    stores = _pkcs12(pki, tmp_path)
     cluster = make_cluster({
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
         "inter.broker.listener.name": "INTERNAL",
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": pki["server"],
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"],
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.internal.scram-sha-512.sasl.jaas.config": JAAS,
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": stores["keystore"],
+        "ssl.keystore.password": "store-secret",
+        "ssl.truststore.type": "PKCS12", "ssl.truststore.location": stores["truststore"],
+        "ssl.truststore.password": "store-secret",
         "listener.name.internal.ssl.client.auth": "required",
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin",
+        "allow.everyone.if.no.acl.found": "false",
     })
+    internal = {}
     for broker_id in BROKERS:
         node = BrokerNode(broker_id, cluster.root / f"broker-{broker_id}", cluster.zookeeper.hosts + cluster.chroot,
                           cluster.props)
-        node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{free_port()}"
+        internal[broker_id] = free_port()
+        node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{internal[broker_id]}"
         cluster.nodes[broker_id] = node
+    formatted = run_cli("storage", "format", "--config", _properties(tmp_path / "server.properties", cluster[1].props),
+                        "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]")
+    assert formatted.code == 0, formatted.err
     cluster.start(BROKERS)
     registration = cluster.read_json("/brokers/ids/1")
-    assert registration["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT", "INTERNAL": "SSL"}
+    assert registration["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT", "INTERNAL": "SASL_SSL"}
+
+    admin_properties = _properties(tmp_path / "admin.properties", {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": JAAS,
+        "ssl.truststore.location": pki["ca"], "ssl.keystore.location": pki["client"]})
+    for grant in (("--operation", "Create", "--cluster"),
+                  ("--operation", "Write", "--operation", "Read", "--topic", "tls-replicated"),
+                  ("--operation", "Read", "--group", "reader-", "--resource-pattern-type", "prefixed")):
+        granted = run_cli("acls", "--bootstrap-server", f"127.0.0.1:{internal[2]}", "--command-config",
+                          admin_properties, "--add", "--allow-principal", "User:ANONYMOUS", *grant)
+        assert granted.code == 0, granted.err
 
     create_topic(cluster.bootstrap, "tls-replicated", 1, 3)
     cluster.wait_for_isr("tls-replicated", 0, BROKERS)
+    refused = []
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    producer.produce("not-granted", b"x", on_delivery=lambda err, msg: refused.append(err))
     for i in range(100):
         producer.produce("tls-replicated", f"v{i}".encode() * 50, partition=0)
     assert producer.flush(30) == 0
+    assert [e.name() for e in refused] == ["TOPIC_AUTHORIZATION_FAILED"]
     cluster.wait_replicas_identical("tls-replicated", 0, BROKERS)
 
     leader = cluster.leader("tls-replicated", 0)
