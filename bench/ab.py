@@ -73,6 +73,31 @@ def _positive(text: str) -> int:
     return value
 
 
+def _quotas(text: str) -> dict[str, float]:
+    try:
+        return {k.strip(): float(v) for k, v in (x.split("=", 1) for x in text.split(",") if x.strip())}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE[,KEY=VALUE...], got {text!r}") from None
+
+
+def set_client_quotas(brokers: list, quotas: dict[str, float]) -> None:
+    """``quotas`` as every client's default (``/config/clients/<default>``) on each broker,
+    through AlterClientQuotas with odradek's admin client (a revision older than client quotas
+    refuses it, and the run stops)."""
+    from odradek.client.admin_quotas import ClientQuotaAlteration
+    from odradek.client.sync import AdminClient
+
+    for broker in brokers:
+        admin = AdminClient(broker.bootstrap)
+        try:
+            result = admin.alter_client_quotas([ClientQuotaAlteration({"client-id": None}, list(quotas.items()))])
+        finally:
+            admin.close()
+        errors = [e for e in result.values() if e is not None]
+        if errors:
+            raise RuntimeError(f"{broker.name}: AlterClientQuotas refused: {errors}")
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -88,6 +113,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="100-byte records per kcat produce / consume run (default 1,000,000)")
     p.add_argument("--bandwidth-mib", type=_positive, default=256,
                    help="MiB of ~1 MiB batches per bandwidth run (default 256)")
+    p.add_argument("--client-quota", type=_quotas, default={}, metavar="KEY=VALUE[,...]",
+                   help="client quotas every client gets (/config/clients/<default>) on both brokers "
+                        "before measuring, e.g. request_percentage=1000000 (set high: never reached)")
     p.add_argument("--prune", action="store_true",
                    help="remove the worktrees kept under bench/results/ab/ and exit")
     args = p.parse_args(argv)
@@ -297,6 +325,8 @@ def measure_all(args, sides, work_dir: Path, brokers: list, console: Console, re
     clients = Clients(args, work_dir)
     results["machine"] = machine.describe(work_dir, REPO, versions(clients.shim))
     start_brokers(sides, work_dir, brokers)
+    if args.client_quota:
+        set_client_quotas(brokers, args.client_quota)
     for name in args.workloads:
         begin, clients.current = time.perf_counter(), None
         try:
@@ -394,7 +424,7 @@ def run_ab(args: argparse.Namespace, console: Console, results_dir: Path = RESUL
         if found != tree.path / "odradek":
             raise revision.RevisionError(f"{name}: {tree.path} imports odradek from {found}")
     results = {"date": stamp, "sides": {n: t.to_json() for n, t in sides.items()},
-               "config": {"reps": args.reps, "records": args.records,
+               "config": {"reps": args.reps, "records": args.records, "client_quota": args.client_quota,
                           "bandwidth_mib": args.bandwidth_mib, "workloads": list(args.workloads)},
                "stale_extensions": {n: revision.stale_extensions(t.path) for n, t in sides.items()},
                "machine": {"cores": os.cpu_count()}, "workloads": {}, "errors": []}
