@@ -9,13 +9,18 @@ alice's produce quota with ``odradek configs`` / ``odradek topics`` / ``odradek 
 ``--command-config admin.properties``. Then Kafka's own clients speak to it as to a secured
 Kafka: confluent-kafka as alice writes where she may and is refused elsewhere, and is
 throttled by her quota; kcat as bob reads through his group and may not write; a wrong
-password is refused.
+password is refused; kafka-python and aiokafka log in the same way.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ssl
+
 import pytest
+from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Producer
+from kafka import KafkaProducer
 
 from odradek.cli.common import read_properties
 from odradek.testing.broker import InProcessBroker
@@ -139,3 +144,31 @@ def test_the_admin_lists_the_acls(secured):
     assert "(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)" in out
     assert "(principal=User:bob, host=*, operation=READ, permissionType=ALLOW)" in out
     assert "ResourcePattern(resourceType=GROUP, name=bobs, patternType=LITERAL)" in out
+
+
+def test_kafka_python_and_aiokafka_speak_sasl_ssl_scram_too(secured):
+    """kafka-python as alice writes to t; aiokafka as bob reads t through his group."""
+    broker, _, ca = secured
+    login = dict(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512")
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, ssl_cafile=ca, sasl_plain_username="alice",
+                             sasl_plain_password="alice-secret", **login)
+    try:
+        producer.send("t", b"from kafka-python").get(20)
+    finally:
+        producer.close()
+
+    async def read_as_bob() -> set[bytes]:
+        consumer = AIOKafkaConsumer("t", bootstrap_servers=broker.bootstrap, group_id="bobs",
+                                    ssl_context=ssl.create_default_context(cafile=ca), sasl_plain_username="bob",
+                                    sasl_plain_password="bob-secret", auto_offset_reset="earliest", **login)
+        await consumer.start()
+        try:
+            seen = set()
+            while b"from kafka-python" not in seen:
+                batches = await asyncio.wait_for(consumer.getmany(timeout_ms=500), 20)
+                seen.update(r.value for records in batches.values() for r in records)
+            return seen
+        finally:
+            await consumer.stop()
+
+    assert b"from kafka-python" in asyncio.run(read_as_bob())
