@@ -163,7 +163,7 @@ async def _errors(request: web.Request, handler):
         return _error(404, ErrorCode.GROUP_ID_NOT_FOUND, f"no consumer group {e}")
     except BrokerError as e:
         code = e.code if isinstance(e.code, ErrorCode) else ErrorCode.UNKNOWN_SERVER_ERROR
-        return _error(_STATUS.get(code, 503 if e.retriable else 400), code, str(e))
+        return _error(_STATUS.get(code, 503 if e.retriable else 400), code, _broker_message(e, code))
     except KafkaError as e:  # timed out, connection lost: the cluster did not answer
         return _error(503, ErrorCode.REQUEST_TIMED_OUT, str(e) or type(e).__name__)
 
@@ -177,6 +177,13 @@ async def _same_origin_changes(request: web.Request, handler):
         if request.method == "POST" and request.content_type != "application/json":
             return _error(400, ErrorCode.INVALID_REQUEST, "send changes as application/json")
     return await handler(request)
+
+
+def _broker_message(error: BrokerError, code: ErrorCode) -> str:
+    """The broker's own words when it gave some, else what the error is about."""
+    if error.message:
+        return error.message
+    return f"{code.name} for {error.subject}" if isinstance(error.subject, str) else code.name
 
 
 def _error(status: int, code: ErrorCode, message: str) -> web.Response:

@@ -1,6 +1,7 @@
 """The console's cluster pages as JSON: the overview (``/api/cluster``) and the brokers
-(``/api/brokers``), assembled from public Kafka APIs only (DescribeCluster, Metadata,
-DescribeLogDirs), so they read any Kafka-compatible cluster.
+(``/api/brokers``), assembled from public Kafka APIs only (Metadata, DescribeLogDirs), so
+they read any Kafka-compatible cluster. Brokers, controller and cluster id come from the same
+Metadata answer as the topics (every Kafka version has them there; DescribeCluster needs 2.8).
 
 Counts follow Kafka's tools (``kafka-topics --under-replicated-partitions`` and
 ``--unavailable-partitions``): a partition is under-replicated when its ISR is smaller than
@@ -12,14 +13,38 @@ Also here: ``sample_round``, what the ``Sampler`` (samples.py) reads every few s
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
-from odradek.client.metadata import PartitionInfo
+from odradek.client.admin_types import TopicDescription
+from odradek.client.metadata import BrokerInfo, PartitionInfo
 from odradek.client.topic_partition import TopicPartition
 
 LATEST = -1
 # How long one page's offset lookups may take: a console must answer while a partition's
 # leader moves, so it shows what it has rather than waiting out the client's minute.
 OFFSETS_TIMEOUT_MS = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    """One Metadata answer: the live brokers (by id), the controller and the topics."""
+
+    cluster_id: str | None
+    controller: int
+    brokers: tuple[BrokerInfo, ...]
+    topics: dict[str, TopicDescription]
+
+    @property
+    def live(self) -> set[int]:
+        return {b.node_id for b in self.brokers}
+
+
+async def cluster_state(admin, names=None) -> ClusterState:
+    """The cluster and its topics (``names``, or all) from one Metadata request."""
+    topics = await admin.describe_topics(names)
+    meta = admin.cluster.metadata
+    brokers = tuple(sorted(meta.brokers.values(), key=lambda b: b.node_id))
+    return ClusterState(meta.cluster_id, meta.controller_id, brokers, topics)
 
 
 def is_offline(partition: PartitionInfo, live: set[int]) -> bool:
@@ -33,13 +58,13 @@ def is_under_replicated(partition: PartitionInfo) -> bool:
 async def overview(admin, samples) -> dict:
     """``{"cluster_id", "controller", "brokers": [...], "topics", "partitions",
     "under_replicated", "offline", "throughput": [[t, msgs/s], ...]}``."""
-    cluster, topics = await asyncio.gather(admin.describe_cluster(), admin.describe_topics())
-    live = {b.node_id for b in cluster.brokers}
+    state = await cluster_state(admin)
+    topics, live = state.topics, state.live
     partitions = [p for t in topics.values() for p in t.partitions]
     return {
-        "cluster_id": cluster.cluster_id,
-        "controller": cluster.controller_id,
-        "brokers": [_broker(b, cluster.controller_id) for b in sorted(cluster.brokers, key=lambda b: b.node_id)],
+        "cluster_id": state.cluster_id,
+        "controller": state.controller,
+        "brokers": [_broker(b, state.controller) for b in state.brokers],
         "topics": sum(1 for t in topics.values() if not t.is_internal),
         "internal_topics": sum(1 for t in topics.values() if t.is_internal),
         "partitions": len(partitions),
@@ -53,13 +78,12 @@ async def brokers(admin) -> dict:
     """Each broker with its rack, whether it is the controller, the partitions it leads and
     holds, and its log directories (``dirs``: path, bytes used by replicas, total and usable
     bytes, error), or ``dirs_error`` when DescribeLogDirs was refused."""
-    cluster, topics = await asyncio.gather(admin.describe_cluster(), admin.describe_topics())
-    partitions = [p for t in topics.values() for p in t.partitions]
-    ids = sorted(b.node_id for b in cluster.brokers)
-    dirs, dirs_error = await log_dirs(admin, ids)
+    state = await cluster_state(admin)
+    partitions = [p for t in state.topics.values() for p in t.partitions]
+    dirs, dirs_error = await log_dirs(admin, sorted(state.live))
     rows = []
-    for b in sorted(cluster.brokers, key=lambda b: b.node_id):
-        row = _broker(b, cluster.controller_id)
+    for b in state.brokers:
+        row = _broker(b, state.controller)
         row["leaders"] = sum(1 for p in partitions if p.leader == b.node_id)
         row["replicas"] = sum(1 for p in partitions if b.node_id in p.replicas)
         row["dirs"] = [{"path": path, "size": sum(r.size for r in d.replicas.values()),
@@ -67,7 +91,7 @@ async def brokers(admin) -> dict:
                         "error": None if d.error is None else _code_name(d.error.code)}
                        for path, d in sorted(dirs.get(b.node_id, {}).items())]
         rows.append(row)
-    return {"controller": cluster.controller_id, "brokers": rows, "dirs_error": dirs_error}
+    return {"controller": state.controller, "brokers": rows, "dirs_error": dirs_error}
 
 
 async def log_dirs(admin, broker_ids) -> tuple[dict, str | None]:

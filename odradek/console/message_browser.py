@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 
 from odradek.client.consumer import AsyncConsumer
+from odradek.client.errors import BrokerError
 from odradek.client.topic_partition import TopicPartition
 from odradek.console.cluster_view import LATEST, OFFSETS_TIMEOUT_MS
 from odradek.console.request_error import integer, invalid
+from odradek.protocol.generated.error_codes import ErrorCode
 
 EARLIEST = -2
 DEFAULT_LIMIT = 20
@@ -48,6 +50,9 @@ async def browse(admin, consumer_settings: dict, topic: str, query) -> dict:
     timestamp = integer(query, "timestamp", minimum=0)
     if offset is not None and timestamp is not None:
         raise invalid("give an offset or a timestamp, not both")
+    described = (await admin.describe_topics([topic]))[topic]  # an unknown topic: 404 at once
+    if partition >= len(described.partitions):
+        raise BrokerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic} has no partition {partition}")
     tp = TopicPartition(topic, partition)
     bounds = await admin.list_offsets({tp: EARLIEST}, timeout_ms=OFFSETS_TIMEOUT_MS)
     ends = await admin.list_offsets({tp: LATEST}, timeout_ms=OFFSETS_TIMEOUT_MS)

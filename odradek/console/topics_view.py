@@ -25,8 +25,8 @@ async def topics(admin, samples) -> dict:
     """``{"topics": [{"name", "internal", "partitions", "replication_factor",
     "under_replicated", "offline", "size", "messages", "rate", "rates": [[t, msgs/s], ...]}]}``
     sorted by name; ``messages`` is the summed end offset at the last sample."""
-    cluster, described = await asyncio.gather(admin.describe_cluster(), admin.describe_topics())
-    live = {b.node_id for b in cluster.brokers}
+    state = await cluster_view.cluster_state(admin)
+    described, live = state.topics, state.live
     dirs, _ = await cluster_view.log_dirs(admin, sorted(live))
     sizes = cluster_view.replica_sizes(dirs)
     rows = []
@@ -50,9 +50,8 @@ async def topics(admin, samples) -> dict:
 async def topic(admin, name: str, samples) -> dict:
     """One topic: per partition leader, replicas, ISR, offline replicas, start and end
     offsets and size; its configs (name, value, source, flags); its rate history."""
-    cluster, described = await asyncio.gather(admin.describe_cluster(), admin.describe_topics([name]))
-    t = described[name]
-    live = {b.node_id for b in cluster.brokers}
+    state = await cluster_view.cluster_state(admin, [name])
+    t, live = state.topics[name], state.live
     led = [p for p in t.partitions if p.leader >= 0]
     dirs, dirs_error = await cluster_view.log_dirs(admin, sorted({p.leader for p in led} & live))
     sizes = cluster_view.replica_sizes(dirs)

@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
-from odradek.client import AdminClient
-from tests.console.conftest import GROUP, LAG, RECORDS_PER_PARTITION, TOPIC, record_key
+from odradek.client import AdminClient, Consumer
+from tests.console.conftest import GROUP, LAG, PARTITIONS, RECORDS_PER_PARTITION, TOPIC, record_key
 
 
 def call(console, path: str, method: str = "GET", body=None, headers=None) -> tuple[int, dict]:
@@ -42,9 +42,26 @@ def test_groups_answer_with_their_lag(console):
     assert status == 200 and group["lag"] == sum(LAG.values())
 
 
+def test_a_member_and_its_assignment(console, broker):
+    with Consumer(broker.bootstrap, group_id="live-readers", client_id="reader-1",
+                  auto_offset_reset="earliest") as consumer:
+        consumer.subscribe([TOPIC])
+        while not consumer.assignment():
+            consumer.poll(timeout_ms=200)
+        status, group = call(console, "/api/groups/live-readers")
+    assert (status, group["state"], group["protocol_type"]) == (200, "Stable", "consumer")
+    [member] = group["members"]
+    assert member["client_id"] == "reader-1"
+    assert sorted(member["assignment"]) == [f"{TOPIC}-{p}" for p in range(PARTITIONS)]
+    owners = {(p["topic"], p["partition"]): p["member"] for p in group["partitions"]}
+    assert owners == {(TOPIC, p): member["id"] for p in range(PARTITIONS)}
+
+
 @pytest.mark.parametrize(("path", "status", "error"), [
     ("/api/topics/no-such-topic", 404, "UNKNOWN_TOPIC_OR_PARTITION"),
     ("/api/groups/no-such-group", 404, "GROUP_ID_NOT_FOUND"),
+    ("/api/topics/no-such-topic/messages?partition=0", 404, "UNKNOWN_TOPIC_OR_PARTITION"),
+    (f"/api/topics/{TOPIC}/messages?partition=9", 404, "UNKNOWN_TOPIC_OR_PARTITION"),
     (f"/api/topics/{TOPIC}/messages", 400, "INVALID_REQUEST"),
     (f"/api/topics/{TOPIC}/messages?partition=x", 400, "INVALID_REQUEST"),
     (f"/api/topics/{TOPIC}/messages?partition=0&offset=1&timestamp=1", 400, "INVALID_REQUEST"),
