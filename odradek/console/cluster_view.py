@@ -130,7 +130,7 @@ async def end_offsets(admin, partitions) -> dict[TopicPartition, int]:
 async def sample_round(admin) -> tuple[dict[str, int], dict[str, int]]:
     """One sample: each topic's summed end offset and each consumer group's total lag (the
     groups_view rules: partitions with a committed offset only)."""
-    from odradek.console.groups_view import total_lag
+    from odradek.console.groups_view import total_lag  # here: groups_view imports this module
 
     topics = await admin.describe_topics()
     ends = await end_offsets(admin, [p for t in topics.values() for p in t.partitions])
