@@ -24,11 +24,13 @@ EARLIEST = -2
 async def topics(admin, samples) -> dict:
     """``{"topics": [{"name", "internal", "partitions", "replication_factor",
     "under_replicated", "offline", "size", "messages", "rate", "rates": [[t, msgs/s], ...]}]}``
-    sorted by name; ``messages`` is the summed end offset at the last sample."""
+    sorted by name; ``messages`` is what the partitions hold (end minus start offsets)."""
     state = await cluster_view.cluster_state(admin)
     described, live = state.topics, state.live
     dirs, _ = await cluster_view.log_dirs(admin, sorted(live))
     sizes = cluster_view.replica_sizes(dirs)
+    led = [p for t in described.values() for p in t.partitions if p.leader >= 0]
+    starts, ends = await asyncio.gather(_offsets(admin, led, EARLIEST), _offsets(admin, led, cluster_view.LATEST))
     rows = []
     for name, t in sorted(described.items()):
         buffer = samples.topics.get(name)
@@ -40,7 +42,7 @@ async def topics(admin, samples) -> dict:
             "under_replicated": sum(map(cluster_view.is_under_replicated, t.partitions)),
             "offline": sum(1 for p in t.partitions if cluster_view.is_offline(p, live)),
             "size": _topic_size(t.partitions, sizes),
-            "messages": buffer.latest() if buffer else None,
+            "messages": _retained(t.partitions, starts, ends),
             "rate": samples.topic_rate(name),
             "rates": buffer.rates() if buffer else [],
         })
@@ -71,7 +73,7 @@ async def topic(admin, name: str, samples) -> dict:
         "name": name, "topic_id": str(t.topic_id), "internal": t.is_internal,
         "partitions": partitions, "configs": configs, "sizes_error": dirs_error,
         "size": _topic_size(t.partitions, sizes),
-        "messages": sum(p["end"] - p["start"] for p in partitions if p["end"] is not None and p["start"] is not None),
+        "messages": _retained(t.partitions, starts, ends),
         "rate": samples.topic_rate(name), "rates": buffer.rates() if buffer else [],
     }
 
@@ -127,6 +129,15 @@ def _configs(value) -> dict[str, str]:
             raise RequestError(ErrorCode.INVALID_CONFIG, f"config {key!r} needs a text value")
         out[key] = str(v).lower() if isinstance(v, bool) else str(v)
     return out
+
+
+def _retained(partitions, starts, ends) -> int | None:
+    """Records between the log start and end offsets, summed (transaction markers count: a
+    console sees offsets, not records); None while a partition's offsets are unknown."""
+    spans = [(starts.get(tp), ends.get(tp)) for tp in (TopicPartition(p.topic, p.partition) for p in partitions)]
+    if any(s is None or e is None for s, e in spans):
+        return None
+    return sum(e - s for s, e in spans)
 
 
 def _topic_size(partitions, sizes) -> int | None:

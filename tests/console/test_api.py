@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
 
-from odradek.client import AdminClient, Consumer
+from odradek.client import AdminClient, Consumer, TopicPartition
 from tests.console.conftest import GROUP, LAG, PARTITIONS, RECORDS_PER_PARTITION, TOPIC, record_key
 
 
@@ -37,9 +38,13 @@ def test_a_page_of_records_from_a_time(console):
     assert [r["offset"] for r in latest["records"]] == [RECORDS_PER_PARTITION - 2, RECORDS_PER_PARTITION - 1]
 
 
-def test_groups_answer_with_their_lag(console):
+def test_groups_answer_with_their_lag(console, broker):
     status, group = call(console, f"/api/groups/{GROUP}")
     assert status == 200 and group["lag"] == sum(LAG.values())
+    with AdminClient(broker.bootstrap) as admin:  # any characters: the pages quote ids in their links
+        admin.alter_group_offsets("team/a b", {TopicPartition(TOPIC, 0): 1})
+    status, group = call(console, "/api/groups/" + urllib.parse.quote("team/a b", safe=""))
+    assert (status, group["id"], group["lag"]) == (200, "team/a b", RECORDS_PER_PARTITION - 1)
 
 
 def test_a_member_and_its_assignment(console, broker):

@@ -21,7 +21,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from odradek.client import AdminClient, ConfigResource, Producer, ResourceType
+from odradek.client import AdminClient, ConfigResource, NewTopic, Producer, ResourceType
 from tests.conftest import ROOT
 from tests.console.conftest import COMMITTED, GROUP, LAG, PARTITIONS, RECORDS_PER_PARTITION, TOPIC, record_key
 
@@ -200,3 +200,18 @@ def test_cancelled_delete_keeps_the_topic_and_a_config_is_edited(page, broker):
         resource = ConfigResource(ResourceType.TOPIC, TOPIC)
         assert admin.describe_configs([resource])[resource]["retention.ms"].value == "3600000"
         assert TOPIC in admin.list_topics()
+
+
+def test_delete_a_topic_after_confirming(page, broker):
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topics([NewTopic("to-be-deleted", 1, 1)])
+    driver = page("/topics/to-be-deleted")
+    text(driver, '#partitions-table tr[data-partition="0"]')
+    click(driver, "#delete-topic")
+    assert "to-be-deleted" in text(driver, "#confirm[open] #confirm-title")
+    confirm(driver)
+    WebDriverWait(driver, WAIT_SECONDS).until(lambda d: d.current_url == d.current_url.split("/topics")[0] + "/topics")
+    text(driver, f'#topics-table tr[data-topic="{TOPIC}"]')
+    assert driver.find_elements(By.CSS_SELECTOR, '#topics-table tr[data-topic="to-be-deleted"]') == []
+    with AdminClient(broker.bootstrap) as admin:
+        assert "to-be-deleted" not in admin.list_topics()
