@@ -166,6 +166,11 @@ async def _errors(request: web.Request, handler):
         return _error(_STATUS.get(code, 503 if e.retriable else 400), code, _broker_message(e, code))
     except KafkaError as e:  # timed out, connection lost: the cluster did not answer
         return _error(503, ErrorCode.REQUEST_TIMED_OUT, str(e) or type(e).__name__)
+    except web.HTTPException:  # aiohttp's own answers: no such route, method not allowed
+        raise
+    except Exception as e:  # noqa: BLE001 - a fault of the console's: said in JSON, logged in full
+        log.exception("console: %s %s failed", request.method, request.path)
+        return _error(500, ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
 
 @web.middleware

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
 from odradek.console.app import STATIC
 from tests.conftest import ROOT
