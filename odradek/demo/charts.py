@@ -2,7 +2,8 @@
 
 - ``throughput.png``: records per second produced into the activity topics (the rise of
   their end offsets between samples) and read by each streaming query (the rise of its
-  position), over the run's seconds; beside it the same as running totals;
+  position), over the run's seconds; beside it the running totals in ``page_views``: its end
+  offsets and each query's position;
 - ``streaming.png``: each query's micro-batches side by side: input rows per batch, and how
   long the batch took (trigger execution, ms);
 - ``lag.png``: each query's lag in ``page_views`` (end offsets less its position) over time.
@@ -60,21 +61,22 @@ def rates(times: list[float], totals: list[int]) -> tuple[list[float], list[floa
 
 def throughput_chart(samples: list[Sample], path: Path, topics: list[str], topic: str) -> Path:
     """Side by side: records/s produced into ``topics`` (summed) and read of ``topic`` by each
-    query; and the same as running totals (produced: the end offsets; read: the positions)."""
+    query; and the running totals in ``topic``: its end offsets, and each query's position."""
     t0 = samples[0].time
     fig = _figure(11, 4)
     rate_ax, total_ax = fig.subplots(1, 2)
     times = [s.time - t0 for s in samples]
     produced = [sum(s.ends.get(t, 0) for t in topics) for s in samples]
-    label = f"produced into {' + '.join(topics)}"
-    rate_ax.step(*rates(times, produced), where="pre", color="black", lw=1.5, label=label)
-    total_ax.plot(times, produced, color="black", lw=1.5, label=label)
+    rate_ax.step(*rates(times, produced), where="pre", color="black", lw=1.5,
+                 label=f"produced into {' + '.join(topics)}")
+    total_ax.plot(times, [s.ends.get(topic, 0) for s in samples], color="black", lw=1.5,
+                  label=f"end offsets of {topic}")
     for query in _queries(samples):
         read = [s.position(query) for s in samples]
         rate_ax.step(*rates(times, read), where="pre", lw=1, alpha=0.8, label=f"{query} (read)")
         total_ax.plot(times, read, lw=1, alpha=0.8, label=f"{query} (read)")
     _finish(rate_ax, "Throughput", "records per second")
-    _finish(total_ax, f"Records produced and read of {topic}", "offsets (summed over partitions)")
+    _finish(total_ax, f"Produced and read in {topic}", "offset (summed over partitions)")
     return _save(fig, path)
 
 
