@@ -11,8 +11,8 @@ wrappers) take one ``security`` mapping of Kafka-named properties, ``security.pr
 
 With SSL and SASL_SSL every connection is TLS, built by ``client/ssl_factory.py``: the
 truststore verifies the broker (the system's CAs without one), the host name is checked unless
-``ssl.endpoint.identification.algorithm`` is empty, the keystore (``ssl.keystore.location``, or
-``ssl.keystore.key`` + ``ssl.keystore.certificate.chain``) is presented for mutual TLS. An
+``ssl.endpoint.identification.algorithm`` is empty, the keystore (``ssl.keystore.location``, PEM
+or PKCS12, or ``ssl.keystore.key`` + ``ssl.keystore.certificate.chain``) is presented for mutual TLS. An
 key of the mapping that odradek does not know is a ValueError naming it, never silently
 ignored; with PLAINTEXT or SASL_PLAINTEXT the ``ssl.*`` keys are not used, as in Kafka. The
 ``sasl.*`` keys are the SASL exchange's (``client/sasl_authenticator.py``).

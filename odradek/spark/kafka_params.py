@@ -26,7 +26,7 @@ Sink: the producer.
     broker's default transaction.max.timeout.ms; see ``txn_sink``); transactional.id is
     refused: ids are derived per task from the ``transactional.id.prefix`` option
 Both: bootstrap.servers (see ``options``); security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT,
-SASL_SSL) with the ssl.* settings (PEM truststore and keystore: ``client/client_security.py``)
+SASL_SSL) with the ssl.* settings (PEM or PKCS12 stores: ``client/ssl_factory.py``)
 and the sasl.* ones (``client/sasl_authenticator.py``). They travel to the executors as pairs
 of text (``security``), each process building its TLS context from them: the files named by
 ssl.truststore.location and ssl.keystore.location must be readable where the executors run,
