@@ -149,9 +149,9 @@ class SslConfig:
         if self.keystore_type == "PKCS12":
             try:
                 load_pkcs12_keystore(ctx, self.keystore_location, self.keystore_password, self.key_password)
-            except ssl.SSLError as e:
-                raise ValueError(f"ssl.keystore: the key of {self.keystore_location} does not fit "
-                                 f"its certificate: {e}") from None
+            except (OSError, ssl.SSLError) as e:
+                raise ValueError(f"ssl.keystore: cannot load the key and certificate chain of "
+                                 f"{self.keystore_location}: {e}") from None
             return
         try:
             if self.keystore_location:
