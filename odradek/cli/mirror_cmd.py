@@ -187,16 +187,18 @@ async def _mirror(config, show_progress: bool = True):
                 loop.remove_signal_handler(sig)
 
 
-def catch_up(progress, started: dict) -> tuple[int, int, int]:
+def catch_up(progress, started: dict) -> tuple[int, int, int | None]:
     """``(mirrored, total, lag)`` of this run: records mirrored since each partition's first
     position in ``started`` (filled in here as partitions appear), and mirrored plus the lag
-    of the partitions whose source end is known."""
+    of the partitions whose source end is known; the lag is None until one is."""
     mirrored = lag = 0
+    known = False
     for tp, p in progress.partitions.items():
         first = started.setdefault(tp, p.position)
         mirrored += max(p.position - first, 0)
+        known = known or p.lag is not None
         lag += p.lag or 0
-    return mirrored, mirrored + lag, lag
+    return mirrored, mirrored + lag, lag if known else None
 
 
 async def _draw_catch_up(progress, bar) -> None:
@@ -206,7 +208,7 @@ async def _draw_catch_up(progress, bar) -> None:
     started: dict = {}
     while True:
         mirrored, total, lag = catch_up(progress, started)
-        bar.update(task, completed=mirrored, total=total or None, note=f"lag {lag:,}")
+        bar.update(task, completed=mirrored, total=total or None, note="lag ?" if lag is None else f"lag {lag:,}")
         await asyncio.sleep(_BAR_REFRESH_S)
 
 

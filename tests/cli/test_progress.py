@@ -87,7 +87,7 @@ def test_mirror_catch_up_counts_from_where_this_run_started():
     mirror.start(a, 100)
     mirror.start(b, 0)
     started: dict = {}
-    assert catch_up(mirror, started) == (0, 0, 0)  # no end offset known yet
+    assert catch_up(mirror, started) == (0, 0, None)  # no end offset known yet
     mirror.ends({a: 150, b: 40})
     mirror.committed({a: 130, b: 10}, {a: 30, b: 10})
     assert catch_up(mirror, started) == (40, 90, 50)  # 30 + 10 mirrored; 20 + 30 behind
