@@ -215,11 +215,14 @@ def request_quota_broker(tmp_path_factory):
 
 def test_a_client_over_its_request_quota_is_told_its_throttle_time_and_another_is_not(request_quota_broker):
     throttles = {"busy": [], "free": []}
-    producers = {name: Producer({"bootstrap.servers": request_quota_broker.bootstrap, "client.id": name,
-                                 "linger.ms": 5, "throttle_cb": lambda ev, n=name: throttles[n].append(ev.throttle_time)})
-                 for name in throttles}
+
+    def make(name):
+        return Producer({"bootstrap.servers": request_quota_broker.bootstrap, "client.id": name, "linger.ms": 5,
+                         "throttle_cb": lambda event: throttles[name].append(event.throttle_time)})
+
+    producers = {name: make(name) for name in throttles}
     for name, producer in producers.items():
-        for i in range(20):
+        for _ in range(20):
             producer.produce(f"request-quota-{name}", b"v" * 100)
     deadline = time.monotonic() + 30
     while not any(t > 0 for t in throttles["busy"]) and time.monotonic() < deadline:
