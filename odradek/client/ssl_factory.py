@@ -1,8 +1,9 @@
 """TLS contexts from Kafka's ``ssl.*`` settings (Kafka's ``SslFactory`` / ``DefaultSslEngineFactory``).
 
 odradek reads PEM (``ssl.keystore.type=PEM``, the default here, KIP-651's type) and PKCS12
-(``ssl.keystore.type=PKCS12``, what keytool writes); JKS is refused with the keytool command
-that converts it (``client/ssl_stores.py``). The settings:
+(``ssl.keystore.type=PKCS12``, what keytool writes, also when the type says JKS); a store in
+Java's own JKS format is refused with the keytool command that converts it
+(``client/ssl_stores.py``). The settings:
 
 - key and certificate chain: ``ssl.keystore.location`` (a PEM file holding the private key and
   the chain, leaf first, or a PKCS12 keystore opened with ``ssl.keystore.password``) or
@@ -34,6 +35,7 @@ import ssl
 from dataclasses import dataclass
 
 from odradek.client.ssl_stores import (
+    effective_type,
     load_cert_chain_from_memory,
     load_pkcs12_keystore,
     pkcs12_trusted_pem,
@@ -55,8 +57,8 @@ SSL_KEYS = (
 
 @dataclass(frozen=True)
 class SslConfig:
-    keystore_type: str = "PEM"
-    truststore_type: str = "PEM"
+    keystore_type: str | None = None  # as set (PEM, PKCS12, JKS) or None; see ssl_stores
+    truststore_type: str | None = None
     keystore_location: str | None = None
     keystore_key: str | None = None
     keystore_certificate_chain: str | None = None
@@ -90,7 +92,8 @@ class SslConfig:
             raise ValueError("ssl.keystore.key and ssl.keystore.certificate.chain go together")
         if key and get("ssl.keystore.location"):
             raise ValueError("ssl.keystore.location and ssl.keystore.key cannot both be set")
-        if key and keystore_type != "PEM" or get("ssl.truststore.certificates") and truststore_type != "PEM":
+        if (key and keystore_type not in (None, "PEM")
+                or get("ssl.truststore.certificates") and truststore_type not in (None, "PEM")):
             raise ValueError("ssl.keystore.key and ssl.truststore.certificates are PEM text: "
                              "they need ssl.keystore.type=PEM and ssl.truststore.type=PEM")
         return cls(
@@ -146,7 +149,8 @@ class SslConfig:
             self._load_keystore(ctx)
 
     def _load_keystore(self, ctx: ssl.SSLContext) -> None:
-        if self.keystore_type == "PKCS12":
+        if self.keystore_location and effective_type(self.keystore_type, self.keystore_location,
+                                                     "ssl.keystore.type") == "PKCS12":
             try:
                 load_pkcs12_keystore(ctx, self.keystore_location, self.keystore_password, self.key_password)
             except (OSError, ssl.SSLError) as e:
@@ -165,7 +169,8 @@ class SslConfig:
 
     def _load_trust(self, ctx: ssl.SSLContext, purpose) -> None:
         try:
-            if self.truststore_location and self.truststore_type == "PKCS12":
+            if self.truststore_location and effective_type(self.truststore_type, self.truststore_location,
+                                                           "ssl.truststore.type") == "PKCS12":
                 ctx.load_verify_locations(cadata=pkcs12_trusted_pem(self.truststore_location,
                                                                     self.truststore_password))
             elif self.truststore_location:

@@ -1,8 +1,7 @@
 """Reading Kafka's key stores and trust stores: PEM as it is, PKCS12 through ``cryptography``.
 
-``ssl.keystore.type`` and ``ssl.truststore.type`` name the format (Kafka's default is JKS;
-odradek's default stays PEM, KIP-651's type, since a file without a type is far more often PEM
-here). The formats:
+``ssl.keystore.type`` and ``ssl.truststore.type`` name the format; the file's first bytes
+decide where the name leaves room, as Java's own key stores do:
 
 - ``PEM``: the file, or the inline ``ssl.keystore.key`` / ``ssl.truststore.certificates``,
   as ``ssl`` reads it (``client/ssl_factory.py``).
@@ -12,8 +11,13 @@ here). The formats:
   a separate ``-keypass``, so ``ssl.key.password`` is only tried when the store password does
   not open it, for stores written by other tools); a truststore holds certificates only
   (keytool's ``trustedCertEntry``), opened with ``ssl.truststore.password``.
-- ``JKS``: refused. Python has no maintained reader of Java's own format; the error names the
-  one keytool command that converts a JKS store to PKCS12 (``keytool -importkeystore``).
+- ``JKS``, Kafka's default type: since Java 9 keytool writes PKCS12 even into a file named
+  ``kafka.server.keystore.jks``, and Java's JKS key store reads such a file as PKCS12
+  (``keystore.type.compat``); so does odradek. A store in Java's own JKS format (it starts
+  with the bytes ``FE ED FE ED``; JCEKS with ``CE CE CE CE``) is refused: Python has no
+  maintained reader of it, and the error names the one keytool command that converts it.
+- unset: odradek's default is PEM (KIP-651's type), but a file that is not PEM is read as
+  Kafka's default JKS type would read it (PKCS12, or refused if it is Java's JKS).
 
 Every failure is a ValueError naming the setting and the file, never a traceback: a wrong
 password reads "wrong ssl.keystore.password", a file that is not PKCS12 says so.
@@ -29,23 +33,43 @@ import tempfile
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-STORE_TYPES = ("PEM", "PKCS12")
+STORE_TYPES = ("PEM", "PKCS12", "JKS")
+_JAVA_MAGIC = {b"\xfe\xed\xfe\xed": "JKS", b"\xce\xce\xce\xce": "JCEKS"}
 
 
-def store_type(value: str | None, key: str) -> str:
-    """``ssl.keystore.type`` / ``ssl.truststore.type`` in upper case (PEM when unset);
-    ValueError for JKS (with the conversion command) and for a type odradek does not read."""
-    kind = (value or "PEM").strip().upper()
-    if kind == "JKS":
-        store = "keystore" if "keystore" in key else "truststore"
-        raise ValueError(
-            f"{key}=JKS: odradek reads PEM and PKCS12 stores, not Java's JKS. Convert the store once with "
-            f"keytool -importkeystore -srckeystore kafka.{store}.jks -srcstoretype JKS "
-            f"-destkeystore kafka.{store}.p12 -deststoretype PKCS12, then set {key}=PKCS12 and "
-            f"ssl.{store}.location to the .p12 file (same password)")
+def store_type(value: str | None, key: str) -> str | None:
+    """``ssl.keystore.type`` / ``ssl.truststore.type`` in upper case (None when unset);
+    ValueError for a type odradek does not read."""
+    if value is None or not value.strip():
+        return None
+    kind = value.strip().upper()
     if kind not in STORE_TYPES:
-        raise ValueError(f"{key}={value}: odradek reads {' and '.join(STORE_TYPES)} stores")
+        raise ValueError(f"{key}={value}: odradek reads PEM and PKCS12 stores (and JKS-typed stores "
+                         f"that keytool wrote as PKCS12)")
     return kind
+
+
+def effective_type(declared: str | None, path: str, key: str) -> str:
+    """``PEM`` or ``PKCS12``: how to read the store at ``path`` declared as ``declared``
+    (see the module doc); ValueError for Java's JKS or JCEKS format, with the command that
+    converts the store."""
+    if declared in ("PEM", "PKCS12"):
+        return declared
+    head = _read(path, key.rsplit(".", 1)[0])[:4]
+    store = "keystore" if "keystore" in key else "truststore"
+    java = _JAVA_MAGIC.get(head)
+    if java:
+        raise ValueError(
+            f"ssl.{store}.location={path} is a Java {java} store, which odradek cannot read. Convert it once to PKCS12 (same "
+            f"password): keytool -importkeystore -srckeystore {path} -srcstoretype {java} "
+            f"-destkeystore kafka.{store}.p12 -deststoretype PKCS12, then set {key}=PKCS12 and "
+            f"ssl.{store}.location to the .p12 file")
+    if head[:1] == b"\x30":  # a DER SEQUENCE: PKCS12, as keytool writes since Java 9
+        return "PKCS12"
+    if declared == "JKS":
+        raise ValueError(f"{key}=JKS, but {path} is neither a Java key store nor PKCS12 "
+                         f"(a PEM file needs {key}=PEM)")
+    return "PEM"
 
 
 def _read(path: str, what: str) -> bytes:
@@ -53,7 +77,7 @@ def _read(path: str, what: str) -> bytes:
         with open(path, "rb") as f:
             return f.read()
     except OSError as e:
-        raise ValueError(f"{what}: cannot read {path}: {e.strerror or e}") from None
+        raise ValueError(f"{what}: cannot load {path}: {e.strerror or e}") from None
 
 
 def _open_pkcs12(path: str, passwords: list[tuple[str, str | None]], what: str):

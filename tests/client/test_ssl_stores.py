@@ -1,8 +1,10 @@
 """PKCS12 key stores and trust stores (``client/ssl_stores.py``): stores written by ``openssl
 pkcs12 -export`` from the test PKI make a server and a client context that complete a mutual
-TLS handshake; a wrong password, a truststore given as a keystore, a missing file and JKS are
-refused with one message naming the setting. (A store written by keytool is served by the
-broker of ``tests/server/test_secured_server_properties.py``.)"""
+TLS handshake; a wrong password, a truststore given as a keystore and a missing file are
+refused with one message naming the setting; a store typed JKS that is PKCS12 inside (what
+keytool writes since Java 9) is read, Java's own JKS format refused with the keytool command
+that converts it. (A store written by keytool is served by the broker of
+``tests/server/test_secured_server_properties.py``.)"""
 
 from __future__ import annotations
 
@@ -80,7 +82,7 @@ def test_a_store_password_that_differs_from_the_key_password_falls_back_to_it(st
 @pytest.mark.parametrize("settings, message", [
     ({"ssl_keystore_password": "wrong"}, "wrong ssl.keystore.password, or not a PKCS12 file"),
     ({"ssl_keystore_location": "TRUST", "ssl_keystore_password": "store-secret"}, "holds no private key"),
-    ({"ssl_keystore_location": "/nonexistent/server.p12"}, "ssl.keystore: cannot read /nonexistent/server.p12"),
+    ({"ssl_keystore_location": "/nonexistent/server.p12"}, "ssl.keystore: cannot load /nonexistent/server.p12"),
 ])
 def test_a_keystore_that_cannot_be_read_is_one_clear_error(stores, settings, message):
     settings = {"ssl_keystore_type": "PKCS12", "ssl_keystore_location": stores["server"], **settings}
@@ -97,13 +99,31 @@ def test_a_truststore_with_a_wrong_password_is_refused(stores):
                ssl_truststore_password="wrong").client_context()
 
 
-def test_jks_is_refused_with_the_command_that_converts_it():
-    with pytest.raises(ValueError) as caught:
-        config(ssl_keystore_type="JKS", ssl_keystore_location="kafka.keystore.jks")
-    assert "keytool -importkeystore -srckeystore kafka.keystore.jks -srcstoretype JKS" in str(caught.value)
-    assert "-deststoretype PKCS12" in str(caught.value)
-    with pytest.raises(ValueError, match="ssl.truststore.type=JKS"):
-        config(ssl_truststore_type="jks")
+def test_a_jks_typed_store_that_keytool_wrote_as_pkcs12_is_read_as_java_reads_it(stores):
+    """keytool writes PKCS12 since Java 9, whatever the file's name; Kafka's JKS type reads it."""
+    for declared in ({"ssl_keystore_type": "JKS"}, {}):
+        server = config(ssl_keystore_location=stores["server"], ssl_keystore_password="store-secret", **declared)
+        assert server.server_context() is not None
+    trust = config(ssl_truststore_location=stores["trust"], ssl_truststore_password="store-secret")
+    assert trust.client_context() is not None
+
+
+def test_a_java_jks_store_is_refused_with_the_command_that_converts_it(tmp_path):
+    jks = tmp_path / "kafka.server.keystore.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x02" + bytes(64))  # JKS's magic and version
+    for declared in ({"ssl_keystore_type": "JKS"}, {}):
+        with pytest.raises(ValueError) as caught:
+            config(ssl_keystore_location=str(jks), **declared).server_context()
+        assert f"keytool -importkeystore -srckeystore {jks} -srcstoretype JKS" in str(caught.value)
+        assert "-deststoretype PKCS12" in str(caught.value)
+    with pytest.raises(ValueError, match="ssl.truststore.type=PKCS12"):
+        config(ssl_truststore_location=str(jks)).client_context()
+
+
+def test_a_pem_file_typed_jks_and_an_unknown_type_are_refused(tmp_path):
+    pki = make_pki(tmp_path / "pki")
+    with pytest.raises(ValueError, match="needs ssl.keystore.type=PEM"):
+        config(ssl_keystore_type="JKS", ssl_keystore_location=pki["server"]).server_context()
     with pytest.raises(ValueError, match="PEM and PKCS12"):
         config(ssl_keystore_type="BCFKS")
 
