@@ -19,6 +19,7 @@ from selenium.common.exceptions import NoSuchElementException, StaleElementRefer
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from odradek.client import AdminClient, ConfigResource, NewTopic, Producer, ResourceType
@@ -172,13 +173,15 @@ def test_pages_follow_the_cluster_live(page, broker):
     assert text(driver, "#group-lag .value", str(sum(LAG.values()) + 5))
 
 
-def test_create_a_topic_after_confirming(page, broker):
+def test_create_a_topic_after_confirming(page, broker, screenshots):
     driver = page("/topics")
     text(driver, f'#topics-table tr[data-topic="{TOPIC}"]')
     driver.find_element(By.ID, "new-topic-name").send_keys("made-in-the-console")
     driver.find_element(By.ID, "new-topic-partitions").send_keys("2")
     click(driver, "#create-topic")
     assert "made-in-the-console" in text(driver, "#confirm[open] #confirm-title")
+    assert driver.switch_to.active_element.get_attribute("id") == "confirm-cancel"  # a stray key changes nothing
+    driver.save_screenshot(str(screenshots / "create_a_topic_confirmation.png"))
     confirm(driver)
     assert text(driver, '#topics-table tr[data-topic="made-in-the-console"] td.partitions', "2")
     with AdminClient(broker.bootstrap) as admin:
@@ -192,9 +195,9 @@ def test_cancelled_delete_keeps_the_topic_and_a_config_is_edited(page, broker):
     click(driver, "#confirm-cancel")
     click(driver, '#configs-table tr[data-config="retention.ms"] button.edit-config')
     field = driver.find_element(By.ID, "config-value")
+    assert driver.switch_to.active_element == field  # the dialog opens ready to type
     field.clear()
-    field.send_keys("3600000")
-    confirm(driver)
+    field.send_keys("3600000", Keys.ENTER)  # Enter confirms
     assert text(driver, '#configs-table tr[data-config="retention.ms"] td.value', "3600000")
     with AdminClient(broker.bootstrap) as admin:
         resource = ConfigResource(ResourceType.TOPIC, TOPIC)

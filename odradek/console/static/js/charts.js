@@ -26,13 +26,15 @@ export function lineChart(container, points, label, color = "#1f4e79") {
     if (!charts.has(container)) container.textContent = "Collecting samples…";
     return;
   }
-  const width = Math.max(container.clientWidth - 16, 300);
-  draw(container, points, {
-    width, height: 220,
+  const size = () => ({ width: Math.max(container.clientWidth - 16, 300), height: 220 });
+  const fresh = !charts.has(container);
+  const chart = draw(container, points, {
+    ...size(),
     series: [{}, { label, stroke: color, width: 2, fill: color + "22", points: { show: false } }],
     axes: [{}, { size: 60 }],
     scales: { y: { range: (u, min, max) => [0, Math.max(max, 1) * 1.1] } },
   });
+  if (fresh) new ResizeObserver(() => chart.setSize(size())).observe(container);
 }
 
 // A sparkline: no axes, no legend, no cursor.

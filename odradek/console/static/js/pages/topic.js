@@ -39,7 +39,7 @@ export function mount(root, [name]) {
   }
 
   async function edit(entry) {
-    const input = h("input", { id: "config-value", value: entry.value ?? "", size: 40 });
+    const input = h("input", { id: "config-value", value: entry.value ?? "", size: 40, autofocus: true });
     const body = h("label", {}, `New value of ${entry.name} (now ${dash(entry.value)}):`, h("br"), input);
     if (!await confirmDialog(`Change ${entry.name}?`, body, "Save")) return;
     await alter({ set: { [entry.name]: input.value } }, `Set ${entry.name} = ${input.value}.`);

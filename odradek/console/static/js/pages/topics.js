@@ -20,7 +20,10 @@ export function mount(root) {
     const body = { name: name.value.trim() };
     if (partitions.value) body.partitions = Number(partitions.value);
     if (replication.value) body.replication_factor = Number(replication.value);
-    const what = `${body.partitions || "the default number of"} partition(s), replication factor ${body.replication_factor || "default"}`;
+    const what = [
+      body.partitions ? `${body.partitions} partition(s)` : "the broker's default number of partitions",
+      body.replication_factor ? `replication factor ${body.replication_factor}` : "the broker's default replication factor",
+    ].join(" and ");
     if (!await confirmDialog(`Create topic ${body.name}?`, h("p", {}, `With ${what}.`), "Create")) return;
     try {
       await postJSON("/api/topics", body);
