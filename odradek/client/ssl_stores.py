@@ -60,8 +60,8 @@ def effective_type(declared: str | None, path: str, key: str) -> str:
     java = _JAVA_MAGIC.get(head)
     if java:
         raise ValueError(
-            f"ssl.{store}.location={path} is a Java {java} store, which odradek cannot read. Convert it once to PKCS12 (same "
-            f"password): keytool -importkeystore -srckeystore {path} -srcstoretype {java} "
+            f"ssl.{store}.location={path} is a Java {java} store, which odradek cannot read. "
+            f"Convert it once to PKCS12 (same password): keytool -importkeystore -srckeystore {path} -srcstoretype {java} "
             f"-destkeystore kafka.{store}.p12 -deststoretype PKCS12, then set {key}=PKCS12 and "
             f"ssl.{store}.location to the .p12 file")
     if head[:1] == b"\x30":  # a DER SEQUENCE: PKCS12, as keytool writes since Java 9
