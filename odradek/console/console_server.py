@@ -18,10 +18,14 @@ from aiohttp import web
 
 from odradek.console.app import ConsoleConfig, make_app
 
+# How long stopping waits for requests in flight (a page's answer takes well under a second;
+# a browser's idle keep-alive connections are not waited for).
+SHUTDOWN_SECONDS = 2.0
+
 
 async def start_site(config: ConsoleConfig) -> tuple[web.AppRunner, str]:
     """Set up and start the app; returns the runner (``cleanup()`` stops it) and the URL."""
-    runner = web.AppRunner(make_app(config), access_log=None)
+    runner = web.AppRunner(make_app(config), access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port)
     try:
