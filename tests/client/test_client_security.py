@@ -66,6 +66,22 @@ def test_mutual_tls_with_the_keystore(tls_broker, pki):
         producer.send("client-mtls", b"hello").result(30)
 
 
+def test_mutual_tls_with_pkcs12_stores(tls_broker, pki, tmp_path):
+    """The client's keystore and truststore as keytool or ``openssl pkcs12 -export`` write them."""
+    stores = {}
+    for name, args in (("keystore", ["-inkey", pki["client_key"], "-in", pki["client_cert"]]),
+                       ("truststore", ["-nokeys", "-in", pki["ca"]])):
+        stores[name] = str(tmp_path / f"client.{name}.p12")
+        subprocess.run(["openssl", "pkcs12", "-export", *args, "-out", stores[name], "-passout", "pass:client-pw"],
+                       check=True, capture_output=True)
+    settings = {"security.protocol": "SSL", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": stores["keystore"],
+                "ssl.keystore.password": "client-pw", "ssl.truststore.type": "PKCS12",
+                "ssl.truststore.location": stores["truststore"], "ssl.truststore.password": "client-pw"}
+    mtls = f"127.0.0.1:{tls_broker.broker.bound['MTLS'][1]}"
+    with Producer(mtls, security=settings) as producer:
+        producer.send("client-mtls-p12", b"hello").result(30)
+
+
 def test_unknown_or_bad_settings_are_refused(pki):
     with pytest.raises(ValueError, match="ssl.trustore.location"):
         client_ssl_context({"security.protocol": "SSL", "ssl.trustore.location": pki["ca"]})
