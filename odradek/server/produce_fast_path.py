@@ -74,7 +74,7 @@ class ProduceFastPath:
         topic_stats = self._topic_stats
         for name, appends in plan:
             answers = []
-            stats = topic_stats.topic(name)
+            stats = topic_stats.topics.get(name) or topic_stats.topic(name)
             for part, index, records, info in appends:
                 try:
                     part.append_plain(records, info)
