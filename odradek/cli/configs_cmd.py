@@ -18,7 +18,8 @@ values) and removes (``--delete-config``, names joined by commas) keys in one
 IncrementalAlterConfigs request; a removed key falls back to the broker's (or Kafka's)
 default, a removed logger level to its parent's. As Kafka's tool, ``--alter`` refuses to
 delete a key that is not set ("Invalid config(s): k") and to name a logger the broker does not
-have ("Invalid broker logger(s): l"). Users' SCRAM credentials: ``cli/user_scram_configs.py``;
+have ("Invalid broker logger(s): l"). Users' SCRAM credentials (also ``--zookeeper``, before the
+brokers run): ``cli/user_scram_configs.py``;
 users' and clients' quotas: ``cli/client_quota_configs.py``.
 """
 
@@ -49,6 +50,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("configs", help="describe and change topic and broker configs",
                        description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_bootstrap(p)
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                   help="deprecated, as in Kafka: users' SCRAM credentials (--alter) written straight into "
+                        "ZooKeeper, before the brokers run")
     p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics, brokers, broker-loggers, users or clients")
     p.add_argument("--entity-name", metavar="NAME", help="a topic name, broker id, user name or client id")
     p.add_argument("--entity-default", action="store_true",
@@ -105,6 +109,8 @@ def _run(args) -> int:
         raise CommandError("--alter needs --entity-name (or --entity-default)")
     if not args.alter and (args.add_config or args.delete_config):
         raise CommandError("--add-config and --delete-config go with --alter")
+    if args.zookeeper:
+        return _in_zookeeper(args, kind, name)
     with admin_client(args) as admin:
         if kind == "clients" or (kind == "users" and (not args.alter or client_quota_configs.involves_quotas(args))):
             entity = {_QUOTA_TYPES[kind]: name or None}  # "" (--entity-default): the default entity
@@ -123,6 +129,17 @@ def _run(args) -> int:
 
 
 _QUOTA_TYPES = {"users": "user", "clients": "client-id"}
+
+
+def _in_zookeeper(args, kind: str, name: str | None) -> int:
+    """``--zookeeper``: only what Kafka's tool still does there and odradek needs, a user's
+    SCRAM credentials altered before the brokers run."""
+    if args.bootstrap_server:
+        raise CommandError("Only one of --bootstrap-server and --zookeeper can be specified")
+    if kind != "users" or not args.alter or not name or client_quota_configs.involves_quotas(args):
+        raise CommandError("--zookeeper: odradek alters only users' SCRAM credentials there "
+                           "(--entity-type users --entity-name U --alter); use --bootstrap-server")
+    return user_scram_configs.alter_in_zookeeper(args.zookeeper, name, args)
 
 
 def _quota_entity(args) -> int:

@@ -101,3 +101,34 @@ def test_command_config_speaks_sasl(broker, tmp_path, login):
     config.write_text("\n".join(lines).replace("carol-pw", "wrong").replace("alice-secret", "wrong") + "\n")
     refused = run_cli(*base)
     assert refused.code != 0 and "SASL_AUTHENTICATION_FAILED" in refused.err
+
+
+def test_zookeeper_alters_credentials_before_any_broker_runs(zookeeper, chroot):
+    """``--zookeeper``, as Kafka's operators create the brokers' own credential."""
+    from odradek.metadata.zookeeper_store import ZooKeeperStore
+    from odradek.protocol.scram import credential_from_salted, salted_password
+    from odradek.server import scram_credentials
+
+    connect = zookeeper.hosts + chroot
+    made = run_cli("configs", "--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", "admin",
+                   "--add-config", "SCRAM-SHA-512=[password=admin-secret],SCRAM-SHA-256=[iterations=8192,password=x]")
+    assert made.code == 0, made.err
+    assert made.lines()[-1] == "Completed updating config for entity: user-principal 'admin'."
+    removed = run_cli("configs", "--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", "admin",
+                      "--delete-config", "SCRAM-SHA-256")
+    assert removed.code == 0, removed.err
+    store = ZooKeeperStore(zookeeper.hosts, chroot=chroot)
+    try:
+        assert set(scram_credentials.user_config(store, "admin")) == {"SCRAM-SHA-512"}
+        stored = scram_credentials.lookup(store, "SCRAM-SHA-512", "admin")
+    finally:
+        store.close()
+    salted = salted_password("SCRAM-SHA-512", b"admin-secret", stored.salt, stored.iterations)
+    assert credential_from_salted("SCRAM-SHA-512", salted, stored.salt, stored.iterations) == stored
+
+    again = run_cli("configs", "--zookeeper", connect, "--alter", "--entity-type", "users", "--entity-name", "admin",
+                    "--delete-config", "SCRAM-SHA-256")
+    assert again.code == 1 and "Invalid config(s): SCRAM-SHA-256" in again.err
+    topics = run_cli("configs", "--zookeeper", connect, "--alter", "--entity-type", "topics", "--entity-name", "t",
+                     "--add-config", "retention.ms=1")
+    assert topics.code == 1 and "use --bootstrap-server" in topics.err
