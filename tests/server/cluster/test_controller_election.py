@@ -9,11 +9,15 @@ role back. Every broker names the real controller in Metadata.
 
 from __future__ import annotations
 
+import re
+import urllib.request
+
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.server.cluster.cluster_clients import metadata_from
 from tests.server.cluster.harness import SESSION_TIMEOUT_MS, wait_until
+from tests.server.metrics.scrape import parse
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -39,18 +43,34 @@ def every_broker_names(cluster, controller: int, timeout: float = 15) -> None:
     wait_until(described, timeout, f"DescribeCluster to name {controller} controller")
 
 
+def active_controller_counts(cluster) -> dict[int, float]:
+    """Each live broker's ``kafka_controller_kafkacontroller_activecontrollercount`` from its
+    ``/metrics`` (its HTTP listener's address is in its output, the latest start's last)."""
+    counts = {}
+    for broker_id in cluster.live_ids():
+        url = re.findall(r"HTTP listener on (http://\S+)", cluster[broker_id].output(10**8))[-1]
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
+            samples = parse(response.read().decode())
+        counts[broker_id] = samples[("kafka_controller_kafkacontroller_activecontrollercount", frozenset())]
+    return counts
+
+
 def test_one_controller_and_failover_on_kill(make_cluster):
-    cluster = make_cluster().start(BROKERS)
+    cluster = make_cluster({"http.listeners": "http://127.0.0.1:0"}).start(BROKERS)
     first = cluster.controller_id()
     epoch = cluster.controller_epoch()
     assert first in BROKERS and epoch >= 1
     every_broker_names(cluster, first)
+    wait_until(lambda: active_controller_counts(cluster) == {b: (b == first) * 1.0 for b in BROKERS}, 15,
+               "the controller alone to report itself active in /metrics")
 
     cluster[first].kill()
     second = cluster.wait_for_controller(other_than=first, timeout=SESSION_TIMEOUT_MS / 1000 + 10)
     assert second != first
     assert cluster.controller_epoch() == epoch + 1
     every_broker_names(cluster, second)
+    wait_until(lambda: active_controller_counts(cluster) == {b: (b == second) * 1.0 for b in cluster.live_ids()},
+               15, "the new controller alone to report itself active in /metrics")
 
     # The old controller comes back as an ordinary broker: the role stays where it is.
     cluster.restart(first)
