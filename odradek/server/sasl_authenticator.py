@@ -16,7 +16,8 @@ UNSUPPORTED_SASL_MECHANISM, a request out of turn ILLEGAL_SASL_STATE) and closes
 
 Mechanisms are ``listener.name.<listener>.sasl.enabled.mechanisms`` or else
 ``sasl.enabled.mechanisms``, of those odradek implements: PLAIN (users from
-``listener.name.<listener>.plain.sasl.jaas.config``'s ``user_<name>="<password>"`` options)
+``listener.name.<listener>.plain.sasl.jaas.config``'s ``user_<name>="<password>"`` options, or
+the JAAS login file's, ``server/jaas_login_file.py``)
 and SCRAM-SHA-256/512 (credentials from ``/config/users/<name>``,
 ``server/scram_credentials.py``).
 
@@ -37,6 +38,7 @@ from odradek.protocol.generated.sasl_authenticate_response import SaslAuthentica
 from odradek.protocol.generated.sasl_handshake_response import SaslHandshakeResponse
 from odradek.client.sasl_authenticator import SaslClientConfig
 from odradek.protocol.jaas_config import JaasConfigError, client_credentials, plain_users
+from odradek.server.jaas_login_file import JaasFileError, server_login
 from odradek.protocol.scram import MECHANISMS as SCRAM_MECHANISMS
 from odradek.protocol.scram import ScramError, ScramServer
 from odradek.server import scram_credentials
@@ -171,6 +173,11 @@ class SaslServerAuthenticator:
         if mechanism == "PLAIN":
             jaas = self.connection.broker.config.props.get(
                 f"listener.name.{self.listener_name.lower()}.plain.sasl.jaas.config")
+            if not jaas:  # Kafka's fallback: the JAAS login file named in KAFKA_OPTS
+                try:
+                    jaas = server_login(self.listener_name, "PLAIN")
+                except JaasFileError as e:
+                    log.error("%s; PLAIN logins on this listener will fail", e)
             return PlainServer(_plain_users(jaas))
         store = self.connection.broker.metadata.store
         return ScramServer(mechanism, lambda user: scram_credentials.lookup(store, mechanism, user))
@@ -257,7 +264,8 @@ def inter_broker_sasl(config) -> SaslClientConfig | None:
     """How this broker logs in to the others when the inter-broker listener is SASL_PLAINTEXT or
     SASL_SSL (Kafka's inter-broker client): ``sasl.mechanism.inter.broker.protocol`` with the
     ``username`` and ``password`` of that listener's
-    ``listener.name.<listener>.<mechanism>.sasl.jaas.config``. None when the listener has no
+    ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, else of the JAAS login file's
+    ``KafkaServer`` section (``server/jaas_login_file.py``). None when the listener has no
     SASL; ConfigError when the settings cannot log in (the broker then does not start)."""
     from odradek.server.config import ConfigError
     from odradek.server.listener_security import inter_broker_listener, security_protocol
@@ -275,7 +283,11 @@ def inter_broker_sasl(config) -> SaslClientConfig | None:
                           f"is {protocol}, and odradek speaks {', '.join(IMPLEMENTED)}")
     key = f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
     try:
-        username, password = client_credentials(config.props.get(key) or "")
+        text = config.props.get(key) or server_login(name, mechanism)
+        username, password = client_credentials(text or "")
+    except JaasFileError as e:
+        raise ConfigError(str(e)) from None
     except JaasConfigError as e:
-        raise ConfigError(f"{key}: the inter-broker login needs username and password ({e})") from None
+        raise ConfigError(f"{key} (or the KafkaServer section of the JAAS login file): the inter-broker "
+                          f"login needs username and password ({e})") from None
     return SaslClientConfig(mechanism, username, password)
