@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer
@@ -49,8 +50,9 @@ def _written(marker: str, replacements: dict[str, str], path) -> str:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    """``(broker, admin.properties path, CA PEM path)``; topics ``t`` and ``other``, users
-    alice (Write on t, her quota) and bob (Read on t and group bobs)."""
+    """``(broker, admin, CA PEM path)``, ``admin(*argv)`` running ``odradek`` as the admin
+    and returning its output; topics ``t`` and ``other``, users alice (Write on t, her
+    quota) and bob (Read on t and group bobs)."""
     d = tmp_path_factory.mktemp("secured")
     pki = make_pki(d / "pki")
     stores = keytool_pkcs12(pki, d / "ssl", STORE_PASSWORD)
@@ -58,7 +60,8 @@ def secured(tmp_path_factory):
              "/etc/kafka/ssl/server.truststore.p12": stores["truststore"],
              "/var/lib/odradek/data": str(d / "data"), "127.0.0.1:9093": "127.0.0.1:0"}
     server_properties = _written("# server.properties\nbroker.id=0", paths, d / "server.properties")
-    assert all(path not in open(server_properties).read() for path in paths), "README's paths changed"
+    written = Path(server_properties).read_text()
+    assert all(path not in written for path in paths), "README's paths or port changed: update the test"
     admin_properties = _written("# admin.properties", paths, d / "admin.properties")
     formatted = run_cli("storage", "format", "--config", server_properties,
                         "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]")
