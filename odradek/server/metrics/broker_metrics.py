@@ -39,25 +39,25 @@ class BrokerMetrics:
         an address that cannot be bound."""
         from odradek.server.broker_listeners import BrokerStartError
         from odradek.server.config import ConfigError
-        from odradek.server.metrics.http_listener import HttpListener, bind_error, parse_http_listeners
+        from odradek.server.metrics.http_listener import parse_http_listeners
 
         try:
             endpoints = parse_http_listeners(self.broker.config["http.listeners"])
+            if endpoints:
+                await self._listen(endpoints)
         except ConfigError as e:
             raise BrokerStartError(str(e)) from None
-        if not endpoints:
-            return
+
+    async def _listen(self, endpoints) -> None:
         from prometheus_client.registry import CollectorRegistry
 
         from odradek.server.metrics.collector import BrokerCollector
+        from odradek.server.metrics.http_listener import HttpListener
 
         self.registry = CollectorRegistry()
         self.registry.register(BrokerCollector(self.broker, self))
         self.http = HttpListener(self.registry, self.not_ready_reason)
-        try:
-            await self.http.start(endpoints)
-        except OSError as e:
-            raise BrokerStartError(bind_error(e)) from None
+        await self.http.start(endpoints)
         self._lag_task = asyncio.get_running_loop().create_task(self.loop_lag.run())
 
     def mark_serving(self) -> None:

@@ -58,19 +58,21 @@ class HttpListener:
         self._runner = None
 
     async def start(self, endpoints: list[HttpEndpoint]) -> None:
-        """Bind every endpoint; OSError when one cannot be (the others are closed again)."""
+        """Bind every endpoint; ConfigError naming the one that cannot be had (the others are
+        closed again)."""
         from aiohttp import web
 
         self._runner = web.ServerRunner(web.Server(self._handle, access_log=None), handle_signals=False,
                                         shutdown_timeout=1.0)
         await self._runner.setup()
-        try:
-            for endpoint in endpoints:
-                site = web.TCPSite(self._runner, endpoint.host or None, endpoint.port, reuse_address=True)
-                await site.start()
-        except OSError:
-            await self.stop()
-            raise
+        for endpoint in endpoints:
+            try:
+                await web.TCPSite(self._runner, endpoint.host or None, endpoint.port, reuse_address=True).start()
+            except OSError as e:
+                await self.stop()
+                reason = os.strerror(e.errno) if e.errno else str(e)
+                raise ConfigError(f"http.listeners: cannot listen on {endpoint.host or '0.0.0.0'}:{endpoint.port}: "
+                                  f"{reason.lower()}") from None
         self.urls = [_url(address) for address in self._runner.addresses]
         for url in self.urls:
             log.info("HTTP listener on %s", url)
@@ -109,7 +111,3 @@ def _url(address) -> str:
     host, port = address[0], address[1]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
-
-def bind_error(error: OSError) -> str:
-    reason = os.strerror(error.errno) if error.errno else str(error)
-    return f"http.listeners: cannot listen: {reason.lower()}"
