@@ -9,8 +9,9 @@ listener. It serves, on the broker's own event loop (aiohttp's low-level server;
   (``prometheus_client.exposition.generate_latest``);
 - ``GET /v1/status/live``: 200 whenever the listener answers (the event loop runs);
 - ``GET /v1/status/ready``: 200 once the broker serves Kafka requests (its start finished:
-  logs loaded, listeners bound, registered, coordinators started) and until it begins to stop;
-  503 before and after, with the reason in the body.
+  logs loaded, listeners bound, registered, coordinators started) and until it stops serving
+  them (``Broker.stopping``: after the controlled shutdown moved its leaderships away); 503
+  before and after, with the reason in the body.
 
 Anything else: 404 (405 for a method other than GET or HEAD). The listener is bound early in
 the broker's start, so liveness answers while a long log recovery runs.
