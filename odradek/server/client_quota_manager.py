@@ -180,10 +180,15 @@ def throttle(ctx, manager: ClientQuotaManager, nbytes: int) -> int:
     the connection for the throttle time (KIP-219: the response carrying the time is sent at
     once, then nothing more is read from that client until the time has passed). Returns the
     throttle time for the response. Callers check ``QuotaCache.empty`` first."""
-    connection = ctx.connection
+    return throttle_connection(ctx.connection, ctx.client_id, manager, nbytes)
+
+
+def throttle_connection(connection, client_id: str | None, manager: ClientQuotaManager, nbytes: int) -> int:
+    """``throttle`` for a request known by its connection and client id (the produce fast
+    path's: it builds no request context)."""
     if getattr(connection, "in_process", False):
         return 0  # the broker's own requests are never throttled
-    ms = manager.record_and_get_throttle_time_ms(connection.principal.name, ctx.client_id or "", nbytes)
+    ms = manager.record_and_get_throttle_time_ms(connection.principal.name, client_id or "", nbytes)
     if ms > 0:
         connection.throttle(ms)
     return ms

@@ -226,7 +226,7 @@ class Connection(asyncio.BufferedProtocol):
             return  # a bare SASL token, or a request refused before authentication
         if len(frame) > 8 and frame[1] == 0 and frame[0] == 0:  # Produce (api key 0)
             try:
-                response = self._fast_produce(frame)
+                response = self._fast_produce(frame, self)
             except Exception as e:
                 self.broker.log_limiter.error(log, ("handler", "produce", type(e)),
                                               "produce fast path failed; closing %s", self.peer, exc_info=True)

@@ -10,13 +10,19 @@ C calls (``protocol/_produce_codec.c`` parses the frame and encodes the response
 ``records/_log_validator.c`` checks and numbers each partition's batches) around the
 log append, which stays the one in ``storage/log.py``.
 
-Contract: ``ProduceFastPath.handle(frame)`` returns the whole response frame (bytes), or None
-when the request is not one it takes, in which case it changed nothing but batch fields
-every append overwrites (base offset, leader epoch) and the caller runs the generic path on
-the same frame, which answers exactly as it always did. It takes a request when:
+Contract: ``ProduceFastPath.handle(frame, connection)`` returns the whole response frame
+(bytes), or None when the request is not one it takes, in which case it changed nothing but
+batch fields every append overwrites (base offset, leader epoch) and the caller runs the
+generic path on the same frame, which answers exactly as it always did. It takes a request
+when:
 
 - it is Produce v3-v11 without a transactional id, well formed (else the generic decoder's
   answer: an error or a closed connection);
+- with an authorizer (``authorizer.class.name``), the connection's principal may WRITE every
+  topic of it (``server/authorize.py``, as the generic path asks); a denied topic is answered
+  TOPIC_AUTHORIZATION_FAILED by the generic path, so refusals are written in one place;
+- no client has a ``request_percentage`` quota (those time the generic handlers,
+  ``server/client_request_quota.py``; a rare setting, so the fast path does not time itself);
 - acks is 1, or -1 with this broker the only in-sync replica and ``min.insync.replicas`` met
   (then the append is also the replication, as in the generic path); acks=0 goes the generic
   way (no response either way);
@@ -29,16 +35,22 @@ the same frame, which answers exactly as it always did. It takes a request when:
 
 Nothing is appended until every partition is known to pass, so a request is handled entirely
 here or entirely by the generic path. The response is what the generic path would send for
-the same appends (the codec's tests prove the bytes equal). A partition whose append the disk
-refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its log unchanged, as the generic
-path answers it; the others are appended and answered as usual.
+the same appends (the codec's tests prove the bytes equal), throttle time included: while
+some client quota exists, the request's record bytes count against the client's
+``producer_byte_rate`` and a client over it is muted (``server/client_quota_manager.py``),
+exactly as the generic path does it. A partition whose append the disk refuses (ENOSPC, EIO)
+is answered KAFKA_STORAGE_ERROR with its log unchanged, as the generic path answers it; the
+others are appended and answered as usual.
 """
 
 from __future__ import annotations
 
 from odradek.protocol._produce_codec import encode_response, parse_request
+from odradek.protocol.acl_binding import TOPIC, WRITE
 from odradek.replication.produce_validation import ProduceError
+from odradek.server.authorize import connection_allowed
 from odradek.server.broker import INTERNAL_TOPICS
+from odradek.server.client_quota_manager import throttle_connection
 
 
 class ProduceFastPath:
@@ -53,19 +65,24 @@ class ProduceFastPath:
         self._clock = replica_manager.clock
         self._broker_id = broker.broker_id
         self._quotas = broker.client_quotas  # QuotaCache: .empty while no client quota exists
+        self._produce_quotas = broker.produce_quotas  # producer_byte_rate's ClientQuotaManager
         self._topic_stats = broker.metrics.topics  # BrokerTopicStats: messages and bytes in, per topic
 
-    def handle(self, frame) -> bytes | None:
-        if getattr(self._broker, "authorizer", None) is not None:  # ACLs: the generic path checks them
-            return None
-        if not self._quotas.empty:  # client quotas: the generic path measures them
+    def handle(self, frame, connection) -> bytes | None:
+        """The response frame to the Produce request ``frame`` that ``connection`` (a
+        ``server/connection.py`` Connection: principal, client host, ``throttle``) sent, or
+        None for the generic path (see the module docstring)."""
+        quotas = self._quotas
+        if quotas.requests:  # request_percentage: Broker.dispatch times the generic handler
             return None
         parsed = parse_request(frame)
         if parsed is None:
             return None
-        version, correlation_id, _client_id, acks, _timeout_ms, topics = parsed
+        version, correlation_id, client_id, acks, _timeout_ms, topics = parsed
         if acks != 1 and acks != -1:
             return None
+        if self._broker.authorizer is not None and not self._writable(topics, connection):
+            return None  # the generic path answers TOPIC_AUTHORIZATION_FAILED
         plan = self._plan(topics, acks)
         if plan is None:
             return None
@@ -87,7 +104,22 @@ class ProduceFastPath:
                 stats.bytes_in += len(records)
                 answers.append((index, 0, info[0], -1, part.log.log_start_offset))
             responses.append((name, answers))
-        return encode_response(version, correlation_id, responses)
+        throttle_ms = 0 if quotas.empty else self._throttle(topics, connection, client_id)
+        return encode_response(version, correlation_id, responses, throttle_ms)
+
+    def _writable(self, topics, connection) -> bool:
+        """WRITE on every topic of the request, as the generic path checks it."""
+        broker = self._broker
+        for name, _ in topics:
+            if not connection_allowed(broker, connection, WRITE, TOPIC, name):
+                return False
+        return True
+
+    def _throttle(self, topics, connection, client_id: str | None) -> int:
+        """The generic path's produce quota: the request's record bytes count against the
+        client's ``producer_byte_rate``; over it, the connection is muted for the time returned."""
+        nbytes = sum(len(records) for _, partition_data in topics for _, records in partition_data)
+        return throttle_connection(connection, client_id, self._produce_quotas, nbytes)
 
     def _plan(self, topics, acks: int) -> list | None:
         """``[(topic, [(partition, index, records, info)])]`` once every partition passed,

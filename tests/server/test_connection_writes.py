@@ -53,7 +53,7 @@ class FakeBroker:
         self.slow = set(slow)
         self.tasks: set = set()
         # Only ApiVersions comes here; the produce fast path would decline anything else.
-        self.produce_fast_path = SimpleNamespace(handle=lambda frame: None)
+        self.produce_fast_path = SimpleNamespace(handle=lambda frame, connection: None)
         self.connection_quotas = SimpleNamespace(admit=lambda address: True, release=lambda address: None)
         self.log_limiter = LogRateLimiter()
 

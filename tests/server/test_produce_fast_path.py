@@ -44,8 +44,8 @@ class Spy:
         fast = broker.broker.produce_fast_path
         original = fast.handle
 
-        def handle(frame):
-            response = original(frame) if enabled else None
+        def handle(frame, connection):
+            response = original(frame, connection) if enabled else None
             if response is None:
                 self.declined += 1
             else:
