@@ -110,6 +110,21 @@ def test_zookeeper_layout_and_notifications(store, authorizer):
     other.close()
 
 
+def test_remembered_decisions_follow_every_change(authorizer):
+    """Decisions are remembered until the ACLs change: a grant, a deny and a delete each show
+    at once in the next answer to the very same question."""
+    ask = (ALICE, "h", WRITE, TOPIC, "team-a")
+    assert not authorizer.authorize(*ask)
+    authorizer.create([bind(TOPIC, "team-", "User:alice", WRITE, pattern=PREFIXED)])
+    assert authorizer.authorize(*ask) and authorizer.authorize(*ask)
+    authorizer.create([bind(TOPIC, "team-a", "User:*", ALL, DENY)])
+    assert not authorizer.authorize(*ask)
+    authorizer.delete([AclBindingFilter(resource_type=TOPIC, name="team-a", pattern_type=LITERAL)])
+    assert authorizer.authorize(*ask)
+    authorizer.delete([AclBindingFilter(resource_type=TOPIC, pattern_type=ANY)])
+    assert not authorizer.authorize(*ask)
+
+
 def test_describe_and_delete_filters(authorizer):
     authorizer.create([bind(TOPIC, "t", "User:alice", READ), bind(TOPIC, "t-", "User:bob", READ, pattern=PREFIXED),
                        bind(TOPIC, "*", "User:carol", READ), bind(GROUP, "t", "User:alice", READ)])
