@@ -13,6 +13,7 @@ from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError
 
 from tests.server.sasl_broker import plain_port, sasl_broker, sasl_port
+from tests.server.test_produce_fast_path import Spy
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +22,13 @@ def broker(tmp_path_factory):
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": "User:admin;User:ANONYMOUS"}) as b:
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain_port(b)}"})
-        for name in ("alice-t", "admin-t"):
+        for name in ("alice-t", "admin-t", "alice-fast", "alice-ro"):
             admin.create_topics([NewTopic(name, 1, 1)])[name].result(10)
         grants = [AclBinding(ResourceType.TOPIC, "alice-", ResourcePatternType.PREFIXED, "User:alice", "*", op,
                              AclPermissionType.ALLOW) for op in (AclOperation.WRITE, AclOperation.READ)]
+        # alice may read (so describe) alice-ro, not write it: her producer sends, and is refused
+        grants.append(AclBinding(ResourceType.TOPIC, "alice-ro", ResourcePatternType.LITERAL, "User:alice", "*",
+                                 AclOperation.WRITE, AclPermissionType.DENY))
         grants.append(AclBinding(ResourceType.GROUP, "alice-g", ResourcePatternType.LITERAL, "User:alice", "*",
                                  AclOperation.READ, AclPermissionType.ALLOW))
         for future in admin.create_acls(grants).values():
@@ -44,7 +48,7 @@ def test_alice_writes_and_reads_only_her_topics(broker):
     try:
         producer.send("alice-t", b"mine").get(10)
         with pytest.raises(TopicAuthorizationFailedError):
-            producer.send("admin-t", b"not mine").get(10)
+            producer.send("alice-ro", b"read only").get(10)
     finally:
         producer.close()
     consumer = Consumer({**_ck(broker, "alice"), "group.id": "alice-g", "auto.offset.reset": "earliest"})
@@ -59,6 +63,28 @@ def test_alice_writes_and_reads_only_her_topics(broker):
         assert got == b"mine"
     finally:
         consumer.close()
+
+
+def test_allowed_topics_take_the_produce_fast_path_and_denied_ones_the_generic_refusal(broker):
+    """With an authorizer, a plain producer's batches to a topic its principal may WRITE are
+    the fast path's; a topic it may describe but not write is handed to the generic path,
+    which refuses it."""
+    spy = Spy(broker)
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{sasl_port(broker)}", security_protocol="SASL_PLAINTEXT",
+                             sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="alice-secret",
+                             retries=0, max_block_ms=5000, enable_idempotence=False, acks=1)
+    try:
+        first = producer.send("alice-fast", b"one").get(10)
+        assert producer.send("alice-fast", b"two").get(10).offset == first.offset + 1
+        assert (spy.taken, spy.declined) == (2, 0)
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("alice-ro", b"read only").get(10)
+        assert (spy.taken, spy.declined) == (2, 1)
+    finally:
+        producer.close()
+    partitions = broker.broker.replica_manager.partitions
+    assert partitions[("alice-fast", 0)].log.log_end_offset == first.offset + 2
+    assert partitions[("alice-ro", 0)].log.log_end_offset == 0
 
 
 def test_metadata_lists_what_each_principal_may_describe(broker):

@@ -1,7 +1,8 @@
 """Kafka's ClientQuotaManager: the most specific quota wins (DefaultQuotaCallback's order),
 rates over quota.window.num samples, throttle time (rate - quota) / quota * span; and against a
 broker with real clients: a greedy producer held to its quota and told its throttle time, an
-unquota'd one not throttled, a consumer's fetch quota, a client ignoring its throttle muted."""
+unquota'd one not throttled, a consumer's fetch quota, a client ignoring its throttle muted
+(the producers' plain batches answered by the produce fast path, as a spy shows)."""
 
 import time
 
@@ -14,6 +15,8 @@ from odradek.server.client_quota_configs import make_entity as e
 from odradek.server.client_quota_manager import ClientQuotaManager, QuotaCache
 from odradek.storage.clock import FakeClock
 from odradek.testing.broker import InProcessBroker
+from tests.server.group_clients import create_topic
+from tests.server.test_produce_fast_path import Spy
 
 KEY = "producer_byte_rate"
 
@@ -103,6 +106,7 @@ def _producer(broker, client_id, throttles):
 
 
 def test_a_greedy_producer_is_held_to_its_quota_while_another_is_not_throttled(quota_broker):
+    spy = Spy(quota_broker)  # both produce plain batches: the fast path answers, throttle time included
     greedy_throttles, polite_throttles, acked = [], [], [0, 0]
     greedy = _producer(quota_broker, "greedy", greedy_throttles)
     polite = _producer(quota_broker, "polite", polite_throttles)
@@ -130,6 +134,7 @@ def test_a_greedy_producer_is_held_to_its_quota_while_another_is_not_throttled(q
     assert acked[0] > 0 and acked[0] / elapsed < 3 * QUOTA, (acked[0], elapsed)
     assert any(t > 0 for t in greedy_throttles), greedy_throttles
     assert acked[1] >= 100 * 1024 and not any(t > 0 for t in polite_throttles), polite_throttles
+    assert spy.taken > 0 and spy.declined == 0, (spy.taken, spy.declined)
     greedy.purge()
     greedy.flush(0)
 
@@ -159,7 +164,8 @@ def test_a_consumer_over_its_fetch_quota_is_told_its_throttle_time(quota_broker)
 
 def test_the_broker_mutes_a_client_that_ignores_its_throttle_time(quota_broker):
     """A client that sends again at once (as no real client should) is not read: its next
-    request waits in the broker until the throttle time has passed (here: ended by hand)."""
+    request waits in the broker until the throttle time has passed (here: ended by hand).
+    Its plain batches to an existing topic are the produce fast path's, which mutes it."""
     import asyncio
 
     from odradek.client.connection import BrokerConnection
@@ -175,6 +181,9 @@ def test_the_broker_mutes_a_client_that_ignores_its_throttle_time(quota_broker):
         name="quota-muted", partition_data=[PartitionProduceData(
             index=0, records=build_batch([Record(offset=0, timestamp=0, key=None, value=b"z" * 1000)]))])])
 
+    create_topic(quota_broker.bootstrap, "quota-muted", 1)
+    spy = Spy(quota_broker)
+
     def connection_of(port):
         return next(c for c in broker.connections if c.peer.endswith(f":{port}"))
 
@@ -189,7 +198,9 @@ def test_the_broker_mutes_a_client_that_ignores_its_throttle_time(quota_broker):
             quota_broker.call(muted.throttled_channel.end)  # the time has passed
             second = await asyncio.wait_for(held, 10)
             assert second.throttle_time_ms > 0
+            assert [r.partition_responses[0].base_offset for r in (first.responses + second.responses)] == [0, 1]
         finally:
             await conn.close()
 
     asyncio.run(run())
+    assert (spy.taken, spy.declined) == (2, 0)

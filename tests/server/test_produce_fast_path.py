@@ -21,6 +21,8 @@ from aiokafka import AIOKafkaProducer
 from confluent_kafka import KafkaError, Producer
 from kafka import KafkaProducer
 
+from odradek.client.admin_quotas import ClientQuotaAlteration
+from odradek.client.sync import AdminClient
 from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.builder import BatchSpec, build_batch
@@ -242,13 +244,30 @@ def _log_files(data_dir: Path) -> dict[str, bytes]:
             if not p.parent.name.startswith("__")}
 
 
-def test_fast_and_generic_paths_answer_and_write_the_same_bytes(tmp_path):
+# An authorizer (the client, User:ANONYMOUS, a super user) and a produce quota never reached:
+# the fast path still answers, as the generic path would (throttle_time_ms 0).
+SECURED = {"authorizer_class_name": "kafka.security.authorizer.AclAuthorizer", "super_users": "User:ANONYMOUS"}
+
+
+def _set_default_produce_quota(broker: InProcessBroker, rate: float) -> None:
+    admin = AdminClient(broker.bootstrap)
+    try:
+        assert set(admin.alter_client_quotas([ClientQuotaAlteration(
+            {"client-id": None}, [("producer_byte_rate", rate)])]).values()) == {None}
+    finally:
+        admin.close()
+
+
+@pytest.mark.parametrize("secured", [False, True], ids=["plain", "acls-and-quota"])
+def test_fast_and_generic_paths_answer_and_write_the_same_bytes(tmp_path, secured):
     topics = ["same-a", "same-b"]
     requests = _requests(topics)
     results = {}
     for enabled in (True, False):
         data = tmp_path / f"data-{enabled}"
-        with InProcessBroker(data) as broker:
+        with InProcessBroker(data, **(SECURED if secured else {})) as broker:
+            if secured:
+                _set_default_produce_quota(broker, 1e12)
             spy = Spy(broker, enabled)
             responses = _run(broker, topics, requests)
         results[enabled] = (responses, _log_files(data), spy)
