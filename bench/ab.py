@@ -2,7 +2,7 @@
 """A/B: odradek at two revisions side by side, the same clients, alternating runs.
 
   .venv/bin/python bench/ab.py REV [--against REV2] [--workloads produce,produce8,consume,bandwidth]
-                                   [--reps N] [--records N]
+                                   [--reps N] [--records N] [--client-quota KEY=VALUE] [--authorizer]
 
 B is the git revision REV (HEAD~3, a sha, a branch); A is this checkout's working tree as it
 is now, uncommitted changes included, or the revision REV2 with --against. Each revision is
@@ -116,6 +116,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--client-quota", type=_quotas, default={}, metavar="KEY=VALUE[,...]",
                    help="client quotas every client gets (/config/clients/<default>) on both brokers "
                         "before measuring, e.g. request_percentage=1000000 (set high: never reached)")
+    p.add_argument("--authorizer", action="store_true",
+                   help="run both brokers with Kafka's ACL authorizer on, the clients (User:ANONYMOUS) "
+                        "allowed as super.users: every request is authorized")
     p.add_argument("--prune", action="store_true",
                    help="remove the worktrees kept under bench/results/ab/ and exit")
     args = p.parse_args(argv)
@@ -312,11 +315,16 @@ def trees(args: argparse.Namespace) -> dict[str, revision.Tree]:
     return {"A": a, "B": revision.checkout(args.rev, root)}
 
 
-def start_brokers(sides: dict[str, revision.Tree], work_dir: Path, brokers: list) -> None:
-    """One broker per side, appended to ``brokers`` before it starts, so the caller's cleanup
-    also stops one whose start (or whose neighbour's) failed halfway."""
+# --authorizer: the clients connect over PLAINTEXT as User:ANONYMOUS, allowed everything
+AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:ANONYMOUS"}
+
+
+def start_brokers(sides: dict[str, revision.Tree], work_dir: Path, brokers: list, **props: str) -> None:
+    """One broker per side (``props``: more broker properties), appended to ``brokers`` before
+    it starts, so the caller's cleanup also stops one whose start (or whose neighbour's)
+    failed halfway."""
     for name, tree in sides.items():
-        broker = TreeBroker(name, tree.path, work_dir / f"data-{name}")
+        broker = TreeBroker(name, tree.path, work_dir / f"data-{name}", **props)
         brokers.append(broker)
         broker.start()
 
@@ -324,7 +332,7 @@ def start_brokers(sides: dict[str, revision.Tree], work_dir: Path, brokers: list
 def measure_all(args, sides, work_dir: Path, brokers: list, console: Console, results: dict) -> None:
     clients = Clients(args, work_dir)
     results["machine"] = machine.describe(work_dir, REPO, versions(clients.shim))
-    start_brokers(sides, work_dir, brokers)
+    start_brokers(sides, work_dir, brokers, **(AUTHORIZER if args.authorizer else {}))
     if args.client_quota:
         set_client_quotas(brokers, args.client_quota)
     for name in args.workloads:
@@ -425,6 +433,7 @@ def run_ab(args: argparse.Namespace, console: Console, results_dir: Path = RESUL
             raise revision.RevisionError(f"{name}: {tree.path} imports odradek from {found}")
     results = {"date": stamp, "sides": {n: t.to_json() for n, t in sides.items()},
                "config": {"reps": args.reps, "records": args.records, "client_quota": args.client_quota,
+                          "authorizer": args.authorizer,
                           "bandwidth_mib": args.bandwidth_mib, "workloads": list(args.workloads)},
                "stale_extensions": {n: revision.stale_extensions(t.path) for n, t in sides.items()},
                "machine": {"cores": os.cpu_count()}, "workloads": {}, "errors": []}
