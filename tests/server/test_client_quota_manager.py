@@ -106,6 +106,8 @@ def _producer(broker, client_id, throttles):
 
 
 def test_a_greedy_producer_is_held_to_its_quota_while_another_is_not_throttled(quota_broker):
+    for topic in ("quota-greedy", "quota-polite"):  # (led here before the first produce)
+        create_topic(quota_broker.bootstrap, topic, 1)
     spy = Spy(quota_broker)  # both produce plain batches: the fast path answers, throttle time included
     greedy_throttles, polite_throttles, acked = [], [], [0, 0]
     greedy = _producer(quota_broker, "greedy", greedy_throttles)
