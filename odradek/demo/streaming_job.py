@@ -1,7 +1,7 @@
 """The demo's PySpark Structured Streaming job over the ``page_views`` topic.
 
-Two aggregations, each written twice (four queries, each with its own checkpoint under
-``<dir>/checkpoints``, so a rerun resumes exactly where the last one stopped):
+Two aggregations, each written to a topic and to Parquet (four queries, each with its own
+checkpoint under ``<dir>/checkpoints``, so a rerun resumes exactly where the last one stopped):
 
 - page views per page per one-minute event-time window, with a two-minute watermark
   (events later than that are dropped; a window is final once the watermark passes its
