@@ -79,7 +79,7 @@ class Controller(BrokerChanges):
         self.replicas = ReplicaStateMachine(self.ctx, self.batch)
         self.deletion = TopicDeletionManager(self.ctx, self.batch, self.partitions, self.replicas)
         self.reassignment = ReassignmentManager(
-            self.ctx, self.batch, self.partitions, self.replicas
+            self.ctx, self.batch, self.partitions, self.replicas, self.deletion
         )
         self._replies: list[Reply] = []
         self._saved: tuple[ControllerContext, ev.ControllerEvent] | None = None
@@ -207,6 +207,7 @@ class Controller(BrokerChanges):
             if tp in ctx.assignments:
                 ctx.leadership[tp] = state
         ctx.topics_to_delete = set(snapshot.topics_to_delete) & ctx.all_topics()
+        self.deletion.mark_reassigning_ineligible()
         self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), ctx.all_partitions())
         self.replicas.initialize()
         online = [r for r in ctx.replica_states if ctx.is_replica_online(r[1], True, r[0])]
@@ -334,7 +335,9 @@ class Controller(BrokerChanges):
     ) -> AlterPartitionResult:
         ctx = self.ctx
         current = ctx.leadership.get(tp)
-        if current is None or ctx.is_queued_for_deletion(tp[0]):
+        # a topic queued but waiting (for a reassignment to finish) keeps its ISR moving,
+        # as Kafka's processAlterIsr does; once deletion started the partitions are gone
+        if current is None or tp[0] in ctx.topics_deletion_started:
             return AlterPartitionResult(tp[0], tp[1], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if leader_epoch < current.leader_epoch or current.leader != broker:
             return AlterPartitionResult(tp[0], tp[1], ErrorCode.FENCED_LEADER_EPOCH)

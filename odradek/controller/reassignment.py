@@ -29,7 +29,12 @@ Completion, checked after every ISR change, once every target replica is in the 
 * B6: the topic znode gets TRS with empty AR and RR; B7: the partition leaves
   ``/admin/reassign_partitions`` (deleted when empty: Kafka keeps the znode while its
   reassignments run, so the old tools' "reassignment in progress" check holds);
-  B8: UpdateMetadata to everyone.
+  B8: UpdateMetadata to everyone; when no partition of the topic is left being reassigned,
+  a deletion of the topic waiting for it resumes.
+
+A topic queued for deletion is never reassigned anew (UNKNOWN_TOPIC_OR_PARTITION), but one
+queued while its reassignment runs waits for it: `on_partition_reassignment` marks it
+ineligible for deletion (as Kafka's does) and completion resumes it (`topic_deletion`).
 
 A partition not being reassigned whose new target is its replica set (or a reordering of it)
 completes at once: phase B only, the new order (preferred leader) written and announced.
@@ -60,6 +65,7 @@ from odradek.controller.leader_election import ElectionStrategy, new_leader_and_
 from odradek.controller.partition_state_machine import PartitionStateMachine, write_leader_and_isr
 from odradek.controller.replica_state_machine import ReplicaStateMachine
 from odradek.controller.request_batch import RequestBatch
+from odradek.controller.topic_deletion import TopicDeletionManager
 from odradek.controller.watched_events import REASSIGN_PARTITIONS, encode_reassignment
 from odradek.metadata import layout
 from odradek.metadata.layout import TopicAssignment
@@ -97,6 +103,7 @@ class ReassignmentManager:
     batch: RequestBatch
     psm: PartitionStateMachine
     rsm: ReplicaStateMachine
+    deletion: TopicDeletionManager
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -200,7 +207,9 @@ class ReassignmentManager:
     # -- the reassignment ---------------------------------------------------------------------
 
     def on_partition_reassignment(self, tp: TopicPartition, new: ReplicaAssignment) -> None:
-        """Kafka's ``onPartitionReassignment``: U1-U3, then phase A or phase B."""
+        """Kafka's ``onPartitionReassignment``: U1-U3, then phase A or phase B; a deletion
+        of the topic waits meanwhile."""
+        self.deletion.mark_ineligible([tp[0]])
         current = self.ctx.assignments[tp]
         if current != new:
             self._set_assignment(tp, new)  # U1, U2
@@ -259,6 +268,8 @@ class ReassignmentManager:
         self.write_topic(tp[0])  # B6
         self._forget_zk(lambda p, replicas: p == tp and replicas == done.replicas)  # B7
         self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), [tp])  # B8
+        if not any(p[0] == tp[0] for p in ctx.partitions_being_reassigned()):
+            self.deletion.resume_for([tp[0]])
 
     def _forget_zk(self, done: Callable[[TopicPartition, tuple[int, ...]], bool]) -> None:
         """Kafka's ``maybeRemoveFromZkReassignment``: take the partitions ``done`` names off

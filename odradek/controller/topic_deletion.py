@@ -2,7 +2,8 @@
 (``core/src/main/scala/kafka/controller/TopicDeletionManager.scala``), without I/O.
 
 A topic named under ``/admin/delete_topics`` is queued. While it is queued and eligible (no
-replica on a dead broker, no deletion already in flight), deletion starts:
+replica on a dead broker, no partition being reassigned, no deletion already in flight),
+deletion starts:
 
 1. its partitions go Offline then NonExistent, and every live broker gets UpdateMetadata with
    leader `commands.LEADER_DURING_DELETE` for them, so clients stop using them;
@@ -15,7 +16,12 @@ replica on a dead broker, no deletion already in flight), deletion starts:
    then ``/admin/delete_topics/<t>``.
 
 A broker that comes back with replicas of a waiting topic makes it eligible again; its
-ineligible replicas go Offline and deletion is retried.
+ineligible replicas go Offline and deletion is retried. A topic queued while any of its
+partitions is being reassigned (or whose reassignment starts or resumes while it is queued)
+is ineligible until the last of those reassignments completes (Kafka's
+``markTopicIneligibleForDeletion`` with "topic reassignment in progress", then
+``resumeDeletionForTopics``); it stays queued meanwhile, and its partitions keep their leaders
+and ISRs, so the reassignment can finish.
 """
 
 from __future__ import annotations
@@ -52,9 +58,24 @@ class TopicDeletionManager:
         return [r for r in self._replicas(topic) if self.ctx.replica_state(r) is state]
 
     def enqueue(self, topics: Iterable[str]) -> None:
-        """Kafka's ``enqueueTopicsForDeletion``."""
+        """Kafka's ``processTopicDeletion`` and ``enqueueTopicsForDeletion``: a topic with a
+        reassignment in progress is queued but ineligible (`mark_reassigning_ineligible`)."""
         self.ctx.topics_to_delete.update(t for t in topics if t in self.ctx.all_topics())
+        self.mark_reassigning_ineligible()
         self.resume()
+
+    def mark_ineligible(self, topics: Iterable[str]) -> None:
+        """Kafka's ``markTopicIneligibleForDeletion``: queued topics among ``topics`` wait
+        until `resume_for` names them; topics not queued are left alone."""
+        self.ctx.topics_ineligible_for_deletion |= set(topics) & self.ctx.topics_to_delete
+
+    def mark_reassigning_ineligible(self) -> None:
+        """Queued topics with a partition being reassigned wait for the reassignment (Kafka
+        halts them so in ``processTopicDeletion`` and, at failover, in
+        ``fetchTopicDeletionsInProgress``). Kafka marks before queueing there, which leaves a
+        topic queued for the first time eligible; marking after queueing makes every
+        deletion wait, as Kafka's comment there intends."""
+        self.mark_ineligible(tp[0] for tp in self.ctx.partitions_being_reassigned())
 
     def resume_for(self, topics: Iterable[str]) -> None:
         """Kafka's ``resumeDeletionForTopics``: the topics may be retried."""
