@@ -26,9 +26,10 @@ that touches the `Controller` and writes the controller's znodes:
   `events.ElectLeaders`, `events.ApiPartitionReassignment` and
   `events.ListPartitionReassignments` from the handlers; the returned ``concurrent.futures.Future`` gets the command list's `commands.Reply`,
   or NOT_CONTROLLER when this broker is not (or stops being) the controller meanwhile.
-* Auto leader rebalance (``auto.leader.rebalance.enable``): every
-  ``leader.imbalance.check.interval.seconds`` a broker whose share of partitions it prefers
-  but does not lead exceeds ``leader.imbalance.per.broker.percentage`` gets them back
+* Auto leader rebalance (``auto.leader.rebalance.enable``): `FIRST_REBALANCE_DELAY_S` after
+  this broker becomes controller, then every ``leader.imbalance.check.interval.seconds``, a
+  broker whose share of partitions it prefers but does not lead exceeds
+  ``leader.imbalance.per.broker.percentage`` gets them back
   (`events.PreferredReplicaElection`), as Kafka's ``checkAndTriggerAutoLeaderRebalance``.
 
 Executing commands (see `commands`): znode writes in order, consecutive writes grouped into one
@@ -84,6 +85,12 @@ log = logging.getLogger(__name__)
 MAX_CONFLICTS_PER_EVENT = 20
 """A list re-handled this many times after conflicts is given up (logged); the next event
 starts from what the controller adopted."""
+
+FIRST_REBALANCE_DELAY_S = 5.0
+"""The first auto leader rebalance check comes this long after the election (Kafka's
+``onControllerFailover`` schedules it 5 seconds out, whatever the interval), so leaderships
+lost while there was no controller come back soon, not a whole interval (300 s by default)
+later."""
 
 # Items re-queued when the store is unreachable: they read the store afresh when retried.
 # Events from brokers are answered NOT_CONTROLLER instead (their senders retry).
@@ -303,7 +310,7 @@ class ControllerService:
             except StoreError:
                 pass
             raise
-        self._schedule_rebalance()
+        self._schedule_rebalance(FIRST_REBALANCE_DELAY_S)
 
     def _resign(self) -> None:
         """Kafka's ``onControllerResignation``: forget everything, stop the senders."""
@@ -439,11 +446,14 @@ class ControllerService:
 
     # -- auto leader rebalance ----------------------------------------------------------------
 
-    def _schedule_rebalance(self) -> None:
+    def _schedule_rebalance(self, delay: float | None = None) -> None:
+        """The next imbalance check, ``delay`` seconds from now (default
+        ``leader.imbalance.check.interval.seconds``); none unless active and enabled."""
         config = self.broker.config
         if self.active and config["auto.leader.rebalance.enable"]:
-            interval = config["leader.imbalance.check.interval.seconds"]
-            self._next_rebalance = time.monotonic() + interval
+            if delay is None:
+                delay = config["leader.imbalance.check.interval.seconds"]
+            self._next_rebalance = time.monotonic() + delay
         else:
             self._next_rebalance = float("inf")
 

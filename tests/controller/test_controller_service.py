@@ -4,6 +4,7 @@ into events, replies to brokers' requests, conflicts, resignation, re-election."
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
@@ -409,6 +410,35 @@ def test_auto_leader_rebalance():
             assert reply.partitions[0].error is ErrorCode.NONE
             await async_wait_until(lambda: state(store, "t", 0).leader == 2, timeout=5,
                                    what="preferred leader restored by the rebalance")
+        finally:
+            service.shutdown()
+
+    run(scenario())
+
+
+def test_first_rebalance_check_comes_soon_after_the_election_not_an_interval_later(monkeypatch):
+    """Kafka checks 5 s after becoming controller, then every interval: with the first delay
+    made 0 and an interval of an hour, only that first check can move the leader back."""
+    import odradek.controller.controller_service as module
+    from odradek.metadata.layout import PartitionState
+
+    assert module.FIRST_REBALANCE_DELAY_S == 5
+    monkeypatch.setattr(module, "FIRST_REBALANCE_DELAY_S", 0)
+    broker = FakeBroker(1, auto_leader_rebalance_enable=True,
+                        leader_imbalance_check_interval_seconds=3600)
+    store = broker.metadata.store
+    register(store, 2)
+    write_topic(store, "t", {0: (2, 1)})  # broker 2 preferred, broker 1 leads: 100% off
+    store.create(layout.partition_state_path("t", 0), PartitionState(1, 3, (1, 2), 0).to_json(),
+                 make_parents=True)
+
+    async def scenario():
+        service, _ = make_service(broker)
+        await service.start()
+        try:
+            await async_wait_until(lambda: state(store, "t", 0).leader == 2, timeout=10,
+                                   what="preferred leader restored by the first check")
+            assert service._next_rebalance - time.monotonic() > 3000  # then every interval
         finally:
             service.shutdown()
 
