@@ -33,6 +33,20 @@ producer retries) is aborted and the source consumer rewound to the committed po
 its records are copied again. A fenced producer (another mirror with the same group id took
 over) is fatal: ``run`` raises MirrorError.
 
+During a commit the source is still read: the source consumer is polled while EndTxn (and
+the coordinator's PrepareCommit) travels, and what it returns is held, not sent (a
+transactional producer cannot send between ``commit_transaction`` and the next
+``begin_transaction``). The held records open the next transaction as soon as the commit is
+done. Exactly once is kept: the positions committed are those read *before* the commit began,
+the held records lie after them and are sent, and their positions committed, in the next
+transaction; a commit that fails drops the held records with the rest (the consumer is
+rewound to the committed positions). At most ``_HOLD_POLLS`` polls' worth of records is held;
+then the consumer keeps one fetched answer per partition buffered until the commit is done.
+The source consumer belongs to no group (see above), so a slow commit cannot make it miss
+``max.poll.interval.ms`` or a heartbeat and cost a rebalance: what a slow commit would cost
+without the read-ahead is an idle source (no Fetch at all while EndTxn is delayed: the one
+in flight when the commit begins is all).
+
 Housekeeping runs between polls: every ``refresh_topics_interval_s`` the ``TopicSync`` creates
 new topics and partitions on the target (then they are assigned), and every
 ``reporting_interval_ms`` the lag is logged per topic (``mirror_lag``).
@@ -62,6 +76,9 @@ _POLL_AT_MOST_S = 1.0  # how long a poll may wait: the longest a stop request wa
 _STABLE_WAIT_S = 60.0  # how long to wait for the target's committed positions to be stable
 _TARGET_METADATA_WAIT_S = 30.0  # for the target's metadata to show partitions just created
 _COMMIT_ATTEMPTS = 3  # commits that time out are resumed this many times before giving up
+# Records read ahead during a commit, in polls of max_poll_records: 4 x 5000 records of ~1 KiB
+# hold ~20 MiB, more than a long commit's worth at the rate one producer sends.
+_HOLD_POLLS = 4
 _FATAL_STATE = "FatalError"
 _COMMITTING_STATE = "CommittingTransaction"
 
@@ -84,6 +101,9 @@ class MirrorMaker:
         self._in_txn = False
         self._txn_deadline = math.inf
         self._pending: dict[TopicPartition, int] = {}  # records per partition in the open transaction
+        self._held: dict[TopicPartition, list] = {}  # read during a commit, for the next transaction
+        self._held_count = 0
+        self._read_ahead_error: Exception | None = None  # a poll's error during a commit, raised next
 
     def stop(self) -> None:
         """Ask ``run`` to commit what it copied and return: from any thread or a signal handler."""
@@ -154,7 +174,10 @@ class MirrorMaker:
         await self._report()
 
     async def _poll_and_send(self, timeout_s: float) -> None:
-        records = await self._consumer.poll(timeout_ms=timeout_s * 1000)
+        if self._read_ahead_error is not None:
+            error, self._read_ahead_error = self._read_ahead_error, None
+            raise error
+        records = self._take_held() or await self._consumer.poll(timeout_ms=timeout_s * 1000)
         if not records:
             return
         self._begin()
@@ -169,6 +192,34 @@ class MirrorMaker:
                 except BufferFullError:
                     await self._send_when_room(topic, partition, r)
             pending[tp] = pending.get(tp, 0) + len(batch)
+
+    def _take_held(self) -> dict[TopicPartition, list]:
+        """The records read during the last commit, of partitions still assigned."""
+        held, self._held, self._held_count = self._held, {}, 0
+        assigned = self._consumer.assignment()
+        return {tp: batch for tp, batch in held.items() if tp in assigned}
+
+    async def _read_ahead(self, commit: asyncio.Future) -> None:
+        """Poll the source into ``_held`` until ``commit`` is done (or enough is held). A
+        poll still waiting when the commit ends is cancelled: ``AsyncConsumer.poll`` takes
+        records from its buffer and returns them without awaiting in between, so a cancelled
+        poll has taken none."""
+        consumer, limit = self._consumer, self.config.max_poll_records * _HOLD_POLLS
+        while not commit.done() and self._held_count < limit and self._read_ahead_error is None:
+            poll = asyncio.ensure_future(consumer.poll(
+                timeout_ms=_POLL_AT_MOST_S * 1000, max_records=min(self.config.max_poll_records, limit - self._held_count)))
+            await asyncio.wait((commit, poll), return_when=asyncio.FIRST_COMPLETED)
+            if not poll.done():
+                poll.cancel()
+                await asyncio.wait((poll,))
+            if poll.cancelled():
+                return
+            if poll.exception() is not None:  # raised where a poll's error would be: next
+                self._read_ahead_error = poll.exception()
+                return
+            for tp, batch in poll.result().items():
+                self._held.setdefault(tp, []).extend(batch)
+                self._held_count += len(batch)
 
     async def _send_when_room(self, topic: str, partition: int, r) -> None:
         while True:
@@ -187,11 +238,13 @@ class MirrorMaker:
             self._txn_deadline = self._loop.time() + self.config.commit_interval_ms / 1000
 
     async def _positions(self) -> dict[TopicPartition, int]:
-        """Source positions that moved since the last commit."""
+        """Source positions that moved since the last commit: the consumer's, or where records
+        read ahead and not yet sent begin (they are not on the target yet)."""
         moved = {}
         for tp in self._consumer.assignment():
+            held = self._held.get(tp)
             try:
-                position = await self._consumer.position(tp)
+                position = held[0].offset if held else await self._consumer.position(tp)
             except BrokerError as e:  # its topic was deleted on the source: the next refresh drops it
                 _log.debug("no position for %s: %s", tp, e)
                 continue
@@ -211,7 +264,14 @@ class MirrorMaker:
             if positions:
                 await producer.send_offsets_to_transaction(
                     {tp: OffsetAndMetadata(p) for tp, p in positions.items()}, self.config.group_id)
-            await self._commit_transaction()
+            commit = asyncio.ensure_future(self._commit_transaction())
+            try:
+                if not self._stop.is_set():  # else the last commit: nothing more will be sent
+                    await self._read_ahead(commit)
+                await commit
+            except asyncio.CancelledError:
+                commit.cancel()
+                raise
         except KafkaError as e:
             await self._abort(e)
             return
@@ -240,7 +300,7 @@ class MirrorMaker:
         await producer.abort_transaction()
         for tp in self._consumer.assignment():
             self._consumer.seek(tp, self.progress.position(tp))
-        self._pending = {}
+        self._pending, self._held, self._held_count, self._read_ahead_error = {}, {}, 0, None
         self._in_txn, self._txn_deadline = False, math.inf
 
     # --- topics and positions ------------------------------------------------------------

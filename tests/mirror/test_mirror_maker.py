@@ -6,6 +6,7 @@ first."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -24,6 +25,7 @@ from odradek.client import (
     ResourceType,
 )
 from odradek.mirror import MirrorConfig, MirrorError
+from odradek.protocol.generated import ApiKey
 from odradek.testing.broker import InProcessBroker
 from tests.mirror.mirror_harness import (
     LiveProducer,
@@ -232,3 +234,76 @@ def _wait_for(condition) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met"
         time.sleep(0.1)
+
+
+class SlowCommit:
+    """Holds the target's answer to the mirror's first committing EndTxn after ``arm()`` until
+    the source has answered ``fetches`` more Fetch requests of the mirror (at most
+    ``_HOLD_AT_MOST_S``): a commit as long as the source needs to be read that often."""
+
+    _HOLD_AT_MOST_S = 15
+
+    def __init__(self, source, target, transactional_id: str, fetches: int) -> None:
+        self.source, self.target = source.broker, target.broker
+        self.transactional_id, self.fetches = transactional_id, fetches
+        self.armed = False
+        self.seen = 0  # the mirror's Fetch requests to the source
+        self.met: bool | None = None  # whether the source was read during the held commit
+
+    def __enter__(self) -> SlowCommit:
+        source_dispatch, target_dispatch = self.source.dispatch, self.target.dispatch
+
+        def on_source(ctx, body):
+            if ctx.api_key == ApiKey.FETCH and ctx.client_id == "odradek-mirror":
+                self.seen += 1
+            return source_dispatch(ctx, body)
+
+        def on_target(ctx, body):
+            answer = target_dispatch(ctx, body)
+            if (ctx.api_key != ApiKey.END_TXN or not self.armed or not body.committed
+                    or body.transactional_id != self.transactional_id):
+                return answer
+            self.armed = False
+            return self._held(answer)
+
+        self.source.dispatch, self.target.dispatch = on_source, on_target
+        return self
+
+    async def _held(self, answer):
+        until, deadline = self.seen + self.fetches, time.monotonic() + self._HOLD_AT_MOST_S
+        while self.seen < until and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        self.met = self.seen >= until
+        return await answer if asyncio.iscoroutine(answer) else answer
+
+    def arm(self) -> None:
+        self.armed = True
+
+    def __exit__(self, *exc) -> None:
+        del self.source.dispatch, self.target.dispatch  # the class's method again
+
+
+def test_the_source_is_read_while_a_transaction_commits(clusters, names):
+    """The mirror's source consumer is in no group (there is no max.poll.interval.ms to miss):
+    what a slow commit could cost is an idle source. Here a commit is held until the source
+    has been fetched from 3 more times; records read meanwhile go in the next transaction,
+    each copied once."""
+    source, target = clusters
+    prefix, group = names
+    topic = f"{prefix}-slow-commit"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    produce(source.bootstrap, topic, 0, 200, 1)
+    config = mirror_config(source, target, topic, group, consumer_config={"fetch_max_wait_ms": 10})
+    with SlowCommit(source, target, config.transactional_id, fetches=3) as slow:
+        with MirrorThread(config) as mirror:
+            wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+            live = LiveProducer(source.bootstrap, topic, 200, 1200, 1, burst=100)
+            slow.arm()
+            live.start()
+            live.finish()
+            wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
+            progress = mirror.stop()
+    assert slow.met is True
+    assert progress.copied == 1200
+    assert read_partitions(target.bootstrap, topic) == expected_partitions(0, 1200, 1)
