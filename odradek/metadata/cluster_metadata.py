@@ -34,6 +34,7 @@ from odradek.metadata.errors import (
 from odradek.metadata.image import MetadataImage
 from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
 from odradek.metadata.metadata_cache import MetadataCache
+from odradek.metadata.offline_replicas import OfflineReplicas
 from odradek.metadata.store import CreateOp, MetadataStore, Op, SetOp
 from odradek.metadata.topic_name import collision_key, has_collision_chars, validate_topic_name
 
@@ -101,6 +102,9 @@ class ClusterMetadata:
         self.ensure_paths()
         self.cache = MetadataCache(store)
         self.cache.start()
+        self.offline_replicas = OfflineReplicas()
+        """What the controller's UpdateMetadata says is offline (failed log directories
+        included, which the store does not hold)."""
         store.add_session_listener(self._on_new_session)
 
     def ensure_paths(self) -> None:

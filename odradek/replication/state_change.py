@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from odradek.metadata.errors import MetadataError, StoreError
+from odradek.metadata.offline_replicas import ReportedPartition
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.role_change import (
     NO_BROKER_EPOCH,
@@ -160,15 +161,20 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
         return ErrorCode.NONE, errors
 
 
-async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterable[str] = ()) -> ErrorCode:
+async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterable[str] = (),
+                          reported: Iterable[ReportedPartition] = ()) -> ErrorCode:
     """An UpdateMetadata: checked as the others and its controller epoch remembered. The
     broker's metadata image stays the one its ZooKeeper watches keep
     (``metadata/metadata_cache.py``), which already holds what the controller wrote; the
-    request's partition states are not copied into it. Topics the controller is deleting
+    request's partition states are not copied into it, except their offline replicas
+    (``reported``, kept in ``broker.metadata.offline_replicas``, `OfflineReplicas`): replicas
+    in failed log directories are known to the controller only. Topics the controller is deleting
     (partitions whose leader is -2, ``LeaderDuringDelete``): the group coordinator drops
     their committed offsets (Kafka's ``handleDeletedPartitions``)."""
     async with broker.replica_manager.state_change_lock:
         error = await _check(broker, "UpdateMetadata", header)
+        if error == ErrorCode.NONE:
+            broker.metadata.offline_replicas.update(reported)
     topics = set(deleted_topics)
     coordinator = getattr(broker, "group_coordinator", None)
     if error == ErrorCode.NONE and topics and coordinator is not None:

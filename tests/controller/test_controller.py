@@ -336,6 +336,12 @@ def test_log_dir_failure_moves_only_the_failed_replicas_leadership(cluster):
     assert sorted(p for _, p in cluster.leader_and_isr(1000)) == sorted(
         p for p, rs in TOPIC_A.items() if 1000 in rs)
     cluster.run(ev.LeaderAndIsrResponseReceived(1000, (("topicA", 0),)))
+    # every broker, 1000 itself included, hears that replica is offline (Metadata answers it)
+    for b in BROKERS:
+        said = {(s.topic, s.partition): s.offline_replicas
+                for um in cluster.sent(UpdateMetadataRequest, b) for s in um.partition_states}
+        assert said[("topicA", 0)] == (1000,), b
+        assert said.get(("topicA", 5), ()) == ()
     moved = cluster.state("topicA", 0)
     assert (moved.leader, moved.isr, moved.leader_epoch) == (1004, (1004,), 1)
     kept = cluster.state("topicA", 5)

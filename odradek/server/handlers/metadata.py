@@ -16,6 +16,10 @@ id alone: each distinct id in full, or UNKNOWN_TOPIC_ID with a null name and the
 it are ignored (the Java admin client's ``describeTopics(TopicCollection.ofTopicIds(..))``
 sends empty names with its ids). Without ids, a null name is INVALID_REQUEST for that entry.
 Each topic is answered once, however often it is asked for (Kafka collects them in a set).
+
+A partition's ``offline_replicas`` (v5+) are its replicas on brokers not live, and those the
+controller's last UpdateMetadata for it named offline (in a failed log directory of a live
+broker: ``metadata/offline_replicas.py``), as Kafka's ``MetadataCache`` answers them.
 """
 
 from __future__ import annotations
@@ -160,12 +164,16 @@ def _broker(info, listener_name: str) -> MetadataResponseBroker:
 
 def _topic(broker, image, assignment) -> MetadataResponseTopic:
     live = set(image.brokers)
+    reported = broker.metadata.offline_replicas
     partitions = []
     for index in sorted(assignment.partitions):
         replicas = list(assignment.partitions[index])
         state = image.partition_state(assignment.name, index)
+        # offline: on a broker not live, or (the controller says, in UpdateMetadata) in a
+        # failed log directory of a live one; Kafka answers the controller's list alone
+        offline = set(reported.of(assignment.name, index))
         p = MetadataResponsePartition(partition_index=index, replica_nodes=replicas,
-                                      offline_replicas=[r for r in replicas if r not in live])
+                                      offline_replicas=[r for r in replicas if r not in live or r in offline])
         if state is None or state.leader < 0 or state.leader not in live:
             p.error_code = ErrorCode.LEADER_NOT_AVAILABLE
             p.leader_id = -1

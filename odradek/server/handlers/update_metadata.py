@@ -5,12 +5,15 @@ This broker's metadata image stays the one its ZooKeeper watches keep
 this; so the request is checked (STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, as for
 LeaderAndIsr), its controller epoch remembered, and the topics it shows being deleted
 (leader -2, Kafka's ``LeaderDuringDelete``) handed to the group coordinator
-(``replication/state_change.update_metadata``). Every version: v0-4 list partition states
-flat (``ungrouped_partition_states``), v5+ per topic (``topic_states``).
+(``replication/state_change.update_metadata``), and each partition's offline replicas (v4+;
+replicas in failed log directories among them) kept for Metadata's answers
+(``metadata/offline_replicas.py``). Every version: v0-4 list partition states flat
+(``ungrouped_partition_states``), v5+ per topic (``topic_states``).
 """
 
 from __future__ import annotations
 
+from odradek.metadata.offline_replicas import ReportedPartition
 from odradek.protocol.generated.update_metadata_response import UpdateMetadataResponse
 from odradek.replication.role_change import ControlHeader
 from odradek.replication.state_change import update_metadata
@@ -25,8 +28,16 @@ async def handle(ctx, request):
     if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from the controller only (Kafka: CLUSTER_ACTION)
         return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     header = ControlHeader(request.controller_id, request.controller_epoch, request.broker_epoch)
-    error = await update_metadata(ctx.broker, header, deleted_topics(request))
+    error = await update_metadata(ctx.broker, header, deleted_topics(request), reported_partitions(request))
     return UpdateMetadataResponse(error_code=error)
+
+
+def reported_partitions(request) -> list[ReportedPartition]:
+    """Every partition state of the request, with its leader and offline replicas."""
+    flat = [(s.topic_name, s) for s in request.ungrouped_partition_states]
+    flat += [(t.topic_name, s) for t in request.topic_states for s in t.partition_states]
+    return [ReportedPartition(name, s.partition_index, s.leader, tuple(s.offline_replicas))
+            for name, s in flat]
 
 
 def deleted_topics(request) -> set[str]:

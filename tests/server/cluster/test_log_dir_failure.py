@@ -7,8 +7,10 @@ its directories. Under a verifying acks=all producer, the filesystem fails: the 
 that directory get other leaders (the controller hears of the failure through
 ``/log_dir_event_notification`` and counts those replicas offline), broker 1 leaves their ISR,
 the other directory's partitions stay led by broker 1 with their full ISR, nothing
-acknowledged is lost, and ``odradek log-dirs --describe`` shows the failed directory with
-Kafka's KafkaStorageException."""
+acknowledged is lost, ``odradek log-dirs --describe`` shows the failed directory with
+Kafka's KafkaStorageException, and Metadata (``odradek topics --describe``) lists broker 1 in
+the ``offline_replicas`` of the failed directory's partitions only (from the controller's
+UpdateMetadata: broker 1 itself is alive)."""
 
 from __future__ import annotations
 
@@ -41,9 +43,18 @@ def log_dirs(bootstrap: str, broker: int) -> dict[str, dict]:
             for d in entry["logDirs"]}
 
 
+def offline_replicas(bootstrap: str) -> dict[int, list[int]]:
+    """Metadata's ``offline_replicas`` per partition, through odradek's admin client."""
+    result = run_cli("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", TOPIC,
+                     "--output", "json")
+    assert result.code == 0, result.err
+    [topic] = [json.loads(line) for line in result.lines()]
+    return {p["partition"]: p["offline_replicas"] for p in topic["partitions"]}
+
+
 def test_a_failed_log_dir_moves_only_its_partitions(make_cluster, failing_fs):  # noqa: F811
     cluster = make_cluster()
-    good = cluster.root / "broker-1" / "data"  # the node's own data dir: the harness reads replicas there
+    good = cluster.directory / "broker-1" / "data"  # the node's own data dir: the harness reads replicas there
     cluster.start([1], {"log.dirs": f"{good},{failing_fs.path / 'data'}"}, controller=False)
     cluster.start([2, 3])
     cluster.wait_brokers_known([1, 2, 3])
@@ -81,5 +92,8 @@ def test_a_failed_log_dir_moves_only_its_partitions(make_cluster, failing_fs):  
     assert dirs[failing] == {"error": "org.apache.kafka.common.errors.KafkaStorageException", "partitions": []}
     assert dirs[str(good)] == {"error": None, "partitions": on_good}
     assert cluster[1].alive  # one directory left: the broker serves on
+    expected = {p: [1] if p in on_failing else [] for p in range(PARTITIONS)}
+    wait_until(lambda: offline_replicas(cluster.bootstrap) == expected, 30,
+               "broker 1 offline for the failed directory's partitions in Metadata")
     for p in on_good:
         cluster.wait_replicas_identical(TOPIC, p, [1, 2, 3], timeout=30)
