@@ -25,6 +25,10 @@ moment earlier could have seen too few brokers for its replication factor); othe
 `ClusterStartError` with the failing broker's output. `stop` is a clean stop: brokers one at a
 time with SIGTERM (a controlled shutdown: the controller moves their leaderships away first),
 the controller last so the controller moves once, then ZooKeeper. `close` is kill -9 for all.
+
+The cluster tests' harness (tests/server/cluster/harness.py) is a subclass: it makes its nodes
+with `_new_node`, starts brokers a few at a time with `start_brokers`, and sets
+`timeout_error` and `start_error` to AssertionError so that a wait that fails fails the test.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from kazoo.exceptions import NoNodeError
 from odradek.server.local_cluster.broker_node import BrokerDidNotStop, BrokerNode
 from odradek.server.local_cluster.zookeeper_server import ZooKeeperServer
 
-__all__ = ["ClusterStartError", "LocalCluster", "wait_until"]
+__all__ = ["ClusterStartError", "LocalCluster", "StopWaiting", "wait_until"]
 
 START_TIMEOUT_S = 60.0  # a starting interpreter on a loaded 2-core machine
 
@@ -50,15 +54,21 @@ class ClusterStartError(RuntimeError):
     """A broker exited or did not become ready while the cluster started."""
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
-    """Poll ``predicate`` until it returns something truthy (returned); TimeoutError naming
-    ``what`` and the predicate's last exception, if any, after ``timeout`` s."""
+class StopWaiting(Exception):
+    """Raised by a predicate of `wait_until` when waiting longer is pointless."""
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1, *,
+               error: type[Exception] = TimeoutError) -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned); ``error`` naming
+    ``what`` and the predicate's last exception, if any, after ``timeout`` s. A `StopWaiting`,
+    `ClusterStartError` or `BrokerDidNotStop` from the predicate propagates at once."""
     deadline = time.monotonic() + timeout
     last_error: BaseException | None = None
     while True:
         try:
             value = predicate()
-        except (ClusterStartError, BrokerDidNotStop):
+        except (StopWaiting, ClusterStartError, BrokerDidNotStop):
             raise
         except Exception as e:  # noqa: BLE001 - a state not reached yet; reported on timeout
             last_error, value = e, None
@@ -66,7 +76,7 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval
             return value
         if time.monotonic() > deadline:
             detail = f" (last error: {last_error!r})" if last_error is not None else ""
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}{detail}")
+            raise error(f"timed out after {timeout} s waiting for {what}{detail}")
         time.sleep(interval)
 
 
@@ -96,6 +106,10 @@ class LocalCluster:
     terminal's Ctrl-C (``odradek cluster`` stops them itself, in order); ``notice(text)`` is
     told of a long wait while starting."""
 
+    # What a wait that times out raises, and what a broker that cannot start raises.
+    timeout_error: type[Exception] = TimeoutError
+    start_error: type[Exception] = ClusterStartError
+
     def __init__(self, directory: Path, brokers: int | Iterable[int] = 3, *, port: int = 0,
                  props: dict[str, str] | None = None, zookeeper: ZooKeeperServer | None = None,
                  chroot: str = "", log_level: str = "INFO", new_session: bool = False,
@@ -103,17 +117,26 @@ class LocalCluster:
         self.directory = Path(directory)
         self.notice = notice or (lambda text: None)
         ids = list(range(1, brokers + 1)) if isinstance(brokers, int) else list(brokers)
-        if not ids:
-            raise ValueError("a cluster needs at least one broker")
         self.owns_zookeeper = zookeeper is None
         self.zookeeper = zookeeper or ZooKeeperServer(self.directory / "zookeeper", new_session=new_session)
         self.chroot = chroot
-        self.nodes: dict[int, BrokerNode] = {
-            broker_id: BrokerNode(broker_id, self.directory / f"broker-{broker_id}", dict(props or {}),
-                                  port=port + i if port else 0, log_level=log_level, new_session=new_session)
-            for i, broker_id in enumerate(ids)
-        }
+        self.props = dict(props or {})
+        self.log_level = log_level
+        self.new_session = new_session
+        self.nodes: dict[int, BrokerNode] = {}
+        for i, broker_id in enumerate(ids):
+            self.add_broker(broker_id, port=port + i if port else 0)
         self.zk: KazooClient | None = None
+
+    def add_broker(self, broker_id: int, props: dict[str, str] | None = None, *, port: int = 0) -> BrokerNode:
+        """A node (not started) for ``broker_id``: the cluster's props with ``props`` on top."""
+        node = self._new_node(broker_id, {**self.props, **(props or {})}, port)
+        self.nodes[broker_id] = node
+        return node
+
+    def _new_node(self, broker_id: int, props: dict[str, str], port: int) -> BrokerNode:
+        return BrokerNode(broker_id, self.directory / f"broker-{broker_id}", props, port=port,
+                          log_level=self.log_level, new_session=self.new_session)
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -123,18 +146,30 @@ class LocalCluster:
 
     def start(self, timeout: float = START_TIMEOUT_S) -> LocalCluster:
         """Start ZooKeeper (if owned) and every broker; see the module docstring."""
+        if not self.nodes:
+            raise ValueError("a cluster needs at least one broker")
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.owns_zookeeper and not self.zookeeper.alive:
             self.zookeeper.start()
         self._connect_zk()
         self._wait_stale_registrations()
-        for node in self.nodes.values():
+        return self.start_brokers(self.nodes, timeout)
+
+    def start_brokers(self, broker_ids: Iterable[int], timeout: float = START_TIMEOUT_S, *,
+                      controller: bool = True) -> LocalCluster:
+        """Launch these (stopped) brokers together, ZooKeeper being connected; return once each
+        is registered and answers and (unless ``controller=False``) a live broker is controller
+        and they all know each other."""
+        ids = list(broker_ids)
+        for broker_id in ids:
+            node = self.nodes[broker_id]
             node.props["zookeeper.connect"] = self.zookeeper_connect
             node.launch()
-        for broker_id in self.nodes:
+        for broker_id in ids:
             self.wait_registered(broker_id, timeout)
-        self.wait_for_controller(timeout=timeout)
-        self.wait_brokers_known(self.nodes, timeout=timeout)
+        if controller:
+            self.wait_for_controller(timeout=timeout)
+            self.wait_brokers_known(ids, timeout=timeout)
         return self
 
     def _connect_zk(self) -> None:
@@ -159,7 +194,8 @@ class LocalCluster:
         if stale and not any(node.alive for node in self.nodes.values()):
             self.notice(f"waiting for ZooKeeper to expire the sessions of the previous run's brokers {sorted(stale)}")
             wait_until(lambda: not set(self.nodes) & set(self.registered_ids()), 60,
-                       f"the previous run's registrations of brokers {sorted(stale)} to expire", interval=0.5)
+                       f"the previous run's registrations of brokers {sorted(stale)} to expire", interval=0.5,
+                       error=self.timeout_error)
 
     def stop(self, timeout: float = 60) -> dict[str, int | None]:
         """Clean stop (brokers one at a time, the controller last, then ZooKeeper if owned);
@@ -247,16 +283,31 @@ class LocalCluster:
             return None
         return json.loads(data) if data else {}
 
-    def registered_ids(self) -> list[int]:
+    def exists(self, path: str) -> bool:
+        return self.zk.exists(path) is not None
+
+    def children(self, path: str) -> list[str]:
+        """A znode's children's names ([] when it does not exist)."""
         try:
-            return sorted(int(c) for c in self.zk.get_children("/brokers/ids"))
+            return self.zk.get_children(path)
         except NoNodeError:
             return []
+
+    def registered_ids(self) -> list[int]:
+        return sorted(int(c) for c in self.children("/brokers/ids"))
 
     def controller_id(self) -> int | None:
         """The broker ``/controller`` names, or None while there is no controller."""
         data = self.read_json("/controller")
         return None if data is None else int(data["brokerid"])
+
+    def controller_epoch(self) -> int | None:
+        """``/controller_epoch`` (bumped by every election), or None before the first one."""
+        try:
+            data, _ = self.zk.get("/controller_epoch")
+        except NoNodeError:
+            return None
+        return int(data)
 
     def partition_state(self, topic: str, partition: int) -> dict | None:
         """``{"controller_epoch", "leader", "leader_epoch", "isr", ...}`` or None."""
@@ -271,7 +322,8 @@ class LocalCluster:
         """A summary for failure messages: brokers, registrations, controller."""
         lines = [repr(node) for node in self.nodes.values()]
         try:
-            lines.append(f"registered: {self.registered_ids()} controller: {self.controller_id()}")
+            lines.append(f"registered: {self.registered_ids()} controller: {self.controller_id()} "
+                         f"epoch: {self.controller_epoch()}")
         except Exception as e:  # noqa: BLE001 - a summary must not raise
             lines.append(f"(ZooKeeper unreadable: {e!r})")
         return "\n".join(lines)
@@ -279,33 +331,42 @@ class LocalCluster:
     # --- waiting ---------------------------------------------------------------------------
 
     def wait_registered(self, broker_id: int, timeout: float = START_TIMEOUT_S) -> None:
-        """Until the broker is registered and its port answers; `ClusterStartError` with its
-        output when it exits or takes longer than ``timeout``."""
+        """Until the broker is registered and its port answers; `start_error` with its output
+        when it exits or takes longer than ``timeout``."""
         node = self.nodes[broker_id]
 
         def ready() -> bool:
             if not node.alive:
-                raise ClusterStartError(f"broker {broker_id} exited with status {node.proc.returncode} while "
-                                        f"starting; its output ({node.log_path}) ends:\n{node.output()}")
-            return self.zk.exists(f"/brokers/ids/{broker_id}") is not None and node.accepts_connections()
+                raise StopWaiting()
+            return self.exists(f"/brokers/ids/{broker_id}") and node.accepts_connections()
 
         try:
-            wait_until(ready, timeout, f"broker {broker_id} to register", interval=0.2)
-        except TimeoutError as e:
-            raise ClusterStartError(f"{e}\n{self.describe()}\n--- broker {broker_id} output ---\n"
-                                    f"{node.output()}") from None
+            wait_until(ready, timeout, f"broker {broker_id} to register", interval=0.2, error=self.timeout_error)
+        except StopWaiting:
+            raise self.start_error(f"broker {broker_id} exited with status {node.proc.returncode} while "
+                                   f"starting; its output ({node.log_path}) ends:\n{node.output()}") from None
+        except self.timeout_error as e:
+            raise self.start_error(f"{e}\n{self.describe()}\n--- broker {broker_id} output ---\n"
+                                   f"{node.output()}") from None
 
-    def wait_for_controller(self, *, other_than: int | None = None, timeout: float = 30) -> int:
-        """The controller's id once a live broker (not ``other_than``) holds ``/controller``."""
+    def wait_for_controller(self, *, other_than: int | None = None, epoch_above: int | None = None,
+                            timeout: float = 30) -> int:
+        """The controller's id once a live broker (not ``other_than``) holds ``/controller``,
+        with ``/controller_epoch`` above ``epoch_above`` when given."""
 
         def elected() -> int | None:
             cid = self.controller_id()
-            return cid if cid is not None and cid != other_than and cid in self.live_ids() else None
+            if cid is None or cid == other_than or cid not in self.live_ids():
+                return None
+            epoch = self.controller_epoch()
+            if epoch_above is not None and (epoch is None or epoch <= epoch_above):
+                return None
+            return cid
 
         try:
-            return wait_until(elected, timeout, "a controller")
-        except TimeoutError as e:
-            raise TimeoutError(f"{e}\n{self.describe()}") from None
+            return wait_until(elected, timeout, "a controller", error=self.timeout_error)
+        except self.timeout_error as e:
+            raise self.timeout_error(f"{e}\n{self.describe()}") from None
 
     def wait_for_leader(self, topic: str, partition: int, *, other_than: int | None = None,
                         timeout: float = 30) -> int:
@@ -317,9 +378,11 @@ class LocalCluster:
                 and leader in self.live_ids() else None
 
         try:
-            return wait_until(led, timeout, f"a leader of {topic}-{partition} other than {other_than}")
-        except TimeoutError as e:
-            raise TimeoutError(f"{e}: state {self.partition_state(topic, partition)}\n{self.describe()}") from None
+            return wait_until(led, timeout, f"a leader of {topic}-{partition} other than {other_than}",
+                              error=self.timeout_error)
+        except self.timeout_error as e:
+            raise self.timeout_error(f"{e}: state {self.partition_state(topic, partition)}\n{self.describe()}") \
+                from None
 
     def wait_brokers_known(self, broker_ids: Iterable[int], timeout: float = 30) -> None:
         """Until every one of ``broker_ids`` lists them all (see the module docstring)."""
@@ -328,4 +391,5 @@ class LocalCluster:
         def known() -> bool:
             return all(known_broker_ids(self.nodes[i].bootstrap) >= wanted for i in wanted)
 
-        wait_until(known, timeout, f"brokers {sorted(wanted)} to all know each other", interval=0.2)
+        wait_until(known, timeout, f"brokers {sorted(wanted)} to all know each other", interval=0.2,
+                   error=self.timeout_error)

@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from odradek.metadata import layout
 from odradek.protocol.scram import make_credential
-from tests.server.cluster.broker_node import BrokerNode, free_port
+from tests.server.cluster.broker_node import free_port
 from tests.server.cluster.cluster_clients import create_topic
 
 pytestmark = pytest.mark.timeout(120)
@@ -32,15 +32,13 @@ def test_replication_over_a_scram_inter_broker_listener(make_cluster):
         "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "listener.name.internal.scram-sha-512.sasl.jaas.config": JAAS,
     })
-    cluster._ensure_zk()
+    cluster._connect_zk()
     credential = make_credential("SCRAM-SHA-512", "admin-secret")
     cluster.zk.create("/config/users/admin", layout.encode_config({"SCRAM-SHA-512": credential.to_string()}),
                       makepath=True)
     for broker_id in BROKERS:
-        node = BrokerNode(broker_id, cluster.root / f"broker-{broker_id}", cluster.zookeeper.hosts + cluster.chroot,
-                          cluster.props)
+        node = cluster.add_broker(broker_id)
         node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{free_port()}"
-        cluster.nodes[broker_id] = node
     cluster.start(BROKERS)
 
     create_topic(cluster.bootstrap, "sasl-replicated", 1, 2)

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.cli.conftest import run_cli
-from tests.server.cluster.broker_node import BrokerNode, free_port
+from tests.server.cluster.broker_node import free_port
 from tests.server.cluster.cluster_clients import create_topic, read_partition
 from tests.server.cluster.harness import wait_until
 from tests.server.tls_certs import make_pki
@@ -69,11 +69,9 @@ def test_replication_and_failover_over_a_sasl_ssl_inter_broker_listener_with_acl
     })
     internal = {}
     for broker_id in BROKERS:
-        node = BrokerNode(broker_id, cluster.root / f"broker-{broker_id}", cluster.zookeeper.hosts + cluster.chroot,
-                          cluster.props)
+        node = cluster.add_broker(broker_id)
         internal[broker_id] = free_port()
         node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{internal[broker_id]}"
-        cluster.nodes[broker_id] = node
     formatted = run_cli("storage", "format", "--config", _properties(tmp_path / "server.properties", cluster[1].props),
                         "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]")
     assert formatted.code == 0, formatted.err

@@ -16,7 +16,6 @@ from kafka import KafkaAdminClient, KafkaConsumer
 
 from tests.cli.conftest import run_cli
 from tests.server.cluster.cluster_clients import admin, create_topic
-from tests.server.cluster.harness import BrokerNode
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -35,9 +34,7 @@ def topics_cli(bootstrap: str, *args: str):
 def test_racks_reach_clients_and_place_replicas(make_cluster):
     cluster = make_cluster()
     for broker_id, rack in RACKS.items():  # nodes made here get their own rack; start() launches them together
-        cluster.nodes[broker_id] = BrokerNode(broker_id, cluster.root / f"broker-{broker_id}",
-                                              cluster.zookeeper.hosts + cluster.chroot,
-                                              {**cluster.props, "broker.rack": rack})
+        cluster.add_broker(broker_id, {"broker.rack": rack})
     cluster.start(RACKS)
     bootstrap = cluster.bootstrap
 
