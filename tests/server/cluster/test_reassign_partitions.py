@@ -7,7 +7,9 @@ offset, the new replicas hold the same bytes, the old replica's directory is del
 replica fetches so that the first fetch cannot copy everything) stays in progress, is
 cancelled back to the old replicas (the new one deleted, the throttles cleared), then moved
 through the legacy ``/admin/reassign_partitions`` znode, which the controller deletes when
-the move is done.
+the move is done. Deleting the topic during a throttled move waits for the move, as Kafka's
+controller does (DeleteTopics answers REQUEST_TIMED_OUT meanwhile), and the topic goes once
+the throttle is lifted and the move completes.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from kafka import KafkaProducer
 
 from odradek.cli.main import main as odradek
-from odradek.client import AdminClient, NewTopic
-from tests.server.cluster.cluster_clients import VerifyingProducer
+from odradek.client import AdminClient, AlterConfigOp, AlterConfigOpType, ConfigResource, NewTopic, ResourceType
+from tests.server.cluster.cluster_clients import VerifyingProducer, admin
 from tests.server.cluster.harness import wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -94,8 +97,6 @@ def test_move_to_a_new_broker_under_load(make_cluster, tmp_path, capsys):
 
 def _throttles(bootstrap: str, topic: str) -> dict:
     """The throttle configs set on brokers 1-3 and on ``topic``."""
-    from odradek.client import ConfigResource, ResourceType
-
     resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in (1, 2, 3)]
     with AdminClient(bootstrap) as client:
         described = client.describe_configs(resources + [ConfigResource(ResourceType.TOPIC, topic)])
@@ -103,7 +104,7 @@ def _throttles(bootstrap: str, topic: str) -> dict:
             for r, entries in described.items()}
 
 
-def test_throttled_move_cancelled_then_moved_through_the_znode(make_cluster, tmp_path, capsys):
+def test_throttled_move_cancelled_then_moved_through_the_znode_then_deleted(make_cluster, tmp_path, capsys):
     cluster = make_cluster({"replica.fetch.max.bytes": "4096"}).start([1, 2, 3])
     topic, bootstrap = "throttled", cluster.bootstrap
     create_topic(bootstrap, topic, {0: [1, 2]})
@@ -153,3 +154,24 @@ def test_throttled_move_cancelled_then_moved_through_the_znode(make_cluster, tmp
     cluster.wait_replicas_identical(topic, 0, [2, 3])
     wait_dir_gone(cluster[1], topic, 0)
     assert cluster.leader(topic, 0) in (2, 3)
+
+    # A deletion waits for a move in progress (Kafka: ineligible while reassigning).
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [3, 2, 1]}]}))
+    assert cli(capsys, *execute, "--throttle", "1")[0] == 0
+    wait_until(lambda: cluster[1].partition_log(topic, 0), 30, "the new replica's first fetch")
+    confluent = admin(bootstrap)  # referenced until the result: its futures fail once it is collected
+    future = confluent.delete_topics([topic], operation_timeout=1)[topic]
+    with pytest.raises(KafkaException) as failed:
+        future.result(30)
+    assert failed.value.args[0].code() == KafkaError.REQUEST_TIMED_OUT
+    assert cluster.exists(f"/admin/delete_topics/{topic}")
+    assert cluster.topic_assignment(topic) == {0: [3, 2, 1]}  # still moving, not deleted
+    with AdminClient(bootstrap) as client:  # lift the throttle: the move ends, the deletion resumes
+        client.incremental_alter_configs({ConfigResource(ResourceType.BROKER, str(b)): [
+            AlterConfigOp(n, None, AlterConfigOpType.DELETE)
+            for n in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")]
+            for b in (1, 2, 3)})
+    wait_until(lambda: not cluster.exists(f"/brokers/topics/{topic}"), 60, "the topic to be deleted")
+    assert not cluster.exists(f"/admin/delete_topics/{topic}")
+    for b in (1, 2, 3):
+        wait_until(lambda: not cluster[b].partition_dirs(topic), 30, f"broker {b}'s replica to be deleted")
