@@ -388,7 +388,10 @@ def test_start_returns_after_this_broker_handled_its_requests():
     run(scenario())
 
 
-def test_auto_leader_rebalance():
+def test_auto_leader_rebalance(monkeypatch):
+    import odradek.controller.controller_service as module
+
+    monkeypatch.setattr(module, "FIRST_REBALANCE_DELAY_S", 0)  # the checks every interval here
     broker = FakeBroker(1, auto_leader_rebalance_enable=True,
                         leader_imbalance_check_interval_seconds=1)
     store = broker.metadata.store
