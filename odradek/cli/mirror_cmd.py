@@ -19,6 +19,11 @@ kill -9, and started again with the same --group-id resumes from those positions
 holds every source record once, for readers at isolation.level=read_committed. The source is
 read at read_committed too: records of aborted source transactions are not copied.
 
+Topics keep their names, so the source and the target must be two clusters: a mirror of a
+cluster into itself (the same cluster id) is refused. A source topic that another odradek
+mirror copies in from the target is left out (with a warning), so that mirrors both ways
+between two clusters do not copy records round and round.
+
 The lag (source end offset less mirrored position, per topic) is logged every
 --reporting-interval ms; Ctrl-C or SIGTERM commits what was copied and prints a summary.
 On a terminal, standard error also shows the catch-up as a bar: the records this run has

@@ -13,6 +13,12 @@ CreateTime) and goes to the partition with the source's number, so the target pa
 the source partition's records in the source's order (offsets differ: the target's also hold
 transaction markers).
 
+Cycles (``replication_policy``): target topics keep their source names, so a mirror whose
+source and target are one cluster (the same cluster id in Metadata) is refused when it starts,
+with MirrorError; the source positions are committed with the source's cluster id as offset
+metadata, and a source topic that another mirror copies in from this mirror's target is left
+out (``TopicSync``).
+
 Exactly once, and resuming: the records of a transaction and the source positions up to which
 they were read commit together on the target (``send_offsets_to_transaction`` with the group
 ``group_id``). On start the mirror first fences any earlier instance of itself
@@ -65,6 +71,7 @@ from odradek.client.producer import AsyncProducer
 from odradek.client.topic_partition import OffsetAndMetadata, TopicPartition
 from odradek.mirror.mirror_config import MirrorConfig
 from odradek.mirror.mirror_lag import MirrorProgress
+from odradek.mirror.replication_policy import cluster_id, provenance, same_cluster
 from odradek.mirror.topic_sync import TopicSync
 from odradek.protocol.generated.error_codes import ErrorCode
 
@@ -84,7 +91,8 @@ _COMMITTING_STATE = "CommittingTransaction"
 
 
 class MirrorError(Exception):
-    """The mirror cannot go on (fenced by another mirror with the same group id)."""
+    """The mirror cannot go on (fenced by another mirror with the same group id), or cannot
+    start (the source and the target are one cluster)."""
 
 
 class MirrorMaker:
@@ -98,6 +106,7 @@ class MirrorMaker:
         self._producer: AsyncProducer | None = None
         self._target_admin: AsyncAdminClient | None = None
         self._sync: TopicSync | None = None
+        self._provenance = ""  # the metadata of the committed positions (replication_policy)
         self._in_txn = False
         self._txn_deadline = math.inf
         self._pending: dict[TopicPartition, int] = {}  # records per partition in the open transaction
@@ -129,7 +138,12 @@ class MirrorMaker:
             AsyncProducer(cfg.target, **self._producer_config()) as producer,
         ):
             self._consumer, self._producer, self._target_admin = consumer, producer, target_admin
-            self._sync = TopicSync(source_admin, target_admin, cfg)
+            source_id, target_id = await cluster_id(source_admin), await cluster_id(target_admin)
+            refusal = same_cluster(source_id, target_id)
+            if refusal is not None:
+                raise MirrorError(refusal)
+            self._provenance = provenance(source_id)
+            self._sync = TopicSync(source_admin, target_admin, cfg, target_id)
             # Fence an earlier instance first: its open transaction (records and positions) is
             # aborted, so the positions read next are exactly what reached the target.
             await producer.init_transactions()
@@ -263,7 +277,7 @@ class MirrorMaker:
         try:
             if positions:
                 await producer.send_offsets_to_transaction(
-                    {tp: OffsetAndMetadata(p) for tp, p in positions.items()}, self.config.group_id)
+                    {tp: OffsetAndMetadata(p, self._provenance) for tp, p in positions.items()}, self.config.group_id)
             commit = asyncio.ensure_future(self._commit_transaction())
             try:
                 if not self._stop.is_set():  # else the last commit: nothing more will be sent

@@ -7,7 +7,8 @@ and ``syncTopicConfigs``).
 
 1. The source topics to mirror: those whose whole name matches the ``topics`` regex
    (``Whitelist``), internal topics and names starting with ``__`` left out (MirrorMaker 2's
-   ``isInternalTopic``).
+   ``isInternalTopic``), and topics another mirror copies into the source from the target
+   (``replication_policy.topics_from``: mirrored back they would go round forever).
 2. A source topic missing on the target is created (CreateTopics) with the source's partition
    count, ``replication_factor``, and the configs ``target_configs`` picks from the source's
    DescribeConfigs.
@@ -39,6 +40,7 @@ from odradek.client.admin_types import (
 from odradek.client.errors import BrokerError
 from odradek.client.topic_filter import Whitelist
 from odradek.mirror.mirror_config import MirrorConfig
+from odradek.mirror.replication_policy import topics_from
 from odradek.protocol.generated.error_codes import ErrorCode
 
 __all__ = ["TopicSync", "target_configs"]
@@ -71,10 +73,13 @@ def config_changes(source: dict[str, ConfigEntry], target: dict[str, ConfigEntry
 
 
 class TopicSync:
-    def __init__(self, source: AsyncAdminClient, target: AsyncAdminClient, config: MirrorConfig) -> None:
+    def __init__(self, source: AsyncAdminClient, target: AsyncAdminClient, config: MirrorConfig,
+                 target_cluster_id: str | None = None) -> None:
         self.source = source
         self.target = target
         self.config = config
+        self.target_cluster_id = target_cluster_id
+        self._looped: set[str] = set()  # topics left out as mirrored from the target (warned once)
         self.filter = Whitelist(config.topics)
         self.exclude = re.compile("|".join(f"(?:{p})" for p in config.config_properties_exclude) or "(?!)")
 
@@ -86,6 +91,7 @@ class TopicSync:
         the target is ready for (it has the topic with at least that many partitions)."""
         source = {name: d.partitions for name, d in (await self.source.describe_topics()).items()
                   if self.mirrored(name, d.is_internal)}
+        self._leave_out_looped(source, await topics_from(self.source, self.target_cluster_id))
         counts = {name: len(parts) for name, parts in source.items() if parts}
         target = {name: len(d.partitions) for name, d in (await self.target.describe_topics()).items()}
         new = sorted(t for t in counts if t not in target)
@@ -98,6 +104,14 @@ class TopicSync:
         if self.config.sync_topic_configs:
             await self._sync_configs(sorted(t for t in counts if t in target and t not in failed))
         return {t: n for t, n in counts.items() if t not in failed}
+
+    def _leave_out_looped(self, source: dict, looped: dict[str, str]) -> None:
+        for topic, group in sorted(looped.items()):
+            if source.pop(topic, None) is not None and topic not in self._looped:
+                _log.warning("topic %s is left out: on the source it is a mirror of the target's topic %s "
+                             "(group %s commits its positions there), copied back it would go round forever",
+                             topic, topic, group)
+        self._looped = set(looped)
 
     async def _create(self, topics: list[str], counts: dict[str, int]) -> set[str]:
         configs = await self._describe(self.source, topics)

@@ -128,6 +128,15 @@ def test_bad_arguments_are_refused(args, message):
     assert result.code == 1 and message in result.err and "Traceback" not in result.err
 
 
+def test_a_mirror_from_a_cluster_into_itself_is_refused_in_one_line(clusters):
+    source, _ = clusters
+    result = run_cli("mirror", "--source", source.bootstrap, "--target", source.bootstrap, "--topics", ".*",
+                     "--no-progress")
+    assert result.code == 1 and "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    assert "the source and the target are the same cluster (cluster id " in result.err
+
+
 def test_client_settings_the_mirror_owns_are_refused(tmp_path):
     config = tmp_path / "consumer.properties"
     config.write_text("bootstrap.servers=127.0.0.1:1\nisolation.level=read_uncommitted\n")

@@ -307,3 +307,47 @@ def test_the_source_is_read_while_a_transaction_commits(clusters, names):
     assert slow.met is True
     assert progress.copied == 1200
     assert read_partitions(target.bootstrap, topic) == expected_partitions(0, 1200, 1)
+
+
+def test_a_mirror_from_a_cluster_into_itself_is_refused(clusters, names):
+    source, _ = clusters
+    prefix, group = names
+    topic = f"{prefix}-self"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    produce(source.bootstrap, topic, 0, 10, 1)
+    mirror = MirrorThread(mirror_config(source, source, topic, group)).start()
+    mirror.thread.join(60)
+    with pytest.raises(MirrorError, match=r"the source and the target are the same cluster \(cluster id .+\)"):
+        mirror.stop()
+    assert read_partitions(source.bootstrap, topic) == expected_partitions(0, 10, 1)
+    assert committed_positions(source.bootstrap, group) == {}
+
+
+def test_topics_mirrored_from_the_target_are_not_mirrored_back(clusters, names, caplog):
+    """A mirror source -> target of topic t, and one target -> source of every topic: the
+    second copies a topic of the target's own but not t, which the first copies into it."""
+    source, target = clusters
+    prefix, group = names
+    there, own = f"{prefix}-there", f"{prefix}-own"
+    with AdminClient(source.bootstrap) as admin:
+        admin.create_topics([NewTopic(there, 1, 1)])
+    with AdminClient(target.bootstrap) as admin:
+        admin.create_topics([NewTopic(own, 1, 1)])
+    produce(source.bootstrap, there, 0, 100, 1)
+    produce(target.bootstrap, own, 0, 50, 1)
+    with MirrorThread(mirror_config(source, target, there, group)) as forth:
+        wait_caught_up(source.bootstrap, target.bootstrap, [there], group)
+        back_group = f"{group}-back"
+        with MirrorThread(mirror_config(target, source, f"{prefix}-.*", back_group)) as back:
+            wait_caught_up(target.bootstrap, source.bootstrap, [own], back_group)
+            produce(source.bootstrap, there, 100, 150, 1)
+            wait_caught_up(source.bootstrap, target.bootstrap, [there], group)
+            wait_caught_up(target.bootstrap, source.bootstrap, [own], back_group)  # a refresh later
+            back_progress = back.stop()
+        forth.stop()
+    assert {tp.topic for tp in back_progress.partitions} == {own}
+    assert read_partitions(source.bootstrap, there) == expected_partitions(0, 150, 1)
+    assert read_partitions(target.bootstrap, there) == expected_partitions(0, 150, 1)
+    assert read_partitions(source.bootstrap, own) == expected_partitions(0, 50, 1)
+    assert f"topic {there} is left out: on the source it is a mirror of the target's topic" in caplog.text
