@@ -1,16 +1,27 @@
-"""A broker in a child process: ``odradek broker`` started with Kafka-named overrides, its own
-GIL, found by the bootstrap address it prints.
+"""Brokers (and a local cluster's ZooKeeper) in child processes.
 
+`broker_command` is the command line of ``odradek broker`` with Kafka-named overrides.
+
+`BrokerChildProcess` is one broker with its own GIL, found by the bootstrap address it prints.
 Contract: ``start`` returns once the child printed ``--bootstrap-server HOST:PORT`` (then
 ``bootstrap`` is that address), or raises RuntimeError with the child's last output when it
 exits or stays silent for ``timeout`` seconds (it is killed then). The child's output (stdout
 and stderr, merged) is kept in ``output``, read by a daemon thread so the child never blocks
 on a full pipe. ``stop`` asks for a clean shutdown (SIGTERM, then SIGKILL after ``timeout``);
 ``kill`` is kill -9: no flush, no checkpoint, no clean-shutdown marker.
+
+`popen_child` starts the processes of a local cluster (odradek/server/local_cluster/): output
+appended to a file, no stdin. ``die_with_parent`` sets ``PR_SET_PDEATHSIG`` (Linux's prctl 1)
+to SIGKILL in the forked child before exec: the kernel kills the child when the *thread* that
+forked it ends, so a crashed or kill -9'd test run or ``odradek cluster`` leaves no process
+behind. Start children from a thread that lives as long as they should (the main thread).
+``new_session`` puts the child in a session of its own (``setsid``): Ctrl-C in the terminal
+then reaches only the parent, which stops its children in order (brokers first, ZooKeeper last).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -20,9 +31,34 @@ import threading
 from pathlib import Path
 from typing import Self
 
-__all__ = ["BrokerChildProcess"]
+__all__ = ["BrokerChildProcess", "broker_command", "popen_child"]
 
 _BOOTSTRAP = re.compile(r"--bootstrap-server (\S+)")
+_PR_SET_PDEATHSIG = 1
+
+
+def broker_command(props: dict[str, str], log_level: str) -> list[str]:
+    """``python -m odradek.cli.main broker --log-level LEVEL --override key=value ...``."""
+    args = [sys.executable, "-m", "odradek.cli.main", "broker", "--log-level", log_level]
+    for key, value in props.items():
+        args += ["--override", f"{key}={value}"]
+    return args
+
+
+def popen_child(args: list[str], output: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None,
+                die_with_parent: bool = True, new_session: bool = False) -> subprocess.Popen:
+    """Start ``args`` with stdout and stderr appended to ``output``; ``env`` is added to this
+    process's environment."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if die_with_parent and sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)  # loaded here, not between fork and exec
+        preexec = lambda: libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # noqa: E731
+    else:
+        preexec = None
+    with open(output, "ab") as out:
+        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=cwd, env={**os.environ, **(env or {})}, preexec_fn=preexec,
+                                start_new_session=new_session)
 
 
 class BrokerChildProcess:
@@ -40,10 +76,7 @@ class BrokerChildProcess:
         self.output: list[str] = []
 
     def start(self, timeout: float = 60) -> Self:
-        args = [sys.executable, "-m", "odradek.cli.main", "broker", "--log-level", "WARNING"]
-        for key, value in self.props.items():
-            args += ["--override", f"{key}={value}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        self.proc = subprocess.Popen(broker_command(self.props, "WARNING"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}, cwd=self.cwd,
                                      start_new_session=self.new_session)
         timer = threading.Timer(timeout, self.proc.kill)

@@ -5,8 +5,9 @@
   stop, faults (kill -9, SIGSTOP, controlled shutdown, restart) and ZooKeeper-read state.
 - broker_node.py: `BrokerNode`, one ``odradek broker`` process with a fixed id, port and data.
 - zookeeper_server.py: `ZooKeeperServer`, Debian's ZooKeeper as a standalone server.
-- child_process.py: `popen_child`, starting those processes (output to a file, killed with
-  their parent, optionally out of the terminal's Ctrl-C).
+
+Those processes are started by odradek/server/child_process.py's `popen_child` (output to a
+file, killed with their parent, optionally out of the terminal's Ctrl-C).
 
 Modules are imported by name (nothing is re-exported here), so that asking whether ZooKeeper is
 installed does not load kazoo.

@@ -8,7 +8,7 @@ is appended to ``log_path`` (``broker.log``). Faults: `kill` is kill -9 (no flus
 controlled shutdown), `pause` / `resume` are SIGSTOP / SIGCONT (a process that misses its
 ZooKeeper session), `terminate` is SIGTERM (a controlled shutdown when
 ``controlled.shutdown.enable``) and waits for the exit status. Children die with the thread
-that started them (see ``child_process.popen_child``).
+that started them (see odradek/server/child_process.py's `popen_child`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import random
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
-from odradek.server.local_cluster.child_process import popen_child
+from odradek.server.child_process import broker_command, popen_child
 
 __all__ = ["BrokerDidNotStop", "BrokerNode", "free_port"]
 
@@ -95,13 +94,11 @@ class BrokerNode:
             raise RuntimeError(f"broker {self.broker_id} is already running")
         self.starts += 1
         self.directory.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "odradek.cli.main", "broker", "--log-level", self.log_level]
-        for key, value in self.props.items():
-            args += ["--override", f"{key}={value}"]
         # PYTHONFAULTHANDLER: a SIGABRT makes the broker print every thread's stack first
         # (`terminate` does that to a broker that does not stop).
         env = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **self.env}
-        self.proc = popen_child(args, self.log_path, env=env, cwd=self.directory, new_session=self.new_session)
+        self.proc = popen_child(broker_command(self.props, self.log_level), self.log_path, env=env,
+                                cwd=self.directory, new_session=self.new_session)
         self.paused = False
 
     @property

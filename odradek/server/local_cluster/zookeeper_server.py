@@ -24,7 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from odradek.server.local_cluster.child_process import popen_child
+from odradek.server.child_process import popen_child
 
 __all__ = ["ZOOKEEPER_JAR", "ZooKeeperServer", "ZooKeeperStartError", "zookeeper_installed"]
 
