@@ -76,7 +76,8 @@ class BrokerChildProcess:
         self.output: list[str] = []
 
     def start(self, timeout: float = 60) -> Self:
-        self.proc = subprocess.Popen(broker_command(self.props, "WARNING"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        self.proc = subprocess.Popen(broker_command(self.props, "WARNING"), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True,
                                      env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}, cwd=self.cwd,
                                      start_new_session=self.new_session)
         timer = threading.Timer(timeout, self.proc.kill)
