@@ -129,12 +129,10 @@ def test_a_first_start_on_an_empty_directory_is_not_called_unclean(tmp_path, cap
 
 
 def test_a_wrong_keystore_password_is_one_line_naming_it(tmp_path):
-    from tests.server.tls_certs import make_pki
+    from tests.server.tls_certs import make_pki, pkcs12_keystore
 
     pki = make_pki(tmp_path / "pki")
-    keystore = str(tmp_path / "server.keystore.p12")
-    subprocess.run(["openssl", "pkcs12", "-export", "-inkey", pki["server_key"], "-in", pki["server_cert"],
-                    "-out", keystore, "-passout", "pass:store-secret"], check=True, capture_output=True)
+    keystore = pkcs12_keystore(pki, "server", tmp_path / "server.keystore.p12", "store-secret", chain=False)
     result = _broker(tmp_path, "--override", "listeners=SSL://127.0.0.1:0", "--override", "ssl.keystore.type=PKCS12",
                      "--override", f"ssl.keystore.location={keystore}", "--override", "ssl.keystore.password=wrong",
                      "--override", f"log.dirs={tmp_path / 'data'}")

@@ -14,7 +14,7 @@ from odradek.client import AdminClient, Consumer, Producer
 from odradek.client.client_security import client_ssl_context
 from odradek.testing import broker as testing_broker
 from odradek.testing.broker import InProcessBroker
-from tests.server.tls_certs import make_pki
+from tests.server.tls_certs import make_pki, pkcs12_keystore, pkcs12_truststore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,12 +68,8 @@ def test_mutual_tls_with_the_keystore(tls_broker, pki):
 
 def test_mutual_tls_with_pkcs12_stores(tls_broker, pki, tmp_path):
     """The client's keystore and truststore as keytool or ``openssl pkcs12 -export`` write them."""
-    stores = {}
-    for name, args in (("keystore", ["-inkey", pki["client_key"], "-in", pki["client_cert"]]),
-                       ("truststore", ["-nokeys", "-in", pki["ca"]])):
-        stores[name] = str(tmp_path / f"client.{name}.p12")
-        subprocess.run(["openssl", "pkcs12", "-export", *args, "-out", stores[name], "-passout", "pass:client-pw"],
-                       check=True, capture_output=True)
+    stores = {"keystore": pkcs12_keystore(pki, "client", tmp_path / "client.keystore.p12", "client-pw", chain=False),
+              "truststore": pkcs12_truststore(pki, tmp_path / "client.truststore.p12", "client-pw")}
     settings = {"security.protocol": "SSL", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": stores["keystore"],
                 "ssl.keystore.password": "client-pw", "ssl.truststore.type": "PKCS12",
                 "ssl.truststore.location": stores["truststore"], "ssl.truststore.password": "client-pw"}

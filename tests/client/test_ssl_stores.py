@@ -9,13 +9,12 @@ that converts it. (A store written by keytool is served by the broker of
 from __future__ import annotations
 
 import socket
-import subprocess
 import threading
 
 import pytest
 
 from odradek.client.ssl_factory import SslConfig
-from tests.server.tls_certs import make_pki
+from tests.server.tls_certs import make_pki, pkcs12_keystore, pkcs12_truststore
 
 
 @pytest.fixture(scope="module")
@@ -25,17 +24,11 @@ def stores(tmp_path_factory):
     d = tmp_path_factory.mktemp("p12")
     pki = make_pki(d / "pki")
 
-    def export(name: str, *args: str, password: str = "store-secret") -> str:
-        out = str(d / f"{name}.p12")
-        subprocess.run(["openssl", "pkcs12", "-export", *args, "-out", out, "-passout", f"pass:{password}"],
-                       check=True, capture_output=True)
-        return out
-
     return {
-        "server": export("server", "-inkey", pki["server_key"], "-in", pki["server_cert"], "-certfile", pki["ca"]),
-        "client": export("client", "-inkey", pki["client_key"], "-in", pki["client_cert"]),
-        "empty": export("empty", "-inkey", pki["client_key"], "-in", pki["client_cert"], password=""),
-        "trust": export("trust", "-nokeys", "-in", pki["ca"]),
+        "server": pkcs12_keystore(pki, "server", d / "server.p12", "store-secret"),
+        "client": pkcs12_keystore(pki, "client", d / "client.p12", "store-secret", chain=False),
+        "empty": pkcs12_keystore(pki, "client", d / "empty.p12", "", chain=False),
+        "trust": pkcs12_truststore(pki, d / "trust.p12", "store-secret"),
     }
 
 

@@ -10,7 +10,8 @@ keys: quick to make.
 ``keytool_pkcs12(pki, dir, password)`` makes a broker's PKCS12 keystore and truststore the way
 Kafka's documentation has an administrator make them with Java's keytool (a key pair, a
 signing request signed by the test CA, the CA and the signed certificate imported back; the CA
-imported into a truststore).
+imported into a truststore). ``pkcs12_keystore`` and ``pkcs12_truststore`` make the same
+kinds of file with ``openssl pkcs12 -export`` from ``make_pki``'s PEM files.
 """
 
 from __future__ import annotations
@@ -92,6 +93,24 @@ def make_pki(directory) -> dict[str, str]:
         write(f"{role}_cert", _pem_cert(cert))
         write(role, _pem_key(key) + _pem_cert(cert))
     return paths
+
+
+def pkcs12_keystore(pki: dict[str, str], role: str, path, password: str, *, chain: bool = True) -> str:
+    """A PKCS12 keystore at ``path`` (returned as a str) holding ``role``'s (``server`` or
+    ``client``) key and certificate, followed by the CA's when ``chain``."""
+    extra = ["-certfile", pki["ca"]] if chain else []
+    return _openssl_pkcs12(path, password, "-inkey", pki[f"{role}_key"], "-in", pki[f"{role}_cert"], *extra)
+
+
+def pkcs12_truststore(pki: dict[str, str], path, password: str) -> str:
+    """A PKCS12 truststore at ``path`` (returned as a str) holding the CA's certificate."""
+    return _openssl_pkcs12(path, password, "-nokeys", "-in", pki["ca"])
+
+
+def _openssl_pkcs12(path, password: str, *args: str) -> str:
+    subprocess.run(["openssl", "pkcs12", "-export", *args, "-out", str(path), "-passout", f"pass:{password}"],
+                   check=True, capture_output=True)
+    return str(path)
 
 
 def keytool_pkcs12(pki: dict[str, str], directory, password: str) -> dict[str, str]:

@@ -17,8 +17,6 @@ same listener and nothing acknowledged is lost.
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 from confluent_kafka import Producer
 
@@ -26,22 +24,12 @@ from tests.cli.conftest import run_cli
 from tests.server.cluster.broker_node import free_port
 from tests.server.cluster.cluster_clients import create_topic, read_partition
 from tests.server.cluster.harness import wait_until
-from tests.server.tls_certs import make_pki
+from tests.server.tls_certs import make_pki, pkcs12_keystore, pkcs12_truststore
 
 pytestmark = pytest.mark.timeout(180)
 
 BROKERS = [1, 2, 3]
 JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
-
-
-def _pkcs12(pki, tmp_path) -> dict[str, str]:
-    """The broker's keystore and the CA's truststore as ``openssl pkcs12 -export`` writes them."""
-    stores = {"keystore": str(tmp_path / "server.keystore.p12"), "truststore": str(tmp_path / "truststore.p12")}
-    for args, out in ((["-inkey", pki["server_key"], "-in", pki["server_cert"], "-certfile", pki["ca"]], "keystore"),
-                      (["-nokeys", "-in", pki["ca"]], "truststore")):
-        subprocess.run(["openssl", "pkcs12", "-export", *args, "-out", stores[out], "-passout", "pass:store-secret"],
-                       check=True, capture_output=True)
-    return stores
 
 
 def _properties(path, props: dict[str, str]) -> str:
@@ -51,7 +39,8 @@ def _properties(path, props: dict[str, str]) -> str:
 
 def test_replication_and_failover_over_a_sasl_ssl_inter_broker_listener_with_acls(make_cluster, tmp_path):
     pki = make_pki(tmp_path / "pki")
-    stores = _pkcs12(pki, tmp_path)
+    stores = {"keystore": pkcs12_keystore(pki, "server", tmp_path / "server.keystore.p12", "store-secret"),
+              "truststore": pkcs12_truststore(pki, tmp_path / "truststore.p12", "store-secret")}
     cluster = make_cluster({
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
         "inter.broker.listener.name": "INTERNAL",
