@@ -24,8 +24,10 @@ from odradek.client import (
     Producer,
     ResourceType,
 )
-from odradek.mirror import MirrorConfig, MirrorError
+from odradek.client.topic_partition import TopicPartition
+from odradek.mirror import MirrorConfig, MirrorError, MirrorMaker
 from odradek.protocol.generated import ApiKey
+from odradek.records.record import Record
 from odradek.testing.broker import InProcessBroker
 from tests.mirror.mirror_harness import (
     LiveProducer,
@@ -351,3 +353,22 @@ def test_topics_mirrored_from_the_target_are_not_mirrored_back(clusters, names, 
     assert read_partitions(target.bootstrap, there) == expected_partitions(0, 150, 1)
     assert read_partitions(source.bootstrap, own) == expected_partitions(0, 50, 1)
     assert f"topic {there} is left out: on the source it is a mirror of the target's topic" in caplog.text
+
+
+def test_positions_committed_stop_where_records_read_ahead_begin():
+    """Records read during a commit are sent in the next transaction: a commit before then
+    (positions alone, or a refresh's) must not commit the consumer's position past them."""
+
+    class Consumer:
+        def assignment(self):
+            return {TopicPartition("t", 0), TopicPartition("t", 1)}
+
+        async def position(self, tp):
+            return 10
+
+    mirror = MirrorMaker(MirrorConfig("a:1", "b:1", "t"))
+    mirror._consumer = Consumer()
+    for tp in mirror._consumer.assignment():
+        mirror.progress.start(tp, 3)  # committed up to 3 before
+    mirror._held = {TopicPartition("t", 0): [Record(7, 0, None, b"v"), Record(8, 0, None, b"w")]}
+    assert asyncio.run(mirror._positions()) == {TopicPartition("t", 0): 7, TopicPartition("t", 1): 10}
