@@ -46,7 +46,9 @@ transactional producer cannot send between ``commit_transaction`` and the next
 done. Exactly once is kept: the positions committed are those read *before* the commit began,
 the held records lie after them and are sent, and their positions committed, in the next
 transaction; a commit that fails drops the held records with the rest (the consumer is
-rewound to the committed positions). At most ``_HOLD_POLLS`` polls' worth of records is held;
+rewound to the committed positions). A commit that comes while records are held (of
+positions alone, or a refresh's) commits a partition's position only up to its first held
+record. At most ``_HOLD_POLLS`` polls' worth of records is held;
 then the consumer keeps one fetched answer per partition buffered until the commit is done.
 The source consumer belongs to no group (see above), so a slow commit cannot make it miss
 ``max.poll.interval.ms`` or a heartbeat and cost a rebalance: what a slow commit would cost
