@@ -13,6 +13,7 @@ from confluent_kafka.admin import (
     AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType,
 )
 
+from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
 from tests.server.cluster.cluster_clients import create_topic
 from tests.server.cluster.harness import wait_until
@@ -33,11 +34,30 @@ def _acls_seen_by(bootstrap: str) -> set[tuple[str, int]]:
     return {(r.resource_name, a.operation) for r in answer.resources for a in r.acls}
 
 
+def _partitions_led_known_by(bootstrap: str, topic: str) -> int:
+    """How many of ``topic``'s partitions this broker's Metadata answers with a leader."""
+    wire = WireClient(bootstrap)
+    try:
+        request = codec.module("MetadataRequest")
+        _, answer = wire.request("Metadata", 9, request.MESSAGE(
+            topics=[request.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False))
+    finally:
+        wire.close()
+    return sum(1 for t in answer.topics if t.error_code == ErrorCode.NONE
+               for p in t.partitions if p.leader_id >= 0)
+
+
 def test_an_acl_made_on_one_broker_holds_on_every_broker(make_cluster):
     cluster = make_cluster({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                             "allow.everyone.if.no.acl.found": "true"})
     cluster.start([1, 2])
     create_topic(cluster.bootstrap, "guarded", 2, 2)
+    # CreateTopics answers once the broker asked knows the topic; the other may learn it (from
+    # the controller's UpdateMetadata) a moment later, and a producer refreshing its metadata
+    # there then sees no partitions at all (once seen in a loaded run).
+    for broker_id in (1, 2):
+        wait_until(lambda: _partitions_led_known_by(cluster[broker_id].bootstrap, "guarded") == 2, 20,
+                   f"broker {broker_id} knowing guarded's leaders")
     admin = AdminClient({"bootstrap.servers": cluster[1].bootstrap})
     acls = [AclBinding(ResourceType.TOPIC, "guarded", ResourcePatternType.LITERAL, "User:*", "*",
                        AclOperation.ALL, AclPermissionType.ALLOW),
