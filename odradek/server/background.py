@@ -110,7 +110,9 @@ async def _in_thread(fn, *args):
 
 async def _retention(broker) -> None:
     now = broker.clock.milliseconds()
-    deleted = broker.log_manager.run_retention(now)
+    # Retention stops at each partition's high watermark (what the ISR does not hold yet stays).
+    high_watermarks = {key: part.high_watermark for key, part in list(broker.replica_manager.partitions.items())}
+    deleted = broker.log_manager.run_retention(now, high_watermarks)
     broker.log_manager.remove_deleted(now)
     if deleted:
         log.info("retention deleted %d segment(s)", deleted)

@@ -41,7 +41,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from odradek.storage.checkpoint import (
@@ -331,9 +331,16 @@ class LogManager(LogDeletion, LogDirs):
 
     # -- periodic passes --------------------------------------------------------------------
 
-    def run_retention(self, now_ms: int) -> int:
-        """Delete segments past retention in every log; return how many were deleted."""
-        return sum(log.delete_old_segments(now_ms) for log in self.all_logs().values())
+    def run_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
+        """Delete segments past retention in every log; return how many were deleted.
+        ``high_watermarks`` bounds time and size retention per partition (see
+        ``retention``); a log missing from it (no hosted partition yet, so no known high
+        watermark) is bounded by its log start offset. None: no bound at all."""
+        deleted = 0
+        for key, log in self.all_logs().items():
+            bound = None if high_watermarks is None else high_watermarks.get(key, log.log_start_offset)
+            deleted += log.delete_old_segments(now_ms, bound)
+        return deleted
 
     def flush_due(self, now_ms: int) -> list[FlushTask]:
         """The flushes the policy asks for now; the broker runs each ``task.run()`` in a

@@ -25,15 +25,17 @@ class LogRemoval:
 
     # -- deletion ---------------------------------------------------------------------------
 
-    def delete_old_segments(self, now_ms: int) -> int:
+    def delete_old_segments(self, now_ms: int, high_watermark: int | None = None) -> int:
         """Retention: delete whole non-active segments from the oldest while any rule
         applies; return how many. Rules: the segment is wholly below the log start offset
         (any policy); with ``delete`` in cleanup.policy, its largest timestamp is more than
-        ``retention.ms`` old, or the log exceeds ``retention.bytes`` by at least its size."""
+        ``retention.ms`` old, or the log exceeds ``retention.bytes`` by at least its size.
+        The last two delete only segments wholly below ``high_watermark`` (the partition's;
+        None: unbounded, for logs outside replication)."""
         with self._lock:
             if self._closed:
                 return 0
-            count = deletable_prefix(self._view, self._log_start, self.config, now_ms)
+            count = deletable_prefix(self._view, self._log_start, self.config, now_ms, high_watermark)
             if count:
                 self._remove_prefix(count, now_ms)
             return count

@@ -338,6 +338,48 @@ def test_retention_by_bytes_never_deletes_the_active_segment(tmp_path):
     assert tiny.delete_old_segments(T0) == 0 and tiny.log_end_offset == 2
 
 
+def test_retention_by_time_stops_at_the_high_watermark(tmp_path):
+    # Kafka's deletableSegments: only a segment whose successor starts at or below the high
+    # watermark goes; the records above it are not yet replicated and stay.
+    log = open_log(tmp_path, LogConfig(segment_bytes=300, retention_ms=1000))
+    for i in range(12):
+        append(log, 2, T0 + i)
+    segments = log.segments
+    bases = [s.base_offset for s in segments]
+    assert len(segments) > 4
+    hw = bases[3] + 1  # inside the fourth segment
+    assert log.delete_old_segments(T0 + 10**9, high_watermark=hw) == 3
+    assert log.segments == segments[3:] and log.log_start_offset == bases[3]
+    assert log.delete_old_segments(T0 + 10**9, high_watermark=hw) == 0
+    # A high watermark exactly at a segment's base lets the one before it go.
+    assert log.delete_old_segments(T0 + 10**9, high_watermark=bases[5]) == 2
+    # At the log end offset every inactive segment goes; the active one always stays.
+    assert log.delete_old_segments(T0 + 10**9, high_watermark=log.log_end_offset) == len(bases) - 6
+    assert log.segments == (segments[-1],)
+
+
+def test_retention_by_bytes_stops_at_the_high_watermark_but_counts_the_whole_log(tmp_path):
+    log = _filled_log(tmp_path, 0)
+    segments = log.segments
+    assert log.delete_old_segments(T0, high_watermark=segments[2].base_offset) == 2
+    assert log.segments == segments[2:]
+    # retention.bytes counts the records above the high watermark too (Kafka's log size).
+    sizes = [s.size for s in segments]
+    bounded = _filled_log(tmp_path / "b", sum(sizes[2:]))
+    assert bounded.delete_old_segments(T0, high_watermark=bounded.log_end_offset) == 2
+    below = _filled_log(tmp_path / "c", sum(sizes[1:]))
+    assert below.delete_old_segments(T0, high_watermark=0) == 0
+
+
+def test_the_high_watermark_does_not_hold_back_the_log_start_offset_rule(tmp_path):
+    log = open_log(tmp_path, LogConfig(segment_bytes=300, retention_ms=-1))
+    for _ in range(8):
+        append(log, 2)
+    start = log.segments[2].base_offset
+    log._log_start = start  # as a follower's start offset taken from its leader
+    assert log.delete_old_segments(T0, high_watermark=0) == 2
+
+
 def test_compact_policy_does_not_delete_by_retention(tmp_path):
     log = open_log(tmp_path, LogConfig(segment_bytes=300, retention_ms=0, cleanup_policy=("compact",)))
     for _ in range(8):

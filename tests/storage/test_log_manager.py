@@ -106,6 +106,23 @@ def test_passes_retention_flush_and_removal(tmp_path):
     assert m.remove_deleted(T0 + 10_000) == deleted
 
 
+def test_retention_is_bounded_by_each_partitions_high_watermark(tmp_path):
+    config = LogConfig(segment_bytes=300, retention_ms=1000, file_delete_delay_ms=0)
+    m = manager([tmp_path], config)
+    logs = [m.get_or_create_log("t", p) for p in range(3)]
+    for log in logs:
+        for i in range(6):
+            append(log, 2, T0 + i)
+    assert all(len(log.segments) > 2 for log in logs)
+    bases = [log.segments[1].base_offset for log in logs]
+    inactive = len(logs[1].segments) - 1
+    # Partition 2 is not hosted (no known high watermark): only its log start offset bounds it.
+    deleted = m.run_retention(T0 + 10_000, {("t", 0): bases[0], ("t", 1): logs[1].log_end_offset})
+    assert deleted == 1 + inactive
+    assert logs[0].log_start_offset == bases[0] and len(logs[1].segments) == 1
+    assert logs[2].log_start_offset == 0
+
+
 def test_truncate_checkpoints_the_lowered_recovery_point(tmp_path):
     m = manager([tmp_path])
     log = m.get_or_create_log("t", 0)
