@@ -73,6 +73,8 @@ class _Wanted:
 
 async def handle(ctx, request):
     broker = ctx.broker
+    if _follower_of(request) >= 0:  # timed as Kafka's FetchFollower (server/metrics/request_metrics.py)
+        broker.metrics.requests.mark_follower_fetch()
     if request.session_id != 0:
         return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
     if request.session_epoch not in (-1, 0):

@@ -15,18 +15,25 @@ The time of a request runs from the moment the connection takes its complete fra
 moment its response is computed: at once for most requests; for those that wait (a long-poll
 Fetch, an acks=all Produce, a group join) when their handler's future is done, so a consumer's
 idle Fetch takes about ``fetch.max.wait.ms``, as in Kafka. Writing the response is not
-included (Kafka's ``ResponseSendTimeMs`` part). Fetch is one API here; Kafka splits its
-times into ``FetchConsumer`` and ``FetchFollower``.
+included (Kafka's ``ResponseSendTimeMs`` part).
+
+A Fetch is counted twice, as in Kafka's ``RequestChannel``: under ``Fetch`` and under either
+``FetchFollower`` (a replica's fetch: ``replica_id >= 0``, or ``replica_state`` from v15) or
+``FetchConsumer`` (any other). The connection's hook reads only the API key, so the Fetch
+handler, which has decoded the request, marks its own task as a follower's
+(``mark_follower_fetch``); a Fetch that never reached its handler counts as a consumer's.
 
 Cost per request (``record``, called by ``server/connection.py``): one ``perf_counter`` pair,
 a ``bisect`` into ``BUCKETS_MS`` and two list updates; a request that waits adds one done
-callback to the future it already has.
+callback to the future it already has; a Fetch adds a second histogram update and a set lookup.
 """
 
 from __future__ import annotations
 
+import asyncio
 from bisect import bisect_left
 from time import perf_counter
+from weakref import WeakSet
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
@@ -38,14 +45,23 @@ from odradek.protocol.generated import APIS
 BUCKETS_MS = (0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 _BOUNDS_S = tuple(b / 1000 for b in BUCKETS_MS)
 _API_KEYS = 256  # an API key's low byte indexes the counters; the high byte is 0 for every API
+_FETCH = 1
+# Kafka's two extra Fetch series (RequestMetrics' consumer and follower fetch names), kept in
+# the slots after the API keys'.
+_CONSUMER_FETCH, _FOLLOWER_FETCH = _API_KEYS, _API_KEYS + 1
+_SPLIT_NAMES = ((_CONSUMER_FETCH, "FetchConsumer"), (_FOLLOWER_FETCH, "FetchFollower"))
 
 
 class RequestMetrics:
-    """Per API key: request counts per latency bucket (the last is +Inf) and total seconds."""
+    """Per API key, then per kind of Fetch (``_SPLIT_NAMES``): request counts per latency
+    bucket (the last is +Inf) and total seconds."""
 
     def __init__(self) -> None:
-        self.buckets = [[0] * (len(BUCKETS_MS) + 1) for _ in range(_API_KEYS)]
-        self.seconds = [0.0] * _API_KEYS
+        self.buckets = [[0] * (len(BUCKETS_MS) + 1) for _ in range(_API_KEYS + 2)]
+        self.seconds = [0.0] * (_API_KEYS + 2)
+        # Tasks of Fetch handlers answering a follower; weak, so that a handler run outside a
+        # connection (which never times it) leaves nothing behind.
+        self._follower_fetches: WeakSet = WeakSet()
 
     def record(self, frame, started: float, waiting) -> None:
         """The request in ``frame`` (its header first: INT16 api key) was taken at
@@ -53,41 +69,54 @@ class RequestMetrics:
         waits (timed when done), else None. Frames too short for an API key are not counted."""
         if len(frame) < 2 or frame[0]:
             return
+        api_key = frame[1]
         if waiting is None:  # (observe, inlined: this runs for every request)
             seconds = perf_counter() - started
-            api_key = frame[1]
             self.buckets[api_key][bisect_left(_BOUNDS_S, seconds)] += 1
             self.seconds[api_key] += seconds
+            if api_key == _FETCH:  # it never reached the Fetch handler, which always waits
+                self.observe(_CONSUMER_FETCH, seconds)
+        elif api_key == _FETCH:
+            waiting.add_done_callback(lambda task: self._observe_fetch(task, perf_counter() - started))
         else:
-            api_key = frame[1]
             waiting.add_done_callback(lambda _: self.observe(api_key, perf_counter() - started))
 
     def observe(self, api_key: int, seconds: float) -> None:
+        """One request of ``api_key`` (or of a ``_SPLIT_NAMES`` slot) took ``seconds``."""
         self.buckets[api_key][bisect_left(_BOUNDS_S, seconds)] += 1
         self.seconds[api_key] += seconds
+
+    def mark_follower_fetch(self) -> None:
+        """Called by the Fetch handler, in its own task, when a follower sent the request."""
+        self._follower_fetches.add(asyncio.current_task())
+
+    def _observe_fetch(self, task, seconds: float) -> None:
+        self.observe(_FETCH, seconds)
+        self.observe(_FOLLOWER_FETCH if task in self._follower_fetches else _CONSUMER_FETCH, seconds)
 
     def count(self, api_key: int) -> int:
         return sum(self.buckets[api_key])
 
     def collect(self):
-        """The two families above, for the APIs odradek serves that were requested."""
+        """The two families above, for the APIs odradek serves that were requested, then for
+        the kinds of Fetch."""
         requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
                                        "Requests received, per API (Kafka's RequestsPerSec)", labels=["request"])
         times = HistogramMetricFamily("kafka_network_requestmetrics_totaltimems",
                                       "Time from receiving a request to its response, in ms (Kafka's TotalTimeMs)",
                                       labels=["request"])
-        for api_key in sorted(SUPPORTED):
-            counts = self.buckets[api_key]
+        named = [(api_key, APIS[api_key][0]) for api_key in sorted(SUPPORTED)]
+        for slot, name in named + list(_SPLIT_NAMES):
+            counts = self.buckets[slot]
             total = sum(counts)
             if not total:
                 continue
-            name = APIS[api_key][0]
             requests.add_metric([name], total)
             cumulative, running = [], 0
             for bound, n in zip((*BUCKETS_MS, float("inf")), counts):
                 running += n
                 cumulative.append((_le(bound), running))
-            times.add_metric([name], cumulative, self.seconds[api_key] * 1000)
+            times.add_metric([name], cumulative, self.seconds[slot] * 1000)
         return [requests, times]
 
 

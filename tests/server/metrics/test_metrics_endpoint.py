@@ -73,6 +73,9 @@ def test_counters_log_offsets_lag_and_health(odradek_broker):
         assert count >= 1
         assert value(samples, "kafka_network_requestmetrics_totaltimems_count", request=api) == count
     assert value(samples, "kafka_network_requestmetrics_requests_total", request="Produce") >= 2
+    assert value(samples, "kafka_network_requestmetrics_requests_total", request="FetchConsumer") == value(
+        samples, "kafka_network_requestmetrics_requests_total", request="Fetch")  # no follower here
+    assert ("kafka_network_requestmetrics_requests_total", frozenset({("request", "FetchFollower")})) not in samples
     labels = dict(consumergroup="metered", topic="metered", partition="0")
     assert value(samples, "kafka_consumergroup_current_offset", **labels) == COMMITTED
     assert value(samples, "kafka_consumergroup_lag", **labels) == N - COMMITTED

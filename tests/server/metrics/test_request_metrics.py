@@ -1,7 +1,10 @@
 """RequestMetrics: requests counted and timed per API, a histogram in ms."""
 
 import asyncio
+from types import SimpleNamespace
 
+from odradek.protocol.generated.fetch_request import FetchRequest, ReplicaState
+from odradek.server.handlers import fetch
 from odradek.server.metrics.request_metrics import BUCKETS_MS, RequestMetrics
 
 from tests.server.metrics.scrape import expose, value
@@ -57,3 +60,39 @@ def test_frames_without_an_api_key_are_not_counted():
     metrics.record(_frame(18), 0.0, None)  # ApiVersions
     assert sum(metrics.count(k) for k in range(256)) == 1
     assert metrics.count(18) == 1
+
+
+def test_fetches_are_counted_as_fetch_and_as_a_follower_or_consumer_fetch():
+    """As Kafka's RequestChannel: every Fetch under ``Fetch``, and under ``FetchFollower`` when
+    the Fetch handler saw a replica's id (v14- ``replica_id``, v15+ ``replica_state``), else
+    ``FetchConsumer``. The handlers here stop at once (an unknown fetch session)."""
+    metrics = RequestMetrics()
+    ctx = SimpleNamespace(broker=SimpleNamespace(metrics=SimpleNamespace(requests=metrics)))
+
+    async def scenario():
+        requests = (FetchRequest(replica_id=2, session_id=7), FetchRequest(session_id=7),
+                    FetchRequest(replica_state=ReplicaState(replica_id=3), session_id=7),
+                    FetchRequest(session_id=7))
+        for request in requests:
+            task = asyncio.ensure_future(fetch.handle(ctx, request))
+            metrics.record(_frame(1), 0.0, task)
+            await task
+        await asyncio.sleep(0)  # done callbacks run on the loop
+
+    asyncio.run(scenario())
+    metrics.record(_frame(1), 0.0, None)  # a Fetch that never reached its handler
+    samples = expose(metrics.collect())
+    requests = "kafka_network_requestmetrics_requests_total"
+    assert value(samples, requests, request="Fetch") == 5
+    assert value(samples, requests, request="FetchFollower") == 2
+    assert value(samples, requests, request="FetchConsumer") == 3
+    assert value(samples, TIMES + "_count", request="FetchFollower") == 2
+    assert value(samples, TIMES + "_count", request="FetchConsumer") == 3
+    assert not metrics._follower_fetches  # nothing kept once the tasks are gone
+
+
+def test_no_fetch_kind_is_exposed_before_a_fetch():
+    metrics = RequestMetrics()
+    metrics.observe(3, 0.001)  # Metadata
+    names = {dict(labels).get("request") for _, labels in expose(metrics.collect())}
+    assert names == {"Metadata"}
