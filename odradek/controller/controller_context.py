@@ -220,7 +220,10 @@ class ControllerContext:
         return [tp for tp, a in sorted(self.assignments.items()) if a.is_being_reassigned]
 
     def offline_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas(tp) if not self.is_replica_online(r, True, tp))
+        """The replicas UpdateMetadata calls offline: as in Kafka's
+        ``addUpdateMetadataRequestForBrokers``, a broker in controlled shutdown counts as
+        offline, as do dead brokers and replicas in failed log directories."""
+        return tuple(r for r in self.replicas(tp) if not self.is_replica_online(r, tp=tp))
 
     def unclean_enabled(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` for ``topic`` (topic config or broker default)."""

@@ -98,3 +98,17 @@ def test_batch_merges_per_broker_and_orders_requests():
     assert um.partition_states[0].offline_replicas == (3,)
     assert [b.broker_id for b in um.live_brokers] == [1, 2]
     assert batch.is_empty()
+
+
+def test_update_metadata_calls_replicas_of_brokers_shutting_down_offline():
+    """Kafka's addUpdateMetadataRequestForBrokers asks isReplicaOnline without counting
+    brokers in controlled shutdown: broker 2 still gets requests, but is offline in them."""
+    ctx = batch_context()
+    ctx.shutting_down.add(2)
+    batch = RequestBatch(ctx)
+    batch.add_update_metadata([1, 2], [("t", 0)])
+    sent = {c.broker_id: c for c in batch.drain()}
+    assert sorted(sent) == [1, 2]
+    for um in sent.values():
+        assert isinstance(um, UpdateMetadataRequest)
+        assert um.partition_states[0].offline_replicas == (2, 3)

@@ -157,8 +157,13 @@ def test_bounced_broker_is_failed_then_started(cluster):
 
 
 def test_controlled_shutdown_moves_leadership_away(cluster):
+    cluster.requests.clear()
     reply = cluster.shutdown(1000)
     assert reply.error is ErrorCode.NONE and reply.remaining == ()
+    # as Kafka's UpdateMetadata says, the replicas of a broker shutting down are offline
+    said = {(s.topic, s.partition): s.offline_replicas
+            for um in cluster.sent(UpdateMetadataRequest, 1004) for s in um.partition_states}
+    assert said[("topicA", 0)] == (1000,)
     for p, replicas in TOPIC_A.items():
         state = cluster.state("topicA", p)
         assert state.leader != 1000 and 1000 not in state.isr

@@ -45,6 +45,8 @@ def test_partitions_and_replicas():
     assert ctx.replicas_on_brokers({4}) == [(("a", 1), 4), (("b", 0), 4)]
     assert ctx.partitions_on_broker(1) == [("a", 0), ("b", 0)]
     assert ctx.offline_replicas(("b", 0)) == (4, 5)
+    ctx.assignments[("c", 0)] = ReplicaAssignment((2, 3))
+    assert ctx.offline_replicas(("c", 0)) == (3,)  # in controlled shutdown: offline, as in Kafka
     assert ctx.partitions_with_offline_leader() == [("a", 1), ("b", 0)]
     ctx.topics_to_delete.add("b")
     assert ctx.partitions_with_offline_leader() == [("a", 1)]
