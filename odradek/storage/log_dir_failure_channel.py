@@ -12,7 +12,12 @@ Which errors fail a directory (``is_log_dir_failure``): every ``OSError`` but th
 nothing about the directory's disk. A full disk (ENOSPC, EDQUOT) is odradek's own choice:
 such appends are refused (KAFKA_STORAGE_ERROR) and writes resume by themselves once space
 returns, where Kafka takes the directory offline until a restart. Running out of file
-descriptors (EMFILE, ENFILE) is the process's limit, not the disk's.
+descriptors (EMFILE, ENFILE) is the process's limit, not the disk's. A sync that fails
+(``SyncFailed``: fsync or fdatasync of a log's files, by a flush) fails the directory
+whatever its errno, ENOSPC included: a write refused for space left nothing behind and can be
+retried, but data that write() accepted and writeback then could not store may be gone (Linux
+can drop those pages and report the error once), so a later sync succeeding would not prove
+it durable.
 """
 
 from __future__ import annotations
@@ -27,8 +32,15 @@ log = logging.getLogger(__name__)
 _NOT_THE_DIRECTORY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE})
 
 
+class SyncFailed(OSError):
+    """An fsync or fdatasync of a log's data that failed (the errno and text are the sync's):
+    always a failure of its directory (see above)."""
+
+
 def is_log_dir_failure(error: BaseException) -> bool:
     """Whether ``error``, met on a log directory, means the directory failed (see above)."""
+    if isinstance(error, SyncFailed):
+        return error.errno not in (errno.EMFILE, errno.ENFILE)
     return isinstance(error, OSError) and error.errno not in _NOT_THE_DIRECTORY
 
 

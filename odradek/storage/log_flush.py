@@ -13,6 +13,7 @@ It uses the log's locks, offsets, view and clock; see ``log`` for the concurrenc
 from __future__ import annotations
 
 from odradek.storage.file_ops import fsync_directory
+from odradek.storage.log_dir_failure_channel import SyncFailed
 
 
 class LogFlush:
@@ -36,11 +37,13 @@ class LogFlush:
     def flush(self, up_to_offset: int | None = None) -> None:
         """Make every batch below ``up_to_offset`` (default: all) durable, then move the
         recovery point there. Safe to run in another thread while appends continue. An
-        OSError is told to ``io_failed`` and raised."""
+        OSError is told to ``io_failed`` (as ``SyncFailed``: whatever its errno, the data it
+        was to make durable may be lost, so the directory fails) and raised as it came."""
         try:
             self._flush(up_to_offset)
         except OSError as e:
-            self.io_failed(f"flushing {self.topic}-{self.partition}", e)
+            lost = SyncFailed(e.errno, e.strerror) if e.errno is not None else SyncFailed(str(e))
+            self.io_failed(f"flushing {self.topic}-{self.partition}", lost)
             raise
 
     def _flush(self, up_to_offset: int | None) -> None:

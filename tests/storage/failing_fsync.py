@@ -3,7 +3,8 @@ writeback failed does (the data was accepted by write() but never reached the di
 
 ``failing_fsync.fail(directory)`` (the fixture, monkeypatching ``os.fsync`` and
 ``os.fdatasync`` for the test) makes every sync of a descriptor whose file lies under
-``directory`` raise ``OSError(EIO)``; other descriptors sync as usual. A descriptor's file is
+``directory`` raise ``OSError(EIO)`` (or the ``code`` given: ENOSPC, as writeback to a full
+thin-provisioned or network disk answers); other descriptors sync as usual. A descriptor's file is
 found through ``/proc/self/fd`` (Linux), so descriptors opened before the fault fail too.
 Unlike ``failing_filesystem`` it needs no root and leaves reads and writes working: only the
 sync fails, which is what it tests.
@@ -19,14 +20,14 @@ import pytest
 
 class FailingFsync:
     def __init__(self, monkeypatch) -> None:
-        self._dirs: list[str] = []
+        self._dirs: list[tuple[str, int]] = []
         self.failed = 0  # syncs refused so far
         for name in ("fsync", "fdatasync"):
             monkeypatch.setattr(os, name, self._wrap(getattr(os, name)))
 
-    def fail(self, directory) -> None:
-        """Every later sync of a file under ``directory`` raises EIO."""
-        self._dirs.append(os.path.realpath(directory) + os.sep)
+    def fail(self, directory, code: int = errno.EIO) -> None:
+        """Every later sync of a file under ``directory`` raises ``OSError(code)``."""
+        self._dirs.append((os.path.realpath(directory) + os.sep, code))
 
     def _wrap(self, real):
         def sync(fd: int) -> None:
@@ -35,9 +36,10 @@ class FailingFsync:
                     path = os.readlink(f"/proc/self/fd/{fd}") + os.sep
                 except OSError:
                     path = ""
-                if any(path.startswith(d) for d in self._dirs):
-                    self.failed += 1
-                    raise OSError(errno.EIO, os.strerror(errno.EIO))
+                for directory, code in self._dirs:
+                    if path.startswith(directory):
+                        self.failed += 1
+                        raise OSError(code, os.strerror(code))
             real(fd)
 
         return sync

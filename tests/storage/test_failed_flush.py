@@ -1,7 +1,9 @@
 """A flush whose fsync fails (EIO) takes its log directory offline, as an append that fails
 does (Kafka's ``maybeHandleIOException`` around ``flush``): whether the flush was due by
 policy (the broker's flush task), by a roll, or at shutdown. The recovery point stays where
-it was (the data above it may be lost), and the other directory's logs flush on."""
+it was (the data above it may be lost), and the other directory's logs flush on. A sync
+refused for space (ENOSPC) fails the directory too, unlike an append refused for space: the
+data write() accepted may be gone, and a later sync succeeding would not prove it durable."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import errno
 import pytest
 
 from odradek.storage.config import LogConfig
+from odradek.storage.log_dir_failure_channel import LogDirFailureChannel, SyncFailed
 from tests.storage.failing_fsync import failing_fsync  # noqa: F401 (the fixture)
 from tests.storage.helpers import T0, append, read_records
 from tests.storage.test_log_manager import manager
@@ -67,4 +70,20 @@ def test_a_failed_flush_after_a_roll_or_at_shutdown_takes_its_dir_offline(tmp_pa
     again = manager([good2])
     assert [r[0] for r in read_records(again.get_log("t", 0))] == [0, 1, 2]
     again.shutdown()
+    m.shutdown()
+
+
+def test_a_sync_refused_for_space_fails_the_dir_but_an_append_does_not(tmp_path, failing_fsync):  # noqa: F811
+    channel = LogDirFailureChannel()
+    assert not channel.report("/d", "appending", OSError(errno.ENOSPC, "No space left on device"))
+    assert not channel.report("/d", "flushing", SyncFailed(errno.EMFILE, "Too many open files"))
+    assert channel.report("/d", "flushing", SyncFailed(errno.ENOSPC, "No space left on device"))
+
+    m, good, bad, failed = two_dirs(tmp_path, LogConfig(flush_messages=1))
+    failing_fsync.fail(bad, errno.ENOSPC)
+    tasks = {task.log.partition: task for task in m.flush_due(T0)}
+    with pytest.raises(OSError) as raised:
+        tasks[1].run()
+    assert raised.value.errno == errno.ENOSPC and type(raised.value) is OSError  # raised as it came
+    assert failed == [bad] and m.get_log("t", 1).recovery_point == 0
     m.shutdown()
