@@ -51,3 +51,10 @@ class CheckpointError(StorageError):
 
 class LogClosedError(StorageError):
     """The log was closed or deleted; the operation cannot proceed."""
+
+
+class OfflineLogDirsError(StorageError):
+    """A partition's log is not found in any live log directory while some directory is
+    offline, and the controller did not say the replica is new: its log may be in the
+    failed directory, so none is created elsewhere (Kafka's KafkaStorageException from
+    ``LogManager.getOrCreateLog``; the broker answers KAFKA_STORAGE_ERROR)."""

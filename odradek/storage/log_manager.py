@@ -30,7 +30,10 @@ error of an append, a flush, a checkpoint or a new log's creation says so
 ``log_dirs`` then lists only the live ones (``all_log_dirs`` every configured one);
 ``handle_log_dir_failure`` drops its logs (the broker takes their partitions offline), and
 it is neither checkpointed nor marked cleanly shut down again. Start-up fails only when no
-directory can be loaded.
+directory can be loaded. While any directory is offline, a log not found in the live ones
+is created only for a replica the controller says is new (``get_or_create_log``'s
+``is_new``), as Kafka does: after a restart nothing says which partitions the failed
+directory held, so any other may be one of them.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from odradek.storage.checkpoint import (
 from odradek.storage.cleaner import CleanerStats, LogCleaner
 from odradek.storage.clock import Clock
 from odradek.storage.config import LogConfig
-from odradek.storage.errors import CheckpointError, LogClosedError, StorageError
+from odradek.storage.errors import CheckpointError, LogClosedError, OfflineLogDirsError, StorageError
 from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
@@ -250,9 +253,14 @@ class LogManager(LogDeletion, LogDirs):
 
     def get_or_create_log(
         self, topic: str, partition: int, config: LogConfig | None = None,
-        topic_id: uuid.UUID | None = None,
+        topic_id: uuid.UUID | None = None, is_new: bool = False,
     ) -> Log:
         """The partition's log, created (empty) in the least loaded directory if absent.
+
+        An absent log is created only when no log directory is offline, or when ``is_new``
+        (the controller's LeaderAndIsr ``is_new``: the replica never existed here). Else the
+        log may live in the failed directory, and an empty one elsewhere would lose or fork
+        its data: OfflineLogDirsError (Kafka's ``getOrCreateLog``).
 
         With ``topic_id``: a log recorded (``partition_metadata``) as another topic's of the
         same name, one deleted since, is removed first and a new one created; a log with no
@@ -272,6 +280,10 @@ class LogManager(LogDeletion, LogDirs):
                     log = None
             if log is not None:
                 return log
+            offline = self.failure_channel.offline_log_dirs
+            if offline and not is_new:
+                raise OfflineLogDirsError(f"cannot create the log of {topic}-{partition}: log directories "
+                                          f"{', '.join(offline)} are offline and may hold it")
             log = None
             for directory in self._next_log_dirs():
                 try:

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from odradek.storage.errors import StorageError
+from odradek.storage.errors import OfflineLogDirsError, StorageError
 from odradek.storage.log_dir_failure_channel import LogDirFailureChannel, is_log_dir_failure
 from odradek.storage.log_manager import CLEAN_SHUTDOWN_FILE
 from tests.storage.failing_filesystem import failing_fs  # noqa: F401 (the fixture)
@@ -33,8 +33,8 @@ def test_new_partitions_go_to_the_live_dir_with_fewest(tmp_path):
     assert m.log_dir_of("t", 5) == m.all_log_dirs[0]
     m.failure_channel.maybe_add_offline_log_dir(m.all_log_dirs[2], "test")
     m.handle_log_dir_failure(m.all_log_dirs[2])
-    m.get_or_create_log("t", 6)
-    m.get_or_create_log("t", 7)
+    m.get_or_create_log("t", 6, is_new=True)  # new replicas: a failed directory cannot hold them
+    m.get_or_create_log("t", 7, is_new=True)
     assert dir_counts(m) == [3, 3, 0]
     m.shutdown()
 
@@ -58,7 +58,7 @@ def test_a_dir_that_cannot_be_loaded_is_left_out_at_startup(tmp_path):
     m = manager([tmp_path / "a", tmp_path / "not-a-dir"])
     assert m.log_dirs == [str(tmp_path / "a")]
     assert m.failure_channel.offline_log_dirs == [str(tmp_path / "not-a-dir")]
-    m.get_or_create_log("t", 0)
+    m.get_or_create_log("t", 0, is_new=True)
     assert m.log_dir_of("t", 0) == str(tmp_path / "a")
     m.shutdown()
     with pytest.raises(StorageError, match="none of the log directories"):
@@ -85,7 +85,9 @@ def test_a_failed_filesystem_takes_only_its_own_logs(tmp_path, failing_fs):
     # the good directory serves on: appends, flushes, new logs, checkpoints, a clean stop
     append(logs[0], 2)
     logs[0].flush()
-    assert m.get_or_create_log("t", 4).directory.startswith(str(good))
+    assert m.get_or_create_log("t", 4, is_new=True).directory.startswith(str(good))
+    with pytest.raises(OfflineLogDirsError):  # t-1's log is in the failed directory
+        m.get_or_create_log("t", 1)
     m.checkpoint()
     assert m.shutdown()
     assert (good / CLEAN_SHUTDOWN_FILE).exists()
@@ -101,3 +103,33 @@ def test_creating_a_log_skips_a_dir_that_fails_then(tmp_path, failing_fs):
     assert os.path.dirname(log.directory) == str(tmp_path / "good")
     assert m.failure_channel.offline_log_dirs == [str(failing_fs.path)]
     m.shutdown()
+
+
+def test_a_restart_with_a_dir_still_failed_creates_no_log_that_dir_may_hold(tmp_path):
+    # Kafka's getOrCreateLog: with a directory offline, a log not found in the live ones is
+    # created only for a replica the controller says is new; any other may be in the failed
+    # directory, and an empty log elsewhere would fork it.
+    a, b = tmp_path / "a", tmp_path / "b"
+    m = manager([a, b])
+    for p in range(2):  # t-0 in a, t-1 in b
+        append(m.get_or_create_log("t", p), 3)
+    assert m.log_dir_of("t", 1) == str(b)
+    assert m.shutdown()
+    b.rename(tmp_path / "b.saved")
+    b.write_text("a file where the log directory was: it cannot be loaded")
+    m = manager([a, b])
+    assert m.failure_channel.offline_log_dirs == [str(b)] and m.get_log("t", 1) is None
+    with pytest.raises(OfflineLogDirsError, match="t-1"):
+        m.get_or_create_log("t", 1)
+    with pytest.raises(OfflineLogDirsError):  # nothing says which partitions b held
+        m.get_or_create_log("t", 2)
+    assert not (a / "t-1").exists() and not (a / "t-2").exists()
+    assert [r[0] for r in read_records(m.get_or_create_log("t", 0))] == [0, 1, 2]  # found: served
+    assert m.get_or_create_log("t", 2, is_new=True).directory == str(a / "t-2")
+    assert m.shutdown()
+    b.unlink()
+    (tmp_path / "b.saved").rename(b)
+    again = manager([a, b])  # the directory back: t-1's records are all there
+    assert again.failure_channel.offline_log_dirs == []
+    assert [r[0] for r in read_records(again.get_or_create_log("t", 1))] == [0, 1, 2]
+    assert again.shutdown()
