@@ -100,14 +100,16 @@ class ReplicaManager:
         self.notify(part.key)
         return part
 
-    def new_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
+    def new_partition(self, topic: str, index: int, topic_id: uuid.UUID, config, is_new: bool = False) -> Partition:
         """A partition object for a partition not hosted yet: its log opened or created
         (with ``config``), its producer state restored (a snapshot read, batches replayed).
         It is hosted once given to ``host`` (``make_leader`` / ``make_follower`` do that
         themselves). Touches nothing else of this manager, so it may run on a worker thread:
         that is where the broker's state changes make the many of a start-up. Raises
-        OSError / StorageError when the log cannot be had."""
-        plog = self.log_manager.get_or_create_log(topic, index, config, topic_id)
+        OSError / StorageError when the log cannot be had; OfflineLogDirsError when it is
+        absent, some log directory is offline and the replica is not new (LeaderAndIsr's
+        ``is_new``; see ``LogManager.get_or_create_log``)."""
+        plog = self.log_manager.get_or_create_log(topic, index, config, topic_id, is_new=is_new)
         part = Partition(topic, index, topic_id, plog)
         _restore_producer_state(part)
         plog.cleanable_limit = lambda: cleanable_limit(part)  # the cleaner stays below the LSO

@@ -20,7 +20,9 @@ LeaderAndIsr, once checked:
 
 A partition whose log directory failed on this broker answers KAFKA_STORAGE_ERROR and is
 neither hosted nor created anew until a restart (``server/log_dir_failure_handler.py``; the
-controller counts the replica offline). A log that cannot be created (a full disk) answers
+controller counts the replica offline). So does one whose log is absent while a log
+directory is offline, unless LeaderAndIsr says the replica is new (``is_new``): after a
+restart with a directory still failed, its log may be there (``LogManager.get_or_create_log``). A log that cannot be created (a full disk) answers
 KAFKA_STORAGE_ERROR for its partition and leaves it unhosted (Kafka's controller counts such a replica offline); the role
 is taken later, once the log can be created (``retry_unhosted_roles``), unless a newer
 LeaderAndIsr or a StopReplica of the partition came meanwhile.
@@ -52,7 +54,7 @@ from odradek.replication.role_change import (
     decide_stops,
     initial_fetch_offset,
 )
-from odradek.storage.errors import StorageError
+from odradek.storage.errors import OfflineLogDirsError, StorageError
 
 # Kafka's state.change.logger: every role a broker takes, and every request it refuses.
 log = logging.getLogger("odradek.state.change")
@@ -115,7 +117,7 @@ async def _take_roles(broker, decision, retrying: bool) -> tuple[dict[TopicParti
     failed = await _create_logs(broker, decision.leaders + decision.followers, retrying)
     errors.update(failed)
     for s in decision.leaders + decision.followers:
-        if failed.get(s.key) == ErrorCode.KAFKA_STORAGE_ERROR:
+        if failed.get(s.key) == ErrorCode.KAFKA_STORAGE_ERROR and not _is_offline(broker, s.key):
             rm.unhosted_roles[s.key] = s
     elected = _make_leaders(broker, [s for s in decision.leaders if s.key not in failed], errors)
     resigned = _make_followers(broker, [s for s in decision.followers if s.key not in failed], errors)
@@ -253,6 +255,11 @@ async def _stored_controller_epoch(broker, wanted: int) -> int | None:
     return stored
 
 
+def _is_offline(broker, key: TopicPartition) -> bool:
+    failures = getattr(broker, "log_dir_failures", None)
+    return failures is not None and failures.is_offline(key)
+
+
 def _held(rm, key: TopicPartition) -> HeldReplica | None:
     part = rm.partitions.get(key)
     return None if part is None else HeldReplica(part.leader_epoch, part.topic_id)
@@ -263,13 +270,18 @@ async def _create_logs(broker, states: list[PartitionRole], retrying: bool = Fal
     state restored in a worker thread (``ReplicaManager.new_partition``; a new leader's log
     with its leader epoch begun there too: that writes the leader-epoch-checkpoint, two
     fsyncs, which ``make_leader`` then finds done). Those that fail: KAFKA_STORAGE_ERROR
-    (BROKER_NOT_AVAILABLE once the broker is stopping: no log is created then)."""
+    (BROKER_NOT_AVAILABLE once the broker is stopping: no log is created then). A log
+    absent while a log directory is offline, of a replica not new, may be in that
+    directory: its partition goes offline here as if it had failed with it (Kafka's
+    ``markPartitionOffline``), so that it answers KAFKA_STORAGE_ERROR until a restart."""
     rm = broker.replica_manager
     todo = [s for s in states if s.key not in rm.partitions]
     if not todo:
         return {}
     topic_ids = {s.topic: _topic_id(broker, s) for s in todo}
     me = broker.broker_id
+
+    refused: list[TopicPartition] = []  # absent logs a failed directory may hold
 
     def create() -> tuple[list, dict[TopicPartition, ErrorCode]]:
         made, failed, configs = [], {}, {}
@@ -281,10 +293,14 @@ async def _create_logs(broker, states: list[PartitionRole], retrying: bool = Fal
                 config = configs.get(s.topic)
                 if config is None:
                     config = configs[s.topic] = broker.topics.topic_log_config(s.topic)
-                part = rm.new_partition(s.topic, s.partition, topic_ids[s.topic], config)
+                part = rm.new_partition(s.topic, s.partition, topic_ids[s.topic], config, is_new=s.is_new)
                 if s.leader == me:
                     part.log.assign_leader_epoch(s.leader_epoch)
                 made.append(part)
+            except OfflineLogDirsError as e:
+                log.error("%s", e)
+                refused.append(s.key)
+                failed[s.key] = ErrorCode.KAFKA_STORAGE_ERROR
             except (OSError, StorageError) as e:  # logged once, not at every retry
                 log.log(logging.DEBUG if retrying else logging.ERROR, "cannot create the log of %s-%d "
                         "(tried again every few seconds): %s", s.topic, s.partition, e)
@@ -294,6 +310,9 @@ async def _create_logs(broker, states: list[PartitionRole], retrying: bool = Fal
     made, failed = await asyncio.get_running_loop().run_in_executor(None, create)
     for part in made:
         rm.host(part)
+    failures = getattr(broker, "log_dir_failures", None)
+    if refused and failures is not None:
+        failures.mark_offline(refused)
     return failed
 
 

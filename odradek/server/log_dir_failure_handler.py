@@ -12,7 +12,10 @@ between):
    ``__consumer_offsets`` / ``__transaction_state`` partitions there unloaded. From then on
    requests for them answer KAFKA_STORAGE_ERROR (``Broker.leader_partition``), and so does a
    LeaderAndIsr naming them (``replication/state_change.py``): their logs are not created
-   anew elsewhere while the broker runs;
+   anew elsewhere while the broker runs. After a restart with the directory still failed
+   nothing says which partitions it held: a LeaderAndIsr for a partition whose log is not
+   found in the live directories, and whose replica is not new, takes it offline the same
+   way (``mark_offline``; ``LogManager.get_or_create_log``);
 3. the controller is told, as Kafka's ZooKeeper-mode brokers tell it: a sequential znode
    ``/log_dir_event_notification/log_dir_event_<n>`` holding
    ``{"version":1,"broker":<id>,"event":1}``. It sends LeaderAndIsr for this broker's
@@ -68,6 +71,12 @@ class LogDirFailureHandler:
 
     def is_offline(self, key: tuple[str, int]) -> bool:
         return key in self.offline_partitions
+
+    def mark_offline(self, keys: list[tuple[str, int]]) -> None:
+        """Partitions whose log is absent while a directory is offline (a LeaderAndIsr not
+        ``is_new`` after a restart: their log may be in the failed directory) go offline as
+        the directory's own did (Kafka's ``markPartitionOffline``)."""
+        self._take_offline(keys)
 
     def forget(self, key: tuple[str, int]) -> None:
         """A deleted partition: nothing of it is served or kept any more."""
