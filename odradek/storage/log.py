@@ -103,6 +103,7 @@ class Log(LogRemoval, LogFlush, TimestampLookup):
         self._flush_lock = threading.Lock()
         self._last_flush_ms = clock.milliseconds()
         self._dir_dirty = False
+        self._sync_failure = None  # the SyncFailed that failed this log's directory (LogFlush)
         self._truncations = 0
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False

@@ -13,7 +13,7 @@ It uses the log's locks, offsets, view and clock; see ``log`` for the concurrenc
 from __future__ import annotations
 
 from odradek.storage.file_ops import fsync_directory
-from odradek.storage.log_dir_failure_channel import SyncFailed
+from odradek.storage.log_dir_failure_channel import SyncFailed, is_log_dir_failure
 
 
 class LogFlush:
@@ -38,11 +38,19 @@ class LogFlush:
         """Make every batch below ``up_to_offset`` (default: all) durable, then move the
         recovery point there. Safe to run in another thread while appends continue. An
         OSError is told to ``io_failed`` (as ``SyncFailed``: whatever its errno, the data it
-        was to make durable may be lost, so the directory fails) and raised as it came."""
+        was to make durable may be lost, so the directory fails) and raised as it came.
+
+        Once a sync failed so (its directory failed), every later flush raises that error
+        without syncing: the kernel may have dropped the unwritten pages and reported it only
+        once, so a later sync would succeed and vouch for data that is not on disk."""
+        if self._sync_failure is not None:
+            raise self._sync_failure
         try:
             self._flush(up_to_offset)
         except OSError as e:
             lost = SyncFailed(e.errno, e.strerror) if e.errno is not None else SyncFailed(str(e))
+            if is_log_dir_failure(lost):
+                self._sync_failure = lost
             self.io_failed(f"flushing {self.topic}-{self.partition}", lost)
             raise
 

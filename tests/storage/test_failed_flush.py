@@ -1,9 +1,10 @@
 """A flush whose fsync fails (EIO) takes its log directory offline, as an append that fails
 does (Kafka's ``maybeHandleIOException`` around ``flush``): whether the flush was due by
 policy (the broker's flush task), by a roll, or at shutdown. The recovery point stays where
-it was (the data above it may be lost), and the other directory's logs flush on. A sync
-refused for space (ENOSPC) fails the directory too, unlike an append refused for space: the
-data write() accepted may be gone, and a later sync succeeding would not prove it durable."""
+it was (the data above it may be lost), no later flush of that log syncs again, and the
+other directory's logs flush on. A sync refused for space (ENOSPC) fails the directory too,
+unlike an append refused for space: the data write() accepted may be gone, and a later sync
+succeeding would not prove it durable."""
 
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ def test_a_failed_policy_flush_takes_its_dir_offline(tmp_path, failing_fsync):  
     assert raised.value.errno == errno.EIO and failing_fsync.failed == 1
     assert failed == [bad]
     assert m.get_log("t", 1).recovery_point == 0  # nothing above it is known to be on disk
+    append(m.get_log("t", 1), 1)  # (written before the directory is dropped)
+    with pytest.raises(OSError) as again:
+        m.get_log("t", 1).flush()  # no second sync: it could succeed and vouch for lost pages
+    assert again.value.errno == errno.EIO and failing_fsync.failed == 1
+    assert m.get_log("t", 1).recovery_point == 0
     tasks[0].run()
     assert m.get_log("t", 0).recovery_point == 3
     assert m.handle_log_dir_failure(bad) == [("t", 1)]

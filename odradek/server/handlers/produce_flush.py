@@ -14,7 +14,9 @@ before its batches are durable (Kafka flushes inside the append). An fsync takes
 
 So N produces arriving during one fsync cost one more fsync, not N, and no worker thread sits
 blocked behind another's flush. A failed fsync fails every waiter of that flush with the
-OSError (the produce answers KAFKA_STORAGE_ERROR) and the next waiter starts a new attempt.
+OSError (the produce answers KAFKA_STORAGE_ERROR) and the next waiter starts a new attempt,
+which fails at once if that error failed the log's directory (``LogFlush.flush``: no sync is
+trusted after one failed), so no produce waiting on it is answered NONE.
 A truncation under a waiter (the log end fell below its offset) resolves it once the log is
 flushed to its new end: there is nothing more of it to make durable.
 """
