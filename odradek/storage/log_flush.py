@@ -43,8 +43,9 @@ class LogFlush:
         Once a sync failed so (its directory failed), every later flush raises that error
         without syncing: the kernel may have dropped the unwritten pages and reported it only
         once, so a later sync would succeed and vouch for data that is not on disk."""
-        if self._sync_failure is not None:
-            raise self._sync_failure
+        failure = self._sync_failure
+        if failure is not None:
+            raise SyncFailed(*failure.args)  # (a new one: no traceback piling up)
         try:
             self._flush(up_to_offset)
         except OSError as e:
