@@ -65,6 +65,7 @@ from odradek.controller.commands import (
     written_topics,
 )
 from odradek.controller.controller import Controller
+from odradek.controller.controller_metrics import INACTIVE, ControllerMetrics, controller_metrics
 from odradek.controller.leader_imbalance import imbalanced_partitions
 from odradek.controller.reassignment import not_controller_reassignment_reply
 from odradek.controller.snapshot import read_snapshot, read_topics
@@ -152,6 +153,9 @@ class ControllerService:
         self._next_rebalance = float("inf")
         self.elections = 0
         """How many times this broker became controller (tests, diagnostics)."""
+        self.metrics: ControllerMetrics = INACTIVE
+        """Kafka's controller gauges, published by the event thread after each item
+        (`controller_metrics`); read from any thread."""
 
     # -- public -------------------------------------------------------------------------------
 
@@ -234,9 +238,18 @@ class ControllerService:
                           self.broker_id, item.kind, e)
             except Exception:  # noqa: BLE001 - the thread must live on
                 log.exception("controller %d: %s failed", self.broker_id, item.kind)
+            finally:
+                self._publish_metrics()
             # an event cut short is answered NOT_CONTROLLER: the broker asks again
             _resolve(item.future,
                      item.sent if item.kind == "elect" else not_controller_reply(item.payload))
+
+    def _publish_metrics(self) -> None:
+        """Kafka's ``updateMetrics``: one assignment, so a scrape sees one moment's counts."""
+        try:
+            self.metrics = controller_metrics(self.controller.ctx) if self.active else INACTIVE
+        except Exception:  # noqa: BLE001 - the thread must live on; the last counts stay
+            log.exception("controller %d: metrics not updated", self.broker_id)
 
     def _process(self, item: _Item) -> None:
         if item.kind in ("elect", "reelect"):
@@ -259,6 +272,7 @@ class ControllerService:
         self._cancel_topic_watches()
         if self.active:
             self.controller.handle(ev.Resign())
+        self.metrics = INACTIVE
         try:
             self.broker.metadata.resign_controller(self.broker_id)
         except StoreError as e:

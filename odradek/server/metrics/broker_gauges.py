@@ -9,7 +9,12 @@ request path. Names as the Prometheus JMX exporter's usual Kafka rules spell Kaf
 - ``kafka_controller_kafkacontroller_activecontrollercount``: 1 on the active controller, else 0
   (their sum over a cluster is 1); ``..._offlinepartitionscount``: on the active controller, the
   partitions whose leader is none or not a live broker in its metadata image (0 elsewhere, as
-  in Kafka); topics being deleted are left out.
+  in Kafka); topics being deleted are left out. From the counts the active controller's event
+  thread publishes after each event (`controller.controller_metrics`, 0 elsewhere):
+  ``..._globaltopiccount``, ``..._globalpartitioncount``,
+  ``..._preferredreplicaimbalancecount``, ``..._topicstodeletecount``,
+  ``..._replicastodeletecount``, ``..._topicsineligibletodeletecount``,
+  ``..._replicasineligibletodeletecount``.
 - ``kafka_log_log_size`` / ``_logendoffset`` / ``_logstartoffset`` ``{topic, partition}``:
   every log this broker holds (leader or follower).
 - ``kafka_server_socketservermetrics_connection_count{listener}``: open client connections.
@@ -27,6 +32,8 @@ from __future__ import annotations
 from collections import Counter
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from odradek.controller.controller_metrics import INACTIVE
 
 
 def replica_manager_families(broker) -> list:
@@ -54,12 +61,30 @@ def controller_families(broker) -> list:
     service = broker.controller_service
     active = service is not None and service.active
     offline = _offline_partitions(broker.metadata_image()) if active else 0
+    counts = service.metrics if active else INACTIVE
     return [
         _gauge("kafka_controller_kafkacontroller_activecontrollercount",
                "1 on the cluster's active controller, else 0", 1 if active else 0),
         _gauge("kafka_controller_kafkacontroller_offlinepartitionscount",
                "Partitions without a live leader (reported by the active controller)", offline),
+        *(_gauge(f"kafka_controller_kafkacontroller_{name}", f"{what} (reported by the active controller)",
+                 getattr(counts, attr)) for name, attr, what in _CONTROLLER_COUNTS),
     ]
+
+
+# (gauge name, ControllerMetrics field, what it counts)
+_CONTROLLER_COUNTS = (
+    ("globaltopiccount", "global_topic_count", "Topics in the cluster"),
+    ("globalpartitioncount", "global_partition_count", "Partitions in the cluster with a leadership state"),
+    ("preferredreplicaimbalancecount", "preferred_replica_imbalance_count",
+     "Partitions not led by their preferred replica"),
+    ("topicstodeletecount", "topics_to_delete_count", "Topics queued for deletion"),
+    ("replicastodeletecount", "replicas_to_delete_count", "Replicas of topics queued for deletion not deleted yet"),
+    ("topicsineligibletodeletecount", "topics_ineligible_to_delete_count",
+     "Topics queued for deletion whose deletion cannot proceed now"),
+    ("replicasineligibletodeletecount", "replicas_ineligible_to_delete_count",
+     "Replicas of topics queued for deletion that cannot be deleted now"),
+)
 
 
 def _offline_partitions(image) -> int:

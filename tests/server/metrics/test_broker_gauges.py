@@ -2,6 +2,7 @@
 
 from types import SimpleNamespace
 
+from odradek.controller.controller_metrics import ControllerMetrics
 from odradek.metadata.image import MetadataImage
 from odradek.metadata.layout import PartitionState, TopicAssignment
 from odradek.server.metrics.broker_gauges import (
@@ -47,6 +48,12 @@ def test_log_size_and_offsets_per_partition():
     assert value(samples, "kafka_log_log_logendoffset", topic="t", partition="0") == 42
 
 
+# Kafka's KafkaController gauges, in the order of ControllerMetrics' fields
+CONTROLLER_COUNTS = ("globaltopiccount", "globalpartitioncount", "preferredreplicaimbalancecount",
+                     "topicstodeletecount", "replicastodeletecount", "topicsineligibletodeletecount",
+                     "replicasineligibletodeletecount")
+
+
 def test_the_active_controller_counts_partitions_without_a_live_leader():
     image = MetadataImage(
         brokers={1: object(), 2: object()},
@@ -55,14 +62,19 @@ def test_the_active_controller_counts_partitions_without_a_live_leader():
         partition_states={"t": {0: PartitionState(1, 0, (1,), 1), 1: PartitionState(3, 0, (3,), 1),
                                 2: PartitionState(-1, 0, (2,), 1)}},  # 3: no state at all
         topics_being_deleted=frozenset({"dying"}))
-    broker = SimpleNamespace(controller_service=SimpleNamespace(active=True), metadata_image=lambda: image)
+    published = ControllerMetrics(1, 2, 3, 4, 5, 6, 7)  # what the event thread last published
+    broker = SimpleNamespace(controller_service=SimpleNamespace(active=True, metrics=published),
+                             metadata_image=lambda: image)
     samples = expose(controller_families(broker))
     assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert value(samples, "kafka_controller_kafkacontroller_offlinepartitionscount") == 3
-    broker.controller_service.active = False
+    counts = {name: value(samples, f"kafka_controller_kafkacontroller_{name}") for name in CONTROLLER_COUNTS}
+    assert counts == dict(zip(CONTROLLER_COUNTS, range(1, 8)))
+    broker.controller_service.active = False  # (its last counts are not read)
     samples = expose(controller_families(broker))
     assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 0
     assert value(samples, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+    assert all(value(samples, f"kafka_controller_kafkacontroller_{name}") == 0 for name in CONTROLLER_COUNTS)
 
 
 def test_connections_per_listener_and_requests_waiting_for_their_response():

@@ -81,6 +81,14 @@ def test_counters_log_offsets_lag_and_health(odradek_broker):
     assert value(samples, "kafka_consumergroup_lag", **labels) == N - COMMITTED
     assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert value(samples, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+    image = odradek_broker.broker.metadata_image()  # the controller's counts, as its broker knows them
+    controller = "kafka_controller_kafkacontroller_"
+    assert value(samples, controller + "globaltopiccount") == len(image.topics) >= 3  # with __consumer_offsets
+    assert value(samples, controller + "globalpartitioncount") == sum(
+        len(t.partitions) for t in image.topics.values())
+    for name in ("preferredreplicaimbalancecount", "topicstodeletecount", "replicastodeletecount",
+                 "topicsineligibletodeletecount", "replicasineligibletodeletecount"):
+        assert value(samples, controller + name) == 0
     assert value(samples, "kafka_server_replicamanager_leadercount") == value(
         samples, "kafka_server_replicamanager_partitioncount") >= 2
     assert value(samples, "kafka_server_replicamanager_underreplicatedpartitions") == 0
