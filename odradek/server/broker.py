@@ -108,6 +108,7 @@ class Broker(BrokerListeners):
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
         self.log_dir_locks = LogDirLocks(config.log_dirs)
+        self._unusable_log_dirs: dict[str, str] = {}  # log.dirs that could not be locked
         self.log_dir_failures = None  # LogDirFailureHandler, once the logs are loaded
         self.halted = asyncio.Event()
         self._effective_config: BrokerConfig | None = None
@@ -124,7 +125,7 @@ class Broker(BrokerListeners):
         """Start every part (see the module's docstring). Raises BrokerStartError, after undoing
         what was started, when a log directory or a listener cannot be had."""
         try:
-            self.log_dir_locks.acquire()
+            self._unusable_log_dirs = self.log_dir_locks.acquire()
         except LogDirError as e:
             raise BrokerStartError(str(e)) from None
         try:
@@ -157,6 +158,8 @@ class Broker(BrokerListeners):
         self.topics = TopicManager(self)
         self.log_manager = LogManager(self.config.log_dirs, self.log_defaults(), self.clock,
                                       config_for_topic=self.topics.topic_log_config)
+        for path, why in self._unusable_log_dirs.items():  # offline from the start, as in Kafka
+            self.log_manager.failure_channel.maybe_add_offline_log_dir(path, why)
         await self.loop.run_in_executor(None, self.log_manager.startup)
         await self.loop.run_in_executor(None, self.topics.finish_deletions)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock,

@@ -8,6 +8,10 @@ appending to the same segment files would interleave their batches and corrupt b
 The lock is ``flock(LOCK_EX | LOCK_NB)`` on an open descriptor, so it dies with the process
 (a broker killed with SIGKILL leaves no stale lock behind), and it belongs to the open file
 description: two brokers in one process (tests) exclude each other too.
+
+A directory that cannot be created or opened (a failed disk, a file in its place) is, as in
+Kafka, only offline: ``acquire`` returns it and the broker starts with the others (the log
+manager counts it failed). Only when no directory can be used does the broker refuse to start.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ class LogDirError(Exception):
     """A directory of ``log.dirs`` cannot be used; the message names it and says why."""
 
 
+class _UnusableDir(LogDirError):
+    """A directory that cannot be created or opened: offline, not fatal by itself."""
+
+
 class LogDirLocks:
     """The locks of a broker's log directories, created (with the directories) by ``acquire``."""
 
@@ -29,15 +37,23 @@ class LogDirLocks:
         self.log_dirs = list(log_dirs)
         self._fds: list[int] = []
 
-    def acquire(self) -> None:
-        """Create each directory if missing and lock it; on any failure release what was taken
-        and raise LogDirError."""
+    def acquire(self) -> dict[str, str]:
+        """Create each directory if missing and lock it; return those that cannot be used
+        (an I/O error: ``{path: why}``), which stay unlocked. LogDirError, after releasing
+        what was taken, when a directory is in use by another broker or none can be used."""
+        unusable: dict[str, str] = {}
         try:
             for path in self.log_dirs:
-                self._fds.append(_lock(path))
+                try:
+                    self._fds.append(_lock(path))
+                except _UnusableDir as e:
+                    unusable[path] = str(e)
+            if unusable and len(unusable) == len(self.log_dirs):
+                raise LogDirError(next(iter(unusable.values())))
         except LogDirError:
             self.release()
             raise
+        return unusable
 
     def release(self) -> None:
         fds, self._fds = self._fds, []
@@ -50,7 +66,7 @@ def _lock(path: str) -> int:
         os.makedirs(path, exist_ok=True)
         fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
-        raise LogDirError(f"log.dirs: cannot use {path}: {e.strerror}") from None
+        raise _UnusableDir(f"log.dirs: cannot use {path}: {e.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

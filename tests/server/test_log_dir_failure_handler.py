@@ -100,3 +100,36 @@ def test_the_broker_halts_when_its_last_dir_fails(tmp_path, failing_fs):  # noqa
         assert proc.proc.wait(30) == 1
         wait_until(lambda: any("have failed" in line for line in proc.output), 10, what="the reason in the output")
         assert any("Shutdown broker because all log dirs in" in line for line in proc.output)
+
+
+def test_a_restart_with_a_dir_still_failed_keeps_its_partitions_offline(tmp_path):
+    # The second directory replaced by a file (root ignores permission bits) cannot be used
+    # at the restart: the broker starts with the first alone, as Kafka does; the partitions
+    # the second held answer KAFKA_STORAGE_ERROR (LeaderAndIsr and Produce), the controller
+    # elects no leader for them, and no empty log is created for them in the good directory.
+    good, second = tmp_path / "good", tmp_path / "second"
+    dirs = f"{good},{second}"
+    with InProcessBroker(None, log_dirs=dirs, num_partitions=4) as b:
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        admin.create_topics([NewTopic(TOPIC, 4, 1)])
+        admin.close()
+        client = WireClient(b.bootstrap)
+        wait_until(lambda: produce(client, {p: [b"x"] for p in range(4)}) == {p: (0, 0) for p in range(4)}, 10,
+                   what="every partition led")
+    assert (second / f"{TOPIC}-1").is_dir() and (second / f"{TOPIC}-3").is_dir()
+    second.rename(tmp_path / "second.saved")
+    second.write_text("not a directory")
+    with InProcessBroker(None, log_dirs=dirs, num_partitions=4) as b:
+        client = WireClient(b.bootstrap)
+        storage_error = (ErrorCode.KAFKA_STORAGE_ERROR, -1)
+        wait_until(lambda: produce(client, {1: [b"y"], 3: [b"y"]}) == {1: storage_error, 3: storage_error}, 15,
+                   what="partitions 1 and 3 offline")
+        wait_until(lambda: produce(client, {0: [b"y"]}) == {0: (0, 1)}, 10, what="partition 0 led")
+        assert produce(client, {2: [b"y"]}) == {2: (0, 1)}
+
+        def leaderless() -> bool:  # the controller counts the replicas offline
+            image = b.call(b.broker.metadata_image)
+            return [image.partition_state(TOPIC, p).leader for p in (1, 3)] == [-1, -1]
+
+        wait_until(leaderless, 15, what="partitions 1 and 3 without a leader")
+        assert not (good / f"{TOPIC}-1").exists() and not (good / f"{TOPIC}-3").exists()
