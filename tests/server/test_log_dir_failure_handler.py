@@ -133,3 +133,9 @@ def test_a_restart_with_a_dir_still_failed_keeps_its_partitions_offline(tmp_path
 
         wait_until(leaderless, 15, what="partitions 1 and 3 without a leader")
         assert not (good / f"{TOPIC}-1").exists() and not (good / f"{TOPIC}-3").exists()
+        # a new topic's replicas are new (LeaderAndIsr is_new): their logs are created
+        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+        admin.create_topics([NewTopic("fresh", 1, 1)])
+        admin.close()
+        wait_until(lambda: (good / "fresh-0").is_dir() and b.call(lambda: b.broker.replica_manager.get("fresh", 0))
+                   is not None, 10, what="the new topic's log")
