@@ -21,10 +21,10 @@ def test_partitions_are_led_once_their_log_can_be_created(tmp_path, monkeypatch)
     create_log = LogManager.get_or_create_log
     disk_full = [True]
 
-    def refused_while_full(self, topic, *args):
+    def refused_while_full(self, topic, *args, **kwargs):
         if disk_full[0] and topic == "t":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return create_log(self, topic, *args)
+        return create_log(self, topic, *args, **kwargs)
 
     monkeypatch.setattr(LogManager, "get_or_create_log", refused_while_full)
     with InProcessBroker(tmp_path / "data") as b:
