@@ -113,7 +113,11 @@ def test_deleted_records_never_come_back(tmp_path, monkeypatch, failure):
     monkeypatch.undo()
     with InProcessBroker(data) as b:
         assert not [n for n in os.listdir(data) if n.startswith(TOPIC) and not n.endswith("-delete")]
-        wait_until(lambda: TOPIC not in b.call(lambda: b.broker.metadata_image().topics), what="the deletion finished")
+        # The controller drops the topic's znodes, then its deletion mark: CreateTopics is
+        # refused ("marked for deletion") until the mark is gone too.
+        wait_until(lambda: TOPIC not in b.call(lambda: b.broker.metadata_image().topics)
+                   and b.call(lambda: b.broker.metadata.store.exists(f"{layout.DELETE_TOPICS}/{TOPIC}")) is None,
+                   what="the deletion finished")
         create(b.bootstrap)
         assert read_all(b.bootstrap) == []
         produce(b.bootstrap, [b"new"])
