@@ -54,6 +54,9 @@ def test_brokers_register_pause_kill_restart_and_close(make_cluster):
     assert registration["endpoints"] == [f"PLAINTEXT://127.0.0.1:{cluster[11].port}"]
     assert cluster.broker_epoch(11) > 0
 
+    # Paused only once its start-up is over: a session lost while the broker is still
+    # starting (installing its controller watches) fails that start: odradek does not retry it.
+    wait_until(lambda: "odradek broker 12 ready" in cluster[12].output(), 30, "broker 12 to finish starting")
     cluster[12].pause()
     cluster.wait_unregistered(12)  # its session ends while it is stopped
     cluster[12].resume()
