@@ -12,10 +12,10 @@ third transaction then lands on it and makes it visible whole.
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.server.cluster.cluster_clients import create_topic
-from tests.server.cluster.harness import SESSION_TIMEOUT_MS
+from tests.server.cluster.harness import SESSION_TIMEOUT_MS, wait_until
 from tests.server.txn_clients import confluent_values, kafka_python_values, values_only
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,11 +36,23 @@ def _produce(producer: Producer, tag: str, n: int) -> list[bytes]:
 
 
 def _read_committed_end(bootstrap: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lso-probe", "isolation.level": "read_committed"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=20, cached=False)[1]
-    finally:
-        consumer.close()
+    """The partition's end at read_committed (its LSO). Right after a failover librdkafka may
+    give up on the look-up at once (Local: Unknown partition, seen once in a fresh-clone run)
+    while the new leader is being announced: asked again until it answers."""
+
+    def ask() -> int | None:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lso-probe",
+                             "isolation.level": "read_committed"})
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=20, cached=False)[1]
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                raise
+            return None
+        finally:
+            consumer.close()
+
+    return wait_until(ask, 30, "the read_committed end offset")
 
 
 def test_a_new_partition_leader_knows_open_and_aborted_transactions(make_cluster):
