@@ -14,7 +14,7 @@ from odradek.client import AdminClient, Consumer, Producer
 from odradek.client.client_security import client_ssl_context
 from odradek.testing import broker as testing_broker
 from odradek.testing.broker import InProcessBroker
-from tests.server.tls_certs import make_pki, pkcs12_keystore, pkcs12_truststore
+from tests.server.tls_certs import make_pki, pkcs12_keystore, pkcs12_truststore, ssl_listeners
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,12 +27,7 @@ def pki(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tls_broker(tmp_path_factory, pki):
     props = testing_broker.test_config(tmp_path_factory.mktemp("tls") / "data")
-    props.update({
-        "listeners": "SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
-        "listener.security.protocol.map": "SSL:SSL,MTLS:SSL",
-        "ssl.keystore.location": pki["server"], "ssl.truststore.location": pki["ca"],
-        "listener.name.mtls.ssl.client.auth": "required",
-    })
+    props.update(ssl_listeners(pki))
     with InProcessBroker(None, props) as b:
         yield b
 

@@ -20,7 +20,7 @@ from odradek.server.listener_security import distinguished_name, listener_securi
 from odradek.server.principal import KafkaPrincipal
 from odradek.testing import broker as testing_broker
 from odradek.testing.broker import InProcessBroker
-from tests.server.tls_certs import CLIENT_SUBJECT, make_pki
+from tests.server.tls_certs import CLIENT_SUBJECT, make_pki, ssl_listeners
 
 VALUE = b"v" * 1000  # 300 of these: fetch responses well over sendfile's threshold
 
@@ -33,14 +33,8 @@ def pki(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tls_broker(tmp_path_factory, pki):
     props = testing_broker.test_config(tmp_path_factory.mktemp("tls") / "data")
-    props.update({
-        "listeners": "SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
-        "listener.security.protocol.map": "SSL:SSL,MTLS:SSL",
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": pki["server"],
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"],
-        "listener.name.mtls.ssl.client.auth": "required",
-        "listener.name.mtls.ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=Eng,.*$/$1/L,DEFAULT",
-    })
+    props.update(ssl_listeners(pki, **{
+        "listener.name.mtls.ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=Eng,.*$/$1/L,DEFAULT"}))
     with InProcessBroker(None, props) as b:
         yield b
 

@@ -95,6 +95,19 @@ def make_pki(directory) -> dict[str, str]:
     return paths
 
 
+def ssl_listeners(pki: dict[str, str], **extra: str) -> dict[str, str]:
+    """A broker's properties for two TLS listeners on ephemeral ports, with ``pki``'s server
+    certificate: SSL (no client certificate) and MTLS (one required)."""
+    return {
+        "listeners": "SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
+        "listener.security.protocol.map": "SSL:SSL,MTLS:SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": pki["server"],
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"],
+        "listener.name.mtls.ssl.client.auth": "required",
+        **extra,
+    }
+
+
 def pkcs12_keystore(pki: dict[str, str], role: str, path, password: str, *, chain: bool = True) -> str:
     """A PKCS12 keystore at ``path`` (returned as a str) holding ``role``'s (``server`` or
     ``client``) key and certificate, followed by the CA's when ``chain``."""
