@@ -239,7 +239,10 @@ class ControllerService:
             except Exception:  # noqa: BLE001 - the thread must live on
                 log.exception("controller %d: %s failed", self.broker_id, item.kind)
             finally:
-                self._publish_metrics()
+                # once a burst of items is through, not after each: the counts walk every
+                # partition, and a scrape only ever reads the latest
+                if self._queue.empty():
+                    self._publish_metrics()
             # an event cut short is answered NOT_CONTROLLER: the broker asks again
             _resolve(item.future,
                      item.sent if item.kind == "elect" else not_controller_reply(item.payload))
