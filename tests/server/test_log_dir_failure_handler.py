@@ -23,6 +23,17 @@ from tests.storage.failing_filesystem import failing_fs  # noqa: F401 (the fixtu
 TOPIC = "t"  # (the name tests.server.test_full_disk.produce writes to)
 
 
+def create_led_topic(bootstrap: str) -> WireClient:
+    """TOPIC with 4 partitions, once each took a first record at offset 0; a client to it."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(TOPIC, 4, 1)])
+    admin.close()
+    client = WireClient(bootstrap)
+    wait_until(lambda: produce(client, {p: [b"x"] for p in range(4)}) == {p: (0, 0) for p in range(4)}, 10,
+               what="every partition led")
+    return client
+
+
 def describe_log_dirs(bootstrap: str) -> dict[str, tuple[int, dict]]:
     """``{log_dir: (error_code, {(topic, partition): (size, offset_lag, is_future)})}``."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -49,12 +60,7 @@ def two_dir_broker(tmp_path, failing_fs):  # noqa: F811
 
 def test_a_failed_dir_takes_only_its_partitions_offline(two_dir_broker, failing_fs):  # noqa: F811
     b = two_dir_broker
-    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
-    admin.create_topics([NewTopic(TOPIC, 4, 1)])
-    admin.close()
-    client = WireClient(b.bootstrap)
-    wait_until(lambda: produce(client, {p: [b"x"] for p in range(4)}) == {p: (0, 0) for p in range(4)}, 10,
-               what="every partition led")
+    client = create_led_topic(b.bootstrap)
     # new partitions went to the emptier directory in turn: 0 and 2 to the first, 1 and 3 to the second
     dirs = describe_log_dirs(b.bootstrap)
     assert set(dirs) == {b.good, b.failing}
@@ -110,12 +116,7 @@ def test_a_restart_with_a_dir_still_failed_keeps_its_partitions_offline(tmp_path
     good, second = tmp_path / "good", tmp_path / "second"
     dirs = f"{good},{second}"
     with InProcessBroker(None, log_dirs=dirs, num_partitions=4) as b:
-        admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
-        admin.create_topics([NewTopic(TOPIC, 4, 1)])
-        admin.close()
-        client = WireClient(b.bootstrap)
-        wait_until(lambda: produce(client, {p: [b"x"] for p in range(4)}) == {p: (0, 0) for p in range(4)}, 10,
-                   what="every partition led")
+        create_led_topic(b.bootstrap)
     assert (second / f"{TOPIC}-1").is_dir() and (second / f"{TOPIC}-3").is_dir()
     second.rename(tmp_path / "second.saved")
     second.write_text("not a directory")
