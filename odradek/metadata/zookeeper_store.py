@@ -16,8 +16,10 @@ expires kazoo opens a new one; the store then sets every watch again, runs every
 callback once (changes made meanwhile were not reported) and calls the session listeners,
 whose job is to re-create their ephemeral znodes (a broker re-registers itself, as Kafka does).
 
-Reads are retried across a connection loss or a session expiry; writes are not (a retried
-sequential create could create twice): they raise `StoreUnavailableError` and the caller decides.
+Reads, and setting a watch, are retried across a connection loss or a session expiry; a watch
+that still cannot be set is kept and set on reconnection, so asking for one never fails for
+want of ZooKeeper (a broker starting while its session is replaced goes on). Writes are not (a
+retried sequential create could create twice): they raise `StoreUnavailableError` and the caller decides.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from kazoo import exceptions as kz
 from kazoo.client import KazooClient, KazooState
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, WatchedEvent
-from kazoo.retry import KazooRetry
+from kazoo.retry import KazooRetry, RetryFailedError
 
 from odradek.metadata import errors
 from odradek.metadata.store import (
@@ -61,6 +63,7 @@ _TRANSLATION: tuple[tuple[type[Exception], type[errors.StoreError]], ...] = (
     (kz.SessionExpiredError, errors.StoreUnavailableError),
     (kz.OperationTimeoutError, errors.StoreUnavailableError),
     (KazooTimeoutError, errors.StoreUnavailableError),
+    (RetryFailedError, errors.StoreUnavailableError),  # a read's retries all failed
 )
 _RECURSIVE_DELETE_BATCH = 1000  # deletes per multi: ~60 KB, far below ZooKeeper's 1 MiB packet
 
@@ -301,8 +304,12 @@ class ZooKeeperStore(MetadataStore):
         watch = _Rewatch(self, kind, validate_path(path), callback)
         with self._lock:
             self._watches.append(watch)
-        with _translated():
-            watch.arm()
+        try:
+            self._read(watch.arm)  # a read: retried across a connection loss or a new session
+        except errors.StoreUnavailableError as exc:
+            # Kept: the reconnection sets every watch again and runs its callback, so a watch
+            # asked for while the session is being replaced misses nothing.
+            log.info("the watch on %s is set once ZooKeeper is back (%s)", path, exc)
         return watch.handle
 
     def _forget(self, watch: _Rewatch) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import SessionExpiredError
 
 from odradek.metadata.errors import StoreUnavailableError
 from odradek.metadata.zookeeper_store import ZooKeeperStore
@@ -53,6 +54,50 @@ def test_after_session_expiry_watches_and_listeners_recover(zookeeper, chroot):
         before = seen.count()
         store.create("/brokers/1", ephemeral=True)
         wait_for(lambda: seen.count() > before, "the watch after the new session")
+
+
+def _failing_get_children(store: ZooKeeperStore, failures: int) -> list[int]:
+    """Make the store's next ``failures`` children reads fail as in a session being replaced;
+    returns the running count of the failures raised."""
+    real, raised = store._client.get_children, [0]
+
+    def get_children(*args, **kwargs):
+        if raised[0] < failures:
+            raised[0] += 1
+            raise SessionExpiredError()
+        return real(*args, **kwargs)
+
+    store._client.get_children = get_children
+    return raised
+
+
+def test_a_watch_asked_for_during_a_session_loss_is_set_by_a_retry(zookeeper, chroot):
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        store.create("/brokers")
+        raised = _failing_get_children(store, 2)
+        seen = Recorder()
+        store.watch_children("/brokers", seen)
+        assert raised[0] == 2
+        store.create("/brokers/1", ephemeral=True)
+        wait_for(lambda: seen.count() >= 1, "the watch set by the retry")
+
+
+def test_a_watch_that_cannot_be_set_yet_is_set_on_the_new_session(zookeeper, chroot):
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        store.create("/brokers")
+        raised = _failing_get_children(store, 10**6)
+        seen = Recorder()
+        handle = store.watch_children("/brokers", seen)  # no error: kept for the reconnection
+        assert raised[0] >= 2 and not handle.cancelled
+        store._client.get_children = type(store._client).get_children.__get__(store._client)
+        renewed = Recorder()
+        store.add_session_listener(lambda: renewed("/session"))
+        _expire_session(zookeeper.hosts, store)
+        wait_for(lambda: renewed.count() >= 1, "the new session")
+        before = seen.count()  # the reconnection ran the callback once already
+        assert before >= 1
+        store.create("/brokers/1", ephemeral=True)
+        wait_for(lambda: seen.count() > before, "the watch set on the new session")
 
 
 def test_unreachable_server_is_store_unavailable():

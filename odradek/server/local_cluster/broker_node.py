@@ -75,6 +75,7 @@ class BrokerNode:
         self.proc: subprocess.Popen | None = None
         self.starts = 0
         self.paused = False
+        self._launched_at = 0  # the size of the output file when the process was last launched
 
     @property
     def bootstrap(self) -> str:
@@ -94,6 +95,7 @@ class BrokerNode:
             raise RuntimeError(f"broker {self.broker_id} is already running")
         self.starts += 1
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._launched_at = self.log_path.stat().st_size if self.log_path.exists() else 0
         # PYTHONFAULTHANDLER: a SIGABRT makes the broker print every thread's stack first
         # (`terminate` does that to a broker that does not stop).
         env = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **self.env}
@@ -114,6 +116,16 @@ class BrokerNode:
             return self.log_path.read_text(errors="replace")[-tail:]
         except OSError:
             return ""
+
+    def finished_starting(self) -> bool:
+        """Whether this launch printed its "ready" line: every part of the broker started
+        (registered is earlier: it still sets its watches and runs for controller then)."""
+        try:
+            with open(self.log_path, "rb") as out:
+                out.seek(self._launched_at)
+                return f"odradek broker {self.broker_id} ready".encode() in out.read()
+        except OSError:
+            return False
 
     def accepts_connections(self) -> bool:
         try:

@@ -331,14 +331,15 @@ class LocalCluster:
     # --- waiting ---------------------------------------------------------------------------
 
     def wait_registered(self, broker_id: int, timeout: float = START_TIMEOUT_S) -> None:
-        """Until the broker is registered and its port answers; `start_error` with its output
-        when it exits or takes longer than ``timeout``."""
+        """Until the broker is registered, its port answers and its start-up is over (it said
+        "ready"); `start_error` with its output when it exits or takes longer than ``timeout``."""
         node = self.nodes[broker_id]
 
         def ready() -> bool:
             if not node.alive:
                 raise StopWaiting()
-            return self.exists(f"/brokers/ids/{broker_id}") and node.accepts_connections()
+            return (self.exists(f"/brokers/ids/{broker_id}") and node.accepts_connections()
+                    and node.finished_starting())
 
         try:
             wait_until(ready, timeout, f"broker {broker_id} to register", interval=0.2, error=self.timeout_error)
