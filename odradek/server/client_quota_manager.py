@@ -146,6 +146,24 @@ class ClientQuotaManager:
             return 0
         return int(round((rate - quota) / quota * span))
 
+    def unrecord(self, user: str, client_id: str, nbytes: int) -> None:
+        """Take back ``nbytes`` recorded for a response that was not sent after all (Kafka's
+        ``unrecordQuotaSensor``: a throttled fetch is answered empty)."""
+        found = self.cache.find(self.key, user, client_id)
+        sensor = self.sensors.get(_tags(found[0], user, client_id)) if found is not None else None
+        if sensor is not None:
+            self._record(sensor, -nbytes, self.clock.milliseconds())
+
+    def max_value_in_quota_window(self, user: str, client_id: str) -> float:
+        """The most one request may record without being throttled for sure, even with nothing
+        else recorded (Kafka's ``getMaxValueInQuotaWindow``): a consumer's fetch is capped to
+        it, so a fetch larger than the quota allows cannot be throttled, answered empty, and
+        starve its consumer. Infinite when the client has no quota."""
+        found = self.cache.find(self.key, user, client_id)
+        if found is None:
+            return float("inf")
+        return found[1] * (self.samples - 1) * self.window_ms / 1000
+
     def _record(self, sensor: _Sensor, nbytes: int, now: int) -> None:
         if not sensor.starts or now >= sensor.starts[-1] + self.window_ms:
             sensor.starts.append(now)

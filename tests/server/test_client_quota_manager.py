@@ -17,6 +17,7 @@ from odradek.storage.clock import FakeClock
 from odradek.testing.broker import InProcessBroker
 from tests.server.group_clients import create_topic
 from tests.server.test_produce_fast_path import Spy
+from tests.server.wire import WireClient, fetch_body
 
 KEY = "producer_byte_rate"
 
@@ -77,6 +78,18 @@ def test_one_huge_request_earns_a_long_throttle_as_in_kafka():
     assert manager.record_and_get_throttle_time_ms("u", "c", 10**6) == 998_000
 
 
+def test_a_response_not_sent_is_taken_back_and_one_window_bounds_a_request():
+    clock = FakeClock(1_000.0)
+    cache = QuotaCache()
+    cache.update(e(client_id="c"), {"consumer_byte_rate": 1000.0})
+    manager = ClientQuotaManager("consumer_byte_rate", cache, clock, window_num=11)
+    assert manager.max_value_in_quota_window("u", "c") == 10_000  # quota x 10 whole windows
+    assert manager.max_value_in_quota_window("u", "other") == float("inf")
+    assert manager.record_and_get_throttle_time_ms("u", "c", 20_000) > 0
+    manager.unrecord("u", "c", 20_000)  # answered empty: as if never fetched
+    assert manager.record_and_get_throttle_time_ms("u", "c", 10_000) == 0
+
+
 # --- enforcement against real clients ---------------------------------------------------------
 
 QUOTA = 200 * 1024  # bytes/s
@@ -94,6 +107,7 @@ def quota_broker(tmp_path_factory):
                 ClientQuotaAlteration({"client-id": "greedy"}, [("producer_byte_rate", QUOTA)]),
                 ClientQuotaAlteration({"client-id": "slow-reader"}, [("consumer_byte_rate", QUOTA)]),
                 ClientQuotaAlteration({"client-id": "muted"}, [("producer_byte_rate", 1)]),
+                ClientQuotaAlteration({"client-id": "wire-test"}, [("consumer_byte_rate", QUOTA)]),
             ]).values()) == {None}
         finally:
             admin.close()
@@ -160,8 +174,34 @@ def test_a_consumer_over_its_fetch_quota_is_told_its_throttle_time(quota_broker)
             if msg is not None and msg.error() is None:
                 read += len(msg.value())
         assert any(t > 0 for t in throttles), (throttles, read)
+        while read < 1024 * 1024 and time.monotonic() < deadline + 20:  # slowed, never starved
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                read += len(msg.value())
+        assert read == 1024 * 1024
     finally:
         consumer.close()
+
+
+def test_a_fetch_is_capped_to_one_quota_window_and_a_throttled_one_answered_empty(quota_broker):
+    """Kafka's fetch quota: ``max_bytes`` capped to what the quota allows in a window (here
+    QUOTA x 1 s), and a fetch that goes over the quota answered with no partitions."""
+    producer = _producer(quota_broker, "filler", [])
+    for _ in range(600):
+        producer.produce("quota-wire", b"z" * 1024)
+        producer.poll(0)
+    producer.flush(10)
+    wire = WireClient(quota_broker.bootstrap)  # its client id, wire-test, has the fetch quota
+    try:
+        body = fetch_body("quota-wire", 0, 0)
+        body.max_bytes = body.topics[0].partitions[0].partition_max_bytes = 10 << 20
+        _, first = wire.request("Fetch", 12, body)
+        sent = len(first.responses[0].partitions[0].records)
+        assert first.throttle_time_ms == 0 and 0 < sent <= QUOTA + 20_000, sent  # a batch may pass the cap
+        _, second = wire.request("Fetch", 12, body)  # at once: now over the quota
+        assert second.throttle_time_ms > 0 and second.responses == []
+    finally:
+        wire.close()
 
 
 def test_the_broker_mutes_a_client_that_ignores_its_throttle_time(quota_broker):

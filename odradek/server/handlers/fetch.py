@@ -14,6 +14,10 @@ to the log end, and each of their fetches tells the leader how far that follower
 throttled replica gets no records while the leader's replication quota is exceeded
 (``server/replication_quota_manager.py``).
 
+Fetch quota (``consumer_byte_rate``): a consumer's ``max_bytes`` is capped to what its quota
+allows in one quota window, and a fetch that puts it over its quota is answered with no
+partitions and the throttle time (its bytes are not counted), as Kafka answers it.
+
 Long poll: while the response holds fewer than ``min_bytes`` and no partition has an error, the
 fetch waits for an append to one of its partitions or for ``max_wait_ms``.
 
@@ -80,6 +84,8 @@ async def handle(ctx, request):
     if request.session_epoch not in (-1, 0):
         return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     by_id = ctx.api_version >= 13
+    if _follower_of(request) < 0 and not broker.client_quotas.empty:
+        _cap_to_fetch_quota(ctx, request)
     wanted, topics = _plan(broker, request, by_id, _read_check(ctx, request))
     magic = LEGACY_MAGIC.get(ctx.api_version)
     total = (_read_all(broker, request, wanted) if magic is None
@@ -100,10 +106,23 @@ async def handle(ctx, request):
     if _follower_of(request) >= 0:
         _record_throttled(broker, wanted)
     else:
-        broker.metrics.topics.fetched([(w.topic, w.response.records) for w in wanted])  # BytesOutPerSec
         if not broker.client_quotas.empty:  # Kafka's fetch quota: the bytes returned to a consumer
             throttle_ms = client_quota_manager.throttle(ctx, broker.fetch_quotas, total)
+        if throttle_ms > 0:  # answered empty, as Kafka does: the bytes were not sent after all
+            broker.fetch_quotas.unrecord(ctx.connection.principal.name, ctx.client_id or "", total)
+            topics = []
+        else:
+            broker.metrics.topics.fetched([(w.topic, w.response.records) for w in wanted])  # BytesOutPerSec
     return FetchResponse(throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE, session_id=0, responses=topics)
+
+
+def _cap_to_fetch_quota(ctx, request) -> None:
+    """A consumer's ``max_bytes`` (and ``min_bytes``) at most what its fetch quota allows in
+    one quota window (Kafka's KafkaApis does the same)."""
+    cap = ctx.broker.fetch_quotas.max_value_in_quota_window(ctx.connection.principal.name, ctx.client_id or "")
+    if cap < request.max_bytes:
+        request.max_bytes = max(int(cap), 0)
+        request.min_bytes = min(request.min_bytes, request.max_bytes)
 
 
 def _read_check(ctx, request):
