@@ -14,9 +14,10 @@ __all__ = ["ApiKey", "SUPPORTED", "supported_range", "is_supported"]
 
 # Each API's full spec range unless narrowed here.
 _NARROWED: dict[ApiKey, tuple[int, int]] = {}
-# AddPartitionsToTxn v4+ is brokers verifying transactions, EndTxn v5 an epoch bump per
-# transaction (KIP-890): not served, so clients use the v0-v3 / v0-v4 semantics.
-_NARROWED[ApiKey.ADD_PARTITIONS_TO_TXN] = (0, 3)
+# EndTxn v5 is an epoch bump per transaction (KIP-890 part 2): not served, so clients use
+# the v0-v4 semantics. (AddPartitionsToTxn is served whole: v4+ is brokers verifying
+# transactions, and every client caps its own requests at v3: Java's and kafka-python's
+# LAST_CLIENT_VERSION, librdkafka's and aiokafka's own ranges, odradek's CLIENT_VERSIONS.)
 _NARROWED[ApiKey.END_TXN] = (0, 4)
 
 _SERVED = [

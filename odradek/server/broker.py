@@ -37,6 +37,7 @@ from odradek.metadata import layout
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.alter_partition_manager import AlterPartitionManager
 from odradek.replication.replica_fetcher_manager import ReplicaFetcherManager
+from odradek.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from odradek.server.broker_listeners import BrokerListeners, BrokerStartError  # noqa: F401 - re-exported
 from odradek.server.broker_to_controller import BrokerToControllerChannel
 from odradek.server.dynamic_broker_config import DynamicConfigError, check_listeners, check_names, check_thread_counts
@@ -105,6 +106,8 @@ class Broker(BrokerListeners):
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.alter_partitions: AlterPartitionManager | None = None
         self.producer_ids: ProducerIdManager | None = None
+        # server/add_partitions_to_txn_manager.py: transaction verification with coordinators elsewhere
+        self.add_partitions_to_txn: AddPartitionsToTxnManager | None = None
         self._log_defaults: LogConfig | None = None
         self._min_insync_replicas: int | None = None
         self.log_dir_locks = LogDirLocks(config.log_dirs)
@@ -192,6 +195,7 @@ class Broker(BrokerListeners):
         self.replica_fetchers = ReplicaFetcherManager(self)
         self.alter_partitions = AlterPartitionManager(self)
         self.replication_quotas = ReplicationQuotas(self)
+        self.add_partitions_to_txn = AddPartitionsToTxnManager(self)
 
     async def _start_controller(self) -> None:
         self.controller_service = ControllerService(self)
@@ -252,6 +256,8 @@ class Broker(BrokerListeners):
         for part in (self.controller_service, self.replica_fetchers,
                      self.alter_partitions, self.broker_to_controller):
             await _shut_down(part)
+        if self.add_partitions_to_txn is not None:
+            self.add_partitions_to_txn.close()
         for _, server in self.servers.values():
             server.close()
         for conn in list(self.connections):

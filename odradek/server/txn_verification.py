@@ -16,13 +16,21 @@ has a transaction open in the partition. Otherwise the answer is a ``ProduceErro
 with, None (verified at once), or an awaitable that raises ``ProduceError`` or returns once
 verified (the append then queues behind it, ``ReplicaManager.append_off_loop``).
 
+Where the coordinator is: on this broker (the leader of the transactional id's
+``__transaction_state`` partition is here), it is asked in-process
+(``TransactionCoordinator.verify``); elsewhere (it answers NOT_COORDINATOR), the broker's
+``AddPartitionsToTxnManager`` asks the coordinator's broker with AddPartitionsToTxn v4+
+``VerifyOnly`` over the inter-broker listener, batched per broker
+(``server/add_partitions_to_txn_manager.py``). A coordinator's broker that serves only
+AddPartitionsToTxn v0-v3 cannot verify: the batch is then appended unverified, as before
+KIP-890 (Kafka does the same).
+
 The coordinator's answers become what a producer understands, as Kafka's ``ReplicaManager``
 maps them: not in the transaction is INVALID_TXN_STATE, a fenced epoch
-INVALID_PRODUCER_EPOCH, and the coordinator being busy, moving or loading NOT_ENOUGH_REPLICAS,
-which every client retries without refreshing its metadata. Limit: only transactions whose
-coordinator is on this broker are verified (in-process); for one coordinated elsewhere
-(AddPartitionsToTxn v4 with ``verify_only``, sent broker to broker) the batch is appended
-unverified, as before KIP-890.
+INVALID_PRODUCER_EPOCH, and the coordinator being busy, moving, loading, unknown or out of
+reach (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+NOT_COORDINATOR, NETWORK_EXCEPTION) NOT_ENOUGH_REPLICAS, which every client retries without
+refreshing its metadata.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from odradek.replication.produce_validation import ProduceError
 
 E = ErrorCode
 _RETRY = frozenset({E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE,
-                    E.NETWORK_EXCEPTION})
+                    E.NOT_COORDINATOR, E.NETWORK_EXCEPTION})
 
 
 def verification(broker, part, records, transactional_id: str | None):
@@ -63,6 +71,11 @@ def verification(broker, part, records, transactional_id: str | None):
             return None
         return asyncio.ensure_future(_after_end(ending, broker, part, header, transactional_id))
     answer = coordinator.verify(transactional_id, header.producer_id, header.producer_epoch, part.key)
+    if answer == E.NOT_COORDINATOR:  # coordinated on another broker: asked there
+        remote = getattr(broker, "add_partitions_to_txn", None)
+        if remote is None:
+            return None  # a broker without the manager (not started): nothing to ask with
+        answer = remote.verify(transactional_id, header.producer_id, header.producer_epoch, part.key)
     if isinstance(answer, ErrorCode):
         return _refusal(answer)
     return asyncio.ensure_future(_verified(answer))
@@ -93,7 +106,7 @@ async def _done(code: ErrorCode) -> ErrorCode:
 
 
 def _refusal(code: ErrorCode) -> ProduceError | None:
-    if code == E.NONE or code == E.NOT_COORDINATOR:  # NOT_COORDINATOR: not coordinated here (see Limit)
+    if code == E.NONE:
         return None
     if code in _RETRY:
         return ProduceError(E.NOT_ENOUGH_REPLICAS, "unable to verify that the partition was added to the "

@@ -116,7 +116,7 @@ def test_find_coordinator_key_type_1_every_version_creates_the_transaction_state
 
 
 def test_api_versions_advertise_the_client_ranges(c):
-    assert SUPPORTED[ApiKey.ADD_PARTITIONS_TO_TXN] == (0, 3)
+    assert SUPPORTED[ApiKey.ADD_PARTITIONS_TO_TXN] == (0, 5)  # v4+ from brokers only (KIP-890)
     assert SUPPORTED[ApiKey.END_TXN] == (0, 4)
     assert SUPPORTED[ApiKey.INIT_PRODUCER_ID] == (0, 5)
     assert SUPPORTED[ApiKey.ADD_OFFSETS_TO_TXN] == (0, 4)
