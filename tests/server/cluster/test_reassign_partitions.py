@@ -171,7 +171,9 @@ def test_throttled_move_cancelled_then_moved_through_the_znode_then_deleted(make
             AlterConfigOp(n, None, AlterConfigOpType.DELETE)
             for n in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")]
             for b in (1, 2, 3)})
-    wait_until(lambda: not cluster.exists(f"/brokers/topics/{topic}"), 60, "the topic to be deleted")
-    assert not cluster.exists(f"/admin/delete_topics/{topic}")
+    # The controller takes /brokers/topics/<t> off first, /admin/delete_topics/<t> last (as
+    # Kafka's completeDeleteTopic): the deletion is done once both are gone.
+    wait_until(lambda: not cluster.exists(f"/brokers/topics/{topic}") and not cluster.exists(
+        f"/admin/delete_topics/{topic}"), 60, "the topic and its deletion marker to be deleted")
     for b in (1, 2, 3):
         wait_until(lambda: not cluster[b].partition_dirs(topic), 30, f"broker {b}'s replica to be deleted")
