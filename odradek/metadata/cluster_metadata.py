@@ -14,6 +14,8 @@ deletion stops and deletes the replicas and then removes the topic's znodes and 
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -37,6 +39,8 @@ from odradek.metadata.metadata_cache import MetadataCache
 from odradek.metadata.offline_replicas import OfflineReplicas
 from odradek.metadata.store import CreateOp, MetadataStore, Op, SetOp
 from odradek.metadata.topic_name import collision_key, has_collision_chars, validate_topic_name
+
+log = logging.getLogger(__name__)
 
 _CAS_RETRIES = 5
 
@@ -98,6 +102,9 @@ class ClusterMetadata:
         # Kafka's broker epoch: the creation id (czxid) of our registration znode; a new
         # registration (a new session) gets a greater one. -1 while not registered.
         self.broker_epoch = -1
+        # Serialises registering (at start, and again on each new session, from the store's
+        # thread), so the epoch kept is that of the registration made last.
+        self._registration_lock = threading.Lock()
         self._closed = False
         self.ensure_paths()
         self.cache = MetadataCache(store)
@@ -108,13 +115,11 @@ class ClusterMetadata:
         store.add_session_listener(self._on_new_session)
 
     def ensure_paths(self) -> None:
-        """Create Kafka's persistent top-level znodes that are missing."""
+        """Create Kafka's persistent top-level znodes that are missing (retried by the store
+        across a lost ZooKeeper session, so a broker starting meanwhile goes on)."""
         for path in layout.PERSISTENT_PATHS:
             if self.store.exists(path) is None:
-                try:
-                    self.store.create(path, make_parents=True)
-                except NodeExistsError:
-                    pass
+                self.store.ensure_path(path)
 
     def close(self) -> None:
         """Stop following the store (the store itself stays open)."""
@@ -159,45 +164,45 @@ class ClusterMetadata:
         known = self.cache.image.cluster_id
         if known is not None:
             return known
-        while True:
-            try:
-                cluster_id = layout.decode_cluster_id(self.store.get(layout.CLUSTER_ID)[0])
-                break
-            except NoNodeError:
-                fresh = layout.uuid_to_kafka(layout.new_kafka_uuid())
-                try:
-                    self.store.create(
-                        layout.CLUSTER_ID, layout.encode_cluster_id(fresh), make_parents=True
-                    )
-                except NodeExistsError:
-                    continue  # another broker won the race: read its id
-                cluster_id = fresh
-                break
+        try:
+            data = self.store.get(layout.CLUSTER_ID)[0]
+        except NoNodeError:
+            fresh = layout.uuid_to_kafka(layout.new_kafka_uuid())
+            # Kept only if no broker stored one first; read back either way, so the id is the
+            # stored one even when a retried create found its own earlier attempt.
+            self.store.ensure_path(layout.CLUSTER_ID, layout.encode_cluster_id(fresh))
+            data = self.store.get(layout.CLUSTER_ID)[0]
+        cluster_id = layout.decode_cluster_id(data)
         self.cache.set_cluster_id(cluster_id)
         return cluster_id
 
     def register_broker(self, info: BrokerInfo) -> None:
-        """Register this broker (ephemeral, so it vanishes with the session).
+        """Register this broker (ephemeral, so it vanishes with the session), as Kafka's
+        ``KafkaZkClient.registerBroker``: a checked create, retried by the store across a lost
+        session, so a broker whose session is replaced while it starts still registers; the
+        broker epoch is the creation id of the znode that create settled on.
 
+        Raises BrokerIdInUseError if another session holds the id (a registration this
+        session already holds is kept), StoreUnavailableError if ZooKeeper does not come back.
         Re-registered automatically when the store opens a new session.
         """
-        try:
-            self.store.create(
-                layout.broker_path(info.broker_id), info.to_json(self._now_ms()), ephemeral=True
-            )
-        except NodeExistsError:
-            raise BrokerIdInUseError(
-                f"broker id {info.broker_id} is registered by a live broker"
-            ) from None
-        self._registered = info
-        self._read_broker_epoch(info.broker_id)
+        with self._registration_lock:
+            # Set first: a new session opened during the create registers again (it waits for
+            # the lock, and its checked create then finds the znode ours, or makes it).
+            self._registered = info
+            try:
+                self.broker_epoch = self.store.create_checked_ephemeral(
+                    layout.broker_path(info.broker_id), info.to_json(self._now_ms())
+                )
+            except NodeExistsError:
+                self._registered = None
+                raise BrokerIdInUseError(
+                    f"broker id {info.broker_id} is registered by a live broker"
+                ) from None
+            except BaseException:
+                self._registered = None
+                raise
         self.cache.refresh_brokers()
-
-    def _read_broker_epoch(self, broker_id: int) -> None:
-        try:
-            self.broker_epoch = self.store.creation_id(layout.broker_path(broker_id))
-        except NoNodeError:  # the session already ended; the next one registers again
-            pass
 
     def update_broker(self, info: BrokerInfo) -> None:
         """Rewrite this broker's registration in place (its endpoints changed at run time), as
@@ -208,8 +213,9 @@ class ClusterMetadata:
         self.cache.refresh_brokers()
 
     def unregister_broker(self, broker_id: int) -> None:
-        if self._registered is not None and self._registered.broker_id == broker_id:
-            self._registered = None
+        with self._registration_lock:
+            if self._registered is not None and self._registered.broker_id == broker_id:
+                self._registered = None
         try:
             self.store.delete(layout.broker_path(broker_id))
         except NoNodeError:
@@ -217,16 +223,21 @@ class ClusterMetadata:
         self.cache.refresh_brokers()
 
     def _on_new_session(self) -> None:
-        info = self._registered
-        if info is not None and not self._closed:
+        """Register again in the store's new session (Kafka re-registers on session
+        initialisation). Runs on the store's thread; a failure is logged by the store."""
+        with self._registration_lock:
+            info = self._registered
+            if info is None or self._closed:
+                return
             try:
-                self.store.create(
-                    layout.broker_path(info.broker_id), info.to_json(self._now_ms()), ephemeral=True
+                self.broker_epoch = self.store.create_checked_ephemeral(
+                    layout.broker_path(info.broker_id), info.to_json(self._now_ms())
                 )
             except NodeExistsError:
-                pass
-            self._read_broker_epoch(info.broker_id)
-            self.cache.refresh_brokers()
+                log.error("broker id %d was taken by another broker while this one's ZooKeeper "
+                          "session was lost: not registered", info.broker_id)
+                return
+        self.cache.refresh_brokers()
 
     # -- controller --------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 
-from odradek.metadata.errors import StoreClosedError
+from odradek.metadata.errors import NodeExistsError, StoreClosedError
 from odradek.metadata.journal import Journal
 from odradek.metadata.store import (
     CreateOp,
@@ -116,6 +116,27 @@ class EmbeddedStore(MetadataStore):
             results, callbacks = self._commit(ops)
         _run(callbacks)
         return results[-1]
+
+    def ensure_path(self, path: str, data: bytes = b"") -> None:
+        try:
+            self.create(path, data, make_parents=True)
+        except NodeExistsError:
+            pass  # there already, whatever it holds
+
+    def create_checked_ephemeral(self, path: str, data: bytes = b"") -> int:
+        # One process, one session that never ends while the store is open: nothing to retry,
+        # and every ephemeral in the tree is this session's.
+        with self._lock:
+            self._check_open()
+            node = self._tree.nodes.get(validate_path(path))
+            if node is not None:
+                if not node.ephemeral:
+                    raise NodeExistsError(f"{path} exists and is not an ephemeral of this session")
+                return node.czxid
+            _, callbacks = self._commit([CreateOp(path, data, ephemeral=True)])
+            creation_id = self._tree.nodes[path].czxid
+        _run(callbacks)
+        return creation_id
 
     def _missing_ancestors(self, path: str) -> list[str]:
         missing: list[str] = []

@@ -22,6 +22,11 @@ backend:
   that a callback runs after every change it reports, not one callback per change (ZooKeeper
   coalesces), nor the data that changed.
 * `multi` applies a list of operations atomically: all or none, watches fired once after.
+* A plain write is tried once: on ZooKeeper a connection loss leaves unknown whether it was
+  applied, so retrying it is the caller's business. Two writes are safe to repeat and are
+  retried by the store across a connection loss or a new session: `ensure_path` (a persistent
+  znode that may already be there) and `create_checked_ephemeral` (Kafka's
+  ``KafkaZkClient.checkedEphemeralCreate``: an ephemeral that this session may already hold).
 """
 
 from __future__ import annotations
@@ -108,6 +113,29 @@ class MetadataStore(abc.ABC):
 
         Raises NodeExistsError, NoNodeError (parent missing and not ``make_parents``),
         NoChildrenForEphemeralsError. Parents made by ``make_parents`` are persistent and empty.
+        """
+
+    @abc.abstractmethod
+    def ensure_path(self, path: str, data: bytes = b"") -> None:
+        """Create the persistent znode ``path`` with ``data`` (and its missing parents, empty)
+        unless a znode is there already, whatever its data or kind.
+
+        Retried across a connection loss or a new session: an attempt that was applied but
+        unanswered is found by the next one as an existing znode. Raises StoreUnavailableError
+        when ZooKeeper does not come back in time (see the backend), NoChildrenForEphemeralsError.
+        """
+
+    @abc.abstractmethod
+    def create_checked_ephemeral(self, path: str, data: bytes = b"") -> int:
+        """Create the ephemeral znode ``path``, or accept the one this session already holds,
+        and return its creation id (`creation_id`; Kafka's broker epoch for a registration).
+
+        Retried across a connection loss or a new session. A znode already at ``path`` counts
+        as created if it is an ephemeral of this store's current session (an earlier attempt
+        that was applied but unanswered, or an earlier call: its data is then left as it is);
+        any other znode there (another session's, or a persistent one) raises
+        NodeExistsError. Also raises NoNodeError (no parent), StoreUnavailableError when
+        ZooKeeper does not come back in time.
         """
 
     @abc.abstractmethod

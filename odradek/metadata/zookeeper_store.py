@@ -18,8 +18,15 @@ whose job is to re-create their ephemeral znodes (a broker re-registers itself, 
 
 Reads, and setting a watch, are retried across a connection loss or a session expiry; a watch
 that still cannot be set is kept and set on reconnection, so asking for one never fails for
-want of ZooKeeper (a broker starting while its session is replaced goes on). Writes are not (a
-retried sequential create could create twice): they raise `StoreUnavailableError` and the caller decides.
+want of ZooKeeper (a broker starting while its session is replaced goes on). Plain writes are
+not (a retried sequential create could create twice): they raise `StoreUnavailableError` and
+the caller decides. The two writes that are safe to repeat, `ensure_path` and
+`create_checked_ephemeral`, are retried as Kafka's ``ZooKeeperClient`` retries requests: after
+each failure for want of a connection the store waits for kazoo to connect again (with the
+same session or a new one) and tries again; it gives up, with `StoreUnavailableError`, when no
+connection comes within the session timeout or after `_WRITE_ATTEMPTS` attempts. The session
+timeout is counted in slices of waiting, not by the clock, so a process paused (SIGSTOP) longer
+than the timeout still retries once it runs again.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient, KazooState
@@ -66,6 +75,19 @@ _TRANSLATION: tuple[tuple[type[Exception], type[errors.StoreError]], ...] = (
     (RetryFailedError, errors.StoreUnavailableError),  # a read's retries all failed
 )
 _RECURSIVE_DELETE_BATCH = 1000  # deletes per multi: ~60 KB, far below ZooKeeper's 1 MiB packet
+_WRITE_ATTEMPTS = 20  # with the backoff below: ~15 s of pauses besides the waits to reconnect
+_WRITE_BACKOFF_FIRST_S, _WRITE_BACKOFF_MAX_S = 0.05, 1.0
+_CONNECT_WAIT_SLICE_S = 0.25
+
+T = TypeVar("T")
+
+
+class _Vanished(Exception):
+    """The znode a checked create found went away before it was read: create it again."""
+
+
+# Failures for want of a connection: the write may or may not have been applied.
+_TRANSIENT = (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, _Vanished)
 
 
 def translate(exc: Exception) -> Exception:
@@ -146,6 +168,8 @@ class ZooKeeperStore(MetadataStore):
         session_timeout: float = 18.0,
     ) -> None:
         self._client = KazooClient(hosts=hosts, timeout=session_timeout)
+        self._session_timeout = session_timeout
+        self._connected = threading.Event()  # kazoo's state, as its listener last reported it
         self._read_retry = KazooRetry(max_tries=5, delay=0.1, max_delay=2.0, ignore_expire=True)
         self._watches: list[_Rewatch] = []
         self._session_listeners: list[Callable[[], None]] = []
@@ -154,17 +178,19 @@ class ZooKeeperStore(MetadataStore):
         self._lost = False
         with _translated():
             self._client.start(timeout=connect_timeout)
-            if chroot not in (None, "", "/"):
-                self._client.ensure_path(validate_path(chroot))
+            if chroot not in (None, "", "/"):  # kazoo's ensure_path tolerates NodeExists
+                self._read_retry.copy()(self._client.ensure_path, validate_path(chroot))
                 self._client.chroot = chroot
         self._client.add_listener(self._on_state)
+        if self._client.connected:
+            self._connected.set()
 
     # -- reads -------------------------------------------------------------------------------
 
     def _read(self, func: Callable, *args: object) -> object:
         self._check_open()
         with _translated():
-            return self._read_retry(func, *args)
+            return self._read_retry.copy()(func, *args)  # a copy: its counters are per call
 
     def get(self, path: str) -> tuple[bytes, int]:
         data, stat = self._read(self._client.get, validate_path(path))
@@ -206,6 +232,86 @@ class ZooKeeperStore(MetadataStore):
                 sequence=sequential,
                 makepath=make_parents,
             )
+
+    def ensure_path(self, path: str, data: bytes = b"") -> None:
+        self._check_open()
+        if validate_path(path) == "/":
+            return
+        data = _check_data(data)
+
+        def attempt() -> None:
+            try:
+                self._client.create(path, data, makepath=True)
+            except kz.NodeExistsError:
+                pass  # there already: another's, or an earlier attempt of ours
+
+        self._retried_write(attempt)
+
+    def create_checked_ephemeral(self, path: str, data: bytes = b"") -> int:
+        self._check_open()
+        if validate_path(path) == "/":
+            raise errors.NodeExistsError("/")
+        data = _check_data(data)
+        return self._retried_write(lambda: self._checked_ephemeral(path, data))
+
+    def _checked_ephemeral(self, path: str, data: bytes) -> int:
+        """One attempt of `create_checked_ephemeral`: create, then read the znode's owner.
+
+        The owner is read even after a create that succeeded, so the creation id returned is
+        that of a znode of the session that answered (a create answered just before its
+        session expired finds the znode gone and makes it again).
+        """
+        try:
+            self._client.create(path, data, ephemeral=True)
+        except kz.NodeExistsError:
+            pass  # ours (an attempt applied but unanswered) or another session's: look
+        stat = self._client.exists(path)
+        if stat is None:
+            raise _Vanished(path)
+        session = self._client.client_id
+        if session is None:
+            raise kz.ConnectionLoss("no session to compare the znode's owner with")
+        if stat.ephemeralOwner != session[0]:
+            raise errors.NodeExistsError(
+                f"{path} is held by ZooKeeper session 0x{stat.ephemeralOwner:x}, "
+                f"not by this one (0x{session[0]:x})"
+            )
+        return stat.czxid
+
+    def _retried_write(self, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` until it is answered; see the module docstring for the bounds.
+
+        Only for writes that a repetition cannot apply twice.
+        """
+        delay = _WRITE_BACKOFF_FIRST_S
+        with _translated():
+            for tries in range(1, _WRITE_ATTEMPTS + 1):
+                self._check_open()
+                try:
+                    return attempt()
+                except _TRANSIENT as exc:
+                    failure = exc
+                if tries == _WRITE_ATTEMPTS:
+                    break
+                log.info("a ZooKeeper write failed for want of a connection (%r); retrying", failure)
+                time.sleep(delay)  # also lets the state listener see the connection go
+                delay = min(delay * 2, _WRITE_BACKOFF_MAX_S)
+                if not self._wait_connected():
+                    break
+            raise errors.StoreUnavailableError(
+                f"ZooKeeper did not answer a write: {failure!r}"
+            ) from failure
+
+    def _wait_connected(self) -> bool:
+        """Wait up to the session timeout for a connection, in slices (see the module
+        docstring: a pause of the process uses up at most one slice)."""
+        slices = max(1, round(self._session_timeout / _CONNECT_WAIT_SLICE_S))
+        for _ in range(slices):
+            if self._closed:
+                return False
+            if self._connected.wait(_CONNECT_WAIT_SLICE_S):
+                return True
+        return False
 
     def set(self, path: str, data: bytes, version: int = -1) -> int:
         self._check_open()
@@ -323,6 +429,10 @@ class ZooKeeperStore(MetadataStore):
 
     def _on_state(self, state: str) -> None:
         # Runs on kazoo's connection thread, which must not block: hand the work over.
+        if state == KazooState.CONNECTED:
+            self._connected.set()
+        else:
+            self._connected.clear()
         if state == KazooState.LOST:
             self._lost = True
         elif state == KazooState.CONNECTED and not self._closed:

@@ -222,6 +222,38 @@ class StoreContract:
         assert second.exists(seq) is None
         assert second.children("/brokers") == ["kept"]
 
+    # -- the writes a store retries ---------------------------------------------------------
+
+    def test_ensure_path_creates_what_is_missing_and_keeps_what_is_there(self, store):
+        store.ensure_path("/x/y/z", b"first")
+        assert store.get("/x/y/z") == (b"first", 0)
+        assert store.get("/x/y") == (b"", 0)
+        store.ensure_path("/x/y/z", b"second")
+        store.ensure_path("/x", b"ignored")
+        store.ensure_path("/")
+        assert store.get("/x/y/z") == (b"first", 0)
+        assert store.get("/x") == (b"", 0)
+
+    def test_checked_ephemeral_create_accepts_the_sessions_own_znode(self, store):
+        store.create("/ids")
+        created = store.create_checked_ephemeral("/ids/1", b"me")
+        assert store.get("/ids/1") == (b"me", 0)
+        assert created == store.creation_id("/ids/1")
+        assert store.create_checked_ephemeral("/ids/1", b"again") == created
+        assert store.get("/ids/1") == (b"me", 0)  # an earlier call's data is left as it is
+        with pytest.raises(NoChildrenForEphemeralsError):
+            store.create("/ids/1/child")
+
+    def test_checked_ephemeral_create_refuses_other_znodes(self, store):
+        store.create("/p", b"persistent")
+        with pytest.raises(NodeExistsError):
+            store.create_checked_ephemeral("/p", b"me")
+        with pytest.raises(NodeExistsError):
+            store.create_checked_ephemeral("/")
+        with pytest.raises(NoNodeError):
+            store.create_checked_ephemeral("/missing/child")
+        assert store.get("/p") == (b"persistent", 0)
+
     # -- multi -----------------------------------------------------------------------------
 
     def test_multi_applies_all_and_returns_results(self, store):

@@ -84,8 +84,13 @@ def test_brokers_register_ephemerally(tmp_path):
         assert [b.broker_id for b in metadata.brokers()] == [1000, 1001]
         assert metadata.brokers()[1].rack == "r1"
         assert stored_json(store, "/brokers/ids/1000")["timestamp"] == "12000"
+        epoch = metadata.broker_epoch
+        metadata.register_broker(broker(1000))  # this session's own: kept (a checked create)
+        assert metadata.broker_epoch == epoch > 0
+        store.create("/brokers/ids/1003", broker(1003).to_json(0))  # persistent: not ours
         with pytest.raises(BrokerIdInUseError):
-            metadata.register_broker(broker(1000))
+            metadata.register_broker(broker(1003))
+        store.delete("/brokers/ids/1003")
         metadata.unregister_broker(1001)
         assert [b.broker_id for b in metadata.brokers()] == [1000]
     with EmbeddedStore(tmp_path) as store:

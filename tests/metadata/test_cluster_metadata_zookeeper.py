@@ -1,15 +1,19 @@
 """ClusterMetadata on ZooKeeper: two brokers' caches follow each other's writes through watches,
-and a broker whose session expired registers itself again."""
+a broker whose session expired registers itself again, and one whose session is lost while
+it registers still registers."""
 
 from __future__ import annotations
 
 import pytest
 
+from kazoo.exceptions import ConnectionLoss
+
 from odradek.metadata.cluster_metadata import ClusterMetadata
+from odradek.metadata.errors import BrokerIdInUseError
 from odradek.metadata.layout import BrokerInfo, Endpoint, PartitionState
 from odradek.metadata.zookeeper_store import ZooKeeperStore
 from tests.metadata.store_contract import wait_for
-from tests.metadata.test_zookeeper_store import _expire_session
+from tests.metadata.test_zookeeper_store import _expire_session, interrupt_creates, lost
 
 
 def broker(broker_id: int) -> BrokerInfo:
@@ -62,3 +66,37 @@ def test_a_broker_registers_again_after_its_session_expired(zookeeper, two_broke
         ),
         "the re-registration",
     )
+
+
+def test_a_broker_registers_across_a_session_lost_while_it_registers(zookeeper, chroot):
+    """The first create is applied in the old session, then the session expires before the
+    answer: the znode went with the session, so the retry creates it in the new one, and the
+    broker epoch is that second creation's."""
+    first_creation = []
+
+    def applied_then_expired(real, *args, **kwargs):
+        real(*args, **kwargs)
+        first_creation.append(store._client.exists(args[0]).czxid)
+        _expire_session(zookeeper.hosts, store)
+        raise ConnectionLoss()
+
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        metadata = ClusterMetadata(store)
+        old_session = store._client.client_id[0]
+        left = interrupt_creates(store, lost, applied_then_expired)
+        metadata.register_broker(broker(1000))
+        assert left == []
+        _, stat = store._client.get("/brokers/ids/1000")
+        assert stat.ephemeralOwner == store._client.client_id[0] != old_session
+        assert metadata.broker_epoch == stat.czxid > first_creation[0]
+        assert [b.broker_id for b in metadata.brokers()] == [1000]
+        metadata.close()
+
+
+def test_a_broker_id_held_by_another_session_is_in_use(zookeeper, chroot, two_brokers):
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        metadata = ClusterMetadata(store)
+        with pytest.raises(BrokerIdInUseError):
+            metadata.register_broker(broker(1000))
+        assert metadata.broker_epoch == -1
+        metadata.close()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import SessionExpiredError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, SessionExpiredError
 
+from odradek.metadata import errors, zookeeper_store
 from odradek.metadata.errors import StoreUnavailableError
 from odradek.metadata.zookeeper_store import ZooKeeperStore
 from tests.metadata.store_contract import Recorder, StoreContract, wait_for
@@ -98,6 +99,78 @@ def test_a_watch_that_cannot_be_set_yet_is_set_on_the_new_session(zookeeper, chr
         assert before >= 1
         store.create("/brokers/1", ephemeral=True)
         wait_for(lambda: seen.count() > before, "the watch set on the new session")
+
+
+def interrupt_creates(store: ZooKeeperStore, *steps) -> list:
+    """Run each of ``steps`` in place of one of the store's next creates, in order, then let
+    creates through. A step is called with kazoo's real ``create`` and its arguments, so it can
+    fail as a lost connection or session would, before or after applying the create. Returns
+    the list of steps not used yet."""
+    real, left = store._client.create, list(steps)
+
+    def create(*args, **kwargs):
+        if left:
+            return left.pop(0)(real, *args, **kwargs)
+        return real(*args, **kwargs)
+
+    store._client.create = create
+    return left
+
+
+def lost(real, *args, **kwargs):
+    raise ConnectionLoss()
+
+
+def expired(real, *args, **kwargs):
+    raise SessionExpiredError()
+
+
+def applied_then_lost(real, *args, **kwargs):
+    real(*args, **kwargs)
+    raise ConnectionLoss()
+
+
+def phantom_exists(real, *args, **kwargs):
+    raise NodeExistsError()  # a znode that is gone by the time it is read
+
+
+def test_a_checked_create_is_retried_until_it_gets_through(zookeeper, chroot):
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        store.create("/ids")
+        left = interrupt_creates(store, lost, expired, phantom_exists)
+        created = store.create_checked_ephemeral("/ids/1", b"me")
+        assert left == []
+        assert created == store.creation_id("/ids/1")
+        data, stat = store._client.get("/ids/1")
+        assert data == b"me" and stat.ephemeralOwner == store._client.client_id[0]
+
+
+def test_a_create_whose_answer_was_lost_but_that_was_applied_succeeds(zookeeper, chroot):
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        left = interrupt_creates(store, applied_then_lost, applied_then_lost)
+        created = store.create_checked_ephemeral("/1", b"me")
+        store.ensure_path("/cluster/id", b"x")
+        assert left == []
+        assert created == store.creation_id("/1")
+        assert store.get("/cluster/id") == (b"x", 0)
+
+
+def test_a_checked_create_refuses_another_sessions_ephemeral(zookeeper, chroot):
+    with ZooKeeperStore(zookeeper.hosts, chroot) as other, \
+            ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        other.create("/1", b"other", ephemeral=True)
+        with pytest.raises(errors.NodeExistsError):
+            store.create_checked_ephemeral("/1", b"me")
+        assert other.get("/1") == (b"other", 0)
+
+
+def test_a_write_that_never_gets_through_is_store_unavailable(zookeeper, chroot, monkeypatch):
+    monkeypatch.setattr(zookeeper_store, "_WRITE_ATTEMPTS", 3)
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        left = interrupt_creates(store, *[lost] * 4)
+        with pytest.raises(StoreUnavailableError):
+            store.ensure_path("/a")
+        assert len(left) == 1 and store.exists("/a") is None
 
 
 def test_unreachable_server_is_store_unavailable():
