@@ -134,7 +134,8 @@ class AddPartitionsToTxnManager:
         """Send what waits for ``node``, one request at a time, until nothing waits."""
         batch: dict[str, _Pending] = {}
         try:
-            while not self._closed and (batch := self._waiting.pop(node, None)):
+            while not self._closed and node in self._waiting:
+                batch = self._waiting.pop(node)
                 answers = await self._send(node, batch)
                 for transactional_id, pending in batch.items():
                     pending.answer(answers.get(transactional_id, E.NETWORK_EXCEPTION))
