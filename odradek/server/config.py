@@ -133,7 +133,7 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("producer.id.expiration.ms", "int", 86400000, 1),
     _k("producer.id.expiration.check.interval.ms", "int", 600000, 1),
     _k("transaction.partition.verification.enable", "bool", True,
-       doc="accepted; partition leaders do not verify transactions (KIP-890)"),
+       doc="accepted, not honored: partition leaders always verify transactions (KIP-890)"),
     _k("transactional.id.expiration.ms", "int", 604800000, 1),
     _k("transaction.state.log.num.partitions", "int", 50, 1),
     _k("transaction.state.log.replication.factor", "int", 3, 1, doc="capped at the live brokers"),
