@@ -32,9 +32,14 @@ class TestZooKeeperStore(StoreContract):
 
 
 def _expire_session(hosts: str, store: ZooKeeperStore) -> None:
-    """Expire the store's session the way ZooKeeper's own tests do: a second client joins
+    """Expire the store's session (see `expire_client_session`)."""
+    expire_client_session(hosts, store._client)
+
+
+def expire_client_session(hosts: str, client: KazooClient) -> None:
+    """Expire a kazoo client's session the way ZooKeeper's own tests do: a second client joins
     it with the same id and password, then closes it."""
-    session_id, password = store._client.client_id
+    session_id, password = client.client_id
     intruder = KazooClient(hosts=hosts, client_id=(session_id, password))
     intruder.start(timeout=10)
     intruder.stop()
