@@ -152,7 +152,9 @@ class Broker(BrokerListeners):
             raise BrokerStartError(str(e)) from None
         await self.metrics.start()  # first: /v1/status/live answers during a long log recovery
         self.metadata = open_metadata(self.config)
-        self.cluster_id = self.metadata.cluster_id()
+        # off the loop (also the registration below): the store may wait for ZooKeeper to
+        # come back, and /v1/status/live should answer meanwhile
+        self.cluster_id = await self.loop.run_in_executor(None, self.metadata.cluster_id)
         from odradek.server.acl_authorizer import make_authorizer
         try:
             self.authorizer = make_authorizer(self.config, self.metadata.store, self.loop)
@@ -173,7 +175,7 @@ class Broker(BrokerListeners):
         self.log_dir_failures = LogDirFailureHandler(self)
         self.log_dir_failures.start()
         await self._listen()
-        self.metadata.register_broker(self.broker_info())
+        await self.loop.run_in_executor(None, self.metadata.register_broker, self.broker_info())
         await self._start_controller()
         from odradek.coordinator.group import GroupCoordinator
         self.group_coordinator = GroupCoordinator.start(self)
