@@ -133,7 +133,8 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("producer.id.expiration.ms", "int", 86400000, 1),
     _k("producer.id.expiration.check.interval.ms", "int", 600000, 1),
     _k("transaction.partition.verification.enable", "bool", True,
-       doc="accepted, not honored: partition leaders always verify transactions (KIP-890)"),
+       doc="partition leaders verify a transaction's first batch in a partition with its coordinator "
+       "(KIP-890, server/txn_verification.py)"),
     _k("transactional.id.expiration.ms", "int", 604800000, 1),
     _k("transaction.state.log.num.partitions", "int", 50, 1),
     _k("transaction.state.log.replication.factor", "int", 3, 1, doc="capped at the live brokers"),

@@ -10,6 +10,10 @@ a partition's first batch right behind its AddPartitionsToTxn on the same connec
 coordinator's broker leading the partition): the verification waits for the partitions that
 request is adding.
 
+``transaction.partition.verification.enable`` (Kafka's switch, dynamic) set to false turns
+verification off: batches are appended unverified, as before KIP-890, and odradek's feature
+(``protocol/features.py``) is no longer listed to clients (``enabled``).
+
 ``verification(broker, part, records, transactional_id)`` looks at the first batch header:
 nothing is checked (None) for a batch that is not transactional, or whose producer already
 has a transaction open in the partition. Otherwise the answer is a ``ProduceError`` to refuse
@@ -44,6 +48,7 @@ from odradek.records.batch import BATCH_HEADER_SIZE, MAGIC_OFFSET, read_header
 from odradek.replication.produce_validation import ProduceError
 
 E = ErrorCode
+ENABLE = "transaction.partition.verification.enable"
 _RETRY = frozenset({E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE,
                     E.NOT_COORDINATOR, E.NETWORK_EXCEPTION})
 
@@ -60,7 +65,7 @@ def verification(broker, part, records, transactional_id: str | None):
         return ProduceError(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                             "transactional records sent without a transactional id")
     coordinator = broker.txn_coordinator
-    if coordinator is None:
+    if coordinator is None or not enabled(broker):
         return None
     if part.producer_state.in_transaction(header.producer_id):
         # Its transaction is open here, but if it is being ended the batch belongs to the next
@@ -79,6 +84,11 @@ def verification(broker, part, records, transactional_id: str | None):
     if isinstance(answer, ErrorCode):
         return _refusal(answer)
     return asyncio.ensure_future(_verified(answer))
+
+
+def enabled(broker) -> bool:
+    """``transaction.partition.verification.enable``, dynamic broker configs applied."""
+    return broker.effective_config()[ENABLE]
 
 
 async def _verified(answer) -> None:

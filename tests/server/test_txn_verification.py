@@ -176,3 +176,16 @@ def test_odradek_features_are_listed_to_odradek_clients_only(c, software, listed
     r = c.call(ApiKey.API_VERSIONS, 3, client_software_name=software, client_software_version="1.0")
     features = {f.name: (f.min_version, f.max_version) for f in r.supported_features}
     assert features == ({TRANSACTION_VERIFICATION: (1, 1)} if listed else {})
+
+
+def test_verification_switched_off_appends_unverified_and_is_not_listed(tmp_path):
+    """``transaction.partition.verification.enable=false``: as before KIP-890."""
+    with InProcessBroker(tmp_path / "data", transaction_partition_verification_enable="false") as b:
+        create_topic(b, TOPIC, 1)
+        with WireClient(b.port) as c:
+            r = c.call(ApiKey.API_VERSIONS, 3, client_software_name=CLIENT_SOFTWARE_NAME, client_software_version="1")
+            assert r.supported_features == []
+            t, pid, epoch = started(c)
+            r = c.call(ApiKey.PRODUCE, 8, **produce_request(t, batch([b"unverified"], pid, epoch, 0, True)))
+            assert produce_error(r) == E.NONE
+            assert not stable(c, 0)  # the transaction the coordinator never heard of is open here

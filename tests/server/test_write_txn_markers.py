@@ -2,7 +2,11 @@
 produce, WriteTxnMarkers (as a coordinator sends it), read_committed Fetch (the LSO and
 ``aborted_transactions``), ListOffsets by isolation level, DescribeProducers; real
 read_committed consumers (kafka-python, confluent-kafka) see only committed records; an open
-transaction and the aborted index survive a kill -9 (the index even when its files are lost)."""
+transaction and the aborted index survive a kill -9 (the index even when its files are lost).
+
+The transactions here are made up (no coordinator ever heard of their producer ids), so the
+brokers run with ``transaction.partition.verification.enable=false`` (KIP-890 verification
+off), as Kafka's own marker tests do; verification is tested in test_txn_verification.py."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ LO = module("ListOffsetsRequest")
 WM = module("WriteTxnMarkersRequest")
 DP = module("DescribeProducersRequest")
 T0 = 1_700_000_000_000
+UNVERIFIED = {"transaction_partition_verification_enable": "false"}
 
 
 def batch(values, pid=-1, epoch=-1, seq=-1, transactional=False) -> bytes:
@@ -92,7 +97,7 @@ def create_topic(broker, name: str, partitions: int = 1) -> None:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with InProcessBroker(tmp_path_factory.mktemp("txn-markers") / "data") as b:
+    with InProcessBroker(tmp_path_factory.mktemp("txn-markers") / "data", **UNVERIFIED) as b:
         yield b
 
 
@@ -224,7 +229,7 @@ def test_real_read_committed_consumers_see_only_committed_records(broker, client
 
 def test_open_transaction_and_aborted_index_survive_kill_minus_nine(tmp_path):
     data = tmp_path / "data"
-    first = BrokerProcess(data).start()
+    first = BrokerProcess(data, **UNVERIFIED).start()
     try:
         port = int(first.bootstrap.rsplit(":", 1)[1])
         with WireClient(port) as c:
@@ -238,7 +243,7 @@ def test_open_transaction_and_aborted_index_survive_kill_minus_nine(tmp_path):
         first.kill()
     for path in glob.glob(str(data / "**" / "*.txnindex"), recursive=True):
         os.unlink(path)  # the replay of the log after the unclean stop puts the entries back
-    with BrokerProcess(data) as second:
+    with BrokerProcess(data, **UNVERIFIED) as second:
         port = int(second.bootstrap.rsplit(":", 1)[1])
         with WireClient(port) as c:
             t = Txn(c, "durable-txn")
