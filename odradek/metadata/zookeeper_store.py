@@ -82,12 +82,13 @@ _CONNECT_WAIT_SLICE_S = 0.25
 T = TypeVar("T")
 
 
-class _Vanished(Exception):
-    """The znode a checked create found went away before it was read: create it again."""
+class _Inconclusive(Exception):
+    """A checked create's attempt proved nothing (the znode went away before it was read, or
+    the session changed during the attempt): try again."""
 
 
-# Failures for want of a connection: the write may or may not have been applied.
-_TRANSIENT = (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, _Vanished)
+# Failures for want of a connection (the write may or may not have been applied), and the above.
+_TRANSIENT = (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, _Inconclusive)
 
 
 def translate(exc: Exception) -> Exception:
@@ -258,25 +259,31 @@ class ZooKeeperStore(MetadataStore):
         """One attempt of `create_checked_ephemeral`: create, then read the znode's owner.
 
         The owner is read even after a create that succeeded, so the creation id returned is
-        that of a znode of the session that answered (a create answered just before its
-        session expired finds the znode gone and makes it again).
+        that of a znode this session holds now (a create answered in a session that expired
+        since finds the znode gone, and the next attempt makes it again). The session is the
+        same before and after the attempt, so the read was answered in it (a lost session
+        never comes back).
         """
+        session = self._session_id()
         try:
             self._client.create(path, data, ephemeral=True)
         except kz.NodeExistsError:
             pass  # ours (an attempt applied but unanswered) or another session's: look
         stat = self._client.exists(path)
-        if stat is None:
-            raise _Vanished(path)
-        session = self._client.client_id
-        if session is None:
-            raise kz.ConnectionLoss("no session to compare the znode's owner with")
-        if stat.ephemeralOwner != session[0]:
+        if stat is None or self._session_id() != session:
+            raise _Inconclusive(path)
+        if stat.ephemeralOwner != session:
             raise errors.NodeExistsError(
                 f"{path} is held by ZooKeeper session 0x{stat.ephemeralOwner:x}, "
-                f"not by this one (0x{session[0]:x})"
+                f"not by this one (0x{session:x})"
             )
         return stat.czxid
+
+    def _session_id(self) -> int:
+        current = self._client.client_id  # None while kazoo has no live session
+        if current is None:
+            raise kz.ConnectionLoss("no ZooKeeper session")
+        return current[0]
 
     def _retried_write(self, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` until it is answered; see the module docstring for the bounds.
@@ -293,7 +300,7 @@ class ZooKeeperStore(MetadataStore):
                     failure = exc
                 if tries == _WRITE_ATTEMPTS:
                     break
-                log.info("a ZooKeeper write failed for want of a connection (%r); retrying", failure)
+                log.info("a ZooKeeper write got no answer (%r); retrying once connected", failure)
                 time.sleep(delay)  # also lets the state listener see the connection go
                 delay = min(delay * 2, _WRITE_BACKOFF_MAX_S)
                 if not self._wait_connected():
