@@ -154,12 +154,14 @@ def test_ab_of_the_working_tree_against_head_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setattr(revision, "ROOT", tmp_path / "ab")
     args = ab.parse_args(["HEAD", "--records", "20000", "--reps", "1",
                           "--workloads", "produce,consume"])
+    # HEAD as the run resolves it, at its start: a commit made in the checkout while the run
+    # goes on (another session's) moves HEAD but not the run's side B.
+    head = revision.resolve("HEAD")
     try:
         results = ab.run_ab(args, Console(quiet=True), results_dir=tmp_path)
     finally:
         worktrees = revision.prune(revision.ROOT)
     assert len(worktrees) == 1
-    head = revision.resolve("HEAD")
     assert results["sides"]["A"]["path"] == str(REPO)
     assert results["sides"]["B"]["path"] == str(revision.ROOT / head[:12])
     assert results["sides"]["B"]["sha"] == head
