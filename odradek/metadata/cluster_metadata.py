@@ -189,18 +189,18 @@ class ClusterMetadata:
         with self._registration_lock:
             # Set first: a new session opened during the create registers again (it waits for
             # the lock, and its checked create then finds the znode ours, or makes it).
-            self._registered = info
+            previous, self._registered = self._registered, info
             try:
                 self.broker_epoch = self.store.create_checked_ephemeral(
                     layout.broker_path(info.broker_id), info.to_json(self._now_ms())
                 )
             except NodeExistsError:
-                self._registered = None
+                self._registered = previous
                 raise BrokerIdInUseError(
                     f"broker id {info.broker_id} is registered by a live broker"
                 ) from None
             except BaseException:
-                self._registered = None
+                self._registered = previous
                 raise
         self.cache.refresh_brokers()
 
