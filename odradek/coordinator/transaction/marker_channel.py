@@ -4,9 +4,9 @@ Kafka's ``TransactionMarkerChannelManager``. Once a transaction is PrepareCommit
 PrepareAbort, every partition in it needs an end-transaction marker (a control batch,
 written by the partition's leader). ``write_markers`` sends WriteTxnMarkers v1 **over the
 wire** to each partition's current leader (one connection per broker on the inter-broker
-listener, one request per leader per round with all that leader's partitions of the
-transaction); the partitions this broker leads get theirs in-process, through the code the
-WriteTxnMarkers handler runs (``server.txn_marker_writer``: same checks, append,
+listener, ``server.inter_broker_connections``; one request per leader per round with all
+that leader's partitions of the transaction); the partitions this broker leads get theirs
+in-process, through the code the WriteTxnMarkers handler runs (``server.txn_marker_writer``: same checks, append,
 producer-state update, wait for the ISR and offsets completion, only no round trip). It
 repeats for the partitions not done yet, with a short back-off and the leaders looked up
 again, until every partition is done or gone:
@@ -38,6 +38,7 @@ from odradek.protocol.generated.write_txn_markers_request import (
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
 )
+from odradek.server.inter_broker_connections import InterBrokerConnections
 from odradek.server.txn_marker_writer import MarkerWrite, write_markers
 
 log = logging.getLogger("odradek.coordinator.transaction")
@@ -51,15 +52,12 @@ class TransactionMarkerChannel:
         self.broker = broker
         self.retry_backoff_s = retry_backoff_s
         self.request_timeout_s = request_timeout_s
-        self._connections: dict[int, object] = {}
-        self._connecting: dict[int, asyncio.Lock] = {}
+        self.connections = InterBrokerConnections(broker, "txn-markers", request_timeout_s)
         self._closed = False
 
     def close(self) -> None:
         self._closed = True
-        for conn in self._connections.values():
-            conn.abort()
-        self._connections.clear()
+        self.connections.close()
 
     async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                             partitions, still_valid: Callable[[], bool],
@@ -151,7 +149,7 @@ class TransactionMarkerChannel:
                                            for t, ps in topics.items()],
                                    coordinator_epoch=coordinator_epoch)
         try:
-            conn = await self._connection(leader)
+            conn = await self.connections.get(leader)
             theirs = conn.broker_versions.get(ApiKey.WRITE_TXN_MARKERS)
             if theirs is None or theirs[1] < MARKER_VERSION:
                 raise UnsupportedVersionError(f"broker {leader} does not serve WriteTxnMarkers v1")
@@ -159,7 +157,7 @@ class TransactionMarkerChannel:
                                        version=MARKER_VERSION, timeout=self.request_timeout_s)
         except (KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError, OSError, TimeoutError) as e:
             log.debug("WriteTxnMarkers to broker %d failed: %s", leader, e)
-            self._drop(leader)
+            self.connections.drop(leader)
             return {tp: ErrorCode.NETWORK_EXCEPTION for tp in tps}
         answers = {tp: ErrorCode.UNKNOWN_SERVER_ERROR for tp in tps}
         for result in response.markers:
@@ -170,38 +168,6 @@ class TransactionMarkerChannel:
                     if (t.name, p.partition_index) in answers:
                         answers[(t.name, p.partition_index)] = _error(p.error_code)
         return answers
-
-    async def _connection(self, broker_id: int):
-        from odradek.client.connection import BrokerConnection
-        from odradek.replication.replica_fetcher import inter_broker_endpoint
-
-        conn = self._connections.get(broker_id)
-        if conn is not None and not conn.closed:
-            return conn
-        lock = self._connecting.setdefault(broker_id, asyncio.Lock())
-        async with lock:
-            conn = self._connections.get(broker_id)
-            if conn is not None and not conn.closed:
-                return conn
-            address = inter_broker_endpoint(self.broker, broker_id)
-            if address is None:
-                raise KafkaConnectionError(f"broker {broker_id} is not registered")
-            conn = BrokerConnection(address[0], address[1], node_id=broker_id,
-                                    client_id=f"broker-{self.broker.broker_id}-txn-markers",
-                                    request_timeout=self.request_timeout_s,
-                                    ssl_context=getattr(self.broker, "inter_broker_ssl", None),
-                                    sasl=getattr(self.broker, "inter_broker_sasl", None))
-            await conn.connect(self.request_timeout_s)
-            if self._closed:
-                conn.abort()
-                raise KafkaConnectionError("marker channel closed")
-            self._connections[broker_id] = conn
-            return conn
-
-    def _drop(self, broker_id: int) -> None:
-        conn = self._connections.pop(broker_id, None)
-        if conn is not None:
-            conn.abort()
 
 
 async def _after_this_iteration() -> None:

@@ -57,7 +57,7 @@ def test_markers_for_own_partitions_never_go_over_the_wire(broker, topic_name):
     assert read_committed(broker.bootstrap, topic_name) == [b"v0", b"v2"]
     with Consumer(broker.bootstrap, group_id=group) as reader:
         assert reader.committed(TopicPartition(topic_name, 0)).offset == 3
-    assert broker.broker.txn_coordinator.markers._connections == {}
+    assert broker.broker.txn_coordinator.markers.connections._connections == {}
 
 
 def test_fencing_and_retries_as_over_the_wire(broker, topic_name):
