@@ -6,8 +6,9 @@ written by the partition's leader). ``write_markers`` sends WriteTxnMarkers v1 *
 wire** to each partition's current leader (one connection per broker on the inter-broker
 listener, ``server.inter_broker_connections``; one request per leader per round with all
 that leader's partitions of the transaction); the partitions this broker leads get theirs
-in-process, through the code the WriteTxnMarkers handler runs (``server.txn_marker_writer``: same checks, append,
-producer-state update, wait for the ISR and offsets completion, only no round trip). It
+in-process, through the code the WriteTxnMarkers handler runs (``server.txn_marker_writer``:
+same checks, append, producer-state update, wait for the ISR and offsets completion, only no
+round trip). It
 repeats for the partitions not done yet, with a short back-off and the leaders looked up
 again, until every partition is done or gone:
 
