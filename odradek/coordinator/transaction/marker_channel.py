@@ -8,9 +8,8 @@ listener, ``server.inter_broker_connections``; one request per leader per round 
 that leader's partitions of the transaction); the partitions this broker leads get theirs
 in-process, through the code the WriteTxnMarkers handler runs (``server.txn_marker_writer``:
 same checks, append, producer-state update, wait for the ISR and offsets completion, only no
-round trip). It
-repeats for the partitions not done yet, with a short back-off and the leaders looked up
-again, until every partition is done or gone:
+round trip). It repeats for the partitions not done yet, with a short back-off and the
+leaders looked up again, until every partition is done or gone:
 
     NONE                                      done
     partition's topic deleted                 gone (no marker needed)
