@@ -2,14 +2,19 @@
 broker: each ``Transactions`` entry answered on its own; ``VerifyOnly`` entries per partition
 (in the transaction, not added, fenced, unknown producer id); entries without it add the
 partitions as v3 does; unknown partitions and empty ids; CLUSTER_ACTION required when an
-authorizer is on."""
+authorizer is on. With v4-v5 advertised, every client library's transactional producer still
+asks at v3 or below (v4+ is for brokers)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from odradek.client import Producer as OdradekProducer
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode as E
+from odradek.server.handlers import HANDLERS
 from odradek.testing.broker import InProcessBroker
 from tests.server.group_wire import WireClient
 from tests.server.test_txn_coordinator_protocol import APT, add, end, started
@@ -92,3 +97,52 @@ def test_cluster_action_is_required_with_an_authorizer(tmp_path):
             assert (r.error_code, r.results_by_transaction) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
             # the clients' versions are still checked against the transactional id's ACLs
             assert add(c, "t", 1, 0, [(TOPIC, 0)]) == {(TOPIC, 0): E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+
+
+def test_client_libraries_ask_at_the_client_versions(broker, monkeypatch):
+    """confluent-kafka (librdkafka), kafka-python, aiokafka and odradek's own producer each
+    commit a transaction; every AddPartitionsToTxn they sent was v0-v3."""
+    from aiokafka import AIOKafkaProducer
+    from confluent_kafka import Producer as ConfluentProducer
+    from kafka import KafkaProducer
+
+    versions: dict[str, set[int]] = {}
+    handle = HANDLERS[ApiKey.ADD_PARTITIONS_TO_TXN]
+
+    def recorded(ctx, request):
+        versions.setdefault(ctx.client_id or "", set()).add(ctx.api_version)
+        return handle(ctx, request)
+    monkeypatch.setitem(HANDLERS, ApiKey.ADD_PARTITIONS_TO_TXN, recorded)
+
+    confluent = ConfluentProducer({"bootstrap.servers": broker.bootstrap, "transactional.id": "v-ck",
+                                   "client.id": "librdkafka"})
+    confluent.init_transactions(30)
+    confluent.begin_transaction()
+    confluent.produce(TOPIC, b"ck", partition=0)
+    confluent.commit_transaction(30)
+
+    kp = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="v-kp", client_id="kafka-python")
+    kp.init_transactions()
+    kp.begin_transaction()
+    kp.send(TOPIC, b"kp", partition=0)
+    kp.commit_transaction()
+    kp.close()
+
+    async def aiokafka() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="v-aio", client_id="aiokafka")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait(TOPIC, b"aio", partition=0)
+        finally:
+            await producer.stop()
+    asyncio.run(aiokafka())
+
+    with OdradekProducer(broker.bootstrap, transactional_id="v-odradek", client_id="odradek") as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(TOPIC, b"odradek", partition=0)
+        producer.commit_transaction()
+
+    assert set(versions) == {"librdkafka", "kafka-python", "aiokafka", "odradek"}
+    assert all(v <= {0, 1, 2, 3} for v in versions.values()), versions
