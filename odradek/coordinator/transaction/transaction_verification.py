@@ -2,11 +2,13 @@
 (KIP-890 part 1), mixed into ``TransactionCoordinator``.
 
 A partition leader asks before appending the first transactional batch of a transaction in a
-partition (``server/txn_verification.py``): ``verify`` tells whether the partition is in the
-Ongoing transaction of that producer id and epoch, waiting first for an AddPartitionsToTxn
-naming it that is being written (``_in_flight``) or waiting itself for the previous
-transaction to end (``_deferred``). ``ending`` tells whether the id's transaction is being
-ended (a batch then belongs to the next one). The coordinator's state lives in the
+partition: in-process when the leader is this broker (``server/txn_verification.py``), with
+AddPartitionsToTxn v4+ ``VerifyOnly`` from other brokers (``server/handlers/
+add_partitions_to_txn.py``, sent by their ``AddPartitionsToTxnManager``). ``verify`` tells
+whether the partition is in the Ongoing transaction of that producer id and epoch, waiting
+first for an AddPartitionsToTxn naming it that is being written (``_in_flight``) or waiting
+itself for the previous transaction to end (``_deferred``). ``ending`` tells whether the
+id's transaction is being ended (a batch then belongs to the next one). The coordinator's state lives in the
 coordinator (``_in_flight``, ``_completing``, ``_deferred``, ``_settling``, ``_slot_for``).
 """
 
