@@ -54,6 +54,10 @@ PERMITTED = {"generate": ("disable_rack_aware",),
 OPTIONS = ("topics_to_move_json_file", "broker_list", "reassignment_json_file", "disable_rack_aware", "throttle",
            "additional", "timeout", "preserve_throttles", "replica_alter_log_dirs_throttle", "wait", "no_progress")
 WAIT_POLL_S = 0.5  # between ListPartitionReassignments while waiting: cheap, at the controller
+# After --wait saw the moves done: how long (at most) and how often the brokers' metadata is read
+# until it shows the new replicas (a broker learns them from its ZooKeeper watch, milliseconds
+# after the controller stops listing the move).
+SETTLE_S, SETTLE_POLL_S = 10.0, 0.05
 BROKER_THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
                     "replica.alter.log.dirs.io.max.bytes.per.second")
 TOPIC_THROTTLES = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -189,6 +193,7 @@ def _execute(admin, args) -> int:
     print(f"Successfully started partition reassignment{'' if len(proposed) == 1 else 's'} for {names}")
     if args.wait:
         _wait(admin, list(proposed), args)
+        _settle(admin, proposed)
         print("\n".join(_status_lines(admin, list(proposed.items()), admin.list_partition_reassignments())))
     return 0
 
@@ -244,10 +249,26 @@ def _wait(admin, partitions: list, args) -> None:
             time.sleep(WAIT_POLL_S)
 
 
+def _settle(admin, targets: dict) -> None:
+    """Until the metadata shows each partition of ``targets`` at its target replicas, for at
+    most `SETTLE_S`. The controller writes a finished move's replicas to ZooKeeper before it
+    stops listing the move, but the broker answering Metadata has them from its watch a moment
+    later, and the status printed next would call the move not done. A partition of a deleted
+    topic is not waited for, one that another move took elsewhere not past `SETTLE_S`: its
+    status then says where it is."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        current = _replicas_of_topics_lenient(admin, {tp.topic for tp in targets})
+        if all(current.get(tp, target) == target for tp, target in targets.items()) or time.monotonic() >= deadline:
+            return
+        time.sleep(SETTLE_POLL_S)
+
+
 def _verify(admin, args) -> int:
     targets = parse_reassignment(_read(args.reassignment_json_file))
     if args.wait:
         _wait(admin, [tp for tp, _ in targets], args)
+        _settle(admin, dict(targets))
     ongoing = admin.list_partition_reassignments()
     print("\n".join(_status_lines(admin, targets, ongoing)))
     print()  # Kafka's (empty) status of replica moves between log directories
