@@ -2,7 +2,11 @@
 partition's leader are different brokers: the leader asks the coordinator's broker with
 AddPartitionsToTxn v4+ ``VerifyOnly`` over the inter-broker listener.
 
-Two brokers; ``__transaction_state`` has one partition, so one broker coordinates every
+Two brokers, secured as in production: the inter-broker listener ``INTERNAL`` is TLS with
+client certificates required, the brokers' certificate names their super user, and
+CLUSTER_ACTION is denied to everyone else (the clients are User:ANONYMOUS on PLAINTEXT, where
+AddPartitionsToTxn v4+ is refused), so a verification only succeeds when sent as the broker
+over ``INTERNAL``. ``__transaction_state`` has one partition, so one broker coordinates every
 transactional id, and the topic's partitions are led by the other. A transactional batch
 sent straight at the leader for a partition never added is refused (INVALID_TXN_STATE), one
 with a stale epoch too (INVALID_PRODUCER_EPOCH), and neither leaves a transaction open there;
@@ -17,16 +21,21 @@ import time
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
 from odradek.client import AdminClient, NewTopic
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode as E
 from odradek.records.builder import BatchSpec, build_batch
 from odradek.records.record import Record
+from tests.server.cluster.broker_node import free_port
+from tests.server.cluster.cluster_clients import admin as confluent_admin
 from tests.server.cluster.harness import wait_until
 from tests.server.group_wire import WireClient
+from tests.server.test_add_partitions_to_txn_verify_only import entry
 from tests.server.test_txn_coordinator_protocol import add, end, init
 from tests.server.test_write_txn_markers import Txn
+from tests.server.tls_certs import make_pki
 from tests.server.txn_clients import confluent_values, kafka_python_values, values_only
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,6 +45,7 @@ TOPIC = "verified-elsewhere"
 TXN_STATE = "__transaction_state"
 PROPS = {"transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
          "transaction.state.log.min.isr": "1", "offsets.topic.replication.factor": "1"}
+BROKER_PRINCIPAL = "User:CN=localhost,O=Odradek Tests,C=US"  # tls_certs.make_pki's server certificate
 
 
 def batch(values, pid: int, epoch: int) -> bytes:
@@ -60,12 +70,42 @@ def produce_when_known(txn: Txn, records: bytes, tid: str) -> E:
     return answer[0]
 
 
+def secured(pki: dict[str, str]) -> dict[str, str]:
+    return {**PROPS, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
+            "inter.broker.listener.name": "INTERNAL", "listener.name.internal.ssl.client.auth": "required",
+            "ssl.keystore.type": "PEM", "ssl.keystore.location": pki["server"],
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"],
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": BROKER_PRINCIPAL, "allow.everyone.if.no.acl.found": "true"}
+
+
+def deny_cluster_action(cluster) -> None:
+    """Deny CLUSTER_ACTION to User:ANONYMOUS, and wait until both brokers refuse it
+    AddPartitionsToTxn v5 on PLAINTEXT."""
+    deny = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                      AclOperation.CLUSTER_ACTION, AclPermissionType.DENY)
+    client = confluent_admin(cluster.bootstrap)
+    for future in client.create_acls([deny]).values():
+        future.result(20)
+
+    def refused(broker_id: int) -> bool:
+        with WireClient(cluster[broker_id].port) as c:
+            r = c.call(ApiKey.ADD_PARTITIONS_TO_TXN, 5, transactions=[entry("t", 0, 0, [0], topic=TOPIC)])
+        return r.error_code == E.CLUSTER_AUTHORIZATION_FAILED
+    for broker_id in BROKERS:
+        wait_until(lambda: refused(broker_id), 20, f"broker {broker_id} to deny CLUSTER_ACTION")
+
+
 def stable(txn: Txn) -> bool:
     return txn.latest(isolation=1) == txn.latest(isolation=0)
 
 
-def test_a_leader_verifies_with_the_coordinator_on_another_broker(make_cluster):
-    cluster = make_cluster(PROPS).start(BROKERS)
+def test_a_leader_verifies_with_the_coordinator_on_another_broker(make_cluster, tmp_path):
+    cluster = make_cluster(secured(make_pki(tmp_path / "pki")))
+    for broker_id in BROKERS:
+        node = cluster.add_broker(broker_id)
+        node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{free_port()}"
+    cluster.start(BROKERS)
     tid = "verified-elsewhere-raw"
     with WireClient(cluster[1].port) as c:
         c.call(ApiKey.FIND_COORDINATOR, 3, key=tid, key_type=1)  # creates __transaction_state
@@ -75,6 +115,7 @@ def test_a_leader_verifies_with_the_coordinator_on_another_broker(make_cluster):
     with AdminClient(cluster.bootstrap) as admin:
         admin.create_topics([NewTopic(TOPIC, replica_assignment={0: [leader], 1: [leader]})])
     cluster.wait_topic_ready(TOPIC, 2)
+    deny_cluster_action(cluster)
 
     with WireClient(cluster[coordinator].port) as coord, WireClient(cluster[leader].port) as lead:
         init(coord, tid)
