@@ -21,7 +21,8 @@ older epoch is answered INVALID_PRODUCER_EPOCH at once (fenced), as Kafka does.
 Answers, per partition: the coordinator's error code (``txn_verification`` maps it for the
 producer), with these for failures of the request itself:
 
-    connection refused, lost, timed out        NETWORK_EXCEPTION (retriable)
+    connection refused, lost, timed out,       NETWORK_EXCEPTION (retriable)
+    TLS or SASL failed
     top-level CLUSTER_AUTHORIZATION_FAILED     INVALID_TXN_STATE (the producer must not see it)
     other top-level error                      that error
     a partition missing from the answer        NETWORK_EXCEPTION
@@ -35,7 +36,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from odradek.client.errors import KafkaError
 from odradek.coordinator.partitioner import partition_for
 from odradek.metadata.layout import NO_LEADER
 from odradek.metadata.topic_name import TRANSACTION_STATE_TOPIC
@@ -140,6 +141,9 @@ class AddPartitionsToTxnManager:
                 for transactional_id, pending in batch.items():
                     pending.answer(answers.get(transactional_id, E.NETWORK_EXCEPTION))
                 batch = {}
+        except Exception:  # noqa: BLE001 - a bug here must not leave produce requests waiting
+            self.broker.log_limiter.error(log, ("txn-verification-bug", node), "verifying with broker %d failed",
+                                          node, exc_info=True)
         finally:
             for pending in batch.values():  # cancelled mid-request, or an unexpected error
                 pending.answer(E.NETWORK_EXCEPTION)
@@ -160,7 +164,7 @@ class AddPartitionsToTxnManager:
             version = min(theirs[1], LATEST_VERSION)
             response = await conn.send(ApiKey.ADD_PARTITIONS_TO_TXN, _request(batch), version=version,
                                        timeout=self.request_timeout_s)
-        except (KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError, OSError, TimeoutError) as e:
+        except (KafkaError, OSError, TimeoutError) as e:  # refused, lost, timed out, TLS or SASL failed
             log.debug("AddPartitionsToTxn to broker %d failed: %s", node, e)
             self.connections.drop(node)
             return dict.fromkeys(batch, E.NETWORK_EXCEPTION)

@@ -151,6 +151,7 @@ def test_failures_of_the_request():
         assert await one(KafkaConnectionError("refused")) == E.NETWORK_EXCEPTION
         assert await one(FakeConnection(answer=lambda body: TimeoutError())) == E.NETWORK_EXCEPTION
         assert await one(FakeConnection(answer=lambda body: denied)) == E.INVALID_TXN_STATE
+        assert await one(FakeConnection(answer=lambda body: None)) == E.NETWORK_EXCEPTION  # a bug: still answered
         # a coordinator's broker without AddPartitionsToTxn v4 cannot verify: appended unverified
         old = FakeConnection(max_version=3)
         assert await one(old) == E.NONE and old.requests == []
