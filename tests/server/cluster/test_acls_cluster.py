@@ -52,8 +52,8 @@ def test_an_acl_made_on_one_broker_holds_on_every_broker(make_cluster):
                             "allow.everyone.if.no.acl.found": "true"})
     cluster.start([1, 2])
     create_topic(cluster.bootstrap, "guarded", 2, 2)
-    # CreateTopics answers once the broker asked knows the topic; the other learns it (from the
-    # controller's UpdateMetadata) a moment later. Each partition's leader is asked below.
+    # CreateTopics answers once the broker asked knows the topic; the other learns it from its
+    # ZooKeeper watches a moment later. Each partition's leader is asked below.
     for broker_id in (1, 2):
         wait_until(lambda: _partitions_led_known_by(cluster[broker_id].bootstrap, "guarded") == 2, 20,
                    f"broker {broker_id} knowing guarded's leaders")
