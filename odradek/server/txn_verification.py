@@ -121,7 +121,7 @@ def _refusal(code: ErrorCode) -> ProduceError | None:
     if code in _RETRY:
         return ProduceError(E.NOT_ENOUGH_REPLICAS, "unable to verify that the partition was added to the "
                             f"transaction: {code.name}")
-    if code == E.TRANSACTION_ABORTABLE:
+    if code in (E.TRANSACTION_ABORTABLE, E.INVALID_TXN_STATE):  # INVALID_TXN_STATE: a v4 coordinator's word
         return ProduceError(E.INVALID_TXN_STATE, "the partition was not added to the transaction")
     if code == E.PRODUCER_FENCED:
         return ProduceError(E.INVALID_PRODUCER_EPOCH, "the producer's epoch is fenced")
