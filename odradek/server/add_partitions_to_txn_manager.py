@@ -28,13 +28,23 @@ producer), with these for failures of the request itself:
     a partition missing from the answer        NETWORK_EXCEPTION
     the broker serves AddPartitionsToTxn < v4  NONE: it cannot verify, the batch is appended
                                                unverified (as Kafka skips verification)
+
+Metrics (``metric_families``, Kafka's ``AddPartitionsToTxnManager`` meters, as the JMX
+exporter names them): ``kafka_server_addpartitionstotxnmanager_verificationfailurerate_total``,
+the partitions answered with an error (Kafka's VerificationFailureRate), and the histogram
+``kafka_server_addpartitionstotxnmanager_verificationtimems``, per transactional id and
+request, from its first verification asked for to the answer (VerificationTimeMs). Only
+verifications sent to other brokers count: those of transactions coordinated here are
+in-process (Kafka sends those over the network too).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from time import perf_counter
 
 from odradek.client.errors import KafkaError
 from odradek.coordinator.partitioner import partition_for
@@ -48,6 +58,7 @@ from odradek.protocol.generated.add_partitions_to_txn_request import (
 )
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server.inter_broker_connections import InterBrokerConnections
+from odradek.server.metrics.request_metrics import BUCKETS_MS
 
 log = logging.getLogger("odradek.server.txn_verification")
 E = ErrorCode
@@ -64,13 +75,18 @@ class _Pending:
     producer_id: int
     producer_epoch: int
     partitions: dict[TopicPartition, list[asyncio.Future]] = field(default_factory=dict)
+    started: float = field(default_factory=perf_counter)
 
-    def answer(self, errors: dict[TopicPartition, ErrorCode] | ErrorCode) -> None:
+    def answer(self, errors: dict[TopicPartition, ErrorCode] | ErrorCode) -> int:
+        """Answer every future; the number of partitions answered with an error."""
+        failed = 0
         for tp, futures in self.partitions.items():
             error = errors if isinstance(errors, ErrorCode) else errors.get(tp, E.NETWORK_EXCEPTION)
+            failed += error != E.NONE
             for future in futures:
                 if not future.done():
                     future.set_result(error)
+        return failed
 
 
 class AddPartitionsToTxnManager:
@@ -81,6 +97,9 @@ class AddPartitionsToTxnManager:
         self._waiting: dict[int, dict[str, _Pending]] = {}  # broker id -> transactional id -> pending
         self._sending: dict[int, asyncio.Task] = {}  # broker id -> the task sending to it
         self._closed = False
+        self.failures = 0  # partitions answered with an error
+        self.time_buckets = [0] * (len(BUCKETS_MS) + 1)  # verification times per BUCKETS_MS bound, then +Inf
+        self.time_ms = 0.0
 
     def coordinator_of(self, transactional_id: str) -> int:
         """The broker id leading ``transactional_id``'s ``__transaction_state`` partition, as
@@ -107,8 +126,9 @@ class AddPartitionsToTxnManager:
         pending = waiting.get(transactional_id)
         if pending is not None and (pending.producer_id, pending.producer_epoch) != (producer_id, producer_epoch):
             if producer_epoch < pending.producer_epoch and producer_id == pending.producer_id:
+                self.failures += 1
                 return E.INVALID_PRODUCER_EPOCH  # fenced by the verification already waiting
-            pending.answer(E.INVALID_PRODUCER_EPOCH)  # a newer producer of the id fences it
+            self._answer(pending, E.INVALID_PRODUCER_EPOCH)  # a newer producer of the id fences it
             pending = None
         if pending is None:
             pending = waiting[transactional_id] = _Pending(producer_id, producer_epoch)
@@ -127,9 +147,33 @@ class AddPartitionsToTxnManager:
         self._sending.clear()
         for waiting in self._waiting.values():
             for pending in waiting.values():
-                pending.answer(E.NETWORK_EXCEPTION)
+                self._answer(pending, E.NETWORK_EXCEPTION)
         self._waiting.clear()
         self.connections.close()
+
+    def _answer(self, pending: _Pending, errors) -> None:
+        self.failures += pending.answer(errors)
+        ms = (perf_counter() - pending.started) * 1000
+        self.time_buckets[bisect_left(BUCKETS_MS, ms)] += 1
+        self.time_ms += ms
+
+    def metric_families(self) -> list:
+        """The two families of the module's docstring, for the broker's collector."""
+        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+        failures = CounterMetricFamily("kafka_server_addpartitionstotxnmanager_verificationfailurerate",
+                                       "Partitions whose verification with another broker's transaction "
+                                       "coordinator failed (Kafka's VerificationFailureRate)")
+        failures.add_metric([], self.failures)
+        times = HistogramMetricFamily("kafka_server_addpartitionstotxnmanager_verificationtimems",
+                                      "Time to verify a transaction's partitions with another broker's "
+                                      "coordinator, in ms (Kafka's VerificationTimeMs)")
+        cumulative, running = [], 0
+        for bound, n in zip((*BUCKETS_MS, float("inf")), self.time_buckets):
+            running += n
+            cumulative.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))
+        times.add_metric([], cumulative, self.time_ms)
+        return [failures, times]
 
     async def _send_all(self, node: int) -> None:
         """Send what waits for ``node``, one request at a time, until nothing waits."""
@@ -139,14 +183,14 @@ class AddPartitionsToTxnManager:
                 batch = self._waiting.pop(node)
                 answers = await self._send(node, batch)
                 for transactional_id, pending in batch.items():
-                    pending.answer(answers.get(transactional_id, E.NETWORK_EXCEPTION))
+                    self._answer(pending, answers.get(transactional_id, E.NETWORK_EXCEPTION))
                 batch = {}
         except Exception:  # noqa: BLE001 - a bug here must not leave produce requests waiting
             self.broker.log_limiter.error(log, ("txn-verification-bug", node), "verifying with broker %d failed",
                                           node, exc_info=True)
         finally:
             for pending in batch.values():  # cancelled mid-request, or an unexpected error
-                pending.answer(E.NETWORK_EXCEPTION)
+                self._answer(pending, E.NETWORK_EXCEPTION)
             if self._sending.get(node) is asyncio.current_task():
                 del self._sending[node]
 

@@ -21,6 +21,7 @@ from odradek.protocol.generated.add_partitions_to_txn_response import (
 from odradek.protocol.generated.error_codes import ErrorCode as E
 from odradek.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from odradek.server.log_limiter import LogRateLimiter
+from tests.server.metrics.scrape import expose, value
 
 THIS, OTHER = 1, 2
 TXN_STATE_PARTITIONS = 3
@@ -170,3 +171,15 @@ def test_close_answers_what_waits():
         assert await asyncio.gather(waiting, queued) == [E.NETWORK_EXCEPTION] * 2
         assert manager.verify("t", 7, 3, ("a", 2)) == E.COORDINATOR_NOT_AVAILABLE
     asyncio.run(main())
+
+
+def test_failures_and_times_are_counted():
+    async def main():
+        manager = manager_with(FakeConnection(answer=lambda body: everything_verified(body, E.TRANSACTION_ABORTABLE)))
+        assert await asyncio.gather(manager.verify("t", 7, 3, ("a", 0)), manager.verify("t", 7, 3, ("a", 1)),
+                                    manager.verify("u", 8, 0, ("a", 0))) == [E.TRANSACTION_ABORTABLE] * 3
+        return manager
+    samples = expose(asyncio.run(main()).metric_families())
+    assert value(samples, "kafka_server_addpartitionstotxnmanager_verificationfailurerate_total") == 3
+    assert value(samples, "kafka_server_addpartitionstotxnmanager_verificationtimems_count") == 2  # per id
+    assert value(samples, "kafka_server_addpartitionstotxnmanager_verificationtimems_bucket", le="+Inf") == 2

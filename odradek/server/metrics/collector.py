@@ -38,3 +38,5 @@ class BrokerCollector(Collector):
         if broker.metadata is not None:
             yield from controller_families(broker)
         yield from consumer_group_families(broker)
+        if getattr(broker, "add_partitions_to_txn", None) is not None:  # server/add_partitions_to_txn_manager.py
+            yield from broker.add_partitions_to_txn.metric_families()
