@@ -14,7 +14,8 @@ notification.
 
 Notifications older than the newest `KEEP_NOTIFICATIONS` are deleted by the broker that
 writes a new one (Kafka deletes them by age, 15 minutes; the store keeps no creation time).
-A broker starts after the notifications that exist at its start: it reads every config then.
+At start a broker applies once each entity that the notifications already there name (it
+has just read every config, but a change may have been written meanwhile), then follows.
 """
 
 from __future__ import annotations
@@ -60,11 +61,13 @@ class ConfigChangeListener:
         self._watch = None
 
     def start(self) -> None:
-        """Skip the notifications already there, then follow new ones."""
-        self.last_seen = max(self._pending_names(), default=(-1, ""))[0]
+        """Follow new notifications, and apply the entities that those already there name
+        once each, as Kafka's listener does at start: one written while this broker was
+        reading its configs would otherwise be missed until its entity changes again."""
         loop = self.broker.loop
         self._watch = self.store.watch_children(
             layout.CONFIG_CHANGES, lambda _: loop.call_soon_threadsafe(self.process))
+        self.process()
 
     def close(self) -> None:
         if self._watch is not None:
@@ -94,6 +97,7 @@ class ConfigChangeListener:
         """Apply every notification newer than the last processed (on the event loop)."""
         if self.broker.stopping:
             return
+        applied: set[tuple[str, str]] = set()  # applying re-reads the entity: once is enough
         for seq, name in self._pending_names():
             self.last_seen = seq
             try:
@@ -104,6 +108,9 @@ class ConfigChangeListener:
             if entity is None:
                 log.warning("ignoring the malformed config change notification %s", name)
                 continue
+            if entity in applied:
+                continue
+            applied.add(entity)
             try:
                 self._apply(*entity)
             except Exception:  # one bad config must not stop the notifications after it

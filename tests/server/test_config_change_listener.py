@@ -41,6 +41,27 @@ def test_a_broker_config_altered_through_one_broker_applies_on_the_other(zookeep
         assert one.call(one.broker.log_defaults).retention_ms == 123456
 
 
+def test_a_change_announced_before_the_listener_starts_is_applied_at_its_start(zookeeper, chroot, tmp_path):
+    """A notification written between a broker's reading its configs and its listener's
+    start (here: while broker 2's listener is off) is applied when the listener starts."""
+    from odradek.server.config_change_listener import ConfigChangeListener
+
+    connect = zookeeper.hosts + chroot
+    with InProcessBroker(tmp_path / "1", node_id=1, zookeeper_connect=connect) as one, \
+            InProcessBroker(tmp_path / "2", node_id=2, zookeeper_connect=connect) as two:
+        two.call(two.broker.config_changes.close)
+        one.call(one.broker.set_dynamic_broker_config, None, {"log.retention.ms": "234567"})
+        time.sleep(0.3)  # what a broker with its listener off would have seen meanwhile: nothing
+        assert two.call(two.broker.log_defaults).retention_ms != 234567
+
+        def restart_listener():
+            two.broker.config_changes = ConfigChangeListener(two.broker)
+            two.broker.config_changes.start()
+
+        two.call(restart_listener)
+        assert two.call(two.broker.log_defaults).retention_ms == 234567
+
+
 def test_old_notifications_are_deleted_beyond_the_newest_hundred(tmp_path):
     with InProcessBroker(tmp_path) as b:
         for i in range(105):
