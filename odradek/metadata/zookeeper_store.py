@@ -171,6 +171,8 @@ class ZooKeeperStore(MetadataStore):
         self._client = KazooClient(hosts=hosts, timeout=session_timeout)
         self._session_timeout = session_timeout
         self._connected = threading.Event()  # kazoo's state, as its listener last reported it
+        self._session: int | None = None  # the id of the session kazoo last reported connected
+        self._past_sessions: set[int] = set()  # ids of this store's sessions that have ended
         self._read_retry = KazooRetry(max_tries=5, delay=0.1, max_delay=2.0, ignore_expire=True)
         self._watches: list[_Rewatch] = []
         self._session_listeners: list[Callable[[], None]] = []
@@ -184,6 +186,7 @@ class ZooKeeperStore(MetadataStore):
                 self._client.chroot = chroot
         self._client.add_listener(self._on_state)
         if self._client.connected:
+            self._note_session()
             self._connected.set()
 
     # -- reads -------------------------------------------------------------------------------
@@ -271,6 +274,14 @@ class ZooKeeperStore(MetadataStore):
             pass  # ours (an attempt applied but unanswered) or another session's: look
         stat = self._client.exists(path)
         if stat is None or self._session_id() != session:
+            raise _Inconclusive(path)
+        if stat.ephemeralOwner != session and stat.ephemeralOwner in self._past_sessions:
+            # Held by a session of this store's that has ended: ZooKeeper left it behind
+            # (ZOOKEEPER-2985; Kafka's KAFKA-7165 workaround): delete it, then create it again.
+            log.info("%s is still held by this store's ended ZooKeeper session 0x%x: re-creating it",
+                     path, stat.ephemeralOwner)
+            with contextlib.suppress(kz.NoNodeError):
+                self._client.delete(path)
             raise _Inconclusive(path)
         if stat.ephemeralOwner != session:
             raise errors.NodeExistsError(
@@ -437,6 +448,7 @@ class ZooKeeperStore(MetadataStore):
     def _on_state(self, state: str) -> None:
         # Runs on kazoo's connection thread, which must not block: hand the work over.
         if state == KazooState.CONNECTED:
+            self._note_session()
             self._connected.set()
         else:
             self._connected.clear()
@@ -445,6 +457,15 @@ class ZooKeeperStore(MetadataStore):
         elif state == KazooState.CONNECTED and not self._closed:
             new_session, self._lost = self._lost, False
             self._client.handler.spawn(self._on_reconnected, new_session)
+
+    def _note_session(self) -> None:
+        """Remember the session this store had before, once kazoo reports another one."""
+        current = self._client.client_id
+        if current is None:
+            return
+        if self._session is not None and self._session != current[0]:
+            self._past_sessions.add(self._session)
+        self._session = current[0]
 
     def _on_reconnected(self, new_session: bool) -> None:
         with self._lock:

@@ -169,6 +169,28 @@ def test_a_checked_create_refuses_another_sessions_ephemeral(zookeeper, chroot):
         assert other.get("/1") == (b"other", 0)
 
 
+def test_a_checked_create_replaces_an_ephemeral_left_by_its_own_ended_session(zookeeper, chroot):
+    """ZooKeeper may keep an expired session's ephemeral (ZOOKEEPER-2985): the store deletes
+    one held by a session of its own that has ended and creates it again (Kafka's KAFKA-7165
+    workaround). Here the left-behind znode is another client's, taken for an ended session."""
+    with ZooKeeperStore(zookeeper.hosts, chroot) as old, ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        old.create("/1", b"before", ephemeral=True)
+        store._past_sessions.add(old._client.client_id[0])
+        created = store.create_checked_ephemeral("/1", b"me")
+        data, stat = store._client.get("/1")
+        assert data == b"me" and stat.ephemeralOwner == store._client.client_id[0] and stat.czxid == created
+
+
+def test_a_store_remembers_its_ended_sessions(zookeeper, chroot):
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        first = store._client.client_id[0]
+        renewed = Recorder()
+        store.add_session_listener(lambda: renewed("/session"))
+        _expire_session(zookeeper.hosts, store)
+        wait_for(lambda: renewed.count() >= 1, "the new session")
+        assert first in store._past_sessions and store._client.client_id[0] not in store._past_sessions
+
+
 def test_a_write_that_never_gets_through_is_store_unavailable(zookeeper, chroot, monkeypatch):
     monkeypatch.setattr(zookeeper_store, "_WRITE_ATTEMPTS", 3)
     with ZooKeeperStore(zookeeper.hosts, chroot) as store:
