@@ -182,7 +182,7 @@ class Broker(BrokerListeners):
         from odradek.coordinator.transaction import TransactionCoordinator
         self.txn_coordinator = TransactionCoordinator.start(self)
         self.config_changes = ConfigChangeListener(self)
-        self.config_changes.start()
+        await self.config_changes.start()
         # after the listener starts, so no change falls between the two
         self.client_quotas.load(client_quota_configs.all_quotas(self.metadata.store))
         self._start_background()
@@ -324,20 +324,25 @@ class Broker(BrokerListeners):
     def log_defaults(self) -> LogConfig:
         """Topic config defaults: Kafka's, then server.properties, then dynamic broker configs."""
         if self._log_defaults is None:
-            props = {**self.config.props, **self.dynamic_broker_config()}
-            self._log_defaults = LogConfig.from_properties(props)
+            self._log_defaults = self._log_defaults_with(self.dynamic_broker_config())
         return self._log_defaults
+
+    def _log_defaults_with(self, dynamic: dict[str, str]) -> LogConfig:
+        return LogConfig.from_properties({**self.config.props, **dynamic})
 
     def default_min_insync_replicas(self) -> int:
         """``min.insync.replicas`` of topics without their own: the dynamic broker config when
         set (validated when it was), else server.properties'."""
         if self._min_insync_replicas is None:
-            value = self.dynamic_broker_config().get("min.insync.replicas")
-            try:
-                self._min_insync_replicas = self.config["min.insync.replicas"] if value is None else int(value)
-            except ValueError:  # written to the store by another tool, unchecked
-                self._min_insync_replicas = self.config["min.insync.replicas"]
+            self._min_insync_replicas = self._min_insync_replicas_with(self.dynamic_broker_config())
         return self._min_insync_replicas
+
+    def _min_insync_replicas_with(self, dynamic: dict[str, str]) -> int:
+        value = dynamic.get("min.insync.replicas")
+        try:
+            return self.config["min.insync.replicas"] if value is None else int(value)
+        except ValueError:  # written to the store by another tool, unchecked
+            return self.config["min.insync.replicas"]
 
     def down_conversion_enabled(self) -> bool:
         """``log.message.downconversion.enable``, dynamic broker configs applied."""
@@ -368,12 +373,14 @@ class Broker(BrokerListeners):
         """``server.properties`` overlaid with the dynamic configs (cluster-wide default, then
         this broker's own): what run-time features read."""
         if self._effective_config is None:
-            props = {**self.config.props, **self.dynamic_broker_config()}
-            try:
-                self._effective_config = BrokerConfig.from_props(props)
-            except ConfigError:  # written to the store by another tool, unchecked
-                self._effective_config = self.config
+            self._effective_config = self._effective_config_with(self.dynamic_broker_config())
         return self._effective_config
+
+    def _effective_config_with(self, dynamic: dict[str, str]) -> BrokerConfig:
+        try:
+            return BrokerConfig.from_props({**self.config.props, **dynamic})
+        except ConfigError:  # written to the store by another tool, unchecked
+            return self.config
 
     def set_dynamic_broker_config(self, broker_id: int | None, new: dict[str, str]) -> None:
         """Store and apply: topic defaults reach every topic without a value of its own, and
@@ -383,10 +390,19 @@ class Broker(BrokerListeners):
         self.config_changes.notify("brokers/" + layout.broker_config_entity(broker_id))
 
     def reload_dynamic_broker_config(self) -> None:
-        """Apply the dynamic broker configs as stored now (this broker's change, or another
-        broker's announced under ``/config/changes``)."""
+        """Apply the dynamic broker configs as stored now (this broker's own change)."""
+        self.apply_dynamic_broker_config(self.dynamic_broker_config())
+
+    def apply_dynamic_broker_config(self, dynamic: dict[str, str]) -> None:
+        """Apply ``dynamic``, the dynamic broker configs as ``dynamic_broker_config()`` read
+        them (another broker's change announced under ``/config/changes`` is read off the
+        loop), on the loop and reading no store: the cached effective config, topic defaults
+        and ``min.insync.replicas`` are all made from ``dynamic`` here (when one cannot be,
+        none changes)."""
         before = self.effective_config()
-        self._log_defaults = self._min_insync_replicas = self._effective_config = None
+        derived = (self._log_defaults_with(dynamic), self._min_insync_replicas_with(dynamic),
+                   self._effective_config_with(dynamic))
+        self._log_defaults, self._min_insync_replicas, self._effective_config = derived
         for name in self.metadata_image().topics:
             self.replica_manager.update_config(name, self.topics.topic_log_config(name))
         after = self.effective_config()

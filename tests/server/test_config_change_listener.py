@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from odradek.metadata import layout
+from odradek.metadata.errors import StoreUnavailableError
+from odradek.server import client_quota_configs as qc
 from odradek.server.config_change_listener import entity_of, sequence_of
 from odradek.testing.broker import InProcessBroker
+from tests.server.wire import WireClient, message
 
 
 def test_notification_names_and_bodies_are_read_as_kafka_writes_them():
@@ -56,7 +60,7 @@ def test_a_change_announced_before_the_listener_starts_is_applied_at_its_start(z
 
         def restart_listener():
             two.broker.config_changes = ConfigChangeListener(two.broker)
-            two.broker.config_changes.start()
+            return two.broker.config_changes.start()  # awaited: its first pass done
 
         two.call(restart_listener)
         assert two.call(two.broker.log_defaults).retention_ms == 234567
@@ -102,3 +106,105 @@ def test_a_client_quota_altered_through_one_broker_applies_on_the_other(zookeepe
                   == (entity, 2048.0))
         one.call(alter, None)
         _wait_for(lambda: two.call(lambda: two.broker.client_quotas.empty))
+
+
+class _HeldRead:
+    """Holds the first store read of ``path`` (as a ZooKeeper read waits through a lost
+    connection) until ``release()``; ``held`` is set once that read is waiting."""
+
+    def __init__(self, store, path: str) -> None:
+        self.held, self._released = threading.Event(), threading.Event()
+        self._path, self._get = path, store.get
+        store.get = self._held_get
+
+    def _held_get(self, path, *args, **kwargs):
+        if path == self._path and not self.held.is_set():
+            self.held.set()
+            self._released.wait(20)
+        return self._get(path, *args, **kwargs)
+
+    def release(self) -> None:
+        self._released.set()
+
+
+def test_the_loop_serves_clients_while_a_change_is_read(tmp_path):
+    """The listener reads the store off the event loop: while its read of a changed config
+    waits, the broker still answers requests; the change applies once the read returns."""
+    with InProcessBroker(tmp_path) as b:
+        client = WireClient(b.bootstrap, timeout=5)
+        b.broker.metadata.set_broker_config(None, {"log.retention.ms": "345678"})  # as another broker does
+        read = _HeldRead(b.broker.metadata.store, layout.broker_config_path(None))
+        try:
+            b.broker.config_changes.notify("brokers/" + layout.broker_config_entity(None))
+            assert read.held.wait(10)
+            _, answer = client.request("ApiVersions", 0, message("ApiVersionsRequest"))
+            assert answer.error_code == 0
+            assert b.call(b.broker.log_defaults).retention_ms != 345678
+        finally:
+            read.release()
+            client.close()
+        _wait_for(lambda: b.call(b.broker.log_defaults).retention_ms == 345678)
+
+
+def test_notifications_arriving_during_a_pass_are_applied_after_it_once_each_in_order(tmp_path):
+    with InProcessBroker(tmp_path) as b:
+        broker, listener = b.broker, b.broker.config_changes
+        applied, passes, running = [], [], []
+        update, read_pass = broker.client_quotas.update, listener._read_pass
+
+        def recording_update(entity, quotas):  # on the loop, as the listener must apply
+            applied.append((dict(entity)[qc.USER], threading.current_thread() is b._thread))
+            update(entity, quotas)
+
+        def recording_pass(last_seen):
+            running.append(1)
+            assert len(running) == 1, "two passes at once"
+            try:
+                result = read_pass(last_seen)
+                passes.append(len(result[1]))
+                return result
+            finally:
+                running.pop()
+
+        broker.client_quotas.update, listener._read_pass = recording_update, recording_pass
+
+        paths = {user: qc.entity_path(qc.make_entity(user=user)) for user in ("u0", "u1", "u2", "u3")}
+        for user in paths:  # written as another broker does, announced below
+            qc.alter(broker.metadata.store, qc.make_entity(user=user), [("producer_byte_rate", 1024)])
+        read = _HeldRead(broker.metadata.store, "/config/" + paths["u0"])
+        try:
+            listener.notify(paths["u0"])
+            assert read.held.wait(10)
+            for user in ("u1", "u2", "u1", "u3"):  # u1 twice: applied once
+                listener.notify(paths[user])
+        finally:
+            read.release()
+        _wait_for(lambda: len(b.call(lambda: applied)) == 4)
+        assert applied == [(user, True) for user in ("u0", "u1", "u2", "u3")]
+        assert passes == [1, 3]  # the held pass, then one for all that came meanwhile
+
+
+def test_a_change_the_store_could_not_give_is_read_again_by_the_next_pass(tmp_path):
+    """An unreachable store ends the pass before the notification it could not read; the next
+    pass (ZooKeeper's reconnection runs the watch again; here: the next notification) reads
+    it, and the rest after it, in order."""
+    with InProcessBroker(tmp_path) as b:
+        broker, listener = b.broker, b.broker.config_changes
+        paths = {user: qc.entity_path(qc.make_entity(user=user)) for user in ("u0", "u1")}
+        for user in paths:
+            qc.alter(broker.metadata.store, qc.make_entity(user=user), [("producer_byte_rate", 2048)])
+        get, failed = broker.metadata.store.get, []
+
+        def unavailable_once(path, *args, **kwargs):
+            if path == "/config/" + paths["u0"] and not failed:
+                failed.append(path)
+                raise StoreUnavailableError("connection lost")
+            return get(path, *args, **kwargs)
+
+        broker.metadata.store.get = unavailable_once
+        listener.notify(paths["u0"])
+        _wait_for(lambda: failed)
+        assert b.call(broker.client_quotas.find, "producer_byte_rate", "u0", "c") is None
+        listener.notify(paths["u1"])
+        for user in paths:
+            _wait_for(lambda: b.call(broker.client_quotas.find, "producer_byte_rate", user, "c") is not None)
