@@ -148,12 +148,12 @@ def test_the_loop_serves_clients_while_a_change_is_read(tmp_path):
 
 def test_notifications_arriving_during_a_pass_are_applied_after_it_once_each_in_order(tmp_path):
     with InProcessBroker(tmp_path) as b:
-        broker, listener = b.broker, b.broker.config_changes
+        broker, listener, loop_thread = b.broker, b.broker.config_changes, b.call(threading.current_thread)
         applied, passes, running = [], [], []
         update, read_pass = broker.client_quotas.update, listener._read_pass
 
         def recording_update(entity, quotas):  # on the loop, as the listener must apply
-            applied.append((dict(entity)[qc.USER], threading.current_thread() is b._thread))
+            applied.append((dict(entity)[qc.USER], threading.current_thread() is loop_thread))
             update(entity, quotas)
 
         def recording_pass(last_seen):
