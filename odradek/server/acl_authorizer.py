@@ -24,12 +24,14 @@ on all of them.
 from __future__ import annotations
 
 import logging
+import threading
 
 from odradek.protocol.acl_binding import (
     ALL, ALLOW, ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_NAME, DELETE, DENY, DESCRIBE, DESCRIBE_CONFIGS,
     LITERAL, PREFIXED, READ, WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, WRITE, AclBinding,
     AclBindingFilter, ResourcePattern,
 )
+from odradek.metadata.errors import StoreUnavailableError
 from odradek.server.acl_store import EXTENDED_CHANGES, LITERAL_CHANGES, AclStore, decode_change
 
 log = logging.getLogger("odradek.authorizer")
@@ -73,6 +75,7 @@ class AclAuthorizer:
         self._call_soon = call_soon or (lambda f: f())
         self._last_seen = {LITERAL_CHANGES: -1, EXTENDED_CHANGES: -1}
         self._watches = []
+        self._process_lock = threading.Lock()
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -82,8 +85,7 @@ class AclAuthorizer:
         for pattern, entries in self.acl_store.load_all().items():
             self._refresh(pattern, entries)
         for parent in self._last_seen:
-            self._watches.append(self.store.watch_children(
-                parent, lambda p: self._call_soon(lambda: self._process(p))))
+            self._watches.append(self.store.watch_children(parent, self._process))
 
     def close(self) -> None:
         for watch in self._watches:
@@ -91,16 +93,34 @@ class AclAuthorizer:
         self._watches.clear()
 
     def _process(self, parent: str) -> None:
-        for seq, name in self.acl_store.notifications(parent):
-            if seq <= self._last_seen[parent]:
-                continue
-            self._last_seen[parent] = seq
+        """Read the ACLs that the new notifications under ``parent`` name, then hand them to
+        the event loop to apply (``call_soon``). Runs on the store's watch thread, never on the
+        loop: a ZooKeeper read may wait seconds through a lost connection, and the loop
+        serves every client. Passes are serialised, so they are applied in the order read."""
+        with self._process_lock:
+            changed = []
             try:
-                data, _ = self.store.get(f"{parent}/{name}")
-                pattern = decode_change(parent, data)
-            except Exception:  # deleted meanwhile, or written by another tool, malformed
-                continue
-            self._refresh(pattern, self.acl_store.read(pattern))
+                for seq, name in self.acl_store.notifications(parent):
+                    if seq <= self._last_seen[parent]:
+                        continue
+                    try:
+                        data, _ = self.store.get(f"{parent}/{name}")
+                        pattern = decode_change(parent, data)
+                    except StoreUnavailableError:
+                        raise
+                    except Exception:  # deleted meanwhile, or written by another tool, malformed
+                        self._last_seen[parent] = seq
+                        continue
+                    changed.append((pattern, self.acl_store.read(pattern)))
+                    self._last_seen[parent] = seq
+            except StoreUnavailableError as e:  # the rest on reconnection (it runs the watch)
+                log.warning("could not read the ACL changes under %s yet: %s", parent, e)
+            if changed:
+                self._call_soon(lambda: self._apply(changed))
+
+    def _apply(self, changed: list) -> None:
+        for pattern, entries in changed:
+            self._refresh(pattern, entries)
 
     def _refresh(self, pattern: ResourcePattern, entries) -> None:
         self._decisions = {}

@@ -4,6 +4,8 @@ and a second authorizer on the same store following the change notifications."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -169,3 +171,58 @@ def test_by_resource_type_passes_a_made_up_name_first(store):
     assert not a.authorize_by_resource_type(BOB, "h", WRITE, TOPIC)
     assert a.authorize_by_resource_type(KafkaPrincipal.user("admin"), "h", WRITE, TOPIC)
     a.close()
+
+
+class _HeldRead:
+    """Once ``armed``, holds the first store read of ``path`` until ``release()`` (as a
+    ZooKeeper read waits through a lost connection); ``held`` is set once that read waits."""
+
+    def __init__(self, store, path: str) -> None:
+        self.held, self._released, self.armed = threading.Event(), threading.Event(), threading.Event()
+        self._path, self._get = path, store.get
+        store.get = self._held_get
+
+    def _held_get(self, path, *args, **kwargs):
+        if path == self._path and self.armed.is_set() and not self.held.is_set():
+            self.held.set()
+            self._released.wait(20)
+        return self._get(path, *args, **kwargs)
+
+    def release(self) -> None:
+        self._released.set()
+
+
+def test_a_change_from_another_broker_is_read_off_the_event_loop(tmp_path):
+    """While the authorizer reads an ACL that another broker changed, the broker's event loop
+    still answers requests; the ACL applies once the read returns."""
+    from odradek.server.acl_store import AclStore
+    from odradek.testing.broker import InProcessBroker
+    from tests.server.wire import WireClient, message
+
+    with InProcessBroker(tmp_path / "data", authorizer_class_name="kafka.security.authorizer.AclAuthorizer",
+                         allow_everyone_if_no_acl_found="true") as b:
+        store, authorizer = b.broker.metadata.store, b.broker.authorizer
+        pattern = ResourcePattern(TOPIC, "held", LITERAL)
+        read = _HeldRead(store, "/kafka-acl/Topic/held")
+        entry = AccessControlEntry("User:alice", "*", READ, ALLOW)
+
+        def add(current):  # the writer's own read is done: hold the authorizer's, after the write
+            read.armed.set()
+            return current | {entry}
+
+        writer = threading.Thread(target=AclStore(store).update, args=(pattern, add))
+        writer.start()  # as another broker: the watch runs in the writer's thread here
+        client = WireClient(b.bootstrap, timeout=5)
+        try:
+            assert read.held.wait(10)
+            _, answer = client.request("ApiVersions", 0, message("ApiVersionsRequest"))
+            assert answer.error_code == 0
+            assert b.call(authorizer.authorize, BOB, "h", READ, TOPIC, "held")  # not applied yet: open
+        finally:
+            read.release()
+            client.close()
+            writer.join(10)
+        deadline = time.monotonic() + 10
+        while b.call(authorizer.authorize, BOB, "h", READ, TOPIC, "held"):
+            assert time.monotonic() < deadline, "the ACL never applied"
+        assert b.call(authorizer.authorize, ALICE, "h", READ, TOPIC, "held")
