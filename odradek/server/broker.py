@@ -181,10 +181,12 @@ class Broker(BrokerListeners):
         self.group_coordinator = GroupCoordinator.start(self)
         from odradek.coordinator.transaction import TransactionCoordinator
         self.txn_coordinator = TransactionCoordinator.start(self)
+        # Store reads, off the loop. Before the listener starts: it applies at start the
+        # entities of the notifications there, so a change made meanwhile is not lost.
+        self.client_quotas.load(await self.loop.run_in_executor(
+            None, client_quota_configs.all_quotas, self.metadata.store))
         self.config_changes = ConfigChangeListener(self)
         await self.config_changes.start()
-        # after the listener starts, so no change falls between the two
-        self.client_quotas.load(client_quota_configs.all_quotas(self.metadata.store))
         self._start_background()
         self.metrics.mark_serving()
         log.info("broker %d up: cluster %s, listening on %s, data in %s", self.broker_id,
