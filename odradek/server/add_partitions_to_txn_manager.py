@@ -57,8 +57,8 @@ from odradek.protocol.generated.add_partitions_to_txn_request import (
     AddPartitionsToTxnTransaction,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server.inter_broker_connections import InterBrokerConnections
-from odradek.server.metrics.request_metrics import BUCKETS_MS
+from odradek.server.inter_broker_connections import InterBrokerConnections, error_code_of
+from odradek.server.metrics.request_metrics import BUCKETS_MS, cumulative_buckets
 
 log = logging.getLogger("odradek.server.txn_verification")
 E = ErrorCode
@@ -168,11 +168,7 @@ class AddPartitionsToTxnManager:
         times = HistogramMetricFamily("kafka_server_addpartitionstotxnmanager_verificationtimems",
                                       "Time to verify a transaction's partitions with another broker's "
                                       "coordinator, in ms (Kafka's VerificationTimeMs)")
-        cumulative, running = [], 0
-        for bound, n in zip((*BUCKETS_MS, float("inf")), self.time_buckets):
-            running += n
-            cumulative.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))
-        times.add_metric([], cumulative, self.time_ms)
+        times.add_metric([], cumulative_buckets(self.time_buckets), self.time_ms)
         return [failures, times]
 
     async def _send_all(self, node: int) -> None:
@@ -213,7 +209,7 @@ class AddPartitionsToTxnManager:
             self.connections.drop(node)
             return dict.fromkeys(batch, E.NETWORK_EXCEPTION)
         if response.error_code != E.NONE:
-            error = _error(response.error_code)
+            error = error_code_of(response.error_code)
             self.broker.log_limiter.warning(log, ("txn-verification-error", node, error),
                                             "AddPartitionsToTxn to broker %d answered %s", node, error.name)
             return dict.fromkeys(batch, E.INVALID_TXN_STATE if error == E.CLUSTER_AUTHORIZATION_FAILED else error)
@@ -222,7 +218,7 @@ class AddPartitionsToTxnManager:
             errors = answers.setdefault(result.transactional_id, {})
             for topic in result.topic_results:
                 for p in topic.results_by_partition:
-                    errors[(topic.name, p.partition_index)] = _error(p.partition_error_code)
+                    errors[(topic.name, p.partition_index)] = error_code_of(p.partition_error_code)
         return answers
 
 
@@ -237,10 +233,3 @@ def _request(batch: dict[str, _Pending]) -> AddPartitionsToTxnRequest:
             producer_epoch=pending.producer_epoch, verify_only=True,
             topics=[AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in topics.items()]))
     return AddPartitionsToTxnRequest(transactions=transactions)
-
-
-def _error(code: int) -> ErrorCode:
-    try:
-        return E(code)
-    except ValueError:
-        return E.UNKNOWN_SERVER_ERROR

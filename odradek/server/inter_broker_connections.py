@@ -17,7 +17,16 @@ import asyncio
 
 from odradek.client.connection import BrokerConnection
 from odradek.client.errors import KafkaConnectionError
+from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.replica_fetcher import inter_broker_endpoint
+
+
+def error_code_of(code: int) -> ErrorCode:
+    """A peer's error code; UNKNOWN_SERVER_ERROR for one this version of odradek lacks."""
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class InterBrokerConnections:

@@ -38,7 +38,7 @@ from odradek.protocol.generated.write_txn_markers_request import (
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
 )
-from odradek.server.inter_broker_connections import InterBrokerConnections
+from odradek.server.inter_broker_connections import InterBrokerConnections, error_code_of
 from odradek.server.txn_marker_writer import MarkerWrite, write_markers
 
 log = logging.getLogger("odradek.coordinator.transaction")
@@ -166,7 +166,7 @@ class TransactionMarkerChannel:
             for t in result.topics:
                 for p in t.partitions:
                     if (t.name, p.partition_index) in answers:
-                        answers[(t.name, p.partition_index)] = _error(p.error_code)
+                        answers[(t.name, p.partition_index)] = error_code_of(p.error_code)
         return answers
 
 
@@ -183,10 +183,3 @@ async def _after_this_iteration() -> None:
 def _resolve(future: asyncio.Future) -> None:
     if not future.done():
         future.set_result(None)
-
-
-def _error(code: int) -> ErrorCode:
-    try:
-        return ErrorCode(code)
-    except ValueError:
-        return ErrorCode.UNKNOWN_SERVER_ERROR

@@ -112,12 +112,18 @@ class RequestMetrics:
             if not total:
                 continue
             requests.add_metric([name], total)
-            cumulative, running = [], 0
-            for bound, n in zip((*BUCKETS_MS, float("inf")), counts):
-                running += n
-                cumulative.append((_le(bound), running))
-            times.add_metric([name], cumulative, self.seconds[slot] * 1000)
+            times.add_metric([name], cumulative_buckets(counts), self.seconds[slot] * 1000)
         return [requests, times]
+
+
+def cumulative_buckets(counts: list[int]) -> list[tuple[str, int]]:
+    """``(le, count at or below it)`` for a histogram family, from the counts per
+    `BUCKETS_MS` bound then +Inf."""
+    out, running = [], 0
+    for bound, n in zip((*BUCKETS_MS, float("inf")), counts):
+        running += n
+        out.append((_le(bound), running))
+    return out
 
 
 def _le(bound: float) -> str:
