@@ -11,6 +11,7 @@ import pytest
 
 from odradek.metadata.embedded_store import EmbeddedStore
 from odradek.server.acl_authorizer import AclAuthorizer, make_authorizer, parse_super_users
+from odradek.server.acl_store import AclStore
 from odradek.protocol.acl_binding import (
     ALL, ALLOW, ALTER_CONFIGS, ANY, CLUSTER, CLUSTER_NAME, DENY, DESCRIBE, DESCRIBE_CONFIGS, GROUP, LITERAL,
     MATCH, PREFIXED, READ, TOPIC, WRITE, AccessControlEntry, AclBinding, AclBindingFilter, ResourcePattern,
@@ -18,6 +19,9 @@ from odradek.protocol.acl_binding import (
 )
 from odradek.server.config import BrokerConfig
 from odradek.server.principal import KafkaPrincipal
+from odradek.testing.broker import InProcessBroker
+from tests.server.held_read import HeldRead
+from tests.server.wire import WireClient, message
 
 ALICE, BOB = KafkaPrincipal.user("alice"), KafkaPrincipal.user("bob")
 
@@ -173,37 +177,14 @@ def test_by_resource_type_passes_a_made_up_name_first(store):
     a.close()
 
 
-class _HeldRead:
-    """Once ``armed``, holds the first store read of ``path`` until ``release()`` (as a
-    ZooKeeper read waits through a lost connection); ``held`` is set once that read waits."""
-
-    def __init__(self, store, path: str) -> None:
-        self.held, self._released, self.armed = threading.Event(), threading.Event(), threading.Event()
-        self._path, self._get = path, store.get
-        store.get = self._held_get
-
-    def _held_get(self, path, *args, **kwargs):
-        if path == self._path and self.armed.is_set() and not self.held.is_set():
-            self.held.set()
-            self._released.wait(20)
-        return self._get(path, *args, **kwargs)
-
-    def release(self) -> None:
-        self._released.set()
-
-
 def test_a_change_from_another_broker_is_read_off_the_event_loop(tmp_path):
     """While the authorizer reads an ACL that another broker changed, the broker's event loop
     still answers requests; the ACL applies once the read returns."""
-    from odradek.server.acl_store import AclStore
-    from odradek.testing.broker import InProcessBroker
-    from tests.server.wire import WireClient, message
-
     with InProcessBroker(tmp_path / "data", authorizer_class_name="kafka.security.authorizer.AclAuthorizer",
                          allow_everyone_if_no_acl_found="true") as b:
         store, authorizer = b.broker.metadata.store, b.broker.authorizer
         pattern = ResourcePattern(TOPIC, "held", LITERAL)
-        read = _HeldRead(store, "/kafka-acl/Topic/held")
+        read = HeldRead(store, "/kafka-acl/Topic/held", armed=False)
         entry = AccessControlEntry("User:alice", "*", READ, ALLOW)
 
         def add(current):  # the writer's own read is done: hold the authorizer's, after the write

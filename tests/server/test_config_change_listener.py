@@ -10,6 +10,7 @@ from odradek.metadata.errors import StoreUnavailableError
 from odradek.server import client_quota_configs as qc
 from odradek.server.config_change_listener import entity_of, sequence_of
 from odradek.testing.broker import InProcessBroker
+from tests.server.held_read import HeldRead
 from tests.server.wire import WireClient, message
 
 
@@ -108,32 +109,13 @@ def test_a_client_quota_altered_through_one_broker_applies_on_the_other(zookeepe
         _wait_for(lambda: two.call(lambda: two.broker.client_quotas.empty))
 
 
-class _HeldRead:
-    """Holds the first store read of ``path`` (as a ZooKeeper read waits through a lost
-    connection) until ``release()``; ``held`` is set once that read is waiting."""
-
-    def __init__(self, store, path: str) -> None:
-        self.held, self._released = threading.Event(), threading.Event()
-        self._path, self._get = path, store.get
-        store.get = self._held_get
-
-    def _held_get(self, path, *args, **kwargs):
-        if path == self._path and not self.held.is_set():
-            self.held.set()
-            self._released.wait(20)
-        return self._get(path, *args, **kwargs)
-
-    def release(self) -> None:
-        self._released.set()
-
-
 def test_the_loop_serves_clients_while_a_change_is_read(tmp_path):
     """The listener reads the store off the event loop: while its read of a changed config
     waits, the broker still answers requests; the change applies once the read returns."""
     with InProcessBroker(tmp_path) as b:
         client = WireClient(b.bootstrap, timeout=5)
         b.broker.metadata.set_broker_config(None, {"log.retention.ms": "345678"})  # as another broker does
-        read = _HeldRead(b.broker.metadata.store, layout.broker_config_path(None))
+        read = HeldRead(b.broker.metadata.store, layout.broker_config_path(None))
         try:
             b.broker.config_changes.notify("brokers/" + layout.broker_config_entity(None))
             assert read.held.wait(10)
@@ -171,7 +153,7 @@ def test_notifications_arriving_during_a_pass_are_applied_after_it_once_each_in_
         paths = {user: qc.entity_path(qc.make_entity(user=user)) for user in ("u0", "u1", "u2", "u3")}
         for user in paths:  # written as another broker does, announced below
             qc.alter(broker.metadata.store, qc.make_entity(user=user), [("producer_byte_rate", 1024)])
-        read = _HeldRead(broker.metadata.store, "/config/" + paths["u0"])
+        read = HeldRead(broker.metadata.store, "/config/" + paths["u0"])
         try:
             listener.notify(paths["u0"])
             assert read.held.wait(10)
