@@ -191,9 +191,7 @@ class ClusterMetadata:
             # the lock, and its checked create then finds the znode ours, or makes it).
             previous, self._registered = self._registered, info
             try:
-                self.broker_epoch = self.store.create_checked_ephemeral(
-                    layout.broker_path(info.broker_id), info.to_json(self._now_ms())
-                )
+                self._create_registration(info)
             except NodeExistsError:
                 self._registered = previous
                 raise BrokerIdInUseError(
@@ -203,6 +201,12 @@ class ClusterMetadata:
                 self._registered = previous
                 raise
         self.cache.refresh_brokers()
+
+    def _create_registration(self, info: BrokerInfo) -> None:
+        """The checked create of ``info``'s znode; the broker epoch is its creation id."""
+        self.broker_epoch = self.store.create_checked_ephemeral(
+            layout.broker_path(info.broker_id), info.to_json(self._now_ms())
+        )
 
     def update_broker(self, info: BrokerInfo) -> None:
         """Rewrite this broker's registration in place (its endpoints changed at run time), as
@@ -230,9 +234,7 @@ class ClusterMetadata:
             if info is None or self._closed:
                 return
             try:
-                self.broker_epoch = self.store.create_checked_ephemeral(
-                    layout.broker_path(info.broker_id), info.to_json(self._now_ms())
-                )
+                self._create_registration(info)
             except NodeExistsError:
                 log.error("broker id %d was taken by another broker while this one's ZooKeeper "
                           "session was lost: not registered", info.broker_id)

@@ -447,14 +447,13 @@ class ZooKeeperStore(MetadataStore):
 
     def _on_state(self, state: str) -> None:
         # Runs on kazoo's connection thread, which must not block: hand the work over.
-        if state == KazooState.CONNECTED:
-            self._note_session()
-            self._connected.set()
-        else:
+        if state != KazooState.CONNECTED:
             self._connected.clear()
-        if state == KazooState.LOST:
-            self._lost = True
-        elif state == KazooState.CONNECTED and not self._closed:
+            self._lost = self._lost or state == KazooState.LOST
+            return
+        self._note_session()
+        self._connected.set()
+        if not self._closed:
             new_session, self._lost = self._lost, False
             self._client.handler.spawn(self._on_reconnected, new_session)
 
