@@ -34,12 +34,10 @@ def admin(bootstrap: str) -> AdminClient:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
-                 config: dict[str, str] | None = None, replica_assignment=None) -> None:
-    """CreateTopics through confluent-kafka's AdminClient; raises the topic's error."""
-    if replica_assignment is not None:
-        topic = NewTopic(name, replica_assignment=replica_assignment, config=config or {})
-    else:
-        topic = NewTopic(name, partitions, replication_factor, config=config or {})
+                 config: dict[str, str] | None = None) -> None:
+    """CreateTopics through confluent-kafka's AdminClient; raises the topic's error. (For a
+    replica assignment use another client: confluent-kafka 2.16 refuses one.)"""
+    topic = NewTopic(name, partitions, replication_factor, config=config or {})
     client = admin(bootstrap)  # referenced until the result: its futures fail once it is collected
     for future in client.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S).values():
         future.result(ADMIN_TIMEOUT_S + 5)
