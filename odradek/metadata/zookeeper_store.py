@@ -5,11 +5,8 @@ exceptions into `odradek.metadata.errors` at this boundary, so callers see the s
 on the embedded store. ``chroot`` (e.g. ``/odradek``) roots every path of this store under that
 znode, created if missing, as Kafka's ``zookeeper.connect=host:2181/chroot`` does.
 
-Persistent watches are built from ZooKeeper's one-shot watches (kazoo 2.11 has no
-``addWatch``): when a watch fires it is set again *before* the callback runs, and the callback
-re-reads, so no change is missed, only coalesced. A children watch on a path that does not
-exist waits for the path to appear with an ``exists`` watch. Callbacks run on kazoo's callback
-thread.
+Persistent watches are built from ZooKeeper's one-shot watches (``zookeeper_watch.Rewatch``).
+Callbacks run on kazoo's callback thread.
 
 Session: the store's ephemeral znodes live as long as the ZooKeeper session. When the session
 expires kazoo opens a new one; the store then sets every watch again, runs every watch
@@ -41,10 +38,10 @@ from typing import TypeVar
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient, KazooState
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import EventType, WatchedEvent
 from kazoo.retry import KazooRetry, RetryFailedError
 
 from odradek.metadata import errors
+from odradek.metadata.zookeeper_watch import Rewatch
 from odradek.metadata.store import (
     MAX_DATA_BYTES,
     CheckOp,
@@ -119,44 +116,6 @@ def _check_data(data: bytes) -> bytes:
     return data
 
 
-class _Rewatch:
-    """A persistent watch made of one-shot watches; see the module docstring."""
-
-    def __init__(self, store: ZooKeeperStore, kind: str, path: str, callback: WatchCallback):
-        self.store, self.kind, self.path, self.callback = store, kind, path, callback
-        self.handle = WatchHandle(lambda: store._forget(self))
-
-    def arm(self) -> None:
-        client = self.store._client
-        if self.kind == "data":
-            client.exists(self.path, watch=self.fired)
-            return
-        try:
-            client.get_children(self.path, watch=self.fired)
-        except kz.NoNodeError:
-            if client.exists(self.path, watch=self.fired) is not None:
-                client.get_children(self.path, watch=self.fired)  # created meanwhile
-
-    def fired(self, event: WatchedEvent) -> None:
-        if self.handle.cancelled or event.type == EventType.NONE:
-            return  # NONE: kazoo dropped the watch with its session; _on_new_session re-arms
-        try:
-            self.arm()
-        except Exception as exc:  # the connection is gone: re-armed on reconnection
-            log.debug("could not re-arm the watch on %s: %r", self.path, exc)
-        if self.kind == "children" and event.type == EventType.CHANGED:
-            return  # the existence watch saw a data change, which children watches ignore
-        self.run()
-
-    def run(self) -> None:
-        if self.handle.cancelled:
-            return
-        try:
-            self.callback(self.path)
-        except Exception:
-            log.exception("metadata watch callback for %s failed", self.path)
-
-
 class ZooKeeperStore(MetadataStore):
     """A `MetadataStore` on a ZooKeeper ensemble (``hosts`` as ``"h1:2181,h2:2181"``)."""
 
@@ -174,7 +133,7 @@ class ZooKeeperStore(MetadataStore):
         self._session: int | None = None  # the id of the session kazoo last reported connected
         self._past_sessions: set[int] = set()  # ids of this store's sessions that have ended
         self._read_retry = KazooRetry(max_tries=5, delay=0.1, max_delay=2.0, ignore_expire=True)
-        self._watches: list[_Rewatch] = []
+        self._watches: list[Rewatch] = []
         self._session_listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -425,7 +384,7 @@ class ZooKeeperStore(MetadataStore):
 
     def _watch(self, kind: str, path: str, callback: WatchCallback) -> WatchHandle:
         self._check_open()
-        watch = _Rewatch(self, kind, validate_path(path), callback)
+        watch = Rewatch(self, kind, validate_path(path), callback)
         with self._lock:
             self._watches.append(watch)
         try:
@@ -436,7 +395,7 @@ class ZooKeeperStore(MetadataStore):
             log.info("the watch on %s is set once ZooKeeper is back (%s)", path, exc)
         return watch.handle
 
-    def _forget(self, watch: _Rewatch) -> None:
+    def _forget(self, watch: Rewatch) -> None:
         with self._lock:
             if watch in self._watches:
                 self._watches.remove(watch)
