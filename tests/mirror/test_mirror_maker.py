@@ -72,6 +72,12 @@ def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
     return {e.name: e.value for e in next(iter(entries.values())).values() if not e.is_default}
 
 
+def create_filled_topic(cluster, topic: str, records: int, partitions: int) -> None:
+    """Create ``topic`` on ``cluster`` and produce ``records`` records to it (``produce``'s)."""
+    with AdminClient(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    produce(cluster.bootstrap, topic, 0, records, partitions)
+
 def test_live_stream_is_copied_partition_by_partition(clusters, names):
     source, target = clusters
     prefix, group = names
@@ -116,9 +122,7 @@ def test_a_restarted_mirror_copies_only_what_is_new(clusters, names):
     source, target = clusters
     prefix, group = names
     topic = f"{prefix}-events"
-    with AdminClient(source.bootstrap) as admin:
-        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    produce(source.bootstrap, topic, 0, 900, PARTITIONS)
+    create_filled_topic(source, topic, 900, PARTITIONS)
     config = mirror_config(source, target, topic, group)
     with MirrorThread(config) as mirror:
         wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
@@ -142,9 +146,7 @@ def test_topics_and_partitions_added_later_are_mirrored(clusters, names):
     source, target = clusters
     prefix, group = names
     first, second = f"{prefix}-a", f"{prefix}-b"
-    with AdminClient(source.bootstrap) as admin:
-        admin.create_topics([NewTopic(first, 1, 1)])
-    produce(source.bootstrap, first, 0, 100, 1)
+    create_filled_topic(source, first, 100, 1)
     with MirrorThread(mirror_config(source, target, f"{prefix}-.*", group)) as mirror:
         wait_caught_up(source.bootstrap, target.bootstrap, [first], group)
         with AdminClient(source.bootstrap) as admin:
@@ -213,9 +215,7 @@ def test_a_second_mirror_with_the_same_group_fences_the_first(clusters, names):
     source, target = clusters
     prefix, group = names
     topic = f"{prefix}-fenced"
-    with AdminClient(source.bootstrap) as admin:
-        admin.create_topics([NewTopic(topic, 1, 1)])
-    produce(source.bootstrap, topic, 0, 10, 1)
+    create_filled_topic(source, topic, 10, 1)
     config = mirror_config(source, target, topic, group)
     first = MirrorThread(config).start()
     wait_caught_up(source.bootstrap, target.bootstrap, [topic], group)
@@ -293,9 +293,7 @@ def test_the_source_is_read_while_a_transaction_commits(clusters, names):
     source, target = clusters
     prefix, group = names
     topic = f"{prefix}-slow-commit"
-    with AdminClient(source.bootstrap) as admin:
-        admin.create_topics([NewTopic(topic, 1, 1)])
-    produce(source.bootstrap, topic, 0, 200, 1)
+    create_filled_topic(source, topic, 200, 1)
     config = mirror_config(source, target, topic, group, consumer_config={"fetch_max_wait_ms": 10})
     with SlowCommit(source, target, config.transactional_id, fetches=3) as slow:
         with MirrorThread(config) as mirror:
@@ -315,9 +313,7 @@ def test_a_mirror_from_a_cluster_into_itself_is_refused(clusters, names):
     source, _ = clusters
     prefix, group = names
     topic = f"{prefix}-self"
-    with AdminClient(source.bootstrap) as admin:
-        admin.create_topics([NewTopic(topic, 1, 1)])
-    produce(source.bootstrap, topic, 0, 10, 1)
+    create_filled_topic(source, topic, 10, 1)
     mirror = MirrorThread(mirror_config(source, source, topic, group)).start()
     mirror.thread.join(60)
     with pytest.raises(MirrorError, match=r"the source and the target are the same cluster \(cluster id .+\)"):
