@@ -52,6 +52,10 @@ def free_port() -> int:
     raise RuntimeError(f"no free port in [{low}, {high})")
 
 
+def _listeners(port: int) -> str:
+    return f"PLAINTEXT://127.0.0.1:{port}"
+
+
 class BrokerNode:
     """One broker process: fixed id, port and data directory across restarts. ``props`` are
     broker configs (Kafka's names) on top of the node's ``broker.id``, ``listeners`` and
@@ -63,9 +67,10 @@ class BrokerNode:
         self.directory = Path(directory)
         self.data_dir = self.directory / "data"
         self.port = port or free_port()
+        self._picked_port = not port  # picked here: another may be picked if it is taken first
         self.props = {
             "broker.id": str(broker_id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": _listeners(self.port),
             "log.dirs": str(self.data_dir),
             **props,
         }
@@ -117,15 +122,34 @@ class BrokerNode:
         except OSError:
             return ""
 
-    def finished_starting(self) -> bool:
-        """Whether this launch printed its "ready" line: every part of the broker started
-        (registered is earlier: it still sets its watches and runs for controller then)."""
+    def _launch_output(self) -> bytes:
+        """What this launch of the process printed so far."""
         try:
             with open(self.log_path, "rb") as out:
                 out.seek(self._launched_at)
-                return f"odradek broker {self.broker_id} ready".encode() in out.read()
+                return out.read()
         except OSError:
+            return b""
+
+    def finished_starting(self) -> bool:
+        """Whether this launch printed its "ready" line: every part of the broker started
+        (registered is earlier: it still sets its watches and runs for controller then)."""
+        return f"odradek broker {self.broker_id} ready".encode() in self._launch_output()
+
+    def launch_on_a_new_port(self) -> bool:
+        """After a first launch that failed because its port was taken between the pick and
+        the broker's bind (other processes pick ports too, e.g. parallel tests): pick another
+        and launch again. False (nothing done) when that is not the failure, or the port was
+        given, or the broker started before (a restart keeps its port: clients know it)."""
+        if (not self._picked_port or self.starts != 1 or self.alive
+                or self.props["listeners"] != _listeners(self.port)
+                or b"address already in use" not in self._launch_output()):
             return False
+        self.port = free_port()
+        self.props["listeners"] = _listeners(self.port)
+        self.starts = 0
+        self.launch()
+        return True
 
     def accepts_connections(self) -> bool:
         try:

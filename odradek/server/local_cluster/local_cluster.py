@@ -344,6 +344,9 @@ class LocalCluster:
         try:
             wait_until(ready, timeout, f"broker {broker_id} to register", interval=0.2, error=self.timeout_error)
         except StopWaiting:
+            if node.launch_on_a_new_port():
+                self.notice(f"broker {broker_id}'s port was taken before it could listen: launched on {node.port}")
+                return self.wait_registered(broker_id, timeout)
             raise self.start_error(f"broker {broker_id} exited with status {node.proc.returncode} while "
                                    f"starting; its output ({node.log_path}) ends:\n{node.output()}") from None
         except self.timeout_error as e:

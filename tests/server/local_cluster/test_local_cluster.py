@@ -37,3 +37,23 @@ def test_a_crashed_cluster_comes_back_from_its_directory(tmp_path):
     finally:
         second.close()
     assert statuses["broker 1"] == statuses["broker 2"] == 0
+
+
+def test_a_broker_whose_picked_port_is_taken_before_it_listens_starts_on_another(tmp_path):
+    """Another process (a parallel test) may take a picked port between the pick and the
+    broker's bind: that first launch is made again on a new port."""
+    import socket
+
+    notices: list[str] = []
+    cluster = LocalCluster(tmp_path, 1, props=PROPS, notice=notices.append)
+    taken = cluster.nodes[1].port
+    with socket.socket() as thief:
+        thief.bind(("127.0.0.1", taken))
+        thief.listen()
+        try:
+            cluster.start()
+            node = cluster.nodes[1]
+            assert node.port != taken and node.starts == 1 and cluster.registered_ids() == [1]
+            assert notices == [f"broker 1's port was taken before it could listen: launched on {node.port}"]
+        finally:
+            cluster.close()
