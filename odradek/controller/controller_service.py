@@ -40,6 +40,18 @@ conflict: the states the list writes are read back and handed to the controller 
 `events.LeaderAndIsrConflict`, whose commands replace the rest of the list. Requests go to the
 `ControllerChannelManager` (whose senders follow the controller's live broker set); requests
 after a failed write are never sent. Unclean leader elections are logged at ERROR.
+
+No answer comes from state that was never written. The `Controller` changes its context as it
+decides, before the edge writes; the change counts only once the writes landed. A conflict
+restores the context (`events.LeaderAndIsrConflict`). A write whose outcome is unknown (the
+store unreachable for a whole session timeout, or any other failure while executing) makes
+the controller resign at once: its context is dropped (so an AlterPartition sent again is
+answered NOT_CONTROLLER, not NONE from the ISR it meant to write), ``/controller`` is given up
+when it is still ours (Kafka's ``triggerControllerMove``), and an election runs once the store
+answers, which rebuilds the context from the store. A new store session (the old one expired,
+with its ephemeral ``/controller``) resigns before anything else, as Kafka's ``Expire`` event
+(``clearAndPut`` at the head of the queue): the flag is checked before every item and between
+the repetitions of a write, so no write of the old session's state follows it.
 """
 
 from __future__ import annotations
@@ -137,7 +149,7 @@ class ControllerService:
         self.writer = ZnodeWriter(
             lambda: broker.metadata.store,
             broker.config["zookeeper.session.timeout.ms"] / 1000,
-            lambda: self._stopped,
+            lambda: self._stopped or self._session_expired.is_set(),
         )
         self.loop: asyncio.AbstractEventLoop | None = None
         self._queue: queue.Queue[_Item] = queue.Queue()
@@ -149,6 +161,9 @@ class ControllerService:
         self._markers: set = set()
         self._markers_lock = threading.Lock()
         self._stopped = False
+        self._session_expired = threading.Event()
+        """Set by a new store session (the old one expired); the event thread resigns before
+        its next item, and a write being repeated stops."""
         self._submit_lock = threading.Lock()
         self._next_rebalance = float("inf")
         self.elections = 0
@@ -226,6 +241,7 @@ class ControllerService:
                 self._stop_in_thread()
                 return
             try:
+                self._expire_if_needed()
                 self._process(item)
             except StoreUnavailableError as e:
                 if item.kind in _RETRIED and not self._stopped:
@@ -300,6 +316,12 @@ class ControllerService:
         current = self._controller_id()
         if current == self.broker_id and self.active:
             return
+        if current == self.broker_id:
+            # the seat is ours but the context was dropped (a write failed, the session
+            # expired): give it up and run for it again, so the context is read afresh at a
+            # new controller epoch
+            self.broker.metadata.resign_controller(self.broker_id)
+            current = self._controller_id()
         if current != -1:
             if self.active:  # another broker holds /controller: we were deposed
                 self._resign()
@@ -329,6 +351,31 @@ class ControllerService:
             raise
         self._schedule_rebalance(FIRST_REBALANCE_DELAY_S)
 
+    def _expire_if_needed(self) -> None:
+        """Kafka's ``processExpire``: after a session expiry, resign before anything else."""
+        if self._session_expired.is_set():
+            self._session_expired.clear()
+            if self.active:
+                log.warning("controller %d: the store session expired; resigning",
+                            self.broker_id)
+                self._resign()
+
+    def _move_controller(self, why: BaseException) -> None:
+        """Kafka's ``triggerControllerMove`` after a write whose outcome is unknown: resign
+        (the context held decisions that may never have been written), give ``/controller``
+        up if it is still ours, and elect again once the store answers (the election reads
+        the context afresh from the store)."""
+        log.error("controller %d: a write to the metadata store failed (%s); resigning",
+                  self.broker_id, why)
+        if self.active:
+            self._resign()
+        try:
+            self.broker.metadata.resign_controller(self.broker_id)
+        except StoreError as e:  # kept by the next election (see `_elect`)
+            log.info("controller %d: /controller not given up yet: %s", self.broker_id, e)
+        if not self._stopped:
+            self._queue.put(_Item("reelect"))
+
     def _resign(self) -> None:
         """Kafka's ``onControllerResignation``: forget everything, stop the senders."""
         log.info("broker %d is no longer the controller", self.broker_id)
@@ -338,9 +385,11 @@ class ControllerService:
         self._next_rebalance = float("inf")
 
     def _on_new_session(self) -> None:
-        """Kafka's ``RegisterBrokerAndReelect`` (the registration is `ClusterMetadata`'s):
-        still controller if ``/controller`` names this broker, else resign and elect."""
+        """Kafka's ``Expire`` then ``RegisterBrokerAndReelect`` (the registration is
+        `ClusterMetadata`'s): resign before the next item (the old session's ``/controller``
+        went with it), then elect again. Runs on the store's thread."""
         if not self._stopped:
+            self._session_expired.set()
             self._queue.put(_Item("reelect"))
 
     # -- handling and executing ---------------------------------------------------------------
@@ -352,7 +401,11 @@ class ControllerService:
             self._log_unclean()
             if self.controller.active:
                 self.channel.update_brokers(self.controller.ctx.live_brokers)
-            outcome = self._execute(commands, item)
+            try:
+                outcome = self._execute(commands, item)
+            except Exception as e:
+                self._move_controller(e)
+                raise
             if outcome is None:
                 self._sync_topic_watches()
                 return

@@ -24,7 +24,7 @@ from odradek.controller.controller import Controller
 from odradek.controller.snapshot import read_snapshot
 from odradek.metadata import layout
 from odradek.metadata.embedded_store import EmbeddedStore
-from odradek.metadata.errors import BadVersionError, NodeExistsError
+from odradek.metadata.errors import BadVersionError, NodeExistsError, StoreUnavailableError
 from odradek.metadata.layout import NO_LEADER, BrokerInfo, Endpoint, PartitionState, TopicAssignment
 
 BROKERS = [1000, 1001, 1002, 1003, 1004]
@@ -60,6 +60,9 @@ class Cluster:
         self.replies: list[Reply] = []
         self.history: dict[tuple[str, int], dict[int, int]] = {}  # tp -> epoch -> leader
         self.conflicts = 0
+        self.writes_left: int | None = None
+        """Writes that still land; then the store is unreachable (None: always reachable)."""
+        self.write_failures = 0
         self.announced: dict[tuple[str, int], dict[int, int]] = {}  # the same, as sent
         snapshot = read_snapshot(self.store, controller_id, self.broker_epochs(), unclean)
         self.run(ev.Startup(snapshot))
@@ -81,11 +84,17 @@ class Cluster:
     def execute(self, commands: list) -> bool:
         """Run ``commands`` as the edge will: on a version conflict stop, read back what the
         list writes and hand it to the controller (False: this list was cut short). A newer
-        controller epoch raises `BadVersionError` (the edge would resign)."""
+        controller epoch raises `BadVersionError` (the edge would resign). A write that meets
+        an unreachable store (`writes_left` spent) makes the controller resign, as the edge's
+        `ControllerService` does: nothing after it runs (False)."""
         for command in commands:
             if isinstance(command, ZnodeWrite):
                 try:
-                    command.apply(self.store)
+                    self._apply(command)
+                except StoreUnavailableError:
+                    self.write_failures += 1
+                    self.controller.handle(ev.Resign())
+                    return False
                 except (BadVersionError, NodeExistsError):
                     if self.store.get(layout.CONTROLLER_EPOCH)[1] != command.epoch_zk_version:
                         raise
@@ -97,6 +106,13 @@ class Cluster:
             else:
                 self.replies.append(command)
         return True
+
+    def _apply(self, write: ZnodeWrite) -> None:
+        if self.writes_left is not None:
+            if self.writes_left <= 0:
+                raise StoreUnavailableError("the store is unreachable (harness)")
+            self.writes_left -= 1
+        write.apply(self.store)
 
     def conflict_event(self, commands: list) -> ev.LeaderAndIsrConflict:
         states = {}

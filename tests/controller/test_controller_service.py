@@ -545,9 +545,9 @@ def test_reassignment_through_the_admin_znode():
     run(scenario())
 
 
-def test_new_session_keeps_or_retakes_the_seat():
-    """After a session expiry: still controller when /controller names this broker; when
-    the old session's /controller went, elected again at a new epoch."""
+def test_new_session_retakes_the_seat_at_a_new_epoch():
+    """After a session expiry the controller resigns first (Kafka's ``Expire``), then is
+    elected again at a new epoch, whether or not the old ``/controller`` is still there."""
     broker = FakeBroker(1)
     store = broker.metadata.store
     write_topic(store, "t", {0: (1,)})
@@ -558,13 +558,13 @@ def test_new_session_keeps_or_retakes_the_seat():
         try:
             epoch = layout.decode_controller_epoch(store.get(layout.CONTROLLER_EPOCH)[0])
             service._on_new_session()
-            await asyncio.sleep(0.1)
-            assert service.active and service.elections == 1
+            await async_wait_until(lambda: service.elections == 2 and service.active,
+                                   what="re-election")
             store.delete(layout.CONTROLLER)  # what the expiry did to the old ephemeral
             service._on_new_session()
-            await async_wait_until(lambda: service.elections == 2, what="re-election")
-            assert service.active
-            assert layout.decode_controller_epoch(store.get(layout.CONTROLLER_EPOCH)[0]) > epoch
+            await async_wait_until(lambda: service.elections == 3 and service.active,
+                                   what="re-election")
+            assert layout.decode_controller_epoch(store.get(layout.CONTROLLER_EPOCH)[0]) == epoch + 2
         finally:
             service.shutdown()
 
