@@ -12,6 +12,9 @@ Session: the store's ephemeral znodes live as long as the ZooKeeper session. Whe
 expires kazoo opens a new one; the store then sets every watch again, runs every watch
 callback once (changes made meanwhile were not reported) and calls the session listeners,
 whose job is to re-create their ephemeral znodes (a broker re-registers itself, as Kafka does).
+After a lost connection kazoo tries again with a backoff capped at one second
+(`_CONNECTION_RETRY`), so the store is connected again within about a second of ZooKeeper's
+return, however long it was away; `connected` says whether it is connected now.
 
 Reads, and setting a watch, are retried across a connection loss or a session expiry; a watch
 that still cannot be set is kept and set on reconnection, so asking for one never fails for
@@ -75,6 +78,14 @@ _RECURSIVE_DELETE_BATCH = 1000  # deletes per multi: ~60 KB, far below ZooKeeper
 _WRITE_ATTEMPTS = 20  # with the backoff below: ~15 s of pauses besides the waits to reconnect
 _WRITE_BACKOFF_FIRST_S, _WRITE_BACKOFF_MAX_S = 0.05, 1.0
 _CONNECT_WAIT_SLICE_S = 0.25
+# Reconnection: kazoo's default backoff doubles up to an hour, so a broker found ZooKeeper back
+# 13 s after a 20 s outage (36 s after 60 s), its partitions offline meanwhile. Capped at 1 s
+# (at most 1.4 s with kazoo's 40% jitter), never giving up: a broker waits for ZooKeeper as
+# long as it takes, and one refused connection a second costs ZooKeeper nothing.
+_CONNECTION_RETRY = dict(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0, ignore_expire=True)
+# Reads (kazoo's command retry, ``KazooClient.retry``): five tries, ~1.5 s of pauses, so a read
+# rides out a connection that comes back within a backoff step and fails soon otherwise.
+_COMMAND_RETRY = dict(max_tries=5, delay=0.1, backoff=2, max_delay=2.0, ignore_expire=True)
 
 T = TypeVar("T")
 
@@ -127,12 +138,13 @@ class ZooKeeperStore(MetadataStore):
         connect_timeout: float = 15.0,
         session_timeout: float = 18.0,
     ) -> None:
-        self._client = KazooClient(hosts=hosts, timeout=session_timeout)
+        self._client = KazooClient(hosts=hosts, timeout=session_timeout,
+                                   connection_retry=KazooRetry(**_CONNECTION_RETRY),
+                                   command_retry=KazooRetry(**_COMMAND_RETRY))
         self._session_timeout = session_timeout
         self._connected = threading.Event()  # kazoo's state, as its listener last reported it
         self._session: int | None = None  # the id of the session kazoo last reported connected
         self._past_sessions: set[int] = set()  # ids of this store's sessions that have ended
-        self._read_retry = KazooRetry(max_tries=5, delay=0.1, max_delay=2.0, ignore_expire=True)
         self._watches: list[Rewatch] = []
         self._session_listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -141,7 +153,7 @@ class ZooKeeperStore(MetadataStore):
         with _translated():
             self._client.start(timeout=connect_timeout)
             if chroot not in (None, "", "/"):  # kazoo's ensure_path tolerates NodeExists
-                self._read_retry.copy()(self._client.ensure_path, validate_path(chroot))
+                self._client.retry(self._client.ensure_path, validate_path(chroot))
                 self._client.chroot = chroot
         self._client.add_listener(self._on_state)
         if self._client.connected:
@@ -153,7 +165,7 @@ class ZooKeeperStore(MetadataStore):
     def _read(self, func: Callable, *args: object) -> object:
         self._check_open()
         with _translated():
-            return self._read_retry.copy()(func, *args)  # a copy: its counters are per call
+            return self._client.retry(func, *args)  # kazoo copies the policy per call
 
     def get(self, path: str) -> tuple[bytes, int]:
         data, stat = self._read(self._client.get, validate_path(path))
@@ -403,6 +415,13 @@ class ZooKeeperStore(MetadataStore):
     def add_session_listener(self, callback: Callable[[], None]) -> None:
         with self._lock:
             self._session_listeners.append(callback)
+
+    @property
+    def connected(self) -> bool:
+        """Whether kazoo's state is CONNECTED, as its listener last reported it: False while
+        SUSPENDED (connection lost, the session may live on) or LOST (session expired), and
+        once the store is closed."""
+        return self._connected.is_set() and not self._closed
 
     def _on_state(self, state: str) -> None:
         # Runs on kazoo's connection thread, which must not block: hand the work over.
