@@ -189,6 +189,14 @@ class MetadataStore(abc.ABC):
         The embedded store never loses its session, so by default this does nothing.
         """
 
+    @property
+    def connected(self) -> bool:
+        """Whether the store reaches its servers now: while False, reads and writes may fail
+        with StoreUnavailableError, watches report nothing, and what this session holds
+        (``/controller`` among it) may already be another's. The embedded store is always
+        connected; ZooKeeper's is not while kazoo is SUSPENDED or LOST."""
+        return True
+
     @abc.abstractmethod
     def close(self) -> None:
         """End the session: ephemeral znodes vanish, watches stop. Idempotent."""

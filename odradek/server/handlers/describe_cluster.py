@@ -1,5 +1,6 @@
 """DescribeCluster (key 60): cluster id, controller and brokers, and the cluster's authorized
-operations when asked (``include_cluster_authorized_operations``)."""
+operations when asked (``include_cluster_authorized_operations``). The controller is answered
+as Metadata answers it (``metadata.answered_controller_id``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol import acl_binding as acl
 from odradek.server.acl_operations import CLUSTER_OPERATIONS, authorized
 from odradek.server import authorize
+from odradek.server.handlers.metadata import answered_controller_id
 
 BROKERS = 1
 
@@ -22,7 +24,7 @@ def handle(ctx, request):
     for info in sorted(image.brokers.values(), key=lambda b: b.broker_id):
         endpoint = next((e for e in info.endpoints if e.listener == ctx.connection.listener_name), info.endpoints[0])
         brokers.append(DescribeClusterBroker(broker_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack))
-    controller = broker.controller_id()
+    controller = answered_controller_id(broker)
     return DescribeClusterResponse(error_code=ErrorCode.NONE, cluster_id=broker.cluster_id,
                                    controller_id=controller, brokers=brokers,
                                    cluster_authorized_operations=authorized(

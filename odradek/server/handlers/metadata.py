@@ -6,7 +6,8 @@ always before v4) and ``auto.create.topics.enable`` is on, as Kafka does. Where 
 answers LEADER_NOT_AVAILABLE for a topic it just created, odradek waits (a bounded while,
 ``topics.AUTO_CREATE_WAIT_MS``) for the controller to give it leaders, so the new topic is
 usually answered complete; LEADER_NOT_AVAILABLE after that wait. The controller is the one in
-the metadata image (-1 while there is none: between two controllers).
+the metadata image (-1 while there is none: between two controllers), except this broker's own
+id while it is cut off from the metadata store (`answered_controller_id`).
 
 Topic ids, as Kafka's ``KafkaApis.handleTopicMetadataRequest`` treats them: v10 and v11 carry
 an id field but may not use it, so a topic there with a null name or a non-zero id makes the
@@ -24,6 +25,7 @@ broker: ``metadata/offline_replicas.py``), as Kafka's ``MetadataCache`` answers 
 
 from __future__ import annotations
 
+from odradek.metadata.layout import NO_LEADER
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.metadata_response import (
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -114,9 +116,22 @@ def _answer(ctx, names, create_errors: dict[str, int]):
         throttle_time_ms=0,
         brokers=[_broker(b, ctx.connection.listener_name) for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)],
         cluster_id=broker.cluster_id,
-        controller_id=broker.controller_id(),
+        controller_id=answered_controller_id(broker),
         topics=topics,
     )
+
+
+def answered_controller_id(broker) -> int:
+    """The controller id that Metadata and DescribeCluster answer: the image's (``/controller``
+    as last read), but -1 (no controller: Kafka's clients ask again) in place of this broker's
+    own id while its metadata store is not connected (ZooKeeper SUSPENDED or LOST). Cut off,
+    it cannot know whether its session, and ``/controller`` with it, lives on, so it must not
+    draw admin requests to itself as controller. Another broker's id is answered as is: the
+    controller last seen, which answers NOT_CONTROLLER itself if it no longer is one."""
+    controller = broker.controller_id()
+    if controller == broker.broker_id and not broker.metadata.store.connected:
+        return NO_LEADER
+    return controller
 
 
 def _requested_names(version: int, request, image):
