@@ -3,7 +3,9 @@
 Kafka's ``ReplicaManager`` keeps one such file per log directory, in the format of the other
 offset checkpoints (``storage/checkpoint.py``: version 0, the entry count, then one
 ``topic partition offset`` line each), written atomically every
-``replica.high.watermark.checkpoint.interval.ms`` and at shutdown, and read at start-up.
+``replica.high.watermark.checkpoint.interval.ms`` and at shutdown, and read at start-up. The
+periodic write and the shutdown's may overlap: each file has one writer at a time
+(``file_ops.replace_durably``).
 
 Why it matters with replicas: a leader's high watermark is what it has told consumers and
 acks=all producers is committed. A broker that restarts and leads again (or follows, then is

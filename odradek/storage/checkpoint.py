@@ -10,6 +10,8 @@ Used for ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` a
 
 Writes are atomic: the new content goes to ``<name>.tmp``, is fsynced, renamed over the old
 file, and the directory is fsynced, so a crash leaves either the old or the new checkpoint.
+One writer of a file at a time (``file_ops.replace_durably`` holds a lock per path throughout),
+so writers in different threads never share the ``.tmp`` file.
 A file that does not parse raises CheckpointError; callers fall back to the safe value
 (recovering from offset 0, or the first segment's base offset).
 """

@@ -1,11 +1,14 @@
-"""Small filesystem steps the storage layer repeats: whole-file reads and writes, fsync of a
-file by path or of a directory (which makes creations and renames in it durable), and disk
-space reserved ahead of appends."""
+"""Small filesystem steps the storage layer repeats: whole-file reads and writes, durable
+replacement of a whole file (checkpoints), fsync of a file by path or of a directory (which
+makes creations and renames in it durable), and disk space reserved ahead of appends."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import threading
+from collections.abc import Iterator
 
 _FALLOC_FL_KEEP_SIZE = 0x01
 
@@ -40,21 +43,56 @@ def write_file(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+class _PathLocks:
+    """One lock per file path (as `os.path.abspath` spells it), made on first use and dropped
+    once no thread holds or awaits it, so a partition's leader-epoch checkpoint leaves nothing
+    behind when the partition goes."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, list[int]]] = {}  # path: (lock, [users])
+
+    @contextlib.contextmanager
+    def held(self, path: str) -> Iterator[None]:
+        key = os.path.abspath(path)
+        with self._guard:
+            lock, users = self._locks.setdefault(key, (threading.Lock(), [0]))
+            users[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                users[0] -= 1
+                if not users[0]:
+                    del self._locks[key]
+
+
+_replacing = _PathLocks()
+
+
 def replace_durably(path: str, data: bytes) -> None:
     """Atomically replace ``path`` with ``data``, durably, as Kafka's checkpoint files are
     written: to ``path + ".tmp"``, fsynced, renamed over ``path``, then the directory fsynced
-    (so a crash leaves the old file or the new one, never a torn one)."""
+    (so a crash leaves the old file or the new one, never a torn one).
+
+    One writer per path at a time in this process (Kafka's ``CheckpointFile`` holds its lock
+    the same way): the lock is held from the creation of the ``.tmp`` file to the directory's
+    fsync, so two writers of one checkpoint (the periodic pass and a topic deletion, say)
+    never share the ``.tmp`` file, whose rename would otherwise find it gone (ENOENT, which
+    takes the log directory offline) or rename the other's half-written content."""
     tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_directory(os.path.dirname(os.path.abspath(path)))
+    with _replacing.held(path):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 def fsync_path(path: str) -> None:

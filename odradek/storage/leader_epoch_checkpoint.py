@@ -11,7 +11,8 @@ ends::
 
 Writes are atomic, as for the other checkpoints (``checkpoint``): the new content goes to
 ``leader-epoch-checkpoint.tmp``, is fsynced, renamed over the old file, and the directory is
-fsynced, so a crash leaves the old file or the new one, never a torn one.
+fsynced, so a crash leaves the old file or the new one, never a torn one; one writer at a time
+(``file_ops.replace_durably``'s lock per path), even for two caches of one partition directory.
 
 Reading, as Kafka's ``CheckpointFile.read``: a missing file is None (never written), an empty
 file or one with only its version line holds no entries (Kafka creates the file empty), and

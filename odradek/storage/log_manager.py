@@ -13,10 +13,12 @@ clean-shutdown marker, each from its checkpointed recovery point), then removes 
 ``shutdown`` flushes and closes every log, writes the checkpoints, then the marker. In
 between, the broker calls the periodic passes with the current time: ``run_retention``,
 ``flush_due`` (which says what to flush, so the broker can fsync off its event loop),
-``checkpoint`` and ``remove_deleted``. Deleting a partition renames its directory
-``<topic>-<partition>.<uuid>-delete`` at once and erases it ``file.delete.delay.ms`` later;
-a deletion is never left half done by a disk error (``delete_logs``), and what a crash
-leaves is removed at the next start-up (``delete_stray_logs``; both in ``log_deletion``).
+``checkpoint`` and ``remove_deleted``. A directory's checkpoints are written by one thread at
+a time, in the order of the snapshots they were taken from (``checkpoint_dir``). Deleting a
+partition renames its directory ``<topic>-<partition>.<uuid>-delete`` at once and erases it
+``file.delete.delay.ms`` later; a deletion is never left half done by a disk error
+(``delete_logs``), and what a crash leaves is removed at the next start-up
+(``delete_stray_logs``; both in ``log_deletion``).
 Each partition directory records the id of the topic it belongs to (``partition_metadata``),
 so a topic created again under a deleted one's name never gets the old data.
 
@@ -130,6 +132,7 @@ class LogManager(LogDeletion, LogDirs):
         self._owed_checkpoints: set[str] = set()
         self._topic_ids: dict[TopicPartition, uuid.UUID | None] = {}
         self._lock = threading.RLock()
+        self._checkpoint_locks: dict[str, threading.Lock] = {}  # per log directory: see checkpoint_dir
         self._running = False
         self.cleaner = LogCleaner()
 
@@ -401,22 +404,32 @@ class LogManager(LogDeletion, LogDirs):
                 self.checkpoint_dir(directory)
 
     def checkpoint_dir(self, directory: str) -> None:
+        """Write the directory's three checkpoints from one snapshot of its logs.
+
+        The periodic pass (``checkpoint``), a deletion (``delete_logs``) and a truncation
+        call this from different threads; one at a time writes a directory's checkpoints.
+        The snapshot is taken under the manager's lock, and the directory's checkpoint lock
+        is taken before that one is let go, so checkpoints reach the disk in the order of
+        their snapshots: a deletion's checkpoint, without the deleted logs, is never
+        overwritten by an older one that names them. Whoever holds the checkpoint lock never
+        waits for the manager's lock (the failure report comes after), so the two cannot
+        deadlock."""
         with self._lock:
             tps = [tp for tp, d in self._dir_of.items() if d == directory]
             logs = {tp: self._logs[tp] for tp in tps}
             cleaner = {tp: o for tp, o in self._cleaner_offsets.items() if tp in logs}
-        path = os.path.join
+            writing = self._checkpoint_locks.setdefault(directory, threading.Lock())
+            writing.acquire()
+        failure = None
         try:
-            OffsetCheckpointFile(path(directory, RECOVERY_POINT_CHECKPOINT)).write(
-                {tp: log.recovery_point for tp, log in logs.items()}
-            )
-            OffsetCheckpointFile(path(directory, LOG_START_OFFSET_CHECKPOINT)).write(
-                {tp: log.log_start_offset for tp, log in logs.items()}
-            )
-            OffsetCheckpointFile(path(directory, CLEANER_OFFSET_CHECKPOINT)).write(cleaner)
+            _write_checkpoints(directory, logs, cleaner)
         except OSError as e:
-            self.failure_channel.report(directory, "writing its checkpoints", e)
-            raise
+            failure = e
+        finally:
+            writing.release()
+        if failure is not None:
+            self.failure_channel.report(directory, "writing its checkpoints", failure)
+            raise failure
         with self._lock:
             self._owed_checkpoints.discard(directory)
 
@@ -428,6 +441,18 @@ class LogManager(LogDeletion, LogDirs):
         with self._lock:
             if (topic, partition) in self._logs:
                 self._cleaner_offsets[(topic, partition)] = offset
+
+
+def _write_checkpoints(directory: str, logs: Mapping[TopicPartition, Log],
+                       cleaner: dict[TopicPartition, int]) -> None:
+    path = os.path.join
+    OffsetCheckpointFile(path(directory, RECOVERY_POINT_CHECKPOINT)).write(
+        {tp: log.recovery_point for tp, log in logs.items()}
+    )
+    OffsetCheckpointFile(path(directory, LOG_START_OFFSET_CHECKPOINT)).write(
+        {tp: log.log_start_offset for tp, log in logs.items()}
+    )
+    OffsetCheckpointFile(path(directory, CLEANER_OFFSET_CHECKPOINT)).write(cleaner)
 
 
 def _read_checkpoint(directory: str, name: str) -> dict[TopicPartition, int]:
