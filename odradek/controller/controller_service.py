@@ -191,6 +191,7 @@ class ControllerService:
         self.channel.start(self.loop)
         self._install_watches()
         self.store.add_session_listener(self._on_new_session)
+        self.store.add_session_lost_listener(self._session_expired.set)
         self._thread.start()
         done: concurrent.futures.Future = concurrent.futures.Future()
         self._queue.put(_Item("elect", None, done))

@@ -189,6 +189,14 @@ class MetadataStore(abc.ABC):
         The embedded store never loses its session, so by default this does nothing.
         """
 
+    def add_session_lost_listener(self, callback: Callable[[], None]) -> None:  # noqa: B027
+        """Call ``callback()`` as soon as the store learns that its session expired (before
+        it reconnects with a new one, re-arms its watches and calls the session listeners).
+        Called on the store's own thread: the callback must not block or use the store.
+
+        The embedded store never loses its session, so by default this does nothing.
+        """
+
     @property
     def connected(self) -> bool:
         """Whether the store reaches its servers now: while False, reads and writes may fail

@@ -147,6 +147,7 @@ class ZooKeeperStore(MetadataStore):
         self._past_sessions: set[int] = set()  # ids of this store's sessions that have ended
         self._watches: list[Rewatch] = []
         self._session_listeners: list[Callable[[], None]] = []
+        self._session_lost_listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._closed = False
         self._lost = False
@@ -423,10 +424,23 @@ class ZooKeeperStore(MetadataStore):
         once the store is closed."""
         return self._connected.is_set() and not self._closed
 
+    def add_session_lost_listener(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            self._session_lost_listeners.append(callback)
+
     def _on_state(self, state: str) -> None:
         # Runs on kazoo's connection thread, which must not block: hand the work over.
         if state != KazooState.CONNECTED:
             self._connected.clear()
+            if state == KazooState.LOST and not self._closed:
+                # before the new session's watches fire: a controller must resign first
+                with self._lock:
+                    lost_listeners = list(self._session_lost_listeners)
+                for listener in lost_listeners:
+                    try:
+                        listener()
+                    except Exception:
+                        log.exception("metadata session-lost listener failed")
             self._lost = self._lost or state == KazooState.LOST
             return
         self._note_session()

@@ -62,6 +62,22 @@ def test_after_session_expiry_watches_and_listeners_recover(zookeeper, chroot):
         wait_for(lambda: seen.count() > before, "the watch after the new session")
 
 
+def test_session_lost_listener_runs_before_the_new_session_fires_watches(zookeeper, chroot):
+    """A controller must resign before it handles anything the new session's watches report:
+    the lost listener is called first, then the watches, then the session listeners."""
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        store.create("/brokers")
+        order: list[str] = []
+        store.add_session_lost_listener(lambda: order.append("lost"))
+        store.add_session_listener(lambda: order.append("new session"))
+        store.watch_children("/brokers", lambda _: order.append("watch"))
+        order.clear()  # the watch's first run, if any
+        _expire_session(zookeeper.hosts, store)
+        wait_for(lambda: "new session" in order, "the new session")
+        assert order[0] == "lost", order
+        assert order.index("lost") < order.index("watch") < order.index("new session"), order
+
+
 def _failing_get_children(store: ZooKeeperStore, failures: int) -> list[int]:
     """Make the store's next ``failures`` children reads fail as in a session being replaced;
     returns the running count of the failures raised."""
