@@ -23,7 +23,8 @@ taking and requeueing batches, expiry, flush, metadata, close) always holds it w
 touches that state. It is held for data structure steps only: never across an await, never
 while user code runs (callbacks, partitioners) and never while sealing a batch, so nobody
 waits on it long. A batch taken off its queue under the lock belongs to the loop alone.
-``in_flight`` and ``next_sequence`` are the loop's alone; ``_space_waiters`` too. The loop
+``in_flight``, ``next_sequence`` and the producer identity are the loop's alone;
+``_space_waiters`` too. The loop
 goes first (``AccumulatorLock``): a caller appending in a tight loop would otherwise take the
 lock again before the woken loop thread runs, and starve it.
 """
@@ -84,7 +85,17 @@ class AccumulatorLock:
 
 
 class PartitionQueue:
-    __slots__ = ("in_flight", "next_sequence", "open", "partition", "sealed", "topic")
+    """One partition's batches. Under idempotence also its producer identity: every batch of
+    the queue that has a sequence number (in flight, or sealed and waiting for a retry) was
+    stamped with ``producer_id`` and ``producer_epoch``, and ``next_sequence`` is the next
+    one under them. ``refused_from``: None, or the first sequence the leader's producer
+    state refused under that identity (OUT_OF_ORDER_SEQUENCE_NUMBER with nothing earlier
+    outstanding, UNKNOWN_PRODUCER_ID, a fenced epoch): no batch from there on was appended,
+    and none will be under that identity. The sender moves the queue to its current
+    identity (``adopt``) only when no batch stamped with the old one is outstanding."""
+
+    __slots__ = ("in_flight", "next_sequence", "open", "partition", "producer_epoch", "producer_id",
+                 "refused_from", "sealed", "topic")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -93,9 +104,30 @@ class PartitionQueue:
         self.sealed: deque[ProducerBatch] = deque()
         self.in_flight: list[ProducerBatch] = []  # sent, unanswered; by base sequence
         self.next_sequence = 0
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.refused_from: int | None = None
 
     def __repr__(self) -> str:
         return f"PartitionQueue({self.topic}-{self.partition}, sealed={len(self.sealed)})"
+
+    def stamps_as(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether the queue's next batch may be stamped with this identity as it stands."""
+        return (self.refused_from is None and self.producer_id == producer_id
+                and self.producer_epoch == producer_epoch)
+
+    def adopt(self, producer_id: int, producer_epoch: int) -> None:
+        """Move to a new producer identity, sequences from 0 (Kafka's
+        ``TransactionManager.maybeUpdateProducerIdAndEpoch``); call only when none of the
+        queue's batches stamped with the old one is outstanding."""
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.next_sequence = 0
+        self.refused_from = None
+
+    def behind_refusal(self, batch: ProducerBatch) -> bool:
+        """Whether ``batch`` (stamped with the queue's identity) comes after a refused
+        sequence: then none of it was appended, and it may be stamped anew."""
+        return self.refused_from is not None and batch.base_sequence > self.refused_from
 
     def head(self) -> ProducerBatch | None:
         """The next batch to send: the oldest sealed one, else the open one."""

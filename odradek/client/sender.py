@@ -25,7 +25,20 @@ are requeued by sequence behind it, and a partition whose head is a retry sends 
 a time until the retries are through, so the log receives them in order and exactly once
 (a resent batch that had been appended is recognised by the broker as a duplicate and answered
 with its original offset). A sequence error with no earlier batch outstanding, an unknown
-producer id or a fenced epoch fail that batch and restart sequences under a new producer id.
+producer id or a fenced epoch fail that batch and get a new producer id.
+
+A batch once sent keeps its producer id, epoch and sequence for every retry, whatever
+happened to the producer id meanwhile: an answer such as a timeout, a lost connection or
+NOT_LEADER_OR_FOLLOWER does not say whether it was appended (an acks=all produce is appended
+before it waits for the replicas, and a follower that becomes leader has the batches it
+copied), and only the same stamp lets the leader recognise it. So each partition
+(``PartitionQueue``) moves to a new producer id, its sequences from 0, only once none of its
+batches stamped with the old one is outstanding (Kafka's
+``TransactionManager.maybeUpdateProducerIdAndEpoch``); until then its new batches wait. The
+one exception: the batches of a partition behind the sequence its leader refused (a refusal
+by the producer state, taken before anything is appended: none of them is in the log, nor
+will be under that identity) are stamped anew when they go again (Kafka rewrites the
+sequences of the partition that needed the epoch bump).
 
 Transactions (``txn``, a ``TransactionManager``): the producer id comes from
 ``init_transactions``, never from the sender; a partition's batches go only once the
@@ -206,7 +219,9 @@ class Sender:
                 next_delay = wait if next_delay is None else min(next_delay, wait)
                 continue
             if self.idempotent and queue.in_flight and (
-                    batch.attempts > 0 or len(queue.in_flight) >= MAX_IN_FLIGHT_IDEMPOTENT):
+                    batch.attempts > 0 or len(queue.in_flight) >= MAX_IN_FLIGHT_IDEMPOTENT
+                    or not queue.stamps_as(self.producer_id, self.producer_epoch)):
+                # (a new producer id: batches stamped with the old one are still in flight)
                 continue
             leader = meta.leader(queue.topic, queue.partition)
             rides = False
@@ -234,6 +249,8 @@ class Sender:
     def _take(self, queue: PartitionQueue, batch: ProducerBatch) -> ProducerBatch:
         """A batch just taken off ``queue`` (now the loop's alone): stamped and sealed."""
         if self.idempotent and batch.base_sequence < 0:
+            if not queue.stamps_as(self.producer_id, self.producer_epoch):
+                queue.adopt(self.producer_id, self.producer_epoch)  # nothing older outstanding (_pick)
             batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
             batch.base_sequence = queue.next_sequence
             queue.next_sequence = (queue.next_sequence + batch.count) % SEQUENCE_MODULUS
@@ -334,6 +351,11 @@ class Sender:
             # Expected while an earlier batch of the partition is being retried.
             with self.acc.lock:
                 retriable = _earlier_outstanding(queue, batch)
+        if self.idempotent and queue.behind_refusal(batch):
+            # Not appended (its leader refused an earlier sequence of its identity): it goes
+            # again as a batch never sent, under the partition's next identity.
+            batch.base_sequence = -1
+            retriable = retriable or code in _RESET_PRODUCER
         waits_for_add = self.txn is not None and (batch.topic, batch.partition) not in self.txn.added
         if code == ErrorCode.INVALID_TXN_STATE and batch.rode_behind_add:
             # Sent behind the AddPartitionsToTxn of its partition (``rides_behind_add``), it
@@ -341,8 +363,6 @@ class Sender:
             retriable = True
         if (retriable and not self.closing_hard and batch.attempts <= self.retries
                 and now - batch.created < self.delivery_timeout):
-            if self.idempotent and batch.producer_id != self.producer_id:
-                batch.base_sequence = -1  # stamped under a producer id since replaced
             # One waiting for its partition's add needs no backoff: the add's answer releases it.
             batch.retry_at = now if waits_for_add else now + self.cluster.backoff(batch.attempts - 1)
             with self.acc.lock:
@@ -355,8 +375,8 @@ class Sender:
         if self.txn is not None:
             self._fail(batch, error)
             return
-        if self.idempotent and code in _RESET_PRODUCER:
-            self._reset_producer_id()
+        if self.idempotent and code in _RESET_PRODUCER and batch.base_sequence >= 0:
+            self._refused(queue, batch)
         batch.fail(error)
         self.acc.release(batch)
 
@@ -383,20 +403,21 @@ class Sender:
         _log.debug("producer id %d epoch %d", self.producer_id, self.producer_epoch)
 
     def set_producer(self, producer_id: int, producer_epoch: int) -> None:
-        """A producer id and epoch from InitProducerId: sequences restart at 0."""
-        self._reset_producer_id()
+        """A producer id and epoch from InitProducerId: each partition's sequences restart
+        at 0 under them (``PartitionQueue.adopt``, once its older batches are resolved)."""
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
         self.idempotence = True
 
-    def _reset_producer_id(self) -> None:
-        """Start over with a new producer id: sequences restart at 0 on every partition."""
-        self.producer_id = -1
-        with self.acc.lock:
-            for state in self.acc.topics.values():
-                for queue in state.queues:
-                    queue.next_sequence = 0
-                    for batch in queue.sealed:
-                        batch.base_sequence = -1
+    def _refused(self, queue: PartitionQueue, batch: ProducerBatch) -> None:
+        """The leader's producer state refused ``batch`` (failed by the caller): its partition
+        gets no more batches under their identity, and the producer a new producer id
+        (unless that identity was already replaced). Nothing is appended from the refused
+        sequence on: the partition's batches behind it are stamped anew once their answer
+        comes (``PartitionQueue.behind_refusal``); an earlier one keeps its stamp."""
+        if (batch.producer_id, batch.producer_epoch) == (self.producer_id, self.producer_epoch):
+            self.producer_id = -1  # the run loop gets a new one before sending again
+        if queue.refused_from is None or batch.base_sequence < queue.refused_from:
+            queue.refused_from = batch.base_sequence
 
     # --- closing -------------------------------------------------------------------------
     def abort_all(self, error: BaseException, hard: bool = True) -> None:
