@@ -14,7 +14,9 @@ leads, holding that partition's shard (the coordinator's in-memory state of its 
   (``_load_shard``); until then its keys answer COORDINATOR_LOAD_IN_PROGRESS. A slot with an
   empty log is loaded at once. A load that raises drops the slot; the next request retries.
 - **appends**: ``_led_partition`` and ``_append_to`` append a coordinator's batch to the
-  partition it still leads at the slot's epoch (``ReplicaManager.append_as_coordinator``).
+  partition it still leads at the slot's epoch (``ReplicaManager.append_as_coordinator``:
+  acks=all, so refused NOT_ENOUGH_REPLICAS while the ISR is short of
+  ``min.insync.replicas``); the subclass waits for ``ReplicaManager.replication_error``.
 - **time**: ``_every`` runs an action periodically after a ``refresh``.
 
 A subclass sets ``TOPIC``, ``CONFIG`` and ``log`` and supplies ``_new_slot``, ``_load_shard`` (looked up

@@ -30,6 +30,7 @@ in ``replication/produce_validation.py``:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from odradek.coordinator.producer_state import ProducerStateManager
@@ -56,7 +57,7 @@ from odradek.replication.produce_validation import (
 )
 from odradek.replication.follower_append import append_as_follower
 from odradek.replication.follower_state import FollowerState
-from odradek.replication.isr import IsrChange
+from odradek.replication.isr import IsrChange, maximal_isr
 from odradek.replication.partition_replication import PartitionReplication
 from odradek.replication import transactions
 from odradek.storage._fast_append import append_to_active_segment
@@ -358,6 +359,33 @@ class Partition(PartitionReplication):
                 max_ts, max_ts_offset = ts, (next_offset + at if at >= 0 else last)
             next_offset = last + 1
         return LogAppendInfo(first, next_offset - 1, max_ts, max_ts_offset if max_ts_offset >= 0 else next_offset - 1)
+
+    # --- acks=all -----------------------------------------------------------------------------
+    def check_enough_replicas_reach_offset(self, broker_id: int, last_offset: int,
+                                           min_insync_replicas: Callable[[str], int]) -> ErrorCode | None:
+        """How an acks=all wait for ``last_offset`` ends, asked each time it may have (Kafka's
+        ``Partition.checkEnoughReplicasReachOffset``, which ``DelayedProduce`` asks):
+
+        - NOT_LEADER_OR_FOLLOWER once ``broker_id`` no longer leads the partition (the new
+          leader may truncate the records: the producer retries there);
+        - None while the high watermark has not passed ``last_offset``: still waiting;
+        - NOT_ENOUGH_REPLICAS_AFTER_APPEND when it has, but the ISR has fewer members than
+          the topic's ``min.insync.replicas`` (``min_insync_replicas(topic)``, read only then):
+          the ISR shrank while the records waited, so the high watermark passed them with
+          fewer copies than acks=all promises (the records stay in the log; the error is
+          retriable, and the retry is refused NOT_ENOUGH_REPLICAS until the ISR grows back);
+        - NONE otherwise.
+
+        The ISR counted is the maximal one (``isr.maximal_isr``: the committed ISR plus a
+        replica a pending change adds), as Kafka counts it: the high watermark waits for that
+        replica too, so it holds the records; a pending shrink removes nobody yet."""
+        if self.leader_id != broker_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.high_watermark <= last_offset:
+            return None
+        if len(maximal_isr(self.isr, self.pending_isr)) < min_insync_replicas(self.topic):
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
 
     # --- follower ---------------------------------------------------------------------------
     def append_records_as_follower(self, records) -> LogAppendInfo | None:

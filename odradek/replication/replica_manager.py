@@ -21,6 +21,7 @@ import asyncio
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from odradek.coordinator.producer_state import (
@@ -44,12 +45,21 @@ PRODUCER_SNAPSHOT = "producer-state.snapshot"
 RECORD_CHECK_THREADS = 2
 
 
+def _no_min_insync_replicas(topic: str) -> int:
+    return 1
+
+
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager, clock, replica_lag_time_max_ms: int = 30_000) -> None:
+    def __init__(self, broker_id: int, log_manager, clock, replica_lag_time_max_ms: int = 30_000,
+                 min_insync_replicas: Callable[[str], int] = _no_min_insync_replicas) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.clock = clock
         self.replica_lag_time_max_ms = replica_lag_time_max_ms  # replica.lag.time.max.ms
+        # A topic's effective min.insync.replicas (its override, else the broker's dynamic or
+        # static value: ``server/topics.TopicManager.min_insync_replicas``), read when an
+        # acks=all wait completes or a coordinator appends, so a change applies at once.
+        self.min_insync_replicas = min_insync_replicas
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         # Partitions with appends queued by append_off_loop: (how many, the lock they take in turn).
@@ -257,7 +267,15 @@ class ReplicaManager:
             self._record_checks, part.check_records_off_loop, records)
 
     def append_as_coordinator(self, part: Partition, batch) -> ProduceResult:
-        """Append a batch built by a coordinator on this broker (see ``Partition``)."""
+        """Append a batch built by a coordinator on this broker (see ``Partition``).
+        Coordinators write with acks=all (Kafka's ``requiredAcks = -1``), so, as for a
+        client's acks=all produce, nothing is appended while the ISR is smaller than the
+        topic's ``min.insync.replicas``: ProduceError(NOT_ENOUGH_REPLICAS). The write is then
+        done once ``replication_error`` says NONE."""
+        min_isr = self.min_insync_replicas(part.topic)
+        if len(part.isr) < min_isr:
+            raise ProduceError(ErrorCode.NOT_ENOUGH_REPLICAS, f"{len(part.isr)} in-sync replica(s) of "
+                               f"{part.topic}-{part.index}, min.insync.replicas is {min_isr}")
         result = part.append_as_coordinator(batch, self.clock.milliseconds())
         self.notify(part.key)
         return result
@@ -277,28 +295,35 @@ class ReplicaManager:
                 due.append((plog, plog.log_end_offset, tag))
         return due
 
-    def is_replicated(self, topic: str, index: int, last_offset: int) -> bool:
-        part = self.partitions.get((topic, index))
-        return part is not None and part.high_watermark > last_offset
-
     def replication_error(self, topic: str, index: int, last_offset: int) -> ErrorCode | None:
-        """How an acks=all wait for ``last_offset`` ends: NONE once the high watermark passed
-        it, NOT_LEADER_OR_FOLLOWER once this broker no longer leads the partition (the records
-        may be truncated by the new leader: the producer must retry there, as Kafka's
-        ``DelayedProduce`` answers), None while it still waits."""
+        """How an acks=all wait for ``last_offset`` ends (``Partition.check_enough_replicas_reach_offset``,
+        Kafka's ``checkEnoughReplicasReachOffset``): NONE once the high watermark passed it
+        with the ISR at ``min.insync.replicas`` or more, NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+        it passed it with fewer (the ISR shrank meanwhile), NOT_LEADER_OR_FOLLOWER once this
+        broker no longer leads the partition (the records may be truncated by the new leader:
+        the producer must retry there), None while it still waits. Every acks=all answer
+        goes through here: the produce handler's, the coordinators', the markers'."""
         part = self.partitions.get((topic, index))
-        if part is None or not part.is_leader(self.broker_id):
+        if part is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return ErrorCode.NONE if part.high_watermark > last_offset else None
+        return part.check_enough_replicas_reach_offset(self.broker_id, last_offset, self.min_insync_replicas)
 
     def all_replicated(self, waits) -> bool:
-        """Whether every ``(topic, index, last_offset, _)`` is below its high watermark, its
-        partition still led here (else the answer needs ``replication_error``'s codes)."""
+        """Whether every ``(topic, index, last_offset, _)`` wait ended with NONE
+        (``replication_error``; else the answer needs its codes)."""
         return all(self.replication_error(t, i, last) == ErrorCode.NONE for t, i, last, _ in waits)
 
     def replication_over(self, waits) -> bool:
-        """Whether every wait is over: replicated, or its leadership lost."""
-        return all(self.replication_error(t, i, last) is not None for t, i, last, _ in waits)
+        """Whether every wait is over: the high watermark passed it, or its leadership was
+        lost. (Its answer is ``replication_error``'s; this, asked at each wake-up of a
+        waiting request, reads no config.)"""
+        partitions = self.partitions
+        broker_id = self.broker_id
+        for t, i, last, _ in waits:
+            part = partitions.get((t, i))
+            if part is not None and part.leader_id == broker_id and part.high_watermark <= last:
+                return False
+        return True
 
     async def wait_for_replication(self, waits, timeout_s: float) -> bool:
         """Wait until every ``(topic, index, last_offset, _)`` wait is over

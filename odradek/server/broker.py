@@ -168,7 +168,8 @@ class Broker(BrokerListeners):
         await self.loop.run_in_executor(None, self.log_manager.startup)
         await self.loop.run_in_executor(None, self.topics.finish_deletions)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.clock,
-                                              self.config["replica.lag.time.max.ms"])
+                                              self.config["replica.lag.time.max.ms"],
+                                              min_insync_replicas=self.topics.min_insync_replicas)
         self.produce_fast_path = ProduceFastPath(self)
         self.producer_ids = open_producer_ids(self.metadata, self.broker_id)
         self._make_cluster_parts()

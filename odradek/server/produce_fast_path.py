@@ -23,9 +23,13 @@ when:
   TOPIC_AUTHORIZATION_FAILED by the generic path, so refusals are written in one place;
 - no client has a ``request_percentage`` quota (those time the generic handlers,
   ``server/client_request_quota.py``; a rare setting, so the fast path does not time itself);
-- acks is 1, or -1 with this broker the only in-sync replica and ``min.insync.replicas`` met
-  (then the append is also the replication, as in the generic path); acks=0 goes the generic
-  way (no response either way);
+- acks is 1, or -1 where the append alone completes the acks=all wait: this broker the only
+  replica the high watermark waits for (the ISR, and no followers at all: a caught-up
+  follower outside the ISR holds the high watermark too, ``isr.high_watermark_bound``) and
+  ``min.insync.replicas`` met (else the generic path refuses NOT_ENOUGH_REPLICAS before
+  appending). The answer is then the completion rule's, asked after the append as the
+  generic path asks it (``Partition.check_enough_replicas_reach_offset``); acks=0 goes the
+  generic way (no response either way);
 - every partition is led here, is not an internal topic, appears once, and its topic keeps
   batches as produced (``compression.type=producer``, CreateTime, no ``flush.messages``);
 - every partition's batches pass the generic path's checks (their records walked in C,
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 from odradek.protocol._produce_codec import encode_response, parse_request
 from odradek.protocol.acl_binding import TOPIC, WRITE
+from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.produce_validation import ProduceError
 from odradek.server.authorize import connection_allowed
 from odradek.server.broker import INTERNAL_TOPICS
@@ -62,6 +67,7 @@ class ProduceFastPath:
         self._partitions = replica_manager.partitions  # (topic, index) -> Partition, live
         self._checking_off_loop = replica_manager.off_loop_appends  # keys with queued appends, live
         self._notify = replica_manager.notify
+        self._min_insync_replicas = replica_manager.min_insync_replicas  # topic -> its effective value
         self._clock = replica_manager.clock
         self._broker_id = broker.broker_id
         self._quotas = broker.client_quotas  # QuotaCache: .empty while no client quota exists
@@ -102,7 +108,8 @@ class ProduceFastPath:
                 notify((name, index))
                 stats.messages_in += info[1] - info[0] + 1  # (v2 batches: offsets are contiguous)
                 stats.bytes_in += len(records)
-                answers.append((index, 0, info[0], -1, part.log.log_start_offset))
+                error = 0 if acks == 1 else self._acks_all_error(part, info[1])
+                answers.append((index, error, info[0], -1, part.log.log_start_offset))
             responses.append((name, answers))
         throttle_ms = 0 if quotas.empty else self._throttle(topics, connection, client_id)
         return encode_response(version, correlation_id, responses, throttle_ms)
@@ -151,8 +158,18 @@ class ProduceFastPath:
         return plan
 
     def _replicated_on_append(self, part) -> bool:
-        """acks=-1 is answered at once exactly when this broker is the whole ISR and that
-        satisfies ``min.insync.replicas`` (else the generic path waits or refuses)."""
+        """acks=-1 is taken only when the append alone moves the high watermark past the
+        records (this broker the whole ISR, no followers: ``maybe_advance_high_watermark``
+        then goes to the log end offset) and one in-sync replica satisfies
+        ``min.insync.replicas`` (else the generic path waits, or refuses before appending)."""
         isr = part.isr
-        return (len(isr) == 1 and isr[0] == self._broker_id
-                and self._broker.topics.min_insync_replicas(part.topic) <= 1)
+        return (len(isr) == 1 and isr[0] == self._broker_id and not part.followers
+                and self._min_insync_replicas(part.topic) <= 1)
+
+    def _acks_all_error(self, part, last_offset: int) -> int:
+        """The acks=-1 answer of an append that ``_replicated_on_append`` admitted: the
+        completion rule's (``Partition.check_enough_replicas_reach_offset``), NONE there. Were
+        the wait not over after all, REQUEST_TIMED_OUT (the generic path's answer to a wait
+        that never ends, retriable): never NONE before the high watermark passed the records."""
+        error = part.check_enough_replicas_reach_offset(self._broker_id, last_offset, self._min_insync_replicas)
+        return ErrorCode.REQUEST_TIMED_OUT if error is None else error

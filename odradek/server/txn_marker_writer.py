@@ -15,8 +15,14 @@ does not stop the others):
   (``replication/transactions.write_marker``);
 - otherwise the control batch is appended, which ends the producer's open transaction (an
   ABORT records it in the segment's ``.txnindex``), and the write is done once the marker is
-  replicated to the ISR (as acks=all: NOT_LEADER_OR_FOLLOWER when leadership moved meanwhile,
-  REQUEST_TIMED_OUT after ``MARKER_REPLICATION_TIMEOUT_S``).
+  replicated to the ISR (as acks=all, Kafka appending markers with ``requiredAcks = -1``:
+  ``ReplicaManager.replication_error``; NOT_LEADER_OR_FOLLOWER when leadership moved
+  meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+  ``min.insync.replicas`` before the high watermark passed the marker, REQUEST_TIMED_OUT
+  after ``MARKER_REPLICATION_TIMEOUT_S``). WriteTxnMarkers answers these codes as they are,
+  as Kafka does; the coordinator retries them all (``marker_channel``, Kafka's
+  ``TransactionMarkerRequestCompletionHandler``), and offsets are completed only by a
+  marker answered NONE.
 
 A ``__consumer_offsets`` partition's marker, once replicated, makes the producer's pending
 transactional offsets there committed or dropped:

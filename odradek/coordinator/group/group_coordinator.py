@@ -15,7 +15,12 @@ the transaction coordinator) and does for them what they cannot do themselves:
   (key and value bytes of ``coordinator_record``, CreateTime now), appended through the replica
   manager; records marked for replay are replayed into the shard right after the local append;
   ``on_written`` runs once the high watermark passes the batch (at once with one replica), or
-  with REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
+  with REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``. The writes are acks=all, as
+  Kafka's coordinator appends with ``requiredAcks = -1``: nothing is appended while the
+  partition's ISR is smaller than its ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS), and a
+  write whose high watermark passed after the ISR shrank below it ends
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND (``ReplicaManager.replication_error``); a commit answers
+  both COORDINATOR_NOT_AVAILABLE, a group write too (``coordinator_result``'s mappings, Kafka's).
 - **time**: one ``loop.call_at`` per shard, armed for the shard's next timer deadline, runs the
   due timers and writes what they return; a task expires offsets every
   ``offsets.retention.check.interval.ms``.
@@ -116,7 +121,9 @@ class GroupCoordinator(CoordinatorRuntime):
                     slot.shard.replay(record, write.producer_id, first + i)
             future = self.loop.create_future()
             done.append(future)
-            if error != ErrorCode.NONE or self._replicated(slot, last_offset):
+            if error == ErrorCode.NONE:
+                error = self._replication_error(slot, last_offset)
+            if error is not None:
                 self._written(slot, write, error, future)
             else:
                 self._spawn(self._await_replication(slot, write, last_offset, future), slot)
@@ -139,15 +146,22 @@ class GroupCoordinator(CoordinatorRuntime):
             builder.append(now, record.key_bytes(), record.value_bytes())
         return self._append_to(slot, part, builder.build(), ErrorCode.KAFKA_STORAGE_ERROR)
 
-    def _replicated(self, slot: _Slot, last_offset: int) -> bool:
-        return last_offset < 0 or self.broker.replica_manager.is_replicated(OFFSETS_TOPIC, slot.partition, last_offset)
+    def _replication_error(self, slot: _Slot, last_offset: int) -> ErrorCode | None:
+        """How the acks=all write ending at ``last_offset`` stands (``ReplicaManager.replication_error``:
+        NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER; None while it
+        waits); NONE for a write of no records."""
+        if last_offset < 0:
+            return ErrorCode.NONE
+        return self.broker.replica_manager.replication_error(OFFSETS_TOPIC, slot.partition, last_offset)
 
     async def _await_replication(self, slot: _Slot, write, last_offset: int, future: asyncio.Future) -> None:
         waits = [(OFFSETS_TOPIC, slot.partition, last_offset, None)]
-        error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # unless replicated: cancelled means unloaded
+        error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # unless answered: cancelled means unloaded
         try:
-            ok = await self.broker.replica_manager.wait_for_replication(waits, self.config.commit_timeout_ms / 1000)
-            error = ErrorCode.NONE if ok else ErrorCode.REQUEST_TIMED_OUT
+            await self.broker.replica_manager.wait_for_replication(waits, self.config.commit_timeout_ms / 1000)
+            error = self._replication_error(slot, last_offset)
+            if error is None:
+                error = ErrorCode.REQUEST_TIMED_OUT
         finally:
             self._written(slot, write, error, future)
             self._arm(slot)

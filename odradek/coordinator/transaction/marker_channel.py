@@ -15,8 +15,9 @@ leaders looked up again, until every partition is done or gone:
     partition's topic deleted                 gone (no marker needed)
     INVALID_PRODUCER_EPOCH                    done: the partition already knows a newer epoch
     TRANSACTION_COORDINATOR_FENCED            stop: a newer coordinator owns the transaction
-    anything else (NOT_LEADER_OR_FOLLOWER,    retried (a leader moving, a full ISR, a broker
-    NOT_ENOUGH_REPLICAS, timeouts, ...)        restarting, a connection refused)
+    anything else (NOT_LEADER_OR_FOLLOWER,    retried (a leader moving, a short ISR, a broker
+    NOT_ENOUGH_REPLICAS[_AFTER_APPEND],        restarting, a connection refused)
+    timeouts, ...)
 
 It stops early when ``still_valid()`` turns false (this broker no longer coordinates the
 transaction's partition, or at another epoch). Markers carry the coordinator epoch, so a

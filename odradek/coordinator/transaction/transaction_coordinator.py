@@ -15,9 +15,12 @@ coordinator) and does for them what they cannot do themselves:
   PrepareCommit / PrepareAbort get their markers written. A partition no longer led here is
   unloaded: its ids answer NOT_COORDINATOR, its marker writers stop.
 - **write**: a transit becomes one record (``transaction_log``) in one v2 batch, appended to the
-  partition when its ISR has ``min.insync.replicas``; the transit completes once the high
-  watermark passes it (acks=all), else the metadata stays as it was and the client gets
-  Kafka's mapping of the write error (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR).
+  partition when its ISR has ``min.insync.replicas`` (``ReplicaManager.append_as_coordinator``);
+  the transit completes once the high watermark passes it with the ISR still that large
+  (acks=all, ``ReplicaManager.replication_error``), else the metadata stays as it was and the
+  client gets Kafka's mapping of the write error (``TransactionStateManager``'s: an ISR short
+  of ``min.insync.replicas`` before or after the append, or a timeout, COORDINATOR_NOT_AVAILABLE;
+  a lost leadership NOT_COORDINATOR).
 - **end**: EndTxn is answered once PrepareCommit / PrepareAbort is written; the markers are
   then written by ``TransactionMarkerChannel`` and CompleteCommit / CompleteAbort follows.
 - **verify** (``TransactionVerification``): whether a partition is in a transaction, for the
@@ -119,15 +122,15 @@ class TransactionCoordinator(TransactionVerification, CoordinatorRuntime):
         flight (``_in_flight``, which ``verify`` waits for) until the ISR has the record."""
         try:
             error, last_offset = self._append_record(slot, TransactionLogRecord(txn.transactional_id, transit))
-            if error == E.NONE and not self._is_replicated(slot, last_offset):
-                done = asyncio.get_running_loop().create_future()
-                self._in_flight[txn.transactional_id] = (transit, done)
-                return self._replicate_transit(slot, txn, transit, last_offset, done)
+            if error == E.NONE:
+                error = self._replication_error(slot, last_offset)
+                if error is None:
+                    done = asyncio.get_running_loop().create_future()
+                    self._in_flight[txn.transactional_id] = (transit, done)
+                    return self._replicate_transit(slot, txn, transit, last_offset, done)
         except BaseException:
             txn.abort_pending()
             raise
-        if error == E.NONE:
-            error = self._replication_error(slot, last_offset)
         return _answered(self._finish_transit(slot, txn, transit, error))
 
     async def _replicate_transit(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit,
@@ -167,27 +170,29 @@ class TransactionCoordinator(TransactionVerification, CoordinatorRuntime):
         part = self._led_partition(slot)
         if part is None:
             return E.NOT_COORDINATOR, -1
-        if len(part.isr) < self.broker.topics.min_insync_replicas(TRANSACTION_STATE_TOPIC):
-            return E.COORDINATOR_NOT_AVAILABLE, -1  # NOT_ENOUGH_REPLICAS, as Kafka maps it
         builder = BatchBuilder()
         builder.append(self.clock.milliseconds(), record.key_bytes(), record.value_bytes())
+        # (An ISR short of min.insync.replicas refuses it NOT_ENOUGH_REPLICAS: mapped below.)
         error, last_offset = self._append_to(slot, part, builder.build(), E.UNKNOWN_SERVER_ERROR)
         return (E.NONE, last_offset) if error == E.NONE else (_write_error(error), -1)
 
-    def _is_replicated(self, slot: CoordinatorSlot, last_offset: int) -> bool:
-        return self.broker.replica_manager.is_replicated(TRANSACTION_STATE_TOPIC, slot.partition, last_offset)
-
-    def _replication_error(self, slot: CoordinatorSlot, last_offset: int) -> ErrorCode:
-        rm = self.broker.replica_manager
-        return _write_error(rm.replication_error(TRANSACTION_STATE_TOPIC, slot.partition, last_offset) or E.NONE)
+    def _replication_error(self, slot: CoordinatorSlot, last_offset: int) -> ErrorCode | None:
+        """How the acks=all write of the record at ``last_offset`` stands, in Kafka's mapping
+        for clients (``ReplicaManager.replication_error``: NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        the ISR having shrunk below ``min.insync.replicas`` while it waited, becomes
+        COORDINATOR_NOT_AVAILABLE; NOT_LEADER_OR_FOLLOWER becomes NOT_COORDINATOR); None while
+        it waits."""
+        error = self.broker.replica_manager.replication_error(TRANSACTION_STATE_TOPIC, slot.partition, last_offset)
+        return None if error is None else _write_error(error)
 
     async def _replicated(self, slot: CoordinatorSlot, last_offset: int) -> ErrorCode:
-        """Wait until the ISR has the record at ``last_offset``; Kafka's error mapping."""
-        if not self._is_replicated(slot, last_offset):
+        """Wait until the write of the record at ``last_offset`` is over; Kafka's error mapping."""
+        error = self._replication_error(slot, last_offset)
+        if error is None:
             waits = [(TRANSACTION_STATE_TOPIC, slot.partition, last_offset, None)]
-            if not await self.broker.replica_manager.wait_for_replication(waits, self.config.write_timeout_ms / 1000):
-                return _write_error(E.REQUEST_TIMED_OUT)
-        return self._replication_error(slot, last_offset)
+            await self.broker.replica_manager.wait_for_replication(waits, self.config.write_timeout_ms / 1000)
+            error = self._replication_error(slot, last_offset)
+        return _write_error(E.REQUEST_TIMED_OUT) if error is None else error
 
     # --- ending transactions ------------------------------------------------------------------
     def _prepare_end(self, slot: CoordinatorSlot, txn: TransactionMetadata, transit: TxnTransit

@@ -4,7 +4,13 @@ acks=0 gets no response at all. acks=1 is answered once the leader appended. ack
 refused with NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is smaller than the topic's
 ``min.insync.replicas``, and otherwise answered once every in-sync replica has the batches,
 i.e. when the high watermark passed them; with a single replica in the ISR that is at once.
-A partition whose leadership is lost while it waits answers NOT_LEADER_OR_FOLLOWER.
+The answer then is ``ReplicaManager.replication_error``'s (Kafka's ``DelayedProduce`` asking
+``Partition.checkEnoughReplicasReachOffset``): NONE only if the ISR still has
+``min.insync.replicas`` members; if it shrank below while the batches waited (followers
+stalled for ``replica.lag.time.max.ms``, so the high watermark jumped to the leader's log end),
+NOT_ENOUGH_REPLICAS_AFTER_APPEND, retriable: the batches stay in the log, but fewer replicas
+than promised hold them. A partition whose leadership is lost while it waits answers
+NOT_LEADER_OR_FOLLOWER.
 Errors are per partition; a partition that fails does not stop the others. A partition whose
 append the disk refuses (ENOSPC, EIO) is answered KAFKA_STORAGE_ERROR with its log unchanged,
 and accepts writes again as soon as the disk does.
@@ -27,8 +33,9 @@ flushed through the append (``produce_flush``: one fsync in flight per log, shar
 produce that arrived meanwhile); a failed fsync answers KAFKA_STORAGE_ERROR for it.
 
 The most common request never gets here: ``server/produce_fast_path.py`` takes plain
-batches (no producer id, topics that keep batches as produced, acks 1 or a one-replica ISR)
-in a few C calls, and hands everything else, unchanged, to this handler.
+batches (no producer id, topics that keep batches as produced, acks 1, or acks -1 on a
+partition whose only replica is this broker) in a few C calls, and hands everything else,
+unchanged, to this handler.
 """
 
 from __future__ import annotations
@@ -221,8 +228,9 @@ def _produce_one(broker, acks: int, topic: str, data, transactional_id: str | No
 async def _await_replication(broker, waits, timeout_ms: int, response):
     """acks=all: hold the response until the high watermarks cover the appends. A partition
     whose leadership moved meanwhile answers NOT_LEADER_OR_FOLLOWER (the new leader may not
-    have the records: the producer retries there), one still short of it after the timeout
-    REQUEST_TIMED_OUT."""
+    have the records: the producer retries there), one whose ISR fell below
+    ``min.insync.replicas`` before its high watermark passed NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    one still short of it after the timeout REQUEST_TIMED_OUT."""
     replica_manager = broker.replica_manager
     await replica_manager.wait_for_replication(waits, timeout_ms / 1000)
     for topic, index, last_offset, resp in waits:

@@ -6,9 +6,10 @@ partitions its own broker leads in-process, through the same ``server.txn_marker
 
 Per marker and partition, independently: ``txn_marker_writer.write_markers``'s outcome
 (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS,
-TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH, or NONE once the marker is
-replicated to the ISR; a ``__consumer_offsets`` marker then completes the producer's
-transactional offsets there). The response lists the request's markers, topics and
+TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH, NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+the ISR shrank below ``min.insync.replicas`` while the marker waited, or NONE once the marker
+is replicated to an ISR that large; a ``__consumer_offsets`` marker then completes the
+producer's transactional offsets there). The response lists the request's markers, topics and
 partitions in the request's order.
 """
 
