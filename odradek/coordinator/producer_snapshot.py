@@ -22,12 +22,19 @@ Version 1 is the same without ``coordinator_epoch``; it is still read (coordinat
 Kafka's snapshots (which keep the same two fields). Unlike Kafka's snapshot (which keeps only
 the newest batch) all cached batches are kept, so a retry of any of the last 5 batches is
 still recognised after a restart.
+
+``SnapshotList``: the snapshots a running broker keeps in memory, the part Kafka's snapshot
+files (one per segment roll) play when a log is truncated (``UnifiedLog.truncateTo`` ->
+``ProducerStateManager.truncateAndReload``): the state is rebuilt from the latest snapshot at
+or below the truncation offset plus a replay of the log from there, so a replay covers only
+what lies between the two.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Iterable, Mapping
 
 import crc32c as _crc32c
 
@@ -43,6 +50,9 @@ _CRC_START = 6
 _ENTRY_V1 = struct.Struct(">qhqqqB")
 _ENTRY_V2 = struct.Struct(">qhqqqiB")
 _BATCH = struct.Struct(">iiqqq")
+# version, crc, map_end_offset: what ``map_end_offset_of`` reads of a file.
+_MAP_END_PREFIX = struct.Struct(">hIq")
+MAP_END_PREFIX_SIZE = _MAP_END_PREFIX.size
 
 
 class CorruptSnapshotError(ValueError):
@@ -119,3 +129,92 @@ def _read_entry(data: bytes, pos: int, layout: struct.Struct) -> tuple[ProducerE
     entry = ProducerEntry(producer_id, epoch, tuple(batches), last_offset, last_timestamp,
                           txn_first_offset, coordinator_epoch)
     return entry, pos
+
+
+def map_end_offset_of(data: bytes) -> int:
+    """The ``map_end_offset`` of a snapshot from its first ``MAP_END_PREFIX_SIZE`` bytes,
+    unchecked beyond its version (whether a snapshot file lies above a truncation offset
+    needs no more); CorruptSnapshotError when they are not a snapshot's."""
+    if len(data) < MAP_END_PREFIX_SIZE:
+        raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header")
+    version, _, map_end_offset = _MAP_END_PREFIX.unpack_from(data, 0)
+    if version not in (1, 2):
+        raise CorruptSnapshotError(f"unsupported producer snapshot version {version}")
+    return map_end_offset
+
+
+# How many snapshots a ``SnapshotList`` holds at most. After high watermark pruning a
+# partition holds one or two; more accumulate only while the high watermark stalls (a lagging
+# follower still in the ISR) or during a restart's replay, which has no high watermark yet.
+MAX_SNAPSHOTS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class StateSnapshot:
+    """The producers of a partition as of ``offset``: what every batch below it left
+    (``ProducerEntry`` values are immutable, so a snapshot shares them with the live state)."""
+
+    offset: int
+    entries: Mapping[int, ProducerEntry]
+
+
+class SnapshotList:
+    """Snapshots of one partition's producer state, ascending offset (Kafka's snapshot files
+    of a log directory, held in memory).
+
+    Which are kept: a truncation goes to the high watermark or above unless an unclean
+    election made another replica leader, so ``on_high_watermark`` drops every snapshot
+    older than the newest one at or below it. Beyond ``MAX_SNAPSHOTS`` the second oldest goes:
+    the oldest is that newest one below the high watermark, the next truncation's likely
+    base, and the newer ones stay dense where the log grows. Dropping any snapshot never makes
+    a rebuild wrong, only longer (without one at or below the offset it starts from the log
+    start offset, as Kafka's does).
+
+    None is written to disk: after a restart there are the one a clean stop wrote (the file
+    above, ``ProducerStateManager.load``) and those taken while replaying the log past it, so
+    a truncation below the offset of a clean stop's snapshot replays from the log start."""
+
+    __slots__ = ("_snapshots",)
+
+    def __init__(self) -> None:
+        self._snapshots: list[StateSnapshot] = []
+
+    def __len__(self) -> int:
+        return len(self._snapshots)
+
+    def offsets(self) -> list[int]:
+        return [s.offset for s in self._snapshots]
+
+    def take(self, offset: int, entries: Mapping[int, ProducerEntry]) -> None:
+        """Keep a copy of ``entries`` as the state at ``offset``; snapshots above it (none,
+        while the state only moves forward) and one at it are replaced."""
+        self.delete_above(offset)
+        snapshots = self._snapshots
+        if snapshots and snapshots[-1].offset == offset:
+            snapshots.pop()
+        snapshots.append(StateSnapshot(offset, dict(entries)))
+        if len(snapshots) > MAX_SNAPSHOTS:
+            del snapshots[1]
+
+    def latest_at_or_below(self, offset: int, log_start_offset: int) -> StateSnapshot | None:
+        """The newest snapshot in ``[log_start_offset, offset]`` (one below the log start
+        offset would need a replay of batches no longer in the log); None when there is none."""
+        for snapshot in reversed(self._snapshots):
+            if snapshot.offset <= offset:
+                return snapshot if snapshot.offset >= log_start_offset else None
+        return None
+
+    def delete_above(self, offset: int) -> None:
+        """Forget the snapshots above ``offset`` (states of batches the log no longer has)."""
+        snapshots = self._snapshots
+        while snapshots and snapshots[-1].offset > offset:
+            snapshots.pop()
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget the snapshots older than the newest one at or below ``high_watermark``."""
+        snapshots = self._snapshots
+        if len(snapshots) > 1 and snapshots[1].offset <= high_watermark:
+            keep = 1
+            while keep + 1 < len(snapshots) and snapshots[keep + 1].offset <= high_watermark:
+                keep += 1
+            del snapshots[:keep]

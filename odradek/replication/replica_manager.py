@@ -36,6 +36,11 @@ from odradek.replication.high_watermark_checkpoint import (
 )
 from odradek.replication.partition import CheckOffLoop, Partition, ProduceResult
 from odradek.replication.produce_validation import ProduceError
+from odradek.replication.producer_state_reload import (
+    discard_snapshot_file,
+    reload_producer_state,
+    reset_producer_state,
+)
 from odradek.replication.transactions import cleanable_limit, rebuild_producer_state
 
 log = logging.getLogger("odradek.replication")
@@ -148,11 +153,12 @@ class ReplicaManager:
         """Truncate a follower's log to ``offset`` (``replication/truncation.py`` decides
         where), with what depends on the log: the recovery point checkpointed at once
         (``LogManager.truncate_to``), the leader epoch cache (the log's own), the producer
-        state and the high watermark cut to the new log end offset. Whether anything changed."""
+        state rebuilt from a snapshot and the log (``producer_state_reload``) and the high
+        watermark cut to the new log end offset. Whether anything changed."""
         changed = self.log_manager.truncate_to(part.topic, part.index, offset)
         if changed:
             end = part.log_end_offset
-            part.producer_state.truncate_to(end)
+            reload_producer_state(part, _snapshot_path(part))
             part.high_watermark = min(part.high_watermark, end)
         return changed
 
@@ -161,7 +167,7 @@ class ReplicaManager:
         when the follower's fetch offset fell below it: Kafka's ``truncateFullyAndStartAt``);
         the producer state and the high watermark start there too."""
         self.log_manager.truncate_fully(part.topic, part.index, offset)
-        part.producer_state = ProducerStateManager(offset)
+        reset_producer_state(part, offset, _snapshot_path(part))
         part.high_watermark = offset
 
     def count_isr_change(self, before, after) -> None:
@@ -431,6 +437,8 @@ def _restore_producer_state(part: Partition) -> None:
             loaded = ProducerStateManager.load(f.read())
         if loaded.map_end_offset <= part.log.log_end_offset:
             state = loaded
+        else:  # recovery cut the log below it: a restart after the log regrew must not load it
+            discard_snapshot_file(_snapshot_path(part), part.log.log_end_offset)
     except FileNotFoundError:
         pass
     except (OSError, CorruptSnapshotError) as e:

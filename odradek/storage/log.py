@@ -359,13 +359,20 @@ class Log(LogRemoval, LogFlush, TimestampLookup):
 
         For rebuilding state kept beside the log (producer state after a restart); only
         headers are read, no record is decoded. Segments wholly below ``start_offset`` are
-        skipped.
+        skipped, and the one holding it is read from the batch holding it (its offset index
+        says where), so a replay from a producer snapshot reads only what lies past it.
         """
         segments = self.segments
         for i, segment in enumerate(segments):
             if i + 1 < len(segments) and segments[i + 1].base_offset <= start_offset:
                 continue
-            for _, header in segment.iter_batches():
+            position = 0
+            if segment.base_offset < start_offset:
+                found = segment.translate_offset(start_offset)
+                if found is None:
+                    continue
+                position = found[0]
+            for _, header in segment.iter_batches(position):
                 if header.last_offset >= start_offset:
                     yield header
 

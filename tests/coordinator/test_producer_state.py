@@ -67,6 +67,16 @@ class Partition:
             self.end = header.next_offset
         return result
 
+    def truncate(self, offset):
+        """Cut the log as ``Log.truncate_to`` does (a batch holding ``offset`` goes whole)
+        and rebuild the state as ``replication/producer_state_reload.py`` does."""
+        self.log = [h for h in self.log if h.last_offset < offset]
+        self.end = min(self.end, self.log[-1].next_offset if self.log else 0)
+        self.state, start = self.state.reloaded(self.end)
+        self.state.rebuild(h for h in self.log if h.last_offset >= start)
+        if self.state.map_end_offset < self.end:
+            self.state.advance(self.end)
+
 
 def test_batches_without_producer_id_are_accepted_and_only_move_the_map_end():
     state = ProducerStateManager()
@@ -352,43 +362,44 @@ def test_snapshot_then_rebuild_of_the_rest_equals_the_live_state():
     assert restored.snapshot() == p.state.snapshot()
 
 
-def test_truncate_to_drops_batches_at_or_after_the_offset():
+def test_truncation_keeps_the_batches_below_the_new_log_end():
     p = Partition()
     for i in range(3):
         p.produce(batch(1, 0, 10 * i, count=10, ts=T0 + i))  # offsets 0-9, 10-19, 20-29
     p.produce(batch(2, 0, 0))  # offset 30
-    p.state.truncate_to(15)
+    p.truncate(15)  # inside the batch 10-19: it goes whole, the log ends at 10
     entry = p.state.entry(1)
     assert entry.batches == (BatchMetadata(0, 9, 0, 9, T0),)
     assert entry.last_offset == 9 and entry.last_timestamp == T0
     assert p.state.entry(2) is None
-    assert p.state.map_end_offset == 15
+    assert p.state.map_end_offset == 10
     assert p.state.check(batch(1, 0, 10, count=10)).ok
     assert p.state.check(batch(1, 0, 0, count=10)).is_duplicate
 
 
-def test_truncate_to_undoes_an_epoch_bump_by_forgetting_the_producer():
+def test_truncation_undoes_an_epoch_bump():
     p = Partition()
     p.produce(batch(1, 0, 0))
     p.produce(batch(1, 1, 0))
-    p.state.truncate_to(1)
-    assert p.state.entry(1) is None
+    p.truncate(1)
+    assert p.state.entry(1).epoch == 0 and p.state.entry(1).last_seq == 0
+    assert p.state.check(batch(1, 0, 1)).ok
 
 
-def test_truncate_to_keeps_producers_entirely_below_and_transactions_begun_before():
+def test_truncation_keeps_producers_entirely_below_and_transactions_begun_before():
     p = Partition()
     p.produce(batch(1, 0, 0, attributes=TRANSACTIONAL_BIT))  # offset 0
     p.produce(batch(1, 0, 1, attributes=TRANSACTIONAL_BIT))  # offset 1
     p.produce(batch(2, 0, 0, attributes=TRANSACTIONAL_BIT))  # offset 2
     p.produce(batch(3, 0, 0))  # offset 3
-    p.state.truncate_to(1)
+    p.truncate(1)
     assert p.state.entry(1).current_txn_first_offset == 0
     assert p.state.entry(2) is None
     assert p.state.entry(3) is None
     p = Partition()
     p.produce(batch(3, 0, 0))
     before3 = p.state.entry(3)
-    p.state.truncate_to(5)
+    p.truncate(5)
     assert p.state.entry(3) == before3
     assert p.state.map_end_offset == 1
 

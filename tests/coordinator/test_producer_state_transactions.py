@@ -1,6 +1,6 @@
 """Producer state for transactions: open transactions, the first unstable offset, markers
 (fencing by producer and coordinator epoch), INVALID_TXN_STATE, coordinator-origin batches,
-truncation, and snapshots (version 2 round trip, version 1 still read)."""
+and snapshots (version 2 round trip, version 1 still read)."""
 
 from __future__ import annotations
 
@@ -94,16 +94,6 @@ def test_coordinator_batches_skip_sequence_checks_but_not_fencing():
     assert s.check(batch(1, 2, -1, transactional=False), coordinator=True).error == ErrorCode.INVALID_TXN_STATE
     s.update(offsets_batch)
     assert s.entry(1).last_seq == 0  # no sequence cached for it
-
-
-def test_truncation_reopens_a_transaction_whose_marker_was_cut_and_drops_one_begun_after():
-    s = ProducerStateManager()
-    s.update(batch(1, 0, 0, offset=0))
-    s.update(marker_header(1, 0, 1), marker=marker(ABORT))
-    s.update(batch(2, 0, 0, offset=2))
-    s.truncate_to(1)
-    assert dict(s.ongoing_transactions()) == {1: 0} and s.entry(2) is None
-    assert s.first_unstable_offset() == 0
 
 
 def test_expire_keeps_producers_with_open_transactions():

@@ -109,7 +109,8 @@ def test_a_truncated_old_leader_that_leads_again_knows_the_new_leaders_batches(r
 
 def test_batches_resent_to_the_new_leader_are_duplicates_on_the_old_one_after_it_copies_them(replicas):
     """The old leader's whole window of a producer (its last 5 batches) is cut: the producer
-    is forgotten there, then known again from the new leader's copies of the same batches."""
+    is known there as before that window (rebuilt from the log), then from the new leader's
+    copies of the same batches."""
     a, b = replicas
     for seq in range(5):
         a.produce(7, seq)
