@@ -62,16 +62,11 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
 
 from odradek.controller import events as ev
 from odradek.controller.channel_manager import ControllerChannelManager
 from odradek.controller.commands import (
-    AlterPartitionReply,
     BrokerRequest,
-    ControlledShutdownReply,
-    ElectLeadersReply,
-    Reply,
     ZnodeWrite,
     written_partitions,
     written_topics,
@@ -79,7 +74,7 @@ from odradek.controller.commands import (
 from odradek.controller.controller import Controller
 from odradek.controller.controller_metrics import INACTIVE, ControllerMetrics, controller_metrics
 from odradek.controller.leader_imbalance import imbalanced_partitions
-from odradek.controller.reassignment import not_controller_reassignment_reply
+from odradek.controller.queued_item import RETRIED, QueuedItem, not_controller_reply, resolve
 from odradek.controller.snapshot import read_snapshot, read_topics
 from odradek.controller.watched_events import (
     PREFERRED_REPLICA_ELECTION,
@@ -91,7 +86,6 @@ from odradek.controller.znode_writer import STORE_RETRY_BACKOFF_S, ZnodeWriter
 from odradek.metadata import layout
 from odradek.metadata.errors import NoNodeError, StoreError, StoreUnavailableError
 from odradek.metadata.layout import PartitionState
-from odradek.protocol.generated.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -104,39 +98,6 @@ FIRST_REBALANCE_DELAY_S = 5.0
 ``onControllerFailover`` schedules it 5 seconds out, whatever the interval), so leaderships
 lost while there was no controller come back soon, not a whole interval (300 s by default)
 later."""
-
-# Items re-queued when the store is unreachable: they read the store afresh when retried.
-# Events from brokers are answered NOT_CONTROLLER instead (their senders retry).
-_RETRIED = frozenset({"elect", "reelect", "watch"})
-
-
-@dataclass
-class _Item:
-    kind: str  # "event", "elect", "reelect", "watch", "rebalance", "stop"
-    payload: object = None
-    future: concurrent.futures.Future | None = None
-    sent: list = field(default_factory=list)
-
-
-def _resolve(future: concurrent.futures.Future | None, value) -> None:
-    """Set ``future``'s result unless it is done (answered, or cancelled by its waiter)."""
-    if future is None or future.done():
-        return
-    # only this thread resolves; a waiter may still cancel until the future is running
-    if future.set_running_or_notify_cancel():
-        future.set_result(value)
-
-
-def not_controller_reply(event: ev.ControllerEvent) -> Reply | None:
-    """The answer to a broker's request when this broker is not the controller."""
-    if isinstance(event, ev.AlterPartition):
-        return AlterPartitionReply(event.broker_id, ErrorCode.NOT_CONTROLLER)
-    if isinstance(event, ev.ControlledShutdown):
-        return ControlledShutdownReply(event.broker_id, ErrorCode.NOT_CONTROLLER)
-    if isinstance(event, ev.ElectLeaders):
-        return ElectLeadersReply(-1, ErrorCode.NOT_CONTROLLER)
-    return not_controller_reassignment_reply(event)
-
 
 class ControllerService:
     """See the module docstring. ``channel_manager`` may be replaced (tests)."""
@@ -152,7 +113,7 @@ class ControllerService:
             lambda: self._stopped or self._session_expired.is_set(),
         )
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._queue: queue.Queue[_Item] = queue.Queue()
+        self._queue: queue.Queue[QueuedItem] = queue.Queue()
         self._thread = threading.Thread(
             target=self._run, name=f"controller-event-thread-{broker.broker_id}", daemon=True
         )
@@ -194,7 +155,7 @@ class ControllerService:
         self.store.add_session_lost_listener(self._session_expired.set)
         self._thread.start()
         done: concurrent.futures.Future = concurrent.futures.Future()
-        self._queue.put(_Item("elect", None, done))
+        self._queue.put(QueuedItem("elect", None, done))
         sent = await asyncio.wrap_future(done)
         if sent:
             timeout = self.broker.config["controller.socket.timeout.ms"] / 1000
@@ -207,7 +168,7 @@ class ControllerService:
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._submit_lock:  # nothing is queued after the stop item
             if not self._stopped and self._thread.is_alive():
-                self._queue.put(_Item("event", event, future))
+                self._queue.put(QueuedItem("event", event, future))
                 return future
         future.set_result(not_controller_reply(event))
         return future
@@ -223,7 +184,7 @@ class ControllerService:
             handle.cancel()
         self._watches = []
         if self._thread.is_alive():  # the topic watches are the thread's to cancel
-            self._queue.put(_Item("stop"))
+            self._queue.put(QueuedItem("stop"))
             self._thread.join(timeout)
         else:
             self._cancel_topic_watches()
@@ -237,7 +198,7 @@ class ControllerService:
             try:
                 item = self._queue.get(timeout=None if wait == float("inf") else wait)
             except queue.Empty:
-                item = _Item("rebalance")
+                item = QueuedItem("rebalance")
             if item.kind == "stop":
                 self._stop_in_thread()
                 return
@@ -245,7 +206,7 @@ class ControllerService:
                 self._expire_if_needed()
                 self._process(item)
             except StoreUnavailableError as e:
-                if item.kind in _RETRIED and not self._stopped:
+                if item.kind in RETRIED and not self._stopped:
                     log.warning("controller %d: store unavailable during %s (%s); retrying",
                                 self.broker_id, item.kind, e)
                     time.sleep(STORE_RETRY_BACKOFF_S)
@@ -261,7 +222,7 @@ class ControllerService:
                 if self._queue.empty():
                     self._publish_metrics()
             # an event cut short is answered NOT_CONTROLLER: the broker asks again
-            _resolve(item.future,
+            resolve(item.future,
                      item.sent if item.kind == "elect" else not_controller_reply(item.payload))
 
     def _publish_metrics(self) -> None:
@@ -271,7 +232,7 @@ class ControllerService:
         except Exception:  # noqa: BLE001 - the thread must live on; the last counts stay
             log.exception("controller %d: metrics not updated", self.broker_id)
 
-    def _process(self, item: _Item) -> None:
+    def _process(self, item: QueuedItem) -> None:
         if item.kind in ("elect", "reelect"):
             self._elect(item)
         elif item.kind == "event":
@@ -302,7 +263,7 @@ class ControllerService:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            _resolve(item.future, not_controller_reply(item.payload) if item.kind == "event"
+            resolve(item.future, not_controller_reply(item.payload) if item.kind == "event"
                      else [])
 
     # -- election -----------------------------------------------------------------------------
@@ -313,7 +274,7 @@ class ControllerService:
         except NoNodeError:
             return -1
 
-    def _elect(self, item: _Item) -> None:
+    def _elect(self, item: QueuedItem) -> None:
         current = self._controller_id()
         if current == self.broker_id and self.active:
             return
@@ -375,7 +336,7 @@ class ControllerService:
         except StoreError as e:  # kept by the next election (see `_elect`)
             log.info("controller %d: /controller not given up yet: %s", self.broker_id, e)
         if not self._stopped:
-            self._queue.put(_Item("reelect"))
+            self._queue.put(QueuedItem("reelect"))
 
     def _resign(self) -> None:
         """Kafka's ``onControllerResignation``: forget everything, stop the senders."""
@@ -391,11 +352,11 @@ class ControllerService:
         went with it), then elect again. Runs on the store's thread."""
         if not self._stopped:
             self._session_expired.set()
-            self._queue.put(_Item("reelect"))
+            self._queue.put(QueuedItem("reelect"))
 
     # -- handling and executing ---------------------------------------------------------------
 
-    def _handle(self, event: ev.ControllerEvent, item: _Item) -> None:
+    def _handle(self, event: ev.ControllerEvent, item: QueuedItem) -> None:
         """Handle ``event`` and execute its commands (conflicts re-handled, bounded)."""
         commands = self.controller.handle(event)
         for _ in range(MAX_CONFLICTS_PER_EVENT + 1):
@@ -426,7 +387,7 @@ class ControllerService:
                 state.leader if state else "?",
             )
 
-    def _execute(self, commands: list, item: _Item):
+    def _execute(self, commands: list, item: QueuedItem):
         """Run ``commands``; None when all ran, "resign", or the conflict event to handle."""
         i = 0
         while i < len(commands):
@@ -445,7 +406,7 @@ class ControllerService:
                 if command.broker_id == self.broker_id:
                     item.sent.append(future)
             else:
-                _resolve(item.future, command)
+                resolve(item.future, command)
             i += 1
         return None
 
@@ -497,7 +458,7 @@ class ControllerService:
             if key in self._markers:
                 return
             self._markers.add(key)
-        self._queue.put(_Item("watch", key))
+        self._queue.put(QueuedItem("watch", key))
 
     def _cancel_topic_watches(self) -> None:
         for handle in self._topic_watches.values():
@@ -539,5 +500,5 @@ class ControllerService:
         if candidates:
             log.info("controller %d: moving %d leaderships back to their preferred replicas",
                      self.broker_id, len(candidates))
-            self._handle(ev.PreferredReplicaElection(tuple(candidates)), _Item("rebalance"))
+            self._handle(ev.PreferredReplicaElection(tuple(candidates)), QueuedItem("rebalance"))
 

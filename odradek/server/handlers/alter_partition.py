@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 
 from odradek.controller import events as ev
-from odradek.controller.controller_service import not_controller_reply
+from odradek.controller.queued_item import not_controller_reply
 from odradek.controller.request_encoding import (
     alter_partition_items,
     encode_alter_partition_response,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from odradek.controller import events as ev
-from odradek.controller.controller_service import not_controller_reply
+from odradek.controller.queued_item import not_controller_reply
 from odradek.protocol.generated.controlled_shutdown_response import (
     ControlledShutdownResponse,
     RemainingPartition,

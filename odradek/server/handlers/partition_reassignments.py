@@ -21,7 +21,7 @@ import asyncio
 from collections import defaultdict
 
 from odradek.controller import events as ev
-from odradek.controller.controller_service import not_controller_reply
+from odradek.controller.queued_item import not_controller_reply
 from odradek.protocol.generated import alter_partition_reassignments_response as alter_resp
 from odradek.protocol.generated import list_partition_reassignments_response as list_resp
 from odradek.protocol.generated.error_codes import ErrorCode
