@@ -4,5 +4,5 @@
 # and a report). Arguments go to `odradek demo` (--events N, --duration S, --follow, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh spark  # the demo needs Spark, not the test tools
+bash scripts/setup.sh demo  # the demo extra (Spark, the report's charts), not the test tools
 exec .venv/bin/odradek demo "$@"

@@ -2,7 +2,7 @@
 # Sets everything up (see setup.sh) and runs the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev,spark
+bash scripts/setup.sh dev,demo  # the test tools, and the demo (Spark, charts) the suite also tests
 specs="${ODRADEK_SHARED:-../shared}/kafka-protocol"
 if [ -d "$specs/messages" ]; then
   .venv/bin/python tools/generate_protocol.py --check --protocol-dir "$specs"

@@ -2,8 +2,8 @@
 the activity-stream pipeline, end to end (see ``odradek.demo.pipeline``).
 
 The activity-stream pipeline, end to end: it starts a broker of its own unless given one, produces a synthetic activity stream, runs
-a PySpark streaming job and a batch loader, and prints a report. Needs ``odradek[spark]``
-(pyspark, pyarrow) and Java.
+a PySpark streaming job and a batch loader, and prints a report. Needs ``odradek[demo]``
+(pyspark, pyarrow, matplotlib) and Java.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def run(args) -> int:
     try:
         from odradek.demo.pipeline import DemoConfig, run as run_pipeline
     except ImportError as e:
-        raise CliError(f"the demo needs the spark extra (pip install 'odradek[spark]'): {e}") from None
+        raise CliError(f"the demo needs the demo extra (pip install 'odradek[demo]'): {e}") from None
     directory = Path(args.dir or ("data/demo" if args.brokers == 1 else "data/demo-cluster"))
     config = DemoConfig(events=args.events, duration=args.duration, follow=args.follow,
                         bootstrap=args.bootstrap_server, directory=directory, members=args.members,

@@ -3,59 +3,49 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from odradek.cli import (
-    acls_cmd,
-    broker_cmd,
-    cluster_cmd,
-    configs_cmd,
-    console_cmd,
-    consume_cmd,
-    demo_cmd,
-    dump_log_cmd,
-    groups_cmd,
-    leader_election_cmd,
-    log_dirs_cmd,
-    mirror_cmd,
-    perf_cmd,
-    produce_cmd,
-    reassign_partitions_cmd,
-    storage_cmd,
-    topics_cmd,
-    transactions_cmd,
-)
 from odradek.cli.common import CommandError as CliError  # one error type for every command
 
+# A subcommand's module is imported only when needed: ``odradek topics ...`` loads the topics
+# tool alone (its parser and its run), and ``odradek --version`` none of them, so that a command
+# does not pay for the imports of the broker, Spark and the others (bench/cli_startup.py).
 COMMANDS = {
-    "broker": broker_cmd,
-    "cluster": cluster_cmd,
-    "demo": demo_cmd,
-    "topics": topics_cmd,
-    "produce": produce_cmd,
-    "consume": consume_cmd,
-    "groups": groups_cmd,
-    "transactions": transactions_cmd,
-    "configs": configs_cmd,
-    "leader-election": leader_election_cmd,
-    "reassign-partitions": reassign_partitions_cmd,
-    "log-dirs": log_dirs_cmd,
-    "acls": acls_cmd,
-    "mirror": mirror_cmd,
-    "dump-log": dump_log_cmd,
-    "perf": perf_cmd,
-    "storage": storage_cmd,
-    "console": console_cmd,
+    "broker": "broker_cmd",
+    "cluster": "cluster_cmd",
+    "demo": "demo_cmd",
+    "topics": "topics_cmd",
+    "produce": "produce_cmd",
+    "consume": "consume_cmd",
+    "groups": "groups_cmd",
+    "transactions": "transactions_cmd",
+    "configs": "configs_cmd",
+    "leader-election": "leader_election_cmd",
+    "reassign-partitions": "reassign_partitions_cmd",
+    "log-dirs": "log_dirs_cmd",
+    "acls": "acls_cmd",
+    "mirror": "mirror_cmd",
+    "dump-log": "dump_log_cmd",
+    "perf": "perf_cmd",
+    "storage": "storage_cmd",
+    "console": "console_cmd",
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str):
+    """The module of subcommand ``name`` (its ``add_parser`` and ``run``)."""
+    return importlib.import_module(f"odradek.cli.{COMMANDS[name]}")
+
+
+def build_parser(commands=COMMANDS) -> argparse.ArgumentParser:
+    """The ``odradek`` parser with the subcommands ``commands`` (by default all of them)."""
     parser = argparse.ArgumentParser(
         prog="odradek", description="odradek: a Kafka-compatible distributed commit log")
     parser.add_argument("--version", action="version", version=f"odradek {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        module.add_parser(sub)
+    for name in commands:
+        command_module(name).add_parser(sub)
     parser.commands = sub.choices  # name -> the subcommand's parser
     return parser
 
@@ -69,8 +59,20 @@ def _version() -> str:
         return "(not installed)"
 
 
+def _needed(argv: list[str]):
+    """The subcommands the parser needs for ``argv``: the one named (the first word that is not
+    an option: the top level's only options, ``--version`` and ``--help``, take no value), none
+    for a lone ``--version``, else all (``--help``, no command, an unknown one: the list of
+    commands, or argparse's "invalid choice", names them all)."""
+    words = [a for a in argv if not a.startswith("-")]
+    if words:
+        return (words[0],) if words[0] in COMMANDS else COMMANDS
+    return () if "--version" in argv and not {"-h", "--help"} & set(argv) else COMMANDS
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_needed(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:
         # Reported by the subcommand's own parser, whose usage is the one that helps.
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return COMMANDS[args.command].run(args) or 0
+        return command_module(args.command).run(args) or 0
     except KeyboardInterrupt:
         return 130
     except CliError as e:

@@ -30,9 +30,6 @@ import secrets
 import ssl
 import tempfile
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
-
 STORE_TYPES = ("PEM", "PKCS12", "JKS")
 _JAVA_MAGIC = {b"\xfe\xed\xfe\xed": "JKS", b"\xce\xce\xce\xce": "JCEKS"}
 
@@ -82,6 +79,10 @@ def _read(path: str, what: str) -> bytes:
 
 def _open_pkcs12(path: str, passwords: list[tuple[str, str | None]], what: str):
     """The parsed store, trying each ``(setting, password)`` in turn."""
+    # cryptography loads only for a PKCS12 store: a client or broker without one (and every
+    # CLI command) starts without its ~20 ms of imports.
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
     data = _read(path, what)
     candidates = []
     for _, password in passwords:
@@ -108,6 +109,8 @@ def load_pkcs12_keystore(ctx: ssl.SSLContext, path: str, store_password: str | N
     if store.key is None or store.cert is None:
         raise ValueError(f"ssl.keystore: the PKCS12 store {path} holds no private key with its certificate "
                          f"(a truststore given as a keystore?)")
+    from cryptography.hazmat.primitives import serialization
+
     # The key leaves memory for a file only encrypted, under a one-off password.
     once = secrets.token_urlsafe(24)
     pem = store.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -123,6 +126,8 @@ def pkcs12_trusted_pem(path: str, password: str | None) -> str:
     certs = [c.certificate for c in store.additional_certs] + ([store.cert.certificate] if store.cert else [])
     if not certs:
         raise ValueError(f"ssl.truststore: the PKCS12 store {path} holds no certificate")
+    from cryptography.hazmat.primitives import serialization
+
     return "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
 
 

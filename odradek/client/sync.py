@@ -38,13 +38,13 @@ import threading
 import time
 from collections import deque
 
-from odradek.client.admin import AsyncAdminClient
 from odradek.client.consumer import AsyncConsumer
 from odradek.client.consumer_record import consumer_records
 from odradek.client.errors import BufferFullError, ClientClosedError
 from odradek.client.produce_request_result import ProduceRequestResult
 from odradek.client.producer import AsyncProducer, _Refused, normalize_headers
 from odradek.client.record_future import RecordFuture
+from odradek.client.sync_admin import AdminClient  # its own module: no producer or consumer loaded
 from odradek.client.sync_client import EventLoopThread, _forward, _forward_sync, _SyncClient
 from odradek.client.sync_record_future import SyncRecordFuture
 
@@ -415,23 +415,3 @@ class Consumer(_SyncClient):
     committed = _forward("committed", AsyncConsumer)
     subscription = _forward_sync("subscription", AsyncConsumer)
     group_metadata = _forward_sync("group_metadata", AsyncConsumer)
-
-
-class AdminClient(_SyncClient):
-    """The synchronous admin client: every ``AsyncAdminClient`` call, run on the loop."""
-
-    def __init__(self, bootstrap_servers, **config) -> None:
-        super().__init__(AsyncAdminClient(bootstrap_servers, **config), "odradek-admin")
-
-
-_ADMIN_CALLS = (
-    "create_topics delete_topics list_topics describe_topics create_partitions describe_configs alter_configs "
-    "incremental_alter_configs describe_cluster delete_records list_offsets list_groups describe_groups "
-    "delete_groups list_group_offsets alter_group_offsets reset_group_offsets delete_group_offsets "
-    "list_transactions describe_transactions describe_producers abort_transaction abort_transaction_at "
-    "find_hanging_transactions elect_leaders alter_partition_reassignments list_partition_reassignments "
-    "describe_log_dirs alter_user_scram_credentials describe_user_scram_credentials "
-    "create_acls describe_acls delete_acls describe_client_quotas alter_client_quotas"
-).split()
-for _name in _ADMIN_CALLS:
-    setattr(AdminClient, _name, _forward(_name, AsyncAdminClient))

@@ -105,15 +105,21 @@ def stream_time(bootstrap: str, partitions: int) -> int:
     return max((o.timestamp for o in found.values() if o is not None), default=0)
 
 
-def _spark(base: Path):
+def _spark(base: Path, console: Console):
     """The session, made on the main thread: py4j pins each Python thread to a JVM thread,
     and a data source registered from another thread was not found by the streaming
     writer (DATA_SOURCE_NOT_FOUND). The JVM it starts writes its standard error (the JDK's
-    start-up warnings, Spark's errors) to ``<dir>/spark.log``, not into the progress bar."""
+    start-up warnings, Spark's errors) to ``<dir>/spark.log``, not into the progress bar.
+    A line before and after: the JVM takes 10-20 s on two cores, often after the events are
+    produced (plain lines, not a spinner: the producer's progress bar may be live)."""
     from odradek.spark.session import local_session
 
+    started = time.monotonic()
+    console.print(f"starting Spark (a local JVM; its log: {base / 'spark.log'}) ...", highlight=False)
     with _stderr_to(base / "spark.log"):
-        return local_session("odradek-demo", shuffle_partitions=4)
+        spark = local_session("odradek-demo", shuffle_partitions=4)
+    console.print(f"Spark is up ({time.monotonic() - started:.0f} s)")
+    return spark
 
 
 @contextmanager
@@ -130,13 +136,18 @@ def _stderr_to(path: Path):
         os.close(saved)
 
 
+@contextmanager
 def _phase(console: Console, text: str):
     """A spinner on a terminal; elsewhere (a pipe, a log) one line per phase, so that a
-    reader sees what the demo is doing during its quiet minute of Spark work."""
+    reader sees what the demo is doing during its quiet minute of Spark work. Yields
+    ``step(detail)``, which says what the phase does now: the spinner's text on a terminal,
+    one more indented line elsewhere."""
     if console.is_terminal:
-        return console.status(text)
-    console.print(f"{text} ...")
-    return nullcontext()
+        with console.status(text) as status:
+            yield lambda detail: status.update(f"{text}: {detail}")
+    else:
+        console.print(f"{text} ...")
+        yield lambda detail: console.print(f"  {detail}", highlight=False)
 
 
 def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
@@ -168,7 +179,7 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
             with ThreadPoolExecutor(1) as pool:  # events are produced while the JVM starts
                 producing = pool.submit(produce, bootstrap, generator, config.events, console=console, span_ms=span,
                                         not_before_ms=after)
-                spark = spark or _spark(base)
+                spark = spark or _spark(base, console)
                 produced = producing.result()
             loads = []
             _drain(console, spark, bootstrap, base, counter)
@@ -193,8 +204,8 @@ def run(config: DemoConfig, console: Console | None = None, spark=None) -> dict:
 
 
 def _drain(console: Console, spark, bootstrap: str, base: Path, counter) -> None:
-    with _phase(console, "streaming job: processing what the topics hold (Trigger.AvailableNow)"):
-        rows, dropped = streaming_job.run_available_now(spark, bootstrap, base, counter.batches)
+    with _phase(console, "streaming job: processing what the topics hold (Trigger.AvailableNow)") as step:
+        rows, dropped = streaming_job.run_available_now(spark, bootstrap, base, counter.batches, step)
     counter.rows.update(rows)
     counter.dropped.update(dropped)
 
@@ -216,7 +227,7 @@ def _run_live(config: DemoConfig, console: Console, bootstrap: str, base: Path, 
 
     thread = threading.Thread(target=producer, name="demo-producer", daemon=True)
     thread.start()
-    spark = spark or _spark(base)
+    spark = spark or _spark(base, console)
     counter.listen(spark)
     queries: dict = {}
     loads = []

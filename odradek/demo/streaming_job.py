@@ -178,14 +178,20 @@ def build_queries(spark: SparkSession, bootstrap: str, base: Path) -> dict:
 
 
 def run_available_now(spark: SparkSession, bootstrap: str, base: Path,
-                      batches: list[MicroBatch] | None = None) -> tuple[Counter, Counter]:
+                      batches: list[MicroBatch] | None = None, step=None) -> tuple[Counter, Counter]:
     """Run every query over what the topic holds now, one after another (on two cores,
     starting them together only makes Spark's Python planner workers miss their 10 s
     connect-back deadline); the rows each read, and the rows each dropped as later than
-    its watermark. Each micro-batch is appended to ``batches`` when given."""
+    its watermark. Each micro-batch is appended to ``batches`` when given; ``step(text)``,
+    when given, is told what runs now ("planning the queries", then "query 2 of 4:
+    page_views_per_minute_parquet"; planning the sources takes seconds)."""
+    step = step or (lambda text: None)
     rows: Counter = Counter()
     dropped: Counter = Counter()
-    for name, writer in build_queries(spark, bootstrap, base).items():
+    step("planning the queries")
+    queries = build_queries(spark, bootstrap, base)
+    for number, (name, writer) in enumerate(queries.items(), 1):
+        step(f"query {number} of {len(queries)}: {name}")
         query = writer.trigger(availableNow=True).start()
         query.awaitTermination()
         if query.exception() is not None:

@@ -42,7 +42,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.records.down_conversion import down_convert
 from odradek.protocol.generated.fetch_response import (
     AbortedTransaction,
     FetchableTopicResponse,
@@ -295,6 +294,10 @@ def _record_follower_fetch(broker, part, replica_id: int, fp) -> ErrorCode:
 def _down_converted(log, offset: int, max_bytes: int, limit: int | None, first: bool, magic: int) -> bytes:
     """The records from ``offset`` as a legacy message set of ``magic`` (see the module
     docstring): at most ``max_bytes`` of it, but one message at least when ``first``."""
+    # Here, not at the top: down-conversion (old clients only) walks records with numpy, which
+    # the broker otherwise never loads.
+    from odradek.records.down_conversion import down_convert
+
     start = offset
     for _ in range(_CONVERSION_READS):
         region = log.read(start, min(max_bytes, _CONVERSION_CHUNK), max_offset=limit, min_one=False)
