@@ -9,6 +9,12 @@ controlled shutdown), `pause` / `resume` are SIGSTOP / SIGCONT (a process that m
 ZooKeeper session), `terminate` is SIGTERM (a controlled shutdown when
 ``controlled.shutdown.enable``) and waits for the exit status. Children die with the thread
 that started them (see odradek/server/child_process.py's `popen_child`).
+
+By default a broker listens on 127.0.0.1. ``host`` and ``command_prefix`` place it elsewhere:
+the partition tests (tests/server/cluster/network.py) run each broker inside a network
+namespace of its own, ``command_prefix=["ip", "netns", "exec", NS]`` (which execs the broker
+in place, so its pid, signals and death signal are the broker's) and ``host`` that
+namespace's address, which the broker listens on and advertises.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import random
 import signal
 import socket
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from odradek.server.child_process import broker_command, popen_child
@@ -52,25 +59,29 @@ def free_port() -> int:
     raise RuntimeError(f"no free port in [{low}, {high})")
 
 
-def _listeners(port: int) -> str:
-    return f"PLAINTEXT://127.0.0.1:{port}"
+def _listeners(port: int, host: str = "127.0.0.1") -> str:
+    return f"PLAINTEXT://{host}:{port}"
 
 
 class BrokerNode:
     """One broker process: fixed id, port and data directory across restarts. ``props`` are
     broker configs (Kafka's names) on top of the node's ``broker.id``, ``listeners`` and
-    ``log.dirs``; ``port`` 0 picks a free one (kept for life)."""
+    ``log.dirs``; ``port`` 0 picks a free one (kept for life). ``host`` is the address it
+    listens on, ``command_prefix`` what its command line runs under (module docstring)."""
 
     def __init__(self, broker_id: int, directory: Path, props: dict[str, str], *, port: int = 0,
-                 log_level: str = "INFO", env: dict[str, str] | None = None, new_session: bool = False) -> None:
+                 log_level: str = "INFO", env: dict[str, str] | None = None, new_session: bool = False,
+                 host: str = "127.0.0.1", command_prefix: Sequence[str] = ()) -> None:
         self.broker_id = broker_id
         self.directory = Path(directory)
         self.data_dir = self.directory / "data"
+        self.host = host
+        self.command_prefix = list(command_prefix)
         self.port = port or free_port()
         self._picked_port = not port  # picked here: another may be picked if it is taken first
         self.props = {
             "broker.id": str(broker_id),
-            "listeners": _listeners(self.port),
+            "listeners": _listeners(self.port, host),
             "log.dirs": str(self.data_dir),
             **props,
         }
@@ -84,7 +95,7 @@ class BrokerNode:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -104,7 +115,8 @@ class BrokerNode:
         # PYTHONFAULTHANDLER: a SIGABRT makes the broker print every thread's stack first
         # (`terminate` does that to a broker that does not stop).
         env = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **self.env}
-        self.proc = popen_child(broker_command(self.props, self.log_level), self.log_path, env=env,
+        command = [*self.command_prefix, *broker_command(self.props, self.log_level)]
+        self.proc = popen_child(command, self.log_path, env=env,
                                 cwd=self.directory, new_session=self.new_session)
         self.paused = False
 
@@ -142,18 +154,18 @@ class BrokerNode:
         and launch again. False (nothing done) when that is not the failure, or the port was
         given, or the broker started before (a restart keeps its port: clients know it)."""
         if (not self._picked_port or self.starts != 1 or self.alive
-                or self.props["listeners"] != _listeners(self.port)
+                or self.props["listeners"] != _listeners(self.port, self.host)
                 or b"address already in use" not in self._launch_output()):
             return False
         self.port = free_port()
-        self.props["listeners"] = _listeners(self.port)
+        self.props["listeners"] = _listeners(self.port, self.host)
         self.starts = 0
         self.launch()
         return True
 
     def accepts_connections(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            with socket.create_connection((self.host, self.port), timeout=0.5):
                 return True
         except OSError:
             return False

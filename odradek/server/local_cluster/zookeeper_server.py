@@ -14,6 +14,10 @@ with the end of its output. `stop()` is SIGTERM (SIGKILL after 10 s) and waits f
 With ``die_with_parent`` the kernel kills the server when the thread that started it ends
 (``PR_SET_PDEATHSIG``); with ``new_session`` it does not get the terminal's Ctrl-C (whoever
 started it stops it, after the brokers).
+
+``host`` (default 127.0.0.1) is the address it listens on; ``command_prefix`` is what its
+command line runs under: the partition tests (tests/server/cluster/network.py) run it inside
+a network namespace with ``["ip", "netns", "exec", NS]`` and that namespace's address.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from odradek.server.child_process import popen_child
@@ -48,12 +53,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serving(port: int) -> bool:
+def serving(port: int, host: str = "127.0.0.1") -> bool:
     """Whether the server takes sessions: the four-letter command ``srvr`` answers with its
     version then ("Zookeeper version: ..."), and "This ZooKeeper instance is not currently
     serving requests" before (when ``ruok`` already answers ``imok`` and sessions are refused)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+        with socket.create_connection((host, port), timeout=1) as sock:
             sock.sendall(b"srvr")
             return sock.recv(64).startswith(b"Zookeeper version")
     except OSError:
@@ -62,11 +67,15 @@ def serving(port: int) -> bool:
 
 class ZooKeeperServer:
     """A standalone server in ``directory``. ``tick_time_ms`` is ZooKeeper's ``tickTime``: it
-    bounds the session timeouts clients get to [2, 20] ticks (500 ms: 1 to 10 s)."""
+    bounds the session timeouts clients get to [2, 20] ticks (500 ms: 1 to 10 s). ``host`` and
+    ``command_prefix``: see the module docstring (a ``port`` 0 is picked free on 127.0.0.1)."""
 
     def __init__(self, directory: Path, *, port: int = 0, tick_time_ms: int = 500,
-                 die_with_parent: bool = True, new_session: bool = False) -> None:
+                 die_with_parent: bool = True, new_session: bool = False, host: str = "127.0.0.1",
+                 command_prefix: Sequence[str] = ()) -> None:
         self.directory = Path(directory)
+        self.host = host
+        self.command_prefix = list(command_prefix)
         self.requested_port = port
         self.port = port
         self.tick_time_ms = tick_time_ms
@@ -77,7 +86,7 @@ class ZooKeeperServer:
     @property
     def hosts(self) -> str:
         """The ``zookeeper.connect`` string of this server (no chroot)."""
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -96,16 +105,17 @@ class ZooKeeperServer:
             f"tickTime={self.tick_time_ms}\n"
             f"dataDir={data}\n"
             f"clientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\n"
+            f"clientPortAddress={self.host}\n"
             "admin.enableServer=false\n"
             "4lw.commands.whitelist=ruok,srvr\n"
         )
         classpath = f"{CONF_DIR}:{ZOOKEEPER_JAR}"
-        args = ["java", "-Xmx128m", "-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)]
+        args = [*self.command_prefix, "java", "-Xmx128m", "-cp", classpath,
+                "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)]
         self.process = popen_child(args, self.log_path, env={"ZOO_LOG_DIR": str(self.directory)},
                                    die_with_parent=self.die_with_parent, new_session=self.new_session)
         deadline = time.monotonic() + START_LIMIT_S
-        while not serving(self.port):
+        while not serving(self.port, self.host):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise ZooKeeperStartError(f"ZooKeeper did not start within {START_LIMIT_S:.0f} s on port "

@@ -50,12 +50,15 @@ def log_batches(data: bytes) -> list[tuple[int, int, bytes]]:
 
 
 class BrokerNode(broker_node.BrokerNode):
-    """One broker process of a cluster: fixed id, port and data directory across restarts."""
+    """One broker process of a cluster: fixed id, port and data directory across restarts.
+    ``placement`` is passed on to odradek's node: ``port``, ``host``, ``command_prefix``
+    (tests/server/cluster/netns_cluster.py runs each broker in a network namespace)."""
 
-    def __init__(self, broker_id: int, directory: Path, connect: str, props: dict[str, str]) -> None:
+    def __init__(self, broker_id: int, directory: Path, connect: str, props: dict[str, str],
+                 **placement) -> None:
         env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         super().__init__(broker_id, directory, {**BASE_PROPS, "zookeeper.connect": connect, **props},
-                         log_level=os.environ.get("ODRADEK_CLUSTER_LOG_LEVEL", "INFO"), env=env)
+                         log_level=os.environ.get("ODRADEK_CLUSTER_LOG_LEVEL", "INFO"), env=env, **placement)
 
     @property
     def log_path(self) -> Path:
