@@ -54,7 +54,7 @@ _EXPORTS = {
     "ConsumerRebalanceListener": "odradek.client.rebalance_listener",
     "AdminClient": "odradek.client.sync_admin",
     "Consumer": "odradek.client.sync",
-    "Producer": "odradek.client.sync",
+    "Producer": "odradek.client.sync_producer",
     "Blacklist": "odradek.client.topic_filter",
     "TopicFilter": "odradek.client.topic_filter",
     "TopicList": "odradek.client.topic_filter",
