@@ -50,8 +50,25 @@ def add_bootstrap(parser, config_flag: str = "--command-config", what: str = "ad
 
 
 def add_output(parser, choices=("table", "json")) -> None:
+    """``--output``, default the first choice; with both ``table`` and ``text`` (the Kafka
+    tool's own plain format) the default is table on a terminal, text otherwise, decided
+    when the command runs (``run_command``), as scripts grep Kafka's lines."""
+    if "table" in choices and "text" in choices:
+        parser.add_argument("--output", choices=choices, default=None,
+                            help="output format: table (the default on a terminal), text (Kafka's tool's plain "
+                                 "format, the default when standard output is a pipe or file) or json")
+        return
     parser.add_argument("--output", choices=choices, default=choices[0],
                         help=f"output format: {' or '.join(choices)} (default {choices[0]})")
+
+
+def stdout_is_terminal() -> bool:
+    """Whether standard output is a terminal (not a pipe, a file, or a test's buffer)."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except (OSError, ValueError):  # closed or detached
+        return False
 
 
 # --- key=value parsing -------------------------------------------------------------------
@@ -81,20 +98,39 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def parse_pairs(items, what: str, split_commas: bool = False) -> dict[str, str]:
+def parse_pairs(items, what: str, split_commas: bool = False, strip_values: bool = True) -> dict[str, str]:
     """``["k=v", ...]`` (each item may hold several pairs joined by commas when
-    ``split_commas``) as a dict; a bracketed value loses its brackets."""
+    ``split_commas``) as a dict; a bracketed value loses its brackets. ``strip_values``
+    False keeps a value's blanks (``key.separator=<TAB>`` is a tab, as in Kafka's tools)."""
     out: dict[str, str] = {}
     for item in items or ():
         for pair in (split_top_level(item) if split_commas else [item]):
             key, sep, value = pair.partition("=")
             if not sep or not key.strip():
                 raise CommandError(f"{what} needs KEY=VALUE, got {pair!r}")
-            value = value.strip()
+            if strip_values:
+                value = value.strip()
             if split_commas and value.startswith("[") and value.endswith("]"):
                 value = value[1:-1]
             out[key.strip()] = value
     return out
+
+
+def unescape(text: str) -> str:
+    """``text`` with the escapes of a Java properties file read: ``\\t`` a tab, ``\\n``,
+    ``\\r``, ``\\f``, ``\\uXXXX``, and a backslash before any other character that character
+    (so ``--property key.separator=\\t`` is a tab, as ``key.separator=\\t`` in Kafka's
+    ``--formatter-config`` / ``--reader-config`` files)."""
+    return _ESCAPE.sub(_unescaped, text)
+
+
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescaped(match: re.Match) -> str:
+    code = match.group(1)
+    return chr(int(code[1:], 16)) if len(code) == 5 else _ESCAPES.get(code, code)
 
 
 def read_properties(path: str | None) -> dict[str, str]:
@@ -210,6 +246,8 @@ def run_command(name: str, body, args) -> int:
     """Run ``body(args)``; user-facing failures become one line on stderr and status 1."""
     from odradek.client.errors import KafkaError  # here: the client loads only when a command runs
 
+    if getattr(args, "output", "") is None:  # add_output's default: table on a terminal, else Kafka's text
+        args.output = "table" if stdout_is_terminal() else "text"
     try:
         return body(args) or 0
     except BrokenPipeError:

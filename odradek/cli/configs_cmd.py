@@ -13,7 +13,11 @@
 ``--describe`` shows the configs set on the entity (a topic's overrides, a broker's dynamic
 settings, every logger of a broker with its level); ``--all`` shows every config with its
 value and where that value comes from. Without ``--entity-name`` it describes every topic or
-broker. ``--alter`` sets (``--add-config``, commas between pairs, square brackets around list
+broker. On a terminal it prints a table; piped (or ``--output text``), kafka-configs.sh's
+lines: ``Dynamic configs for topic T are:`` then ``  name=value sensitive=false
+synonyms={DYNAMIC_TOPIC_CONFIG:name=value, ...}`` per config.
+
+``--alter`` sets (``--add-config``, commas between pairs, square brackets around list
 values) and removes (``--delete-config``, names joined by commas) keys in one
 IncrementalAlterConfigs request; a removed key falls back to the broker's (or Kafka's)
 default, a removed logger level to its parent's. As Kafka's tool, ``--alter`` refuses to
@@ -70,7 +74,7 @@ def add_parser(sub) -> None:
                    help="--alter: keys to set")
     p.add_argument("--delete-config", action="append", default=[], metavar="K[,K]",
                    help="--alter: keys to remove")
-    add_output(p)
+    add_output(p, ("table", "json", "text"))
 
 
 def run(args) -> int:
@@ -243,14 +247,18 @@ def _describe(admin, kind: str, name: str | None, args) -> int:
     return 0
 
 
-def _show(kind: str, name: str, entries: dict, args) -> None:
+def _source_name(source: int) -> str:
     from odradek.client import ConfigSource
 
+    try:
+        return ConfigSource(source).name
+    except ValueError:
+        return str(source)
+
+
+def _show(kind: str, name: str, entries: dict, args) -> None:
     def source(e) -> str:
-        try:
-            return ConfigSource(e.source).name
-        except ValueError:
-            return str(e.source)
+        return _source_name(e.source)
 
     rows = sorted(entries.values(), key=lambda e: e.name)
     if args.output == "json":
@@ -259,6 +267,14 @@ def _show(kind: str, name: str, entries: dict, args) -> None:
                                  "sensitive": e.is_sensitive, "read_only": e.read_only} for e in rows]})
         return
     scope = "All" if args.all else "Dynamic"
+    if args.output == "text":  # kafka-configs.sh --describe, line for line
+        print("Default configs for brokers in the cluster are:" if name == "" and kind == "brokers"
+              else f"{scope} configs for {_TYPES[kind]} {name} are:")
+        for e in rows:
+            synonyms = ", ".join(f"{_source_name(source)}:{n}={v}" for n, v, source in e.synonyms)
+            value = "null" if e.value is None or e.is_sensitive else e.value
+            print(f"  {e.name}={value} sensitive={str(e.is_sensitive).lower()} synonyms={{{synonyms}}}")
+        return
     title = ("Default configs for brokers in the cluster" if name == "" and not args.all
              else f"{scope} configs for {_TYPES[kind]} {name}")
     print_table(("NAME", "VALUE", "SOURCE", "SENSITIVE", "READ-ONLY"),

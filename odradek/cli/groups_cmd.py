@@ -19,6 +19,10 @@ members and their partitions instead, ``--state`` the group's state and protocol
 table is redrawn in place, under a line with the time and the total lag; otherwise each
 refresh is printed after the last (JSON: the rows of each refresh).
 
+Output: a table on a terminal; kafka-consumer-groups.sh's plain columns
+(``cli/groups_text.py``) when standard output is a pipe or file, or with ``--output text``;
+JSON with ``--output json``.
+
 ``--reset-offsets`` prints the new offsets; it changes them only with ``--execute`` (a dry
 run otherwise), and only while the group has no active members. Every target is kept
 within the partition's log. ``--to-datetime`` takes ISO 8601 (``2024-05-01T12:00:00``,
@@ -34,6 +38,7 @@ import sys
 import time
 from datetime import datetime
 
+from odradek.cli import groups_text
 from odradek.cli.common import (
     CommandError,
     add_bootstrap,
@@ -83,7 +88,7 @@ def add_parser(sub) -> None:
     run_mode = p.add_mutually_exclusive_group()
     run_mode.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
     run_mode.add_argument("--execute", action="store_true", help="commit the new offsets")
-    add_output(p)
+    add_output(p, ("table", "json", "text"))
 
 
 def run(args) -> int:
@@ -113,6 +118,8 @@ def _list(admin, args) -> int:
     if args.output == "json":
         for g in listed:
             print_json({"group": g.group_id, "state": g.state or None, "protocol_type": g.protocol_type})
+    elif args.state and args.output == "text":
+        sys.stdout.write(groups_text.group_states_text(listed))
     elif args.state:
         print_table(("GROUP", "STATE", "PROTOCOL-TYPE"), [(g.group_id, g.state, g.protocol_type) for g in listed])
     else:
@@ -128,8 +135,10 @@ def _describe(admin, groups: list[str], args) -> int:
     descriptions = _existing(admin, groups)
     for group in groups:
         description = descriptions[group]
+        if args.output == "text":
+            groups_text.note_state(group, description.state)
         if args.state:
-            _show_state(description, args.output)
+            _show_state(admin, description, args.output)
         elif args.members:
             _show_members(description, args)
         else:
@@ -145,10 +154,13 @@ def _existing(admin, groups: list[str]) -> dict:
     return descriptions
 
 
-def _show_state(d, output: str) -> None:
+def _show_state(admin, d, output: str) -> None:
     if output == "json":
         print_json({"group": d.group_id, "state": d.state, "protocol_type": d.protocol_type,
                     "assignment_strategy": d.protocol, "members": len(d.members)})
+        return
+    if output == "text":
+        sys.stdout.write(groups_text.state_text(d, _coordinator(admin, d.group_id)))
         return
     print_table(("GROUP", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
                 [(d.group_id, d.protocol, d.state, len(d.members))])
@@ -160,6 +172,10 @@ def _show_members(d, args) -> None:
             print_json({"group": d.group_id, "member_id": m.member_id, "group_instance_id": m.group_instance_id,
                         "client_id": m.client_id, "host": m.client_host,
                         "partitions": [{"topic": t, "partition": p} for t, p in m.assignment]})
+        return
+    if args.output == "text":
+        if d.members:  # none: note_state said so on standard error
+            sys.stdout.write(groups_text.members_text(d.group_id, d.members, args.verbose))
         return
     if not d.members:
         print(f"Consumer group '{d.group_id}' has no active members.")
@@ -201,9 +217,29 @@ def _show_offsets(admin, description, output: str) -> None:
         for row in rows:
             print_json(row)
         return
+    if output == "text":
+        if rows:
+            sys.stdout.write(groups_text.offsets_text(rows))
+        return
     if not description.members:
         print(f"Consumer group '{description.group_id}' has no active members.")
     print_table(OFFSET_COLUMNS, [[row[k] for k in OFFSET_KEYS] for row in rows])
+
+
+def _coordinator(admin, group: str) -> str:
+    """``host:port (id)`` of the group's coordinator: the leader of its ``__consumer_offsets``
+    partition (Kafka's ``partitionFor``), ``-`` when that has no live leader."""
+    from odradek.client import KafkaError
+    from odradek.coordinator.partitioner import partition_for
+
+    try:
+        offsets = admin.describe_topics(["__consumer_offsets"])["__consumer_offsets"]
+    except KafkaError:  # not created yet (no group ever committed), or not ours to see
+        return groups_text.MISSING
+    index = partition_for(group, len(offsets.partitions))
+    leader = next((p.leader for p in offsets.partitions if p.partition == index), -1)
+    broker = next((b for b in admin.describe_cluster().brokers if b.node_id == leader), None)
+    return groups_text.MISSING if broker is None else f"{broker.host}:{broker.port} ({leader})"
 
 
 OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
@@ -221,7 +257,7 @@ def _watch(admin, groups: list[str], args) -> int:
     if args.interval <= 0 or (args.iterations is not None and args.iterations < 1):
         raise CommandError("--interval must be positive and --iterations at least 1")
     out = console()
-    live = out.is_terminal and args.output != "json"
+    live = out.is_terminal and args.output == "table"
     try:
         with _live_view(out, live) as view:
             done = 0
@@ -254,6 +290,10 @@ def _show_refresh(view, out, rows: list[dict], args) -> None:
     lag = sum(row["lag"] or 0 for row in rows)
     heading = (f"Every {args.interval:g} s, at {datetime.now().strftime('%H:%M:%S')}: total lag {lag} "
                f"over {len(rows)} partitions")
+    if args.output == "text":
+        sys.stdout.write(heading + "\n" + (groups_text.offsets_text(rows) if rows else ""))
+        sys.stdout.flush()
+        return
     table = make_table(OFFSET_COLUMNS, [[row[k] for k in OFFSET_KEYS] for row in rows])
     if view is None:
         out.print(heading)
@@ -345,6 +385,8 @@ def _reset(admin, groups: list[str], args) -> int:
     if args.output == "json":
         for group, topic, partition, offset in rows:
             print_json({"group": group, "topic": topic, "partition": partition, "new_offset": offset})
+    elif args.output == "text":
+        sys.stdout.write(groups_text.reset_text(rows))
     else:
         print_table(("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"), rows)
     return 0

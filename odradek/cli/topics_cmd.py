@@ -22,6 +22,19 @@ explicit one.
 ``--topic`` names one topic; a value with characters a topic name cannot hold (``*``, ``|``,
 ``[`` ...) is a regular expression matched against every name, as Kafka's tool allows.
 
+``--describe`` prints, per topic, kafka-topics.sh's summary line and a line per partition
+when standard output is a pipe or file (``--output text``), a table on a terminal
+(``--output table``), or JSON (``--output json``)::
+
+    Topic: T\tTopicId: <id>\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: retention.ms=1000
+    \tTopic: T\tPartition: 0\tLeader: 1000\tReplicas: 1000\tIsr: 1000
+    \tTopic: T\tPartition: 1\tLeader: 1000\tReplicas: 1000\tIsr: 1000
+
+``Configs`` are the topic's configs whose value is not Kafka's default (a topic override, or
+a broker setting); a partition being reassigned adds ``\tAdding Replicas: ..\tRemoving
+Replicas: ..``. ``--topics-with-overrides`` prints only the summaries, of the topics that have
+such configs.
+
 ``--describe`` with any of the replication reports lists only the partitions that at least
 one of them selects (kafka-topics.sh's rules), without the topic summaries:
 
@@ -85,6 +98,8 @@ def add_parser(sub) -> None:
                    help="--describe: only partitions whose ISR is smaller than min.insync.replicas")
     p.add_argument("--at-min-isr-partitions", action="store_true",
                    help="--describe: only partitions whose ISR is exactly min.insync.replicas")
+    p.add_argument("--topics-with-overrides", action="store_true",
+                   help="--describe: only the summaries of topics whose configs differ from the defaults")
     add_output(p, ("table", "json", "text"))
 
 
@@ -100,9 +115,12 @@ def _run(args) -> int:
         raise CommandError("--config goes with --create (change configs with 'odradek configs')")
     if args.disable_rack_aware and action not in ("create", "alter"):
         raise CommandError("--disable-rack-aware goes with --create or --alter")
-    for report in _REPORTS:
-        if getattr(args, report) and action != "describe":
-            raise CommandError(f"--{report.replace('_', '-')} goes with --describe")
+    for option in (*_REPORTS, "topics_with_overrides"):
+        if getattr(args, option) and action != "describe":
+            raise CommandError(f"--{option.replace('_', '-')} goes with --describe")
+    if args.topics_with_overrides and any(getattr(args, r) for r in _REPORTS):
+        raise CommandError("--topics-with-overrides lists topics, the replication reports list partitions: "
+                           "give one or the other")
     with admin_client(args) as admin:
         return _HANDLERS[action](admin, args)
 
@@ -303,7 +321,7 @@ def _describe(admin, args) -> int:
     configs = admin.describe_configs(resources)
     live = {b.node_id for b in admin.describe_cluster().brokers}
     reports = {r for r in _REPORTS if getattr(args, r)}
-    moving = _reassignments(admin, descriptions) if reports else {}
+    moving = _reassignments(admin, descriptions)
     selected = []  # (topic, partitions a report selects)
     for name in names:
         topic = descriptions[name]
@@ -315,11 +333,14 @@ def _describe(admin, args) -> int:
             if partitions:
                 selected.append((topic, partitions))
             continue
-        overrides = {k: e.value for k, e in sorted(entries.items())
-                     if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG}
-        _show_topic(topic, overrides, topic.partitions, args.output)
+        # Kafka's ConfigEntry.isDefault: only a value from DEFAULT_CONFIG is a default.
+        not_default = {k: e.value for k, e in sorted(entries.items()) if e.source != ConfigSource.DEFAULT_CONFIG}
+        if args.topics_with_overrides and not not_default:
+            continue
+        partitions = () if args.topics_with_overrides else topic.partitions
+        _show_topic(topic, not_default, partitions, args.output, moving)
     if reports:
-        _show_partitions(selected, args.output)
+        _show_partitions(selected, args.output, moving)
     return 0
 
 
@@ -331,12 +352,8 @@ def partition_reports(partition, live: set[int], min_isr: int, reassignment=None
     replication factor is the replicas less those being added (Kafka's
     ``getReplicationFactor``), so replicas still catching up do not count as missing."""
     has_leader = partition.leader >= 0
-    replication_factor = len(partition.replicas)
-    if reassignment is not None and set(partition.replicas) & (
-            set(reassignment.adding_replicas) | set(reassignment.removing_replicas)):
-        replication_factor = len(reassignment.replicas) - len(reassignment.adding_replicas)
     found = set()
-    if replication_factor - len(partition.isr) > 0:
+    if _replication_factor(partition, reassignment) - len(partition.isr) > 0:
         found.add("under_replicated_partitions")
     if not has_leader or partition.leader not in live:
         found.add("unavailable_partitions")
@@ -349,14 +366,19 @@ def partition_reports(partition, live: set[int], min_isr: int, reassignment=None
 
 def _reassignments(admin, descriptions) -> dict:
     """The reassignments in progress of the described partitions; none when the cluster does
-    not answer ListPartitionReassignments (as kafka-topics.sh)."""
-    from odradek.client import UnsupportedVersionError
+    not answer ListPartitionReassignments or does not let us ask (as kafka-topics.sh)."""
+    from odradek.client import BrokerError, UnsupportedVersionError
+    from odradek.protocol.generated.error_codes import ErrorCode
 
     partitions = [(t.name, p.partition) for t in descriptions.values() for p in t.partitions]
     try:
         return admin.list_partition_reassignments(partitions) if partitions else {}
     except UnsupportedVersionError:
         return {}
+    except BrokerError as e:
+        if e.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+            return {}
+        raise
 
 
 def _min_isr(entries: dict) -> int:
@@ -373,43 +395,61 @@ def kafka_topic_id(topic_id) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
 
 
-def _show_topic(topic, overrides: dict, partitions, output: str) -> None:
-    replication = len(topic.partitions[0].replicas) if topic.partitions else 0
-    config_text = ",".join(f"{k}={v}" for k, v in overrides.items())
+def _show_topic(topic, configs: dict, partitions, output: str, moving: dict) -> None:
+    """One topic: its summary and ``partitions`` (none with --topics-with-overrides)."""
+    first = topic.partitions[0] if topic.partitions else None
+    replication = _replication_factor(first, moving.get((topic.name, first.partition))) if first else 0
+    config_text = ",".join(f"{k}={v}" for k, v in configs.items())
     if output == "json":
-        print_json({
-            "topic": topic.name, "topic_id": kafka_topic_id(topic.topic_id), "internal": topic.is_internal,
-            "partition_count": len(topic.partitions), "replication_factor": replication, "configs": overrides,
-            "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
-                            "isr": list(p.isr), "offline_replicas": list(p.offline_replicas)} for p in partitions],
-        })
+        doc = {"topic": topic.name, "topic_id": kafka_topic_id(topic.topic_id), "internal": topic.is_internal,
+               "partition_count": len(topic.partitions), "replication_factor": replication, "configs": configs}
+        if partitions:
+            doc["partitions"] = [_partition_json(p) for p in partitions]
+        print_json(doc)
         return
     summary = (f"Topic: {topic.name}\tTopicId: {kafka_topic_id(topic.topic_id)}\t"
                f"PartitionCount: {len(topic.partitions)}\tReplicationFactor: {replication}\tConfigs: {config_text}")
     if output == "text":  # kafka-topics.sh --describe, line for line
         print(summary)
         for p in partitions:
-            _print_partition_line(topic.name, p)
+            print(partition_line(topic.name, p, moving.get((topic.name, p.partition))))
         return
     title = summary.replace("\t", "   ")
+    if not partitions:
+        print(title)
+        return
     rows = [(p.partition, _leader(p.leader), _ids(p.replicas), _ids(p.isr), _ids(p.offline_replicas) or "")
             for p in partitions]
     print_table(("PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"), rows, title=title)
 
 
-def _show_partitions(selected, output: str) -> None:
+def _partition_json(p, topic: str | None = None) -> dict:
+    doc = {"topic": topic} if topic is not None else {}
+    doc.update({"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isr),
+                "offline_replicas": list(p.offline_replicas)})
+    return doc
+
+
+def _replication_factor(partition, reassignment) -> int:
+    """Kafka's ``getReplicationFactor``: while a reassignment moves the partition, its
+    replicas less those being added."""
+    if reassignment is not None and set(partition.replicas) & (
+            set(reassignment.adding_replicas) | set(reassignment.removing_replicas)):
+        return len(reassignment.replicas) - len(reassignment.adding_replicas)
+    return len(partition.replicas)
+
+
+def _show_partitions(selected, output: str, moving: dict) -> None:
     """The partitions the replication reports chose, of every topic, without summaries."""
     if output == "json":
         for topic, partitions in selected:
             for p in partitions:
-                print_json({"topic": topic.name, "partition": p.partition, "leader": p.leader,
-                            "replicas": list(p.replicas), "isr": list(p.isr),
-                            "offline_replicas": list(p.offline_replicas)})
+                print_json(_partition_json(p, topic.name))
         return
     if output == "text":  # kafka-topics.sh prints only the partition lines here
         for topic, partitions in selected:
             for p in partitions:
-                _print_partition_line(topic.name, p)
+                print(partition_line(topic.name, p, moving.get((topic.name, p.partition))))
         return
     rows = [(topic.name, p.partition, _leader(p.leader), _ids(p.replicas), _ids(p.isr),
              _ids(p.offline_replicas) or "") for topic, partitions in selected for p in partitions]
@@ -417,10 +457,15 @@ def _show_partitions(selected, output: str) -> None:
         print_table(("TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"), rows)
 
 
-def _print_partition_line(name: str, p) -> None:
+def partition_line(name: str, p, reassignment=None) -> str:
+    """Kafka 3's ``PartitionDescription.printDescription``: tab-led fields; ``Adding
+    Replicas`` and ``Removing Replicas`` while a reassignment is in progress."""
     line = (f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {_leader(p.leader)}\t"
             f"Replicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}")
-    print(line + (f"\tOffline: {_ids(p.offline_replicas)}" if p.offline_replicas else ""))
+    if reassignment is not None:
+        line += (f"\tAdding Replicas: {_ids(reassignment.adding_replicas)}"
+                 f"\tRemoving Replicas: {_ids(reassignment.removing_replicas)}")
+    return line
 
 
 def _leader(leader: int) -> str:

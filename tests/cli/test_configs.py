@@ -39,7 +39,7 @@ def test_topic_config_alter_is_visible_to_kafka_python(cli, broker, kafka_admin,
     described = json.loads(cli("configs", "--topic", topic_name, "--describe", "--output", "json").out)
     assert [(c["name"], c["value"], c["source"]) for c in described["configs"]] == [
         ("cleanup.policy", "compact,delete", "DYNAMIC_TOPIC_CONFIG"), ("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG")]
-    table = cli("configs", "--entity-type", "topics", "--entity-name", topic_name, "--describe")
+    table = cli("configs", "--entity-type", "topics", "--entity-name", topic_name, "--describe", "--output", "table")
     assert f"Dynamic configs for topic {topic_name}:" in table.out
     assert ["retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG", "false", "false"] in [line.split() for line in table.lines()]
 
@@ -145,7 +145,7 @@ def test_broker_loggers(cli):
         changed = cli("configs", "--broker-logger", str(BROKER_ID), "--alter", "--add-config", "odradek.topics=TRACE")
         assert (changed.code, changed.out) == (0, f"Completed updating config for broker-logger {BROKER_ID}.\n")
         assert logger.isEnabledFor(5)
-        table = cli("configs", "--broker-logger", str(BROKER_ID), "--describe")
+        table = cli("configs", "--broker-logger", str(BROKER_ID), "--describe", "--output", "table")
         assert ["odradek.topics", "TRACE", "DYNAMIC_BROKER_LOGGER_CONFIG", "false", "false"] in [
             line.split() for line in table.lines()]
 

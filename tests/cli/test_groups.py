@@ -57,7 +57,7 @@ def test_list_and_describe_show_lag(cli, committed_group):
         (topic, 0, 4, RECORDS, RECORDS - 4), (topic, 1, 10, RECORDS, 0)]
     assert all(r["consumer_id"] is None for r in rows)
 
-    table = cli("groups", "--describe", "--group", group)
+    table = cli("groups", "--describe", "--group", group, "--output", "table")
     assert table.code == 0
     assert f"Consumer group '{group}' has no active members." in table.out
     assert "CURRENT-OFFSET" in table.out and "LOG-END-OFFSET" in table.out and "LAG" in table.out
@@ -82,7 +82,7 @@ def test_describe_a_live_member(cli, broker, committed_group):
 
         state = json.loads(cli("groups", "--describe", "--group", group, "--state", "--output", "json").out)
         assert (state["state"], state["members"]) == ("Stable", 1)
-        verbose = cli("groups", "--describe", "--group", group, "--members", "--verbose")
+        verbose = cli("groups", "--describe", "--group", group, "--members", "--verbose", "--output", "table")
         assert f"{topic}(0) {topic}(1)" in verbose.out
 
         busy = cli("groups", "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
@@ -177,11 +177,12 @@ def test_describe_watch_redraws_in_place_on_a_terminal(cli, committed_group, mon
 
     from rich.console import Console
 
-    from odradek.cli import groups_cmd
+    from odradek.cli import common, groups_cmd
 
     topic, group = committed_group
     screen = io.StringIO()
     monkeypatch.setattr(groups_cmd, "console", lambda: Console(file=screen, force_terminal=True, width=200))
+    monkeypatch.setattr(common, "stdout_is_terminal", lambda: True)
     watched = cli("groups", "--describe", "--group", group, "--watch", "--interval", "0.05", "--iterations", "2")
     assert (watched.code, watched.out) == (0, "")
     drawn = screen.getvalue()

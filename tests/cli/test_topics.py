@@ -54,7 +54,7 @@ def test_replica_assignment_puts_five_partitions_on_broker_1000(cli, broker, top
 def test_describe_table_shows_partitions_and_topic_configs(cli, topic_name):
     assert cli("topics", "--create", "--topic", topic_name, "--partitions", "2",
                "--config", "retention.ms=12345", "--config", "cleanup.policy=compact").code == 0
-    result = cli("topics", "--describe", "--topic", topic_name)
+    result = cli("topics", "--describe", "--topic", topic_name, "--output", "table")
     assert result.code == 0
     assert "PartitionCount: 2" in result.out and "ReplicationFactor: 1" in result.out
     assert "Configs: cleanup.policy=compact,retention.ms=12345" in result.out
