@@ -17,7 +17,15 @@ and READ on the groups. ``--list`` prints each resource's entries::
     Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:
      \t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)
 
-``--remove`` without ``--force`` asks before deleting (y/n).
+``--remove`` without ``--force`` asks before deleting (y/n; no answer, at the end of the
+input, is no).
+
+A broker's refusal is said with Kafka's names: its error code, the binding or filter as
+Kafka's ``AclBinding`` / ``AclBindingFilter`` print themselves, and the broker's message::
+
+    odradek acls: SECURITY_DISABLED for (pattern=ResourcePattern(resourceType=TOPIC, name=orders,
+    patternType=LITERAL), entry=(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)):
+    No Authorizer is configured.
 """
 
 from __future__ import annotations
@@ -73,6 +81,15 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from odradek.client import BrokerError
+
+    try:
+        return _act(args)
+    except BrokerError as e:
+        raise CommandError(refusal_text(e)) from None
+
+
+def _act(args) -> int:
     if not (args.add or args.remove or args.list):
         raise CommandError("Command must include exactly one action: --list, --add, --remove.")
     pattern_type = _PATTERNS[args.resource_pattern_type]
@@ -97,9 +114,41 @@ def pattern_text(resource_type: int, name: str | None, pattern_type: int) -> str
 
 def entry_text(e: AccessControlEntry) -> str:
     """Kafka's ``AccessControlEntry.toString``: the enum names (READ, CLUSTER_ACTION, ALLOW)."""
-    operation = _ENUM_NAMES.get(e.operation) or acl.OPERATION_NAMES[e.operation].upper()
-    return (f"(principal={e.principal}, host={e.host}, operation={operation}, "
+    return (f"(principal={e.principal}, host={e.host}, operation={_operation_name(e.operation)}, "
             f"permissionType={acl.PERMISSION_NAMES[e.permission_type].upper()})")
+
+
+def binding_text(b: AclBinding) -> str:
+    """Kafka's ``AclBinding.toString``."""
+    p = b.pattern
+    return f"(pattern={pattern_text(p.resource_type, p.name, p.pattern_type)}, entry={entry_text(b.entry)})"
+
+
+def filter_text(f: AclBindingFilter) -> str:
+    """Kafka's ``AclBindingFilter.toString`` (``<any>`` for a field that matches every value)."""
+    resource = _TYPE_NAMES.get(f.resource_type, "ANY")
+    operation = "ANY" if f.operation == acl.ANY else _operation_name(f.operation)
+    permission = "ANY" if f.permission_type == acl.ANY else acl.PERMISSION_NAMES[f.permission_type].upper()
+    return (f"(patternFilter=ResourcePatternFilter(resourceType={resource}, "
+            f"name={'<any>' if f.name is None else f.name}, "
+            f"patternType={acl.PATTERN_TYPE_NAMES.get(f.pattern_type, 'UNKNOWN')}), "
+            f"entryFilter=(principal={f.principal or '<any>'}, host={f.host or '<any>'}, operation={operation}, "
+            f"permissionType={permission}))")
+
+
+def refusal_text(error) -> str:
+    """A BrokerError of the ACL calls in Kafka's names: ``CODE for <binding>: message``."""
+    name = getattr(error.code, "name", f"error {error.code}")
+    subject = error.subject
+    if isinstance(subject, AclBinding):
+        name += f" for {binding_text(subject)}"
+    elif isinstance(subject, AclBindingFilter):
+        name += f" for {filter_text(subject)}"
+    return f"{name}: {error.message}" if error.message else name
+
+
+def _operation_name(operation: int) -> str:
+    return _ENUM_NAMES.get(operation) or acl.OPERATION_NAMES[operation].upper()
 
 
 def _block(entries) -> str:
@@ -182,7 +231,7 @@ def _add(admin, resource_acls, pattern_type: int) -> None:
         results = admin.create_acls([AclBinding(pattern, e) for e in entries])
         failed = [err for err in results.values() if err is not None]
         if failed:
-            raise CommandError(str(failed[0]))
+            raise CommandError(refusal_text(failed[0]))
 
 
 def _list(admin, args, resources) -> None:
@@ -218,6 +267,14 @@ def _remove(admin, args, resource_acls) -> None:
                        for e in entries]
         if not args.force:
             print(question)
-            if input().strip().lower() != "y":
+            if _answer() != "y":
                 continue
         admin.delete_acls(filters)
+
+
+def _answer() -> str:
+    """The user's answer to a question, lower-cased; "" at the end of the input."""
+    try:
+        return input().strip().lower()
+    except EOFError:
+        return ""

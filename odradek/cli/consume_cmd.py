@@ -11,17 +11,19 @@ the end, or from the start with ``--from-beginning``, without joining any group.
 ``--include`` pattern), reads the partitions the group gives it from the group's committed
 offsets (``--from-beginning`` then only applies where nothing is committed) and commits
 what it printed. It stops after ``--max-messages`` records, after ``--timeout-ms`` without
-a record, or at Ctrl-C, and says on standard error how many records it printed.
+a record, or at Ctrl-C or SIGTERM (within 2 s, even with its brokers gone:
+``cli/stop_signals.py``), and says on standard error how many records it printed.
 
-Line format (Kafka's ``DefaultMessageFormatter``), fields in this order, each only when its
-``--property print.X=true`` is set, joined by ``key.separator`` (TAB)::
+Line format: Kafka's ``DefaultMessageFormatter`` (``cli/message_formatter.py``), set with
+``--property print.key=true`` (``print.timestamp``, ``print.partition``, ``print.offset``,
+``print.headers``, ``print.value``, ``key.separator``, ``line.separator``, ...) or a
+``--formatter-config`` properties file (``--property`` wins), for example::
 
-    CreateTime:<ms> | Partition:<p> | Offset:<o> | <headers> | <key> | <value>
+    CreateTime:1700000000000<TAB>Partition:0<TAB>Offset:42<TAB>key<TAB>value
 
-``print.value`` is on by default; headers print as ``name:value,name:value`` (properties
-``headers.separator``, ``headers.key.separator``) or ``NO_HEADERS``; a null key, value or
-header value prints as ``null.literal`` (``null``); ``line.separator`` ends each record.
-Keys and values are written as their bytes.
+``--formatter`` takes Kafka's class names: ``kafka.tools.DefaultMessageFormatter`` (the
+default) or ``kafka.tools.NoOpMessageFormatter`` (prints nothing; the count is still given),
+or their ``org.apache.kafka.tools.consumer`` names.
 
 ``--output json``: one JSON object per record and line, with ``topic``, ``partition``,
 ``offset``, ``timestamp``, ``timestamp_type``, ``key``, ``value`` and ``headers``
@@ -33,12 +35,8 @@ from __future__ import annotations
 
 import argparse
 import re
-import signal
 import sys
-import threading
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass
 
 from odradek.cli.common import (
     CommandError,
@@ -51,10 +49,9 @@ from odradek.cli.common import (
     read_properties,
     run_command,
 )
+from odradek.cli.message_formatter import RecordFormat
+from odradek.cli.stop_signals import StopSignals, finish, run_until_stopped
 
-_FLAGS = ("print.timestamp", "print.key", "print.offset", "print.partition", "print.headers", "print.value")
-_TEXTS = {"key.separator": "\t", "line.separator": "\n", "headers.separator": ",",
-          "headers.key.separator": ":", "null.literal": "null"}
 _POLL_MS = 500  # one poll's wait; --timeout-ms and Ctrl-C are checked between polls
 
 
@@ -75,70 +72,15 @@ def add_parser(sub) -> None:
     p.add_argument("--property", action="append", default=[], metavar="NAME=VALUE",
                    help="output settings (print.key, print.timestamp, print.offset, print.partition, "
                         "print.headers, print.value, key.separator, ...), repeatable")
+    p.add_argument("--formatter", default="kafka.tools.DefaultMessageFormatter", metavar="CLASS",
+                   help="kafka.tools.DefaultMessageFormatter (the default) or kafka.tools.NoOpMessageFormatter")
+    p.add_argument("--formatter-config", metavar="FILE", help="a properties file of output settings")
     p.add_argument("--consumer-property", action="append", default=[], metavar="NAME=VALUE",
                    help="a consumer setting with Kafka's name, repeatable")
     p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
                    help="read_committed skips records of aborted transactions")
     p.add_argument("--output", choices=("text", "json"), default="text",
                    help="text (Kafka's format, default) or json (one object per line)")
-
-
-@dataclass(frozen=True, slots=True)
-class RecordFormat:
-    """What of a record is printed and how (the properties above)."""
-
-    flags: frozenset
-    key_separator: bytes
-    line_separator: bytes
-    headers_separator: bytes
-    header_key_separator: bytes
-    null_literal: bytes
-
-    @classmethod
-    def from_properties(cls, props: dict[str, str]) -> RecordFormat:
-        unknown = sorted(set(props) - set(_FLAGS) - set(_TEXTS))
-        if unknown:
-            raise CommandError(f"unknown --property {unknown[0]!r} (known: {', '.join(_FLAGS + tuple(_TEXTS))})")
-        flags = {"print.value"}
-        for name in _FLAGS:
-            value = props.get(name)
-            if value is None:
-                continue
-            if value.lower() not in ("true", "false"):
-                raise CommandError(f"--property {name} must be true or false, not {value!r}")
-            (flags.add if value.lower() == "true" else flags.discard)(name)
-        texts = {name: props.get(name, default).encode() for name, default in _TEXTS.items()}
-        return cls(frozenset(flags), texts["key.separator"], texts["line.separator"], texts["headers.separator"],
-                   texts["headers.key.separator"], texts["null.literal"])
-
-    def line(self, partition: int, record, timestamp_type: str) -> bytes:
-        """One record as Kafka's console consumer prints it, line separator included."""
-        fields = []
-        flags = self.flags
-        if "print.timestamp" in flags:
-            ts = record.timestamp
-            fields.append(b"NO_TIMESTAMP" if ts < 0 else f"{timestamp_type}:{ts}".encode())
-        if "print.partition" in flags:
-            fields.append(b"Partition:%d" % partition)
-        if "print.offset" in flags:
-            fields.append(b"Offset:%d" % record.offset)
-        if "print.headers" in flags:
-            fields.append(self._headers(record.headers))
-        if "print.key" in flags:
-            fields.append(self._bytes(record.key))
-        if "print.value" in flags:
-            fields.append(self._bytes(record.value))
-        return self.key_separator.join(fields) + self.line_separator
-
-    def _headers(self, headers) -> bytes:
-        if not headers:
-            return b"NO_HEADERS"
-        return self.headers_separator.join(
-            name.encode("utf-8", "surrogateescape") + self.header_key_separator + self._bytes(value)
-            for name, value in headers)
-
-    def _bytes(self, data) -> bytes:
-        return self.null_literal if data is None else bytes(data)
 
 
 def json_line(topic: str, partition: int, record, timestamp_type: str) -> bytes:
@@ -200,41 +142,54 @@ def _consumer_settings(args) -> tuple[str, dict]:
 
 
 def _run(args) -> int:
-    from odradek.client import Consumer
-
-    record_format = RecordFormat.from_properties(parse_pairs(args.property, "--property"))
+    props = read_properties(args.formatter_config)
+    props.update(parse_pairs(args.property, "--property", strip_values=False))
+    record_format = RecordFormat.from_properties(props, args.formatter)
     bootstrap, config = _consumer_settings(args)
     _check_options(args)
     check_reachable(bootstrap)
-    consumer = Consumer(bootstrap, **config)
-    try:
-        topics = _start(consumer, args)
-        types = _timestamp_types(bootstrap, topics, args, record_format)
-        with _stop_on_sigterm() as stop:
-            count = _print_records(consumer, args, record_format, types, stop)
-        if args.group:
-            consumer.commit()
-    finally:
-        consumer.close()
+    with StopSignals() as stop:
+        count = _consume(bootstrap, config, args, record_format, stop)
     print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
 
 
-@contextmanager
-def _stop_on_sigterm():
-    """SIGTERM ends the stream as Ctrl-C does: the total is reported, offsets are committed
-    and the consumer leaves its group rather than waiting for its session to time out. It is
-    noted in the event yielded, not raised, so it never lands between printing a record and
-    counting it; the poll loop looks between polls. (Signals reach the main thread only.)"""
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+def _consume(bootstrap: str, config: dict, args, record_format: RecordFormat, stop: StopSignals) -> int:
+    """Start, print records until told to stop, then commit (with --group) and close; the
+    number of records printed. A signal ends the start at once and bounds the last steps
+    in time (``cli/stop_signals.py``)."""
+    started = run_until_stopped(lambda: _started(bootstrap, config, args, record_format), stop)
+    if started is None:  # a signal during the start: nothing printed, nothing to commit
+        return 0
+    consumer, types = started
+    count = 0
+    committing = False
     try:
-        yield stop
+        count = _print_records(consumer, args, record_format, types, stop)
+        committing = bool(args.group)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        def last_steps() -> None:
+            try:
+                if committing:
+                    consumer.commit()
+            finally:
+                consumer.close()
+
+        finish(last_steps, stop, "commit its offsets and leave its group" if committing else "close")
+    return count
+
+
+def _started(bootstrap: str, config: dict, args, record_format: RecordFormat):
+    """A consumer subscribed or positioned (``_start``), and the topics' timestamp types."""
+    from odradek.client import Consumer
+
+    consumer = Consumer(bootstrap, **config)
+    try:
+        topics = _start(consumer, args)
+        return consumer, _timestamp_types(bootstrap, topics, args, record_format)
+    except BaseException:
+        consumer.close()
+        raise
 
 
 def _start(consumer, args) -> list[str]:
@@ -303,27 +258,24 @@ def _print_records(consumer, args, record_format: RecordFormat, types: dict[str,
     wanted = args.max_messages
     count = 0
     last_record = time.monotonic()
-    try:
-        while (wanted is None or count < wanted) and not stop.is_set():
-            wait = _POLL_MS
-            if args.timeout_ms is not None:
-                idle_ms = (time.monotonic() - last_record) * 1000
-                if idle_ms >= args.timeout_ms:
-                    break
-                wait = min(wait, args.timeout_ms - idle_ms)
-            batch = consumer.poll(wait, None if wanted is None else wanted - count)
-            if not batch:
-                continue
-            last_record = time.monotonic()
-            for (topic, partition), records in batch.items():
-                ts_type = types.get(topic, "CreateTime")
-                for record in records:
-                    if args.output == "json":
-                        write(json_line(topic, partition, record, ts_type))
-                    else:
-                        write(record_format.line(partition, record, ts_type))
-                    count += 1
-            (out or sys.stdout).flush()
-    except KeyboardInterrupt:
-        pass  # Ctrl-C ends the stream; the total is still reported
+    while (wanted is None or count < wanted) and not stop.is_set():
+        wait = _POLL_MS
+        if args.timeout_ms is not None:
+            idle_ms = (time.monotonic() - last_record) * 1000
+            if idle_ms >= args.timeout_ms:
+                break
+            wait = min(wait, args.timeout_ms - idle_ms)
+        batch = consumer.poll(wait, None if wanted is None else wanted - count)
+        if not batch:
+            continue
+        last_record = time.monotonic()
+        for (topic, partition), records in batch.items():
+            ts_type = types.get(topic, "CreateTime")
+            for record in records:
+                if args.output == "json":
+                    write(json_line(topic, partition, record, ts_type))
+                else:
+                    write(record_format.line(partition, record, ts_type))
+                count += 1
+        (out or sys.stdout).flush()
     return count

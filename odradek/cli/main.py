@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 
+from odradek.cli.command_parser import CommandParser
 from odradek.cli.common import CommandError as CliError  # one error type for every command
 
 # A subcommand's module is imported only when needed: ``odradek topics ...`` loads the topics
@@ -38,25 +38,15 @@ def command_module(name: str):
     return importlib.import_module(f"odradek.cli.{COMMANDS[name]}")
 
 
-def build_parser(commands=COMMANDS) -> argparse.ArgumentParser:
+def build_parser(commands=COMMANDS) -> CommandParser:
     """The ``odradek`` parser with the subcommands ``commands`` (by default all of them)."""
-    parser = argparse.ArgumentParser(
-        prog="odradek", description="odradek: a Kafka-compatible distributed commit log")
-    parser.add_argument("--version", action="version", version=f"odradek {_version()}")
+    # CommandParser: --version on every command, usage errors in two lines (command_parser.py).
+    parser = CommandParser(prog="odradek", description="odradek: a Kafka-compatible distributed commit log")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in commands:
         command_module(name).add_parser(sub)
     parser.commands = sub.choices  # name -> the subcommand's parser
     return parser
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("odradek")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "(not installed)"
 
 
 def _needed(argv: list[str]):
@@ -75,9 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_needed(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:
-        # Reported by the subcommand's own parser, whose usage is the one that helps.
-        command = parser.commands.get(args.command, parser)
-        command.error(f"unrecognized arguments: {' '.join(extra)}")
+        # Reported by the (innermost) subcommand's own parser, whose usage is the one that helps.
+        parser.innermost(args).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return 2

@@ -13,7 +13,15 @@ Properties (``--property name=value``) and their defaults: ``parse.key`` false,
 ``headers.separator`` ``,``, ``headers.key.separator`` ``:``, ``ignore.error`` false (a
 line without a separator is then sent whole as the value), ``null.marker`` unset (a key,
 value or header value equal to it is sent as null). Lines end at ``\\n`` (a ``\\r`` before it
-is dropped); bytes are sent as they are.
+is dropped); bytes are sent as they are. A property's value is taken as given, blanks
+included (``--property key.separator=<TAB>``); the separators also take a Java properties
+file's escapes (``key.separator=\\t`` is a tab), on the command line as in the
+``--reader-config`` file (Kafka's KIP-840), whose properties ``--property`` overrides.
+
+``--broker-list`` is the old name of ``--bootstrap-server`` (Kafka's console producer still
+takes it; ``--bootstrap-server`` wins when both are given). A send that runs out of
+``delivery.timeout.ms`` while the broker refuses it says what the broker answered
+(NOT_ENOUGH_REPLICAS when the in-sync replicas are fewer than ``min.insync.replicas``).
 
 Transactions: ``--transactional-id ID`` sends the lines in transactions of that id, committing
 every ``--transaction-size`` records (default: all of the input in one transaction) and at the
@@ -34,10 +42,13 @@ from odradek.cli.common import (
     bootstrap_from,
     check_reachable,
     client_config,
+    kafka_names,
+    one_line,
     parse_pairs,
     read_properties,
     run_command,
     text_of,
+    unescape,
 )
 
 _DEFAULTS = {
@@ -50,9 +61,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("produce", help="send lines of standard input as records (console producer)",
                        description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_bootstrap(p, "--producer.config", "producer")
+    p.add_argument("--broker-list", metavar="HOST:PORT", help="the old name of --bootstrap-server")
     p.add_argument("--topic", required=True, help="the topic to send to")
     p.add_argument("--property", action="append", default=[], metavar="NAME=VALUE",
                    help="line reader settings (parse.key, key.separator, parse.headers, ...), repeatable")
+    p.add_argument("--reader-config", metavar="FILE", help="a properties file of line reader settings")
     p.add_argument("--producer-property", action="append", default=[], metavar="NAME=VALUE",
                    help="a producer setting with Kafka's name (acks, linger.ms, ...), repeatable")
     p.add_argument("--compression-codec", nargs="?", const="gzip", metavar="CODEC",
@@ -93,7 +106,7 @@ class LineFormat:
         for name in ("key.separator", "headers.delimiter", "headers.separator", "headers.key.separator"):
             if not values[name]:
                 raise CommandError(f"--property {name} must not be empty")
-            seps[name] = values[name].encode()
+            seps[name] = unescape(values[name]).encode()
         if seps["headers.separator"] == seps["headers.key.separator"]:
             raise CommandError("headers.separator and headers.key.separator must differ")
         null = values["null.marker"]
@@ -163,6 +176,7 @@ def run(args) -> int:
 def _producer_settings(args) -> tuple[str, dict]:
     from odradek.client import AsyncProducer
 
+    args.bootstrap_server = args.bootstrap_server or args.broker_list
     props = read_properties(args.command_config)
     props.update(parse_pairs(args.producer_property, "--producer-property"))
     bootstrap = bootstrap_from(args, props)
@@ -177,9 +191,11 @@ def _producer_settings(args) -> tuple[str, dict]:
 
 
 def _run(args) -> int:
-    from odradek.client import Producer
+    from odradek.client import KafkaError, Producer
 
-    line_format = LineFormat.from_properties(parse_pairs(args.property, "--property"))
+    reader_props = read_properties(args.reader_config)
+    reader_props.update(parse_pairs(args.property, "--property", strip_values=False))
+    line_format = LineFormat.from_properties(reader_props)
     bootstrap, config = _producer_settings(args)
     check_reachable(bootstrap)
     failures: list[BaseException] = []
@@ -197,7 +213,11 @@ def _run(args) -> int:
             key, value, headers = line_format.parse(line, number)
             future = producer.send(args.topic, value, key=key, headers=headers, callback=delivered)
             if args.sync:
-                future.result()
+                try:
+                    future.result()
+                except KafkaError as e:  # said below, as a failure the callback saw
+                    if not failures:
+                        failures.append(e)
             if failures:
                 break
             if transactions is not None:
@@ -208,8 +228,20 @@ def _run(args) -> int:
     finally:
         producer.close()
     if failures:
-        raise CommandError(f"sending to {args.topic} failed: {failures[0]}")
+        raise CommandError(f"sending to {args.topic} failed: {failure_text(failures[0])}")
     return 0
+
+
+def failure_text(error: BaseException) -> str:
+    """Why a record was not delivered, in Kafka's names: a send that ran out of
+    delivery.timeout.ms while being retried says the broker's last refusal
+    (``NOT_ENOUGH_REPLICAS for t-0: ...``), not only that time ran out."""
+    from odradek.client import BrokerError, KafkaTimeoutError
+
+    cause = error.__cause__
+    if isinstance(error, KafkaTimeoutError) and isinstance(cause, BrokerError):
+        return f"{one_line(cause)} (retried until delivery.timeout.ms passed)"
+    return kafka_names(one_line(error))
 
 
 class _Transactions:

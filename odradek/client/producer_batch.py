@@ -57,6 +57,7 @@ class ProducerBatch(MemoryRecordsBuilder):
         "created",
         "data",
         "done",
+        "last_error",
         "partition",
         "producer_epoch",
         "producer_id",
@@ -87,6 +88,7 @@ class ProducerBatch(MemoryRecordsBuilder):
         self.awaits_metadata = -1  # retry only after metadata newer than this version
         self.rode_behind_add = False  # last sent before its partition was added (TransactionManager)
         self.done = False
+        self.last_error: BaseException | None = None  # why the last attempt is being retried
         self.size = 0  # bytes counted against the producer's buffer memory
         self.waiter = None  # an asyncio future a flush waits on, made on demand
 

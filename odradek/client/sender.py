@@ -11,7 +11,8 @@ nothing more can go, then the task sleeps until the next linger deadline or unti
 Answers, per partition: success completes the batch's futures; a retriable error (leader
 moved, connection lost, timeout, not enough replicas) puts the batch back in its queue, ahead
 of the batches filled after it, to be resent after a backoff, while ``retries`` and
-``delivery_timeout`` allow; anything else fails its futures. When the error says the leader
+``delivery_timeout`` allow (a batch that runs out of time fails with a KafkaTimeoutError
+naming the last attempt's error); anything else fails its futures. When the error says the leader
 may have moved (NOT_LEADER_OR_FOLLOWER, a lost connection, ...), the resend also waits for a
 metadata refresh, so it goes to the new leader rather than the old one again. The client's
 own wait for an answer is ``request_timeout``, the same value the request carries to the
@@ -145,8 +146,7 @@ class Sender:
             now = loop.time()
             self.cluster.maybe_update()
             for batch in self.acc.expired(now, self.delivery_timeout):
-                self._fail(batch, KafkaTimeoutError(
-                    f"{batch!r} expired: not delivered within delivery_timeout_ms"))
+                self._fail(batch, _expired(batch))
             delay = self._send_ready(now)
             if self.closing and not self.acc.incomplete:
                 return
@@ -365,6 +365,7 @@ class Sender:
                 and now - batch.created < self.delivery_timeout):
             # One waiting for its partition's add needs no backoff: the add's answer releases it.
             batch.retry_at = now if waits_for_add else now + self.cluster.backoff(batch.attempts - 1)
+            batch.last_error = error
             with self.acc.lock:
                 queue.requeue(batch)
                 self.acc.active.add(queue)
@@ -473,3 +474,13 @@ def _earlier_outstanding(queue: PartitionQueue, batch: ProducerBatch) -> bool:
         if 0 <= other.base_sequence < batch.base_sequence:
             return True
     return False
+
+
+def _expired(batch: ProducerBatch) -> KafkaTimeoutError:
+    """The error of a batch ``delivery_timeout`` expired: it names the last attempt's error
+    (NOT_ENOUGH_REPLICAS, ...), also its ``__cause__``, when the batch was being retried."""
+    why = batch.last_error
+    error = KafkaTimeoutError(f"{batch!r} expired: not delivered within delivery_timeout_ms"
+                              + (f"; the last attempt failed: {why}" if why is not None else ""))
+    error.__cause__ = why
+    return error
