@@ -18,13 +18,14 @@ broker gone (killed, or stopped and not answering) nothing answers. So:
   read again by the group's next member (at least once), as when any consumer dies.
 
 With the brokers up these steps take milliseconds, so a signal changes nothing else. The
-threads left behind are daemons: the process exits without waiting for them. Signals reach
+threads left behind are daemons, silenced: the process exits without waiting for them. Signals reach
 the main thread only: run in another thread (tests drive the command in process), nothing
 is installed and no signal is ever noted.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -83,6 +84,7 @@ def run_until_stopped(work, stop: StopSignals):
     while worker.is_alive() and not stop.is_set():
         worker.join(_WAKE_SECONDS)
     if not outcome:
+        _abandon()
         return None
     ok, value = outcome[0]
     if not ok:
@@ -109,8 +111,16 @@ def finish(steps, stop: StopSignals, what: str) -> None:
     worker.start()
     worker.join(stop.seconds_left())
     if worker.is_alive():
+        _abandon()
         print(f"odradek consume: stopped before it could {what} (no answer within {SHUTDOWN_SECONDS:g} s "
               "of the signal); records printed since the last commit will be read again", file=sys.stderr)
     elif failure:
         text = " ".join(str(failure[0]).split()) or type(failure[0]).__name__
         print(f"odradek consume: could not {what}: {text}", file=sys.stderr)
+
+
+def _abandon() -> None:
+    """Silence the threads left behind: the client's warnings about brokers that do not answer
+    would otherwise come after the command's last line, or be half-written to standard error
+    when the process exits (which Python may abort on, when a daemon thread holds its lock)."""
+    logging.disable(logging.CRITICAL)

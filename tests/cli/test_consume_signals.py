@@ -47,7 +47,7 @@ def test_a_consumer_in_a_group_exits_soon_after_the_signal_with_its_broker_gone(
             if broker_gone == "stopped":
                 os.kill(broker.pid, signal.SIGCONT)
     assert consumer.returncode == 0, err
-    assert err.endswith("Processed a total of 1 messages\n")
+    assert err.endswith("Processed a total of 1 messages\n"), err
     # The bounded last step: given up after its 1.5 s, or failed within them.
     assert ("odradek consume: stopped before it could commit its offsets and leave its group" in err
             or "odradek consume: could not commit its offsets and leave its group" in err), err
