@@ -6,6 +6,7 @@ test claims fails ``test_every_block_is_run``, so a new example cannot go untest
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
@@ -43,11 +44,14 @@ CLAIMS = {
     "odradek leader-election": "test_leader_elections_and_replication_reports",
     "odradek reassign-partitions": "test_moving_partitions",
     "broker.rack=eu-1a": "test_racks",
-    "odradek log-dirs --describe": "test_log_directories",
+    "odradek log-dirs --bootstrap-server": "test_log_directories",
     "def test_failover(odradek_cluster)": "test_the_pytest_fixtures",
     # read and run by tests/server/test_secured_server_properties.py
     "# server.properties\nbroker.id=0": "tests/server/test_secured_server_properties.py",
     "# admin.properties": "tests/server/test_secured_server_properties.py",
+    # the Spark job and its two commands: run outside the virtualenv by tests/spark/test_user_job.py
+    "# job.py\n": "tests/spark/test_user_job.py",
+    "PYSPARK_PYTHON=$PWD/.venv/bin/python": "tests/spark/test_user_job.py",
 }
 
 
@@ -92,10 +96,22 @@ def test_running_a_broker(line, tmp_path):
     assert proc.returncode == 0
 
 
+# The values in topic events once both client blocks ran: the shell block's (k1, k2, then k3
+# and k4 in a transaction) and the Python block's (page-view, order-paid in a transaction,
+# then search from the asyncio producer).
+SHELL_VALUES = ["hello", "world", "paid", "shipped"]
+PYTHON_VALUES = ["page-view", "order-paid", "search"]
+
+
 def test_client_and_command_line(tmp_path):
     """The shell block, then the Python block, as printed, against a fresh broker: the topic
-    the shell block creates is the one the Python block reads."""
-    with InProcessBroker(tmp_path / "data") as broker:
+    the shell block creates is the one the Python block reads. The group consumer prints
+    every record its group (analytics, which read hello and world in the shell block) had not
+    read yet, the Python producers' included, one line each; the asyncio consumer, assigned
+    every partition from the start, prints all seven. The broker keeps Kafka's
+    group.initial.rebalance.delay.ms (3 s, as `odradek broker` has it; test brokers use 0),
+    which a group's first join waits for."""
+    with InProcessBroker(tmp_path / "data", group_initial_rebalance_delay_ms=3000) as broker:
         shell = _with_venv(_block("B=127.0.0.1:9092")).replace(DEFAULT_BOOTSTRAP, broker.bootstrap)
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", shell], cwd=ROOT, capture_output=True,
                                 text=True, timeout=240)
@@ -109,7 +125,11 @@ def test_client_and_command_line(tmp_path):
         result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
                                 timeout=120)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert "b'page-view'" in result.stdout and "b'search'" in result.stdout
+    lines = result.stdout.splitlines()
+    grouped = [ast.literal_eval(line.split(" ", 3)[3]) for line in lines if re.fullmatch(r"\d \d+ b'.*' b'.*'", line)]
+    assert sorted(grouped) == sorted(v.encode() for v in ["paid", "shipped", "page-view", "order-paid"]), result.stdout
+    polled = [v for line in lines if line.startswith("events-") for v in ast.literal_eval(line.split(" ", 1)[1])]
+    assert sorted(polled) == sorted(v.encode() for v in SHELL_VALUES + PYTHON_VALUES), result.stdout
 
 
 def test_running_a_cluster(zookeeper, chroot, tmp_path):
@@ -135,9 +155,9 @@ def test_running_a_cluster(zookeeper, chroot, tmp_path):
     finally:
         _stop_group(proc.pid)
     out = output.read_text()
-    rows = [line.split() for line in out.splitlines() if line.split() and line.split()[0].isdigit()]
-    assert sorted(int(row[0]) for row in rows) == list(range(10)), out
-    for _, leader, replicas, isr, *_ in rows:
+    rows = _partition_rows(out)
+    assert sorted(int(row[1]) for row in rows) == list(range(10)), out
+    for _, _, leader, replicas, isr in rows:
         assert leader in replicas.split(",") and len(replicas.split(",")) == 3, out
         assert sorted(isr.split(",")) == sorted(replicas.split(",")), out
 
@@ -295,8 +315,10 @@ def readme_cluster(zookeeper, tmp_path_factory):
 
 
 def _cluster_env(cluster) -> dict[str, str]:
-    """Commands without --bootstrap-server reach the test cluster through odradek's variable."""
-    return {"ODRADEK_BOOTSTRAP_SERVER": cluster.bootstrap}
+    """The README's cluster commands name broker 1 with --bootstrap-server, as Kafka's tools
+    need; odradek's fallback variable points where nothing listens, so that a command
+    printed without the flag fails here instead of finding the test cluster."""
+    return {"ODRADEK_BOOTSTRAP_SERVER": "127.0.0.1:1"}
 
 
 def _on_cluster(command: str, cluster) -> str:
@@ -358,11 +380,19 @@ def test_leader_elections_and_replication_reports(readme_cluster, tmp_path):
 
 
 def _report_rows(result: subprocess.CompletedProcess) -> list[list[str]]:
-    """The partition rows (topic, partition, leader, replicas, ISR, offline) of a successful
-    ``topics --describe`` report table."""
+    """The partition rows of a successful ``topics --describe`` report (``_partition_rows``)."""
     assert result.returncode == 0, result.stdout + result.stderr
-    rows = [line.split() for line in result.stdout.splitlines()]
-    return [row for row in rows if len(row) >= 5 and row[1].isdigit()]
+    return _partition_rows(result.stdout)
+
+
+_PARTITION_LINE = re.compile(r"^\s*Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+Replicas: (\S+)\s+Isr: (\S*)")
+
+
+def _partition_rows(text: str) -> list[list[str]]:
+    """[topic, partition, leader, replicas, ISR] of each partition line of ``topics --describe``
+    piped: kafka-topics.sh's format, a tab-led ``Topic: t<TAB>Partition: 0<TAB>Leader: 1<TAB>
+    Replicas: 1,2,3<TAB>Isr: 1,2<TAB>...`` line per partition."""
+    return [list(m.groups()) for m in map(_PARTITION_LINE.match, text.splitlines()) if m]
 
 
 def test_moving_partitions(readme_cluster, tmp_path):
@@ -375,7 +405,8 @@ def test_moving_partitions(readme_cluster, tmp_path):
     from odradek.testing.local_cluster import wait_until
 
     cluster, env = readme_cluster, _cluster_env(readme_cluster)
-    echo, generate, execute, verify, listing = _commands(_block("odradek reassign-partitions"))
+    echo, generate, execute, verify, listing = (_on_cluster(c, cluster)
+                                                for c in _commands(_block("odradek reassign-partitions")))
     assert _sh(echo, tmp_path, env).returncode == 0
     result = _sh(generate, tmp_path, env)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -414,7 +445,7 @@ def test_racks(readme_cluster, tmp_path):
     cluster, env = readme_cluster, _cluster_env(readme_cluster)
     assert {b: cluster.read_json(f"/brokers/ids/{b}").get("rack") for b in (1, 2, 3, 4)} == \
         {1: "eu-1a", 2: None, 3: None, 4: None}
-    create = _commands(_block("broker.rack=eu-1a"))[1]
+    create = _on_cluster(_commands(_block("broker.rack=eu-1a"))[1], cluster)
     refused = _sh(create.replace(" --disable-rack-aware", ""), tmp_path, env)
     assert refused.returncode != 0 and "Not all brokers have rack information" in refused.stdout + refused.stderr, \
         refused.stdout + refused.stderr
@@ -434,7 +465,7 @@ def test_log_directories(readme_cluster, tmp_path):
     from odradek.testing.local_cluster import wait_until
 
     cluster, env = readme_cluster, _cluster_env(readme_cluster)
-    (command,) = _commands(_block("odradek log-dirs --describe"))
+    (command,) = (_on_cluster(c, cluster) for c in _commands(_block("odradek log-dirs --bootstrap-server")))
 
     def described() -> dict | None:
         result = _sh(command, tmp_path, env)

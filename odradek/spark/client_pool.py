@@ -9,6 +9,10 @@ behind, so the pool notices a new process id and starts afresh.
 
 Everything here is called from the task's thread; the asyncio objects are only touched on
 the loop's thread (``run``/``call``), as ``odradek.client.sync`` does.
+
+A client is made once a bootstrap server accepts a connection (``reachability``): a producer
+waits up to its ``max_block_ms`` (``kafka.max.block.ms``), a cluster client as long as its
+caller's ``reach`` says; past that, ``BrokersUnreachable`` names the servers in one line.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from odradek.client.client_security import connection_settings
 from odradek.client.cluster import ClusterClient
 from odradek.client.producer import AsyncProducer
 from odradek.client.sync import EventLoopThread
+from odradek.spark.reachability import wait_reachable
 
 __all__ = ["loop_thread", "cluster", "producer", "reset"]
 
@@ -43,14 +48,17 @@ def loop_thread() -> EventLoopThread:
         return state["thread"]
 
 
-def cluster(bootstrap: str, config: tuple = ()) -> ClusterClient:
+def cluster(bootstrap: str, config: tuple = (), reach: tuple[int, str] | None = None) -> ClusterClient:
     """The started ``ClusterClient`` of ``bootstrap`` with ``config`` (its keywords as sorted
-    pairs; use it through ``loop_thread()``)."""
+    pairs; use it through ``loop_thread()``). ``reach``: (timeout in ms, the option that sets
+    it) to wait for a new client's cluster to accept a connection."""
     thread = loop_thread()
     key = (bootstrap, config)
     with _lock:
         client = _fresh()["clusters"].get(key)
         if client is None:
+            if reach is not None:
+                wait_reachable(bootstrap, *reach)
             settings = {"client_id": "odradek-spark", **dict(config)}
             # security.protocol, ssl.*, sasl.* as pairs: the TLS context is made in this process
             settings.update(connection_settings(settings.pop("security", ())))
@@ -68,6 +76,7 @@ def producer(bootstrap: str, **config) -> AsyncProducer:
     with _lock:
         client = _fresh()["producers"].get(key)
         if client is None:
+            wait_reachable(bootstrap, config.get("max_block_ms", 60_000), "kafka.max.block.ms")
             settings = {"acks": "all", "linger_ms": 5, "batch_size": 262_144, "client_id": "odradek-spark"}
             settings.update(config)
             client = AsyncProducer(bootstrap, **settings)

@@ -14,7 +14,10 @@ read records whose fate is not known yet.
 
 Each lookup is bounded by ``kafka.default.api.timeout.ms``; after a retriable failure it is
 tried again ``fetchOffset.numRetries`` times, ``fetchOffset.retryIntervalMs`` apart (Spark's
-Kafka source's options).
+Kafka source's options). Before the first, the admin client waits up to
+``kafka.default.api.timeout.ms`` for a bootstrap server to accept a connection, and fails
+with ``BrokersUnreachable`` (one line, not retried: the whole timeout went to waiting)
+when none did (``reachability``).
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ from odradek.client.topic_partition import TopicPartition
 from odradek.spark import client_pool
 from odradek.spark.offsets import EARLIEST, LATEST, OffsetSpec
 from odradek.spark.options import SourceOptions
+from odradek.spark.reachability import wait_reachable
 
 __all__ = ["OffsetReader"]
 
 _log = logging.getLogger("odradek.spark")
+_API_TIMEOUT = "kafka.default.api.timeout.ms"
 
 
 class OffsetReader:
@@ -49,13 +54,14 @@ class OffsetReader:
         if self._admin is None:
             o = self.options
             config = {"client_id": "odradek-spark-driver", **dict(o.cluster_config)}
+            wait_reachable(o.bootstrap, o.api_timeout_ms, _API_TIMEOUT)
             self._admin = AdminClient(o.bootstrap, default_api_timeout_ms=o.api_timeout_ms, **config)
         return self._admin
 
     def _list_offsets_committed(self, specs: dict) -> dict:
         """ListOffsets at read_committed, with the pooled client of this process."""
         o = self.options
-        cluster = client_pool.cluster(o.bootstrap, o.cluster_config)
+        cluster = client_pool.cluster(o.bootstrap, o.cluster_config, (o.api_timeout_ms, _API_TIMEOUT))
         fetcher = OffsetFetcher(cluster, o.isolation_level)
         return client_pool.loop_thread().run(fetcher.list_offsets(specs, o.api_timeout_ms / 1000))
 

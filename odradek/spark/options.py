@@ -44,7 +44,8 @@ Sink (writing):
     kafka.*                the producer's Kafka settings (``kafka_params``), e.g.
                            kafka.compression.type none | gzip | snappy | lz4 | zstd
     staging.topic, commit.topic   the sink's internal topics (see ``sink_log``)
-    Save mode overwrite is refused, as by Spark's Kafka sink (see ``data_source``).
+    Batch writes take save mode Append only (Spark refuses ErrorIfExists and Ignore for any
+    Python data source, the sink refuses Overwrite: see ``data_source``).
 """
 
 from __future__ import annotations
@@ -112,6 +113,11 @@ class SinkOptions:
     @property
     def compression(self) -> str:
         return dict(self.producer).get("compression_type", "none")
+
+    @property
+    def max_block_ms(self) -> int:
+        """``kafka.max.block.ms``: how long the sink waits for the cluster (default 60000)."""
+        return dict(self.producer).get("max_block_ms", 60_000)
 
 
 def _lower(options) -> dict[str, str]:

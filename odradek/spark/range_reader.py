@@ -11,6 +11,8 @@ moves big batches much faster than small ones).
 Errors:
 - a leader that moved, an unknown topic or a broken connection: metadata refresh and retry,
   with backoff, for up to ``retry_timeout_ms`` (the ``kafkaConsumer.pollTimeoutMs`` option);
+  a process's first client waits as long for the cluster to accept a connection
+  (``reachability``);
 - the range starts below the log start offset (retention deleted it) or the log ends before
   the range does: data loss, raised as ``DataLossError`` with ``failOnDataLoss=true``, else
   logged, and the range continues from what is left;
@@ -104,7 +106,8 @@ class _RangeReader:
         self.config = config
         self.rng = rng
         self.thread = client_pool.loop_thread()
-        self.cluster = client_pool.cluster(config.bootstrap, config.cluster_config)
+        self.cluster = client_pool.cluster(config.bootstrap, config.cluster_config,
+                                           (config.retry_timeout_ms, "kafkaConsumer.pollTimeoutMs"))
         self.max_bytes = config.max_partition_bytes
 
     def __iter__(self) -> Iterator[RecordColumns]:

@@ -10,9 +10,9 @@ What it sets, and why (measured on this project's machines, see PYSPARK.md):
   6 s instead of 7-12 s, at the price of slower long runs (benchmarks turn it off);
 - few shuffle partitions: local jobs here are small.
 
-``register`` adds the data source explicitly. Spark also finds it by itself through the
-top-level module ``pyspark_odradek`` when odradek is installed normally; an editable
-install (``pip install -e``) hides that module from Spark's lookup, so register always.
+``register`` (``registration``, re-exported here) adds the data source explicitly: Spark's
+own lookup of the top-level module ``pyspark_odradek`` misses an editable install
+(``pip install -e``) and any worker Python without odradek.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+
+from odradek.spark.registration import register
 
 __all__ = ["local_session", "register"]
 
@@ -73,14 +75,3 @@ def local_session(app: str = "odradek", master: str = "local[2]", *, fast_start:
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
-
-
-def register(spark) -> None:
-    """Make ``format("odradek")`` known to ``spark`` (harmless when it already is)."""
-    from odradek.spark.data_source import OdradekDataSource
-
-    try:
-        spark.dataSource.register(OdradekDataSource)
-    except Exception as e:  # noqa: BLE001 - already registered by Spark's own lookup
-        if "ALREADY_EXISTS" not in str(e):
-            raise

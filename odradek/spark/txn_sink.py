@@ -102,6 +102,8 @@ def write_task(options: SinkOptions, batches: Iterable[Iterable[Row]], query_id:
     transaction and prepare it; see the module docstring for the replay rules."""
     tid = transactional_id(options.txn_id_prefix, query_id, partition)
     thread = client_pool.loop_thread()
+    # the process's first client of the cluster waits for it as a producer would (reachability)
+    client_pool.cluster(options.bootstrap, reach=(options.max_block_ms, "kafka.max.block.ms"))
     decided = read_decision_pooled(options.bootstrap, options.commit_topic, query_id)
     if decided is not None and decided.batch >= batch_id:
         for rows in batches:  # let upstream operators finish (state stores commit at the end)

@@ -10,6 +10,11 @@
 - ``direct`` (``false``; batch default): tasks send straight to the targets with the pooled
   idempotent producer (``record_writer``), at least once, as Spark's Kafka sink.
 
+When no bootstrap server accepts a connection, the write fails after ``kafka.max.block.ms``
+(60 s, as long as Kafka's producer waits for metadata) with one line naming the servers
+(``reachability``): on the driver, which creates the sink's topics, in the transactional
+and staged modes; on the executors, whose producers send the rows, in all three.
+
 What reaches the driver's ``commit`` from a task is only its commit message (Spark calls
 ``streamWriter()`` anew for each commit), so a task's message carries everything: query id
 and batch id (from the task's local properties ``sql.streaming.queryId`` and
@@ -31,6 +36,7 @@ from pyspark.sql.types import StructType
 from odradek.client import AdminClient, NewTopic
 from odradek.spark import exactly_once, failpoints, txn_sink
 from odradek.spark.options import DIRECT, STAGED, TRANSACTIONAL, SinkOptions
+from odradek.spark.reachability import wait_reachable
 from odradek.spark.record_writer import DirectWrite, StagedWrite, rows_of, send_rows, staged
 from odradek.spark.schema import check_write_schema
 from odradek.spark.sink_log import SinkLog, ensure_topic
@@ -56,6 +62,8 @@ class _Writer:
         self.options = options
         self.mode = mode
         self.job_id = job_id
+        if mode != DIRECT:  # the driver writes the sink's topics itself: first wait for the cluster
+            wait_reachable(options.bootstrap, options.max_block_ms, "kafka.max.block.ms")
         self.staging_partitions = _staging_partitions(options) if mode == STAGED else 0
         if mode == TRANSACTIONAL:  # tasks read the sink log: it must exist before they start
             SinkLog(options.bootstrap, options.commit_topic)

@@ -152,7 +152,7 @@ def test_max_records_per_partition_and_save_modes(spark, bootstrap, new_topic):
     assert df.rdd.getNumPartitions() == 2 * 3  # 20 records a partition, 7 at most per Spark partition
     assert df.count() == len(sent)
     out = df.select("key", "value").write.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-    with pytest.raises(Exception, match="save mode 'overwrite' is not allowed"):
+    with pytest.raises(Exception, match="save mode Overwrite is not allowed"):  # more in test_user_errors
         out.option("topic", new_topic(1)).mode("overwrite").save()
     with pytest.raises(Exception, match="kafka.no.such.setting"):  # never silently ignored
         reader(spark, bootstrap, topic).option("kafka.no.such.setting", "x").load().count()
