@@ -30,7 +30,7 @@ verbatim, so once every replica has caught up they are the same bytes.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -88,7 +88,8 @@ class Verdict:
         """The summary, then the first examples of each problem."""
         lines = [self.summary()]
         if self.lost:
-            lines.append("lost (acknowledged, not read): " + ", ".join(
+            by_producer = dict(sorted(Counter(w.producer for w in self.lost).items()))
+            lines.append(f"lost (acknowledged, not read; by producer {by_producer}): " + ", ".join(
                 f"{w.value.decode()} (p{w.partition} @{w.offset})" for w in self.lost[:EXAMPLES]))
         if self.moved:
             lines.append("moved (not at the acknowledged offset): " + ", ".join(

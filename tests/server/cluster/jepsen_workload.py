@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from confluent_kafka import KafkaError
 from confluent_kafka import Producer as ConfluentProducer
 
 from odradek.client.sync import Producer as OdradekProducer
@@ -33,6 +34,8 @@ from tests.server.cluster.jepsen_checker import Write
 
 __all__ = ["ConfluentWriter", "OdradekWriter", "Workload", "Writer"]
 
+# Delivery errors after which librdkafka's idempotent producer raises its fatal error.
+ENDS_IDEMPOTENCE = (KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, KafkaError._FATAL)
 DELIVERY_TIMEOUT_MS = 60000
 REQUEST_TIMEOUT_MS = 5000
 
@@ -81,6 +84,12 @@ class Writer:
             if len(self.errors) < 5:
                 self.errors.append(f"{self.name}-{seq}: {error}")
 
+    def failed_for_good(self, error: str) -> None:
+        """The client can go on no more (module docstring); the first such error is kept."""
+        if self.fatal is None:
+            self.fatal = error
+            self.errors.insert(0, f"{self.name}: {error}")
+
     def acked(self) -> int:
         return len(self.acked_at)
 
@@ -107,9 +116,8 @@ class Writer:
             self.sent = seq + 1
             try:
                 self.serve()
-            except Exception as e:  # noqa: BLE001 - librdkafka raises its fatal error here too
-                if len(self.errors) < 5:
-                    self.errors.append(f"{self.name}: {e}")
+            except Exception as e:  # noqa: BLE001 - librdkafka's poll raises its fatal error
+                self.failed_for_good(str(e))
             next_at += self.interval
             delay = next_at - time.monotonic()
             if delay > 0:
@@ -141,14 +149,13 @@ class ConfluentWriter(Writer):
         })
 
     def _on_error(self, error) -> None:
-        # A fatal error (e.g. OUT_OF_ORDER_SEQUENCE_NUMBER: the broker lacks records this
-        # idempotent producer saw acknowledged) ends the producer: every later send fails.
-        if error.fatal() and self.fatal is None:
-            self.fatal = str(error)
-            self.errors.insert(0, f"{self.name}: fatal error: {error}")
+        if error.fatal():
+            self.failed_for_good(str(error))
 
     def send(self, seq: int, partition: int) -> None:
         def delivered(err, msg) -> None:
+            if err is not None and (err.fatal() or err.code() in ENDS_IDEMPOTENCE):
+                self.failed_for_good(str(err))  # (its error_cb is not always called: flush may fail first)
             self.report(seq, None if err else msg.offset(), err)
 
         while True:
@@ -247,8 +254,12 @@ class Workload:
 
     def first_ack_after(self, moment: float) -> float | None:
         """When the first record sent after ``moment`` (time.monotonic()) was acknowledged."""
-        times = [writer.acked_at[seq] for writer in self.writers for seq, at in list(writer.sent_at.items())
-                 if at > moment and seq in writer.acked_at]
+        times = []
+        for writer in self.writers:
+            for seq in range(writer.sent):  # by key: the writer's threads add to the dicts meanwhile
+                acked = writer.acked_at.get(seq)
+                if acked is not None and writer.sent_at.get(seq, 0.0) > moment:
+                    times.append(acked)
         return min(times, default=None)
 
     def errors(self) -> list[str]:

@@ -34,6 +34,7 @@ def test_lost_acknowledged_records_are_counted_with_examples():
     assert [w.seq for w in verdict.lost] == [4, 5, 6, 7, 8, 9]
     message = verdict.describe()
     assert "6 acknowledged lost" in message and "a-4 (p0 @4)" in message and "a-9" not in message
+    assert "by producer {'a': 6}" in message
 
 
 def test_an_acknowledged_record_found_at_another_offset_has_moved():
