@@ -40,9 +40,9 @@ MAC that no interface has; ``src`` still sends, the bridge floods the frame, nob
 The sender sees no error: a TCP connection stalls and retransmits, a new connection's SYN
 goes unanswered. (A ``blackhole`` or ``unreachable`` route instead fails the local sender at
 once, with EINVAL or EHOSTUNREACH, and with reverse-path filtering drops the replies too: not
-what a partition of a real network does.) `partition` cuts
-both ways between two groups. `heal` deletes the entries: the next packet resolves the
-address again (ARP) and stalled connections resume at their next retransmission.
+what a partition of a real network does.) `partition` cuts both ways between two groups,
+`isolate` one host from all. `heal` deletes the entries: the next packet resolves the address
+again (ARP) and stalled connections resume at their next retransmission.
 """
 
 from __future__ import annotations
