@@ -353,6 +353,14 @@ class GroupCoordinator(CoordinatorRuntime):
                     for (topic, partition), committed in offsets.items():
                         yield group, topic, partition, committed.offset
 
+    def group_member_counts(self):
+        """``(group, members)`` for every group in the shards loaded here (read-only, on the
+        event loop: the broker's ``kafka_consumergroup_members``)."""
+        for slot in list(self._slots.values()):
+            if not slot.loading:
+                for group_id, group in slot.shard.groups.groups.items():
+                    yield group_id, len(group.members)
+
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         errors: dict[str, ErrorCode] = {}
         by_slot: dict[int, tuple[_Slot, list[str]]] = {}

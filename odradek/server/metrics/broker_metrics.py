@@ -4,7 +4,8 @@ The counters exist whether or not ``http.listeners`` is set (counting costs the 
 way, and nothing on a request path asks whether anyone reads them): ``topics``
 (``BrokerTopicStats``, for the produce and fetch paths) and ``requests`` (``RequestMetrics``,
 for the connections). With ``http.listeners`` set, ``start`` (early in the broker's start)
-makes the broker's own ``CollectorRegistry`` with a ``BrokerCollector``, binds the listener and
+makes the broker's own ``CollectorRegistry`` with a ``BrokerCollector`` and
+prometheus_client's ``ProcessCollector`` (``process_*``), binds the listener and
 starts the event-loop lag task; ``stop`` (at the end of the broker's stop) undoes them.
 ``mark_serving`` (the end of the broker's start) makes ``/v1/status/ready`` answer 200.
 """
@@ -49,6 +50,7 @@ class BrokerMetrics:
             raise BrokerStartError(str(e)) from None
 
     async def _listen(self, endpoints) -> None:
+        from prometheus_client.process_collector import ProcessCollector
         from prometheus_client.registry import CollectorRegistry
 
         from odradek.server.metrics.collector import BrokerCollector
@@ -56,6 +58,10 @@ class BrokerMetrics:
 
         self.registry = CollectorRegistry()
         self.registry.register(BrokerCollector(self.broker, self))
+        # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ...: the
+        # broker's process, read from /proc at scrape time (several brokers in one process,
+        # as in tests, each report the same process).
+        ProcessCollector(registry=self.registry)
         self.http = HttpListener(self.registry, self.not_ready_reason)
         await self.http.start(endpoints)
         self._lag_task = asyncio.get_running_loop().create_task(self.loop_lag.run())

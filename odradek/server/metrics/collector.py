@@ -19,6 +19,7 @@ from odradek.server.metrics.broker_gauges import (
 )
 from odradek.server.metrics.broker_topic_metrics import topic_families
 from odradek.server.metrics.consumer_lag import consumer_group_families
+from odradek.server.metrics.kafka_exporter import cluster_families, partition_offset_families
 
 
 class BrokerCollector(Collector):
@@ -35,8 +36,10 @@ class BrokerCollector(Collector):
         yield from replica_manager_families(broker)
         yield from log_families(broker)
         yield from socket_server_families(broker, metrics.loop_lag.lag_seconds)
+        yield from partition_offset_families(broker)
         if broker.metadata is not None:
             yield from controller_families(broker)
+            yield from cluster_families(broker)
         yield from consumer_group_families(broker)
         if getattr(broker, "add_partitions_to_txn", None) is not None:  # server/add_partitions_to_txn_manager.py
             yield from broker.add_partitions_to_txn.metric_families()

@@ -6,6 +6,10 @@ most Kafka dashboards chart lag from):
 - ``kafka_consumergroup_lag{consumergroup, topic, partition}``: the partition's high watermark
   (the end a consumer can read to) minus that committed offset. Not clamped: a group that
   committed beyond the high watermark (e.g. after the log was truncated) shows a negative lag.
+- ``kafka_consumergroup_lag_sum{consumergroup, topic}``: that lag summed over the topic's
+  partitions that have one here;
+- ``kafka_consumergroup_members{consumergroup}``: the group's members (0 for a group with
+  committed offsets and nobody in it).
 
 Which groups: those whose coordinator is this broker (the ``__consumer_offsets`` partitions it
 leads, once loaded), so over a cluster every group appears on exactly one broker. Which end:
@@ -28,14 +32,24 @@ def consumer_group_families(broker) -> list:
                                 "The group's committed offset for the partition", labels=LABELS)
     lag = GaugeMetricFamily("kafka_consumergroup_lag",
                             "The partition's high watermark minus the group's committed offset", labels=LABELS)
+    lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum",
+                                "The group's lag summed over the topic's partitions", labels=["consumergroup", "topic"])
+    members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group", labels=["consumergroup"])
+    families = [current, lag, lag_sum, members]
     coordinator, rm = broker.group_coordinator, broker.replica_manager
     if coordinator is None or rm is None:
-        return [current, lag]
+        return families
     partitions = rm.partitions
+    sums: dict[tuple[str, str], int] = {}
     for group, topic, index, offset in sorted(coordinator.committed_offsets()):
         key = [group, topic, str(index)]
         current.add_metric(key, offset)
         part = partitions.get((topic, index))
         if part is not None:
             lag.add_metric(key, part.high_watermark - offset)
-    return [current, lag]
+            sums[(group, topic)] = sums.get((group, topic), 0) + part.high_watermark - offset
+    for (group, topic), total in sorted(sums.items()):
+        lag_sum.add_metric([group, topic], total)
+    for group, count in sorted(coordinator.group_member_counts()):
+        members.add_metric([group], count)
+    return families

@@ -5,11 +5,23 @@ Exposed as (``collect``):
 - ``kafka_network_requestmetrics_requests_total{request="Produce"}``: Kafka's
   ``RequestsPerSec`` count, as the JMX exporter names it (Kafka adds a ``version`` label;
   odradek counts per API only);
-- ``kafka_network_requestmetrics_totaltimems{request="Produce"}``: a histogram of Kafka's
-  ``TotalTimeMs``, in milliseconds as Kafka's name says (``_bucket``, ``_sum``, ``_count``).
-  The JMX exporter's usual rules turn Kafka's own histogram into quantile gauges under this
-  name plus ``_count``; a Prometheus histogram keeps the name, the unit and ``_count``, and
-  gives quantiles over any window with ``histogram_quantile`` (and sums across brokers).
+- ``kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"}``, ``_count``
+  and ``_sum``: Kafka's ``TotalTimeMs`` in milliseconds as the JMX exporter's usual rules
+  expose it (``(\\d+)thPercentile`` -> ``quantile: "0.$N"``: quantiles ``0.50``, ``0.75``,
+  ``0.95``, ``0.98``, ``0.99``, ``0.999``; ``Count`` -> ``_count``), a Prometheus summary, so
+  dashboards made for the JMX exporter fill as they are;
+- ``kafka_network_requestmetrics_totaltimems_histogram{request}`` (``_bucket``, ``_sum``,
+  ``_count``): the same times as a Prometheus histogram, for ``histogram_quantile`` over any
+  window and across brokers.
+
+The quantiles are computed at scrape time from the histogram's buckets, never per request,
+interpolating linearly inside a bucket as ``histogram_quantile`` does (a quantile in the +Inf
+bucket is the highest finite bound). They describe about the last ``WINDOW_S`` seconds, as
+Kafka's Yammer histograms are biased to the last five minutes: each scrape keeps a copy of
+the bucket counts (at most one per ``SNAPSHOT_S``) and a scrape's quantiles are over the
+counts added since the oldest copy younger than ``WINDOW_S``; an API without a request in
+that window keeps its quantiles over every request since the start (as a Yammer reservoir
+keeps its last samples when nothing new comes).
 
 The time of a request runs from the moment the connection takes its complete frame to the
 moment its response is computed: at once for most requests; for those that wait (a long-poll
@@ -32,10 +44,11 @@ from __future__ import annotations
 
 import asyncio
 from bisect import bisect_left
-from time import perf_counter
+from collections import deque
+from time import monotonic, perf_counter
 from weakref import WeakSet
 
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
 from odradek.protocol.api_keys import SUPPORTED
 from odradek.protocol.generated import APIS
@@ -50,6 +63,10 @@ _FETCH = 1
 # the slots after the API keys'.
 _CONSUMER_FETCH, _FOLLOWER_FETCH = _API_KEYS, _API_KEYS + 1
 _SPLIT_NAMES = ((_CONSUMER_FETCH, "FetchConsumer"), (_FOLLOWER_FETCH, "FetchFollower"))
+# Yammer's percentiles as the JMX exporter labels them ("0.$N" of NthPercentile).
+QUANTILES = (("0.50", 0.5), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
+WINDOW_S = 300.0  # Yammer's ExponentiallyDecayingReservoir (alpha 0.015) weighs about the last 5 minutes
+SNAPSHOT_S = 10.0  # at most 30 copies of the counts in a window: a scrape every 15 s keeps 20
 
 
 class RequestMetrics:
@@ -62,6 +79,9 @@ class RequestMetrics:
         # Tasks of Fetch handlers answering a follower; weak, so that a handler run outside a
         # connection (which never times it) leaves nothing behind.
         self._follower_fetches: WeakSet = WeakSet()
+        # (monotonic time, {slot: counts}) copies taken at scrapes, oldest first: the
+        # quantiles' window.
+        self._snapshots: deque[tuple[float, dict[int, tuple[int, ...]]]] = deque()
 
     def record(self, frame, started: float, waiting) -> None:
         """The request in ``frame`` (its header first: INT16 api key) was taken at
@@ -97,23 +117,46 @@ class RequestMetrics:
     def count(self, api_key: int) -> int:
         return sum(self.buckets[api_key])
 
-    def collect(self):
-        """The two families above, for the APIs odradek serves that were requested, then for
-        the kinds of Fetch."""
+    def collect(self, now: float | None = None):
+        """The three families above, for the APIs odradek serves that were requested, then
+        for the kinds of Fetch; ``now``: the scrape's ``monotonic`` time (tests give it)."""
+        now = monotonic() if now is None else now
         requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
                                        "Requests received, per API (Kafka's RequestsPerSec)", labels=["request"])
-        times = HistogramMetricFamily("kafka_network_requestmetrics_totaltimems",
+        summary = Metric("kafka_network_requestmetrics_totaltimems",
+                         "Time from receiving a request to its response, in ms (Kafka's TotalTimeMs), "
+                         "quantiles over about the last 5 minutes", "summary")
+        times = HistogramMetricFamily("kafka_network_requestmetrics_totaltimems_histogram",
                                       "Time from receiving a request to its response, in ms (Kafka's TotalTimeMs)",
                                       labels=["request"])
+        base = self._window_base(now)
         named = [(api_key, APIS[api_key][0]) for api_key in sorted(SUPPORTED)]
+        used = {}
         for slot, name in named + list(_SPLIT_NAMES):
             counts = self.buckets[slot]
             total = sum(counts)
             if not total:
                 continue
+            used[slot] = tuple(counts)
+            millis = self.seconds[slot] * 1000
             requests.add_metric([name], total)
-            times.add_metric([name], cumulative_buckets(counts), self.seconds[slot] * 1000)
-        return [requests, times]
+            times.add_metric([name], cumulative_buckets(counts), millis)
+            recent = [n - b for n, b in zip(counts, base.get(slot, ()))] if slot in base else list(counts)
+            for label, q in QUANTILES:
+                summary.add_sample(summary.name, {"request": name, "quantile": label},
+                                   bucket_quantile(q, recent if any(recent) else counts))
+            summary.add_sample(summary.name + "_count", {"request": name}, total)
+            summary.add_sample(summary.name + "_sum", {"request": name}, millis)
+        if not self._snapshots or now - self._snapshots[-1][0] >= SNAPSHOT_S:
+            self._snapshots.append((now, used))
+        return [requests, summary, times]
+
+    def _window_base(self, now: float) -> dict[int, tuple[int, ...]]:
+        """The counts at the oldest copy younger than ``WINDOW_S`` ({} when there is none:
+        the window is then every request since the start)."""
+        while self._snapshots and now - self._snapshots[0][0] > WINDOW_S:
+            self._snapshots.popleft()
+        return self._snapshots[0][1] if self._snapshots else {}
 
 
 def cumulative_buckets(counts: list[int]) -> list[tuple[str, int]]:
@@ -124,6 +167,25 @@ def cumulative_buckets(counts: list[int]) -> list[tuple[str, int]]:
         running += n
         out.append((_le(bound), running))
     return out
+
+
+def bucket_quantile(q: float, counts) -> float:
+    """The ``q`` quantile (0 < q < 1) of requests counted per `BUCKETS_MS` bucket then +Inf,
+    in ms, interpolated linearly inside its bucket from the bucket's lower bound (0 for the
+    first) as Prometheus' ``histogram_quantile`` does; the highest finite bound when it falls
+    in +Inf; 0.0 without requests."""
+    total = sum(counts)
+    if not total:
+        return 0.0
+    rank, below = q * total, 0
+    for i, n in enumerate(counts):
+        if n and below + n >= rank:
+            if i == len(BUCKETS_MS):
+                return float(BUCKETS_MS[-1])
+            lower = BUCKETS_MS[i - 1] if i else 0.0
+            return lower + (BUCKETS_MS[i] - lower) * (rank - below) / n
+        below += n
+    return float(BUCKETS_MS[-1])
 
 
 def _le(bound: float) -> str:

@@ -12,6 +12,7 @@ from odradek.server.metrics.broker_gauges import (
     socket_server_families,
 )
 from odradek.server.metrics.consumer_lag import consumer_group_families
+from odradek.server.metrics.kafka_exporter import cluster_families, partition_offset_families
 
 from tests.server.metrics.scrape import expose, value
 
@@ -93,8 +94,15 @@ def test_connections_per_listener_and_requests_waiting_for_their_response():
 def test_consumer_lag_is_the_high_watermark_minus_the_committed_offset():
     broker = _broker(a=_partition("t", 0, 1, (1,), (1,), hw=100), b=_partition("t", 1, 2, (2, 1), (2, 1), hw=7))
     committed = [("g", "t", 0, 60), ("g", "t", 1, 7), ("g", "elsewhere", 0, 5), ("h", "t", 0, 100)]
-    broker.group_coordinator = SimpleNamespace(committed_offsets=lambda: iter(committed))
+    broker.group_coordinator = SimpleNamespace(committed_offsets=lambda: iter(committed),
+                                               group_member_counts=lambda: iter([("g", 2), ("h", 0)]))
     samples = expose(consumer_group_families(broker))
+    # kafka-exporter's sums per group and topic, over the partitions with a lag here
+    assert value(samples, "kafka_consumergroup_lag_sum", consumergroup="g", topic="t") == 40
+    assert value(samples, "kafka_consumergroup_lag_sum", consumergroup="h", topic="t") == 0
+    assert ("kafka_consumergroup_lag_sum", frozenset({("consumergroup", "g"), ("topic", "elsewhere")})) not in samples
+    assert value(samples, "kafka_consumergroup_members", consumergroup="g") == 2
+    assert value(samples, "kafka_consumergroup_members", consumergroup="h") == 0
     assert value(samples, "kafka_consumergroup_current_offset", consumergroup="g", topic="t", partition="0") == 60
     assert value(samples, "kafka_consumergroup_lag", consumergroup="g", topic="t", partition="0") == 40
     assert value(samples, "kafka_consumergroup_lag", consumergroup="g", topic="t", partition="1") == 0  # a follower's
@@ -104,3 +112,27 @@ def test_consumer_lag_is_the_high_watermark_minus_the_committed_offset():
                  partition="0") == 5
     assert ("kafka_consumergroup_lag",
             frozenset({("consumergroup", "g"), ("topic", "elsewhere"), ("partition", "0")})) not in samples
+
+
+def test_partition_offsets_from_their_leader_and_cluster_counts_from_the_active_controller():
+    broker = _broker(a=_partition("t", 0, 1, (1, 2), (1, 2), hw=90, start=10),
+                     b=_partition("t", 1, 2, (2, 1), (2, 1), hw=7, start=3))
+    broker.replica_manager.partitions[("t", 0)].log_start_offset = 10
+    samples = expose(partition_offset_families(broker))
+    assert value(samples, "kafka_topic_partition_current_offset", topic="t", partition="0") == 90
+    assert value(samples, "kafka_topic_partition_oldest_offset", topic="t", partition="0") == 10
+    # partition 1 is led by broker 2: its offsets are on broker 2's /metrics only
+    assert ("kafka_topic_partition_current_offset", frozenset({("topic", "t"), ("partition", "1")})) not in samples
+
+    image = MetadataImage(brokers={1: object(), 2: object(), 3: object()},
+                          topics={"t": TopicAssignment("t", None, {0: (1, 2), 1: (2, 1)}),
+                                  "__consumer_offsets": TopicAssignment("__consumer_offsets", None,
+                                                                        {i: (1,) for i in range(5)})})
+    broker.metadata = object()
+    broker.metadata_image = lambda: image
+    assert [f.samples for f in cluster_families(broker)] == [[], []]  # not the controller: nothing
+    broker.controller_service = SimpleNamespace(active=True)
+    samples = expose(cluster_families(broker))
+    assert value(samples, "kafka_brokers") == 3
+    assert value(samples, "kafka_topic_partitions", topic="t") == 2
+    assert value(samples, "kafka_topic_partitions", topic="__consumer_offsets") == 5

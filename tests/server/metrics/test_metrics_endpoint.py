@@ -79,6 +79,19 @@ def test_counters_log_offsets_lag_and_health(odradek_broker):
     labels = dict(consumergroup="metered", topic="metered", partition="0")
     assert value(samples, "kafka_consumergroup_current_offset", **labels) == COMMITTED
     assert value(samples, "kafka_consumergroup_lag", **labels) == N - COMMITTED
+    # kafka-exporter's names (one broker: it leads every partition and is the controller)
+    assert value(samples, "kafka_consumergroup_lag_sum", consumergroup="metered", topic="metered") == N - COMMITTED
+    assert value(samples, "kafka_consumergroup_members", consumergroup="metered") == 0  # it left
+    assert value(samples, "kafka_brokers") == 1
+    assert value(samples, "kafka_topic_partitions", topic="metered") == 1
+    assert value(samples, "kafka_topic_partition_current_offset", topic="metered", partition="0") == N
+    assert value(samples, "kafka_topic_partition_oldest_offset", topic="metered", partition="0") == 0
+    # the JMX exporter's request-time quantiles
+    for quantile in ("0.50", "0.75", "0.95", "0.98", "0.99", "0.999"):
+        assert value(samples, "kafka_network_requestmetrics_totaltimems", request="Produce", quantile=quantile) > 0
+    # prometheus_client's process collector
+    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds"):
+        assert value(samples, name) > 0
     assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert value(samples, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
     image = odradek_broker.broker.metadata_image()  # the controller's counts, as its broker knows them

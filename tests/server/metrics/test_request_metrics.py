@@ -5,11 +5,12 @@ from types import SimpleNamespace
 
 from odradek.protocol.generated.fetch_request import FetchRequest, ReplicaState
 from odradek.server.handlers import fetch
-from odradek.server.metrics.request_metrics import BUCKETS_MS, RequestMetrics
+from odradek.server.metrics.request_metrics import BUCKETS_MS, WINDOW_S, RequestMetrics, bucket_quantile
 
 from tests.server.metrics.scrape import expose, value
 
-TIMES = "kafka_network_requestmetrics_totaltimems"
+TIMES = "kafka_network_requestmetrics_totaltimems_histogram"
+SUMMARY = "kafka_network_requestmetrics_totaltimems"  # the JMX exporter's quantiles
 
 
 def _frame(api_key: int) -> bytes:
@@ -96,3 +97,37 @@ def test_no_fetch_kind_is_exposed_before_a_fetch():
     metrics.observe(3, 0.001)  # Metadata
     names = {dict(labels).get("request") for _, labels in expose(metrics.collect())}
     assert names == {"Metadata"}
+
+
+def test_quantiles_as_the_jmx_exporter_names_them_from_the_buckets():
+    """``{request, quantile="0.99"}`` with ``_count`` and ``_sum`` (a summary), interpolated
+    inside the bucket as ``histogram_quantile`` does."""
+    metrics = RequestMetrics()
+    for _ in range(90):
+        metrics.observe(0, 0.0008)  # Produce: 90 in (0.5, 1] ms
+    for _ in range(10):
+        metrics.observe(0, 0.04)  # 10 in (25, 50] ms
+    samples = expose(metrics.collect(now=0.0))
+    assert value(samples, SUMMARY, request="Produce", quantile="0.50") == 0.5 + 0.5 * 50 / 90
+    assert value(samples, SUMMARY, request="Produce", quantile="0.99") == 25 + 25 * 9 / 10
+    assert {dict(k[1])["quantile"] for k in samples if k[0] == SUMMARY} == {
+        "0.50", "0.75", "0.95", "0.98", "0.99", "0.999"}
+    assert value(samples, SUMMARY + "_count", request="Produce") == 100
+    assert value(samples, SUMMARY + "_sum", request="Produce") == value(samples, TIMES + "_sum", request="Produce")
+    assert bucket_quantile(0.5, [0] * len(BUCKETS_MS) + [3]) == BUCKETS_MS[-1]  # all beyond the last bound
+    assert bucket_quantile(0.99, [0] * (len(BUCKETS_MS) + 1)) == 0.0
+
+
+def test_quantiles_follow_the_last_minutes_not_the_whole_life():
+    metrics = RequestMetrics()
+    for _ in range(100):
+        metrics.observe(3, 0.2)  # Metadata: slow, long ago
+    metrics.collect(now=0.0)
+    metrics.collect(now=60.0)
+    for _ in range(10):
+        metrics.observe(3, 0.0002)  # fast since then
+    samples = expose(metrics.collect(now=120.0))
+    assert value(samples, SUMMARY, request="Metadata", quantile="0.99") < 0.25  # the window: the fast ones
+    assert value(samples, SUMMARY + "_count", request="Metadata") == 110  # counts stay since the start
+    samples = expose(metrics.collect(now=120.0 + 2 * WINDOW_S))  # nothing in the window: every request since the start
+    assert value(samples, SUMMARY, request="Metadata", quantile="0.50") > 100
