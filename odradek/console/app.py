@@ -75,6 +75,8 @@ class ConsoleState:
     admin: AsyncAdminClient
     sampler: Sampler
     consumer_settings: dict
+    # Every broker seen live, by id: one that goes down stays listed, offline (cluster_view.all_brokers).
+    seen_brokers: dict = field(default_factory=dict)
 
 
 def make_app(config: ConsoleConfig) -> web.Application:
@@ -84,8 +86,9 @@ def make_app(config: ConsoleConfig) -> web.Application:
         app.router.add_get(page, _page)
     app.router.add_get("/favicon.ico", _favicon)
     app.router.add_static("/static/", STATIC)
-    app.router.add_get("/api/cluster", _api(lambda s, r: cluster_view.overview(s.admin, s.sampler.samples)))
-    app.router.add_get("/api/brokers", _api(lambda s, r: cluster_view.brokers(s.admin)))
+    app.router.add_get("/api/cluster", _api(
+        lambda s, r: cluster_view.overview(s.admin, s.sampler.samples, s.seen_brokers)))
+    app.router.add_get("/api/brokers", _api(lambda s, r: cluster_view.brokers(s.admin, s.seen_brokers)))
     app.router.add_get("/api/topics", _api(lambda s, r: topics_view.topics(s.admin, s.sampler.samples)))
     app.router.add_post("/api/topics", _api(_create_topic))
     app.router.add_get("/api/topics/{name}", _api(

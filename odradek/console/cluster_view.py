@@ -47,6 +47,26 @@ async def cluster_state(admin, names=None) -> ClusterState:
     return ClusterState(meta.cluster_id, meta.controller_id, brokers, topics)
 
 
+def all_brokers(state: ClusterState, seen: dict | None = None) -> list[dict]:
+    """Every broker the console knows of, by id: the live ones (Metadata), then, marked
+    ``"offline": true``, those it saw live before (``seen``, kept by the app and updated here)
+    and those the topics' replica sets name that Metadata does not list (a broker that is down
+    is no longer in Metadata: without this it would silently vanish from the pages)."""
+    seen = {} if seen is None else seen
+    for b in state.brokers:
+        seen[b.node_id] = b
+    live = state.live
+    named = {r for t in state.topics.values() for p in t.partitions for r in p.replicas}
+    rows = []
+    for node_id in sorted(set(seen) | named | live):
+        b = seen.get(node_id)
+        row = _broker(b, state.controller) if b is not None else {
+            "id": node_id, "host": None, "port": None, "rack": None, "controller": False}
+        row["offline"] = node_id not in live
+        rows.append(row)
+    return rows
+
+
 def is_offline(partition: PartitionInfo, live: set[int]) -> bool:
     return partition.leader < 0 or partition.leader not in live
 
@@ -55,42 +75,52 @@ def is_under_replicated(partition: PartitionInfo) -> bool:
     return len(partition.isr) < len(partition.replicas)
 
 
-async def overview(admin, samples) -> dict:
-    """``{"cluster_id", "controller", "brokers": [...], "topics", "partitions",
-    "under_replicated", "offline", "throughput": [[t, msgs/s], ...]}``."""
+async def overview(admin, samples, seen: dict | None = None) -> dict:
+    """``{"cluster_id", "controller", "brokers": [...], "offline_brokers", "topics",
+    "internal_topics", "partitions", "internal_partitions", "under_replicated", "offline",
+    "throughput": [[t, msgs/s], ...]}``.
+
+    Counting, the same on every page: ``topics`` and ``partitions`` are the users' topics
+    (as the topics page lists them by default), the internal ones (``__consumer_offsets``,
+    ``__transaction_state``) apart in ``internal_*``; ``under_replicated`` and ``offline``
+    count every partition, internal ones included (an offline ``__consumer_offsets``
+    partition stops groups), as the topics page's rows do with internal topics shown."""
     state = await cluster_state(admin)
     topics, live = state.topics, state.live
     partitions = [p for t in topics.values() for p in t.partitions]
+    brokers = all_brokers(state, seen)
     return {
         "cluster_id": state.cluster_id,
         "controller": state.controller,
-        "brokers": [_broker(b, state.controller) for b in state.brokers],
+        "brokers": brokers,
+        "offline_brokers": sum(1 for b in brokers if b["offline"]),
         "topics": sum(1 for t in topics.values() if not t.is_internal),
         "internal_topics": sum(1 for t in topics.values() if t.is_internal),
-        "partitions": len(partitions),
+        "partitions": sum(len(t.partitions) for t in topics.values() if not t.is_internal),
+        "internal_partitions": sum(len(t.partitions) for t in topics.values() if t.is_internal),
         "under_replicated": sum(map(is_under_replicated, partitions)),
         "offline": sum(1 for p in partitions if is_offline(p, live)),
         "throughput": samples.throughput.points(),
     }
 
 
-async def brokers(admin) -> dict:
-    """Each broker with its rack, whether it is the controller, the partitions it leads and
-    holds, and its log directories (``dirs``: path, bytes used by replicas, total and usable
-    bytes, error), or ``dirs_error`` when DescribeLogDirs was refused."""
+async def brokers(admin, seen: dict | None = None) -> dict:
+    """Each broker (``all_brokers``: offline ones too) with its rack, whether it is the
+    controller, the partitions it leads and holds, and its log directories (``dirs``: path,
+    bytes used by replicas, total and usable bytes, error), or ``dirs_error`` when
+    DescribeLogDirs was refused."""
     state = await cluster_state(admin)
     partitions = [p for t in state.topics.values() for p in t.partitions]
     dirs, dirs_error = await log_dirs(admin, sorted(state.live))
-    rows = []
-    for b in state.brokers:
-        row = _broker(b, state.controller)
-        row["leaders"] = sum(1 for p in partitions if p.leader == b.node_id)
-        row["replicas"] = sum(1 for p in partitions if b.node_id in p.replicas)
+    rows = all_brokers(state, seen)
+    for row in rows:
+        node_id = row["id"]
+        row["leaders"] = sum(1 for p in partitions if p.leader == node_id)
+        row["replicas"] = sum(1 for p in partitions if node_id in p.replicas)
         row["dirs"] = [{"path": path, "size": sum(r.size for r in d.replicas.values()),
                         "total_bytes": d.total_bytes, "usable_bytes": d.usable_bytes,
                         "error": None if d.error is None else _code_name(d.error.code)}
-                       for path, d in sorted(dirs.get(b.node_id, {}).items())]
-        rows.append(row)
+                       for path, d in sorted(dirs.get(node_id, {}).items())]
     return {"controller": state.controller, "brokers": rows, "dirs_error": dirs_error}
 
 

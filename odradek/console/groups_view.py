@@ -10,6 +10,7 @@ lag. A group's total lag is the sum over its partitions with a lag.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from odradek.client.topic_partition import TopicPartition
 from odradek.console.cluster_view import LATEST, OFFSETS_TIMEOUT_MS
@@ -82,6 +83,7 @@ async def group(admin, group_id: str, samples) -> dict:
                            "client_id": member.client_id if member else None,
                            "host": member.client_host if member else None})
     history = samples.groups.get(group_id)
+    total = sum(p["lag"] or 0 for p in partitions)
     return {
         "id": group_id,
         "state": described.state,
@@ -91,9 +93,19 @@ async def group(admin, group_id: str, samples) -> dict:
                      "host": m.client_host, "assignment": [_tp_text(tp) for tp in m.assignment]}
                     for m in described.members],
         "partitions": partitions,
-        "lag": sum(p["lag"] or 0 for p in partitions),
-        "lag_history": history.points() if history else [],
+        "lag": total,
+        "lag_history": _with_now(history.points() if history else [], total),
     }
+
+
+def _with_now(points: list, value: int) -> list:
+    """The sampled history ending with the value the page's card shows, at this moment: the
+    chart's last point and the card agree (same number, same time). Nothing is added before
+    the first sample."""
+    if not points:
+        return points
+    now = time.time()
+    return points + [(now, value)] if now > points[-1][0] else points
 
 
 def _tp_text(tp: TopicPartition) -> str:

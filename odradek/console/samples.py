@@ -12,7 +12,9 @@ Every ``interval`` seconds the ``Sampler`` asks the cluster for each topic's end
 A topic's messages per second between two samples is the rise of its summed end offset over
 the time between them (``rates``); records deleted by retention do not lower an end offset,
 so the rate is never negative unless a topic is deleted and re-created (then it counts 0).
-The cluster's throughput is the sum of every topic's rate at each sample.
+The cluster's throughput is the sum of every topic's rate at each sample, from the first
+sample at which some topic has a rate: charts start where data starts, never with made-up
+zeros before it.
 
 Buffers hold ``capacity`` points (by default 120: ten minutes at one sample per 5 s); a
 topic or group that disappears has its buffer dropped at the next sample.
@@ -69,13 +71,16 @@ class Samples:
 
     def record(self, at: float, topic_ends: dict[str, int], group_lags: dict[str, int]) -> None:
         """One round of samples: summed end offsets by topic and total lag by group."""
-        rate = 0.0
+        rate, known = 0.0, False
         for name, end in topic_ends.items():
             buffer = self.topics.setdefault(name, SampleBuffer(self.capacity))
             buffer.add(at, end)
             rates = buffer.rates()
-            rate += rates[-1][1] if rates else 0.0
-        self.throughput.add(at, rate)
+            if rates:
+                rate += rates[-1][1]
+                known = True
+        if known:  # no rate before a topic's second sample: the chart starts at the first real one
+            self.throughput.add(at, rate)
         for name, lag in group_lags.items():
             self.groups.setdefault(name, SampleBuffer(self.capacity)).add(at, lag)
         for gone in set(self.topics) - set(topic_ends):

@@ -218,3 +218,36 @@ def test_delete_a_topic_after_confirming(page, broker):
     assert driver.find_elements(By.CSS_SELECTOR, '#topics-table tr[data-topic="to-be-deleted"]') == []
     with AdminClient(broker.bootstrap) as admin:
         assert "to-be-deleted" not in admin.list_topics()
+
+
+def _only_the_404_logged(driver, api_path: str) -> None:
+    """Chromium logs the API's 404 answer as an error; nothing else may be there."""
+    severe = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert all(api_path in m and "404" in m for m in severe), severe
+
+
+def test_an_unknown_topic_shows_not_found_and_no_delete_button(page):
+    driver = page("/topics/no-such-topic")
+    assert text(driver, "#not-found h1", "Topic not found")
+    assert "no-such-topic" in text(driver, "#not-found")
+    assert driver.find_elements(By.ID, "delete-topic") == []
+    _only_the_404_logged(driver, "/api/topics/no-such-topic")
+
+
+def test_an_unknown_group_shows_not_found(page):
+    driver = page("/groups/no-such-group")
+    assert text(driver, "#not-found h1", "Consumer group not found")
+    assert "no-such-group" in text(driver, "#not-found")
+    _only_the_404_logged(driver, "/api/groups/no-such-group")
+
+
+def test_overview_counts_topics_as_the_topics_page_lists_them(page):
+    driver = page("/")
+    topics = int(text(driver, "#card-topics .value"))
+    assert "partitions" in text(driver, "#card-internal-topics .value")
+    assert text(driver, "#card-offline-brokers .value", "0")
+    driver = page("/topics")
+    text(driver, f'#topics-table tr[data-topic="{TOPIC}"]')
+    rows = driver.find_elements(By.CSS_SELECTOR, "#topics-table tbody tr")
+    assert len(rows) == topics  # internal topics hidden by default, and not counted in the card
+    assert text(driver, "#topics-summary").startswith(f"{topics} topic(s)")

@@ -46,7 +46,8 @@ class FakeAdmin:
 def test_overview_counts_under_replicated_and_offline_partitions():
     view = asyncio.run(cluster_view.overview(FakeAdmin(), Samples()))
     assert (view["controller"], view["partitions"], view["under_replicated"], view["offline"]) == (2, 4, 2, 2)
-    assert [(b["id"], b["controller"], b["rack"]) for b in view["brokers"]] == [(1, False, None), (2, True, "rack-b")]
+    assert [(b["id"], b["controller"], b["rack"], b["offline"]) for b in view["brokers"]] == [
+        (1, False, None, False), (2, True, "rack-b", False), (3, False, None, True)]  # 3: named by replicas
 
 
 def test_brokers_lead_hold_and_use_their_directories():
@@ -66,10 +67,36 @@ def test_a_topic_size_is_its_leaders_and_unknown_while_a_leader_is_away():
 def test_refused_log_directories_leave_the_rest_of_the_page():
     view = asyncio.run(cluster_view.brokers(FakeAdmin(log_dirs_refused=True)))
     assert view["dirs_error"] == "CLUSTER_AUTHORIZATION_FAILED"
-    assert [b["dirs"] for b in view["brokers"]] == [[], []]
+    assert [b["dirs"] for b in view["brokers"]] == [[], [], []]
 
 
 def test_lag_is_never_negative_and_unknown_without_a_commit():
     assert groups_view.lag(4, 10) == 6
     assert groups_view.lag(12, 10) == 0
     assert groups_view.lag(None, 10) is None
+
+
+def test_a_broker_that_is_down_stays_listed_as_offline():
+    """Broker 3 is named in replica sets but not in Metadata: listed, offline; a broker seen
+    live before stays listed, offline, once Metadata drops it."""
+    admin, seen = FakeAdmin(), {}
+    view = asyncio.run(cluster_view.brokers(admin, seen))
+    assert [(b["id"], b["offline"]) for b in view["brokers"]] == [(1, False), (2, False), (3, True)]
+    assert view["brokers"][2]["replicas"] == 3 and view["brokers"][2]["dirs"] == []
+    admin.cluster.metadata.brokers = {2: BROKERS[2]}  # broker 1 goes down
+    view = asyncio.run(cluster_view.overview(admin, Samples(), seen))
+    rows = {b["id"]: b for b in view["brokers"]}
+    assert (rows[1]["offline"], rows[1]["host"], rows[2]["offline"], view["offline_brokers"]) == (True, "a", False, 2)
+
+
+class InternalTopicsAdmin(FakeAdmin):
+    async def describe_topics(self, names=None):
+        return {"t": TopicDescription("t", uuid.uuid4(), False, PARTITIONS[:2]),
+                "__consumer_offsets": TopicDescription("__consumer_offsets", uuid.uuid4(), True, (
+                    PartitionInfo("__consumer_offsets", 0, 1, 0, (1,), (1,)),
+                    PartitionInfo("__consumer_offsets", 1, 1, 0, (1,), (1,))))}
+
+
+def test_internal_topics_counted_apart_from_topics_and_their_partitions():
+    view = asyncio.run(cluster_view.overview(InternalTopicsAdmin(), Samples()))
+    assert (view["topics"], view["partitions"], view["internal_topics"], view["internal_partitions"]) == (1, 2, 1, 2)

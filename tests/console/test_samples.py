@@ -24,9 +24,17 @@ def test_samples_sum_topic_rates_into_throughput_and_drop_what_is_gone():
     samples = Samples()
     samples.record(0, {"a": 0, "b": 10}, {"g": 5})
     samples.record(2, {"a": 20, "b": 30}, {"g": 1, "h": 0})
-    assert samples.throughput.points() == [(0, 0.0), (2, 20.0)]
+    assert samples.throughput.points() == [(2, 20.0)]  # no made-up 0 before the first rate
     assert samples.topic_rate("a") == 10.0
     assert samples.groups["g"].points() == [(0, 5), (2, 1)]
     samples.record(4, {"a": 20}, {"h": 2})
     assert set(samples.topics) == {"a"} and set(samples.groups) == {"h"}
     assert samples.topic_rate("b") is None
+
+
+def test_a_group_chart_ends_with_the_cards_lag():
+    from odradek.console.groups_view import _with_now
+
+    assert _with_now([], 7) == []  # nothing before the first sample
+    points = _with_now([(1.0, 5), (2.0, 6)], 7)
+    assert points[:2] == [(1.0, 5), (2.0, 6)] and points[-1][1] == 7 and points[-1][0] > 2.0

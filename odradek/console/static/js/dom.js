@@ -72,3 +72,12 @@ export function confirmDialog(title, body, confirmLabel = "Confirm") {
     dialog.showModal();
   });
 }
+
+// The page of a topic or group the cluster does not have (the API answered 404): says so, links
+// back to the list, and offers no action on it (no Delete button for a topic that is not there).
+export function notFound(root, kind, name, listPath, listLabel) {
+  fill(root, h("div", { id: "not-found", class: "not-found" },
+    h("h1", {}, `${kind} not found`),
+    h("p", {}, `The cluster has no ${kind.toLowerCase()} `, h("code", {}, name), "."),
+    h("p", {}, h("a", { href: listPath }, `All ${listLabel}`))));
+}

@@ -1,4 +1,5 @@
-// "/brokers": each broker, what it leads and holds, and its log directories.
+// "/brokers": each broker, what it leads and holds, and its log directories; a broker seen
+// before or named in a replica set that is not live now is listed as offline.
 import { getJSON } from "../api.js";
 import { bytes, count, errorBox, fill, h, table } from "../dom.js";
 
@@ -10,7 +11,8 @@ export function mount(root) {
     fill(body,
       table("brokers-table", [
         { title: "Id", cell: (b) => String(b.id) },
-        { title: "Host", cell: (b) => `${b.host}:${b.port}` },
+        { title: "Host", cell: (b) => (b.host === null ? "–" : `${b.host}:${b.port}`) },
+        { title: "Status", cell: (b) => (b.offline ? h("span", { class: "tag bad" }, "offline") : "online"), key: "status" },
         { title: "Rack", cell: (b) => b.rack || "–" },
         { title: "Controller", cell: (b) => (b.controller ? "yes" : "") },
         { title: "Leader of", cell: (b) => count(b.leaders), num: true },
@@ -19,7 +21,7 @@ export function mount(root) {
           `${d.path}: ${bytes(d.size)} of replicas` +
           (d.usable_bytes >= 0 ? `, ${bytes(d.usable_bytes)} free of ${bytes(d.total_bytes)}` : "") +
           (d.error ? ` (${d.error})` : ""))) },
-      ], data.brokers, (b) => ({ dataset: { broker: b.id } })),
+      ], data.brokers, (b) => ({ dataset: { broker: b.id }, class: b.offline ? "bad" : null })),
       data.dirs_error ? errorBox(`Log directories unavailable: ${data.dirs_error}`) : null);
   };
 }

@@ -1,6 +1,6 @@
 // "/groups/<id>": a group's members, per-partition offsets and lag, and lag over time.
-import { getJSON, seg } from "../api.js";
-import { card, count, dash, fill, h, table } from "../dom.js";
+import { ApiError, getJSON, seg } from "../api.js";
+import { card, count, dash, fill, h, notFound, table } from "../dom.js";
 import { lineChart } from "../charts.js";
 
 export function mount(root, [id]) {
@@ -10,8 +10,18 @@ export function mount(root, [id]) {
   const partitions = h("div", { id: "group-partitions" });
   fill(root, h("h1", {}, "Consumer group ", h("span", { id: "group-id" }, id)), cards,
     h("h2", {}, "Lag over time"), chart, h("h2", {}, "Partitions"), partitions, h("h2", {}, "Members"), members);
+  let missing = false;
   return async () => {
-    const g = await getJSON(`/api/groups/${seg(id)}`);
+    if (missing) return;
+    let g;
+    try {
+      g = await getJSON(`/api/groups/${seg(id)}`);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) throw error;
+      missing = true;
+      notFound(root, "Consumer group", id, "/groups", "consumer groups");
+      return;
+    }
     fill(cards, card("State", g.state, false, "group-state"), card("Members", count(g.members.length)),
       card("Total lag", count(g.lag), false, "group-lag"),
       card("Protocol", [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–"));

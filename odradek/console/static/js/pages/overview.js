@@ -13,18 +13,23 @@ export function mount(root) {
     const c = await getJSON("/api/cluster");
     fill(cards,
       card("Cluster id", c.cluster_id || "–"),
-      card("Brokers", count(c.brokers.length), false, "card-brokers"),
+      card("Brokers", count(c.brokers.length - c.offline_brokers), false, "card-brokers"),
+      card("Offline brokers", count(c.offline_brokers), c.offline_brokers > 0, "card-offline-brokers"),
       card("Controller", c.controller, false, "card-controller"),
+      // users' topics and their partitions, as /topics lists them; internal ones apart
       card("Topics", count(c.topics), false, "card-topics"),
       card("Partitions", count(c.partitions), false, "card-partitions"),
+      card("Internal topics", `${count(c.internal_topics)} (${count(c.internal_partitions)} partitions)`, false,
+        "card-internal-topics"),
       card("Under-replicated", count(c.under_replicated), c.under_replicated > 0, "card-under-replicated"),
       card("Offline", count(c.offline), c.offline > 0, "card-offline"));
     lineChart(chart, c.throughput, "messages/s");
     fill(brokers, table("overview-brokers-table", [
       { title: "Id", cell: (b) => String(b.id) },
-      { title: "Host", cell: (b) => `${b.host}:${b.port}` },
+      { title: "Host", cell: (b) => (b.host === null ? "–" : `${b.host}:${b.port}`) },
+      { title: "Status", cell: (b) => (b.offline ? h("span", { class: "tag bad" }, "offline") : "online"), key: "status" },
       { title: "Rack", cell: (b) => b.rack || "–" },
       { title: "Role", cell: (b) => (b.controller ? h("span", { class: "tag" }, "controller") : "") },
-    ], c.brokers));
+    ], c.brokers, (b) => ({ dataset: { broker: b.id }, class: b.offline ? "bad" : null })));
   };
 }

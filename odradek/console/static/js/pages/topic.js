@@ -1,6 +1,7 @@
 // "/topics/<name>": partitions, the message browser, configs, and deleting the topic.
 import { deleteJSON, getJSON, postJSON, seg } from "../api.js";
-import { bytes, card, confirmDialog, count, dash, errorBox, fill, h, rate, table } from "../dom.js";
+import { ApiError } from "../api.js";
+import { bytes, card, confirmDialog, count, dash, errorBox, fill, h, notFound, rate, table } from "../dom.js";
 import { lineChart } from "../charts.js";
 import { messageBrowser } from "./message_browser.js";
 
@@ -50,8 +51,18 @@ export function mount(root, [name]) {
     await alter({ delete: [entry.name] }, `Reset ${entry.name}.`);
   }
 
+  let missing = false;
   const refresh = async () => {
-    const t = await getJSON(path);
+    if (missing) return;
+    let t;
+    try {
+      t = await getJSON(path);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) throw error;
+      missing = true;
+      notFound(root, "Topic", name, "/topics", "topics");
+      return;
+    }
     fill(cards, card("Partitions", count(t.partitions.length)), card("Messages", count(t.messages)),
       card("Size", bytes(t.size)), card("Messages/s", rate(t.rate)),
       card("Under-replicated", count(t.partitions.filter((p) => p.under_replicated).length)));

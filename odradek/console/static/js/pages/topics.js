@@ -5,6 +5,7 @@ import { sparkline } from "../charts.js";
 
 export function mount(root) {
   const list = h("div", { id: "topics" });
+  const summary = h("p", { class: "muted", id: "topics-summary" });
   const message = h("div", { id: "create-topic-result" });
   const internal = h("input", { type: "checkbox", id: "show-internal" });
   const name = h("input", { id: "new-topic-name", required: true, placeholder: "name", pattern: "[a-zA-Z0-9._\\-]+" });
@@ -37,10 +38,13 @@ export function mount(root) {
 
   internal.addEventListener("change", () => refresh());
   fill(root, h("h1", {}, "Topics"), h("h2", {}, "Create a topic"), form, message,
-    h("h2", {}, "All topics ", h("label", { class: "muted" }, internal, " show internal")), list);
+    h("h2", {}, "All topics ", h("label", { class: "muted" }, internal, " show internal")), summary, list);
   refresh = async () => {
     const data = await getJSON("/api/topics");
     const rows = data.topics.filter((t) => internal.checked || !t.internal);
+    const hidden = data.topics.length - rows.length;
+    fill(summary, `${count(data.topics.filter((t) => !t.internal).length)} topic(s)`,
+      hidden ? `, ${count(hidden)} internal hidden` : "");
     const sparks = [];
     fill(list, table("topics-table", [
       { title: "Topic", cell: (t) => h("a", { href: `/topics/${seg(t.name)}` }, t.name, t.internal ? " " : "",
