@@ -84,7 +84,12 @@ from odradek.controller.watched_events import (
 )
 from odradek.controller.znode_writer import STORE_RETRY_BACKOFF_S, ZnodeWriter
 from odradek.metadata import layout
-from odradek.metadata.errors import NoNodeError, StoreError, StoreUnavailableError
+from odradek.metadata.errors import (
+    NoNodeError,
+    StoreClosedError,
+    StoreError,
+    StoreUnavailableError,
+)
 from odradek.metadata.layout import PartitionState
 
 log = logging.getLogger(__name__)
@@ -214,6 +219,8 @@ class ControllerService:
                     continue
                 log.error("controller %d: store unavailable during %s: %s",
                           self.broker_id, item.kind, e)
+            except StoreClosedError:  # the broker is stopping: the stop item follows
+                log.info("controller %d: the store closed during %s", self.broker_id, item.kind)
             except Exception:  # noqa: BLE001 - the thread must live on
                 log.exception("controller %d: %s failed", self.broker_id, item.kind)
             finally:
@@ -326,7 +333,12 @@ class ControllerService:
         """Kafka's ``triggerControllerMove`` after a write whose outcome is unknown: resign
         (the context held decisions that may never have been written), give ``/controller``
         up if it is still ours, and elect again once the store answers (the election reads
-        the context afresh from the store)."""
+        the context afresh from the store). A closed store (the broker is stopping) only
+        resigns."""
+        if isinstance(why, StoreClosedError):
+            if self.active:
+                self._resign()
+            return
         log.error("controller %d: a write to the metadata store failed (%s); resigning",
                   self.broker_id, why)
         if self.active:
