@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
+import threading
 
 from odradek.cli.common import (
     CommandError,
@@ -65,8 +67,20 @@ def _run(args) -> int:
     def ready(url: str) -> None:
         print(f"odradek console at {url} (cluster {bootstrap}); Ctrl-C to stop", flush=True)
 
+    _stop_on_ctrl_c_and_sigterm()
     try:
         asyncio.run(serve(config, ready))
     except KeyboardInterrupt:
         print("odradek console stopped", file=sys.stderr)
     return 0
+
+
+def _stop_on_ctrl_c_and_sigterm() -> None:
+    """SIGINT and SIGTERM stop the console (as KeyboardInterrupt), whatever the process
+    inherited: Python leaves SIGINT ignored when it started ignored (a job put in the
+    background by a non-interactive shell, some CI runners), and the console promises
+    "Ctrl-C to stop". Only the main thread may install handlers (tests run it in process)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -12,17 +12,28 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import BROKER_ID, run_cli
 
 ODRADEK = Path(sys.executable).parent / "odradek"
 
 
-def test_serves_the_pages_and_api_until_interrupted(broker, tmp_path):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_serves_the_pages_and_api_until_interrupted(broker, tmp_path, inherited, stop_signal):
+    """Stopped by Ctrl-C or SIGTERM, also when started with SIGINT ignored (a background job
+    of a non-interactive shell: Python then leaves SIGINT ignored unless told otherwise)."""
     properties = tmp_path / "client.properties"
     properties.write_text("request.timeout.ms=20000\n")
     process = subprocess.Popen([str(ODRADEK), "console", "--bootstrap-server", broker.bootstrap, "--port", "0",
                                 "--command-config", str(properties)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_ignore_sigint if inherited == "ignored" else None)
     try:
         line = process.stdout.readline()
         match = re.match(r"odradek console at (http://127\.0\.0\.1:\d+/) \(cluster (\S+)\); Ctrl-C to stop$", line)
@@ -37,8 +48,12 @@ def test_serves_the_pages_and_api_until_interrupted(broker, tmp_path):
         with urllib.request.urlopen(url + "static/vendor/uplot/uPlot.iife.min.js", timeout=30) as script:
             assert script.status == 200
     finally:
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        process.send_signal(stop_signal)
+        try:
+            out, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
     assert process.returncode == 0, err
     assert err.endswith("odradek console stopped\n")
 
