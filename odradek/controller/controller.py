@@ -351,6 +351,10 @@ class Controller(BrokerChanges):
             return AlterPartitionResult(tp[0], tp[1], ErrorCode.INVALID_UPDATE_VERSION)
         if broker not in isr or not set(isr) <= set(ctx.replicas(tp)):
             return AlterPartitionResult(tp[0], tp[1], ErrorCode.INVALID_REQUEST)
+        # Kafka's ineligible replicas (KIP-841): a broker that is gone or shutting down does
+        # not join an ISR, or a controlled shutdown would see it come back behind its back
+        if any(r not in current.isr and not ctx.is_replica_online(r, tp=tp) for r in isr):
+            return AlterPartitionResult(tp[0], tp[1], ErrorCode.INELIGIBLE_REPLICA)
         new = replace(current, isr=isr, controller_epoch=ctx.epoch)
         written = write_leader_and_isr(ctx, self.batch, tp, new)
         return replace(ok, isr=written.isr, zk_version=written.zk_version)

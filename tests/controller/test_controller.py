@@ -366,3 +366,19 @@ def test_storage_errors_of_a_broker_without_a_failed_dir_change_nothing(cluster)
     cluster.run(ev.LeaderAndIsrResponseReceived(1000, (("topicA", 0),)))
     assert cluster.state("topicA", 0).leader == 1000
     assert cluster.ctx.offline_replicas(("topicA", 0)) == ()
+
+
+def test_alter_partition_refuses_to_add_an_ineligible_replica(cluster):
+    """Kafka's ineligible replicas: a broker shutting down, or gone, does not join an ISR (the
+    leader may still see it fetch for a moment after its controlled shutdown)."""
+    tp = ("topicA", 0)  # replicas (1000, 1004), led by 1000
+    assert alter(cluster, 1000, tp, (1000,)).partitions[0].error is ErrorCode.NONE
+    reply = cluster.shutdown(1004)
+    assert reply.error is ErrorCode.NONE
+    result = alter(cluster, 1000, tp, (1000, 1004)).partitions[0]
+    assert result.error is ErrorCode.INELIGIBLE_REPLICA
+    assert cluster.state(*tp).isr == (1000,)
+    cluster.kill(1004)
+    assert alter(cluster, 1000, tp, (1000, 1004)).partitions[0].error is ErrorCode.INELIGIBLE_REPLICA
+    cluster.start(1004)
+    assert alter(cluster, 1000, tp, (1000, 1004)).partitions[0].error is ErrorCode.NONE
