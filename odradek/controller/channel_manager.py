@@ -153,6 +153,7 @@ class _RequestSender:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.connection = None
         self.current = None  # the future of the request being sent
+        self.stopped = False
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-to-broker-{target.broker_id}"
         )
@@ -185,6 +186,11 @@ class _RequestSender:
                           type(request).__name__, self.target.broker_id, e)
                 return None
             except Exception as e:  # noqa: BLE001 - connection errors: retry while live
+                if self.stopped:
+                    # Python 3.11's wait_for can swallow the cancellation that stopped this
+                    # sender when the connection attempt failed at the same moment: never
+                    # retry for a sender that was stopped
+                    raise asyncio.CancelledError from None
                 failures += 1
                 log.log(logging.WARNING if failures == 1 else logging.DEBUG,
                         "controller: sending %s to broker %d failed (%r); retrying until it "
@@ -245,6 +251,7 @@ class _RequestSender:
             self.connection = None
 
     def stop(self) -> None:
+        self.stopped = True
         self.task.cancel()
         self._close()
         if self.current is not None:

@@ -259,3 +259,29 @@ def test_leader_and_isr_storage_errors_by_name_and_by_topic_id():
         LeaderAndIsrTopicError(uuid.UUID(int=9), [LeaderAndIsrPartitionError("", 0, storage)]),
     ])
     assert leader_and_isr_storage_errors(request, v5) == (("b", 3),)
+
+
+def test_a_stopped_sender_never_retries_even_when_its_cancellation_was_swallowed():
+    """Python 3.11's ``wait_for`` can swallow the cancellation of a connection attempt that
+    failed at the same moment: the sender, stopped, must end rather than retry for ever (a
+    test's event loop once waited 300 s for it)."""
+    async def scenario():
+        channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
+        channel.start(asyncio.get_running_loop())
+        channel.update_brokers({2: LiveBroker(2, 9, info(2, 1))})
+        await async_wait_until(lambda: channel.live_targets() == [2])
+        sender = channel._senders[2]
+        attempts = []
+
+        async def deliver(request):
+            attempts.append(request)
+            sender.stopped = True  # stop() happened; its cancel was lost in wait_for
+            raise OSError("connection refused")
+
+        sender._deliver = deliver
+        channel.send(leader_and_isr(2))
+        done, _ = await asyncio.wait([sender.task], timeout=5)
+        assert done and sender.task.cancelled() and len(attempts) == 1
+        channel.shutdown()
+
+    asyncio.run(scenario())
