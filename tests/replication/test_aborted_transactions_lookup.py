@@ -12,11 +12,11 @@ import uuid
 
 import pytest
 
-from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.replication.partition import Partition
 from odradek.replication.transactions import aborted_transactions, write_marker
 from odradek.storage.config import LogConfig
 from odradek.storage.transaction_index import segment_holding
+from tests.replication.transactional_batches import append_transactional
 from tests.storage.helpers import T0, make_batch, open_log
 
 ME = 1
@@ -33,12 +33,7 @@ class Story:
         self.aborted: list[tuple[int, int, int]] = []
 
     def write(self, pid: int, count: int = 2) -> None:
-        seq = self.sequences.get(pid, 0)
-        builder = BatchBuilder(BatchSpec(producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=True))
-        for i in range(count):
-            builder.append(T0, b"k", b"%d-%d" % (pid, seq + i))
-        self.sequences[pid] = seq + count
-        result = self.part.append_records_as_leader(memoryview(bytearray(builder.build())), T0)
+        result = append_transactional(self.part, self.sequences, pid, count)
         self.first.setdefault(pid, result.base_offset)
 
     def plain(self, count: int = 2) -> None:

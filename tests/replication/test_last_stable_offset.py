@@ -11,11 +11,11 @@ import uuid
 
 import pytest
 
-from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.replication.partition import Partition
 from odradek.replication.transactions import cleanable_limit, write_marker
 from odradek.storage.clock import FakeClock
 from odradek.storage.config import LogConfig
+from tests.replication.transactional_batches import append_transactional
 from tests.storage.helpers import T0, make_batch, open_log
 
 ME, B = 1, 2
@@ -45,12 +45,7 @@ class Producers:
 
     def write(self, pid: int, count: int = 2) -> tuple[int, int]:
         """A transactional batch of ``count`` records; its (first, last) offsets."""
-        seq = self.sequences.get(pid, 0)
-        builder = BatchBuilder(BatchSpec(producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=True))
-        for i in range(count):
-            builder.append(T0, b"k", b"%d-%d" % (pid, seq + i))
-        self.sequences[pid] = seq + count
-        result = self.part.append_records_as_leader(memoryview(bytearray(builder.build())), T0)
+        result = append_transactional(self.part, self.sequences, pid, count)
         return result.base_offset, result.last_offset
 
     def plain(self, count: int = 1) -> None:

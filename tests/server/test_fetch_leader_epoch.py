@@ -16,7 +16,8 @@ from odradek.testing.broker import InProcessBroker
 from tests.replication.test_alter_partition_manager import FakeChannel, accept
 from tests.server.clients import unique_topic
 from tests.server.test_bad_input import create_topic
-from tests.server.wire import WireClient, produce_body, simple_batch
+from tests.server.wire import produce_body, simple_batch
+from tests.server.wire_fixtures import wire_client  # noqa: F401
 
 F = codec.module("FetchRequest")
 L = codec.module("ListOffsetsRequest")
@@ -32,12 +33,6 @@ def broker(tmp_path_factory):
         b.call(fake_controller)
         yield b
 
-
-@pytest.fixture
-def wire(broker):
-    client = WireClient(broker.bootstrap)
-    yield client
-    client.close()
 
 
 @pytest.fixture
