@@ -67,20 +67,21 @@ def _run(args) -> int:
     def ready(url: str) -> None:
         print(f"odradek console at {url} (cluster {bootstrap}); Ctrl-C to stop", flush=True)
 
-    _stop_on_ctrl_c_and_sigterm()
-    try:
-        asyncio.run(serve(config, ready))
-    except KeyboardInterrupt:
-        print("odradek console stopped", file=sys.stderr)
+    asyncio.run(_serve_until_signalled(serve, config, ready))
+    print("odradek console stopped", file=sys.stderr)
     return 0
 
 
-def _stop_on_ctrl_c_and_sigterm() -> None:
-    """SIGINT and SIGTERM stop the console (as KeyboardInterrupt), whatever the process
-    inherited: Python leaves SIGINT ignored when it started ignored (a job put in the
-    background by a non-interactive shell, some CI runners), and the console promises
-    "Ctrl-C to stop". Only the main thread may install handlers (tests run it in process)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+async def _serve_until_signalled(serve, config, ready) -> None:
+    """Serve until SIGINT or SIGTERM, whatever the process inherited: Python leaves SIGINT
+    ignored when it started ignored (a job put in the background by a non-interactive shell,
+    some CI runners), and the console promises "Ctrl-C to stop". The loop's own handlers only
+    set an event: a KeyboardInterrupt raised wherever the main thread happens to be can land
+    in a weakref callback, where Python prints and drops it, and the console runs on. Only
+    the main thread may install handlers (tests run the command in process)."""
+    stop = asyncio.Event()
+    if threading.current_thread() is threading.main_thread():
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    await serve(config, ready, stop)

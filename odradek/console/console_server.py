@@ -38,12 +38,12 @@ async def start_site(config: ConsoleConfig) -> tuple[web.AppRunner, str]:
     return runner, f"http://{shown}:{port}/"
 
 
-async def serve(config: ConsoleConfig, on_ready) -> None:
-    """Serve until cancelled; ``on_ready(url)`` once listening."""
+async def serve(config: ConsoleConfig, on_ready, stop: asyncio.Event | None = None) -> None:
+    """Serve until ``stop`` is set (or the task is cancelled); ``on_ready(url)`` once listening."""
     runner, url = await start_site(config)
     try:
         on_ready(url)
-        await asyncio.Event().wait()
+        await (stop or asyncio.Event()).wait()
     finally:
         await runner.cleanup()
 
