@@ -204,6 +204,15 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI"),
     _k("sasl.jaas.config", "password", None, doc="per listener and mechanism"),
     _k("connections.max.reauth.ms", "long", 0, 0, doc="a SASL session's lifetime; 0: no re-authentication"),
+    # Dynamic password configs kept in ZooKeeper (odradek/server/password_encoder.py; Kafka's
+    # PasswordEncoderConfigs); the embedded store keeps them unencoded in 0600 files, as KRaft
+    _k("password.encoder.secret", "password", None, doc="encrypts dynamic passwords stored in ZooKeeper"),
+    _k("password.encoder.old.secret", "password", None,
+       doc="the previous secret: passwords it encoded are re-encoded with password.encoder.secret at start"),
+    _k("password.encoder.keyfactory.algorithm", "string", None, doc="default PBKDF2WithHmacSHA512"),
+    _k("password.encoder.cipher.algorithm", "string", "AES/CBC/PKCS5Padding", doc="or AES/GCM/NoPadding"),
+    _k("password.encoder.key.length", "int", 128, 8),
+    _k("password.encoder.iterations", "int", 4096, 1024),
 ]}
 
 
