@@ -80,17 +80,20 @@ def test_mirror_survives_kill_9_and_copies_every_record_once(clusters, tmp_path)
     log = tmp_path / "mirror.log"
 
     # The first run's transactions last a second: the kill lands inside one.
+    # The stream starts once the mirror reads and keeps growing until the kill, so a
+    # transaction that commits is followed by one holding records however slow the machine.
     first = MirrorCommand([*args, "--commit-interval-ms", "1000"], log)
-    live = LiveProducer(source.bootstrap, TOPIC, 0, 2000, PARTITIONS, burst=20)
+    _wait_for(lambda: "source partitions:" in log.read_text(), first.check_running)
+    live = LiveProducer(source.bootstrap, TOPIC, 0, 4000, PARTITIONS, burst=20)
     live.start()
     # kill -9 once a transaction has committed and the next one holds records on the target.
     _wait_for(lambda: _open_transaction_after_a_commit(target.bootstrap), first.check_running)
     first.kill()
-    live.finish()
+    written = live.stop()
     before = sum(committed_positions(target.bootstrap, GROUP).values())
 
     second = MirrorCommand([*args, "--commit-interval-ms", "100"], log)
-    live = LiveProducer(source.bootstrap, TOPIC, 2000, 4000, PARTITIONS, burst=50)
+    live = LiveProducer(source.bootstrap, TOPIC, written, 4000, PARTITIONS, burst=50)
     live.start()
     live.finish()
     ends = wait_caught_up(source.bootstrap, target.bootstrap, [TOPIC], GROUP, check=second.check_running)

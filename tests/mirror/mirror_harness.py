@@ -32,6 +32,14 @@ class LiveProducer(threading.Thread):
         self.burst = burst
         self.sent = 0  # records acknowledged so far
         self.error: BaseException | None = None
+        self._stop_requested = threading.Event()
+
+    def stop(self) -> int:
+        """End after the burst being written (before ``end`` if need be); the stream position
+        the next writer starts from (``start + sent``)."""
+        self._stop_requested.set()
+        self.finish()
+        return self.start_at + self.sent
 
     def run(self) -> None:
         try:
@@ -42,6 +50,8 @@ class LiveProducer(threading.Thread):
                     if (i + 1 - self.start_at) % self.burst == 0:
                         producer.flush()
                         self.sent = i + 1 - self.start_at
+                        if self._stop_requested.is_set():
+                            return
                         time.sleep(0.02)  # let the mirror see the stream grow
                 producer.flush()
                 self.sent = self.end - self.start_at
