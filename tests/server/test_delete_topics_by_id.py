@@ -1,11 +1,18 @@
-"""DeleteTopics entries by name or id (v6+), checked as Kafka's controller checks them."""
+"""DeleteTopics entries by name or id (v6+), checked as Kafka's controller checks them, and
+under ACLs (``ControllerApis.deleteTopics``): an id never reveals a name its sender may not
+describe."""
 
 from __future__ import annotations
 
 import uuid
 
+import pytest
+from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType
+from confluent_kafka.admin import ResourceType
+
 from odradek.protocol import codec
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.testing.broker import InProcessBroker
 from tests.server.test_bad_input import create_topic
 from tests.server.wire import WireClient
 
@@ -57,3 +64,45 @@ def test_duplicates_are_invalid_request_and_delete_nothing(shared_broker):
     _, resp = c.request("DeleteTopics", 4, DT.MESSAGE(topic_names=["del-twice-name"] * 2, timeout_ms=5000))
     assert [r.error_code for r in resp.responses] == [ErrorCode.INVALID_REQUEST] * 2
     assert topic_id(c, "del-twice-name") is not None
+
+
+@pytest.fixture(scope="module")
+def acl_broker(tmp_path_factory):
+    """ACLs on; a topic without any is open to everyone (allow.everyone.if.no.acl.found)."""
+    with InProcessBroker(tmp_path_factory.mktemp("del-acl") / "data",
+                         authorizer_class_name="kafka.security.authorizer.AclAuthorizer",
+                         allow_everyone_if_no_acl_found="true") as b:
+        yield b
+
+
+def allow(topic: str, principal: str, operation) -> AclBinding:
+    return AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*", operation,
+                      AclPermissionType.ALLOW)
+
+
+def test_by_id_without_describe_answers_no_name(acl_broker):
+    """Clients here are User:ANONYMOUS. ``secret-payroll`` has ACLs for someone else only: no
+    DESCRIBE, so its id answers a null name; ``seen-payroll`` may be described but not deleted:
+    its name is shown; ``own-payroll`` may be deleted; a name the request gave is never hidden."""
+    c = WireClient(acl_broker.bootstrap)
+    try:
+        for name in ("secret-payroll", "seen-payroll", "own-payroll"):
+            create_topic(c, name)
+        ids = {name: topic_id(c, name) for name in ("secret-payroll", "seen-payroll", "own-payroll")}
+        admin = AdminClient({"bootstrap.servers": acl_broker.bootstrap})
+        acls = [allow("secret-payroll", "User:hr", AclOperation.ALL),
+                allow("seen-payroll", "User:ANONYMOUS", AclOperation.DESCRIBE),
+                allow("own-payroll", "User:ANONYMOUS", AclOperation.DELETE)]
+        for future in admin.create_acls(acls).values():
+            future.result(10)
+        assert delete(c, (None, ids["secret-payroll"]), (None, ids["seen-payroll"]), (None, ids["own-payroll"])) == [
+            (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, ids["secret-payroll"]),
+            (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "seen-payroll", ids["seen-payroll"]),
+            (ErrorCode.NONE, "own-payroll", ids["own-payroll"])]
+        assert delete(c, ("secret-payroll", ZERO)) == [
+            (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "secret-payroll", ZERO)]
+        image = acl_broker.broker.metadata_image()
+        assert image.topic("secret-payroll") is not None and image.topic("seen-payroll") is not None
+        assert image.topic("own-payroll") is None
+    finally:
+        c.close()

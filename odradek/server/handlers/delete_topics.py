@@ -7,6 +7,10 @@ appears twice in the request are INVALID_REQUEST; an id no topic has is UNKNOWN_
 waits, up to the request's ``timeout_ms`` for them all, until the controller has deleted them
 (REQUEST_TIMED_OUT for a topic still there; its deletion goes on), as Kafka's
 ``DelayedDeleteTopics``.
+
+Under ACLs each entry needs DELETE on its topic (TOPIC_AUTHORIZATION_FAILED); an entry by id
+that fails it answers a null name unless the principal may DESCRIBE the topic, so an id never
+reveals a name its sender could not see in Metadata.
 """
 
 from __future__ import annotations
@@ -28,12 +32,9 @@ async def handle(ctx, request):
     marked = []  # (result, topic id) of the topics marked for deletion
     for result in _checked(request, broker.metadata_image()):
         results.append(result)
-        if result.error_code:
+        if result.error_code or not _deletable(ctx, result):
             continue
         name = result.name
-        if not authorize.allowed(ctx, acl.DELETE, acl.TOPIC, name):  # Kafka: DELETE on the topic
-            result.error_code, result.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
-            continue
         image = broker.metadata_image()
         try:
             assignment = image.topic(name)
@@ -51,6 +52,19 @@ async def handle(ctx, request):
         elif isinstance(outcome, BaseException):
             raise outcome
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+def _deletable(ctx, result: DeletableTopicResult) -> bool:
+    """DELETE on the topic (Kafka's ``ControllerApis.deleteTopics``), else TOPIC_AUTHORIZATION_FAILED.
+    An entry given by id whose name the principal may not DESCRIBE answers that name as null:
+    the id is the caller's own, the name it stands for is not theirs to learn (with DESCRIBE,
+    or DELETE, which implies it, the name is shown)."""
+    if authorize.allowed(ctx, acl.DELETE, acl.TOPIC, result.name):
+        return True
+    if result.topic_id != ZERO_UUID and not authorize.allowed(ctx, acl.DESCRIBE, acl.TOPIC, result.name):
+        result.name = None
+    result.error_code, result.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+    return False
 
 
 def _checked(request, image) -> list[DeletableTopicResult]:
