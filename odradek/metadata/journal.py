@@ -15,6 +15,12 @@ Directory layout::
                            "nodes": [[path, data, version, cversion], ...]}   parents first
     journal-<G>.log       the batches committed since snapshot G, in order
 
+File modes: the snapshot and journals are created 0600 (owner only), and those of an older
+store found with wider modes are narrowed at load: they hold SCRAM credentials
+(``/config/users``) and dynamic broker passwords (``/config/brokers``), unencoded here as in
+Kafka's KRaft metadata log, so file permissions are what guards them. The directory is made
+0700 when created.
+
 Snapshot data strings are znode bytes mapped one-to-one to chars (latin-1). The snapshot is
 replaced atomically: written to ``snapshot.json.tmp``, fsynced, renamed, directory fsynced.
 
@@ -54,6 +60,8 @@ log = logging.getLogger(__name__)
 SNAPSHOT_FORMAT = "odradek-metadata-snapshot"
 SNAPSHOT_VERSION = 1
 COMPACT_MIN_BYTES = 1024 * 1024
+FILE_MODE = 0o600  # credentials inside: see "File modes" above
+DIR_MODE = 0o700
 _HEADER = struct.Struct(">II")
 
 
@@ -99,7 +107,7 @@ class Journal:
 
     def __init__(self, directory: str | os.PathLike) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         self._lock_fd = os.open(self.directory / "lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -118,13 +126,14 @@ class Journal:
         journal for appending.
         """
         nodes = self._read_snapshot()
+        self._narrow_modes()
         path = self._journal_path(self.generation)
         raw = path.read_bytes() if path.exists() else b""
         batches, valid = _decode_records(raw)
         if valid < len(raw):
             log.warning("%s: dropping %d bytes of torn journal tail", path, len(raw) - valid)
         self._remove_stale_files()
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
         if valid < len(raw):
             os.ftruncate(self._fd, valid)
             os.fsync(self._fd)
@@ -153,6 +162,15 @@ class Journal:
             raise CorruptStoreError(f"{path} is unreadable: {exc}") from exc
         self.snapshot_size = len(raw)
         return nodes
+
+    def _narrow_modes(self) -> None:
+        """Files of an older store, created 0644, become 0600 (``chmod`` never widens: a
+        mode already narrower stays)."""
+        for entry in self.directory.iterdir():
+            if entry.name == "snapshot.json" or entry.name.startswith("journal-"):
+                mode = entry.stat().st_mode & 0o777
+                if mode & ~FILE_MODE:
+                    entry.chmod(mode & FILE_MODE)
 
     def _remove_stale_files(self) -> None:
         keep = self._journal_path(self.generation).name
@@ -196,8 +214,8 @@ class Journal:
         # whatever fails before the rename leaves the old pair in charge: give up cleanly.
         fd = new_fd = -1
         try:
-            new_fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            new_fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
             _write_all(fd, raw)
             os.fsync(fd)
             os.close(fd)
