@@ -16,6 +16,9 @@ A request for ``operation`` on a resource (type, name) by ``principal`` from ``h
    WRITE, DELETE or ALTER, DESCRIBE_CONFIGS by ALTER_CONFIGS (``AclAuthorizer.authorize``);
 5. else denied.
 
+Every decision is written to the audit logger ``kafka.authorizer.logger``
+(``server/authorizer_log.py``): denials at INFO, grants at DEBUG.
+
 The cache is filled from the store at start (``server/acl_store.py``) and kept current by the
 change notifications every broker writes after a change, so ACLs added through any broker apply
 on all of them.
@@ -33,6 +36,7 @@ from odradek.protocol.acl_binding import (
 )
 from odradek.metadata.errors import StoreUnavailableError
 from odradek.server.acl_store import EXTENDED_CHANGES, LITERAL_CHANGES, AclStore, decode_change
+from odradek.server.authorizer_log import log_decision
 
 log = logging.getLogger("odradek.authorizer")
 
@@ -144,16 +148,21 @@ class AclAuthorizer:
                 out.extend(entries)
         return out
 
-    def authorize(self, principal, host: str, operation: int, resource_type: int, name: str) -> bool:
-        """May ``principal`` (a KafkaPrincipal or ``User:x``) from ``host`` do ``operation``?"""
+    def authorize(self, principal, host: str, operation: int, resource_type: int, name: str, *,
+                  api_key: int | None = None, log_if_allowed: bool = True, log_if_denied: bool = True) -> bool:
+        """May ``principal`` (a KafkaPrincipal or ``User:x``) from ``host`` do ``operation``?
+
+        Every call, remembered or not, is written to the audit log (``server/authorizer_log.py``)
+        for the request ``api_key``; ``log_if_allowed`` / ``log_if_denied`` are Kafka's
+        ``Action`` flags: false for a question whose answer grants or refuses nothing by itself
+        (authorized operations, filtering a listing, a probe before a narrower check)."""
         key = (principal, host, operation, resource_type, name)
-        try:
-            return self._decisions[key]
-        except KeyError:
-            pass
-        if len(self._decisions) >= _DECISIONS_LIMIT:
-            self._decisions = {}
-        allowed = self._decisions[key] = self._decide(str(principal), host, operation, resource_type, name)
+        allowed = self._decisions.get(key)
+        if allowed is None:
+            if len(self._decisions) >= _DECISIONS_LIMIT:
+                self._decisions = {}
+            allowed = self._decisions[key] = self._decide(str(principal), host, operation, resource_type, name)
+        log_decision(allowed, principal, host, operation, resource_type, name, api_key, log_if_allowed, log_if_denied)
         return allowed
 
     def _decide(self, who: str, host: str, operation: int, resource_type: int, name: str) -> bool:
@@ -173,14 +182,16 @@ class AclAuthorizer:
         return any(e.permission_type == ALLOW and e.principal in principals and e.host in hosts
                    and e.operation in allowing for e in entries)
 
-    def authorize_by_resource_type(self, principal, host: str, operation: int, resource_type: int) -> bool:
+    def authorize_by_resource_type(self, principal, host: str, operation: int, resource_type: int, *,
+                                   api_key: int | None = None) -> bool:
         """May the principal do ``operation`` on some resource of this type (Kafka's
         ``authorizeByResourceType``, KIP-679: IDEMPOTENT_WRITE follows from WRITE on any topic)?
         An allowing pattern counts unless a deny pattern covers it (the literal ``*``, the same
         literal, or a prefix of it)."""
         # As Kafka's Authorizer.authorizeByResourceType: a made-up name first, which super users
         # (and allow.everyone.if.no.acl.found, when no ACL applies to it) pass.
-        if self.authorize(principal, host, operation, resource_type, "hardcode"):
+        # That probe's denial refuses nothing yet (Kafka's Action with logIfDenied false).
+        if self.authorize(principal, host, operation, resource_type, "hardcode", api_key=api_key, log_if_denied=False):
             return True
         principals, hosts = (str(principal), WILDCARD_PRINCIPAL), (host, WILDCARD_HOST)
         allowed, denied = set(), set()

@@ -2,11 +2,12 @@
 DescribeConfigs and IncrementalAlterConfigs, as ``kafka-configs --entity-type broker-loggers``
 uses it (Kafka's ``Log4jController`` and ``RuntimeLoggerManager``).
 
-The loggers are Python ``logging`` loggers: ``root`` and every logger that exists under
-``odradek`` (``odradek.broker``, ``odradek.topics``, ...). Each is described by its effective
-level under Kafka's level names; SET gives a logger its own level, DELETE removes it, so the
-logger inherits its parent's (up to root's) again. Nothing is persisted: a restart brings
-back the levels the logging configuration gives.
+The loggers are Python ``logging`` loggers: ``root``, every logger that exists under
+``odradek`` (``odradek.broker``, ``odradek.topics``, ...), and the loggers odradek writes to
+under Kafka's own names (``kafka.authorizer.logger``, ``server/authorizer_log.py``). Each is
+described by its effective level under Kafka's level names; SET gives a logger its own level,
+DELETE removes it, so the logger inherits its parent's (up to root's) again. Nothing is
+persisted: a restart brings back the levels the logging configuration gives.
 
 Kafka's names map to Python's levels as below (TRACE sits under DEBUG; Python has no such
 level of its own). SET accepts exactly the names Kafka's ``LogLevelConfig.VALID_LOG_LEVELS``
@@ -18,6 +19,7 @@ from __future__ import annotations
 import logging
 
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.authorizer_log import AUDIT_LOGGER
 from odradek.server.topics import TopicError
 
 log = logging.getLogger("odradek.broker_loggers")
@@ -33,6 +35,11 @@ _VALID = ", ".join(sorted(LEVELS))
 _OPERATION_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 logging.getLogger(PACKAGE)  # the package's own logger always exists, as a level for all below it
+KAFKA_LOGGERS = frozenset({AUDIT_LOGGER})
+
+
+def _served(name: str) -> bool:
+    return name == PACKAGE or name.startswith(PACKAGE + ".") or name in KAFKA_LOGGERS
 
 
 def level_name(level: int) -> str:
@@ -47,7 +54,7 @@ def loggers() -> dict[str, str]:
     """Every logger with its effective level, ``root`` included."""
     out = {ROOT: level_name(logging.getLogger().level)}
     for name, logger in sorted(logging.Logger.manager.loggerDict.items()):
-        if isinstance(logger, logging.Logger) and (name == PACKAGE or name.startswith(PACKAGE + ".")):
+        if isinstance(logger, logging.Logger) and _served(name):
             out[name] = level_name(logger.getEffectiveLevel())
     return out
 
@@ -56,7 +63,7 @@ def _existing(name: str | None) -> logging.Logger | None:
     if name == ROOT:
         return logging.getLogger()
     logger = logging.Logger.manager.loggerDict.get(name or "")
-    if isinstance(logger, logging.Logger) and (name == PACKAGE or name.startswith(PACKAGE + ".")):
+    if isinstance(logger, logging.Logger) and _served(name):
         return logger
     return None
 

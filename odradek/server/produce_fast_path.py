@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from odradek.protocol._produce_codec import encode_response, parse_request
 from odradek.protocol.acl_binding import TOPIC, WRITE
+from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.produce_validation import ProduceError
 from odradek.server.authorize import connection_allowed
@@ -115,10 +116,12 @@ class ProduceFastPath:
         return encode_response(version, correlation_id, responses, throttle_ms)
 
     def _writable(self, topics, connection) -> bool:
-        """WRITE on every topic of the request, as the generic path checks it."""
+        """WRITE on every topic of the request, as the generic path checks it. A denial here
+        only hands the request over: the generic path asks again and audit-logs it at INFO."""
         broker = self._broker
         for name, _ in topics:
-            if not connection_allowed(broker, connection, WRITE, TOPIC, name):
+            if not connection_allowed(broker, connection, WRITE, TOPIC, name, api_key=ApiKey.PRODUCE,
+                                      log_if_denied=False):
                 return False
         return True
 

@@ -36,15 +36,17 @@ async def handle(ctx, request):
             result.error_message = f"Create topics request from client contains a duplicate topic {topic.name}"
             results.append(result)
             continue
-        # Kafka: CREATE on the cluster, or on the topic
-        if not (authorize.allowed_cluster(ctx, acl.CREATE) or authorize.allowed(ctx, acl.CREATE, acl.TOPIC, topic.name)):
+        # Kafka: CREATE on the cluster, or on the topic (only the topic's denial is the refusal)
+        if not (authorize.allowed_cluster(ctx, acl.CREATE, log_if_denied=False)
+                or authorize.allowed(ctx, acl.CREATE, acl.TOPIC, topic.name)):
             result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             result.error_message = "Authorization failed."
             results.append(result)
             continue
         try:
             plan = await _create(broker, request, topic, result)
-            if ctx.api_version >= 5 and not authorize.allowed(ctx, acl.DESCRIBE_CONFIGS, acl.TOPIC, topic.name):
+            if ctx.api_version >= 5 and not authorize.allowed(ctx, acl.DESCRIBE_CONFIGS, acl.TOPIC, topic.name,
+                                                              log_if_denied=False):
                 # Kafka: the resulting configs and layout only to who may describe its configs
                 result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 result.configs, result.num_partitions, result.replication_factor = None, -1, -1

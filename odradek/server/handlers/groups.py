@@ -179,8 +179,9 @@ def handle_list_groups(ctx, request):
     if states_filter and not states:
         return ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=[])
     error, listed = coordinator.list_groups(states, set(types_filter))
-    if not authorize.allowed_cluster(ctx, DESCRIBE):  # Kafka: else only the describable groups
-        listed = [g for g in listed if authorize.allowed(ctx, DESCRIBE, GROUP, g.group_id)]
+    # Kafka: else only the describable groups; these denials filter, refusing nothing (not logged at INFO)
+    if not authorize.allowed_cluster(ctx, DESCRIBE, log_if_denied=False):
+        listed = [g for g in listed if authorize.allowed(ctx, DESCRIBE, GROUP, g.group_id, log_if_denied=False)]
     groups = [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type=CLASSIC)
               for g in sorted(listed, key=lambda g: g.group_id)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=groups)

@@ -64,10 +64,10 @@ def _authorized_names(ctx, request, names, image):
     for name, topic_id, error in names:
         if error is not None:
             out.append((name, topic_id, error))
-        elif not authorize.allowed(ctx, DESCRIBE, TOPIC, name):
+        elif not authorize.allowed(ctx, DESCRIBE, TOPIC, name, log_if_denied=not every):  # a listing filters
             if not every:
                 out.append((None if topic_id != ZERO_UUID else name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-        elif (creating and image.topic(name) is None and not authorize.allowed_cluster(ctx, CREATE)
+        elif (creating and image.topic(name) is None and not authorize.allowed_cluster(ctx, CREATE, log_if_denied=False)
               and not authorize.allowed(ctx, CREATE, TOPIC, name)):
             out.append((name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
         else:
