@@ -13,7 +13,7 @@ from odradek.metadata.embedded_store import EmbeddedStore
 from odradek.server.acl_authorizer import AclAuthorizer, make_authorizer, parse_super_users
 from odradek.server.acl_store import AclStore
 from odradek.protocol.acl_binding import (
-    ALL, ALLOW, ALTER_CONFIGS, ANY, CLUSTER, CLUSTER_NAME, DENY, DESCRIBE, DESCRIBE_CONFIGS, GROUP, LITERAL,
+    ALL, ALLOW, ALTER_CONFIGS, ANY, CLUSTER, CLUSTER_NAME, CREATE, DENY, DESCRIBE, DESCRIBE_CONFIGS, GROUP, LITERAL,
     MATCH, PREFIXED, READ, TOPIC, WRITE, AccessControlEntry, AclBinding, AclBindingFilter, ResourcePattern,
     invalid_binding,
 )
@@ -207,3 +207,21 @@ def test_a_change_from_another_broker_is_read_off_the_event_loop(tmp_path):
         while b.call(authorizer.authorize, BOB, "h", READ, TOPIC, "held"):
             assert time.monotonic() < deadline, "the ACL never applied"
         assert b.call(authorizer.authorize, ALICE, "h", READ, TOPIC, "held")
+
+
+def test_a_prefixed_acl_covers_the_name_equal_to_its_prefix(authorizer):
+    """Kafka's PREFIXED matches a name that starts with the prefix, the prefix itself included:
+    ``orders-`` covers the topic ``orders-`` as it covers ``orders-eu``, for an allow and a deny,
+    and in authorizeByResourceType's deny cover."""
+    carol = KafkaPrincipal.user("carol")
+    authorizer.create([bind(TOPIC, "c-", "User:carol", CREATE), bind(TOPIC, "c-", "User:carol", CREATE, DENY, PREFIXED)])
+    assert not authorizer.authorize(carol, "h", CREATE, TOPIC, "c-")
+    assert not authorizer.authorize_by_resource_type(carol, "h", CREATE, TOPIC)  # its only allow is covered
+    authorizer.create([bind(TOPIC, "orders-", "User:alice", READ, pattern=PREFIXED),
+                       bind(TOPIC, "audit-", "User:*", ALL, pattern=PREFIXED),
+                       bind(TOPIC, "audit-", "User:bob", READ, DENY, pattern=PREFIXED)])
+    assert authorizer.authorize(ALICE, "h", READ, TOPIC, "orders-")
+    assert authorizer.authorize(ALICE, "h", READ, TOPIC, "orders-eu")
+    assert not authorizer.authorize(ALICE, "h", READ, TOPIC, "orders")
+    assert authorizer.authorize(BOB, "h", WRITE, TOPIC, "audit-")
+    assert not authorizer.authorize(BOB, "h", READ, TOPIC, "audit-")
