@@ -106,6 +106,10 @@ class ClusterMetadata:
         # thread), so the epoch kept is that of the registration made last.
         self._registration_lock = threading.Lock()
         self._closed = False
+        # How broker configs are stored: ``to_persistent(dict) -> dict`` before a write,
+        # ``from_persistent(dict) -> dict`` after a read (server/dynamic_broker_config.py's
+        # DynamicPasswords encodes passwords on ZooKeeper); None: as they are.
+        self.broker_config_codec = None
         self.ensure_paths()
         self.cache = MetadataCache(store)
         self.cache.start()
@@ -438,11 +442,16 @@ class ClusterMetadata:
         self.cache.refresh_topic_config(name)
 
     def broker_config(self, broker_id: int | None) -> dict[str, str]:
-        """A broker's dynamic config overrides; None means the cluster-wide ``<default>``."""
-        return self._read_config(layout.broker_config_path(broker_id))
+        """A broker's dynamic config overrides; None means the cluster-wide ``<default>``
+        (decoded by ``broker_config_codec``)."""
+        stored = self._read_config(layout.broker_config_path(broker_id))
+        return stored if self.broker_config_codec is None else self.broker_config_codec.from_persistent(stored)
 
     def set_broker_config(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
-        self._write_config(layout.broker_config_path(broker_id), validate_configs(configs))
+        config = validate_configs(configs)
+        if self.broker_config_codec is not None:
+            config = self.broker_config_codec.to_persistent(config)
+        self._write_config(layout.broker_config_path(broker_id), config)
 
     def _read_config(self, path: str) -> dict[str, str]:
         try:

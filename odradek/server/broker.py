@@ -40,7 +40,9 @@ from odradek.replication.replica_fetcher_manager import ReplicaFetcherManager
 from odradek.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from odradek.server.broker_listeners import BrokerListeners, BrokerStartError  # noqa: F401 - re-exported
 from odradek.server.broker_to_controller import BrokerToControllerChannel
-from odradek.server.dynamic_broker_config import DynamicConfigError, check_listeners, check_names, check_thread_counts
+from odradek.server.dynamic_broker_config import (
+    DynamicConfigError, DynamicPasswords, check_listeners, check_names, check_thread_counts,
+)
 from odradek.server.config import BrokerConfig, ConfigError, Listener
 from odradek.server.config_change_listener import ConfigChangeListener
 from odradek.server import client_quota_configs
@@ -148,13 +150,17 @@ class Broker(BrokerListeners):
             self.inter_broker_ssl = inter_broker_ssl_context(self.config)
             self.inter_broker_sasl = inter_broker_sasl(self.config)
             self.inter_broker_listener = inter_broker_listener(self.config)
+            self.dynamic_passwords = DynamicPasswords.from_config(self.config)
         except ConfigError as e:
             raise BrokerStartError(str(e)) from None
         await self.metrics.start()  # first: /v1/status/live answers during a long log recovery
         self.metadata = open_metadata(self.config)
+        self.metadata.broker_config_codec = self.dynamic_passwords  # passwords encoded on ZooKeeper
         # off the loop (also the registration below): the store may wait for ZooKeeper to
         # come back, and /v1/status/live should answer meanwhile
         self.cluster_id = await self.loop.run_in_executor(None, self.metadata.cluster_id)
+        # password.encoder.old.secret: re-encode with the new secret before anything reads them
+        await self.loop.run_in_executor(None, self.dynamic_passwords.rotate, self.metadata.store, self.broker_id)
         from odradek.server.acl_authorizer import make_authorizer
         try:
             self.authorizer = make_authorizer(self.config, self.metadata.store, self.loop)
@@ -362,6 +368,7 @@ class Broker(BrokerListeners):
         levels = {**new, **other} if broker_id is None else {**other, **new}
         try:
             check_names(changed, per_broker=broker_id is not None)
+            self.dynamic_passwords.check(new, broker_id)
             after = BrokerConfig.from_props({**self.config.props, **levels})
             parse_overrides(after["max.connections.per.ip.overrides"])
             check_thread_counts(self.effective_config().values, after.values)

@@ -18,7 +18,11 @@ default (resource name ""); a broker's own value wins over the default, which wi
 Everything else is refused as Kafka refuses it, with INVALID_REQUEST and Kafka's message:
 "Cannot update these configs dynamically: Set(log.dirs)". odradek is stricter than Kafka in one
 case: a name it does not know at all is refused the same way (Kafka stores unknown names).
-SSL keystore and truststore settings may change only per listener
+Password configs (Kafka's PASSWORD type: ``ssl.key.password``, ``sasl.jaas.config``, ...) are
+stored encrypted in ZooKeeper with ``password.encoder.secret`` (``DynamicPasswords`` below;
+the format is ``server/password_encoder.py``'s), and refused without a secret; the embedded
+store keeps them as they are, in files only the broker's user can read (``metadata/journal.py``),
+as Kafka in KRaft mode keeps them in its metadata log. SSL keystore and truststore settings may change only per listener
 (``listener.name.<listener>.ssl.keystore.location``), and listener and security settings only
 per broker, never as the cluster-wide default. Thread counts may at most double or halve in
 one change. ``listeners`` changed at run time are bound and closed at once (see
@@ -27,9 +31,16 @@ one change. ``listeners`` changed at run time are bound and closed at once (see
 
 from __future__ import annotations
 
+import logging
 import re
 
+from odradek.metadata import layout
+from odradek.metadata.errors import BadVersionError, NoNodeError
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.config import KEYS, ConfigError
+from odradek.server.password_encoder import PasswordDecodeError, PasswordEncoder
+
+log = logging.getLogger(__name__)
 
 # ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS (the first synonym of each topic config)
 # without log.message.format.version (DynamicLogConfig.NonReconfigrableLogConfigs).
@@ -101,8 +112,17 @@ class DynamicConfigError(ValueError):
         self.error = error
 
 
-def is_sensitive(name: str) -> bool:
+def is_password(name: str) -> bool:
+    """A dynamic config of Kafka's PASSWORD type, listener-prefixed or not
+    (``DynamicBrokerConfig.isPasswordConfig``): stored encoded in ZooKeeper."""
     return name.endswith(SENSITIVE_SUFFIXES)
+
+
+def is_sensitive(name: str) -> bool:
+    """Described without its value: the dynamic passwords and every static key of the PASSWORD
+    type (``password.encoder.secret`` too)."""
+    key = KEYS.get(name)
+    return is_password(name) or (key is not None and key.type == "password")
 
 
 def base_name(name: str) -> str:
@@ -172,3 +192,123 @@ def check_listeners(config) -> None:
     if not set(listeners) <= set(protocols):
         raise DynamicConfigError(f"Listeners '{','.join(listeners)}' must be subset of listener map "
                                  f"'{config['listener.security.protocol.map']}'")
+
+
+SECRET_NOT_CONFIGURED = "Password encoder secret not configured"
+
+
+class DynamicPasswords:
+    """How this broker keeps its dynamic password configs in the store: Kafka's
+    ``DynamicBrokerConfig.toPersistentProps``, ``fromPersistentProps`` and
+    ``maybeReEncodePasswords``.
+
+    On ZooKeeper (``encoding``) every password value is stored as ``encoder`` encodes it
+    (``server/password_encoder.py``), so ``/config/brokers/<id>`` never holds one in clear;
+    with no ``password.encoder.secret`` a change that would store one is refused with
+    INVALID_REQUEST. Reading decodes; a value this secret cannot decode is left out (logged
+    once), as Kafka ignores it. With ``password.encoder.old.secret`` set, the broker re-encodes
+    at start what the old secret encoded (``rotate``). On the embedded store values pass
+    unchanged (KRaft keeps them unencoded in its metadata log, guarded by file permissions).
+
+    ``metadata/cluster_metadata.py`` calls ``to_persistent`` and ``from_persistent`` as its
+    ``broker_config_codec``, so every reader of ``broker_config`` sees cleartext and every
+    writer stores encoded values."""
+
+    def __init__(self, encoding: bool, encoder: PasswordEncoder | None = None,
+                 old_encoder: PasswordEncoder | None = None) -> None:
+        self.encoding = encoding
+        self.encoder = encoder
+        self.old_encoder = old_encoder
+        self._reported: set[tuple[str, str]] = set()
+
+    @classmethod
+    def from_config(cls, config) -> "DynamicPasswords":
+        """From ``password.encoder.*`` of a ``BrokerConfig``; ConfigError for settings the
+        encoder cannot use."""
+        def encoder(secret_key: str) -> PasswordEncoder | None:
+            secret = config[secret_key]
+            if secret is None:
+                return None
+            try:
+                return PasswordEncoder(secret, config["password.encoder.keyfactory.algorithm"],
+                                       config["password.encoder.cipher.algorithm"],
+                                       config["password.encoder.key.length"], config["password.encoder.iterations"])
+            except ValueError as e:
+                raise ConfigError(f"password.encoder.*: {e}") from None
+
+        return cls(bool(config["zookeeper.connect"]), encoder("password.encoder.secret"),
+                   encoder("password.encoder.old.secret"))
+
+    def check(self, configs, broker_id: int | None) -> None:
+        """Refuse ``configs`` (the whole set about to be stored) when it holds a password that
+        cannot be encoded, with the message of Kafka's ZkAdminManager."""
+        if self.encoding and self.encoder is None and any(is_password(n) and v is not None for n, v in configs.items()):
+            name = "" if broker_id is None else str(broker_id)
+            raise DynamicConfigError(f"Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): "
+                                     f"{SECRET_NOT_CONFIGURED}")
+
+    def to_persistent(self, configs: dict[str, str]) -> dict[str, str]:
+        """``configs`` as stored: passwords encoded (ZooKeeper). Raises DynamicConfigError
+        when one must be encoded and there is no secret."""
+        if not self.encoding or not any(is_password(n) for n in configs):
+            return dict(configs)
+        if self.encoder is None:
+            raise DynamicConfigError(SECRET_NOT_CONFIGURED)
+        return {n: self.encoder.encode(v) if is_password(n) else v for n, v in configs.items()}
+
+    def from_persistent(self, stored: dict[str, str]) -> dict[str, str]:
+        """``stored`` with its passwords decoded; those that cannot be are left out."""
+        if not self.encoding:
+            return dict(stored)
+        out = {}
+        for name, value in stored.items():
+            if not is_password(name):
+                out[name] = value
+                continue
+            try:
+                if self.encoder is None:
+                    raise PasswordDecodeError(SECRET_NOT_CONFIGURED)
+                out[name] = self.encoder.decode(value)
+            except PasswordDecodeError as e:
+                if (name, value) not in self._reported:  # read at every describe: say it once
+                    self._reported.add((name, value))
+                    log.error("Dynamic password config %s could not be decoded, ignoring: %s", name, e)
+        return out
+
+    def re_encoded(self, stored: dict[str, str]) -> dict[str, str] | None:
+        """``stored`` with the passwords that ``password.encoder.old.secret`` decodes encoded
+        again with ``password.encoder.secret``; None when there is none."""
+        if not self.encoding or self.old_encoder is None or self.encoder is None:
+            return None
+        out, changed = dict(stored), False
+        for name, value in stored.items():
+            if not is_password(name):
+                continue
+            try:
+                password = self.old_encoder.decode(value)
+            except PasswordDecodeError:  # already under the new secret (an earlier start)
+                continue
+            out[name], changed = self.encoder.encode(password), True
+        return out if changed else None
+
+    def rotate(self, store, broker_id: int) -> bool:
+        """Re-encode this broker's stored passwords under the new secret (``re_encoded``),
+        written only over the version read (a concurrent change: read again). Blocking store
+        calls. Returns whether anything was rewritten."""
+        if not self.encoding or self.old_encoder is None:
+            return False
+        path = layout.broker_config_path(broker_id)
+        while True:
+            try:
+                data, version = store.get(path)
+            except NoNodeError:
+                return False
+            updated = self.re_encoded(layout.decode_config(data, path))
+            if updated is None:
+                return False
+            try:
+                store.set(path, layout.encode_config(updated), version)
+            except BadVersionError:
+                continue
+            log.info("re-encoded the dynamic passwords of broker %d with the new password.encoder.secret", broker_id)
+            return True
