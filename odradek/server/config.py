@@ -204,6 +204,10 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI"),
     _k("sasl.jaas.config", "password", None, doc="per listener and mechanism"),
     _k("connections.max.reauth.ms", "long", 0, 0, doc="a SASL session's lifetime; 0: no re-authentication"),
+    _k("sasl.server.max.receive.size", "int", 524288, 0,
+       doc="the largest request a SASL listener reads before authentication (and during re-authentication)"),
+    _k("connection.failed.authentication.delay.ms", "int", 100, 0,
+       doc="how long a failed authentication's answer and close are held back"),
     # Dynamic password configs kept in ZooKeeper (odradek/server/password_encoder.py; Kafka's
     # PasswordEncoderConfigs); the embedded store keeps them unencoded in 0600 files, as KRaft
     _k("password.encoder.secret", "password", None, doc="encrypts dynamic passwords stored in ZooKeeper"),
