@@ -26,7 +26,12 @@ default Kafka's "range" then "roundrobin"), rebalancing as members come and go; 
 the member's generation; ``enable_auto_commit`` commits what ``poll`` returned every
 ``auto_commit_interval_ms``, before partitions are revoked and on ``close``; a ``listener``
 hears of revoked and assigned partitions (``rebalance_listener``). ``assign`` and
-``subscribe`` exclude each other (``unsubscribe`` first).
+``subscribe`` exclude each other (``unsubscribe`` first). ``group_protocol="consumer"``
+(Kafka's ``group.protocol``) joins with Kafka 4's consumer group protocol instead (KIP-848,
+``consumer_group_membership``): the coordinator assigns (``group_remote_assignor``, Kafka's
+``group.remote.assignor``), rebalances are incremental, commits carry the member epoch, and
+``session_timeout_ms``, ``heartbeat_interval_ms`` and ``partition_assignment_strategy`` are
+the broker's (``group.consumer.*``), not the member's.
 
 A partition assigned but missing from the cluster's metadata (its topic does not exist, or
 has fewer partitions) gets no position: ``poll`` returns nothing for it within its timeout,
@@ -51,6 +56,7 @@ from typing import Self
 
 from odradek.client.client_security import connection_settings
 from odradek.client.cluster import ClusterClient
+from odradek.client.consumer_group_membership import ConsumerGroupMembership
 from odradek.client.consumer_record import consumer_records
 from odradek.client.coordinator import GroupCoordinatorClient
 from odradek.client.errors import BrokerError, ClientClosedError, KafkaError, NoOffsetForPartitionError
@@ -110,6 +116,8 @@ class AsyncConsumer:
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 5_000,
         partition_assignment_strategy=("range", "roundrobin"),
+        group_protocol: str = "classic",
+        group_remote_assignor: str | None = None,
         security=None,  # security.protocol, ssl.*, sasl.* (client/client_security.py)
     ) -> None:
         if isolation_level not in _ISOLATION:
@@ -137,7 +145,9 @@ class AsyncConsumer:
             assignors=tuple(partition_assignment_strategy), enable_auto_commit=enable_auto_commit,
             auto_commit_interval_ms=auto_commit_interval_ms, metadata_max_age_ms=metadata_max_age_ms,
         )
-        self._membership: GroupMembership | None = None
+        self._group_protocol = _group_protocol(group_protocol, group_remote_assignor)
+        self._remote_assignor = group_remote_assignor
+        self._membership: GroupMembership | ConsumerGroupMembership | None = None
         self._committed_checked: set[TopicPartition] = set()
         self._absent: set[TopicPartition] = set()  # assigned, not in the metadata (warned once)
         self._max_poll_records = max_poll_records
@@ -194,6 +204,17 @@ class AsyncConsumer:
         if self._cluster.add_topics(self._subs.topics()):
             self._cluster.request_update()
 
+    def _change_assignment(self, partitions) -> None:
+        """An incremental change (the consumer group protocol): the partitions kept keep
+        their positions and buffered records."""
+        kept = {TopicPartition(*tp) for tp in partitions}
+        for tp in set(self._subs.assignment) - kept:
+            self._forget_buffered(tp)
+        self._subs.assign(kept)
+        self._committed_checked &= kept
+        if self._cluster.add_topics(self._subs.topics()):
+            self._cluster.request_update()
+
     def assignment(self) -> set[TopicPartition]:
         return set(self._subs.assignment)
 
@@ -208,7 +229,11 @@ class AsyncConsumer:
         coordinator = self._require_group()
         if self._subs.assignment and (self._membership is None or not self._membership.subscribed):
             raise ValueError("the consumer has assigned partitions: unsubscribe() before subscribe()")
-        if self._membership is None:
+        if self._membership is None and self._group_protocol == "consumer":
+            self._membership = ConsumerGroupMembership(
+                coordinator, self._membership_config, assign=self._change_assignment,
+                consumed=self._consumed_offsets, wake=self._fetcher.wake, server_assignor=self._remote_assignor)
+        elif self._membership is None:
             self._membership = GroupMembership(
                 coordinator, self._membership_config, assign=self._set_assignment,
                 consumed=self._consumed_offsets, wake=self._fetcher.wake)
@@ -484,6 +509,18 @@ class AsyncConsumer:
     def _check_open(self) -> None:
         if self._closed:
             raise ClientClosedError("consumer is closed")
+
+
+def _group_protocol(name: str, remote_assignor: str | None) -> str:
+    """``group.protocol``: "classic" (JoinGroup/SyncGroup, client-side assignors) or
+    "consumer" (KIP-848, ``consumer_group_membership``), case-insensitive as Kafka's
+    ``GroupProtocol``; ``group.remote.assignor`` only means something to the latter."""
+    protocol = str(name).lower()
+    if protocol not in ("classic", "consumer"):
+        raise ValueError(f"group_protocol must be 'classic' or 'consumer', not {name!r}")
+    if remote_assignor is not None and protocol != "consumer":
+        raise ValueError("group_remote_assignor is only used with group_protocol='consumer'")
+    return protocol
 
 
 def _partition_count(meta, topic: str) -> str:
