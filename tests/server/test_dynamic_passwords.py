@@ -153,3 +153,31 @@ def test_the_embedded_store_keeps_passwords_in_owner_only_files(tmp_path):
         assert any(CLEARTEXT.encode() in p.read_bytes() for p in files)
         for path in files:
             assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+
+def test_dynamic_passwords_without_a_broker():
+    """The store-side rules alone: what is encoded, what a wrong secret reads, what rotates."""
+    from odradek.server.config import BrokerConfig, ConfigError
+    from odradek.server.dynamic_broker_config import DynamicConfigError, DynamicPasswords
+
+    a, b = PasswordEncoder("secret-A"), PasswordEncoder("secret-B")
+    plain = {KEY_PASSWORD: CLEARTEXT, "listener.name.x.scram-sha-256.sasl.jaas.config": "LoginModule required;", "num.io.threads": "9"}
+    stored = DynamicPasswords(True, a).to_persistent(plain)
+    assert stored["num.io.threads"] == "9" and CLEARTEXT not in str(stored) and "LoginModule" not in str(stored)
+    assert DynamicPasswords(True, a).from_persistent(stored) == plain
+    # A broker with another secret (or none) reads the other configs and leaves the passwords out.
+    assert DynamicPasswords(True, b).from_persistent(stored) == {"num.io.threads": "9"}
+    assert DynamicPasswords(True).from_persistent(stored) == {"num.io.threads": "9"}
+    with pytest.raises(DynamicConfigError, match="Password encoder secret not configured"):
+        DynamicPasswords(True).check(plain, 1)
+    DynamicPasswords(True).check({"num.io.threads": "9"}, 1)
+    DynamicPasswords(False).check(plain, 1)  # the embedded store: kept as they are
+    assert DynamicPasswords(False).to_persistent(plain) == plain
+    # Rotation: what the old secret encoded is encoded again with the new one, once.
+    rotating = DynamicPasswords(True, b, old_encoder=a)
+    rotated = rotating.re_encoded(stored)
+    assert DynamicPasswords(True, b).from_persistent(rotated) == plain
+    assert rotating.re_encoded(rotated) is None
+    with pytest.raises(ConfigError, match="password.encoder"):
+        DynamicPasswords.from_config(BrokerConfig.from_props({"password.encoder.secret": "s",
+                                                              "password.encoder.cipher.algorithm": "DES"}))
