@@ -47,6 +47,8 @@ _SERVED = [
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,  # ``server/handlers/acls.py``
     ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,  # ``server/handlers/client_quotas.py``
+    # KIP-848 consumer groups (``server/handlers/consumer_group_heartbeat.py``, ``..._describe.py``)
+    ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

@@ -10,6 +10,10 @@ in a partition with the transaction's coordinator (KIP-890 part 1) and, when the
 is on the same broker, waits for an AddPartitionsToTxn read before the batch on the same
 connection. A producer may then send that batch right behind its AddPartitionsToTxn instead
 of waiting for the answer (``client/transaction_manager.py``).
+
+``group.version`` (Kafka's feature, KIP-848): supported 0-1 and finalized at level 1, listed
+under the same rule (so Kafka's own clients do not see it: they use ConsumerGroupHeartbeat
+because the broker advertises the API, as librdkafka does).
 """
 
 from __future__ import annotations
@@ -18,4 +22,9 @@ CLIENT_SOFTWARE_NAME = "odradek-python"
 TRANSACTION_VERIFICATION = "odradek.transaction.verification"
 
 # name -> (min version, max version)
-BROKER_FEATURES: dict[str, tuple[int, int]] = {TRANSACTION_VERIFICATION: (1, 1)}
+BROKER_FEATURES: dict[str, tuple[int, int]] = {TRANSACTION_VERIFICATION: (1, 1), "group.version": (0, 1)}
+
+# Kafka's finalized features, as a Kafka 4 cluster reports them: ``group.version`` level 1
+# is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+GROUP_VERSION = "group.version"
+FINALIZED_FEATURES: dict[str, int] = {GROUP_VERSION: 1}

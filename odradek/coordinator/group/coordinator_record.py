@@ -17,8 +17,8 @@ Worked example, the key of group "g", topic "t", partition 3 (key version 1)::
 
     00 01 | 00 01 67 | 00 01 74 | 00 00 00 03
 
-Key versions 3 and up are Kafka's newer group types (KIP-848 consumer groups, share groups);
-``decode_record`` returns None for them so a loader can skip them.
+Key versions 3 to 8 are KIP-848 consumer groups' records (``consumer.consumer_group_records``);
+later ones (share groups, ...) decode to None so a loader can skip them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from odradek.coordinator import versioned_message
+from odradek.coordinator.group.consumer.consumer_group_records import KEY_VERSIONS, decode_consumer_record
 from odradek.coordinator.group.offset_and_metadata import OffsetAndMetadata
 from odradek.protocol.generated import (
     group_metadata_key,
@@ -105,6 +106,11 @@ def decode_record(key, value) -> CoordinatorRecord | None:
         return GroupMetadataRecord(k.group, None if value is None else _group_value(value))
     if version < 0:
         raise CoordinatorRecordError(f"negative key version {version}")
+    if version in KEY_VERSIONS:
+        try:
+            return decode_consumer_record(version, key, value, _decode)
+        except ValueError as e:  # a value shorter than its version
+            raise CoordinatorRecordError(str(e)) from None
     return None
 
 

@@ -21,6 +21,13 @@ class GroupConfig:
     # A member that joined but never completed a rebalance is dropped after this long (Kafka's
     # fixed 5 minutes), so clients that gave up a JoinGroup do not pile up as phantoms.
     new_member_join_timeout_ms: int = 300_000
+    # KIP-848 consumer groups (coordinator/group/consumer/): group.consumer.session.timeout.ms,
+    # group.consumer.heartbeat.interval.ms, group.consumer.max.size, group.consumer.assignors
+    # (names; the first is the default).
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_max_size: int = 2**31 - 1
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # offsets.retention.minutes, in ms.
     offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
     offsets_retention_check_interval_ms: int = 600_000
@@ -40,6 +47,10 @@ class GroupConfig:
             max_session_timeout_ms=config["group.max.session.timeout.ms"],
             initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
             max_size=config["group.max.size"],
+            consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
+            consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+            consumer_max_size=config["group.consumer.max.size"],
+            consumer_assignors=tuple(config["group.consumer.assignors"]),
             offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
             offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
             commit_timeout_ms=config["offsets.commit.timeout.ms"],

@@ -43,8 +43,10 @@ import logging
 from dataclasses import dataclass, field
 
 from odradek.coordinator.coordinator_runtime import CoordinatorError, CoordinatorRuntime, CoordinatorSlot
+from odradek.coordinator.group.consumer.consumer_group_heartbeat import HeartbeatResult
 from odradek.coordinator.group.coordinator_result import (
     CoordinatorResult,
+    group_write_error,
     offset_write_error,
 )
 from odradek.coordinator.group.group_config import OFFSETS_TOPIC, GroupConfig
@@ -82,7 +84,7 @@ class GroupCoordinator(CoordinatorRuntime):
 
     # --- the runtime's hooks ------------------------------------------------------------------
     def _new_slot(self, p: int, leader_epoch: int) -> _Slot:
-        return _Slot(p, leader_epoch, GroupCoordinatorShard(p, self.config, self.clock))
+        return _Slot(p, leader_epoch, GroupCoordinatorShard(p, self.config, self.clock, self.broker.metadata_image))
 
     def _load_shard(self, shard, plog):
         return load_shard(shard, plog)
@@ -310,11 +312,17 @@ class GroupCoordinator(CoordinatorRuntime):
             return
         slot.shard.replay_end_transaction(producer_id, commit)
 
-    def fetch_offsets(self, group_id: str, wanted, require_stable: bool = False) -> tuple[ErrorCode, list]:
+    def fetch_offsets(self, group_id: str, wanted, require_stable: bool = False, member_id: str | None = None,
+                      member_epoch: int = -1) -> tuple[ErrorCode, list]:
+        """``member_id``/``member_epoch`` (OffsetFetch v9+): checked against a consumer group's
+        member (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)."""
         try:
             slot = self._slot_for(group_id)
         except CoordinatorError as e:
             return e.error, []
+        error = slot.shard.offsets.fetch_error(group_id, member_id, member_epoch)
+        if error is not None:
+            return error, []
         return ErrorCode.NONE, slot.shard.fetch_offsets(group_id, wanted, require_stable)
 
     async def delete_offsets(self, group_id: str, partitions) -> tuple[ErrorCode, dict]:
@@ -328,6 +336,36 @@ class GroupCoordinator(CoordinatorRuntime):
         if failed is not None:
             return offset_write_error(failed), {}
         return result.response
+
+    # --- KIP-848 consumer groups ------------------------------------------------------------------
+    async def consumer_group_heartbeat(self, req) -> HeartbeatResult:
+        """ConsumerGroupHeartbeat: answered once the records it writes are replicated (an
+        error writing them answers the member as Kafka maps it: ``group_write_error``)."""
+        try:
+            slot = self._slot_for(req.group_id)
+        except CoordinatorError as e:
+            return HeartbeatResult(e.error, None, req.member_id or None, req.member_epoch)
+        result = slot.shard.consumer_group_heartbeat(req)
+        errors = [await f for f in self._apply(slot, result)]
+        failed = next((e for e in errors if e != ErrorCode.NONE), None)
+        if failed is not None:
+            return HeartbeatResult(group_write_error(failed), None, req.member_id or None, req.member_epoch)
+        return result.response
+
+    def consumer_group(self, group_id: str):
+        """``(error, ConsumerGroup or None)`` for ConsumerGroupDescribe (read on the loop)."""
+        try:
+            slot = self._slot_for(group_id)
+        except CoordinatorError as e:
+            return e.error, None
+        return ErrorCode.NONE, slot.shard.consumer_group(group_id)
+
+    def list_consumer_groups(self, state_names=None) -> list:
+        groups = []
+        for slot in self._slots.values():
+            if not slot.loading:
+                groups += slot.shard.list_consumer_groups(state_names)
+        return groups
 
     def describe_group(self, group_id: str) -> GroupDescription:
         try:
@@ -359,6 +397,8 @@ class GroupCoordinator(CoordinatorRuntime):
         for slot in list(self._slots.values()):
             if not slot.loading:
                 for group_id, group in slot.shard.groups.groups.items():
+                    yield group_id, len(group.members)
+                for group_id, group in slot.shard.consumer.groups.items():
                     yield group_id, len(group.members)
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:

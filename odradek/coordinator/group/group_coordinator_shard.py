@@ -17,17 +17,29 @@ OffsetCommit, OffsetFetch,  ``offsets`` (OffsetMetadataManager)
 OffsetDelete,
 TxnOffsetCommit, markers
 DeleteGroups, expiry        here, as they touch both
+ConsumerGroupHeartbeat,     ``consumer`` (ConsumerGroupManager, KIP-848 consumer groups:
+ConsumerGroupDescribe       ``coordinator/group/consumer/``)
 ==========================  ======================================================
+
+A group id names a classic group or a consumer group, never both: an empty classic group
+(offsets only) becomes a consumer group when a member joins with ConsumerGroupHeartbeat, an
+empty consumer group a classic one when a member joins with JoinGroup; a group in use under
+the other protocol refuses (GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL).
 """
 
 from __future__ import annotations
 
 import logging
 
+from odradek.coordinator.group.consumer.assignors import consumer_group_assignors
+from odradek.coordinator.group.consumer.consumer_group import ConsumerGroupState
+from odradek.coordinator.group.consumer.consumer_group_manager import ConsumerGroupManager
+from odradek.coordinator.group.consumer.consumer_group_records import ConsumerGroupRecord
 from odradek.coordinator.group.coordinator_record import (
     GroupMetadataRecord,
     OffsetCommitRecord,
 )
+from odradek.coordinator.group.group_results import GroupDescription, JoinResult
 from odradek.coordinator.group.coordinator_result import CoordinatorResult, Write
 from odradek.coordinator.group.group_config import GroupConfig
 from odradek.coordinator.group.group_metadata_manager import GroupMetadataManager
@@ -40,16 +52,32 @@ log = logging.getLogger("odradek.coordinator.group")
 
 
 class GroupCoordinatorShard:
-    def __init__(self, partition: int, config: GroupConfig, clock) -> None:
+    def __init__(self, partition: int, config: GroupConfig, clock, metadata=None) -> None:
+        """``metadata()``: the broker's current ``MetadataImage`` (consumer groups' topics)."""
         self.partition = partition
         self.clock = clock
         self.timer = TimerQueue()
         self.groups = GroupMetadataManager(config, clock, self.timer)
+        self.consumer = ConsumerGroupManager(config, clock, self.timer, self.groups, metadata or _no_topics,
+                                             consumer_group_assignors(config.consumer_assignors).by_name)
         self.offsets = OffsetMetadataManager(config, clock, self.groups)
+        self.offsets.consumer_groups = self.consumer
 
     # --- operations (see the table above) ---------------------------------------------------
     def join_group(self, req, respond) -> CoordinatorResult:
-        return self.groups.join_group(req, respond)
+        consumer = self.consumer.group(req.group_id)
+        if consumer is None:
+            return self.groups.join_group(req, respond)
+        if not consumer.is_empty():
+            respond(JoinResult.failed(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return CoordinatorResult()
+        # An empty consumer group becomes a classic group: its records go first.
+        deleted = CoordinatorResult(None, [Write(self.consumer.delete_records(consumer))])
+        self.consumer.groups.pop(req.group_id, None)
+        return deleted.then(self.groups.join_group(req, respond))
+
+    def consumer_group_heartbeat(self, req) -> CoordinatorResult:
+        return self.consumer.heartbeat(req)
 
     def sync_group(self, req, respond) -> CoordinatorResult:
         return self.groups.sync_group(req, respond)
@@ -73,10 +101,20 @@ class GroupCoordinatorShard:
         return self.offsets.delete_offsets(group_id, partitions)
 
     def describe_group(self, group_id: str):
+        if self.consumer.group(group_id) is not None:  # Kafka 4: not a classic group
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state="")
         return self.groups.describe(group_id)
+
+    def consumer_group(self, group_id: str):
+        """The consumer group ``group_id`` (read-only: ConsumerGroupDescribe), or None."""
+        return self.consumer.group(group_id)
 
     def list_groups(self, states=None, types=None):
         return self.groups.list_groups(states, types)
+
+    def list_consumer_groups(self, state_names: set[str] | None = None):
+        """``[(group id, state)]`` of the consumer groups (``state_names``: lower case)."""
+        return self.consumer.list_groups(state_names)
 
     def delete_groups(self, group_ids: list[str]) -> CoordinatorResult:
         """Response: ``{group_id: error}``; an empty group's offsets and the group itself get
@@ -84,6 +122,16 @@ class GroupCoordinatorShard:
         errors: dict[str, ErrorCode] = {}
         records: list = []
         for group_id in group_ids:
+            consumer = self.consumer.group(group_id)
+            if consumer is not None:
+                if not consumer.is_empty():
+                    errors[group_id] = ErrorCode.NON_EMPTY_GROUP
+                    continue
+                removed = self.offsets.partitions_with_offsets(group_id)
+                records += [OffsetCommitRecord(group_id, t, p, None) for t, p in removed]
+                records += self.consumer.delete_records(consumer)
+                errors[group_id] = ErrorCode.NONE
+                continue
             group = self.groups.group(group_id)
             if group is None or group.is_(GroupState.DEAD):
                 errors[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
@@ -105,9 +153,28 @@ class GroupCoordinatorShard:
                 continue
             expired = self.offsets.expired(group, now_ms)
             records += self.offsets.cleanup(group, expired)
+        for consumer in list(self.consumer.groups.values()):
+            records += self._expire_consumer_group_offsets(consumer, now_ms)
         if records:
             log.info("partition %d: expiring %d offset/group record(s)", self.partition, len(records))
         return CoordinatorResult(None, [Write(records)] if records else [])
+
+    def _expire_consumer_group_offsets(self, group, now_ms: int) -> list:
+        """An empty consumer group's offsets expire ``offsets.retention.minutes`` after their
+        commit (a group with members: those of topics it no longer subscribes to); an empty
+        group left without offsets is deleted."""
+        retention = self.offsets.config.offsets_retention_ms
+        committed = self.offsets.committed(group.group_id)
+        expired = [tp for tp, v in committed.items()
+                   if (group.is_empty() or not group.is_subscribed_to(tp[0]))
+                   and not self.offsets.pending.has_pending(group.group_id, tp)
+                   and now_ms >= (v.expire_timestamp_ms if v.expire_timestamp_ms is not None
+                                  else v.commit_timestamp_ms + retention)]
+        records: list = [OffsetCommitRecord(group.group_id, t, p, None) for t, p in expired]
+        if (group.is_empty() and len(expired) == len(committed)
+                and not self.offsets.pending.has_open_transactions(group.group_id)):
+            records += self.consumer.delete_records(group)
+        return records
 
     def on_topics_deleted(self, topics: set[str]) -> CoordinatorResult:
         """Tombstones for every group's offsets of deleted ``topics``, and for empty groups
@@ -120,6 +187,9 @@ class GroupCoordinatorShard:
             gone = [tp for tp in self.offsets.partitions_with_offsets(group.group_id) if tp[0] in topics]
             if gone:
                 records += self.offsets.cleanup(group, gone)
+        for consumer in list(self.consumer.groups.values()):
+            gone = [tp for tp in self.offsets.partitions_with_offsets(consumer.group_id) if tp[0] in topics]
+            records += [OffsetCommitRecord(consumer.group_id, t, p, None) for t, p in gone]
         if records:
             log.info("partition %d: removing %d offset/group record(s) of deleted topics %s",
                      self.partition, len(records), sorted(topics))
@@ -138,23 +208,36 @@ class GroupCoordinatorShard:
         """Apply one record of this partition (written just now, or loaded) at
         ``record_offset`` of the log; ``producer_id``: its batch's when transactional."""
         if isinstance(record, OffsetCommitRecord):
-            if record.offset is not None:
+            if record.offset is not None and self.consumer.group(record.group_id) is None:
                 self.groups.get_or_create(record.group_id)
             self.offsets.replay(record, producer_id, record_offset)
         elif isinstance(record, GroupMetadataRecord):
             self.groups.replay(record)
+        elif isinstance(record, ConsumerGroupRecord):
+            self.consumer.replay(record)
         else:
             raise TypeError(f"not a group coordinator record: {record!r}")
 
     def replay_end_transaction(self, producer_id: int, committed: bool) -> None:
         """Apply a transaction marker of ``producer_id`` (a control batch of this partition)."""
         for group_id in self.offsets.replay_end_transaction(producer_id, committed):
-            if self.offsets.has_offsets(group_id):
+            if self.offsets.has_offsets(group_id) and self.consumer.group(group_id) is None:
                 self.groups.get_or_create(group_id)
 
     def on_loaded(self) -> None:
         self.groups.on_loaded()
+        self.consumer.on_loaded()
 
     def unload(self) -> None:
         self.groups.unload()
+        self.consumer.unload()
         self.offsets.unload()
+
+
+def _no_topics():
+    from odradek.metadata.image import EMPTY_IMAGE
+
+    return EMPTY_IMAGE
+
+
+__all__ = ["GroupCoordinatorShard", "ConsumerGroupState"]

@@ -77,6 +77,9 @@ class OffsetMetadataManager:
         # The record offset in ``__consumer_offsets`` of each committed offset (-1: unknown).
         self.positions: dict[str, dict[TopicPartition, int]] = {}
         self.pending = PendingTransactionalOffsets()
+        # The shard's ConsumerGroupManager: a KIP-848 group's commits are checked by member
+        # epoch (``ConsumerGroup.commit_error``) and create no classic group.
+        self.consumer_groups = None
 
     def has_offsets(self, group_id: str) -> bool:
         return bool(self.offsets.get(group_id))
@@ -92,6 +95,13 @@ class OffsetMetadataManager:
     def commit(self, req: CommitRequest) -> CoordinatorResult:
         """Response: ``{(topic, partition): error}``, valid if the records get written."""
         keys = [(p.topic, p.partition) for p in req.partitions]
+        consumer = self._consumer_group(req.group_id)
+        if consumer is not None:
+            # Kafka's ConsumerGroup.validateOffsetCommit: the generation is the member epoch.
+            error = consumer.commit_error(req.member_id, req.generation_id)
+            if error is not None:
+                return CoordinatorResult({k: error for k in keys})
+            return self._write_commit(req)
         error = self._check_commit(req)
         if error is not None:
             return CoordinatorResult({k: error for k in keys})
@@ -100,6 +110,9 @@ class OffsetMetadataManager:
             # Commits during PreparingRebalance are allowed: the member learns of the
             # rebalance from its next heartbeat.
             self.groups.touch(group, req.member_id)
+        return self._write_commit(req)
+
+    def _write_commit(self, req: CommitRequest) -> CoordinatorResult:
         now = self.clock.milliseconds()
         # Capped at Long.MAX_VALUE: the record's expire timestamp is an int64, and a client's
         # retention of up to Long.MAX_VALUE ms means "keep it" (Java would wrap to negative).
@@ -127,10 +140,15 @@ class OffsetMetadataManager:
         written: one transactional batch of ``req.producer_id``/``producer_epoch``, pending
         until that producer's marker."""
         keys = [(p.topic, p.partition) for p in req.partitions]
-        error = self._check_txn_commit(req)
+        consumer = self._consumer_group(req.group_id)
+        if consumer is not None:
+            error = consumer.commit_error(req.member_id, req.generation_id)
+        else:
+            error = self._check_txn_commit(req)
         if error is not None:
             return CoordinatorResult({k: error for k in keys})
-        self.groups.get_or_create(req.group_id)
+        if consumer is None:
+            self.groups.get_or_create(req.group_id)
         response, records = self._records(req.group_id, req.partitions, self.clock.milliseconds(), None)
         write = Write(records, producer_id=req.producer_id, producer_epoch=req.producer_epoch)
         return CoordinatorResult(response, [write] if records else [])
@@ -159,6 +177,17 @@ class OffsetMetadataManager:
         if group.is_(GroupState.COMPLETING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
+
+    def _consumer_group(self, group_id: str):
+        return None if self.consumer_groups is None else self.consumer_groups.group(group_id)
+
+    def fetch_error(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode | None:
+        """OffsetFetch v9+ from a member of a consumer group: Kafka's
+        ``ConsumerGroup.validateOffsetFetch`` (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH)."""
+        consumer = self._consumer_group(group_id)
+        if consumer is None:
+            return None
+        return consumer.fetch_error(member_id, member_epoch)
 
     # --- fetch ------------------------------------------------------------------------------
     def fetch(self, group_id: str, wanted: list[tuple[str, list[int]]] | None, require_stable: bool = False

@@ -22,6 +22,7 @@ from odradek.server.handlers import describe_log_dirs
 from odradek.server.handlers import sasl, user_scram_credentials
 from odradek.server.handlers import acls
 from odradek.server.handlers import client_quotas
+from odradek.server.handlers import consumer_group_describe, consumer_group_heartbeat
 from odradek.server.handlers import (
     add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
 )
@@ -49,6 +50,8 @@ HANDLERS = {
     ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
     ApiKey.LIST_GROUPS: groups.handle_list_groups,
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.handle,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
     ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.handle_offset_delete,

@@ -12,8 +12,18 @@ is on (``server/txn_verification.py``).
 from __future__ import annotations
 
 from odradek.protocol.api_keys import SUPPORTED
-from odradek.protocol.features import BROKER_FEATURES, CLIENT_SOFTWARE_NAME, TRANSACTION_VERIFICATION
-from odradek.protocol.generated.api_versions_response import ApiVersion, ApiVersionsResponse, SupportedFeatureKey
+from odradek.protocol.features import (
+    BROKER_FEATURES,
+    CLIENT_SOFTWARE_NAME,
+    FINALIZED_FEATURES,
+    TRANSACTION_VERIFICATION,
+)
+from odradek.protocol.generated.api_versions_response import (
+    ApiVersion,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import txn_verification
 
@@ -24,6 +34,7 @@ def _api_keys() -> list[ApiVersion]:
 
 _FEATURES = [SupportedFeatureKey(name, lo, hi) for name, (lo, hi) in BROKER_FEATURES.items()]
 _FEATURES_UNVERIFIED = [f for f in _FEATURES if f.name != TRANSACTION_VERIFICATION]
+_FINALIZED = [FinalizedFeatureKey(name, level, level) for name, level in FINALIZED_FEATURES.items()]
 
 
 def handle(ctx, request) -> ApiVersionsResponse:
@@ -31,6 +42,8 @@ def handle(ctx, request) -> ApiVersionsResponse:
     if ctx.api_version >= 3 and request.client_software_name == CLIENT_SOFTWARE_NAME:
         response.supported_features = (_FEATURES if txn_verification.enabled(ctx.broker)
                                        else _FEATURES_UNVERIFIED)
+        response.finalized_features = _FINALIZED
+        response.finalized_features_epoch = 0
     return response
 
 

@@ -109,7 +109,8 @@ def handle_offset_fetch(ctx, request):
     if ctx.api_version >= 8:
         groups = []
         for g in request.groups:
-            error, topics = _fetch(ctx, g.group_id, g.topics, request.require_stable)
+            member = (g.member_id, g.member_epoch) if ctx.api_version >= 9 else (None, -1)
+            error, topics = _fetch(ctx, g.group_id, g.topics, request.require_stable, *member)
             groups.append(OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=error,
                 topics=[OffsetFetchResponseTopics(name=name, partitions=[
@@ -132,16 +133,18 @@ def handle_offset_fetch(ctx, request):
     return OffsetFetchResponse(throttle_time_ms=0, topics=out, error_code=error)
 
 
-def _fetch(ctx, group_id: str, wanted_topics, require_stable: bool = False):
+def _fetch(ctx, group_id: str, wanted_topics, require_stable: bool = False, member_id: str | None = None,
+           member_epoch: int = -1):
     """``(error, [(topic, [(partition, offset, leader epoch, metadata, error)])])`` for one
-    group."""
+    group; ``member_id``/``member_epoch`` (v9+, a KIP-848 consumer group's member) are
+    checked by the coordinator (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)."""
     coordinator = ctx.broker.group_coordinator
     if not authorize.allowed(ctx, DESCRIBE, GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     if coordinator is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     wanted = None if wanted_topics is None else [(t.name, list(t.partition_indexes)) for t in wanted_topics]
-    error, found = coordinator.fetch_offsets(group_id, wanted, require_stable)
+    error, found = coordinator.fetch_offsets(group_id, wanted, require_stable, member_id, member_epoch)
     topics = []
     for name, parts in found:
         rows = []

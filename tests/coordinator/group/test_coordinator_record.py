@@ -79,7 +79,9 @@ def test_offset_values_of_every_version_decode(version):
 
 
 def test_unknown_key_versions_are_skipped_and_garbage_is_an_error():
-    assert decode_record(struct.pack(">h", 5) + b"anything", b"") is None
+    assert decode_record(struct.pack(">h", 9) + b"anything", b"") is None  # share groups: skipped
+    with pytest.raises(CoordinatorRecordError):  # a KIP-848 consumer group key (3-8) must decode
+        decode_record(struct.pack(">h", 5) + b"anything", b"")
     for bad_key in (b"", b"\x00", b"\x00\x01\x00", struct.pack(">h", -1)):
         with pytest.raises(CoordinatorRecordError):
             decode_record(bad_key, None)
