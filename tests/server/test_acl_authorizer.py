@@ -214,7 +214,8 @@ def test_a_prefixed_acl_covers_the_name_equal_to_its_prefix(authorizer):
     ``orders-`` covers the topic ``orders-`` as it covers ``orders-eu``, for an allow and a deny,
     and in authorizeByResourceType's deny cover."""
     carol = KafkaPrincipal.user("carol")
-    authorizer.create([bind(TOPIC, "c-", "User:carol", CREATE), bind(TOPIC, "c-", "User:carol", CREATE, DENY, PREFIXED)])
+    authorizer.create([bind(TOPIC, "c-", "User:carol", CREATE),
+                       bind(TOPIC, "c-", "User:carol", CREATE, DENY, PREFIXED)])
     assert not authorizer.authorize(carol, "h", CREATE, TOPIC, "c-")
     assert not authorizer.authorize_by_resource_type(carol, "h", CREATE, TOPIC)  # its only allow is covered
     authorizer.create([bind(TOPIC, "orders-", "User:alice", READ, pattern=PREFIXED),
