@@ -121,7 +121,7 @@ class ConsumerGroupManager:
             target_epoch = group_epoch
             target = self._update_target(group, group_epoch, members, metadata, records).get(member_id, {})
         else:
-            target_epoch, target = group.assignment_epoch, group.target_of(member_id)
+            target_epoch, target = group.assignment_epoch, group.target_of(replaced or member_id)
         reconciled = self._reconcile(group, updated, target_epoch, target, req.owned, abandoned)
         if stored is None or _assignment_fields(reconciled) != _assignment_fields(stored):
             records.append(CurrentAssignmentRecord(group.group_id, member_id, reconciled))
