@@ -79,7 +79,7 @@ def test_request_names_are_kafkas():
 @pytest.fixture(scope="module")
 def acl_broker(tmp_path_factory):
     """ACLs on; clients are User:ANONYMOUS; ``log-open`` has no ACL (open to everyone),
-    ``log-closed`` and ``log-hidden`` only ACLs for someone else."""
+    ``log-closed``, ``log-hidden`` and the cluster only ACLs for someone else."""
     with InProcessBroker(tmp_path_factory.mktemp("audit") / "data",
                          authorizer_class_name="kafka.security.authorizer.AclAuthorizer",
                          allow_everyone_if_no_acl_found="true") as b:
@@ -90,6 +90,8 @@ def acl_broker(tmp_path_factory):
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         acls = [AclBinding(ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:ops", "*", AclOperation.ALL,
                            AclPermissionType.ALLOW) for name in ("log-closed", "log-hidden")]
+        acls.append(AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:ops", "*",
+                               AclOperation.DESCRIBE, AclPermissionType.ALLOW))
         for future in admin.create_acls(acls).values():
             future.result(10)
         yield b
@@ -137,6 +139,16 @@ def test_metadata_filtering_a_listing_logs_its_denials_at_debug(wire, caplog):
                                                        allow_auto_topic_creation=False))
     assert answer.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert [level for level, text in audit(caplog) if "log-hidden" in text] == [logging.INFO]
+
+
+def test_list_groups_filtering_logs_its_denials_at_debug(wire, caplog):
+    """Kafka's handleListGroupsRequest: without DESCRIBE on the cluster the listing keeps the
+    describable groups; the cluster's denial refuses nothing, so it is not an INFO line."""
+    caplog.set_level(logging.DEBUG, logger=AUDIT_LOGGER)
+    _, answer = wire.request("ListGroups", 4, message("ListGroupsRequest", states_filter=[]))
+    assert answer.error_code == ErrorCode.NONE
+    assert audit(caplog) == [(logging.DEBUG, "Denied: principal=User:ANONYMOUS operation=Describe host=127.0.0.1 "
+                                             "resource=Cluster:LITERAL:kafka-cluster request=ListGroups")]
 
 
 def test_the_audit_logger_is_a_broker_logger():

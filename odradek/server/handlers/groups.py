@@ -195,8 +195,9 @@ def handle_list_groups(ctx, request):
     if not types_filter or CONSUMER in types_filter:
         listed += [(group_id, "consumer", state, CONSUMER)
                    for group_id, state in coordinator.list_consumer_groups(names or None)]
-    if not authorize.allowed_cluster(ctx, DESCRIBE):  # Kafka: else only the describable groups
-        listed = [g for g in listed if authorize.allowed(ctx, DESCRIBE, GROUP, g[0])]
+    # Kafka: else only the describable groups; these denials filter, refusing nothing (not logged at INFO)
+    if not authorize.allowed_cluster(ctx, DESCRIBE, log_if_denied=False):
+        listed = [g for g in listed if authorize.allowed(ctx, DESCRIBE, GROUP, g[0], log_if_denied=False)]
     groups = [ListedGroup(group_id=g, protocol_type=p, group_state=state, group_type=kind)
               for g, p, state, kind in sorted(listed)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=groups)
