@@ -188,13 +188,7 @@ def _assign_homogeneous(
     free = [(t, p) for t in topic_ids for p, owner in enumerate(owners[t]) if owner == NO_OWNER]
     if racks.enabled:
         free = _fill_rack_matching(free, remaining, owners, racks)
-    index = 0
-    for member, room in enumerate(remaining):
-        for topic_id, partition in free[index:index + room]:
-            owners[topic_id][partition] = member
-        index += room
-    if index < len(free):
-        raise PartitionAssignorError("Partitions were left unassigned")
+    _fill_in_member_order(free, remaining, owners)
     return owners
 
 
@@ -272,36 +266,58 @@ def _fill_least_loaded(
     sizes: list[int],
     racks: _MemberRacks,
 ) -> None:
-    """Give each unowned partition of the topic to its least loaded subscriber (lowest
-    index on ties), preferring among those a subscriber on a replica's rack."""
-    free = [p for p, owner in enumerate(partition_owners) if owner == NO_OWNER]
+    """Give the unowned partitions of a topic to its least loaded subscribers.
+
+    How many each subscriber gets is what handing them out one by one to the least loaded
+    (lowest index on ties) would give (``_water_fill``); which ones it gets prefers, within
+    those counts, partitions on the subscriber's rack, as the homogeneous builder does.
+    """
+    free = [(topic_id, p) for p, owner in enumerate(partition_owners) if owner == NO_OWNER]
     if not free:
         return
-    # Heaps of (size, member) with stale entries skipped lazily: one over all subscribers,
-    # and one per rack when racks are on.
-    everyone = [(sizes[i], i) for i in subscribers]
-    heapq.heapify(everyone)
-    by_rack: dict[str, list[tuple[int, int]]] = {}
+    remaining = [0] * len(sizes)
+    for member, count in _water_fill(subscribers, sizes, len(free)).items():
+        remaining[member] = count
+        sizes[member] += count
+    owners = {topic_id: partition_owners}
     if racks.enabled:
-        for i in subscribers:
-            if racks.rack_of[i] is not None:
-                by_rack.setdefault(racks.rack_of[i], []).append((sizes[i], i))
-        for heap in by_rack.values():
-            heapq.heapify(heap)
-    for partition in free:
-        least = _top(everyone, sizes)
-        matching = None
-        for rack in racks.partition_racks(topic_id, partition) if by_rack else ():
-            heap = by_rack.get(rack)
-            candidate = _top(heap, sizes) if heap else None
-            if candidate is not None and candidate[0] == least[0]:
-                matching = candidate if matching is None else min(matching, candidate)
-        member = (matching or least)[1]
-        partition_owners[partition] = member
-        sizes[member] += 1
-        heapq.heappush(everyone, (sizes[member], member))
-        if racks.rack_of[member] is not None and by_rack:
-            heapq.heappush(by_rack[racks.rack_of[member]], (sizes[member], member))
+        free = _fill_rack_matching(free, remaining, owners, racks)
+    _fill_in_member_order(free, remaining, owners)
+
+
+def _water_fill(members: list[int], sizes: list[int], count: int) -> dict[int, int]:
+    """member -> how many of ``count`` new partitions it gets when each goes to the member
+    with the fewest (lowest index on ties). Example: sizes 0, 3, 5 and 6 new partitions
+    give 5, 1, 0 (sizes 5, 4, 5: at 3 and 3, and at 4 and 4, the first won the tie);
+    7 new ones give 5, 2, 0."""
+    order = sorted(members, key=lambda i: (sizes[i], i))
+    level, left, lowest = sizes[order[0]], count, 0
+    while lowest < len(order) and sizes[order[lowest]] == level:
+        lowest += 1
+    while lowest < len(order):
+        step = (sizes[order[lowest]] - level) * lowest
+        if step > left:
+            break
+        left -= step
+        level = sizes[order[lowest]]
+        while lowest < len(order) and sizes[order[lowest]] == level:
+            lowest += 1
+    full, extra = divmod(left, lowest)
+    raised = sorted(order[:lowest])
+    return {i: level + full - sizes[i] + (1 if rank < extra else 0) for rank, i in enumerate(raised)}
+
+
+def _fill_in_member_order(
+    free: list[tuple[uuid.UUID, int]], remaining: list[int], owners: Owners
+) -> None:
+    """Hand ``free`` out in order: member 0 takes its ``remaining`` first, then member 1..."""
+    index = 0
+    for member, room in enumerate(remaining):
+        for topic_id, partition in free[index:index + room]:
+            owners[topic_id][partition] = member
+        index += room
+    if index < len(free):
+        raise PartitionAssignorError("Partitions were left unassigned")
 
 
 def _top(heap: list[tuple[int, int]], sizes: list[int]) -> tuple[int, int] | None:
