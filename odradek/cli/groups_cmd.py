@@ -1,13 +1,18 @@
 """``odradek groups``: list, describe, reset and delete consumer groups
 (``kafka-consumer-groups.sh``).
 
-    odradek groups --list [--state]
-    odradek groups --describe --group G [--offsets | --members | --state]
+    odradek groups --list [--state] [--type [classic,consumer]]
+    odradek groups --describe --group G [--offsets | --members | --state] [--verbose]
     odradek groups --describe --group G --watch [--interval S] [--iterations N]
     odradek groups --reset-offsets --group G --topic T[:P,P...] | --all-topics
                    --to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO |
                    --by-duration PnDTnHnMnS   [--dry-run | --execute]
     odradek groups --delete --group G
+
+A KIP-848 consumer group is described with ConsumerGroupDescribe (its type, group epoch and
+target assignment epoch with ``--state --verbose``, each member's epoch, current and target
+assignment with ``--members --verbose``, as Kafka 4's tool prints them); a classic group with
+DescribeGroups.
 
 ``--describe`` shows, per partition the group has committed offsets for or is assigned:
 the committed offset (CURRENT-OFFSET), the partition's end (LOG-END-OFFSET, its high
@@ -69,6 +74,8 @@ def add_parser(sub) -> None:
     p.add_argument("--offsets", action="store_true", help="--describe: offsets and lag per partition (the default)")
     p.add_argument("--members", action="store_true", help="--describe: the members")
     p.add_argument("--state", action="store_true", help="--describe/--list: the group state")
+    p.add_argument("--type", nargs="?", const="", metavar="TYPES",
+                   help="--list: the group type; with classic,consumer only groups of those types")
     p.add_argument("--verbose", action="store_true", help="--describe --members: each member's partitions")
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P...]",
                    help="--reset-offsets: a topic, or some of its partitions; repeatable")
@@ -115,6 +122,8 @@ def _run(args) -> int:
 
 def _list(admin, args) -> int:
     listed = admin.list_groups()
+    if args.type is not None:
+        return _list_types(listed, args)
     if args.output == "json":
         for g in listed:
             print_json({"group": g.group_id, "state": g.state or None, "protocol_type": g.protocol_type})
@@ -128,6 +137,27 @@ def _list(admin, args) -> int:
     return 0
 
 
+def _list_types(listed, args) -> int:
+    """``--list --type [classic,consumer]`` (Kafka 4's kafka-consumer-groups.sh): GROUP and
+    TYPE (and STATE with --state), filtered by type when types are given."""
+    wanted = {t.strip().lower() for t in args.type.split(",") if t.strip()}
+    unknown = wanted - {"classic", "consumer"}
+    if unknown:
+        raise CommandError(f"unknown group type(s) {', '.join(sorted(unknown))}: the types are classic and consumer")
+    if wanted:
+        listed = [g for g in listed if (g.type or "").lower() in wanted]
+    if args.output == "json":
+        for g in listed:
+            print_json({"group": g.group_id, "type": g.type or None, "state": g.state or None})
+    elif args.output == "text":
+        sys.stdout.write(groups_text.group_types_text(listed, args.state))
+    else:
+        columns = ("GROUP", "TYPE") + (("STATE",) if args.state else ())
+        print_table(columns, [(g.group_id, groups_text.type_name(g.type)) + ((g.state,) if args.state else ())
+                              for g in listed])
+    return 0
+
+
 # --- describe ----------------------------------------------------------------------------
 def _describe(admin, groups: list[str], args) -> int:
     if args.watch:
@@ -138,7 +168,7 @@ def _describe(admin, groups: list[str], args) -> int:
         if args.output == "text":
             groups_text.note_state(group, description.state)
         if args.state:
-            _show_state(admin, description, args.output)
+            _show_state(admin, description, args.output, args.verbose)
         elif args.members:
             _show_members(description, args)
         else:
@@ -147,45 +177,68 @@ def _describe(admin, groups: list[str], args) -> int:
 
 
 def _existing(admin, groups: list[str]) -> dict:
-    descriptions = admin.describe_groups(groups)
+    """Consumer groups described by ConsumerGroupDescribe (epochs, targets), the others by
+    DescribeGroups (client/admin_consumer_groups.py)."""
+    descriptions = {g: d for g, d in admin.describe_consumer_groups(groups).items() if d is not None}
+    classic = [g for g in groups if g not in descriptions]
+    if classic:
+        descriptions.update(admin.describe_groups(classic))
     for group in groups:
         if descriptions[group].state == "Dead":
             raise CommandError(f"Consumer group '{group}' does not exist.")
     return descriptions
 
 
-def _show_state(admin, d, output: str) -> None:
+def _show_state(admin, d, output: str, verbose: bool = False) -> None:
+    modern = getattr(d, "type", "classic") == "consumer"
     if output == "json":
-        print_json({"group": d.group_id, "state": d.state, "protocol_type": d.protocol_type,
-                    "assignment_strategy": d.protocol, "members": len(d.members)})
+        extra = {"group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch} if modern else {}
+        print_json({"group": d.group_id, "type": "consumer" if modern else "classic", "state": d.state,
+                    "protocol_type": d.protocol_type, "assignment_strategy": d.protocol, "members": len(d.members),
+                    **extra})
         return
     if output == "text":
-        sys.stdout.write(groups_text.state_text(d, _coordinator(admin, d.group_id)))
+        sys.stdout.write(groups_text.state_text(d, _coordinator(admin, d.group_id), verbose and modern))
         return
-    print_table(("GROUP", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
-                [(d.group_id, d.protocol, d.state, len(d.members))])
+    columns = ["GROUP", "TYPE", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+    row = [d.group_id, "Consumer" if modern else "Classic", d.protocol, d.state, len(d.members)]
+    if modern:
+        columns[4:4], row[4:4] = ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"], [d.group_epoch, d.assignment_epoch]
+    print_table(columns, [row])
 
 
 def _show_members(d, args) -> None:
+    """Members; of a consumer group also each member's epoch and target assignment (the text
+    and table forms with --verbose, as Kafka 4's CURRENT-EPOCH ... TARGET-ASSIGNMENT)."""
+    target_epoch = d.assignment_epoch if getattr(d, "type", "classic") == "consumer" else None
     if args.output == "json":
         for m in d.members:
+            extra = {} if target_epoch is None else {
+                "member_epoch": m.member_epoch, "target_epoch": target_epoch,
+                "target_partitions": [{"topic": t, "partition": p} for t, p in m.target_assignment]}
             print_json({"group": d.group_id, "member_id": m.member_id, "group_instance_id": m.group_instance_id,
                         "client_id": m.client_id, "host": m.client_host,
-                        "partitions": [{"topic": t, "partition": p} for t, p in m.assignment]})
+                        "partitions": [{"topic": t, "partition": p} for t, p in m.assignment], **extra})
         return
     if args.output == "text":
         if d.members:  # none: note_state said so on standard error
-            sys.stdout.write(groups_text.members_text(d.group_id, d.members, args.verbose))
+            sys.stdout.write(groups_text.members_text(d.group_id, d.members, args.verbose, target_epoch))
         return
     if not d.members:
         print(f"Consumer group '{d.group_id}' has no active members.")
         return
-    columns = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"] + (["ASSIGNMENT"] if args.verbose else [])
+    columns = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    if args.verbose:
+        columns += ["ASSIGNMENT"] if target_epoch is None else [
+            "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
     rows = []
     for m in d.members:
         row = [d.group_id, m.member_id, m.client_host, m.client_id, len(m.assignment)]
-        if args.verbose:
+        if args.verbose and target_epoch is None:
             row.append(" ".join(f"{tp.topic}({tp.partition})" for tp in sorted(m.assignment)) or "-")
+        elif args.verbose:
+            row += [m.member_epoch, groups_text.assignment_text(m.assignment), target_epoch,
+                    groups_text.assignment_text(m.target_assignment)]
         rows.append(row)
     print_table(columns, rows)
 

@@ -60,8 +60,10 @@ def offsets_text(rows: list[dict]) -> str:
     return "\n" + "".join(_padded(widths, line) + "\n" for line in [header, *cells])
 
 
-def members_text(group: str, members, verbose: bool) -> str:
-    """``--describe --members`` of one group (``MemberDescription``s)."""
+def members_text(group: str, members, verbose: bool, target_epoch: int | None = None) -> str:
+    """``--describe --members`` of one group (``MemberDescription``s). A consumer group's
+    (``target_epoch`` given: its target assignment epoch) verbose form ends, as Kafka 4's,
+    with CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH and TARGET-ASSIGNMENT."""
     with_instance = any(m.group_instance_id for m in members)
     header = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if with_instance else []) + [
         "HOST", "CLIENT-ID", "#PARTITIONS"]
@@ -72,10 +74,23 @@ def members_text(group: str, members, verbose: bool) -> str:
         cells.append(row)
     widths = [max([17 if name == "GROUP-INSTANCE-ID" else 15] + [len(c[i]) for c in cells])
               for i, name in enumerate(header[:-1])] + [15]
+    if verbose and target_epoch is not None:
+        return "\n" + "".join(line + "\n" for line in _epoch_lines(members, header, cells, widths, target_epoch))
     lines = [_padded(widths, header) + " " + ("ASSIGNMENT" if verbose else "")]
     for m, row in zip(members, cells):
         lines.append(_padded(widths, row) + " " + (assignment_text(m.assignment) if verbose else ""))
     return "\n" + "".join(line + "\n" for line in lines)
+
+
+def _epoch_lines(members, header, cells, widths, target_epoch: int) -> list[str]:
+    current = [assignment_text(m.assignment) for m in members]
+    target = [assignment_text(m.target_assignment) for m in members]
+    extra_widths = [15, max([20] + [len(c) for c in current]), 15, None]
+    lines = [_padded(widths + extra_widths, header + ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
+                                                      "TARGET-ASSIGNMENT"])]
+    for m, row, cur, tgt in zip(members, cells, current, target):
+        lines.append(_padded(widths + extra_widths, row + [str(m.member_epoch), cur, str(target_epoch), tgt]))
+    return lines
 
 
 def assignment_text(assignment) -> str:
@@ -88,14 +103,33 @@ def assignment_text(assignment) -> str:
     return ", ".join(sorted(f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in by_topic.items()))
 
 
-def state_text(description, coordinator: str) -> str:
-    """``--describe --state`` of one group; ``coordinator`` as ``host:port (id)``."""
+def state_text(description, coordinator: str, epochs: bool = False) -> str:
+    """``--describe --state`` of one group; ``coordinator`` as ``host:port (id)``; ``epochs``
+    (a consumer group with --verbose) adds GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH, Kafka 4's."""
     first = max(25, len(coordinator))
-    widths = (first, 25, 20, 15, None)
-    header = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
-    row = (description.group_id, coordinator, description.protocol or "", description.state,
-           len(description.members))
+    widths = [first, 25, 20, 15, None]
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+    row = [description.group_id, coordinator, description.protocol or "", description.state,
+           len(description.members)]
+    if epochs:
+        widths[4:4], header[4:4] = [15, 25], ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        row[4:4] = [description.group_epoch, description.assignment_epoch]
     return "\n" + _padded(widths, header) + "\n" + _padded(widths, row) + "\n"
+
+
+def type_name(group_type: str) -> str:
+    """Kafka's ``GroupType.toString()``: Classic, Consumer; Unknown when the broker said none."""
+    return group_type.capitalize() if group_type else "Unknown"
+
+
+def group_types_text(listed, with_state: bool) -> str:
+    """``--list --type [--state]`` (Kafka 4's ``printGroupInfo``): GROUP padded to the longest
+    id (at least 15) plus 10, then TYPE and STATE padded to 20 each."""
+    width = max([15] + [len(g.group_id) for g in listed]) + 10
+    widths = (width, 20, 20)
+    lines = [("GROUP", "TYPE") + (("STATE",) if with_state else ())]
+    lines += [(g.group_id, type_name(g.type)) + ((g.state or "Unknown",) if with_state else ()) for g in listed]
+    return "".join(_padded(widths, line) + "\n" for line in lines)
 
 
 def group_states_text(listed) -> str:
