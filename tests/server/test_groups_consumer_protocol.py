@@ -149,3 +149,29 @@ def test_broker_restart_keeps_members_epochs_and_offsets(tmp_path):
         assert ownership.violations == []
     finally:
         second.stop()
+
+
+def test_admin_lists_describes_and_deletes_a_consumer_group(broker):
+    from confluent_kafka import ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+
+    create_topic(broker.bootstrap, "adm", 2)
+    ownership, seen = Ownership(), []
+    member = Member(broker.bootstrap, "gadm", "adm", "m0", ownership, seen)
+    member.start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, **QUIET})
+    try:
+        wait_for(lambda: member.assignment == [0, 1])
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(10).valid
+        assert [(g.group_id, g.type) for g in listed] == [("gadm", ConsumerGroupType.CONSUMER)]
+        assert admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(10).valid == []
+        d = admin.describe_consumer_groups(["gadm"])["gadm"].result(10)
+        assert d.type == ConsumerGroupType.CONSUMER and str(d.state.name) == "STABLE"
+        assert [sorted(tp.partition for tp in m.assignment.topic_partitions) for m in d.members] == [[0, 1]]
+        with pytest.raises(confluent_kafka.KafkaException, match="NON_EMPTY_GROUP"):
+            admin.delete_consumer_groups(["gadm"])["gadm"].result(10)
+    finally:
+        member.stop()
+    wait_for(lambda: admin.describe_consumer_groups(["gadm"])["gadm"].result(10).members == [])
+    admin.delete_consumer_groups(["gadm"])["gadm"].result(10)
+    assert admin.list_consumer_groups().result(10).valid == []
