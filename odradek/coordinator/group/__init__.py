@@ -1,5 +1,7 @@
-"""The group coordinator: Kafka's classic consumer group protocol, with committed offsets and
-group metadata kept in the compacted ``__consumer_offsets`` topic.
+"""The group coordinator: Kafka's classic consumer group protocol and KIP-848's consumer group
+protocol (``consumer/``: ConsumerGroupHeartbeat, ConsumerGroupDescribe, server-side
+assignors), with committed offsets and group metadata kept in the compacted
+``__consumer_offsets`` topic.
 
 Layers, bottom up:
 

@@ -218,3 +218,19 @@ def test_replay_rebuilds_the_same_group():
     assert new.members == old.members and new.target == old.target
     assert new.partition_epochs == old.partition_epochs and new.static_members == old.static_members
     assert new.subscription_metadata == old.subscription_metadata
+
+
+def test_classic_and_consumer_groups_do_not_share_an_id_in_use():
+    h = ConsumerShardHarness()
+    h.topic("t", 1)
+    a = Member(h, "g", ["t"])
+    a.beat()
+    assert h.join("g").result.error == E.INCONSISTENT_GROUP_PROTOCOL  # JoinGroup: a consumer group in use
+    assert h.shard.describe_group("g").error == E.GROUP_ID_NOT_FOUND  # DescribeGroups: not a classic group
+    h.join("classic")  # a classic group with a member waiting to join
+    assert Member(h, "classic", ["t"]).beat().error == E.GROUP_ID_NOT_FOUND
+    a.leave()
+    joined = h.join("g")
+    h.tick(10)
+    assert joined.result.error == E.NONE  # an empty consumer group becomes a classic one
+    assert h.group("g") is None
