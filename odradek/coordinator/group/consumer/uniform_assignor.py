@@ -14,7 +14,7 @@ Kafka's ``UniformAssignor`` picks one of two builders, and so does this module:
 - **heterogeneous** (subscriptions differ; Kafka's ``UniformHeterogeneousAssignmentBuilder``):
   every member keeps the current target partitions it still subscribes to; free partitions
   go, topic by topic (most partitions per subscriber first, then fewest subscribers, then
-  topic id), each to its least loaded subscriber; then, topic by topic until a whole round
+  topic id), each to its least loaded subscriber (lowest member id on ties); then, topic by topic until a whole round
   moves nothing, a partition moves from the most loaded subscriber holding one of the
   topic's partitions to the least loaded subscriber whenever their sizes differ by two or
   more. Each move lowers the sum of squared member sizes by at least two, so the rounds end
@@ -26,9 +26,10 @@ Kafka's ``UniformAssignor`` picks one of two builders, and so does this module:
 Racks. When members have racks and partitions have replica racks that tell members apart
 (the rule of Kafka 3.7's ``RackInfo``: some member rack holds some replica, and not every
 partition is on the same racks), free partitions prefer a member whose rack holds a
-replica, within the balance above: in the homogeneous builder a free partition goes to a
-rack-matching member still under its quota if there is one; in the heterogeneous builder
-to a rack-matching member among the least loaded subscribers. Racks never move a partition
+replica, within the balance above: a free partition goes to a rack-matching member still
+under its quota if there is one (the one with most room left). In the heterogeneous
+builder a subscriber's "quota" for a topic's free partitions is the number the least
+loaded rule gives it. Racks never move a partition
 a member keeps (balance, then stickiness, then racks). Kafka 3.8 removed rack awareness
 from its server-side assignors; this is the 3.7 behaviour, kept sticky.
 
