@@ -217,7 +217,10 @@ class ConsumerGroupManager:
             raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION, str(e)) from None
 
     def _update_target(self, group: ConsumerGroup, epoch: int, members: dict, metadata, records: list) -> dict:
-        name = group.preferred_assignor(members.values()) or next(iter(self.assignors))
+        # The assignor most members ask for, ties to the one configured first (Kafka's
+        # computePreferredServerAssignor); the default when none asks.
+        asked = [m.server_assignor for m in members.values() if m.server_assignor in self.assignors]
+        name = max(self.assignors, key=lambda n: (asked.count(n), -list(self.assignors).index(n)))
         image = self.metadata()
         try:
             result = build_target_assignment(group, epoch, self.assignors[name], members, metadata,
