@@ -159,6 +159,7 @@ class ScramServer:
         self._server_nonce = nonce or _nonce()
         self._state = "first"
         self.username: str | None = None
+        self.attempted: str | None = None  # the user name of client-first, for failure log lines
         self._credential: ScramCredential | None = None
         self._auth_prefix = ""
         self._nonce = ""
@@ -191,7 +192,7 @@ class ScramServer:
         attrs = _attrs(bare)
         if "n" not in attrs or "r" not in attrs or not attrs["r"]:
             raise ScramError("invalid SCRAM client-first message")
-        username = unescape_name(attrs["n"])
+        username = self.attempted = unescape_name(attrs["n"])
         if authzid and authzid != "a=" + attrs["n"]:
             raise ScramError("Authentication failed: Client requested an authorization id that is different from username")
         credential = self._lookup(username)
@@ -221,7 +222,7 @@ class ScramServer:
         auth_message = (self._auth_prefix + "," + without_proof).encode()
         cred = self._credential
         signature = _hmac(self._name, cred.stored_key, auth_message)
-        if len(proof) != len(signature):
+        if len(proof) != len(signature):  # else zip() below would ignore a proof's extra bytes
             raise ScramError("Invalid client credentials")
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
         if not hmac.compare_digest(hashlib.new(self._name, client_key).digest(), cred.stored_key):

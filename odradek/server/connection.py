@@ -18,7 +18,8 @@ request.)
 Record batches in fetch responses are file regions of the log: when nothing is queued ahead
 of one in the transport it goes out with ``os.sendfile`` (zero-copy), else it is read with one
 ``pread`` and queued in order. Under TLS the bytes must be encrypted in user space, so there is
-no sendfile: every region is read with one ``pread`` and written through the TLS transport.
+no sendfile: every region is read with one ``pread`` and written through the TLS transport
+(``server/region_writer.py``).
 
 Security: ``security_protocol`` is the listener's (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
 ``principal`` who the peer is (``server/principal.py``): User:ANONYMOUS until TLS (the client
@@ -51,7 +52,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import os
 import time
 from types import CoroutineType
 
@@ -59,12 +59,14 @@ from odradek.protocol import codec
 from odradek.protocol.api_keys import ApiKey, is_supported
 from odradek.protocol.framing import FrameParser, FrameTooLargeError
 from odradek.protocol.primitives import DecodeError
+from odradek.server.failed_authentication import CloseAfterResponse
 from odradek.server.handlers import api_versions
 from odradek.server.listener_security import authenticate_tls, connection_protocol
 from odradek.server.log_limiter import message_key
 from odradek.server.memory_pool import MemoryPool
 from odradek.server.metrics.request_metrics import request_metrics_of
 from odradek.server.principal import ANONYMOUS
+from odradek.server.region_writer import write_region
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 from odradek.server.sasl_authenticator import SaslServerAuthenticator
 from odradek.server.throttled_channel import ThrottledChannel
@@ -74,8 +76,6 @@ log = logging.getLogger("odradek.server")
 # Responses of one read are written together, but in chunks of at most this many bytes, so
 # that a slow reader's pause (pause_writing) takes effect between chunks.
 WRITE_CHUNK = 1 << 20
-# Below this a region is cheaper to pread and write than to sendfile (two syscalls + checks).
-SENDFILE_MIN = 16 * 1024
 # Requests of up to this size are received into a buffer the connection keeps and reuses
 # (``FrameParser``'s ``reuse_limit``): producers' requests are at most ``max.request.size``,
 # 1 MiB by default (librdkafka: ~1 MB), so those all qualify; bigger ones get a buffer each.
@@ -95,12 +95,13 @@ class Connection(asyncio.BufferedProtocol):
         self.security_protocol = connection_protocol(broker.config, listener_name)
         self.principal = ANONYMOUS
         self.client_host = "?"
-        # SASL listeners authenticate before serving (``server/sasl_authenticator.py``).
-        self.sasl = SaslServerAuthenticator(self) if self.security_protocol.startswith("SASL_") else None
         # a ListenerSecurity (server/listener_security.py): the TLS principal mapper; or None
         self.security = getattr(broker, "listener_security", {}).get(listener_name)
-        self._sendfile = True  # not under TLS: see _socket_fd
+        self._sendfile = True  # not under TLS: see server/region_writer.py
         self.parser = FrameParser(broker.config["socket.request.max.bytes"], reuse_limit=FRAME_REUSE_LIMIT)
+        # SASL listeners authenticate before serving, reading at most sasl.server.max.receive.size
+        # a request until then (``server/sasl_authenticator.py`` lowers the parser's limit).
+        self.sasl = SaslServerAuthenticator(self) if self.security_protocol.startswith("SASL_") else None
         self.max_queued = broker.config["queued.max.requests"]
         self.memory: MemoryPool = broker.memory_pool
         self._reserved = 0  # the parser's ``declared`` bytes, reserved in ``memory``
@@ -151,6 +152,8 @@ class Connection(asyncio.BufferedProtocol):
         # waiting in the parser, or with handlers still running (their releases are ignored
         # once closed).
         self.memory.forget(self)
+        if self.sasl is not None:
+            self.sasl.release()
         self.memory.release(self._reserved - self._released)
         self._released = self._reserved
         for _, result in self.pending:
@@ -213,7 +216,9 @@ class Connection(asyncio.BufferedProtocol):
                 del frame
                 self._release_when_handled(nbytes)
         except FrameTooLargeError as e:
-            self.close(f"{e} (socket.request.max.bytes)")
+            e.__traceback__ = None  # the parser keeps ``e``: its traceback would hold us in a cycle
+            if self.sasl is None or not self.sasl.frame_too_large(e):
+                self.close(f"{e} (socket.request.max.bytes)")
             return
         if self.parser.last_read_filled:
             self._schedule_flush()  # more reads to come in this iteration: write after them
@@ -355,6 +360,12 @@ class Connection(asyncio.BufferedProtocol):
                     self.close("handler error")
                     return
                 result = result.result()
+                if type(result) is CloseAfterResponse:  # a failed authentication, after its delay
+                    parts.append(codec.encode_response_frame(ctx.api_key, ctx.response_version,
+                                                             ctx.correlation_id, result.response))
+                    self._write(parts, plain)
+                    self.close(result.reason, logging.DEBUG)
+                    return
             pending.popleft()
             if type(result) is bytes:  # a frame the produce fast path encoded (ctx is None)
                 parts.append(result)
@@ -413,43 +424,10 @@ class Connection(asyncio.BufferedProtocol):
             if run:
                 self.transport.writelines(run)
                 run = []
-            self._write_region(part)
+            write_region(self, part, self._sendfile)
         if run:
             self.transport.writelines(run)
         self.last_active = time.monotonic()
-
-    def _write_region(self, region) -> None:
-        """Send a file region with sendfile when nothing is queued ahead of it in the
-        transport (so bytes stay in order); whatever sendfile cannot take now, and small
-        regions, go through the transport as bytes read with one pread."""
-        sent = 0
-        length = region.length
-        sock = self._socket_fd()
-        if sock is not None and length >= SENDFILE_MIN and self.transport.get_write_buffer_size() == 0:
-            try:
-                while sent < length:
-                    n = os.sendfile(sock, region.fd, region.position + sent, length - sent)
-                    if n == 0:
-                        break
-                    sent += n
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError as e:
-                self.close(f"send failed: {e}")
-                return
-        if sent < length:
-            self.transport.write(os.pread(region.fd, length - sent, region.position + sent))
-
-    def _socket_fd(self) -> int | None:
-        """The socket to sendfile to; None under TLS (the socket carries encrypted records,
-        so file bytes written to it straight would corrupt the stream)."""
-        if not self._sendfile:
-            return None
-        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
-        try:
-            return sock.fileno() if sock is not None else None
-        except (OSError, ValueError):
-            return None
 
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:

@@ -6,39 +6,59 @@ States (KIP-43, KIP-152, KIP-368)::
     unauthenticated ──SaslHandshake v1──▶ authenticate ──SaslAuthenticate ...──▶ authenticated
           │   (ApiVersions is answered)     (tokens wrapped in SaslAuthenticate requests)
           └──────SaslHandshake v0──────▶ raw tokens ──frames of bare SASL tokens──▶ authenticated
-    authenticated ──SaslHandshake──▶ re-authentication (same mechanism, same principal)
+    authenticated ──SaslHandshake──▶ re-authentication ──SaslAuthenticate ...──▶ authenticated
+                                     (same mechanism, same principal)
 
 Before authentication only ApiVersions, SaslHandshake and SaslAuthenticate are served; any
-other request closes the connection (a client speaking plain Kafka to a SASL port). After a
-v0 handshake the client sends its tokens as bare size-prefixed frames, answered the same way.
+other request closes the connection (a client speaking plain Kafka to a SASL port). During a
+re-authentication (from its SaslHandshake to its last SaslAuthenticate) only SaslHandshake and
+SaslAuthenticate are; any other request fails it and closes the connection at once, as
+Kafka's authenticator, which alone reads the connection then. (Requests that came before the
+SaslHandshake are still answered.) After a v0 handshake the client sends its tokens as bare
+size-prefixed frames, answered the same way.
+
 A failed exchange answers SASL_AUTHENTICATION_FAILED (a bad mechanism
-UNSUPPORTED_SASL_MECHANISM, a request out of turn ILLEGAL_SASL_STATE) and closes.
+UNSUPPORTED_SASL_MECHANISM, a request out of turn ILLEGAL_SASL_STATE), logs one INFO line and
+closes, the answer held for ``connection.failed.authentication.delay.ms``
+(``server/failed_authentication.py``); nothing else is served meanwhile.
+
+Receive size: until the client has authenticated, and again during a re-authentication, a
+size prefix above ``sasl.server.max.receive.size`` (default 524288: Kafka's
+``BrokerSecurityConfigs``) fails the authentication and closes the connection, so a client
+that has not logged in cannot make the broker buffer a ``socket.request.max.bytes`` request
+(100 MiB by default). Prefixes read before a re-authentication's SaslHandshake was handled
+(frames the same read brought in behind it) keep the larger limit: they come from a client
+that had logged in.
 
 Mechanisms are ``listener.name.<listener>.sasl.enabled.mechanisms`` or else
-``sasl.enabled.mechanisms``, of those odradek implements: PLAIN (users from
-``listener.name.<listener>.plain.sasl.jaas.config``'s ``user_<name>="<password>"`` options, or
-the JAAS login file's, ``server/jaas_login_file.py``)
+``sasl.enabled.mechanisms``, of those odradek implements: PLAIN (``server/plain_sasl_server.py``)
 and SCRAM-SHA-256/512 (credentials from ``/config/users/<name>``,
 ``server/scram_credentials.py``).
 
 ``connections.max.reauth.ms`` (> 0): SaslAuthenticate v1+ tells the client its session
 lifetime; once it passes without a re-authentication the connection is closed (at once, and
 any request but a re-authentication's is refused by closing).
+
+Memory: the authenticator holds its connection through a weak reference, and the connection
+cancels its timers when it is lost (``release``), so a closed connection is freed as soon as
+nothing else refers to it, with no wait for the cyclic garbage collector.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
+import weakref
 
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.sasl_authenticate_response import SaslAuthenticateResponse
 from odradek.protocol.generated.sasl_handshake_response import SaslHandshakeResponse
 from odradek.client.sasl_authenticator import SaslClientConfig
-from odradek.protocol.jaas_config import JaasConfigError, client_credentials, plain_users
+from odradek.protocol.jaas_config import JaasConfigError, client_credentials
+from odradek.server.failed_authentication import delayed_response, log_failure
 from odradek.server.jaas_login_file import JaasFileError, server_login
+from odradek.server.plain_sasl_server import PlainServer, SaslAuthenticationError, users_of
 from odradek.protocol.scram import MECHANISMS as SCRAM_MECHANISMS
 from odradek.protocol.scram import ScramError, ScramServer
 from odradek.server import scram_credentials
@@ -48,10 +68,7 @@ log = logging.getLogger("odradek.server")
 
 IMPLEMENTED = ("PLAIN", *SCRAM_MECHANISMS)
 _BEFORE_AUTH = (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
-
-
-class SaslAuthenticationError(Exception):
-    """The client did not prove who it is; the message is what the client is told."""
+_EXCHANGE = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 
 
 def listener_setting(config, listener_name: str, key: str):
@@ -71,54 +88,21 @@ def enabled_mechanisms(config, listener_name: str) -> list[str]:
     return [n for n in names if n in IMPLEMENTED]
 
 
-@functools.lru_cache(maxsize=16)
-def _plain_users(jaas: str | None) -> dict[str, str]:
-    if not jaas:
-        return {}
-    try:
-        return plain_users(jaas)
-    except JaasConfigError as e:
-        log.error("%s; PLAIN logins on this listener will fail", e)
-        return {}
-
-
-class PlainServer:
-    """SASL PLAIN (RFC 4616): one token ``authzid NUL authcid NUL password``."""
-
-    def __init__(self, users: dict[str, str]) -> None:
-        self._users = users
-        self.username: str | None = None
-        self.complete = False
-
-    def receive(self, token: bytes) -> bytes:
-        parts = token.split(b"\0")
-        if len(parts) != 3:
-            raise SaslAuthenticationError("Invalid SASL/PLAIN response: expected 3 tokens")
-        try:
-            authzid, user, password = (p.decode("utf-8") for p in parts)
-        except UnicodeDecodeError:
-            raise SaslAuthenticationError("Invalid SASL/PLAIN response: not UTF-8") from None
-        if not user or not password:
-            raise SaslAuthenticationError("Authentication failed: username or password not specified")
-        expected = self._users.get(user)
-        if expected is None or expected != password:
-            raise SaslAuthenticationError("Authentication failed: Invalid username or password")
-        if authzid and authzid != user:
-            raise SaslAuthenticationError(
-                "Authentication failed: Client requested an authorization id that is different from username")
-        self.username, self.complete = user, True
-        return b""
+def _api_name(api_key: int) -> str:
+    return ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else f"api key {api_key}"
 
 
 class SaslServerAuthenticator:
     """The SASL state of one connection; the connection asks ``intercept(frame)`` first."""
 
     def __init__(self, connection) -> None:
-        self.connection = connection
+        self._connection = weakref.ref(connection)
         config = connection.broker.config
         self.listener_name = connection.listener_name
         self.enabled = enabled_mechanisms(config, self.listener_name)
         self.max_reauth_ms = int(listener_setting(config, self.listener_name, "connections.max.reauth.ms") or 0)
+        self.max_receive_size = int(listener_setting(config, self.listener_name, "sasl.server.max.receive.size"))
+        self.failed_delay_ms = int(config["connection.failed.authentication.delay.ms"])
         self.mechanism_name: str | None = None
         self._mechanism = None  # PlainServer | ScramServer of the exchange in progress
         self.raw_tokens = False  # a v0 handshake: bare tokens follow
@@ -126,7 +110,20 @@ class SaslServerAuthenticator:
         self.reauthentications = 0  # completed re-authentications (KIP-368) of this connection
         self._expires_at: float | None = None  # time.monotonic() deadline of the session
         self._timer = None
+        self._close_timer = None  # a failed v0 exchange's delayed close
         self._failed = False  # refused: closing once the answer is written, nothing more served
+        self._limited = False  # the parser's limit is sasl.server.max.receive.size
+        self._limit_receives(True)
+
+    @property
+    def connection(self):
+        """The connection, or None once it is gone."""
+        return self._connection()
+
+    @property
+    def reauthenticating(self) -> bool:
+        """A re-authentication's SaslHandshake was accepted and its exchange is not complete."""
+        return self.authenticated and self._mechanism is not None and not self._mechanism.complete
 
     # --- the gate -------------------------------------------------------------------------
     def intercept(self, frame) -> bool:
@@ -139,60 +136,89 @@ class SaslServerAuthenticator:
             return True
         api_key = int.from_bytes(frame[0:2], "big", signed=True) if len(frame) >= 2 else -1
         if self.authenticated:
-            if self._expired() and api_key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            if self.reauthenticating and api_key not in _EXCHANGE:
+                self._failed = True
+                reason = f"Unexpected Kafka request of type {_api_name(api_key)} during SASL re-authentication"
+                self._log_failure(reason)
+                self._close(reason, logging.DEBUG)
+                return True
+            if self._expired() and api_key not in _EXCHANGE:
                 self._close("SASL session expired (connections.max.reauth.ms) without re-authentication",
                             logging.INFO)
                 return True
             return False
         if api_key in _BEFORE_AUTH:
             return False
-        name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else f"api key {api_key}"
-        self._close(f"unexpected {name} request on a SASL listener before authentication", logging.INFO)
+        self._close(f"unexpected {_api_name(api_key)} request on a SASL listener before authentication",
+                    logging.INFO)
         return True
 
+    def frame_too_large(self, error) -> bool:
+        """A size prefix above the parser's limit: if the limit is ``sasl.server.max.receive.size``
+        the authentication fails (logged, the connection closed at once; the parser reads no
+        more) and True is returned; False leaves it to the connection."""
+        if not self._limited:
+            return False
+        self._failed = True
+        reason = f"Failing SASL authentication due to invalid receive size ({error}, sasl.server.max.receive.size)"
+        self._log_failure(reason)
+        self._close(reason, logging.DEBUG)
+        return True
+
+    def _limit_receives(self, limited: bool) -> None:
+        """Size prefixes read from now on are bounded by ``sasl.server.max.receive.size``
+        (``limited``) or by ``socket.request.max.bytes``."""
+        connection = self.connection
+        self._limited = limited
+        connection.parser.max_size = (self.max_receive_size if limited
+                                      else connection.broker.config["socket.request.max.bytes"])
+
     # --- SaslHandshake --------------------------------------------------------------------
-    def handshake(self, version: int, mechanism: str) -> SaslHandshakeResponse:
+    def handshake(self, version: int, mechanism: str):
         if self._mechanism is not None and not self._mechanism.complete or self.raw_tokens:
-            return self._fail_handshake(ErrorCode.ILLEGAL_SASL_STATE, "SaslHandshake during an exchange")
+            return self._fail_handshake(ErrorCode.ILLEGAL_SASL_STATE, "SaslHandshake during an exchange", mechanism)
         if self.authenticated and (version == 0 or mechanism != self.mechanism_name):
             return self._fail_handshake(ErrorCode.ILLEGAL_SASL_STATE,
-                                        "re-authentication must use SaslHandshake v1 and the same mechanism")
+                                        "re-authentication must use SaslHandshake v1 and the same mechanism",
+                                        mechanism)
         if mechanism not in self.enabled:
             return self._fail_handshake(ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-                                        f"unsupported SASL mechanism {mechanism}")
+                                        f"Unsupported SASL mechanism {mechanism}", mechanism)
         self.mechanism_name = mechanism
         self._mechanism = self._new_mechanism(mechanism)
         self.raw_tokens = version == 0
+        if self.authenticated:
+            self._limit_receives(True)
         return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=list(self.enabled))
 
-    def _fail_handshake(self, code: ErrorCode, reason: str) -> SaslHandshakeResponse:
-        self._close_after_response(reason)
-        return SaslHandshakeResponse(error_code=code, mechanisms=list(self.enabled))
+    def _fail_handshake(self, code: ErrorCode, reason: str, mechanism: str):
+        return self._refuse(SaslHandshakeResponse(error_code=code, mechanisms=list(self.enabled)), reason, mechanism)
 
     def _new_mechanism(self, mechanism: str):
+        broker = self.connection.broker
         if mechanism == "PLAIN":
-            jaas = self.connection.broker.config.props.get(
-                f"listener.name.{self.listener_name.lower()}.plain.sasl.jaas.config")
+            jaas = broker.config.props.get(f"listener.name.{self.listener_name.lower()}.plain.sasl.jaas.config")
             if not jaas:  # Kafka's fallback: the JAAS login file named in KAFKA_OPTS
                 try:
                     jaas = server_login(self.listener_name, "PLAIN")
                 except JaasFileError as e:
                     log.error("%s; PLAIN logins on this listener will fail", e)
-            return PlainServer(_plain_users(jaas))
-        store = self.connection.broker.metadata.store
+            return PlainServer(users_of(jaas))
+        store = broker.metadata.store
         return ScramServer(mechanism, lambda user: scram_credentials.lookup(store, mechanism, user))
 
     # --- SaslAuthenticate -----------------------------------------------------------------
-    def authenticate(self, version: int, token: bytes) -> SaslAuthenticateResponse:
+    def authenticate(self, version: int, token: bytes):
+        """The response, or (refused) a coroutine that answers after the failure delay."""
         if self._mechanism is None or self._mechanism.complete or self.raw_tokens:
-            self._close_after_response("SaslAuthenticate out of turn")
-            return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE,
-                                            error_message="Unexpected SaslAuthenticate request")
+            return self._refuse(SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE,
+                                                         error_message="Unexpected SaslAuthenticate request"),
+                                "SaslAuthenticate out of turn")
         try:
             challenge = self._step(token)
         except SaslAuthenticationError as e:
-            self._close_after_response(f"SASL authentication failed: {e}", logging.INFO)
-            return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(e))
+            return self._refuse(SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+                                                         error_message=str(e)), str(e))
         lifetime = self.max_reauth_ms if self._mechanism.complete and version >= 1 else 0
         return SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message=None, auth_bytes=challenge,
                                         session_lifetime_ms=lifetime)
@@ -201,7 +227,14 @@ class SaslServerAuthenticator:
         try:
             challenge = self._step(token)
         except SaslAuthenticationError as e:
-            self._close(f"SASL authentication failed: {e}", logging.INFO)
+            # No Kafka response carries a bare token's failure: the connection just closes,
+            # after the same delay.
+            self._failed = True
+            self._log_failure(str(e))
+            loop = self.connection._loop
+            if loop is not None:
+                self._close_timer = loop.call_later(self.failed_delay_ms / 1000, self._close,
+                                                    f"SASL authentication failed: {e}", logging.DEBUG)
             return
         if self._mechanism.complete:
             self.raw_tokens = False
@@ -210,6 +243,7 @@ class SaslServerAuthenticator:
     def _step(self, token: bytes) -> bytes:
         """Feed one token to the mechanism; on completion, the connection's principal."""
         mechanism = self._mechanism
+        connection = self.connection
         try:
             challenge = mechanism.receive(token)
         except ScramError:
@@ -217,14 +251,29 @@ class SaslServerAuthenticator:
                                           f"credentials with SASL mechanism {self.mechanism_name}") from None
         if mechanism.complete:
             principal = KafkaPrincipal.user(mechanism.username)
-            if self.authenticated and principal != self.connection.principal:
+            if self.authenticated and principal != connection.principal:
                 raise SaslAuthenticationError(f"Cannot change principals during re-authentication from "
-                                              f"{self.connection.principal}: {principal}")
+                                              f"{connection.principal}: {principal}")
             self.reauthentications += self.authenticated
-            self.connection.principal = principal
+            connection.principal = principal
             self.authenticated = True
+            self._limit_receives(False)
             self._start_session()
         return challenge
+
+    # --- failures -------------------------------------------------------------------------
+    def _refuse(self, response, reason: str, mechanism: str | None = None):
+        """Fail the authentication: log it, serve nothing more, and answer ``response`` after
+        ``connection.failed.authentication.delay.ms`` (a coroutine for the connection to await;
+        it then writes the response and closes)."""
+        self._failed = True
+        self._log_failure(reason, mechanism)
+        return delayed_response(response, f"SASL authentication failed: {reason}", self.failed_delay_ms)
+
+    def _log_failure(self, reason: str, mechanism: str | None = None) -> None:
+        connection = self.connection
+        log_failure(connection.peer if connection is not None else "?", mechanism or self.mechanism_name,
+                    getattr(self._mechanism, "attempted", None), reason, self.authenticated)
 
     # --- session lifetime -----------------------------------------------------------------
     def _start_session(self) -> None:
@@ -242,22 +291,23 @@ class SaslServerAuthenticator:
 
     def _on_expiry(self) -> None:
         self._timer = None
-        if self._expired() and not self.connection.closed:
+        connection = self.connection
+        if self._expired() and connection is not None and not connection.closed:
             self._close("SASL session expired (connections.max.reauth.ms) without re-authentication",
                         logging.DEBUG)
 
     # --- closing --------------------------------------------------------------------------
     def _close(self, reason: str, level: int = logging.WARNING) -> None:
-        self.connection.close(reason, level)
+        connection = self.connection
+        if connection is not None:
+            connection.close(reason, level)
 
-    def _close_after_response(self, reason: str, level: int = logging.WARNING) -> None:
-        """Close once the response being made is written: the connection writes it in this
-        loop iteration or the next (a deferred flush), and asyncio's close flushes what the
-        transport holds; so close in the iteration after the next."""
-        self._failed = True
-        loop = self.connection._loop
-        if loop is not None:
-            loop.call_soon(loop.call_soon, self._close, reason, level)
+    def release(self) -> None:
+        """The connection is lost: cancel the timers (they would keep this object alive)."""
+        for timer in (self._timer, self._close_timer):
+            if timer is not None:
+                timer.cancel()
+        self._timer = self._close_timer = None
 
 
 def inter_broker_sasl(config) -> SaslClientConfig | None:

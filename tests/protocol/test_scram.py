@@ -108,3 +108,31 @@ def test_any_tokens_fail_only_with_scram_error(first, second):
         except ScramError:
             pass
         assert not server.complete
+
+
+def _final_with_proof(proof: bytes) -> bytes:
+    return CLIENT_FINAL.rpartition(b",p=")[0] + b",p=" + base64.b64encode(proof)
+
+
+@pytest.mark.parametrize("change", ["empty", "truncated", "over-long", "over-long by zeros"])
+def test_a_client_proof_of_the_wrong_length_is_refused(change):
+    """The proof must be exactly as long as the hash: XOR-ing a longer one with the signature
+    would drop its extra bytes, so the right proof with anything appended would log in."""
+    proof = base64.b64decode(CLIENT_FINAL.rpartition(b",p=")[2])
+    bad = {"empty": b"", "truncated": proof[:-1], "over-long": proof + b"x",
+           "over-long by zeros": proof + bytes(32)}[change]
+    server = _server()
+    server.receive(CLIENT_FIRST)
+    with pytest.raises(ScramError, match="Invalid client credentials"):
+        server.receive(_final_with_proof(bad))
+    assert not server.complete and server.attempted == "user"
+    server = _server()  # the right proof, for contrast
+    server.receive(CLIENT_FIRST)
+    assert server.receive(_final_with_proof(proof)) == SERVER_FINAL and server.complete
+
+
+def test_the_attempted_user_is_known_even_when_unknown_to_the_store():
+    server = _server()
+    with pytest.raises(ScramError):
+        server.receive(b"n,,n=nob=2Cody,r=abc")
+    assert server.attempted == "nob,ody"

@@ -1,6 +1,8 @@
 """SaslHandshake (key 17) and SaslAuthenticate (key 36): the connection's
-``SaslServerAuthenticator`` (``server/sasl_authenticator.py``) does the work. On a listener
-without SASL both answer ILLEGAL_SASL_STATE, as Kafka's ``KafkaApis`` does."""
+``SaslServerAuthenticator`` (``server/sasl_authenticator.py``) does the work; a refusal comes
+back as a coroutine that answers after ``connection.failed.authentication.delay.ms``
+(``server/failed_authentication.py``). On a listener without SASL both answer
+ILLEGAL_SASL_STATE, as Kafka's ``KafkaApis`` does."""
 
 from __future__ import annotations
 
