@@ -72,6 +72,8 @@ class CommitRequest:
     # OffsetCommit v2-v4: how long to keep these offsets (-1: by the broker's policy).
     retention_time_ms: int = -1
     partitions: tuple[CommitPartition, ...] = ()
+    # The OffsetCommit version: a consumer-protocol member (KIP-848) must use v9+.
+    api_version: int = 9
 
 
 @dataclass(frozen=True, slots=True)

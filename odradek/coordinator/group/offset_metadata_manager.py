@@ -98,7 +98,7 @@ class OffsetMetadataManager:
         consumer = self._consumer_group(req.group_id)
         if consumer is not None:
             # Kafka's ConsumerGroup.validateOffsetCommit: the generation is the member epoch.
-            error = consumer.commit_error(req.member_id, req.generation_id)
+            error = consumer.commit_error(req.member_id, req.generation_id, api_version=req.api_version)
             if error is not None:
                 return CoordinatorResult({k: error for k in keys})
             return self._write_commit(req)

@@ -93,6 +93,7 @@ async def handle_offset_commit(ctx, request):
             generation_id=request.generation_id_or_member_epoch if v >= 1 else -1,
             retention_time_ms=request.retention_time_ms if 2 <= v <= 4 else -1,
             partitions=tuple(partitions),
+            api_version=v,
         )
         if coordinator is None:
             errors.update({(p.topic, p.partition): ErrorCode.COORDINATOR_NOT_AVAILABLE for p in partitions})

@@ -143,17 +143,23 @@ class ConsumerGroup:
         return topic in self.subscription_metadata
 
     # --- offsets (Kafka's validateOffsetCommit / validateOffsetFetch) --------------------------
-    def commit_error(self, member_id: str, member_epoch: int) -> ErrorCode | None:
+    def commit_error(self, member_id: str, member_epoch: int, api_version: int | None = None) -> ErrorCode | None:
         """None if this commit may go on: an admin commit (epoch < 0) only while the group is
         empty; otherwise the member must exist (UNKNOWN_MEMBER_ID) at exactly this epoch
-        (STALE_MEMBER_EPOCH)."""
+        (STALE_MEMBER_EPOCH; a classic-protocol member's generation: ILLEGAL_GENERATION).
+        ``api_version``: the OffsetCommit version (None: TxnOffsetCommit); a member of the
+        consumer protocol must use OffsetCommit v9+ (UNSUPPORTED_VERSION), as Kafka's
+        ``ConsumerGroup.validateOffsetCommit``: older versions cannot carry a member epoch."""
         if member_epoch < 0 and not self.members:
             return None
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        classic = member.uses_classic_protocol()
+        if api_version is not None and api_version < 9 and not classic:
+            return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     def fetch_error(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
@@ -182,7 +188,7 @@ class ConsumerGroup:
                                        rebalance_timeout_ms=value.rebalance_timeout_ms,
                                        subscribed_topic_names=value.subscribed_topic_names,
                                        subscribed_topic_regex=value.subscribed_topic_regex,
-                                       server_assignor=value.server_assignor))
+                                       server_assignor=value.server_assignor, classic=value.classic))
 
     def replay_current_assignment(self, member_id: str, value: ConsumerGroupMember | None) -> None:
         """A tombstone leaves the member at epoch -1 without partitions (its subscription's

@@ -6,7 +6,9 @@ that describe it; the group swaps the old value for the new one. Its fields come
 records of ``__consumer_offsets`` (``consumer_group_records``):
 
 - ConsumerGroupMemberMetadata: instance id, rack, client id and host, rebalance timeout,
-  subscribed topic names and regex, server assignor: what the member asked for;
+  subscribed topic names and regex, server assignor: what the member asked for; and, for a
+  member that speaks the classic protocol (JoinGroup/SyncGroup, KIP-848 online migration),
+  its ClassicMemberMetadata: session timeout and JoinGroup protocols;
 - ConsumerGroupCurrentMemberAssignment: member epoch, previous member epoch, state, assigned
   partitions, partitions pending revocation: where its reconciliation stands;
 - (the member's *target* assignment is the group's, ConsumerGroupTargetAssignmentMember).
@@ -51,6 +53,16 @@ class MemberState(enum.IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """A classic-protocol member of a consumer group (Kafka's ``ClassicMemberMetadata``):
+    its JoinGroup session timeout and ``(protocol name, subscription bytes)`` in its order of
+    preference (the bytes: ``ConsumerProtocolSubscription``)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     instance_id: str | None = None
@@ -66,6 +78,11 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: TopicPartitions = field(default_factory=dict)
     partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None
+
+    def uses_classic_protocol(self) -> bool:
+        """Kafka's ``useClassicProtocol``: the member joined with JoinGroup."""
+        return self.classic is not None
 
     def with_subscription(self, **changes) -> ConsumerGroupMember:
         """A copy with the given fields changed; a None value means "unchanged" (the

@@ -29,7 +29,11 @@ from dataclasses import dataclass
 
 from odradek.coordinator import versioned_message
 from odradek.coordinator.group.consumer.assignment import TopicMetadata, TopicPartitions
-from odradek.coordinator.group.consumer.consumer_group_member import ConsumerGroupMember, MemberState
+from odradek.coordinator.group.consumer.consumer_group_member import (
+    ClassicMemberMetadata,
+    ConsumerGroupMember,
+    MemberState,
+)
 from odradek.protocol.generated import (
     consumer_group_current_member_assignment_key as cur_key,
     consumer_group_current_member_assignment_value as cur_value,
@@ -110,7 +114,11 @@ class MemberSubscriptionRecord:
         return _enc(member_value, member_value.ConsumerGroupMemberMetadataValue(
             instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
             subscribed_topic_names=list(m.subscribed_topic_names), subscribed_topic_regex=m.subscribed_topic_regex,
-            rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor))
+            rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor,
+            classic_member_metadata=None if m.classic is None else member_value.ClassicMemberMetadata(
+                session_timeout_ms=m.classic.session_timeout_ms,
+                supported_protocols=[member_value.ClassicProtocol(name=n, metadata=b)
+                                     for n, b in m.classic.supported_protocols])))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +178,12 @@ ConsumerGroupRecord = (GroupEpochRecord | SubscriptionMetadataRecord | MemberSub
                        | TargetAssignmentEpochRecord | TargetAssignmentMemberRecord | CurrentAssignmentRecord)
 
 
+def _classic_in(c) -> ClassicMemberMetadata | None:
+    if c is None:
+        return None
+    return ClassicMemberMetadata(c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols))
+
+
 def decode_consumer_record(version: int, key, value, decode) -> ConsumerGroupRecord | None:
     """The record of key ``version`` (3-8) with these bytes (``value`` None: a tombstone).
     ``decode(module, version, data)`` decodes one framed message (raising on bad bytes)."""
@@ -193,7 +207,8 @@ def decode_consumer_record(version: int, key, value, decode) -> ConsumerGroupRec
         k, v = decode(member_key, version, key), val(member_value)
         member = None if v is None else ConsumerGroupMember(
             k.member_id, v.instance_id or None, v.rack_id or None, v.client_id, v.client_host, v.rebalance_timeout_ms,
-            tuple(v.subscribed_topic_names), v.subscribed_topic_regex or None, v.server_assignor or None)
+            tuple(v.subscribed_topic_names), v.subscribed_topic_regex or None, v.server_assignor or None,
+            classic=_classic_in(v.classic_member_metadata))
         return MemberSubscriptionRecord(k.group_id, k.member_id, member)
     if version == 6:
         k, v = decode(target_epoch_key, version, key), val(target_epoch_value)

@@ -234,3 +234,22 @@ def test_classic_and_consumer_groups_do_not_share_an_id_in_use():
     h.tick(10)
     assert joined.result.error == E.NONE  # an empty consumer group becomes a classic one
     assert h.group("g") is None
+
+
+def test_offset_commit_below_v9_from_a_consumer_protocol_member_is_unsupported():
+    """Kafka's ConsumerGroup.validateOffsetCommit: OffsetCommit v8 and older carry no member
+    epoch, so a KIP-848 member must use v9+; an admin commit to an empty group may use any."""
+    h = ConsumerShardHarness()
+    h.topic("t", 1)
+    a = Member(h, "g", ["t"])
+    settle([a])
+
+    def commit(member_id, epoch, version):
+        req = CommitRequest("g", member_id, None, epoch, partitions=(CommitPartition("t", 0, 5),), api_version=version)
+        return h.apply(h.shard.commit_offsets(req))[("t", 0)]
+
+    assert commit(a.member_id, a.epoch, 8) == E.UNSUPPORTED_VERSION
+    assert commit(a.member_id, a.epoch, 1) == E.UNSUPPORTED_VERSION
+    assert commit(a.member_id, a.epoch, 9) == E.NONE
+    a.leave()
+    assert commit("", -1, 2) == E.NONE
