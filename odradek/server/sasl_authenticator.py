@@ -167,11 +167,11 @@ class SaslServerAuthenticator:
 
     def _limit_receives(self, limited: bool) -> None:
         """Size prefixes read from now on are bounded by ``sasl.server.max.receive.size``
-        (``limited``) or by ``socket.request.max.bytes``."""
+        (``limited``; never above ``socket.request.max.bytes``) or by ``socket.request.max.bytes``."""
         connection = self.connection
         self._limited = limited
-        connection.parser.max_size = (self.max_receive_size if limited
-                                      else connection.broker.config["socket.request.max.bytes"])
+        most = connection.broker.config["socket.request.max.bytes"]
+        connection.parser.max_size = min(self.max_receive_size, most) if limited else most
 
     # --- SaslHandshake --------------------------------------------------------------------
     def handshake(self, version: int, mechanism: str):
