@@ -135,7 +135,7 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("group.consumer.max.size", "int", 2147483647, 1),
     _k("group.consumer.assignors", "list", "uniform,range", doc="server assignor names, the first the default"),
     _k("group.consumer.migration.policy", "string", "bidirectional",
-       doc="accepted; online classic<->consumer migration is not implemented (empty groups convert)"),
+       doc="online classic<->consumer group migration: bidirectional, upgrade, downgrade, disabled"),
     _k("group.coordinator.rebalance.protocols", "list", "classic,consumer", doc="accepted; both protocols are served"),
     _k("producer.id.expiration.ms", "int", 86400000, 1),
     _k("producer.id.expiration.check.interval.ms", "int", 600000, 1),

@@ -28,6 +28,9 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5_000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # group.consumer.migration.policy: bidirectional, upgrade, downgrade or disabled (KIP-848
+    # online migration between classic and consumer groups: consumer/group_migration.py).
+    consumer_migration_policy: str = "bidirectional"
     # offsets.retention.minutes, in ms.
     offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
     offsets_retention_check_interval_ms: int = 600_000
@@ -51,6 +54,7 @@ class GroupConfig:
             consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
             consumer_max_size=config["group.consumer.max.size"],
             consumer_assignors=tuple(config["group.consumer.assignors"]),
+            consumer_migration_policy=str(config["group.consumer.migration.policy"]).lower(),
             offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
             offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
             commit_timeout_ms=config["offsets.commit.timeout.ms"],

@@ -23,8 +23,12 @@ ConsumerGroupDescribe       ``coordinator/group/consumer/``)
 
 A group id names a classic group or a consumer group, never both: an empty classic group
 (offsets only) becomes a consumer group when a member joins with ConsumerGroupHeartbeat, an
-empty consumer group a classic one when a member joins with JoinGroup; a group in use under
-the other protocol refuses (GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL).
+empty consumer group a classic one when a member joins with JoinGroup. A group in use under
+the other protocol migrates online as ``group.consumer.migration.policy`` allows
+(``consumer/group_migration.py``): a classic group upgrades on a ConsumerGroupHeartbeat, and
+JoinGroup/SyncGroup/Heartbeat/LeaveGroup of classic members are served by the consumer group;
+with the policy ``disabled`` the other protocol is refused (GROUP_ID_NOT_FOUND,
+INCONSISTENT_GROUP_PROTOCOL).
 """
 
 from __future__ import annotations
@@ -68,9 +72,8 @@ class GroupCoordinatorShard:
         consumer = self.consumer.group(req.group_id)
         if consumer is None:
             return self.groups.join_group(req, respond)
-        if not consumer.is_empty():
-            respond(JoinResult.failed(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return CoordinatorResult()
+        if not consumer.is_empty():  # a classic member of a consumer group (online migration)
+            return self.consumer.migration.join(consumer, req, respond)
         # An empty consumer group becomes a classic group: its records go first.
         deleted = CoordinatorResult(None, [Write(self.consumer.delete_records(consumer))])
         self.consumer.groups.pop(req.group_id, None)
@@ -80,12 +83,21 @@ class GroupCoordinatorShard:
         return self.consumer.heartbeat(req)
 
     def sync_group(self, req, respond) -> CoordinatorResult:
+        consumer = self.consumer.group(req.group_id)
+        if consumer is not None:
+            return self.consumer.migration.sync(consumer, req, respond)
         return self.groups.sync_group(req, respond)
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> CoordinatorResult:
+        consumer = self.consumer.group(group_id)
+        if consumer is not None:
+            return CoordinatorResult(self.consumer.migration.heartbeat(consumer, member_id, instance_id, generation_id))
         return self.groups.heartbeat(group_id, member_id, instance_id, generation_id)
 
     def leave_group(self, group_id: str, leaving) -> CoordinatorResult:
+        consumer = self.consumer.group(group_id)
+        if consumer is not None:
+            return self.consumer.migration.leave(consumer, leaving)
         return self.groups.leave_group(group_id, leaving)
 
     def commit_offsets(self, req) -> CoordinatorResult:

@@ -40,6 +40,7 @@ from odradek.coordinator.group.consumer.consumer_group_member import (
     MemberState,
     is_subset,
 )
+from odradek.coordinator.group.consumer.group_migration import GroupMigration
 from odradek.coordinator.group.consumer.consumer_group_records import (
     CurrentAssignmentRecord,
     GroupEpochRecord,
@@ -74,6 +75,7 @@ class ConsumerGroupManager:
         self.assignors = assignors
         self.groups: dict[str, ConsumerGroup] = {}
         self._describable: dict[tuple[str, str], object] = {}  # (group, member) -> ACL check
+        self.migration = GroupMigration(self)
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -139,6 +141,8 @@ class ConsumerGroupManager:
             return group
         classic = self.classic.group(group_id)
         if classic is not None and not classic.is_(GroupState.DEAD):
+            if create and not classic.is_(GroupState.EMPTY) and self.migration.validate_online_upgrade(classic):
+                return self.migration.convert_to_consumer_group(classic, records)
             if not (create and classic.is_(GroupState.EMPTY)):
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             records.append(GroupMetadataRecord(group_id, None))  # an empty classic group becomes a consumer group
@@ -299,7 +303,13 @@ class ConsumerGroupManager:
         return fire
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        deadline = self.clock.milliseconds() + self.config.consumer_session_timeout_ms
+        self.schedule_session_timeout(group_id, member_id)
+
+    def schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """``timeout_ms``: a classic member's JoinGroup session timeout (default:
+        ``group.consumer.session.timeout.ms``)."""
+        timeout = self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = self.clock.milliseconds() + timeout
         self.timer.schedule(_key("consumer-session", group_id, member_id), deadline,
                             self._fence_if(group_id, member_id, "session timed out"))
 
@@ -376,7 +386,8 @@ class ConsumerGroupManager:
         within its rebalance timeout."""
         for group in self.groups.values():
             for member in group.members.values():
-                self._schedule_session_timeout(group.group_id, member.member_id)
+                classic = member.classic.session_timeout_ms if member.classic is not None else None
+                self.schedule_session_timeout(group.group_id, member.member_id, classic)
                 self._schedule_rebalance_timeout(group.group_id, member)
 
     def unload(self) -> None:
