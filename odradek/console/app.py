@@ -18,9 +18,19 @@ request the console refuses itself, INVALID_REQUEST; the HTTP status says who is
 (404 unknown, 409 exists, 403 not authorized, 400 other refusals, 503 the cluster did not
 answer in time).
 
-Changes (POST, DELETE) take JSON only and, when the browser names an ``Origin``, only from
-the console's own: another site's page cannot change the cluster through a console running
-on the same machine.
+The console acts with its own Kafka credentials for everyone who reaches it, so every
+request, on every route (pages, API, static files), passes three checks in this order:
+
+1. its ``Host`` is one the console serves (host_check.py: the bind address, loopback names for
+   a loopback bind, ``--allowed-host``), else 421 Misdirected Request: a page of another site
+   whose name was rebound to the console's address (DNS rebinding) gets nothing;
+2. with authentication configured (console_auth.py), it carries the user's password or the
+   token, else 401 with ``WWW-Authenticate``;
+3. a change (POST, DELETE) is JSON only and, when the browser names an ``Origin``, comes from
+   one of the served hosts too: another site's page cannot change the cluster through it.
+
+Answers also tell browsers not to frame the pages (``X-Frame-Options: DENY``, CSP
+``frame-ancestors 'none'``), so another site cannot lay them under its own buttons.
 """
 
 from __future__ import annotations
@@ -35,6 +45,8 @@ from aiohttp import web
 from odradek.client.admin import AsyncAdminClient
 from odradek.client.errors import BrokerError, KafkaError
 from odradek.console import cluster_view, groups_view, message_browser, topics_view
+from odradek.console.console_auth import ConsoleAuth
+from odradek.console.host_check import AllowedHosts
 from odradek.console.request_error import RequestError
 from odradek.console.samples import DEFAULT_INTERVAL, Sampler, Samples
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -47,6 +59,9 @@ PAGES = ("/", "/brokers", "/topics", "/topics/{name}", "/groups", "/groups/{grou
 DEFAULT_REFRESH_MS = 5_000
 CONFIG_KEY = web.AppKey("config", object)
 STATE_KEY = web.AppKey("state", object)
+HOSTS_KEY = web.AppKey("hosts", AllowedHosts)
+# Sent with every answer: no other site may frame the pages (and so no clicks under its own buttons).
+_NO_FRAMING = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
 
 _STATUS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: 404, ErrorCode.GROUP_ID_NOT_FOUND: 404,
@@ -60,7 +75,10 @@ _STATUS = {
 class ConsoleConfig:
     """What a console needs: the cluster's bootstrap servers, keyword arguments for the
     admin client (``security`` among them: Kafka-named ``security.protocol``, ``ssl.*``,
-    ``sasl.*``), where to listen, and how often to sample and refresh."""
+    ``sasl.*``), where to listen, and how often to sample and refresh; the ``Host`` names it
+    serves besides its bind address (``allowed_hosts``, host_check.py), who may use it
+    (``auth``, console_auth.py; nobody asked by default), and its TLS certificate chain and
+    key (PEM files; both or neither)."""
 
     bootstrap: str
     client: dict = field(default_factory=dict)
@@ -68,6 +86,11 @@ class ConsoleConfig:
     port: int = 0
     sample_interval: float = DEFAULT_INTERVAL
     refresh_ms: int = DEFAULT_REFRESH_MS
+    allowed_hosts: tuple[str, ...] = ()
+    auth: ConsoleAuth = field(default_factory=ConsoleAuth)
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    insecure_no_auth: bool = False  # serve a non-loopback bind without authentication, on purpose
 
 
 @dataclass
@@ -80,8 +103,9 @@ class ConsoleState:
 
 
 def make_app(config: ConsoleConfig) -> web.Application:
-    app = web.Application(middlewares=[_errors, _same_origin_changes])
+    app = web.Application(middlewares=[_served_hosts_only, _authenticated, _errors, _same_origin_changes])
     app[CONFIG_KEY] = config
+    app[HOSTS_KEY] = AllowedHosts(config.host, tuple(config.allowed_hosts))
     for page in PAGES:
         app.router.add_get(page, _page)
     app.router.add_get("/favicon.ico", _favicon)
@@ -177,10 +201,59 @@ async def _errors(request: web.Request, handler):
 
 
 @web.middleware
+async def _served_hosts_only(request: web.Request, handler):
+    """Check 1 (the module's docstring): the ``Host`` named is one this console serves.
+    The raw header, not ``request.host``, which makes one up when there is none."""
+    hosts = request.headers.getall("Host", [])
+    if len(hosts) != 1 or not _serves(request, hosts[0], 443 if request.secure else 80):
+        shown = hosts[0] if len(hosts) == 1 else f"{len(hosts)} Host headers"
+        answer = _error(421, ErrorCode.INVALID_REQUEST,
+                        f"this console does not serve {shown!r} (see odradek console --allowed-host)")
+    else:
+        try:
+            answer = await handler(request)
+        except web.HTTPException as e:  # aiohttp's own answers (no such route): framed no more than others
+            e.headers.update(_NO_FRAMING)
+            raise
+    answer.headers.update(_NO_FRAMING)
+    return answer
+
+
+@web.middleware
+async def _authenticated(request: web.Request, handler):
+    """Check 2: with authentication configured, the request carries its credentials."""
+    auth = request.app[CONFIG_KEY].auth
+    if auth.admits(request.headers.get("Authorization")):
+        return await handler(request)
+    answer = _error(401, ErrorCode.SASL_AUTHENTICATION_FAILED, "this console asks who you are")
+    for challenge in auth.challenges():
+        answer.headers.add("WWW-Authenticate", challenge)
+    return answer
+
+
+def _serves(request: web.Request, host: str, default_port: int) -> bool:
+    """Whether ``host`` (a ``Host`` value or an ``Origin``'s host part) names this console,
+    which took the request's connection on its local port."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    if not isinstance(sockname, tuple) or len(sockname) < 2:
+        return False
+    return request.app[HOSTS_KEY].permits(host, sockname[1], default_port)
+
+
+def _same_origin(request: web.Request, origin: str) -> bool:
+    """Whether a browser's ``Origin`` (``scheme://host[:port]``) is one of the console's own."""
+    scheme, sep, host = origin.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return False  # "null" (a sandboxed frame, a file) and anything else
+    return _serves(request, host, 443 if scheme.lower() == "https" else 80)
+
+
+@web.middleware
 async def _same_origin_changes(request: web.Request, handler):
+    """Check 3: changes only as JSON, and from the console's own pages."""
     if request.method in ("POST", "DELETE", "PUT", "PATCH"):
         origin = request.headers.get("Origin")
-        if origin and origin.split("://", 1)[-1] != request.host:
+        if origin and not _same_origin(request, origin):
             return _error(403, ErrorCode.INVALID_REQUEST, f"changes only from the console's own pages, not {origin}")
         if request.method == "POST" and request.content_type != "application/json":
             return _error(400, ErrorCode.INVALID_REQUEST, "send changes as application/json")
