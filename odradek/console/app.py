@@ -9,7 +9,8 @@ the browser's scripts (static/js/) fill from the API and refresh every few secon
     /topics/<name>  one topic                   GET  /api/topics/<name>  DELETE /api/topics/<name>
                     its message browser         GET  /api/topics/<name>/messages?partition=&offset=|timestamp=&limit=
                     its configs                 POST /api/topics/<name>/configs {"set": {...}, "delete": [...]}
-    /groups         the consumer groups         GET  /api/groups
+    /groups         the groups (classic and     GET  /api/groups
+                    KIP-848 consumer groups)
     /groups/<id>    one group                   GET  /api/groups/<id>
 
 Errors come back as JSON ``{"error_code": n, "error": "NAME", "message": "..."}`` with

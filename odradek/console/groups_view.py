@@ -1,5 +1,13 @@
 """The console's consumer group pages as JSON (``/api/groups``, ``/api/groups/<id>``), from
-ListGroups, DescribeGroups, OffsetFetch and ListOffsets.
+ListGroups, ConsumerGroupDescribe and DescribeGroups (group_descriptions.py), OffsetFetch and
+ListOffsets.
+
+Both group types of KIP-848 are shown: each group has its ``type`` (``classic`` or
+``consumer``). A ``consumer`` group's page adds what only it has: the group epoch, the target
+assignment epoch (``assignment_epoch``), the assignor (``protocol``, as Kafka's
+``ConsumerGroupDescription.partitionAssignor``), and per member its epoch, its current
+assignment and its target assignment; a member whose assignment differs from its target is
+still reconciling (KIP-848's revoke-then-assign steps).
 
 Lag follows ``kafka-consumer-groups --describe``: per partition, the partition's end offset
 (high watermark) minus the group's committed offset, for partitions the group has committed
@@ -14,10 +22,11 @@ import time
 
 from odradek.client.topic_partition import TopicPartition
 from odradek.console.cluster_view import LATEST, OFFSETS_TIMEOUT_MS
+from odradek.console.group_descriptions import CONSUMER, describe_group, describe_listed, group_type
 
 
 class GroupNotFound(Exception):
-    """DescribeGroups says the group does not exist (state Dead)."""
+    """Neither ConsumerGroupDescribe nor DescribeGroups knows the group (state Dead)."""
 
 
 async def committed_and_ends(admin, group_id: str, ends: dict | None = None):
@@ -47,25 +56,32 @@ async def total_lag(admin, group_id: str, ends: dict | None = None) -> int:
 
 
 async def groups(admin) -> dict:
-    """``{"groups": [{"id", "state", "protocol_type", "protocol", "members", "lag"}]}``,
-    sorted by id; ``lag`` is the total lag (None for groups that are not consumer groups)."""
+    """``{"groups": [{"id", "type", "state", "protocol_type", "protocol", "members", "lag"}]}``,
+    sorted by id; ``type`` is ``classic`` or ``consumer`` (KIP-848), ``lag`` the total lag
+    (None for groups that are not consumer groups). A group whose description was refused
+    shows its listing's type and state, no protocol and 0 members."""
     listed = await admin.list_groups()
     ids = [g.group_id for g in listed]
-    described = await admin.describe_groups(ids) if ids else {}
+    described = await describe_listed(admin, listed) if ids else {}
     lags = await asyncio.gather(*(total_lag(admin, g) for g in ids), return_exceptions=True)
     rows = []
     for g, total in zip(listed, lags):
         d = described.get(g.group_id)
-        rows.append({"id": g.group_id, "state": d.state if d else g.state, "protocol_type": g.protocol_type,
+        d = None if isinstance(d, Exception) else d
+        rows.append({"id": g.group_id, "type": group_type(d, g.type), "state": d.state if d else g.state,
+                     "protocol_type": g.protocol_type or (d.protocol_type if d else ""),
                      "protocol": d.protocol if d else "", "members": len(d.members) if d else 0,
                      "lag": total if isinstance(total, int) else None})
     return {"groups": rows}
 
 
 async def group(admin, group_id: str, samples) -> dict:
-    """One group: state, protocol, members with their assignment, and per partition the
-    committed offset, end offset, lag and owning member; ``lag_history``: [[t, lag], ...]."""
-    described = (await admin.describe_groups([group_id]))[group_id]
+    """One group: type, state, protocol, members with their assignment, and per partition the
+    committed offset, end offset, lag and owning member (by current assignment);
+    ``lag_history``: [[t, lag], ...]. A ``consumer`` group also has ``group_epoch``,
+    ``assignment_epoch`` and ``assignor``, and its members ``member_epoch`` and
+    ``target_assignment`` (``consumer_group_fields``)."""
+    described = await describe_group(admin, group_id)
     if described.state == "Dead":
         raise GroupNotFound(group_id)
     offsets, ends = await committed_and_ends(admin, group_id)
@@ -84,8 +100,9 @@ async def group(admin, group_id: str, samples) -> dict:
                            "host": member.client_host if member else None})
     history = samples.groups.get(group_id)
     total = sum(p["lag"] or 0 for p in partitions)
-    return {
+    page = {
         "id": group_id,
+        "type": group_type(described),
         "state": described.state,
         "protocol_type": described.protocol_type,
         "protocol": described.protocol,
@@ -96,6 +113,23 @@ async def group(admin, group_id: str, samples) -> dict:
         "lag": total,
         "lag_history": _with_now(history.points() if history else [], total),
     }
+    if page["type"] == CONSUMER:
+        consumer_group_fields(page, described)
+    return page
+
+
+def consumer_group_fields(page: dict, described) -> None:
+    """Adds a KIP-848 group's own fields to its page (a ``ConsumerGroupDescription``):
+    ``group_epoch``, ``assignment_epoch`` (the target assignment's), ``assignor``, and to each
+    member (same order as ``described.members``) ``member_epoch``, ``target_assignment``
+    ("topic-partition" texts, sorted), ``reconciling`` (current assignment is not yet the
+    target) and ``subscribed_topics``."""
+    page.update(group_epoch=described.group_epoch, assignment_epoch=described.assignment_epoch,
+                assignor=described.protocol)
+    for row, m in zip(page["members"], described.members):
+        row.update(member_epoch=m.member_epoch, target_assignment=[_tp_text(tp) for tp in m.target_assignment],
+                   reconciling=set(m.assignment) != set(m.target_assignment),
+                   subscribed_topics=list(m.subscribed_topics))
 
 
 def _with_now(points: list, value: int) -> list:

@@ -1,4 +1,6 @@
 // "/groups/<id>": a group's members, per-partition offsets and lag, and lag over time.
+// A KIP-848 consumer group (type "consumer") also shows its type, group epoch, target
+// assignment epoch and assignor, and per member its epoch and target assignment (groups_view.py).
 import { ApiError, getJSON, seg } from "../api.js";
 import { card, count, dash, fill, h, notFound, table } from "../dom.js";
 import { lineChart } from "../charts.js";
@@ -22,9 +24,11 @@ export function mount(root, [id]) {
       notFound(root, "Consumer group", id, "/groups", "consumer groups");
       return;
     }
+    const modern = g.type === "consumer";
     fill(cards, card("State", g.state, false, "group-state"), card("Members", count(g.members.length)),
       card("Total lag", count(g.lag), false, "group-lag"),
-      card("Protocol", [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–"));
+      modern ? consumerGroupCards(g) :
+        card("Protocol", [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–"));
     lineChart(chart, g.lag_history, "lag (messages)", "#a05a00");
     fill(partitions, table("group-partitions-table", [
       { title: "Topic", cell: (p) => h("a", { href: `/topics/${seg(p.topic)}` }, p.topic) },
@@ -40,7 +44,20 @@ export function mount(root, [id]) {
         { title: "Client", cell: (m) => m.client_id },
         { title: "Host", cell: (m) => m.host },
         { title: "Instance", cell: (m) => dash(m.instance_id) },
-        { title: "Assigned partitions", cell: (m) => m.assignment.join(", ") || "–" },
-      ], g.members));
+        ...(modern ? [{ title: "Member epoch", cell: (m) => String(m.member_epoch), num: true, key: "member-epoch" }] : []),
+        { title: "Assigned partitions", cell: (m) => m.assignment.join(", ") || "–", key: "assignment" },
+        ...(modern ? [{ title: "Target assignment", cell: (m) => m.target_assignment.join(", ") || "–",
+          key: "target-assignment" }] : []),
+      ], g.members, (m) => (m.reconciling ? {
+        dataset: { member: m.id }, class: "warn reconciling", title: "reconciling: its assignment is not yet its target",
+      } : { dataset: { member: m.id } })));
   };
+}
+
+// A consumer group's own cards: its type, the assignor and the two epochs (a member whose
+// epoch is below the target assignment epoch has not yet reached its target).
+function consumerGroupCards(g) {
+  return [card("Type", g.type, false, "group-type"), card("Assignor", dash(g.assignor), false, "group-assignor"),
+    card("Group epoch", String(g.group_epoch), false, "group-epoch"),
+    card("Target assignment epoch", String(g.assignment_epoch), false, "group-assignment-epoch")];
 }

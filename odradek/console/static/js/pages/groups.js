@@ -1,4 +1,4 @@
-// "/groups": every consumer group with its state, members and total lag.
+// "/groups": every consumer group with its type (classic or consumer, KIP-848), state, members and total lag.
 import { getJSON, seg } from "../api.js";
 import { count, fill, h, table } from "../dom.js";
 
@@ -10,6 +10,7 @@ export function mount(root) {
     fill(list, data.groups.length === 0 ? h("p", { class: "muted" }, "No consumer groups.") :
       table("groups-table", [
         { title: "Group", cell: (g) => h("a", { href: `/groups/${seg(g.id)}` }, g.id) },
+        { title: "Type", cell: (g) => g.type || "–", key: "type" },
         { title: "State", cell: (g) => g.state, key: "state" },
         { title: "Protocol", cell: (g) => [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–" },
         { title: "Members", cell: (g) => count(g.members), num: true, key: "members" },
