@@ -40,6 +40,7 @@ from odradek.coordinator.group.consumer.consumer_group_member import (
     MemberState,
     is_subset,
 )
+from odradek.coordinator.group.consumer.group_downgrade import GroupDowngrade
 from odradek.coordinator.group.consumer.group_migration import GroupMigration
 from odradek.coordinator.group.consumer.consumer_group_records import (
     CurrentAssignmentRecord,
@@ -76,6 +77,7 @@ class ConsumerGroupManager:
         self.groups: dict[str, ConsumerGroup] = {}
         self._describable: dict[tuple[str, str], object] = {}  # (group, member) -> ACL check
         self.migration = GroupMigration(self)
+        self.downgrade = GroupDowngrade(self, self.migration.policy)
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -263,7 +265,7 @@ class ConsumerGroupManager:
                 raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
                                                           f"{req.group_id}.")
             log.info("[GroupId %s] member %s left the consumer group", req.group_id, req.member_id)
-            return CoordinatorResult(result, [Write(self.fence(group, member))])
+            return CoordinatorResult(result, self.fence_writes(group, member))
         member = group.static_member(req.instance_id)
         if member is None:
             raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
@@ -271,12 +273,31 @@ class ConsumerGroupManager:
             raise HeartbeatError(E.FENCED_INSTANCE_ID, f"Static member {req.member_id} with instance id "
                                                        f"{req.instance_id} was fenced by member {member.member_id}.")
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            return CoordinatorResult(result, [Write(self.fence(group, member))])
+            return CoordinatorResult(result, self.fence_writes(group, member))
         # A static member leaving for a moment keeps its partitions: its instance comes back
         # under a new member id, or its session times out.
         left = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, previous_member_epoch=member.member_epoch)
         self.timer.cancel(_key("consumer-rebalance", req.group_id, member.member_id))
         return CoordinatorResult(result, [Write([CurrentAssignmentRecord(req.group_id, member.member_id, left)])])
+
+    def fence_writes(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list[Write]:
+        """Kafka's ``consumerGroupFenceMember``: the group downgrades to a classic group when
+        ``member`` is its last consumer-protocol member (``group_downgrade``: written without
+        replay, the shard already changed), else ``fence``'s records."""
+        if self.downgrade.validate_with_fenced_member(group, member.member_id):
+            return [Write(self.downgrade.convert_to_classic_group(group, member.member_id)[1], replay=False)]
+        return [Write(self.fence(group, member))]
+
+    def drop_group(self, group_id: str) -> None:
+        """Forget a consumer group at once (converted to a classic group): Dead for whoever
+        holds it, its timers cancelled."""
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            group.dead = True
+        self.timer.cancel_prefix(f"consumer-session:{group_id}:")
+        self.timer.cancel_prefix(f"consumer-rebalance:{group_id}:")
+        for key in [k for k in self._describable if k[0] == group_id]:
+            del self._describable[key]
 
     def fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list:
         """The records removing ``member`` (its assignment, target and subscription, in Kafka's
@@ -298,7 +319,7 @@ class ConsumerGroupManager:
                                                          or member.state != MemberState.UNREVOKED_PARTITIONS)):
                 return None
             log.info("[GroupId %s] member %s fenced: %s", group_id, member_id, why)
-            return CoordinatorResult(None, [Write(self.fence(group, member))])
+            return CoordinatorResult(None, self.fence_writes(group, member))
 
         return fire
 

@@ -18,8 +18,13 @@ Committed offsets are records of their own and are untouched.
 Classic members of a consumer group (mixed membership during a rolling upgrade):
 
 - JoinGroup creates or updates the member from its subscription (topics, rack, owned
-  partitions), computes the target assignment if the group epoch moved, and reconciles the
-  member one step, the owned partitions of its subscription standing for what it still holds
+  partitions; its protocols must share one with the other classic members, else
+  INCONSISTENT_GROUP_PROTOCOL, Kafka's ``supportsClassicProtocols``). A static member joining
+  without member id under a known ``group.instance.id`` replaces that instance's member
+  (either protocol, any epoch) under a new member id, keeping its partitions and target; when
+  the replaced member was the last consumer-protocol one, the group downgrades
+  (``group_downgrade``). The join computes the target assignment if the group epoch moved,
+  and reconciles the member one step, the owned partitions of its subscription standing for what it still holds
   (an eager client owns none at JoinGroup). The answer: generation = member epoch, protocol =
   its first supported protocol, no leader (the member never assigns: librdkafka and the Java
   client then send an empty SyncGroup).
@@ -30,6 +35,8 @@ Classic members of a consumer group (mixed membership during a rolling upgrade):
 - LeaveGroup removes the member and bumps the group epoch.
 - OffsetCommit: the generation is the member epoch (ILLEGAL_GENERATION otherwise,
   ``ConsumerGroup.commit_error``).
+
+Downgrade, when the last consumer-protocol member goes: ``group_downgrade``.
 
 Policy values (``group.consumer.migration.policy``): ``bidirectional`` (Kafka 4's default),
 ``upgrade``, ``downgrade``, ``disabled``. With ``disabled`` nothing converts and a group in use
@@ -166,8 +173,7 @@ class GroupMigration:
             return CoordinatorResult()
         records: list = []
         mgr, image = self.manager, self.manager.metadata()
-        stored = group.member(member_id)
-        member = stored or ConsumerGroupMember(member_id)
+        member, stored, replaced = self._member_for_join(group, req, member_id, records)
         updated = replace(member, instance_id=req.group_instance_id, rack_id=subscription.rack_id or None,
                           client_id=req.client_id, client_host=req.client_host,
                           rebalance_timeout_ms=req.rebalance_timeout_ms, subscribed_topic_names=tuple(subscription.topics),
@@ -175,29 +181,67 @@ class GroupMigration:
                           classic=ClassicMemberMetadata(req.session_timeout_ms, tuple(req.protocols)))
         if updated != member or stored is None:
             records.append(MemberSubscriptionRecord(group.group_id, member_id, updated))
-        bump = stored is None or updated.subscription_key() != member.subscription_key()
+        bump = (stored is None and replaced is None) or updated.subscription_key() != member.subscription_key()
         members = {**group.members, member_id: updated}
+        if replaced is not None:
+            members.pop(replaced.member_id, None)
         epoch, metadata = mgr._maybe_bump(group, members, bump, records)
         if epoch > group.assignment_epoch:
             target_epoch, target = epoch, mgr._update_target(group, epoch, members, metadata, records).get(member_id, {})
         else:
-            target_epoch, target = group.assignment_epoch, group.target_of(member_id)
+            target_epoch = group.assignment_epoch
+            target = group.target_of(replaced.member_id if replaced is not None else member_id)
         owned = _by_topic_id(_owned_of(subscription), image)
         reconciled = mgr._reconcile(group, updated, target_epoch, target, owned, False)
         if stored is None or _assignment_of(reconciled) != _assignment_of(stored):
             records.append(CurrentAssignmentRecord(group.group_id, member_id, reconciled))
+        if replaced is not None and mgr.downgrade.validate_with_replaced_member(group, replaced.member_id):
+            # The last consumer-protocol member was the one replaced: the group goes classic.
+            classic, more = mgr.downgrade.convert_to_classic_group(group, replaced.member_id, reconciled)
+            result = JoinResult(E.NONE, member_id, classic.generation_id, CONSUMER_PROTOCOL_TYPE,
+                                classic.protocol_name)
+            return self._answer_when_written(records + more, result, respond, replay=False)
         mgr.schedule_session_timeout(group.group_id, member_id, req.session_timeout_ms)
         result = JoinResult(E.NONE, member_id, reconciled.member_epoch, CONSUMER_PROTOCOL_TYPE, req.protocols[0][0])
         log.info("[GroupId %s] classic member %s joined the consumer group at epoch %d", group.group_id, member_id,
                  reconciled.member_epoch)
+        return self._answer_when_written(records, result, respond)
+
+    @staticmethod
+    def _answer_when_written(records: list, result: JoinResult, respond, replay: bool = True) -> CoordinatorResult:
         if not records:
             respond(result)
             return CoordinatorResult()
 
         def on_written(error: ErrorCode):
-            respond(result if error == E.NONE else JoinResult.failed(member_id, E.NOT_COORDINATOR))
+            respond(result if error == E.NONE else JoinResult.failed(result.member_id, E.NOT_COORDINATOR))
 
-        return CoordinatorResult(None, [Write(records, on_written=on_written)])
+        return CoordinatorResult(None, [Write(records, replay=replay, on_written=on_written)])
+
+    def _member_for_join(self, group: ConsumerGroup, req: JoinRequest, member_id: str, records: list):
+        """``(member, stored, replaced)``: the member the JoinGroup starts from, the group's
+        member of that id (None: new), and the static member it replaces (Kafka's
+        ``getOrMaybeSubscribeStaticConsumerGroupMember`` for a classic member: a JoinGroup
+        without member id under a known ``group.instance.id`` takes the instance over whatever
+        protocol its member uses and whatever its epoch, keeping its partitions and target
+        under the new member id, at epoch 0; the replaced member is removed)."""
+        static = group.static_member(req.group_instance_id)
+        if static is None or req.member_id != UNKNOWN_MEMBER_ID:
+            stored = group.member(member_id)
+            return stored or ConsumerGroupMember(member_id), stored, None
+        new = replace(static, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        gid = group.group_id
+        records += [CurrentAssignmentRecord(gid, static.member_id, None),
+                    TargetAssignmentMemberRecord(gid, static.member_id, None),
+                    MemberSubscriptionRecord(gid, static.member_id, None),
+                    MemberSubscriptionRecord(gid, member_id, new),
+                    TargetAssignmentMemberRecord(gid, member_id, group.target_of(static.member_id)),
+                    CurrentAssignmentRecord(gid, member_id, new)]
+        self.manager._cancel_timers(gid, static.member_id)
+        log.info("[GroupId %s] Static member with instance id %s re-joins the consumer group using the classic "
+                 "protocol. Created a new member %s to replace the existing member %s.", gid,
+                 req.group_instance_id, member_id, static.member_id)
+        return new, None, static
 
     def _check_join(self, group: ConsumerGroup, req: JoinRequest) -> ErrorCode | None:
         if not self.accepts_classic_members():
@@ -210,11 +254,26 @@ class GroupMigration:
         if req.member_id and req.member_id not in group.members and req.group_instance_id is None:
             return E.UNKNOWN_MEMBER_ID
         static = group.static_member(req.group_instance_id)
+        if req.member_id and req.group_instance_id is not None and static is None:
+            return E.UNKNOWN_MEMBER_ID  # Kafka's throwIfStaticMemberIsUnknown
         if static is not None and req.member_id and static.member_id != req.member_id:
             return E.FENCED_INSTANCE_ID
+        if not self._supports_protocols(group, req):
+            return E.INCONSISTENT_GROUP_PROTOCOL
         if req.member_id not in group.members and len(group.members) >= self.manager.config.consumer_max_size:
             return E.GROUP_MAX_SIZE_REACHED
         return None
+
+    @staticmethod
+    def _supports_protocols(group: ConsumerGroup, req: JoinRequest) -> bool:
+        """Kafka's ``ConsumerGroup.supportsClassicProtocols``: the joining member shares a
+        protocol with every other classic member (so a downgrade can choose one)."""
+        names = {name for name, _ in req.protocols}
+        for m in group.members.values():
+            replaced = req.group_instance_id is not None and m.instance_id == req.group_instance_id
+            if m.uses_classic_protocol() and m.member_id != req.member_id and not replaced:
+                names &= {name for name, _ in m.classic.supported_protocols}
+        return bool(names)
 
     def _classic_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None):
         """``(member, error)``: Kafka's ``validateConsumerGroupMember`` and
