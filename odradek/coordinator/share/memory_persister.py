@@ -1,25 +1,25 @@
-"""An in-memory Persister for unit tests (no coordinator, no topic, no network).
+"""An in-memory Persister for unit tests (no topic, no network).
 
-It keeps Kafka's share coordinator semantics that a share partition can observe:
-- an uninitialized share-partition reads as state epoch 0, start offset -1, no batches;
-- ``initialize_state`` replaces the state (new state epoch and start offset, no batches);
-- ``write_state`` paints its batches over the stored ones (``state_batch_combiner.py``) and
-  trims below the start offset; a state epoch below the stored one is FENCED_STATE_EPOCH;
-- a read or write whose leader epoch is below the stored one is FENCED_LEADER_EPOCH; a newer
-  leader epoch is remembered (``-1`` skips the check and keeps the stored epoch);
-- ``delete_state`` forgets the share-partition.
+It runs the share coordinator's own state machine (``ShareCoordinatorShard``) and replays
+its records at once, so a share partition sees Kafka's semantics (see the shard's module):
+an uninitialized share-partition reads as state epoch 0, start offset -1, no batches;
+``write_state`` paints its batches over the stored ones and trims below the start offset;
+FENCED_STATE_EPOCH / FENCED_LEADER_EPOCH for older epochs; a read with a newer leader epoch
+records it; ``delete_state`` forgets the share-partition.
 
-``fail_next`` lets a test inject an error for the next call of a named operation.
+``states`` maps ``(group_id, topic_id, partition)`` to the shard's ``ShareGroupOffset``
+(``state_epoch``, ``leader_epoch``, ``start_offset``, ``batches``); ``fail_next`` injects an
+error for the next call of a named operation; ``calls`` records every call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from uuid import UUID
 
 from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState
-from odradek.coordinator.share.state_batch_combiner import combine_state_batches
+from odradek.coordinator.share.share_coordinator_config import ShareCoordinatorConfig
+from odradek.coordinator.share.share_coordinator_shard import ShareCoordinatorShard
 from odradek.protocol.generated.error_codes import ErrorCode
 
 __all__ = ["InMemoryPersister"]
@@ -27,21 +27,22 @@ __all__ = ["InMemoryPersister"]
 _Key = tuple[str, UUID, int]
 
 
-@dataclass(slots=True)
-class _Entry:
-    state_epoch: int
-    leader_epoch: int
-    start_offset: int
-    batches: tuple[PersisterStateBatch, ...] = ()
+class _WallClock:
+    @staticmethod
+    def milliseconds() -> int:
+        import time
+        return int(time.time() * 1000)
 
 
-@dataclass
 class InMemoryPersister:
-    """A Persister over a dict; ``states`` is open to tests for inspection."""
+    def __init__(self, config: ShareCoordinatorConfig | None = None, clock=None) -> None:
+        self.shard = ShareCoordinatorShard(0, config or ShareCoordinatorConfig(), clock or _WallClock())
+        self.failures: dict[str, list[ErrorCode]] = {}
+        self.calls: list[tuple[str, _Key]] = []
 
-    states: dict[_Key, _Entry] = field(default_factory=dict)
-    failures: dict[str, list[ErrorCode]] = field(default_factory=dict)
-    calls: list[tuple[str, _Key]] = field(default_factory=list)
+    @property
+    def states(self):
+        return self.shard.states
 
     def fail_next(self, operation: str, error: ErrorCode) -> None:
         """Answer the next ``operation`` (e.g. "write_state") with ``error``, changing nothing."""
@@ -52,31 +53,24 @@ class InMemoryPersister:
         queue = self.failures.get(operation)
         return queue.pop(0) if queue else None
 
+    def _apply(self, result):
+        for record in result.records:
+            self.shard.replay(record)
+        return result.response
+
     async def initialize_state(self, group_id: str, topic_id: UUID, partition: int,
                                state_epoch: int, start_offset: int) -> ErrorCode:
         key = (group_id, topic_id, partition)
         if (err := self._injected("initialize_state", key)) is not None:
             return err
-        old = self.states.get(key)
-        if old is not None and state_epoch < old.state_epoch:
-            return ErrorCode.FENCED_STATE_EPOCH
-        self.states[key] = _Entry(state_epoch, -1, start_offset)
-        return ErrorCode.NONE
+        return self._apply(self.shard.initialize(key, state_epoch, start_offset))
 
     async def read_state(self, group_id: str, topic_id: UUID, partition: int,
                          leader_epoch: int) -> ShareGroupState:
         key = (group_id, topic_id, partition)
         if (err := self._injected("read_state", key)) is not None:
             return ShareGroupState(err, 0, -1, ())
-        entry = self.states.get(key)
-        if entry is None:
-            return ShareGroupState(ErrorCode.NONE, 0, -1, (), -1)
-        if leader_epoch != -1 and leader_epoch < entry.leader_epoch:
-            return ShareGroupState(ErrorCode.FENCED_LEADER_EPOCH, 0, -1, ())
-        if leader_epoch != -1:
-            entry.leader_epoch = leader_epoch
-        return ShareGroupState(ErrorCode.NONE, entry.state_epoch, entry.start_offset,
-                               entry.batches, entry.leader_epoch)
+        return self._apply(self.shard.read(key, leader_epoch))
 
     async def write_state(self, group_id: str, topic_id: UUID, partition: int, state_epoch: int,
                           leader_epoch: int, start_offset: int,
@@ -84,38 +78,17 @@ class InMemoryPersister:
         key = (group_id, topic_id, partition)
         if (err := self._injected("write_state", key)) is not None:
             return err
-        entry = self.states.get(key)
-        if entry is None:
-            self.states[key] = _Entry(state_epoch, leader_epoch, start_offset,
-                                      combine_state_batches((), batches, start_offset))
-            return ErrorCode.NONE
-        if leader_epoch != -1 and leader_epoch < entry.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH
-        if state_epoch < entry.state_epoch:
-            return ErrorCode.FENCED_STATE_EPOCH
-        new_start = start_offset if start_offset != -1 else entry.start_offset
-        entry.batches = combine_state_batches(entry.batches, batches, new_start)
-        entry.start_offset = new_start
-        entry.state_epoch = state_epoch
-        if leader_epoch != -1:
-            entry.leader_epoch = leader_epoch
-        return ErrorCode.NONE
+        return self._apply(self.shard.write(key, state_epoch, leader_epoch, start_offset, batches))
 
     async def delete_state(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
         key = (group_id, topic_id, partition)
         if (err := self._injected("delete_state", key)) is not None:
             return err
-        self.states.pop(key, None)
-        return ErrorCode.NONE
+        return self._apply(self.shard.delete(key))
 
     async def read_summary(self, group_id: str, topic_id: UUID, partition: int,
                            leader_epoch: int) -> tuple[ErrorCode, int, int]:
         key = (group_id, topic_id, partition)
         if (err := self._injected("read_summary", key)) is not None:
             return err, 0, -1
-        entry = self.states.get(key)
-        if entry is None:
-            return ErrorCode.NONE, 0, -1
-        if leader_epoch != -1 and leader_epoch < entry.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH, 0, -1
-        return ErrorCode.NONE, entry.state_epoch, entry.start_offset
+        return self.shard.read_summary(key)
