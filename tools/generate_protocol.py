@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import protocol_supplement as supplement  # noqa: E402
 from protocol_model import PRIMITIVES, Field, Spec, Struct, load_all, load_errors, snake_case  # noqa: E402
 from schema_table import table_text  # noqa: E402
 
@@ -420,7 +421,8 @@ def module_text(spec: Spec, source: str) -> str:
 
 def index_text(specs: list[Spec]) -> str:
     """The registry: which module holds which message, by API key and by name."""
-    lines = [HEADER.format(src="../shared/kafka-protocol/messages/*.json"), "from enum import IntEnum", ""]
+    src = f"../shared/kafka-protocol/messages/*.json and {supplement.SOURCE}"
+    lines = [HEADER.format(src=src), "from enum import IntEnum", ""]
     lines.append("# api_key: (name, request module, response module, min version, max version)")
     lines.append("APIS = {")
     by_key: dict[int, dict[str, Spec]] = {}
@@ -452,7 +454,8 @@ def index_text(specs: list[Spec]) -> str:
 
 
 def errors_text(rows: list[tuple[int, str, bool]]) -> str:
-    lines = [HEADER.format(src="../shared/kafka-protocol/errors.tsv"), "from enum import IntEnum", ""]
+    src = f"../shared/kafka-protocol/errors.tsv and {supplement.SOURCE}"
+    lines = [HEADER.format(src=src), "from enum import IntEnum", ""]
     lines.append("")
     lines.append("class ErrorCode(IntEnum):")
     lines.append('    """Kafka\'s error codes."""')
@@ -467,12 +470,12 @@ def errors_text(rows: list[tuple[int, str, bool]]) -> str:
 
 def generate(protocol_dir: Path) -> tuple[dict[str, str], str]:
     """The codec's files as {name: text}, and the text of the tests' field table."""
-    specs = load_all(protocol_dir)
-    files = {"__init__.py": index_text(specs), "error_codes.py": errors_text(load_errors(protocol_dir))}
+    specs = load_all(protocol_dir, supplement.apply)  # Kafka 4.0's specs and what 4.2 changed
+    errors = supplement.errors(load_errors(protocol_dir))
+    files = {"__init__.py": index_text(specs), "error_codes.py": errors_text(errors)}
     for s in specs:
-        src = f"../shared/kafka-protocol/{s.path.parent.name}/{s.path.name}"
-        files[f"{s.module}.py"] = module_text(s, src)
-    return files, table_text(specs, HEADER.format(src="../shared/kafka-protocol/*/*.json"))
+        files[f"{s.module}.py"] = module_text(s, supplement.source_of(s.name, s.path))
+    return files, table_text(specs, HEADER.format(src=f"../shared/kafka-protocol/*/*.json and {supplement.SOURCE}"))
 
 
 def main() -> int:

@@ -176,8 +176,17 @@ def _bind(fields: list[Field], structs: dict[str, Struct]) -> None:
             _bind(f.struct.fields, structs)
 
 
+def load_raw(path: Path) -> dict:
+    """One spec file as the dict its JSON holds (comments stripped)."""
+    return json.loads(_strip_comments(path.read_text()))
+
+
 def load_spec(path: Path) -> Spec:
-    raw = json.loads(_strip_comments(path.read_text()))
+    return build_spec(load_raw(path), path)
+
+
+def build_spec(raw: dict, path: Path) -> Spec:
+    """The model of one spec given as a dict in the JSON's shape (``path`` names its source)."""
     structs: dict[str, Struct] = {}
     for common in raw.get("commonStructs", []):
         structs[common["name"]] = Struct(
@@ -197,11 +206,17 @@ def load_spec(path: Path) -> Spec:
     )
 
 
-def load_all(protocol_dir: Path) -> list[Spec]:
-    """Every message, header and coordinator record spec, sorted by name."""
+def load_all(protocol_dir: Path, supplement=None) -> list[Spec]:
+    """Every message, header and coordinator record spec, sorted by name.
+
+    ``supplement``, if given, takes ``{path: raw dict}`` of the specs read and returns it
+    amended and extended (``protocol_supplement.apply``: what newer Kafka versions changed)."""
     paths = sorted((protocol_dir / "messages").glob("*.json"))
     paths += sorted((protocol_dir / "records").glob("*.json"))
-    return sorted((load_spec(p) for p in paths), key=lambda s: s.name)
+    raws = {p: load_raw(p) for p in paths}
+    if supplement is not None:
+        raws = supplement(raws)
+    return sorted((build_spec(raw, p) for p, raw in raws.items()), key=lambda s: s.name)
 
 
 def load_errors(protocol_dir: Path) -> list[tuple[int, str, bool]]:
