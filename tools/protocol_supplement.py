@@ -87,6 +87,8 @@ valid=0-1
 after Topics.Partitions.StartOffset:
   DeliveryCompleteCount int32 1+ default=-1
 """
+CHANGES["WriteShareGroupStateResponse"] = "valid=0-1"
+CHANGES["ReadShareGroupStateSummaryRequest"] = "valid=0-1"
 CHANGES["ReadShareGroupStateSummaryResponse"] = """
 valid=0-1
 after Results.Partitions.StateEpoch:

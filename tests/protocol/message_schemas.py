@@ -3085,7 +3085,7 @@ SCHEMAS = {
         },
     ),
     'ReadShareGroupStateSummaryRequest': (
-        'request', 87, (0, 0), (0, None),
+        'request', 87, (0, 1), (0, None),
         'ReadShareGroupStateSummaryRequest',
         {
             'ReadShareGroupStateSummaryRequest': (
@@ -4079,7 +4079,7 @@ SCHEMAS = {
         },
     ),
     'WriteShareGroupStateResponse': (
-        'response', 85, (0, 0), (0, None),
+        'response', 85, (0, 1), (0, None),
         'WriteShareGroupStateResponse',
         {
             'WriteShareGroupStateResponse': (

@@ -91,7 +91,7 @@ APIS = {
     84: ('ReadShareGroupState', 'read_share_group_state_request', 'read_share_group_state_response', 0, 0),
     85: ('WriteShareGroupState', 'write_share_group_state_request', 'write_share_group_state_response', 0, 1),
     86: ('DeleteShareGroupState', 'delete_share_group_state_request', 'delete_share_group_state_response', 0, 0),
-    87: ('ReadShareGroupStateSummary', 'read_share_group_state_summary_request', 'read_share_group_state_summary_response', 0, 0),
+    87: ('ReadShareGroupStateSummary', 'read_share_group_state_summary_request', 'read_share_group_state_summary_response', 0, 1),
     90: ('DescribeShareGroupOffsets', 'describe_share_group_offsets_request', 'describe_share_group_offsets_response', 0, 1),
     91: ('AlterShareGroupOffsets', 'alter_share_group_offsets_request', 'alter_share_group_offsets_response', 0, 0),
     92: ('DeleteShareGroupOffsets', 'delete_share_group_offsets_request', 'delete_share_group_offsets_response', 0, 0),
