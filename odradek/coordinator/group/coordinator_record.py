@@ -17,8 +17,9 @@ Worked example, the key of group "g", topic "t", partition 3 (key version 1)::
 
     00 01 | 00 01 67 | 00 01 74 | 00 00 00 03
 
-Key versions 3 to 8 are KIP-848 consumer groups' records (``consumer.consumer_group_records``);
-later ones (share groups, ...) decode to None so a loader can skip them.
+Key versions 3 to 8 are KIP-848 consumer groups' records (``consumer.consumer_group_records``),
+10 to 15 KIP-932 share groups' (``share.share_group_records``); others (9, streams groups, ...)
+decode to None so a loader can skip them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 from odradek.coordinator import versioned_message
 from odradek.coordinator.group.consumer.consumer_group_records import KEY_VERSIONS, decode_consumer_record
 from odradek.coordinator.group.offset_and_metadata import OffsetAndMetadata
+from odradek.coordinator.group.share.share_group_records import KEY_VERSIONS as SHARE_KEY_VERSIONS
+from odradek.coordinator.group.share.share_group_records import decode_share_record
 from odradek.protocol.generated import (
     group_metadata_key,
     group_metadata_value,
@@ -110,6 +113,11 @@ def decode_record(key, value) -> CoordinatorRecord | None:
         try:
             return decode_consumer_record(version, key, value, _decode)
         except ValueError as e:  # a value shorter than its version
+            raise CoordinatorRecordError(str(e)) from None
+    if version in SHARE_KEY_VERSIONS:
+        try:
+            return decode_share_record(version, key, value, _decode)
+        except ValueError as e:
             raise CoordinatorRecordError(str(e)) from None
     return None
 

@@ -31,6 +31,16 @@ class GroupConfig:
     # group.consumer.migration.policy: bidirectional, upgrade, downgrade or disabled (KIP-848
     # online migration between classic and consumer groups: consumer/group_migration.py).
     consumer_migration_policy: str = "bidirectional"
+    # KIP-932 share groups (coordinator/group/share/): group.share.session.timeout.ms,
+    # group.share.heartbeat.interval.ms, group.share.max.size; the share partitions'
+    # group.share.record.lock.duration.ms, group.share.delivery.count.limit and
+    # group.share.partition.max.record.locks (defaults of a group without its own config).
+    share_session_timeout_ms: int = 45_000
+    share_heartbeat_interval_ms: int = 5_000
+    share_max_size: int = 200
+    share_record_lock_duration_ms: int = 30_000
+    share_delivery_count_limit: int = 5
+    share_partition_max_record_locks: int = 2_000
     # offsets.retention.minutes, in ms.
     offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
     offsets_retention_check_interval_ms: int = 600_000
@@ -55,6 +65,12 @@ class GroupConfig:
             consumer_max_size=config["group.consumer.max.size"],
             consumer_assignors=tuple(config["group.consumer.assignors"]),
             consumer_migration_policy=str(config["group.consumer.migration.policy"]).lower(),
+            share_session_timeout_ms=config["group.share.session.timeout.ms"],
+            share_heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
+            share_max_size=config["group.share.max.size"],
+            share_record_lock_duration_ms=config["group.share.record.lock.duration.ms"],
+            share_delivery_count_limit=config["group.share.delivery.count.limit"],
+            share_partition_max_record_locks=config["group.share.partition.max.record.locks"],
             offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
             offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
             commit_timeout_ms=config["offsets.commit.timeout.ms"],

@@ -19,6 +19,8 @@ TxnOffsetCommit, markers
 DeleteGroups, expiry        here, as they touch both
 ConsumerGroupHeartbeat,     ``consumer`` (ConsumerGroupManager, KIP-848 consumer groups:
 ConsumerGroupDescribe       ``coordinator/group/consumer/``)
+ShareGroupHeartbeat,        ``share`` (ShareGroupManager, KIP-932 share groups:
+ShareGroupDescribe          ``coordinator/group/share/``)
 ==========================  ======================================================
 
 A group id names a classic group or a consumer group, never both: an empty classic group
@@ -28,7 +30,8 @@ the other protocol migrates online as ``group.consumer.migration.policy`` allows
 (``consumer/group_migration.py``): a classic group upgrades on a ConsumerGroupHeartbeat, and
 JoinGroup/SyncGroup/Heartbeat/LeaveGroup of classic members are served by the consumer group;
 with the policy ``disabled`` the other protocol is refused (GROUP_ID_NOT_FOUND,
-INCONSISTENT_GROUP_PROTOCOL).
+INCONSISTENT_GROUP_PROTOCOL). A share group's id is never used by the other protocols (nor
+theirs by it): each refuses it with GROUP_ID_NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import logging
 
 from odradek.coordinator.group.consumer.assignors import consumer_group_assignors
 from odradek.coordinator.group.consumer.consumer_group import ConsumerGroupState
+from odradek.coordinator.group.consumer.consumer_group_heartbeat import HeartbeatResult
 from odradek.coordinator.group.consumer.consumer_group_manager import ConsumerGroupManager
 from odradek.coordinator.group.consumer.consumer_group_records import ConsumerGroupRecord
 from odradek.coordinator.group.coordinator_record import (
@@ -49,6 +53,8 @@ from odradek.coordinator.group.group_config import GroupConfig
 from odradek.coordinator.group.group_metadata_manager import GroupMetadataManager
 from odradek.coordinator.group.group_state import GroupState
 from odradek.coordinator.group.offset_metadata_manager import OffsetMetadataManager
+from odradek.coordinator.group.share.share_group_manager import ShareGroupManager
+from odradek.coordinator.group.share.share_group_records import ShareGroupRecord
 from odradek.coordinator.group.timer_queue import TimerQueue
 from odradek.protocol.generated.error_codes import ErrorCode
 
@@ -66,9 +72,20 @@ class GroupCoordinatorShard:
                                              consumer_group_assignors(config.consumer_assignors).by_name)
         self.offsets = OffsetMetadataManager(config, clock, self.groups)
         self.offsets.consumer_groups = self.consumer
+        self.share = ShareGroupManager(config, clock, self.timer, metadata or _no_topics, self._other_group_type)
+
+    def _other_group_type(self, group_id: str) -> str | None:
+        """The type of the classic or consumer group using ``group_id`` (not a share group)."""
+        if self.consumer.group(group_id) is not None:
+            return "consumer"
+        classic = self.groups.group(group_id)
+        return "classic" if classic is not None and not classic.is_(GroupState.DEAD) else None
 
     # --- operations (see the table above) ---------------------------------------------------
     def join_group(self, req, respond) -> CoordinatorResult:
+        if self.share.group(req.group_id) is not None:
+            respond(JoinResult.failed(req.member_id, ErrorCode.GROUP_ID_NOT_FOUND))
+            return CoordinatorResult(None)
         consumer = self.consumer.group(req.group_id)
         if consumer is None:
             return self.groups.join_group(req, respond)
@@ -80,7 +97,21 @@ class GroupCoordinatorShard:
         return deleted.then(self.groups.join_group(req, respond))
 
     def consumer_group_heartbeat(self, req) -> CoordinatorResult:
+        if self.share.group(req.group_id) is not None:
+            return CoordinatorResult(HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a "
+                                                     "consumer group.", req.member_id or None, req.member_epoch))
         return self.consumer.heartbeat(req)
+
+    def share_group_heartbeat(self, req) -> CoordinatorResult:
+        return self.share.heartbeat(req)
+
+    def share_group(self, group_id: str):
+        """The share group ``group_id`` (read-only: ShareGroupDescribe), or None."""
+        return self.share.group(group_id)
+
+    def list_share_groups(self, state_names: set[str] | None = None):
+        """``[(group id, state)]`` of the share groups (``state_names``: lower case)."""
+        return self.share.list_groups(state_names)
 
     def sync_group(self, req, respond) -> CoordinatorResult:
         consumer = self.consumer.group(req.group_id)
@@ -113,7 +144,7 @@ class GroupCoordinatorShard:
         return self.offsets.delete_offsets(group_id, partitions)
 
     def describe_group(self, group_id: str):
-        if self.consumer.group(group_id) is not None:  # Kafka 4: not a classic group
+        if self.consumer.group(group_id) is not None or self.share.group(group_id) is not None:  # not classic
             return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, state="")
         return self.groups.describe(group_id)
 
@@ -134,6 +165,11 @@ class GroupCoordinatorShard:
         errors: dict[str, ErrorCode] = {}
         records: list = []
         for group_id in group_ids:
+            share = self.share.group(group_id)
+            if share is not None:
+                errors[group_id] = ErrorCode.NON_EMPTY_GROUP if not share.is_empty() else ErrorCode.NONE
+                records += self.share.delete_records(share) if share.is_empty() else []
+                continue
             consumer = self.consumer.group(group_id)
             if consumer is not None:
                 if not consumer.is_empty():
@@ -227,6 +263,8 @@ class GroupCoordinatorShard:
             self.groups.replay(record)
         elif isinstance(record, ConsumerGroupRecord):
             self.consumer.replay(record)
+        elif isinstance(record, ShareGroupRecord):
+            self.share.replay(record)
         else:
             raise TypeError(f"not a group coordinator record: {record!r}")
 
@@ -239,10 +277,12 @@ class GroupCoordinatorShard:
     def on_loaded(self) -> None:
         self.groups.on_loaded()
         self.consumer.on_loaded()
+        self.share.on_loaded()
 
     def unload(self) -> None:
         self.groups.unload()
         self.consumer.unload()
+        self.share.unload()
         self.offsets.unload()
 
 
