@@ -14,6 +14,14 @@ client asks again) when they are not there by then. When this
 broker leads the partition it starts loading it right away, so the client's JoinGroup rarely
 meets COORDINATOR_LOAD_IN_PROGRESS.
 
+The metadata image can name this broker as the partition's leader before its own
+LeaderAndIsr has made it so (a few hundred ms after the topic's creation). Naming itself then
+would send the client's next group request (OffsetFetch, ConsumerGroupHeartbeat) to a broker
+that answers NOT_COORDINATOR, which librdkafka hands to the application as a consumer error.
+So this broker names itself only once its replica manager leads the partition: it waits for
+that (as long as for the topic's creation) and answers COORDINATOR_NOT_AVAILABLE when it does
+not come, or the leader the image names meanwhile when leadership moves elsewhere.
+
 v0-v3 ask for one key and answer in the top-level fields; v4+ batch keys (KIP-699) and answer
 one ``Coordinator`` per key. Share groups (key type 2) get INVALID_REQUEST. The handler is a
 coroutine because creating the topic writes metadata off the event loop.
@@ -40,6 +48,8 @@ GROUP, TRANSACTION = 0, 1
 # How long a request waits for an internal topic being created before it answers
 # COORDINATOR_NOT_AVAILABLE (the creation goes on; a client retries well within this).
 INTERNAL_TOPIC_WAIT_S = 5.0
+# How often a request waiting for this broker's own LeaderAndIsr (``_settled_leader``) looks.
+LOCAL_LEADERSHIP_POLL_S = 0.01
 
 # broker -> {internal topic: its creating task}: FindCoordinators that arrive meanwhile wait
 # for the same task, and a client that disconnects cannot cancel it halfway (the topic would
@@ -81,8 +91,8 @@ async def _find(ctx, key_type: int, key: str) -> Coordinator:
     if topic is None:
         return _failed(key, error)
     p = partition_for(key, len(topic.partitions))
-    leader = image.leader(topic_name, p)
-    info = image.broker(leader)
+    leader = await _settled_leader(broker, topic_name, p)
+    info = broker.metadata_image().broker(leader) if leader is not None else None
     if info is None:
         return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if leader == broker.broker_id:
@@ -90,6 +100,25 @@ async def _find(ctx, key_type: int, key: str) -> Coordinator:
     endpoint = next((e for e in info.endpoints if e.listener == ctx.connection.listener_name), info.endpoints[0])
     return Coordinator(key=key, node_id=leader, host=endpoint.host, port=endpoint.port,
                        error_code=ErrorCode.NONE, error_message=None)
+
+
+async def _settled_leader(broker, topic_name: str, p: int) -> int | None:
+    """The leader of ``topic_name``-``p`` the image names, once this broker agrees: another
+    broker at once; this broker only when its replica manager leads the partition (polled
+    every ``LOCAL_LEADERSHIP_POLL_S`` for at most ``INTERNAL_TOPIC_WAIT_S``). None when the
+    image names no leader, or names this broker and it never became the leader."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + INTERNAL_TOPIC_WAIT_S
+    while True:
+        leader = broker.metadata_image().leader(topic_name, p)
+        if leader != broker.broker_id:
+            return leader if leader >= 0 else None
+        part = broker.replica_manager.get(topic_name, p)
+        if part is not None and part.is_leader(broker.broker_id):
+            return leader
+        if loop.time() >= deadline:
+            return None
+        await asyncio.sleep(LOCAL_LEADERSHIP_POLL_S)
 
 
 async def ensure_internal_topic(broker, topic_name: str):
