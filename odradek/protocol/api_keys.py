@@ -49,11 +49,24 @@ _SERVED = [
     ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,  # ``server/handlers/client_quotas.py``
     # KIP-848 consumer groups (``server/handlers/consumer_group_heartbeat.py``, ``..._describe.py``)
     ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
+    # KIP-932 share coordinator state RPCs, between brokers (``server/handlers/share_group_state.py``)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     key: _NARROWED.get(key, (APIS[key][3], APIS[key][4])) for key in _SERVED
 }
+
+
+# KIP-932 share groups (``server/handlers/share_group_heartbeat.py``, ``..._describe.py``, served
+# at v1 only, the version librdkafka's share consumer asks for): advertised only together with
+# ShareFetch/ShareAcknowledge, which a share consumer needs as well; whoever wires those turns
+# this on (the handlers answer whether advertised or not).
+SHARE_GROUPS_SERVED = False
+if SHARE_GROUPS_SERVED:
+    SUPPORTED[ApiKey.SHARE_GROUP_HEARTBEAT] = (1, 1)
+    SUPPORTED[ApiKey.SHARE_GROUP_DESCRIBE] = (1, 1)
 
 
 def supported_range(api_key: int) -> tuple[int, int] | None:

@@ -149,7 +149,7 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
                 rm.notify(key)
                 continue
             part = rm.get(*key)
-            if part is not None and part.topic in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
+            if part is not None and part.topic in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, "__share_group_state"):
                 resigned.append(part)
             if getattr(broker, "log_dir_failures", None) is not None:
                 broker.log_dir_failures.forget(key)  # deleted: its failed log has nothing to serve
@@ -422,7 +422,8 @@ def _on_leadership_change(broker, elected: list, resigned: list) -> None:
     leads and which it no longer leads, and the transaction coordinator the same of
     ``__transaction_state``, as ``(topic, partition)`` keys (Kafka's ``onElection`` /
     ``onResignation``; the leader epoch is the hosted partition's)."""
-    for name, topic in (("group_coordinator", OFFSETS_TOPIC), ("txn_coordinator", TRANSACTION_STATE_TOPIC)):
+    for name, topic in (("group_coordinator", OFFSETS_TOPIC), ("txn_coordinator", TRANSACTION_STATE_TOPIC),
+                        ("share_coordinator", "__share_group_state")):
         coordinator = getattr(broker, name, None)
         callback = getattr(coordinator, "on_leadership_change", None)
         if callback is None:

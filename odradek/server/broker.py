@@ -68,7 +68,7 @@ from odradek.storage.log_dir_lock import LogDirError, LogDirLocks
 
 log = logging.getLogger("odradek.broker")
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class Broker(BrokerListeners):
@@ -102,6 +102,8 @@ class Broker(BrokerListeners):
         self.topics: TopicManager | None = None
         self.group_coordinator = None
         self.txn_coordinator = None
+        self.share_coordinator = None  # coordinator/share/: share-partition state on __share_group_state
+        self.share_persister = None  # coordinator/share/default_persister.py: what share partitions use
         # The cluster parts (controller edge, replication): None until started.
         self.controller_service: ControllerService | None = None
         self.broker_to_controller: BrokerToControllerChannel | None = None
@@ -188,6 +190,8 @@ class Broker(BrokerListeners):
         self.group_coordinator = GroupCoordinator.start(self)
         from odradek.coordinator.transaction import TransactionCoordinator
         self.txn_coordinator = TransactionCoordinator.start(self)
+        from odradek.coordinator.share import start_share_coordinator
+        self.share_coordinator, self.share_persister = start_share_coordinator(self)
         # Store reads, off the loop. Before the listener starts: it applies at start the
         # entities of the notifications there, so a change made meanwhile is not lost.
         self.client_quotas.load(await self.loop.run_in_executor(
@@ -280,7 +284,8 @@ class Broker(BrokerListeners):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         clean = marked = True
-        for part in (self.txn_coordinator, self.group_coordinator, self.replica_manager, self.log_manager):
+        for part in (self.share_coordinator, self.txn_coordinator, self.group_coordinator, self.replica_manager,
+                     self.log_manager):
             if part is not None:
                 try:
                     marked = part.shutdown() is not False and marked

@@ -9,4 +9,20 @@ ShareUpdate records, keyed by ``"group_id:topic_id:partition"`` (Kafka's SharePa
 Modules:
 - ``persister.py``: the interface share partitions use (Kafka's Persister) and its value types.
 - ``memory_persister.py``: an in-memory Persister for unit tests.
+- ``state_batch_combiner.py``: merging state batches (Kafka's PersisterStateBatchCombiner).
+- ``share_partition_key.py``: the coordinator key and its ``__share_group_state`` partition.
+- ``share_coordinator_record.py``: ShareSnapshot / ShareUpdate records.
+- ``share_coordinator_shard.py``: the sans-I/O state machine of one partition; ``loader.py`` replays it.
+- ``share_coordinator.py``: the runtime (leadership, loading, acks=all appends).
+- ``default_persister.py``: the broker's Persister (local calls or the state RPCs).
 """
+
+
+def start_share_coordinator(broker):
+    """``(ShareCoordinator, DefaultStatePersister)`` of ``broker`` (called from
+    ``server/broker.py`` after the group and transaction coordinators)."""
+    from odradek.coordinator.share.default_persister import DefaultStatePersister
+    from odradek.coordinator.share.share_coordinator import ShareCoordinator
+
+    coordinator = ShareCoordinator.start(broker)
+    return coordinator, DefaultStatePersister(broker, coordinator)

@@ -12,6 +12,7 @@ from odradek.server.handlers import (
     describe_cluster, describe_configs, fetch, init_producer_id, list_offsets, metadata, produce,
 )
 from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
+from odradek.server.handlers import share_group_describe, share_group_heartbeat
 from odradek.server.handlers import alter_partition, controlled_shutdown
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 from odradek.server.handlers import describe_producers, write_txn_markers
@@ -23,6 +24,7 @@ from odradek.server.handlers import sasl, user_scram_credentials
 from odradek.server.handlers import acls
 from odradek.server.handlers import client_quotas
 from odradek.server.handlers import consumer_group_describe, consumer_group_heartbeat
+from odradek.server.handlers import share_group_state
 from odradek.server.handlers import (
     add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
 )
@@ -52,6 +54,9 @@ HANDLERS = {
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.handle,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
+    # KIP-932 share groups (advertised only with SHARE_GROUPS_SERVED, protocol/api_keys.py)
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat.handle,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe.handle,
     ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.handle_offset_delete,
@@ -82,4 +87,10 @@ HANDLERS = {
     ApiKey.DELETE_ACLS: acls.handle_delete,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe,
     ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter,
+    # KIP-932's share coordinator, from other brokers' Persisters (server/handlers/share_group_state.py)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: share_group_state.handle_initialize,
+    ApiKey.READ_SHARE_GROUP_STATE: share_group_state.handle_read,
+    ApiKey.WRITE_SHARE_GROUP_STATE: share_group_state.handle_write,
+    ApiKey.DELETE_SHARE_GROUP_STATE: share_group_state.handle_delete,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: share_group_state.handle_read_summary,
 }

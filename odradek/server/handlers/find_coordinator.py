@@ -23,8 +23,12 @@ that (as long as for the topic's creation) and answers COORDINATOR_NOT_AVAILABLE
 not come, or the leader the image names meanwhile when leadership moves elsewhere.
 
 v0-v3 ask for one key and answer in the top-level fields; v4+ batch keys (KIP-699) and answer
-one ``Coordinator`` per key. Share groups (key type 2) get INVALID_REQUEST. The handler is a
-coroutine because creating the topic writes metadata off the event loop.
+one ``Coordinator`` per key. A share-partition (key type 2, KIP-932, brokers' Persisters) is
+asked as ``"group:topicId:partition"`` and authorized with CLUSTER_ACTION; its coordinator
+leads the key's ``__share_group_state`` partition (``coordinator/share/share_partition_key.py``;
+``share.coordinator.state.topic.*`` as above, with its ``min.insync.replicas``); a malformed key
+gets INVALID_REQUEST. The handler is a coroutine because creating the topic writes metadata off
+the event loop.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import weakref
 
 from odradek.coordinator.group.group_config import OFFSETS_TOPIC
 from odradek.coordinator.partitioner import partition_for
+from odradek.coordinator.share.share_partition_key import SHARE_GROUP_STATE_TOPIC, parse_key
 from odradek.coordinator.transaction.transaction_config import TRANSACTION_STATE_TOPIC
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.find_coordinator_response import (
@@ -44,7 +49,7 @@ from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
 from odradek.server.topics import TopicError
 
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
 # How long a request waits for an internal topic being created before it answers
 # COORDINATOR_NOT_AVAILABLE (the creation goes on; a client retries well within this).
 INTERNAL_TOPIC_WAIT_S = 5.0
@@ -72,8 +77,13 @@ def _failed(key: str, error: ErrorCode, message: str | None = None) -> Coordinat
 
 
 async def _find(ctx, key_type: int, key: str) -> Coordinator:
-    if key_type not in (GROUP, TRANSACTION):
+    if key_type not in (GROUP, TRANSACTION, SHARE):
         return _failed(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    if key_type == SHARE:  # Kafka: CLUSTER_ACTION, the key must parse
+        if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):
+            return _failed(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        if parse_key(key) is None:
+            return _failed(key, ErrorCode.INVALID_REQUEST, f"invalid share-partition key {key!r}")
     # Kafka: DESCRIBE on the group or the transactional id the key names
     if key_type == TRANSACTION and not authorize.allowed(ctx, acl.DESCRIBE, acl.TRANSACTIONAL_ID, key):
         return _failed(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -82,6 +92,8 @@ async def _find(ctx, key_type: int, key: str) -> Coordinator:
     broker = ctx.broker
     if key_type == TRANSACTION:
         coordinator, topic_name = broker.txn_coordinator, TRANSACTION_STATE_TOPIC
+    elif key_type == SHARE:
+        coordinator, topic_name = getattr(broker, "share_coordinator", None), SHARE_GROUP_STATE_TOPIC
     else:
         coordinator, topic_name = broker.group_coordinator, OFFSETS_TOPIC
     if coordinator is None:
@@ -146,6 +158,14 @@ def _internal_topic_spec(broker, topic_name: str) -> tuple[int, int, dict[str, s
     for ``__transaction_state`` its ``min.insync.replicas`` (capped at that factor)."""
     config = broker.config
     live = len(broker.metadata_image().brokers)
+    if topic_name == SHARE_GROUP_STATE_TOPIC:  # Kafka's ShareCoordinatorService.shareGroupStateTopicConfigs
+        rf = max(1, min(config["share.coordinator.state.topic.replication.factor"], live))
+        return config["share.coordinator.state.topic.num.partitions"], rf, {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(config["share.coordinator.state.topic.segment.bytes"]),
+            "compression.type": "producer",
+            "min.insync.replicas": str(min(config["share.coordinator.state.topic.min.isr"], rf)),
+        }
     if topic_name == TRANSACTION_STATE_TOPIC:
         rf = max(1, min(config["transaction.state.log.replication.factor"], live))
         return config["transaction.state.log.num.partitions"], rf, {
