@@ -51,6 +51,7 @@ from odradek.server.acl_operations import GROUP_OPERATIONS, authorized
 
 CLASSIC = "classic"
 CONSUMER = "consumer"  # KIP-848 groups (server/handlers/consumer_group_heartbeat.py)
+SHARE = "share"  # KIP-932 groups (server/handlers/share_group_heartbeat.py)
 
 
 def client_host(ctx) -> str:
@@ -177,7 +178,8 @@ def handle_describe_groups(ctx, request):
 
 
 def handle_list_groups(ctx, request):
-    """Classic groups report type "classic", KIP-848 ones "consumer" (v5's ``group_type``);
+    """Classic groups report type "classic", KIP-848 ones "consumer", KIP-932 ones "share" (v5's
+    ``group_type``; a share group's protocol type is "share");
     the states filter takes either kind's state names (Assigning, Reconciling, ...)."""
     coordinator = ctx.broker.group_coordinator
     if coordinator is None:
@@ -195,6 +197,8 @@ def handle_list_groups(ctx, request):
     if not types_filter or CONSUMER in types_filter:
         listed += [(group_id, "consumer", state, CONSUMER)
                    for group_id, state in coordinator.list_consumer_groups(names or None)]
+    if not types_filter or SHARE in types_filter:
+        listed += [(group_id, SHARE, state, SHARE) for group_id, state in coordinator.list_share_groups(names or None)]
     # Kafka: else only the describable groups; these denials filter, refusing nothing (not logged at INFO)
     if not authorize.allowed_cluster(ctx, DESCRIBE, log_if_denied=False):
         listed = [g for g in listed if authorize.allowed(ctx, DESCRIBE, GROUP, g[0], log_if_denied=False)]
