@@ -49,6 +49,9 @@ _SERVED = [
     ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,  # ``server/handlers/client_quotas.py``
     # KIP-848 consumer groups (``server/handlers/consumer_group_heartbeat.py``, ``..._describe.py``)
     ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
+    # KIP-932 share coordinator state RPCs, between brokers (``server/handlers/share_group_state.py``)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
 ]
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {

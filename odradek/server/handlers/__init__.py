@@ -24,6 +24,7 @@ from odradek.server.handlers import sasl, user_scram_credentials
 from odradek.server.handlers import acls
 from odradek.server.handlers import client_quotas
 from odradek.server.handlers import consumer_group_describe, consumer_group_heartbeat
+from odradek.server.handlers import share_group_state
 from odradek.server.handlers import (
     add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
 )
@@ -86,4 +87,10 @@ HANDLERS = {
     ApiKey.DELETE_ACLS: acls.handle_delete,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe,
     ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter,
+    # KIP-932's share coordinator, from other brokers' Persisters (server/handlers/share_group_state.py)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: share_group_state.handle_initialize,
+    ApiKey.READ_SHARE_GROUP_STATE: share_group_state.handle_read,
+    ApiKey.WRITE_SHARE_GROUP_STATE: share_group_state.handle_write,
+    ApiKey.DELETE_SHARE_GROUP_STATE: share_group_state.handle_delete,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: share_group_state.handle_read_summary,
 }
