@@ -251,8 +251,8 @@ class GroupMigration:
         cfg = self.manager.classic.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return E.INVALID_SESSION_TIMEOUT
-        if req.member_id and req.member_id not in group.members and req.group_instance_id is None:
-            return E.UNKNOWN_MEMBER_ID
+        # A dynamic member with an id the group does not know joins under it (Kafka creates it:
+        # the id may be the one MEMBER_ID_REQUIRED just handed out, which nothing remembers).
         static = group.static_member(req.group_instance_id)
         if req.member_id and req.group_instance_id is not None and static is None:
             return E.UNKNOWN_MEMBER_ID  # Kafka's throwIfStaticMemberIsUnknown

@@ -281,3 +281,15 @@ def test_no_downgrade_when_the_classic_members_share_no_protocol():
     group.update_member(replace(member, classic=replace(member.classic, supported_protocols=(("other", b""),))))
     assert new.leave().error == E.NONE
     assert h.group("g") is not None and h.shard.groups.group("g") is None
+
+
+def test_a_classic_member_told_member_id_required_joins_with_that_id():
+    h = ConsumerShardHarness()
+    h.topic("t", 2)
+    Member(h, "g", ["t"]).beat()
+    protocols = (("range", subscription(["t"])),)
+    first = h.join("g", "", protocols=protocols, require_known=True).result
+    assert first.error == E.MEMBER_ID_REQUIRED and first.member_id
+    again = h.join("g", first.member_id, protocols=protocols, require_known=True).result
+    assert again.error == E.NONE and again.member_id == first.member_id
+    assert h.group("g").member(first.member_id).uses_classic_protocol()
