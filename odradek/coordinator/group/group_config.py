@@ -55,6 +55,7 @@ class GroupConfig:
 
     @classmethod
     def from_broker_config(cls, config) -> GroupConfig:
+        rebalance_protocols(config)  # refuses a list without classic, as Kafka
         return cls(
             min_session_timeout_ms=config["group.min.session.timeout.ms"],
             max_session_timeout_ms=config["group.max.session.timeout.ms"],
@@ -78,3 +79,20 @@ class GroupConfig:
             topic_replication_factor=config["offsets.topic.replication.factor"],
             topic_segment_bytes=config["offsets.topic.segment.bytes"],
         )
+
+
+def rebalance_protocols(broker_config) -> frozenset[str]:
+    """``group.coordinator.rebalance.protocols`` (Kafka 4's default ``classic,consumer``), lower
+    case. Without ``consumer`` the broker answers ConsumerGroupHeartbeat and
+    ConsumerGroupDescribe UNSUPPORTED_VERSION (Kafka's ``KafkaApis.isConsumerGroupProtocolEnabled``),
+    while ApiVersions still lists them, as Kafka's ``ApiVersionManager`` does. ``classic`` cannot
+    be left out (Kafka's ``KafkaConfig`` refuses it: ValueError)."""
+    protocols = frozenset(str(p).strip().lower() for p in broker_config["group.coordinator.rebalance.protocols"])
+    if "classic" not in protocols:
+        raise ValueError("group.coordinator.rebalance.protocols: disabling the 'classic' protocol is not supported.")
+    return protocols
+
+
+def consumer_protocol_enabled(broker_config) -> bool:
+    return "consumer" in rebalance_protocols(broker_config)
+

@@ -17,12 +17,16 @@ from odradek.protocol.generated.consumer_group_describe_response import (
     Member,
     TopicPartitions,
 )
+from odradek.coordinator.group.group_config import consumer_protocol_enabled
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import authorize
 from odradek.server.acl_operations import GROUP_OPERATIONS, authorized
 
 
 def handle(ctx, request) -> ConsumerGroupDescribeResponse:
+    if not consumer_protocol_enabled(ctx.broker.config):  # group.coordinator.rebalance.protocols
+        return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
+            DescribedGroup(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=g) for g in request.group_ids])
     coordinator = ctx.broker.group_coordinator
     image = ctx.broker.metadata_image()
     groups = []

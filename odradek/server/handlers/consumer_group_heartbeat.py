@@ -1,6 +1,10 @@
 """ConsumerGroupHeartbeat (API 68): a KIP-848 consumer group member's join, heartbeat and
 leave (``coordinator/group/consumer/``).
 
+Refused with UNSUPPORTED_VERSION, before anything else, when
+``group.coordinator.rebalance.protocols`` leaves out ``consumer`` (Kafka's
+``KafkaApis.handleConsumerGroupHeartbeat``; ApiVersions still lists the API, as Kafka's does).
+
 Authorization as Kafka's ``KafkaApis.handleConsumerGroupHeartbeat``: READ on the group
 (GROUP_AUTHORIZATION_FAILED), and DESCRIBE on every subscribed topic name
 (TOPIC_AUTHORIZATION_FAILED when one is missing). A regex subscription matches only the
@@ -11,6 +15,7 @@ the member's assignment by topic id, only when it changed or the request was a f
 from __future__ import annotations
 
 from odradek.coordinator.group.consumer.consumer_group_heartbeat import HeartbeatRequest, HeartbeatResult
+from odradek.coordinator.group.group_config import consumer_protocol_enabled
 from odradek.protocol.acl_binding import DESCRIBE, GROUP, READ, TOPIC
 from odradek.protocol.generated.consumer_group_heartbeat_response import (
     Assignment,
@@ -23,6 +28,8 @@ from odradek.server.handlers.groups import client_host
 
 
 async def handle(ctx, request) -> ConsumerGroupHeartbeatResponse:
+    if not consumer_protocol_enabled(ctx.broker.config):
+        return _response(HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION))
     coordinator = ctx.broker.group_coordinator
     if not authorize.allowed(ctx, READ, GROUP, request.group_id):
         return _response(HeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
