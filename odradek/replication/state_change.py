@@ -432,3 +432,7 @@ def _on_leadership_change(broker, elected: list, resigned: list) -> None:
         lost = [p.key for p in resigned if p.topic == topic]
         if won or lost:
             callback(elected=won, resigned=lost)
+    # KIP-932: share-partitions live with their partition's leadership (any topic)
+    share_partitions = getattr(broker, "share_partition_manager", None)
+    if share_partitions is not None and resigned:
+        share_partitions.on_leadership_change([p.key for p in resigned])

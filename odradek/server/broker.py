@@ -104,6 +104,7 @@ class Broker(BrokerListeners):
         self.txn_coordinator = None
         self.share_coordinator = None  # coordinator/share/: share-partition state on __share_group_state
         self.share_persister = None  # coordinator/share/default_persister.py: what share partitions use
+        self.share_partition_manager = None  # server/share/share_partition_manager.py: ShareFetch/ShareAcknowledge
         # The cluster parts (controller edge, replication): None until started.
         self.controller_service: ControllerService | None = None
         self.broker_to_controller: BrokerToControllerChannel | None = None
@@ -192,6 +193,10 @@ class Broker(BrokerListeners):
         self.txn_coordinator = TransactionCoordinator.start(self)
         from odradek.coordinator.share import start_share_coordinator
         self.share_coordinator, self.share_persister = start_share_coordinator(self)
+        from odradek.server.share.share_partition_manager import ShareManagerConfig, SharePartitionManager
+        self.share_partition_manager = SharePartitionManager(self, self.share_persister, self.clock,
+                                                             ShareManagerConfig.from_broker_config(self.config))
+        self._tasks.append(self.loop.create_task(self.share_partition_manager.run()))  # acquisition lock expiry
         # Store reads, off the loop. Before the listener starts: it applies at start the
         # entities of the notifications there, so a change made meanwhile is not lost.
         self.client_quotas.load(await self.loop.run_in_executor(
@@ -284,7 +289,7 @@ class Broker(BrokerListeners):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         clean = marked = True
-        for part in (self.share_coordinator, self.txn_coordinator, self.group_coordinator, self.replica_manager,
+        for part in (self.share_partition_manager, self.share_coordinator, self.txn_coordinator, self.group_coordinator, self.replica_manager,
                      self.log_manager):
             if part is not None:
                 try:

@@ -136,6 +136,7 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("group.share.record.lock.duration.ms", "int", 30000, 1000, 3600000),
     _k("group.share.delivery.count.limit", "int", 5, 2, 10),
     _k("group.share.partition.max.record.locks", "int", 2000, 100, 10000),
+    _k("group.share.max.share.sessions", "int", 2000, 1, doc="share sessions per broker (ShareFetch)"),
     _k("group.consumer.session.timeout.ms", "int", 45000, 1, doc="KIP-848 consumer groups"),
     _k("group.consumer.heartbeat.interval.ms", "int", 5000, 1),
     _k("group.consumer.max.size", "int", 2147483647, 1),

@@ -13,6 +13,7 @@ from odradek.server.handlers import (
 )
 from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
 from odradek.server.handlers import share_group_describe, share_group_heartbeat
+from odradek.server.handlers import share_acknowledge, share_fetch
 from odradek.server.handlers import alter_partition, controlled_shutdown
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 from odradek.server.handlers import describe_producers, write_txn_markers
@@ -57,6 +58,8 @@ HANDLERS = {
     # KIP-932 share groups (advertised only with SHARE_GROUPS_SERVED, protocol/api_keys.py)
     ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat.handle,
     ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe.handle,
+    ApiKey.SHARE_FETCH: share_fetch.handle,  # server/share/: SharePartitionManager, share sessions
+    ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge.handle,
     ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.handle_offset_delete,
