@@ -8,6 +8,7 @@
     odradek configs --entity-type broker-loggers --entity-name 1000 --alter --add-config odradek.broker=DEBUG
     odradek configs --entity-type users --entity-name alice --alter --add-config 'SCRAM-SHA-512=[password=alice-secret]'
     odradek configs --entity-type clients --entity-name greedy --alter --add-config producer_byte_rate=204800
+    odradek configs --entity-type groups --entity-name G --alter --add-config share.auto.offset.reset=earliest
     odradek configs --user alice --client c1 --describe
 
 ``--describe`` shows the configs set on the entity (a topic's overrides, a broker's dynamic
@@ -46,7 +47,7 @@ from odradek.cli.common import (
 )
 
 _TYPES = {"topics": "topic", "brokers": "broker", "broker-loggers": "broker-logger", "users": "user",
-          "clients": "client"}
+          "clients": "client", "groups": "group"}  # groups: Kafka 4's group configs (server/group_configs.py)
 
 
 
@@ -57,7 +58,7 @@ def add_parser(sub) -> None:
     p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                    help="deprecated, as in Kafka: users' SCRAM credentials (--alter) written straight into "
                         "ZooKeeper, before the brokers run")
-    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics, brokers, broker-loggers, users or clients")
+    p.add_argument("--entity-type", choices=sorted(_TYPES), help="topics, brokers, broker-loggers, users, clients or groups")
     p.add_argument("--entity-name", metavar="NAME", help="a topic name, broker id, user name or client id")
     p.add_argument("--entity-default", action="store_true",
                    help="brokers: the cluster-wide defaults; users, clients: the default quota entity")
@@ -100,7 +101,9 @@ def _entity(args) -> tuple[str, str | None]:
         if names:
             raise CommandError("--entity-default and --entity-name cannot be used together")
         return kind, ""
-    if kind not in ("topics", "users", "clients") and names and not names[0].isdigit():
+    if kind == "groups" and not names:
+        raise CommandError("--entity-type groups needs --entity-name")
+    if kind not in ("topics", "users", "clients", "groups") and names and not names[0].isdigit():
         raise CommandError(f"a broker's --entity-name is its id, not {names[0]!r}")
     return kind, names[0] if names else None
 
@@ -125,7 +128,7 @@ def _run(args) -> int:
                 return 0
         if kind == "users":  # SCRAM credentials (cli/user_scram_configs.py)
             return (user_scram_configs.alter if args.alter else user_scram_configs.describe)(admin, name, args)
-        if kind != "topics" and name:
+        if kind not in ("topics", "groups") and name:
             _check_broker(admin, name)
         if args.alter:
             return _alter(admin, kind, name, args)
@@ -168,7 +171,8 @@ def _check_broker(admin, broker_id: str) -> None:
 def _resource(kind: str, name: str):
     from odradek.client import ConfigResource, ResourceType
 
-    types = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER, "broker-loggers": ResourceType.BROKER_LOGGER}
+    types = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER, "broker-loggers": ResourceType.BROKER_LOGGER,
+             "groups": ResourceType.GROUP}
     return ConfigResource(types[kind], name)
 
 
@@ -222,6 +226,8 @@ def _dynamic(entries: dict, kind: str, name: str | None = None) -> dict:
         return dict(entries)
     if kind == "topics":
         wanted = {ConfigSource.DYNAMIC_TOPIC_CONFIG}
+    elif kind == "groups":
+        wanted = {ConfigSource.GROUP_CONFIG}
     elif name is None:
         wanted = {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG}
     else:

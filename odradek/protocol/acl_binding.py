@@ -44,10 +44,10 @@ OPERATION_NAMES = {ALL: "All", READ: "Read", WRITE: "Write", CREATE: "Create", D
                    CREATE_TOKENS: "CreateTokens", DESCRIBE_TOKENS: "DescribeTokens"}
 PERMISSION_NAMES = {ALLOW: "Allow", DENY: "Deny"}
 
-# AclEntry.supportedOperations (Kafka 3.x groups, before group configs).
+# AclEntry.supportedOperations (groups as Kafka 4: with group configs, server/group_configs.py).
 SUPPORTED_OPERATIONS = {
     TOPIC: {READ, WRITE, CREATE, DESCRIBE, DELETE, ALTER, DESCRIBE_CONFIGS, ALTER_CONFIGS},
-    GROUP: {READ, DESCRIBE, DELETE},
+    GROUP: {READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS, ALTER_CONFIGS},  # Kafka 4: group configs
     CLUSTER: {CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE},
     TRANSACTIONAL_ID: {DESCRIBE, WRITE},
     DELEGATION_TOKEN: {DESCRIBE},

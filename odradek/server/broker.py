@@ -45,7 +45,7 @@ from odradek.server.dynamic_broker_config import (
 )
 from odradek.server.config import BrokerConfig, ConfigError, Listener
 from odradek.server.config_change_listener import ConfigChangeListener
-from odradek.server import client_quota_configs
+from odradek.server import client_quota_configs, group_configs
 from odradek.server.client_quota_manager import ClientQuotaManager, QuotaCache
 from odradek.server.client_request_quota import ClientRequestQuotaManager
 from odradek.server.connection import Connection
@@ -123,6 +123,8 @@ class Broker(BrokerListeners):
         self.connection_quotas = ConnectionQuotas(self.effective_config)
         # client byte-rate quotas (server/client_quota_manager.py); empty until loaded at start
         self.client_quotas = QuotaCache()
+        # server/group_configs.py: every group's configs (GROUP resources); empty until loaded at start
+        self.group_configs = group_configs.GroupConfigs(self)
         samples, window = config["quota.window.num"], config["quota.window.size.seconds"]
         self.produce_quotas = ClientQuotaManager("producer_byte_rate", self.client_quotas, self.clock, samples, window)
         self.fetch_quotas = ClientQuotaManager("consumer_byte_rate", self.client_quotas, self.clock, samples, window)
@@ -187,6 +189,8 @@ class Broker(BrokerListeners):
         await self._listen()
         await self.loop.run_in_executor(None, self.metadata.register_broker, self.broker_info())
         await self._start_controller()
+        # group configs before the coordinators read them; before the listener (see below)
+        self.group_configs.load(await self.loop.run_in_executor(None, group_configs.all_configs, self.metadata.store))
         from odradek.coordinator.group import GroupCoordinator
         self.group_coordinator = GroupCoordinator.start(self)
         from odradek.coordinator.transaction import TransactionCoordinator

@@ -3,7 +3,8 @@
 A broker that stores a topic's or a broker's dynamic configs (AlterConfigs) then creates a
 sequential znode ``/config/changes/config_change_<n>`` holding
 ``{"version":2,"entity_path":"topics/<t>"}`` (or ``brokers/<id>``, ``brokers/<default>``, and
-for client quotas ``users/<u>``, ``users/<u>/clients/<c>``, ``clients/<c>``),
+for client quotas ``users/<u>``, ``users/<u>/clients/<c>``, ``clients/<c>``, for a group's
+configs ``groups/<g>``, ``server/group_configs.py``),
 as Kafka's ``AdminZkClient.changeConfigs`` does. Every broker watches the children of
 ``/config/changes`` and, for each notification newer than the last it processed, re-reads the
 entity's configs from the store and applies them (``ConfigChangeListener``): a topic's to its
@@ -71,7 +72,7 @@ def entity_of(data: bytes) -> Entity | None:
         kind, _, name = path.partition("/")
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return (kind, name) if kind in ("topics", "brokers", "users", "clients") and name else None
+    return (kind, name) if kind in ("topics", "brokers", "users", "clients", "groups") and name else None
 
 
 class ConfigChangeListener:
@@ -222,6 +223,8 @@ class ConfigChangeListener:
                 return self._read_topic(name)
             if kind in ("users", "clients"):
                 return self._read_quotas(f"{kind}/{name}")
+            if kind == "groups":
+                return self.broker.group_configs.read_change(name)
             if name == layout.broker_config_entity(None) or name == str(self.broker.broker_id):
                 return self._read_broker(name)
         except (StoreUnavailableError, StoreClosedError):

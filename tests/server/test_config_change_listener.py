@@ -22,7 +22,8 @@ def test_notification_names_and_bodies_are_read_as_kafka_writes_them():
     assert entity_of(layout.encode_config_change("brokers/<default>")) == ("brokers", "<default>")
     assert entity_of(b'{"version":2,"entity_path":"users/alice"}') == ("users", "alice")
     assert entity_of(b'{"version":2,"entity_path":"users/a/clients/c"}') == ("users", "a/clients/c")
-    assert entity_of(b'{"version":2,"entity_path":"groups/g"}') is None
+    assert entity_of(b'{"version":2,"entity_path":"groups/g"}') == ("groups", "g")  # server/group_configs.py
+    assert entity_of(b'{"version":2,"entity_path":"ips/10.0.0.1"}') is None
     assert entity_of(b"not json") is None
     assert entity_of(b'{"version":2}') is None
 

@@ -85,7 +85,11 @@ class GroupCoordinator(CoordinatorRuntime):
 
     # --- the runtime's hooks ------------------------------------------------------------------
     def _new_slot(self, p: int, leader_epoch: int) -> _Slot:
-        return _Slot(p, leader_epoch, GroupCoordinatorShard(p, self.config, self.clock, self.broker.metadata_image))
+        shard = GroupCoordinatorShard(p, self.config, self.clock, self.broker.metadata_image)
+        group_configs = getattr(self.broker, "group_configs", None)  # server/group_configs.py
+        if group_configs is not None:  # the groups' session and heartbeat overrides
+            shard.consumer.group_config = shard.share.group_config = group_configs.get
+        return _Slot(p, leader_epoch, shard)
 
     def _load_shard(self, shard, plog):
         return load_shard(shard, plog)

@@ -6,7 +6,9 @@ list configs such as ``cleanup.policy``). Topics take topic-level names; brokers
 the cluster-wide default, or this broker's id) take the dynamic broker keys. Values are
 validated before anything is written; ``validate_only`` writes nothing. IncrementalAlterConfigs
 also changes this broker's log levels (BROKER_LOGGER, SET and DELETE only; see
-``server/broker_loggers.py``), which the legacy AlterConfigs does not know, as in Kafka.
+``server/broker_loggers.py``), which the legacy AlterConfigs does not know, as in Kafka, and a group's configs (GROUP, Kafka
+4's KIP-848/KIP-932 group configs, ``server/group_configs.py``; also IncrementalAlterConfigs
+only, as Kafka): ALTER_CONFIGS on the group, refused values INVALID_CONFIG.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from odradek.protocol.generated.alter_configs_response import AlterConfigsResour
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from odradek.protocol import acl_binding as acl
-from odradek.server import broker_loggers, configs, message_format_version
+from odradek.server import broker_loggers, configs, group_configs, message_format_version
 from odradek.server.handlers.describe_configs import config_authorization_error
 from odradek.server.topics import TopicError
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -54,6 +56,8 @@ def _alter(broker, resource, validate_only: bool, incremental: bool):
             _alter_broker(broker, resource, validate_only, incremental)
         elif resource.resource_type == BROKER_LOGGER and incremental:
             _alter_loggers(broker, resource, validate_only)
+        elif resource.resource_type == GROUP and incremental:
+            _alter_group(broker, resource, validate_only)
         else:
             raise TopicError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}")
     except TopicError as e:
@@ -127,6 +131,21 @@ def _alter_topic(broker, resource, validate_only: bool, incremental: bool) -> No
     if not validate_only:
         broker.topics.set_topic_config(name, new)
         message_format_version.warn_ignored(name, new)
+
+
+def _alter_group(broker, resource, validate_only: bool) -> None:
+    """A group's overrides (Kafka's ControllerConfigurationValidator for GROUP): a name is
+    required, values are never null, the whole new set validated against the broker's bounds."""
+    if not resource.resource_name:
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    _check_names_and_values(resource)
+    new = _apply(group_configs.read_config(broker.metadata.store, resource.resource_name), resource, incremental=True)
+    try:
+        broker.group_configs.validate(resource.resource_name, new)
+    except group_configs.GroupConfigError as e:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    if not validate_only:
+        broker.group_configs.set(resource.resource_name, new)
 
 
 def _alter_broker(broker, resource, validate_only: bool, incremental: bool) -> None:

@@ -1,5 +1,7 @@
 """DescribeConfigs (key 32): the configs of topics and brokers, with sources and synonyms, and
-the log levels of this broker's loggers (BROKER_LOGGER, see ``server/broker_loggers.py``)."""
+the log levels of this broker's loggers (BROKER_LOGGER, see ``server/broker_loggers.py``), and
+the configs of a group (GROUP, Kafka 4's ``ConfigHelper``: every key with its effective value,
+source GROUP_CONFIG when the group sets it, else DEFAULT_CONFIG; ``server/group_configs.py``)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ from odradek.protocol.generated.describe_configs_response import (
 )
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol import acl_binding as acl
-from odradek.server import authorize, broker_loggers, configs
+from odradek.server import authorize, broker_loggers, configs, group_configs
 from odradek.server.topics import TopicError
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+GROUP_CONFIG = 8  # DescribeConfigsResponse.ConfigSource (Kafka 4)
 
 
 def topic_config_entries(broker, overrides: dict[str, str]) -> list[configs.Entry]:
@@ -20,9 +23,12 @@ def topic_config_entries(broker, overrides: dict[str, str]) -> list[configs.Entr
 
 def config_authorization_error(ctx, operation: int, resource_type: int, name: str):
     """Kafka's check for a config resource: ``operation`` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on
-    the topic, or on the cluster for a broker or its loggers; the error, or None if allowed."""
+    the topic, on the group, or on the cluster for a broker or its loggers; the error, or None
+    if allowed."""
     if resource_type == TOPIC:
         return None if authorize.allowed(ctx, operation, acl.TOPIC, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type == GROUP:
+        return None if authorize.allowed(ctx, operation, acl.GROUP, name) else ErrorCode.GROUP_AUTHORIZATION_FAILED
     if resource_type in (BROKER, BROKER_LOGGER):
         return None if authorize.allowed_cluster(ctx, operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     return None
@@ -58,6 +64,11 @@ def _describe(ctx, resource, include_synonyms: bool) -> DescribeConfigsResult:
             return result
         entries = configs.broker_entries(broker.config.props, broker.metadata.broker_config(broker.broker_id),
                                          broker.metadata.broker_config(None))
+    elif resource.resource_type == GROUP:
+        if not resource.resource_name:
+            result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Group name must not be empty"
+            return result
+        entries = group_config_entries(broker, resource.resource_name)
     elif resource.resource_type == BROKER_LOGGER:
         try:
             entries = _logger_entries(broker, resource.resource_name)
@@ -71,6 +82,20 @@ def _describe(ctx, resource, include_synonyms: bool) -> DescribeConfigsResult:
     wanted = resource.configuration_keys
     result.configs = [_entry(e, ctx.api_version, include_synonyms) for e in entries if not wanted or e.name in wanted]
     return result
+
+
+def group_config_entries(broker, group_id: str) -> list[configs.Entry]:
+    """Every group config of ``group_id`` (read from the store, as topics' are): its override
+    (GROUP_CONFIG) or the broker's default (DEFAULT_CONFIG), one synonym of that source."""
+    overrides = group_configs.read_config(broker.metadata.store, group_id)
+    values = group_configs.effective(overrides, broker.effective_config())
+    out = []
+    for name in group_configs.NAMES:
+        value = str(values[name])
+        source = GROUP_CONFIG if name in overrides else configs.DEFAULT_CONFIG
+        type_ = configs.INT if name in group_configs.INT_KEYS else configs.STRING
+        out.append(configs.Entry(name, value, source, config_type=type_, synonyms=[(name, value, source)]))
+    return out
 
 
 def _logger_entries(broker, resource_name: str) -> list[configs.Entry]:

@@ -74,6 +74,9 @@ class ConsumerGroupManager:
         self.classic = classic
         self.metadata = metadata
         self.assignors = assignors
+        # group_id -> the group's configs (server/group_configs.py: consumer.session.timeout.ms,
+        # consumer.heartbeat.interval.ms); set by the runtime, {} (the broker's defaults) without
+        self.group_config = lambda group_id: {}
         self.groups: dict[str, ConsumerGroup] = {}
         self._describable: dict[tuple[str, str], object] = {}  # (group, member) -> ACL check
         self.migration = GroupMigration(self)
@@ -133,7 +136,7 @@ class ConsumerGroupManager:
         self._schedule_session_timeout(group.group_id, member_id)
         changed = reconciled.assigned_partitions != member.assigned_partitions
         result = HeartbeatResult(E.NONE, None, member_id, reconciled.member_epoch,
-                                 self.config.consumer_heartbeat_interval_ms,
+                                 self.heartbeat_interval_ms(group.group_id),
                                  reconciled.assigned_partitions if req.is_full() or changed else None)
         return CoordinatorResult(result, [Write(records)] if records else [])
 
@@ -323,13 +326,21 @@ class ConsumerGroupManager:
 
         return fire
 
+    def session_timeout_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id).get("consumer.session.timeout.ms",
+                                                   self.config.consumer_session_timeout_ms))
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id).get("consumer.heartbeat.interval.ms",
+                                                   self.config.consumer_heartbeat_interval_ms))
+
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         self.schedule_session_timeout(group_id, member_id)
 
     def schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         """``timeout_ms``: a classic member's JoinGroup session timeout (default:
-        ``group.consumer.session.timeout.ms``)."""
-        timeout = self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms
+        the group's ``consumer.session.timeout.ms``, else ``group.consumer.session.timeout.ms``)."""
+        timeout = self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms
         deadline = self.clock.milliseconds() + timeout
         self.timer.schedule(_key("consumer-session", group_id, member_id), deadline,
                             self._fence_if(group_id, member_id, "session timed out"))
