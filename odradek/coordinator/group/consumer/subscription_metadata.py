@@ -13,7 +13,9 @@ same; RE2-only syntax is refused with INVALID_REGULAR_EXPRESSION, and
 Python-only constructs (backreferences, look-arounds) are accepted although Kafka would
 refuse them. Internal topics (names starting ``__``) never match a regex, as in Kafka.
 A member's regex matches only the topics it may DESCRIBE (``describable``, from the
-handler's ACL check; remembered per member, everything when unknown, e.g. after a reload).
+handler's ACL check, remembered per member in memory). After a coordinator reload a regex
+member matches only the topics of its target and current assignment until it heartbeats
+again with its principal (``ConsumerGroupManager._resolve``).
 """
 
 from __future__ import annotations
