@@ -59,14 +59,17 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
 }
 
 
-# KIP-932 share groups (``server/handlers/share_group_heartbeat.py``, ``..._describe.py``, served
-# at v1 only, the version librdkafka's share consumer asks for): advertised only together with
-# ShareFetch/ShareAcknowledge, which a share consumer needs as well; whoever wires those turns
-# this on (the handlers answer whether advertised or not).
-SHARE_GROUPS_SERVED = False
+# KIP-932 share groups, served at v1 only, the version librdkafka's share consumer asks for:
+# ShareGroupHeartbeat/ShareGroupDescribe (``server/handlers/share_group_heartbeat.py``,
+# ``..._describe.py``) and ShareFetch/ShareAcknowledge (``server/handlers/share_fetch.py``,
+# ``share_acknowledge.py``; v2's record_limit acquire mode and renew acknowledgements are not
+# served), advertised together since a share consumer needs all of them.
+SHARE_GROUPS_SERVED = True
 if SHARE_GROUPS_SERVED:
     SUPPORTED[ApiKey.SHARE_GROUP_HEARTBEAT] = (1, 1)
     SUPPORTED[ApiKey.SHARE_GROUP_DESCRIBE] = (1, 1)
+    SUPPORTED[ApiKey.SHARE_FETCH] = (1, 1)
+    SUPPORTED[ApiKey.SHARE_ACKNOWLEDGE] = (1, 1)
 
 
 def supported_range(api_key: int) -> tuple[int, int] | None:
