@@ -79,6 +79,8 @@ class ConsumerGroupManager:
         self.group_config = lambda group_id: {}
         self.groups: dict[str, ConsumerGroup] = {}
         self._describable: dict[tuple[str, str], object] = {}  # (group, member) -> ACL check
+        # Regex members loaded from the log that have not heartbeated since (``_resolve``).
+        self._unverified: set[tuple[str, str]] = set()
         self.migration = GroupMigration(self)
         self.downgrade = GroupDowngrade(self, self.migration.policy)
 
@@ -109,6 +111,7 @@ class ConsumerGroupManager:
         is_new = stored is None and replaced is None
         if req.describable is not None:
             self._describable[(group.group_id, member_id)] = req.describable
+        self._unverified.discard((group.group_id, member_id))
         updated = member.with_subscription(
             instance_id=req.instance_id, rack_id=req.rack_id, server_assignor=req.server_assignor,
             rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else None,
@@ -220,8 +223,19 @@ class ConsumerGroupManager:
         return epoch, metadata
 
     def _resolve(self, group_id: str, member: ConsumerGroupMember, image) -> set[str]:
+        """The member's topic names. A regex member loaded from the log that has not heartbeated
+        since (its principal's DESCRIBE check is not stored) matches only the topics of its
+        target and current assignment, which were checked before: no topic it may not describe
+        is matched meanwhile; its next heartbeat brings the check and the full match."""
+        check = self._describable.get((group_id, member.member_id))
+        if (group_id, member.member_id) in self._unverified:
+            group = self.groups.get(group_id)
+            held = {image.topic_ids.get(t) for source in (member.assigned_partitions,
+                                                          group.target_of(member.member_id) if group else {})
+                    for t in source}
+            check = held.__contains__
         try:
-            return subscription_metadata.resolve(member, image, self._describable.get((group_id, member.member_id)))
+            return subscription_metadata.resolve(member, image, check)
         except InvalidRegex as e:
             raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION, str(e)) from None
 
@@ -301,6 +315,7 @@ class ConsumerGroupManager:
         self.timer.cancel_prefix(f"consumer-rebalance:{group_id}:")
         for key in [k for k in self._describable if k[0] == group_id]:
             del self._describable[key]
+        self._unverified = {k for k in self._unverified if k[0] != group_id}
 
     def fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list:
         """The records removing ``member`` (its assignment, target and subscription, in Kafka's
@@ -312,6 +327,7 @@ class ConsumerGroupManager:
         self._maybe_bump(group, members, True, records)
         self._cancel_timers(group.group_id, member.member_id)
         self._describable.pop((group.group_id, member.member_id), None)
+        self._unverified.discard((group.group_id, member.member_id))
         return records
 
     def _fence_if(self, group_id: str, member_id: str, why: str, epoch: int | None = None):
@@ -418,6 +434,8 @@ class ConsumerGroupManager:
         within its rebalance timeout."""
         for group in self.groups.values():
             for member in group.members.values():
+                if member.subscribed_topic_regex:
+                    self._unverified.add((group.group_id, member.member_id))
                 classic = member.classic.session_timeout_ms if member.classic is not None else None
                 self.schedule_session_timeout(group.group_id, member.member_id, classic)
                 self._schedule_rebalance_timeout(group.group_id, member)
@@ -427,6 +445,7 @@ class ConsumerGroupManager:
             group.dead = True
         self.groups.clear()
         self._describable.clear()
+        self._unverified.clear()
 
 
 def _key(kind: str, group_id: str, member_id: str) -> str:
