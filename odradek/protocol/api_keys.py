@@ -70,6 +70,10 @@ if SHARE_GROUPS_SERVED:
     SUPPORTED[ApiKey.SHARE_GROUP_DESCRIBE] = (1, 1)
     SUPPORTED[ApiKey.SHARE_FETCH] = (1, 1)
     SUPPORTED[ApiKey.SHARE_ACKNOWLEDGE] = (1, 1)
+    # a share group's start offsets (server/handlers/share_group_offsets.py), as Kafka 4.2
+    SUPPORTED[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS] = (0, 1)
+    SUPPORTED[ApiKey.ALTER_SHARE_GROUP_OFFSETS] = (0, 0)
+    SUPPORTED[ApiKey.DELETE_SHARE_GROUP_OFFSETS] = (0, 0)
 
 
 def supported_range(api_key: int) -> tuple[int, int] | None:

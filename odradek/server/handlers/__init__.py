@@ -14,6 +14,7 @@ from odradek.server.handlers import (
 from odradek.server.handlers import find_coordinator, groups, offset_for_leader_epoch, offsets
 from odradek.server.handlers import share_group_describe, share_group_heartbeat
 from odradek.server.handlers import share_acknowledge, share_fetch
+from odradek.server.handlers import share_group_offsets
 from odradek.server.handlers import alter_partition, controlled_shutdown
 from odradek.server.handlers import leader_and_isr, stop_replica, update_metadata
 from odradek.server.handlers import describe_producers, write_txn_markers
@@ -60,6 +61,9 @@ HANDLERS = {
     ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe.handle,
     ApiKey.SHARE_FETCH: share_fetch.handle,  # server/share/: SharePartitionManager, share sessions
     ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge.handle,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_group_offsets.handle_describe,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_group_offsets.handle_alter,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_group_offsets.handle_delete,
     ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.handle_offset_delete,
