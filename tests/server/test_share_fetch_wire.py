@@ -85,3 +85,36 @@ def test_share_fetch_and_acknowledge_on_the_wire(broker):
         rb = share_fetch(c, "sg", b, 1, topic_id, max_wait_ms=5000)
         (pd,) = rb.responses[0].partitions
         assert offsets(pd) == [3, 4] and {x.delivery_count for x in pd.acquired_records} == {2}
+
+
+def test_share_fetch_and_acknowledge_authorization(broker, monkeypatch):
+    """READ on the group (GROUP_AUTHORIZATION_FAILED for the request) and on each topic
+    (TOPIC_AUTHORIZATION_FAILED for its partitions, kept out of the session), as Kafka's
+    KafkaApis; the authorizer's answers are faked here (its ACLs are tested elsewhere)."""
+    from odradek.protocol.acl_binding import GROUP, READ, TOPIC
+    from odradek.server import authorize
+
+    create_topic(broker.bootstrap, "open", 1)
+    create_topic(broker.bootstrap, "secret", 1)
+    image = broker.broker.metadata_image()
+    open_id, secret_id = image.topic("open").topic_id, image.topic("secret").topic_id
+    denied = {(READ, GROUP, "closed-group"), (READ, TOPIC, "secret")}
+    monkeypatch.setattr(authorize, "allowed", lambda ctx, op, rtype, name, **kw: (op, rtype, name) not in denied)
+    a = str(uuid.uuid4())
+    with WireClient(broker.port) as c:
+        settled(c, "sg", a, join(c, "sg", a, topics=("open", "secret")), 2)
+        r = share_fetch(c, "closed-group", a, 0, open_id)
+        assert r.error_code == E.GROUP_AUTHORIZATION_FAILED
+        r = c.call(ACK, 1, group_id="closed-group", member_id=a, share_session_epoch=1)
+        assert r.error_code == E.GROUP_AUTHORIZATION_FAILED
+        r = c.call(FETCH, 1, group_id="sg", member_id=a, share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+                   max_bytes=1 << 20, max_records=500, batch_size=500, topics=[
+                       req.FetchTopic(topic_id=t, partitions=[req.FetchPartition(partition_index=0)])
+                       for t in (open_id, secret_id)], forgotten_topics_data=[])
+        errors = {t.topic_id: t.partitions[0].error_code for t in r.responses}
+        assert r.error_code == E.NONE and errors == {open_id: E.NONE, secret_id: E.TOPIC_AUTHORIZATION_FAILED}
+        assert list(broker.broker.share_partition_manager.sessions.get("sg", a).partitions) == [(open_id, 0)]
+        ack = c.call(ACK, 1, group_id="sg", member_id=a, share_session_epoch=1, topics=[ack_req.AcknowledgeTopic(
+            topic_id=secret_id, partitions=[ack_req.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                ack_req.AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[1])])])])
+        assert ack.responses[0].partitions[0].error_code == E.TOPIC_AUTHORIZATION_FAILED
