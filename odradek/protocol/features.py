@@ -13,7 +13,8 @@ of waiting for the answer (``client/transaction_manager.py``).
 
 ``group.version`` (Kafka's feature, KIP-848): supported 0-1 and finalized at level 1, listed
 under the same rule (so Kafka's own clients do not see it: they use ConsumerGroupHeartbeat
-because the broker advertises the API, as librdkafka does).
+because the broker advertises the API, as librdkafka does). ``share.version`` (KIP-932) likewise:
+supported 0-1, finalized at level 1.
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ CLIENT_SOFTWARE_NAME = "odradek-python"
 TRANSACTION_VERIFICATION = "odradek.transaction.verification"
 
 # name -> (min version, max version)
-BROKER_FEATURES: dict[str, tuple[int, int]] = {TRANSACTION_VERIFICATION: (1, 1), "group.version": (0, 1)}
+BROKER_FEATURES: dict[str, tuple[int, int]] = {TRANSACTION_VERIFICATION: (1, 1), "group.version": (0, 1),
+                                                "share.version": (0, 1)}
 
 # Kafka's finalized features, as a Kafka 4 cluster reports them: ``group.version`` level 1
-# is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+# is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe);
+# ``share.version`` level 1 is KIP-932 share groups (ShareGroupHeartbeat, ShareFetch,
+# ShareAcknowledge, ...), enabled as in Kafka 4.2.
 GROUP_VERSION = "group.version"
-FINALIZED_FEATURES: dict[str, int] = {GROUP_VERSION: 1}
+SHARE_VERSION = "share.version"
+FINALIZED_FEATURES: dict[str, int] = {GROUP_VERSION: 1, SHARE_VERSION: 1}

@@ -175,8 +175,10 @@ def test_an_add_waits_for_the_previous_commit_only_so_long(c, slow_markers):
 def test_odradek_features_are_listed_to_odradek_clients_only(c, software, listed):
     r = c.call(ApiKey.API_VERSIONS, 3, client_software_name=software, client_software_version="1.0")
     features = {f.name: (f.min_version, f.max_version) for f in r.supported_features}
-    assert features == ({TRANSACTION_VERIFICATION: (1, 1), "group.version": (0, 1)} if listed else {})
-    assert [(f.name, f.max_version_level) for f in r.finalized_features] == ([("group.version", 1)] if listed else [])
+    assert features == ({TRANSACTION_VERIFICATION: (1, 1), "group.version": (0, 1), "share.version": (0, 1)}
+                        if listed else {})
+    assert [(f.name, f.max_version_level) for f in r.finalized_features] == (
+        [("group.version", 1), ("share.version", 1)] if listed else [])
 
 
 def test_verification_switched_off_appends_unverified_and_is_not_listed(tmp_path):
@@ -185,7 +187,7 @@ def test_verification_switched_off_appends_unverified_and_is_not_listed(tmp_path
         create_topic(b, TOPIC, 1)
         with WireClient(b.port) as c:
             r = c.call(ApiKey.API_VERSIONS, 3, client_software_name=CLIENT_SOFTWARE_NAME, client_software_version="1")
-            assert [f.name for f in r.supported_features] == ["group.version"]  # KIP-848's, not verification
+            assert [f.name for f in r.supported_features] == ["group.version", "share.version"]  # not verification
             t, pid, epoch = started(c)
             r = c.call(ApiKey.PRODUCE, 8, **produce_request(t, batch([b"unverified"], pid, epoch, 0, True)))
             assert produce_error(r) == E.NONE
