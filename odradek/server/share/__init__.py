@@ -15,4 +15,8 @@ Modules:
 - ``aborted_transactions.py``: read_committed: offsets of aborted transactions.
 - ``auto_offset_reset.py``: share.auto.offset.reset.
 - ``record_state.py``, ``share_types.py``, ``offset_runs.py``: values and helpers.
+- ``share_partition_manager.py``: ``SharePartitionManager``, the share-partitions this broker
+  leads, their lock timers and persister writes (ShareFetch/ShareAcknowledge use it).
+- ``share_session_cache.py``: share sessions and their epochs.
+- ``delayed_share_fetch.py``: reading the log and acquiring for a ShareFetch, and its wait.
 """
