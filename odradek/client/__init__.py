@@ -7,6 +7,9 @@
 - ``AsyncConsumer`` / ``Consumer``: assign, seek, poll, offsets by time (``consumer``,
   ``fetcher``, ``offset_fetcher``); group membership with ``subscribe`` to topics or a
   pattern (``group_membership``, ``assignors``, ``topic_filter``, ``rebalance_listener``).
+- ``AsyncShareConsumer`` / ``ShareConsumer``: a member of a KIP-932 share group (``share_consumer``,
+  ``share_membership``, ``share_fetcher``, ``share_session``): records acquired one member at a
+  time, acknowledged (``AcknowledgeType``) ACCEPT, RELEASE or REJECT.
 - ``AsyncAdminClient`` / ``AdminClient``: topics, partitions, configs, cluster, records,
   groups (``admin``, ``admin_groups``).
 - Underneath: ``connection`` (one broker connection, ApiVersions), ``cluster`` (connections,
@@ -50,6 +53,12 @@ _EXPORTS = {
     "UnsupportedVersionError": "odradek.client.errors",
     "CommitFailedError": "odradek.client.group_membership",
     "AsyncProducer": "odradek.client.producer",
+    "AcknowledgeType": "odradek.client.share_acknowledgements",
+    "TopicIdPartition": "odradek.client.share_acknowledgements",
+    "AsyncShareConsumer": "odradek.client.share_consumer",
+    "ShareStateError": "odradek.client.share_consumer",
+    "ShareConsumerRecord": "odradek.client.share_consumer_record",
+    "ShareConsumer": "odradek.client.sync_share_consumer",
     "RecordMetadata": "odradek.client.producer_batch",
     "ConsumerRebalanceListener": "odradek.client.rebalance_listener",
     "AdminClient": "odradek.client.sync_admin",
@@ -69,6 +78,12 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "ShareConsumer",
+    "ShareConsumerRecord",
+    "ShareStateError",
+    "AsyncShareConsumer",
+    "TopicIdPartition",
+    "AcknowledgeType",
     "AdminClient",
     "AlterConfigOp",
     "AlterConfigOpType",
