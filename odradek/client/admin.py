@@ -26,6 +26,7 @@ from typing import Self
 from odradek.client.admin_acls import AclAdmin
 from odradek.client.admin_elections import ElectionAdmin
 from odradek.client.admin_consumer_groups import ConsumerGroupAdmin
+from odradek.client.admin_share_groups import ShareGroupAdmin
 from odradek.client.admin_groups import GroupAdmin
 from odradek.client.admin_log_dirs import LogDirAdmin
 from odradek.client.admin_reassignments import ReassignmentAdmin
@@ -76,7 +77,7 @@ _ASK_AGAIN = frozenset({
 })
 
 
-class AsyncAdminClient(GroupAdmin, ConsumerGroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin,
+class AsyncAdminClient(GroupAdmin, ConsumerGroupAdmin, ShareGroupAdmin, TransactionAdmin, ElectionAdmin, ReassignmentAdmin,
                        LogDirAdmin, ScramAdmin, AclAdmin, QuotaAdmin):
     def __init__(self, bootstrap_servers, *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = 30_000, default_api_timeout_ms: int = 60_000,

@@ -23,7 +23,8 @@ class AdminClient(_SyncClient):
 _ADMIN_CALLS = (
     "create_topics delete_topics list_topics describe_topics create_partitions describe_configs alter_configs "
     "incremental_alter_configs describe_cluster delete_records list_offsets list_groups describe_groups "
-    "describe_consumer_groups delete_groups list_group_offsets alter_group_offsets reset_group_offsets delete_group_offsets "
+    "describe_consumer_groups list_share_groups describe_share_groups list_share_group_offsets "
+    "alter_share_group_offsets delete_share_group_offsets delete_groups list_group_offsets alter_group_offsets reset_group_offsets delete_group_offsets "
     "list_transactions describe_transactions describe_producers abort_transaction abort_transaction_at "
     "find_hanging_transactions elect_leaders alter_partition_reassignments list_partition_reassignments "
     "describe_log_dirs alter_user_scram_credentials describe_user_scram_credentials "
