@@ -168,6 +168,11 @@ class OffsetMetadataManager:
         group = self.groups.group(req.group_id)
         if group is None or group.is_(GroupState.DEAD):
             return None if req.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+        if req.generation_id < 0 and group.is_(GroupState.EMPTY):
+            # Kafka's ClassicGroup.validateOffsetCommit: an empty group takes commits at
+            # generation -1 from anyone, also with a member id (a KIP-848 client that only
+            # assign()s always sends its own member id).
+            return None
         if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
             error = group.member_error(req.member_id, req.group_instance_id, req.generation_id)
             if error is not None:
@@ -213,6 +218,9 @@ class OffsetMetadataManager:
     # --- delete -----------------------------------------------------------------------------
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> CoordinatorResult:
         """OffsetDelete. Response: ``(group error, {(topic, partition): error})``."""
+        consumer = self._consumer_group(group_id)
+        if consumer is not None:
+            return self._delete_consumer_group_offsets(consumer, group_id, partitions)
         group = self.groups.group(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return CoordinatorResult((ErrorCode.GROUP_ID_NOT_FOUND, {}))
@@ -227,6 +235,16 @@ class OffsetMetadataManager:
         errors.update({tp: ErrorCode.NONE for tp in eligible})
         held = set(self.partitions_with_offsets(group_id))
         records = self.cleanup(group, [tp for tp in eligible if tp in held])
+        return CoordinatorResult((ErrorCode.NONE, errors), [Write(records)] if records else [])
+
+    def _delete_consumer_group_offsets(self, consumer, group_id: str, partitions) -> CoordinatorResult:
+        """Kafka's ConsumerGroup.validateOffsetDelete accepts a consumer group in any state:
+        the topics it subscribes to answer GROUP_SUBSCRIBED_TO_TOPIC, the rest are deleted."""
+        errors = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if consumer.is_subscribed_to(tp[0]) else ErrorCode.NONE
+                  for tp in partitions}
+        held = set(self.partitions_with_offsets(group_id))
+        records = [OffsetCommitRecord(group_id, t, p, None) for (t, p), error in errors.items()
+                   if error == ErrorCode.NONE and (t, p) in held]
         return CoordinatorResult((ErrorCode.NONE, errors), [Write(records)] if records else [])
 
     def cleanup(self, group: ClassicGroup, removed: list[TopicPartition]) -> list:
