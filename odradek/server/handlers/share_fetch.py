@@ -22,7 +22,9 @@ In order:
 
 The answer lists the partitions of this request, and at epoch 0 every partition of the
 session, plus any other with records or an error. AcquisitionLockTimeoutMs is the group's
-record lock duration.
+record lock duration. Records are never null: a partition with nothing acquired, or with an
+error, gets an empty record set, as Kafka's ShareFetchResponse.toMessage (librdkafka drops a
+whole response whose Records are null as malformed).
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def _response(ctx, image, lock_ms: int, answered: dict, ack_codes: dict,
         r, t = answered.get(tp), fetched.get(tp)
         pd = PartitionData(partition_index=tp[1], error_code=r.error if r is not None else ErrorCode.NONE,
                            acknowledge_error_code=ack_codes.get(tp, ErrorCode.NONE),
-                           current_leader=LeaderIdAndEpoch(-1, -1), records=None)
+                           current_leader=LeaderIdAndEpoch(-1, -1), records=b"")
         if r is not None and r.leader is not None:
             pd.current_leader = LeaderIdAndEpoch(*r.leader)
             leaders.add(r.leader[0])
