@@ -10,8 +10,6 @@ import pytest
 from odradek.client.share_acknowledgements import AcknowledgeType
 from odradek.client.share_consumer import ShareStateError
 from odradek.client.sync_share_consumer import ShareConsumer
-from odradek.protocol import api_keys
-from odradek.protocol.generated import ApiKey
 from odradek.testing.broker import InProcessBroker
 from odradek.testing.broker import test_config as broker_config
 from tests.server.group_clients import create_topic, produce, wait_for
@@ -28,13 +26,8 @@ def share_broker(tmp_path_factory):
     data = tmp_path_factory.mktemp("share") / "data"
     props = broker_config(data)
     props.update(_PROPS)
-    with pytest.MonkeyPatch.context() as mp:
-        # The broker serves the share APIs before it advertises them (api_keys.SHARE_GROUPS_SERVED).
-        for key, r in ((ApiKey.SHARE_GROUP_HEARTBEAT, (1, 1)), (ApiKey.SHARE_GROUP_DESCRIBE, (1, 1)),
-                       (ApiKey.SHARE_FETCH, (1, 1)), (ApiKey.SHARE_ACKNOWLEDGE, (1, 1))):
-            mp.setitem(api_keys.SUPPORTED, key, r)
-        with InProcessBroker(data, props) as b:
-            yield b
+    with InProcessBroker(data, props) as b:
+        yield b
 
 
 def member(broker, group, **config) -> ShareConsumer:

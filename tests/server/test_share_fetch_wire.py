@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 
-from odradek.protocol import api_keys
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode as E
 from odradek.records.batch import iter_batch_positions, read_header
@@ -20,13 +19,6 @@ from tests.server.test_share_group_heartbeat import join, settled
 FETCH, ACK = ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE
 req = module("ShareFetchRequest")
 ack_req = module("ShareAcknowledgeRequest")
-
-
-@pytest.fixture(autouse=True)
-def advertised(monkeypatch):
-    for key, r in ((ApiKey.SHARE_GROUP_HEARTBEAT, (1, 1)), (ApiKey.SHARE_GROUP_DESCRIBE, (1, 1)),
-                   (FETCH, (1, 1)), (ACK, (1, 1))):
-        monkeypatch.setitem(api_keys.SUPPORTED, key, r)
 
 
 def share_fetch(c, group, member, epoch, topic_id, acks=None, max_wait_ms=0, forget=False):

@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 
-from odradek.protocol import api_keys
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode as E
 from odradek.testing.broker import InProcessBroker
@@ -17,13 +16,6 @@ from tests.server.group_clients import create_topic, wait_for
 from tests.server.group_wire import WireClient
 
 HB, DESCRIBE = ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE
-
-
-@pytest.fixture(autouse=True)
-def advertised(monkeypatch):
-    """The share-group APIs as they are once ShareFetch is wired (api_keys.SHARE_GROUPS_SERVED)."""
-    monkeypatch.setitem(api_keys.SUPPORTED, HB, (1, 1))
-    monkeypatch.setitem(api_keys.SUPPORTED, DESCRIBE, (1, 1))
 
 
 def join(c: WireClient, group: str, member_id: str, topics=("q",)):
