@@ -19,6 +19,7 @@ COMMANDS = {
     "produce": "produce_cmd",
     "consume": "consume_cmd",
     "groups": "groups_cmd",
+    "share-groups": "share_groups_cmd",
     "transactions": "transactions_cmd",
     "configs": "configs_cmd",
     "leader-election": "leader_election_cmd",
