@@ -78,6 +78,10 @@ def test_list_describe_reset_delete(cli, broker, topic_name):
         assert header == ["GROUP", "COORDINATOR", "(ID)", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"]
         assert row[0] == group and row[2] == f"({BROKER_ID})" and row[3] == "Stable" and row[-1] == "1"
 
+        for view in ("--offsets", "--members", "--state"):  # the terminal's tables: the same columns
+            table = cli("share-groups", "--describe", "--group", group, view, "--verbose", "--output", "table")
+            assert table.code == 0 and group in table.out and ("MEMBER-EPOCH" in table.out) == (view == "--members")
+
         for mode in ("--execute", "--dry-run"):  # Kafka's tool refuses both while members remain
             refused = cli("share-groups", "--reset-offsets", "--group", group, "--topic", topic_name,
                           "--to-earliest", mode)
