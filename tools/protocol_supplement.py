@@ -33,6 +33,7 @@ Share-group records of the group coordinator are types 10-15 in ``__consumer_off
 (``ShareGroupMemberMetadata`` 10, ``ShareGroupMetadata`` 11, ``ShareGroupTargetAssignmentMetadata``
 12, ``ShareGroupTargetAssignmentMember`` 13, ``ShareGroupCurrentMemberAssignment`` 14,
 ``ShareGroupStatePartitionMetadata`` 15; Kafka 4.1 dropped type 9, ``ShareGroupPartitionMetadata``);
+a consumer group's resolved regular expressions are type 16 (``ConsumerGroupRegularExpression``, Kafka 4.0);
 the share coordinator's records in ``__share_group_state`` are ``ShareSnapshot`` 0 and
 ``ShareUpdate`` 1 (Kafka's ``ShareCoordinatorRecordSerde``).
 
@@ -247,6 +248,21 @@ InitializedTopics []TopicPartitionsInfo 0+
 DeletingTopics []TopicInfo 0+
   TopicId uuid 0+
   TopicName string 0+
+"""
+
+# The resolved regular expressions of a KIP-848 consumer group (key type 16 in __consumer_offsets,
+# Kafka 4.0's ConsumerGroupRegularExpression, which ../shared's 4.0 records lack): the topics a
+# SubscribedTopicRegex matched, the metadata image version it was matched against, and when.
+NEW["ConsumerGroupRegularExpressionKey"] = """
+data valid=16 flexible=none
+GroupId string 16
+RegularExpression string 16
+"""
+NEW["ConsumerGroupRegularExpressionValue"] = """
+data valid=0 flexible=0+
+Topics []string 0+
+Version int64 0+
+Timestamp int64 0+
 """
 
 # (code, name, retriable) beyond Kafka 4.0's errors.tsv.

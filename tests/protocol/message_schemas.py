@@ -811,6 +811,27 @@ SCHEMAS = {
             ),
         },
     ),
+    'ConsumerGroupRegularExpressionKey': (
+        'data', None, (16, 16), (1, 0),
+        'ConsumerGroupRegularExpressionKey',
+        {
+            'ConsumerGroupRegularExpressionKey': (
+                ('GroupId', 'string', (16, 16), (1, 0), (1, 0), None),
+                ('RegularExpression', 'string', (16, 16), (1, 0), (1, 0), None),
+            ),
+        },
+    ),
+    'ConsumerGroupRegularExpressionValue': (
+        'data', None, (0, 0), (0, None),
+        'ConsumerGroupRegularExpressionValue',
+        {
+            'ConsumerGroupRegularExpressionValue': (
+                ('Topics', '[]string', (0, None), (1, 0), (1, 0), None),
+                ('Version', 'int64', (0, None), (1, 0), (1, 0), None),
+                ('Timestamp', 'int64', (0, None), (1, 0), (1, 0), None),
+            ),
+        },
+    ),
     'ConsumerGroupTargetAssignmentMemberKey': (
         'data', None, (7, 7), (1, 0),
         'ConsumerGroupTargetAssignmentMemberKey',

@@ -240,6 +240,8 @@ MODULES = {
     'ConsumerGroupMetadataValue': 'consumer_group_metadata_value',
     'ConsumerGroupPartitionMetadataKey': 'consumer_group_partition_metadata_key',
     'ConsumerGroupPartitionMetadataValue': 'consumer_group_partition_metadata_value',
+    'ConsumerGroupRegularExpressionKey': 'consumer_group_regular_expression_key',
+    'ConsumerGroupRegularExpressionValue': 'consumer_group_regular_expression_value',
     'ConsumerGroupTargetAssignmentMemberKey': 'consumer_group_target_assignment_member_key',
     'ConsumerGroupTargetAssignmentMemberValue': 'consumer_group_target_assignment_member_value',
     'ConsumerGroupTargetAssignmentMetadataKey': 'consumer_group_target_assignment_metadata_key',

@@ -41,8 +41,11 @@ async def handle(ctx, request) -> ConsumerGroupHeartbeatResponse:
                                              f"The client is not authorized to describe topics: {', '.join(denied)}."))
     if coordinator is None:
         return _response(HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    # Every heartbeat brings its principal's DESCRIBE check: whichever member's heartbeat
+    # schedules the group's regex resolution, its principal filters the matched topics
+    # (Kafka's filterTopicDescribeAuthorizedTopics; coordinator/group/consumer/regex_resolution.py).
     describable = None
-    if authorize.enabled(ctx) and request.subscribed_topic_regex:
+    if authorize.enabled(ctx):
         def describable(topic: str) -> bool:
             return authorize.allowed(ctx, DESCRIBE, TOPIC, topic, log_if_denied=False)
     owned = None

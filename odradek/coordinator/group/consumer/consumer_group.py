@@ -11,6 +11,8 @@ State, all of it rebuilt by replaying ``consumer_group_records``:
 - ``target``: member id -> its target partitions (the assignor's last answer);
 - ``subscription_metadata``: topic name -> ``TopicMetadata`` of every subscribed topic that
   exists;
+- ``resolved_regexes``: regex -> ``ResolvedRegularExpression``, the topics each subscribed
+  regex matched at its last resolution (``regex_resolution``);
 - ``partition_epochs``: ``(topic id, partition)`` -> the epoch of the member that holds it
   (assigned or pending revocation). Invariant: no partition is held by two members; a
   partition is free (epoch -1) before the next member may get it.
@@ -27,6 +29,7 @@ from dataclasses import replace
 
 from odradek.coordinator.group.consumer.assignment import TopicMetadata, TopicPartitions
 from odradek.coordinator.group.consumer.consumer_group_member import ConsumerGroupMember, normalize
+from odradek.coordinator.group.consumer.consumer_group_records import ResolvedRegularExpression
 from odradek.protocol.generated.error_codes import ErrorCode
 
 CONSUMER_GROUP_TYPE = "consumer"
@@ -51,6 +54,7 @@ class ConsumerGroup:
         self.target: dict[str, TopicPartitions] = {}
         self.subscription_metadata: dict[str, TopicMetadata] = {}
         self.partition_epochs: dict[tuple, int] = {}
+        self.resolved_regexes: dict[str, ResolvedRegularExpression] = {}
         self.dead = False
 
     # --- state --------------------------------------------------------------------------------
@@ -189,6 +193,12 @@ class ConsumerGroup:
                                        subscribed_topic_names=value.subscribed_topic_names,
                                        subscribed_topic_regex=value.subscribed_topic_regex,
                                        server_assignor=value.server_assignor, classic=value.classic))
+
+    def replay_regex(self, regex: str, value: ResolvedRegularExpression | None) -> None:
+        if value is None:
+            self.resolved_regexes.pop(regex, None)
+        else:
+            self.resolved_regexes[regex] = value
 
     def replay_current_assignment(self, member_id: str, value: ConsumerGroupMember | None) -> None:
         """A tombstone leaves the member at epoch -1 without partitions (its subscription's

@@ -5,7 +5,9 @@
 A heartbeat, in three steps (each returning records; nothing changes until they replay):
 
 1. the member is created or updated from the request; a changed subscription, or a change
-   of the subscribed topics' metadata (``subscription_metadata``), bumps the group epoch;
+   of the subscribed topics' metadata (``subscription_metadata``), bumps the group epoch; a
+   regex new to the group is resolved later (``regex_resolution``: a timer writes the
+   ConsumerGroupRegularExpression records and bumps the group epoch);
 2. when the group epoch is ahead of the assignment epoch, a new target assignment is computed
    (``target_assignment_builder``) with the server assignor the members prefer;
 3. the member is reconciled one step towards its target (``current_assignment_builder``).
@@ -13,7 +15,7 @@ A heartbeat, in three steps (each returning records; nothing changes until they 
 Records are written with ``replay=True``: the group changes by replaying them, right after
 the local append, exactly as a coordinator loading the partition after a restart or a
 failover does. Timers (``TimerQueue``, keys ``consumer-session:<group>:<member>`` and
-``consumer-rebalance:<group>:<member>``): a member that does not heartbeat within
+``consumer-rebalance:<group>:<member>``, ``consumer-regex:<group>``): a member that does not heartbeat within
 ``group.consumer.session.timeout.ms`` is fenced (removed, group epoch bumped); one that does
 not revoke within its rebalance timeout is fenced too.
 """
@@ -24,7 +26,7 @@ import logging
 import uuid
 from dataclasses import replace
 
-from odradek.coordinator.group.consumer import subscription_metadata
+from odradek.coordinator.group.consumer import regex_resolution, subscription_metadata
 from odradek.coordinator.group.consumer.assignment import PartitionAssignorError
 from odradek.coordinator.group.consumer.consumer_group import ConsumerGroup, ConsumerGroupState
 from odradek.coordinator.group.consumer.consumer_group_heartbeat import (
@@ -46,11 +48,13 @@ from odradek.coordinator.group.consumer.consumer_group_records import (
     CurrentAssignmentRecord,
     GroupEpochRecord,
     MemberSubscriptionRecord,
+    RegularExpressionRecord,
     SubscriptionMetadataRecord,
     TargetAssignmentEpochRecord,
     TargetAssignmentMemberRecord,
 )
 from odradek.coordinator.group.consumer.current_assignment_builder import FencedMemberEpoch, reconcile
+from odradek.coordinator.group.consumer.regex_resolution import MetadataVersions, regex_timer_key
 from odradek.coordinator.group.consumer.subscription_metadata import InvalidRegex
 from odradek.coordinator.group.consumer.target_assignment_builder import build_target_assignment
 from odradek.coordinator.group.coordinator_record import GroupMetadataRecord
@@ -78,9 +82,7 @@ class ConsumerGroupManager:
         # consumer.heartbeat.interval.ms); set by the runtime, {} (the broker's defaults) without
         self.group_config = lambda group_id: {}
         self.groups: dict[str, ConsumerGroup] = {}
-        self._describable: dict[tuple[str, str], object] = {}  # (group, member) -> ACL check
-        # Regex members loaded from the log that have not heartbeated since (``_resolve``).
-        self._unverified: set[tuple[str, str]] = set()
+        self.metadata_versions = MetadataVersions(clock)  # regex_resolution's image versions
         self.migration = GroupMigration(self)
         self.downgrade = GroupDowngrade(self, self.migration.policy)
 
@@ -109,9 +111,6 @@ class ConsumerGroupManager:
         member, abandoned = self._member(group, req, member_id, records)
         stored = group.member(member_id)
         is_new = stored is None and replaced is None
-        if req.describable is not None:
-            self._describable[(group.group_id, member_id)] = req.describable
-        self._unverified.discard((group.group_id, member_id))
         updated = member.with_subscription(
             instance_id=req.instance_id, rack_id=req.rack_id, server_assignor=req.server_assignor,
             rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else None,
@@ -122,10 +121,16 @@ class ConsumerGroupManager:
         bump = is_new
         if is_new or _subscription_fields(updated) != _subscription_fields(member):
             records.append(MemberSubscriptionRecord(group.group_id, member_id, updated))
-            bump = bump or updated.subscription_key() != member.subscription_key()
+            bump = bump or updated.subscription_key()[0] != member.subscription_key()[0]
+        try:
+            regex_bump, refresh = regex_resolution.update_regexes(group, member, updated, records)
+        except InvalidRegex as e:
+            raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION, str(e)) from None
+        bump = bump or regex_bump
         members = {**group.members, member_id: updated}
         if replaced is not None:  # a static member replaced under a new id
             members.pop(replaced, None)
+        self._maybe_refresh_regexes(group, members, refresh, req.describable)
         group_epoch, metadata = self._maybe_bump(group, members, bump, records)
         if group_epoch > group.assignment_epoch:
             target_epoch = group_epoch
@@ -210,7 +215,7 @@ class ConsumerGroupManager:
         image = self.metadata()
         names: set[str] = set()
         for m in members.values():
-            names |= self._resolve(group.group_id, m, image)
+            names |= regex_resolution.member_topics(group, m)
         metadata = subscription_metadata.compute(names, image)
         if metadata != group.subscription_metadata:
             records.append(SubscriptionMetadataRecord(group.group_id, metadata))
@@ -222,32 +227,63 @@ class ConsumerGroupManager:
             log.info("[GroupId %s] bumped group epoch to %d", group.group_id, epoch)
         return epoch, metadata
 
-    def _resolve(self, group_id: str, member: ConsumerGroupMember, image) -> set[str]:
-        """The member's topic names. A regex member loaded from the log that has not heartbeated
-        since (its principal's DESCRIBE check is not stored) matches only the topics of its
-        target and current assignment, which were checked before: no topic it may not describe
-        is matched meanwhile; its next heartbeat brings the check and the full match."""
-        check = self._describable.get((group_id, member.member_id))
-        if (group_id, member.member_id) in self._unverified:
+    # --- regular expressions (regex_resolution) -------------------------------------------------
+    def _maybe_refresh_regexes(self, group: ConsumerGroup, members: dict, required: bool, describable) -> None:
+        """Kafka's batching conditions of ``maybeUpdateRegularExpressions``: schedule the
+        group's resolution (at once, once) when due; ``describable``: the DESCRIBE check of
+        the heartbeat's principal, applied to every regex of the group."""
+        key = regex_timer_key(group.group_id)
+        if key in self.timer:
+            return
+        now = self.clock.milliseconds()
+        version = self.metadata_versions.observe(self.metadata())
+        if regex_resolution.refresh_due(group, members, version, now, required):
+            self.timer.schedule(key, now, self._refresh_regexes(group.group_id, describable))
+
+    def _refresh_regexes(self, group_id: str, describable):
+        def fire():
             group = self.groups.get(group_id)
-            held = {image.topic_ids.get(t) for source in (member.assigned_partitions,
-                                                          group.target_of(member.member_id) if group else {})
-                    for t in source}
-            check = held.__contains__
-        try:
-            return subscription_metadata.resolve(member, image, check)
-        except InvalidRegex as e:
-            raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION, str(e)) from None
+            if group is None or group.dead:
+                return None
+            regexes = regex_resolution.subscribed_regexes(group.members.values())
+            if not regexes:
+                return None
+            image = self.metadata()
+            resolved = regex_resolution.resolve(regexes, image, self.metadata_versions.observe(image),
+                                                self.clock.milliseconds(), describable)
+            return CoordinatorResult(None, [Write(self._regexes_resolved(group, resolved, image))])
+
+        return fire
+
+    def _regexes_resolved(self, group: ConsumerGroup, resolved: dict, image) -> list:
+        """Kafka's ``handleRegularExpressionsResult``: a record per regex; the group epoch
+        bumped when a regex's topics or the subscription metadata changed."""
+        records: list = [RegularExpressionRecord(group.group_id, r, v) for r, v in sorted(resolved.items())]
+        bump = any(group.resolved_regexes.get(r) is None or group.resolved_regexes[r].topics != v.topics
+                   for r, v in resolved.items())
+        names: set[str] = set()
+        for m in group.members.values():
+            names |= set(m.subscribed_topic_names)
+            if m.subscribed_topic_regex in resolved:
+                names |= resolved[m.subscribed_topic_regex].topics
+        metadata = subscription_metadata.compute(names, image)
+        if metadata != group.subscription_metadata:
+            records.append(SubscriptionMetadataRecord(group.group_id, metadata))
+            bump = True
+        if bump:
+            records.append(GroupEpochRecord(group.group_id, group.group_epoch + 1))
+            log.info("[GroupId %s] regular expressions %s resolved: bumped group epoch to %d",
+                     group.group_id, sorted(resolved), group.group_epoch + 1)
+        return records
 
     def _update_target(self, group: ConsumerGroup, epoch: int, members: dict, metadata, records: list) -> dict:
         # The assignor most members ask for, ties to the one configured first (Kafka's
         # computePreferredServerAssignor); the default when none asks.
         asked = [m.server_assignor for m in members.values() if m.server_assignor in self.assignors]
         name = max(self.assignors, key=lambda n: (asked.count(n), -list(self.assignors).index(n)))
-        image = self.metadata()
         try:
             result = build_target_assignment(group, epoch, self.assignors[name], members, metadata,
-                                             lambda m: self._resolve(group.group_id, m, image))
+                                             lambda m: regex_resolution.member_topics(group, m))
         except PartitionAssignorError as e:
             message = f"Failed to compute a new target assignment for epoch {epoch}: {e}"
             log.error("[GroupId %s] %s", group.group_id, message)
@@ -313,21 +349,19 @@ class ConsumerGroupManager:
             group.dead = True
         self.timer.cancel_prefix(f"consumer-session:{group_id}:")
         self.timer.cancel_prefix(f"consumer-rebalance:{group_id}:")
-        for key in [k for k in self._describable if k[0] == group_id]:
-            del self._describable[key]
-        self._unverified = {k for k in self._unverified if k[0] != group_id}
+        self.timer.cancel(regex_timer_key(group_id))
 
     def fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list:
         """The records removing ``member`` (its assignment, target and subscription, in Kafka's
-        order) and bumping the group epoch; its timers are cancelled."""
+        order; its regex's tombstone when it was the last subscriber) and bumping the group
+        epoch; its timers are cancelled."""
         records: list = [CurrentAssignmentRecord(group.group_id, member.member_id, None),
                          TargetAssignmentMemberRecord(group.group_id, member.member_id, None),
                          MemberSubscriptionRecord(group.group_id, member.member_id, None)]
+        regex_resolution.update_regexes(group, member, None, records)
         members = {k: v for k, v in group.members.items() if k != member.member_id}
         self._maybe_bump(group, members, True, records)
         self._cancel_timers(group.group_id, member.member_id)
-        self._describable.pop((group.group_id, member.member_id), None)
-        self._unverified.discard((group.group_id, member.member_id))
         return records
 
     def _fence_if(self, group_id: str, member_id: str, why: str, epoch: int | None = None):
@@ -383,6 +417,7 @@ class ConsumerGroupManager:
         records += [TargetAssignmentMemberRecord(g, m, None) for m in group.target]
         records += [TargetAssignmentEpochRecord(g, None)]
         records += [MemberSubscriptionRecord(g, m, None) for m in group.members]
+        records += [RegularExpressionRecord(g, r, None) for r in sorted(group.resolved_regexes)]
         records += [SubscriptionMetadataRecord(g, None), GroupEpochRecord(g, None)]
         return records
 
@@ -402,6 +437,7 @@ class ConsumerGroupManager:
                     group.dead = True
                     self.timer.cancel_prefix(f"consumer-session:{g}:")
                     self.timer.cancel_prefix(f"consumer-rebalance:{g}:")
+                    self.timer.cancel(regex_timer_key(g))
                 return
             self._persisted(g).group_epoch = record.epoch
             return
@@ -419,6 +455,8 @@ class ConsumerGroupManager:
             group.set_target(record.member_id, record.partitions)
         elif isinstance(record, CurrentAssignmentRecord):
             group.replay_current_assignment(record.member_id, record.member)
+        elif isinstance(record, RegularExpressionRecord):
+            group.replay_regex(record.regex, record.resolved)
 
     def _persisted(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -434,8 +472,6 @@ class ConsumerGroupManager:
         within its rebalance timeout."""
         for group in self.groups.values():
             for member in group.members.values():
-                if member.subscribed_topic_regex:
-                    self._unverified.add((group.group_id, member.member_id))
                 classic = member.classic.session_timeout_ms if member.classic is not None else None
                 self.schedule_session_timeout(group.group_id, member.member_id, classic)
                 self._schedule_rebalance_timeout(group.group_id, member)
@@ -444,8 +480,6 @@ class ConsumerGroupManager:
         for group in self.groups.values():
             group.dead = True
         self.groups.clear()
-        self._describable.clear()
-        self._unverified.clear()
 
 
 def _key(kind: str, group_id: str, member_id: str) -> str:
@@ -462,7 +496,7 @@ def _assignment_fields(m: ConsumerGroupMember) -> tuple:
 
 
 def _is_tombstone(record) -> bool:
-    for name in ("topics", "member", "epoch", "partitions"):
+    for name in ("topics", "member", "epoch", "partitions", "resolved"):
         if hasattr(record, name):
             return getattr(record, name) is None
     return False

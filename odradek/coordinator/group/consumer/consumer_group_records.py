@@ -13,6 +13,9 @@ Kafka's tools read them::
     key 8  ConsumerGroupCurrentMemberAssignment   group, member  value: member epoch, previous
                                                             member epoch, state, assigned and
                                                             pending-revocation partitions
+    key 16 ConsumerGroupRegularExpression group, regex      value: the topics the regex
+                                                            matched, the metadata version and
+                                                            the time (ms) of the resolution
 
 Each key and value is ``int16 version`` and the struct (``coordinator.versioned_message``);
 every value is version 0. A null value is a tombstone: the member's (or group's) record is
@@ -43,13 +46,16 @@ from odradek.protocol.generated import (
     consumer_group_metadata_value as epoch_value,
     consumer_group_partition_metadata_key as meta_key,
     consumer_group_partition_metadata_value as meta_value,
+    consumer_group_regular_expression_key as regex_key,
+    consumer_group_regular_expression_value as regex_value,
     consumer_group_target_assignment_member_key as target_key,
     consumer_group_target_assignment_member_value as target_value,
     consumer_group_target_assignment_metadata_key as target_epoch_key,
     consumer_group_target_assignment_metadata_value as target_epoch_value,
 )
 
-KEY_VERSIONS = range(3, 9)
+REGULAR_EXPRESSION_KEY_VERSION = 16
+KEY_VERSIONS = frozenset((*range(3, 9), REGULAR_EXPRESSION_KEY_VERSION))
 
 
 def _enc(module, message) -> bytes:
@@ -174,8 +180,38 @@ class CurrentAssignmentRecord:
                                                           m.partitions_pending_revocation)))
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvedRegularExpression:
+    """Kafka's ``ResolvedRegularExpression``: the topics a regex matched (only those the
+    resolving principal may DESCRIBE), the metadata image ``version`` it was matched against
+    (``regex_resolution``) and the time of the resolution (``timestamp``, ms)."""
+
+    topics: frozenset[str]
+    version: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class RegularExpressionRecord:
+    group_id: str
+    regex: str
+    resolved: ResolvedRegularExpression | None
+
+    def key_bytes(self) -> bytes:
+        return _enc(regex_key, regex_key.ConsumerGroupRegularExpressionKey(group_id=self.group_id,
+                                                                            regular_expression=self.regex))
+
+    def value_bytes(self) -> bytes | None:
+        r = self.resolved
+        if r is None:
+            return None
+        return _enc(regex_value, regex_value.ConsumerGroupRegularExpressionValue(
+            topics=sorted(r.topics), version=r.version, timestamp=r.timestamp))
+
+
 ConsumerGroupRecord = (GroupEpochRecord | SubscriptionMetadataRecord | MemberSubscriptionRecord
-                       | TargetAssignmentEpochRecord | TargetAssignmentMemberRecord | CurrentAssignmentRecord)
+                       | TargetAssignmentEpochRecord | TargetAssignmentMemberRecord | CurrentAssignmentRecord
+                       | RegularExpressionRecord)
 
 
 def _classic_in(c) -> ClassicMemberMetadata | None:
@@ -185,7 +221,7 @@ def _classic_in(c) -> ClassicMemberMetadata | None:
 
 
 def decode_consumer_record(version: int, key, value, decode) -> ConsumerGroupRecord | None:
-    """The record of key ``version`` (3-8) with these bytes (``value`` None: a tombstone).
+    """The record of key ``version`` (3-8, 16) with these bytes (``value`` None: a tombstone).
     ``decode(module, version, data)`` decodes one framed message (raising on bad bytes)."""
 
     def val(module):
@@ -224,4 +260,8 @@ def decode_consumer_record(version: int, key, value, decode) -> ConsumerGroupRec
             state=MemberState.from_value(v.state), assigned_partitions=_partitions_in(v.assigned_partitions),
             partitions_pending_revocation=_partitions_in(v.partitions_pending_revocation))
         return CurrentAssignmentRecord(k.group_id, k.member_id, member)
+    if version == REGULAR_EXPRESSION_KEY_VERSION:
+        k, v = decode(regex_key, version, key), val(regex_value)
+        resolved = None if v is None else ResolvedRegularExpression(frozenset(v.topics), v.version, v.timestamp)
+        return RegularExpressionRecord(k.group_id, k.regular_expression, resolved)
     return None

@@ -6,26 +6,20 @@ changes ``subscription_metadata`` at the next heartbeat of any member, which bum
 epoch and so the target assignment (Kafka does the same on its metadata refresh and on
 ``onNewMetadataImage``).
 
-Regular expressions (``subscribed_topic_regex``, ConsumerGroupHeartbeat v1): Kafka compiles
-them with RE2/J and matches whole topic names. odradek uses Python's ``re`` with
+Regular expressions (``subscribed_topic_regex``, ConsumerGroupHeartbeat v1) are resolved for
+the group by ``regex_resolution`` (batched, written as ConsumerGroupRegularExpression records);
+Kafka compiles them with RE2/J and matches whole topic names. odradek uses Python's ``re`` with
 ``fullmatch``: the common subset (character classes, ``.*``, alternation, anchors) means the
-same; RE2-only syntax is refused with INVALID_REGULAR_EXPRESSION, and
-Python-only constructs (backreferences, look-arounds) are accepted although Kafka would
-refuse them. Internal topics (names starting ``__``) never match a regex, as in Kafka.
-A member's regex matches only the topics it may DESCRIBE (``describable``, from the
-handler's ACL check, remembered per member in memory). After a coordinator reload a regex
-member matches only the topics of its target and current assignment until it heartbeats
-again with its principal (``ConsumerGroupManager._resolve``).
+same; RE2-only syntax is refused with INVALID_REGULAR_EXPRESSION, and Python-only constructs
+(backreferences, look-arounds) are accepted although Kafka would refuse them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import lru_cache
 
 from odradek.coordinator.group.consumer.assignment import TopicMetadata
-from odradek.coordinator.group.consumer.consumer_group_member import ConsumerGroupMember
 
 
 class InvalidRegex(ValueError):
@@ -53,18 +47,6 @@ def topic_metadata(image, name: str) -> TopicMetadata | None:
         if known:
             racks[p] = known
     return TopicMetadata(assignment.topic_id, name, len(assignment.partitions), racks)
-
-
-def resolve(member: ConsumerGroupMember, image, describable: Callable[[str], bool] | None) -> set[str]:
-    """The topic names ``member`` subscribes to: its names, and the topics of ``image`` its
-    regex matches (only those ``describable`` allows)."""
-    names = set(member.subscribed_topic_names)
-    if member.subscribed_topic_regex:
-        pattern = compile_regex(member.subscribed_topic_regex)
-        for name in image.topics:
-            if not name.startswith("__") and pattern.fullmatch(name) and (describable is None or describable(name)):
-                names.add(name)
-    return names
 
 
 def compute(names, image) -> dict[str, TopicMetadata]:

@@ -60,8 +60,10 @@ class Member:
         self.last = None
 
     def beat(self, full: bool = False):
+        # Every heartbeat carries its principal's DESCRIBE check, as the handler gives it.
+        fields = self.fields if self.epoch == 0 else {k: v for k, v in self.fields.items() if k == "describable"}
         r = self.h.heartbeat(self.group, self.member_id, self.epoch, self.topics if self.epoch == 0 or full else None,
-                             self.owned, **(self.fields if self.epoch == 0 else {}))
+                             self.owned, **fields)
         self.last = r
         if r.error == 0:
             self.epoch = r.member_epoch

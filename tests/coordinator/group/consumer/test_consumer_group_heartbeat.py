@@ -167,6 +167,8 @@ def test_regex_subscription():
     h.topic("other", 1)
     h.topic("__internal", 1)
     a = Member(h, "g", [], subscribed_topic_regex="orders-.*")
+    a.beat()
+    h.tick()  # the regex is resolved after the heartbeat that brought it (regex_resolution)
     settle([a])
     names = {h.image.topic_ids[t] for t, _ in a.partitions()}
     assert names == {"orders-1", "orders-2"}
