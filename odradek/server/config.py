@@ -154,7 +154,9 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("group.consumer.assignors", "list", "uniform,range", doc="server assignor names, the first the default"),
     _k("group.consumer.migration.policy", "string", "bidirectional",
        doc="online classic<->consumer group migration: bidirectional, upgrade, downgrade, disabled"),
-    _k("group.coordinator.rebalance.protocols", "list", "classic,consumer", doc="accepted; both protocols are served"),
+    _k("group.coordinator.rebalance.protocols", "list", "classic,consumer",
+       doc="without consumer, ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION; "
+           "a list without classic is refused"),
     _k("share.coordinator.state.topic.num.partitions", "int", 50, 1, doc="KIP-932: __share_group_state"),
     _k("share.coordinator.state.topic.replication.factor", "int", 3, 1, doc="capped at the live brokers"),
     _k("share.coordinator.state.topic.min.isr", "int", 2, 1),
