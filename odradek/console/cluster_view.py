@@ -158,17 +158,18 @@ async def end_offsets(admin, partitions) -> dict[TopicPartition, int]:
 
 
 async def sample_round(admin) -> tuple[dict[str, int], dict[str, int]]:
-    """One sample: each topic's summed end offset and each consumer group's total lag (the
-    groups_view rules: partitions with a committed offset only)."""
-    from odradek.console.groups_view import total_lag  # here: groups_view imports this module
+    """One sample: each topic's summed end offset and each group's total lag (the
+    groups_view rules: partitions with a committed offset only), or for a KIP-932 share group
+    its total in-flight count (share_group_view.py)."""
+    from odradek.console.groups_view import group_total  # here: groups_view imports this module
 
     topics = await admin.describe_topics()
     ends = await end_offsets(admin, [p for t in topics.values() for p in t.partitions])
     topic_ends = {name: sum(ends.get(TopicPartition(name, p.partition), 0) for p in t.partitions)
                   for name, t in topics.items() if not t.is_internal}
-    groups = [g.group_id for g in await admin.list_groups()]
-    lags = await asyncio.gather(*(total_lag(admin, g, ends) for g in groups), return_exceptions=True)
-    group_lags = {g: lag for g, lag in zip(groups, lags) if isinstance(lag, int)}
+    listed = await admin.list_groups()
+    lags = await asyncio.gather(*(group_total(admin, g, ends) for g in listed), return_exceptions=True)
+    group_lags = {g.group_id: lag for g, lag in zip(listed, lags) if isinstance(lag, int)}
     return topic_ends, group_lags
 
 

@@ -14,10 +14,15 @@ classic one converts it back). A DescribeGroups answered GROUP_ID_NOT_FOUND afte
 ConsumerGroupDescribe answered None therefore asks ConsumerGroupDescribe once more: the page
 then shows the group as it is now instead of "not found".
 
+A KIP-932 share group (``share``, ShareGroupHeartbeat members) is known to neither API
+(both answer GROUP_ID_NOT_FOUND) and is described by ShareGroupDescribe (API 77,
+share_group_requests.py): ``describe_any`` asks it for a group the other two do not know,
+``describe_listed`` straight away for a group listed as ``share``.
+
 Results are ``ConsumerGroupDescription`` (client/admin_consumer_groups.py: ``type``
-"consumer", group and target assignment epochs, members with their epoch and target) or
+"consumer", group and target assignment epochs, members with their epoch and target),
 ``GroupDescription`` (client/admin_types.py: a classic group, state "Dead" when there is
-none).
+none) or ``ShareGroupDescription`` (share_group_requests.py: ``type`` "share").
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import asyncio
 
 from odradek.client.errors import BrokerError
+from odradek.console.share_group_requests import SHARE, describe_share_group
 from odradek.protocol.generated.error_codes import ErrorCode
 
 CLASSIC = "classic"
@@ -56,14 +62,37 @@ async def describe_group(admin, group_id: str):
         return converted
 
 
+async def describe_any(admin, group_id: str):
+    """``describe_group``, then ShareGroupDescribe for a group it does not know; raises
+    GROUP_ID_NOT_FOUND when ShareGroupDescribe does not know it either."""
+    try:
+        return await describe_group(admin, group_id)
+    except BrokerError as e:
+        if e.code != ErrorCode.GROUP_ID_NOT_FOUND:
+            raise
+        shared = await describe_share_group(admin, group_id)
+        if shared is None:
+            raise
+        return shared
+
+
+async def _describe_share(admin, group_id: str):
+    found = await describe_share_group(admin, group_id)
+    if found is None:
+        raise BrokerError(ErrorCode.GROUP_ID_NOT_FOUND, subject=f"share group {group_id!r}")
+    return found
+
+
 async def describe_listed(admin, listed) -> dict:
     """``{group_id: description | BrokerError}`` for ListGroups' ``GroupListing``s. A group
     listed as ``classic`` goes straight to DescribeGroups (no ConsumerGroupDescribe asked
-    for nothing); the others (``consumer``, or no type from a broker before ListGroups v5)
-    through ``describe_group``. One group's refusal is its own entry, not the list's failure:
+    for nothing); one listed as ``share`` to ShareGroupDescribe; the others (``consumer``, or
+    no type from a broker before ListGroups v5) through ``describe_group``. One group's refusal is its own entry, not the list's failure:
     the list shows that group from its listing alone."""
     async def one(g):
         try:
+            if g.type.lower() == SHARE:
+                return await _describe_share(admin, g.group_id)
             if g.type.lower() == CLASSIC:
                 try:
                     return (await admin.describe_groups([g.group_id]))[g.group_id]

@@ -9,6 +9,10 @@ assignment epoch (``assignment_epoch``), the assignor (``protocol``, as Kafka's
 assignment and its target assignment; a member whose assignment differs from its target is
 still reconciling (KIP-848's revoke-then-assign steps).
 
+A KIP-932 ``share`` group has no committed offsets and no lag: its row in the list has
+``in_flight`` instead (``lag`` None), and its page is share_group_view.py's (share-partition
+start offsets, end offsets and in-flight counts).
+
 Lag follows ``kafka-consumer-groups --describe``: per partition, the partition's end offset
 (high watermark) minus the group's committed offset, for partitions the group has committed
 an offset in; a partition assigned to a member with nothing committed shows no offset and no
@@ -22,7 +26,9 @@ import time
 
 from odradek.client.topic_partition import TopicPartition
 from odradek.console.cluster_view import LATEST, OFFSETS_TIMEOUT_MS
-from odradek.console.group_descriptions import CONSUMER, describe_group, describe_listed, group_type
+from odradek.console.group_descriptions import CONSUMER, describe_any, describe_listed, group_type
+from odradek.console.share_group_requests import SHARE
+from odradek.console.share_group_view import share_group_page, total_in_flight
 
 
 class GroupNotFound(Exception):
@@ -55,23 +61,37 @@ async def total_lag(admin, group_id: str, ends: dict | None = None) -> int:
     return sum(lag(o, merged.get(tp)) or 0 for tp, o in offsets.items())
 
 
+async def group_total(admin, listing, ends: dict | None = None) -> int:
+    """What the list and the sampler show of a group (``GroupListing``): a share group's
+    total in-flight count (share_group_view.py), any other group's total lag."""
+    if listing.type.lower() == SHARE:
+        return await total_in_flight(admin, listing.group_id, ends)
+    return await total_lag(admin, listing.group_id, ends)
+
+
 async def groups(admin) -> dict:
     """``{"groups": [{"id", "type", "state", "protocol_type", "protocol", "members", "lag"}]}``,
-    sorted by id; ``type`` is ``classic`` or ``consumer`` (KIP-848), ``lag`` the total lag
-    (None for groups that are not consumer groups). A group whose description was refused
-    shows its listing's type and state, no protocol and 0 members."""
+    sorted by id; ``type`` is ``classic``, ``consumer`` (KIP-848) or ``share`` (KIP-932),
+    ``lag`` the total lag (None for groups that are not consumer groups). A share group's row
+    has ``lag`` None and ``in_flight``, its total in-flight count (None when unknown). A
+    group whose description was refused shows its listing's type and state, no protocol and
+    0 members."""
     listed = await admin.list_groups()
-    ids = [g.group_id for g in listed]
-    described = await describe_listed(admin, listed) if ids else {}
-    lags = await asyncio.gather(*(total_lag(admin, g) for g in ids), return_exceptions=True)
+    described = await describe_listed(admin, listed) if listed else {}
+    totals = await asyncio.gather(*(group_total(admin, g) for g in listed), return_exceptions=True)
     rows = []
-    for g, total in zip(listed, lags):
+    for g, total in zip(listed, totals):
         d = described.get(g.group_id)
         d = None if isinstance(d, Exception) else d
-        rows.append({"id": g.group_id, "type": group_type(d, g.type), "state": d.state if d else g.state,
-                     "protocol_type": g.protocol_type or (d.protocol_type if d else ""),
-                     "protocol": d.protocol if d else "", "members": len(d.members) if d else 0,
-                     "lag": total if isinstance(total, int) else None})
+        kind = group_type(d, g.type)
+        counted = total if isinstance(total, int) else None
+        row = {"id": g.group_id, "type": kind, "state": d.state if d else g.state,
+               "protocol_type": g.protocol_type or (d.protocol_type if d else ""),
+               "protocol": d.protocol if d else "", "members": len(d.members) if d else 0,
+               "lag": None if kind == SHARE else counted}
+        if kind == SHARE:
+            row["in_flight"] = counted
+        rows.append(row)
     return {"groups": rows}
 
 
@@ -80,10 +100,13 @@ async def group(admin, group_id: str, samples) -> dict:
     committed offset, end offset, lag and owning member (by current assignment);
     ``lag_history``: [[t, lag], ...]. A ``consumer`` group also has ``group_epoch``,
     ``assignment_epoch`` and ``assignor``, and its members ``member_epoch`` and
-    ``target_assignment`` (``consumer_group_fields``)."""
-    described = await describe_group(admin, group_id)
+    ``target_assignment`` (``consumer_group_fields``). A ``share`` group's page is
+    share_group_view.py's."""
+    described = await describe_any(admin, group_id)
     if described.state == "Dead":
         raise GroupNotFound(group_id)
+    if group_type(described) == SHARE:
+        return await share_group_page(admin, described, samples)
     offsets, ends = await committed_and_ends(admin, group_id)
     owner = {tp: m for m in described.members for tp in m.assignment}
     assigned = [tp for tp in owner if tp not in offsets]

@@ -1,17 +1,21 @@
 // "/groups/<id>": a group's members, per-partition offsets and lag, and lag over time.
 // A KIP-848 consumer group (type "consumer") also shows its type, group epoch, target
 // assignment epoch and assignor, and per member its epoch and target assignment (groups_view.py).
+// A KIP-932 share group (type "share") shows its in-flight counts instead (share_group.js).
 import { ApiError, getJSON, seg } from "../api.js";
 import { card, count, dash, fill, h, notFound, table } from "../dom.js";
 import { lineChart } from "../charts.js";
+import { renderShareGroup } from "./share_group.js";
 
 export function mount(root, [id]) {
   const cards = h("div", { class: "cards", id: "group-cards" });
   const chart = h("div", { class: "chart", id: "lag-chart" });
   const members = h("div", { id: "members" });
   const partitions = h("div", { id: "group-partitions" });
-  fill(root, h("h1", {}, "Consumer group ", h("span", { id: "group-id" }, id)), cards,
-    h("h2", {}, "Lag over time"), chart, h("h2", {}, "Partitions"), partitions, h("h2", {}, "Members"), members);
+  const chartTitle = h("h2", { id: "chart-title" }, "Lag over time");
+  const heading = h("span", { id: "group-kind" }, "Consumer group ");
+  fill(root, h("h1", {}, heading, h("span", { id: "group-id" }, id)), cards, chartTitle, chart,
+    h("h2", {}, "Partitions"), partitions, h("h2", {}, "Members"), members);
   let missing = false;
   return async () => {
     if (missing) return;
@@ -22,6 +26,11 @@ export function mount(root, [id]) {
       if (!(error instanceof ApiError && error.status === 404)) throw error;
       missing = true;
       notFound(root, "Consumer group", id, "/groups", "consumer groups");
+      return;
+    }
+    if (g.type === "share") {
+      fill(heading, "Share group ");
+      renderShareGroup(g, { cards, chart, chartTitle, partitions, members });
       return;
     }
     const modern = g.type === "consumer";
