@@ -31,14 +31,18 @@ def test_list_describe_offsets_reset_delete(share_broker, topic_name):  # noqa: 
         assert m.member_id == c.member_id and m.assignment == (TopicPartition(topic_name, 0),)
         assert m.subscribed_topics == (topic_name,)
         tp = TopicPartition(topic_name, 0)
-        assert admin.list_share_group_offsets("g-admin")[tp].start_offset >= 0  # initialized
+        known = admin.list_share_group_offsets("g-admin")[tp]
+        assert (known.start_offset, known.lag) == (3, 0)  # 0-2 accepted (KIP-1226 lag)
         with pytest.raises(BrokerError) as refused:
             admin.alter_share_group_offsets("g-admin", {tp: 3})
         assert refused.value.code == ErrorCode.NON_EMPTY_GROUP
         c.close()
         wait_for(lambda: not admin.describe_share_groups(["g-admin"])["g-admin"].members)
+        known = admin.list_share_group_offsets("g-admin")[tp]
+        assert (known.start_offset, known.lag) == (3, 0)  # still so once the member closed
         admin.alter_share_group_offsets("g-admin", {tp: 2})
-        assert admin.list_share_group_offsets("g-admin", [tp])[tp].start_offset == 2
+        known = admin.list_share_group_offsets("g-admin", [tp])[tp]
+        assert (known.start_offset, known.lag) == (2, 1)  # initialized: delivery complete count 0
         admin.delete_share_group_offsets("g-admin", [topic_name])
         assert tp not in admin.list_share_group_offsets("g-admin")
         admin.delete_groups(["g-admin"])

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from odradek.client.errors import KafkaError
-from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState
+from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState, ShareStateSummary
 from odradek.coordinator.share.share_partition_key import SHARE_GROUP_STATE_TOPIC, state_partition
 from odradek.coordinator.share import state_rpc
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -60,17 +60,19 @@ class DefaultStatePersister:
 
     async def write_state(self, group_id: str, topic_id: UUID, partition: int, state_epoch: int,
                           leader_epoch: int, start_offset: int,
-                          batches: Sequence[PersisterStateBatch]) -> ErrorCode:
+                          batches: Sequence[PersisterStateBatch],
+                          delivery_complete_count: int = -1) -> ErrorCode:
         return await self._call(group_id, topic_id, partition, "write_state",
-                                (state_epoch, leader_epoch, start_offset, tuple(batches)), lambda e: e)
+                                (state_epoch, leader_epoch, start_offset, tuple(batches),
+                                 delivery_complete_count), lambda e: e)
 
     async def delete_state(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
         return await self._call(group_id, topic_id, partition, "delete_state", (), lambda e: e)
 
     async def read_summary(self, group_id: str, topic_id: UUID, partition: int,
-                           leader_epoch: int) -> tuple[ErrorCode, int, int]:
+                           leader_epoch: int) -> ShareStateSummary:
         return await self._call(group_id, topic_id, partition, "read_summary", (leader_epoch,),
-                                lambda e: (e, 0, -1))
+                                lambda e: ShareStateSummary(e, 0, -1))
 
     # --- routing --------------------------------------------------------------------------------
     async def _call(self, group_id, topic_id, partition, operation: str, args: tuple, failed):
@@ -124,6 +126,6 @@ class DefaultStatePersister:
 def _error_of(answer) -> ErrorCode:
     if isinstance(answer, ErrorCode):
         return answer
-    if isinstance(answer, ShareGroupState):
+    if isinstance(answer, (ShareGroupState, ShareStateSummary)):
         return answer.error
     return answer[0]

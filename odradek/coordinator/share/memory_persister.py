@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState
+from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState, ShareStateSummary
 from odradek.coordinator.share.share_coordinator_config import ShareCoordinatorConfig
 from odradek.coordinator.share.share_coordinator_shard import ShareCoordinatorShard
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -74,11 +74,13 @@ class InMemoryPersister:
 
     async def write_state(self, group_id: str, topic_id: UUID, partition: int, state_epoch: int,
                           leader_epoch: int, start_offset: int,
-                          batches: Sequence[PersisterStateBatch]) -> ErrorCode:
+                          batches: Sequence[PersisterStateBatch],
+                          delivery_complete_count: int = -1) -> ErrorCode:
         key = (group_id, topic_id, partition)
         if (err := self._injected("write_state", key)) is not None:
             return err
-        return self._apply(self.shard.write(key, state_epoch, leader_epoch, start_offset, batches))
+        return self._apply(self.shard.write(key, state_epoch, leader_epoch, start_offset, batches,
+                                            delivery_complete_count))
 
     async def delete_state(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
         key = (group_id, topic_id, partition)
@@ -87,8 +89,8 @@ class InMemoryPersister:
         return self._apply(self.shard.delete(key))
 
     async def read_summary(self, group_id: str, topic_id: UUID, partition: int,
-                           leader_epoch: int) -> tuple[ErrorCode, int, int]:
+                           leader_epoch: int) -> ShareStateSummary:
         key = (group_id, topic_id, partition)
         if (err := self._injected("read_summary", key)) is not None:
-            return err, 0, -1
+            return ShareStateSummary(err, 0, -1)
         return self.shard.read_summary(key)

@@ -15,6 +15,12 @@ Contract:
   FENCED_LEADER_EPOCH (``-1`` means "do not check").
 - Batches are inclusive offset runs ``[first_offset, last_offset]``, non-overlapping in an
   answer, ordered by first offset, none below the start offset.
+- ``delivery_complete_count`` (KIP-1226, WriteShareGroupState v1 / ReadShareGroupStateSummary
+  v1): how many records at or above the start offset are ACKNOWLEDGED or ARCHIVED, as the
+  share-partition leader last wrote it; -1 when unknown (never written, or a v0 writer). An
+  initialize with a start offset of 0 or more sets it to 0 (nothing delivered from there yet).
+- ``read_summary`` answers a ``ShareStateSummary``; it unpacks as the old
+  ``(error, state_epoch, start_offset)`` triple, so callers that unpack three still work.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from uuid import UUID
 
 from odradek.protocol.generated.error_codes import ErrorCode
 
-__all__ = ["PersisterStateBatch", "ShareGroupState", "Persister"]
+__all__ = ["PersisterStateBatch", "ShareGroupState", "ShareStateSummary", "Persister"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,42 @@ class ShareGroupState:
     leader_epoch: int = -1
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class ShareStateSummary:
+    """What ReadShareGroupStateSummary answers for one share-partition (Kafka's
+    PartitionStateSummaryData). ``start_offset`` -1: not initialized;
+    ``delivery_complete_count`` -1: unknown. As a sequence (unpacking, indexing, equality
+    with a tuple) it is ``(error, state_epoch, start_offset)``, the summary's earlier form."""
+
+    error: ErrorCode
+    state_epoch: int
+    start_offset: int
+    leader_epoch: int = -1
+    delivery_complete_count: int = -1
+
+    def _triple(self) -> tuple:
+        return self.error, self.state_epoch, self.start_offset
+
+    def _all(self) -> tuple:
+        return (*self._triple(), self.leader_epoch, self.delivery_complete_count)
+
+    def __iter__(self):
+        return iter(self._triple())
+
+    def __getitem__(self, index):
+        return self._triple()[index]
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, ShareStateSummary):
+            return self._all() == other._all()
+        if isinstance(other, tuple):
+            return self._triple() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+
 class Persister(Protocol):
     """Kafka's Persister; the key is ``(group_id, topic_id, partition)``."""
 
@@ -68,12 +110,11 @@ class Persister(Protocol):
 
     async def write_state(self, group_id: str, topic_id: UUID, partition: int, state_epoch: int,
                           leader_epoch: int, start_offset: int,
-                          batches: Sequence[PersisterStateBatch]) -> ErrorCode: ...
+                          batches: Sequence[PersisterStateBatch],
+                          delivery_complete_count: int = -1) -> ErrorCode: ...
 
     async def delete_state(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode: ...
 
     async def read_summary(self, group_id: str, topic_id: UUID, partition: int,
-                           leader_epoch: int) -> tuple[ErrorCode, int, int]:
-        """Answer ``(error, state_epoch, start_offset)``."""
-        ...
+                           leader_epoch: int) -> ShareStateSummary: ...
 

@@ -29,7 +29,7 @@ from uuid import UUID
 
 from odradek.coordinator.coordinator_runtime import CoordinatorError, CoordinatorRuntime, CoordinatorSlot
 from odradek.coordinator.share.loader import load_shard
-from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState
+from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState, ShareStateSummary
 from odradek.coordinator.share.share_coordinator_config import ShareCoordinatorConfig
 from odradek.coordinator.share.share_coordinator_shard import ShareCoordinatorResult, ShareCoordinatorShard
 from odradek.coordinator.share.share_partition_key import SHARE_GROUP_STATE_TOPIC, format_key
@@ -89,9 +89,11 @@ class ShareCoordinator(CoordinatorRuntime):
                                  lambda shard, key: shard.initialize(key, state_epoch, start_offset))
 
     async def write_state(self, group_id: str, topic_id: UUID, partition: int, state_epoch: int, leader_epoch: int,
-                          start_offset: int, batches: Sequence[PersisterStateBatch]) -> ErrorCode:
+                          start_offset: int, batches: Sequence[PersisterStateBatch],
+                          delivery_complete_count: int = -1) -> ErrorCode:
         return await self._write(group_id, topic_id, partition,
-                                 lambda shard, key: shard.write(key, state_epoch, leader_epoch, start_offset, batches))
+                                 lambda shard, key: shard.write(key, state_epoch, leader_epoch, start_offset, batches,
+                                                                delivery_complete_count))
 
     async def delete_state(self, group_id: str, topic_id: UUID, partition: int) -> ErrorCode:
         return await self._write(group_id, topic_id, partition, lambda shard, key: shard.delete(key))
@@ -108,11 +110,11 @@ class ShareCoordinator(CoordinatorRuntime):
         return result.response
 
     async def read_summary(self, group_id: str, topic_id: UUID, partition: int,
-                           leader_epoch: int) -> tuple[ErrorCode, int, int]:
+                           leader_epoch: int) -> ShareStateSummary:
         try:
             slot = self.slot_for(group_id, topic_id, partition)
         except CoordinatorError as e:
-            return e.error, 0, -1
+            return ShareStateSummary(e.error, 0, -1)
         return slot.shard.read_summary((group_id, topic_id, partition))
 
     async def _write(self, group_id: str, topic_id: UUID, partition: int, operation) -> ErrorCode:

@@ -12,6 +12,8 @@ topic (``coordinator.versioned_message``) a key is ``int16 record type`` then th
                         (-1: unchanged), state_batches compact array, tagged fields
     state batch:        first_offset int64, last_offset int64, delivery_state int8,
                         delivery_count int16, tagged fields
+    both values' tagged fields: tag 0 DeliveryCompleteCount int32 (KIP-1226), written only
+                        when not -1 (unknown)
     a null value is a tombstone (Kafka writes it under the ShareSnapshot key)
 
 Worked example, the key of group "g", topic id 0...01, partition 3 (a ShareSnapshot)::
@@ -26,7 +28,7 @@ read ours.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from uuid import UUID
 
@@ -40,6 +42,7 @@ from odradek.protocol.primitives import (
     read_uuid,
     write_compact_array_length,
     write_string,
+    write_tagged_fields,
     write_unsigned_varint,
     write_uuid,
 )
@@ -52,6 +55,7 @@ _I = struct.Struct(">i")
 _SNAPSHOT = struct.Struct(">iiiqqq")
 _UPDATE = struct.Struct(">iiq")
 _BATCH = struct.Struct(">qqbh")
+_DELIVERY_COMPLETE_COUNT_TAG = 0
 
 
 class ShareRecordError(ValueError):
@@ -67,6 +71,7 @@ class ShareSnapshotValue:
     create_timestamp: int
     write_timestamp: int
     state_batches: tuple[PersisterStateBatch, ...]
+    delivery_complete_count: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,7 @@ class ShareUpdateValue:
     leader_epoch: int
     start_offset: int
     state_batches: tuple[PersisterStateBatch, ...]
+    delivery_complete_count: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +120,10 @@ class ShareStateRecord:
         for b in v.state_batches:
             out += _BATCH.pack(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
             write_unsigned_varint(out, 0)
-        write_unsigned_varint(out, 0)
+        if v.delivery_complete_count == -1:
+            write_unsigned_varint(out, 0)
+        else:
+            write_tagged_fields(out, [(_DELIVERY_COMPLETE_COUNT_TAG, _I.pack(v.delivery_complete_count))])
         return bytes(out)
 
 
@@ -151,7 +160,11 @@ def _decode(key: memoryview, value: memoryview | None) -> ShareStateRecord | Non
         fields = _UPDATE.unpack_from(value, 2)
         batches, p = _read_batches(value, 2 + _UPDATE.size)
         decoded = ShareUpdateValue(*fields, batches)
-    _, p = read_unknown_tagged_fields(value, p)
+    tagged, p = read_unknown_tagged_fields(value, p)
+    for tag, payload in tagged or ():
+        if tag == _DELIVERY_COMPLETE_COUNT_TAG:
+            (count,) = _I.unpack(payload)
+            decoded = replace(decoded, delivery_complete_count=count)
     if p != len(value):
         raise ShareRecordError("trailing bytes after the value")
     return ShareStateRecord(record_type, group_id, topic_id, partition, decoded)

@@ -7,7 +7,8 @@ changes only by ``replay`` of records, the same path a load takes after a restar
 construction.
 
 Per share-partition key ``(group_id, topic_id, partition)`` it keeps a ``ShareGroupOffset``
-(snapshot epoch, state epoch, leader epoch, start offset, state batches), plus, as Kafka:
+(snapshot epoch, state epoch, leader epoch, start offset, state batches, delivery complete
+count), plus, as Kafka:
 
 - the fencing epochs: the highest leader epoch and state epoch any record of the key carried
   (``leader_epochs``, ``state_epochs``). A read whose leader epoch is below the leader epoch
@@ -20,13 +21,16 @@ Per share-partition key ``(group_id, topic_id, partition)`` it keeps a ``ShareGr
 
 Operations (one share-partition each, as Kafka's requests carry one by design):
 - ``initialize``: a ShareSnapshot with the new state epoch and start offset, leader epoch 0
-  and no batches (InitializeShareGroupState: a fresh start, nothing merged);
+  and no batches (InitializeShareGroupState: a fresh start, nothing merged); its delivery
+  complete count is 0 for a start offset of 0 or more, else -1 (Kafka 4.2, KIP-1226);
 - ``write``: a ShareUpdate of the request's batches (merged among themselves), start offset
-  (-1: unchanged) and the stored leader epoch; the replay paints them over the stored batches
-  and trims below the start offset (``state_batch_combiner``);
+  (-1: unchanged), delivery complete count (WriteShareGroupState v1's, -1 from v0: unknown,
+  stored as sent, as Kafka 4.2) and the stored leader epoch; the replay paints them over the
+  stored batches and trims below the start offset (``state_batch_combiner``);
 - ``read``: the merged state; a newer leader epoch than stored is recorded with a ShareUpdate
   of no batches (Kafka's readStateAndMaybeUpdateLeaderEpoch);
-- ``read_summary``: state epoch and start offset (no fencing, as Kafka);
+- ``read_summary``: a ``ShareStateSummary``: state epoch, leader epoch, start offset and
+  delivery complete count (no fencing, as Kafka);
 - ``delete``: a tombstone under the ShareSnapshot key (nothing for an unknown key).
 
 Differences from Kafka 4.2, kept for the project's Persister contract
@@ -41,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState
+from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState, ShareStateSummary
 from odradek.coordinator.share.share_coordinator_config import ShareCoordinatorConfig
 from odradek.coordinator.share.share_coordinator_record import (
     SNAPSHOT_TYPE,
@@ -68,6 +72,7 @@ class ShareGroupOffset:
     batches: tuple[PersisterStateBatch, ...]
     create_timestamp: int = -1
     write_timestamp: int = -1
+    delivery_complete_count: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +109,8 @@ class ShareCoordinatorShard:
             self._raise(self.state_epochs, key, value.state_epoch)
             self.states[key] = ShareGroupOffset(value.snapshot_epoch, value.state_epoch, value.leader_epoch,
                                                 value.start_offset, value.state_batches,
-                                                value.create_timestamp, value.write_timestamp)
+                                                value.create_timestamp, value.write_timestamp,
+                                                value.delivery_complete_count)
             if self.update_counts.get(key, 0) >= self.config.snapshot_update_records_per_snapshot:
                 self.update_counts[key] = 0
         elif record.record_type == UPDATE_TYPE:
@@ -126,22 +132,26 @@ class ShareCoordinatorShard:
         current = self.states.get(key)
         now = self.clock.milliseconds()
         value = ShareSnapshotValue(current.snapshot_epoch + 1 if current is not None else 0, state_epoch,
-                                   UNINITIALIZED_EPOCH, start_offset, now, now, ())
+                                   UNINITIALIZED_EPOCH, start_offset, now, now, (),
+                                   0 if start_offset >= 0 else -1)
         return ShareCoordinatorResult((ShareStateRecord(SNAPSHOT_TYPE, *key, value),), ErrorCode.NONE)
 
     def write(self, key: Key, state_epoch: int, leader_epoch: int, start_offset: int,
-              batches: Sequence[PersisterStateBatch]) -> ShareCoordinatorResult:
+              batches: Sequence[PersisterStateBatch],
+              delivery_complete_count: int = -1) -> ShareCoordinatorResult:
         """WriteShareGroupState: ``response`` an ErrorCode."""
         current = self.states.get(key)
         if current is None:  # uninitialized: the write creates the state (see the module)
             now = self.clock.milliseconds()
             value = ShareSnapshotValue(0, state_epoch, leader_epoch, start_offset, now, now,
-                                       combine_state_batches((), batches, start_offset))
+                                       combine_state_batches((), batches, start_offset),
+                                       delivery_complete_count)
             return ShareCoordinatorResult((ShareStateRecord(SNAPSHOT_TYPE, *key, value),), ErrorCode.NONE)
         error = self._check(key, leader_epoch, state_epoch)
         if error is not None:
             return ShareCoordinatorResult((), error)
-        record = self._state_record(key, current, start_offset, current.leader_epoch, batches)
+        record = self._state_record(key, current, start_offset, current.leader_epoch, batches,
+                                    delivery_complete_count)
         return ShareCoordinatorResult((record,), ErrorCode.NONE)
 
     def read(self, key: Key, leader_epoch: int) -> ShareCoordinatorResult:
@@ -156,15 +166,17 @@ class ShareCoordinatorShard:
                                  current.leader_epoch)
         if leader_epoch == -1 or fence == leader_epoch:
             return ShareCoordinatorResult((), answer)
-        record = self._state_record(key, current, current.start_offset, leader_epoch, ())
+        record = self._state_record(key, current, current.start_offset, leader_epoch, (),
+                                    current.delivery_complete_count)
         return ShareCoordinatorResult((record,), answer)
 
-    def read_summary(self, key: Key) -> tuple[ErrorCode, int, int]:
-        """ReadShareGroupStateSummary: ``(error, state_epoch, start_offset)``; nothing written."""
+    def read_summary(self, key: Key) -> ShareStateSummary:
+        """ReadShareGroupStateSummary; nothing written."""
         current = self.states.get(key)
         if current is None:
-            return ErrorCode.NONE, 0, -1
-        return ErrorCode.NONE, current.state_epoch, current.start_offset
+            return ShareStateSummary(ErrorCode.NONE, 0, -1)
+        return ShareStateSummary(ErrorCode.NONE, current.state_epoch, current.start_offset,
+                                 current.leader_epoch, current.delivery_complete_count)
 
     def delete(self, key: Key) -> ShareCoordinatorResult:
         """DeleteShareGroupState: ``response`` an ErrorCode."""
@@ -184,17 +196,18 @@ class ShareCoordinatorShard:
         return None
 
     def _state_record(self, key: Key, current: ShareGroupOffset, start_offset: int, leader_epoch: int,
-                      batches: Sequence[PersisterStateBatch]) -> ShareStateRecord:
+                      batches: Sequence[PersisterStateBatch], delivery_complete_count: int) -> ShareStateRecord:
         """A ShareSnapshot once the key's updates reached the limit, else a ShareUpdate (Kafka's
         generateShareStateRecord)."""
         if self.update_counts.get(key, 0) >= self.config.snapshot_update_records_per_snapshot:
             start = current.start_offset if start_offset == -1 else start_offset
             now = self.clock.milliseconds()
             value = ShareSnapshotValue(current.snapshot_epoch + 1, current.state_epoch, leader_epoch, start, now, now,
-                                       combine_state_batches(current.batches, batches, start))
+                                       combine_state_batches(current.batches, batches, start),
+                                       delivery_complete_count)
             return ShareStateRecord(SNAPSHOT_TYPE, *key, value)
         value = ShareUpdateValue(current.snapshot_epoch, leader_epoch, start_offset,
-                                 combine_state_batches((), batches, start_offset))
+                                 combine_state_batches((), batches, start_offset), delivery_complete_count)
         return ShareStateRecord(UPDATE_TYPE, *key, value)
 
 
@@ -202,9 +215,9 @@ def _merge(current: ShareGroupOffset | None, update: ShareUpdateValue) -> ShareG
     """A ShareUpdate applied to the state (Kafka's ShareCoordinatorShard.merge)."""
     if current is None:
         return ShareGroupOffset(update.snapshot_epoch, 0, update.leader_epoch, update.start_offset,
-                                update.state_batches)
+                                update.state_batches, delivery_complete_count=update.delivery_complete_count)
     start = current.start_offset if update.start_offset == -1 else update.start_offset
     leader = current.leader_epoch if update.leader_epoch == -1 else update.leader_epoch
     return ShareGroupOffset(current.snapshot_epoch, current.state_epoch, leader, start,
                             combine_state_batches(current.batches, update.state_batches, start),
-                            current.create_timestamp, current.write_timestamp)
+                            current.create_timestamp, current.write_timestamp, update.delivery_complete_count)

@@ -9,7 +9,7 @@ broker's handlers (``server/handlers/share_group_state.py``) send for one share-
 
 from __future__ import annotations
 
-from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState
+from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState, ShareStateSummary
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated import (
     delete_share_group_state_request as dreq,
@@ -57,12 +57,15 @@ def _initialize(group_id, topic_id, partition, state_epoch, start_offset):
     return ApiKey.INITIALIZE_SHARE_GROUP_STATE, body, lambda r: _error(_first(r))
 
 
-def _write(group_id, topic_id, partition, state_epoch, leader_epoch, start_offset, batches):
+def _write(group_id, topic_id, partition, state_epoch, leader_epoch, start_offset, batches,
+           delivery_complete_count=-1):
+    """WriteShareGroupState; DeliveryCompleteCount goes out at v1 (a v0 peer drops it)."""
     wire = [wreq.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset, delivery_state=b.delivery_state,
                             delivery_count=b.delivery_count) for b in batches]
     body = wreq.WriteShareGroupStateRequest(group_id=group_id, topics=[wreq.WriteStateData(
         topic_id=topic_id, partitions=[wreq.PartitionData(partition=partition, state_epoch=state_epoch,
                                                           leader_epoch=leader_epoch, start_offset=start_offset,
+                                                          delivery_complete_count=delivery_complete_count,
                                                           state_batches=wire)])])
     return ApiKey.WRITE_SHARE_GROUP_STATE, body, lambda r: _error(_first(r))
 
@@ -93,10 +96,13 @@ def _summary(group_id, topic_id, partition, leader_epoch):
     body = sreq.ReadShareGroupStateSummaryRequest(group_id=group_id, topics=[sreq.ReadStateSummaryData(
         topic_id=topic_id, partitions=[sreq.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
 
-    def parse(response):
+    def parse(response) -> ShareStateSummary:
         p = _first(response)
         error = _error(p)
-        return (error, 0, -1) if p is None or error != 0 else (error, p.state_epoch, p.start_offset)
+        if p is None or error != 0:
+            return ShareStateSummary(error, 0, -1)
+        # a v0 answer decodes DeliveryCompleteCount as its default, -1 (unknown)
+        return ShareStateSummary(error, p.state_epoch, p.start_offset, p.leader_epoch, p.delivery_complete_count)
 
     return ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, body, parse
 
@@ -135,7 +141,8 @@ def read_response(topic_id, partition, state: ShareGroupState):
                              start_offset=state.start_offset, state_batches=batches)])])
 
 
-def summary_response(topic_id, partition, error, state_epoch, start_offset, leader_epoch=-1):
+def summary_response(topic_id, partition, error, state_epoch, start_offset, leader_epoch=-1,
+                     delivery_complete_count=-1):
     return sres.ReadShareGroupStateSummaryResponse(results=[sres.ReadStateSummaryResult(topic_id=topic_id, partitions=[sres.PartitionResult(
         partition=partition, error_code=int(error), state_epoch=state_epoch, leader_epoch=leader_epoch,
-        start_offset=start_offset)])])
+        start_offset=start_offset, delivery_complete_count=delivery_complete_count)])])

@@ -14,6 +14,7 @@ Advertised with the share-group APIs (``protocol/api_keys.SHARE_GROUPS_SERVED``)
 from __future__ import annotations
 
 from odradek.coordinator.group.share import share_group_offsets as offsets
+from odradek.coordinator.group.share.partition_end_offsets import latest_offsets
 from odradek.protocol.acl_binding import DELETE, DESCRIBE, GROUP, READ, TOPIC
 from odradek.protocol.generated.alter_share_group_offsets_response import (
     AlterShareGroupOffsetsResponse, AlterShareGroupOffsetsResponsePartition, AlterShareGroupOffsetsResponseTopic,
@@ -53,7 +54,8 @@ async def _describe_group(ctx, g) -> DescribeShareGroupOffsetsResponseGroup:
         return answer
     asked = None if g.topics is None else [(t.topic_name, list(t.partitions)) for t in g.topics]
     allowed = asked if asked is None else [t for t in asked if authorize.allowed(ctx, DESCRIBE, TOPIC, t[0])]
-    error, message, found = await offsets.describe(coordinator, persister, g.group_id, allowed, image)
+    error, message, found = await offsets.describe(coordinator, persister, g.group_id, allowed, image,
+                                                   lambda tps: latest_offsets(ctx.broker, tps))
     if error != E.NONE:
         answer.error_code, answer.error_message = error, message
         return answer
@@ -62,8 +64,8 @@ async def _describe_group(ctx, g) -> DescribeShareGroupOffsetsResponseGroup:
     answer.topics = [DescribeShareGroupOffsetsResponseTopic(
         topic_name=name, topic_id=topic_id or ZERO_UUID,
         partitions=[DescribeShareGroupOffsetsResponsePartition(partition_index=p, start_offset=start,
-                                                               leader_epoch=epoch, lag=-1)
-                    for p, start, epoch in rows]) for name, topic_id, rows in found]
+                                                               leader_epoch=epoch, lag=lag, error_code=err)
+                    for p, start, epoch, lag, err in rows]) for name, topic_id, rows in found]
     for name, partitions in asked or []:
         if (name, partitions) not in allowed:
             answer.topics.append(DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[

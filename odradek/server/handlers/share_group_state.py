@@ -67,9 +67,11 @@ async def handle_write(ctx, request):
         return _all(request, state_rpc.write_response, error)
     topic_id, p = _one(request)
     batches = [PersisterStateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-               for b in p.state_batches]  # (v1's delivery_complete_count is not kept yet)
+               for b in p.state_batches]
+    # v0 carries no DeliveryCompleteCount: it decodes as -1 (unknown), as Kafka stores it
     error = await ctx.broker.share_coordinator.write_state(request.group_id, topic_id, p.partition, p.state_epoch,
-                                                           p.leader_epoch, p.start_offset, batches)
+                                                           p.leader_epoch, p.start_offset, batches,
+                                                           delivery_complete_count=p.delivery_complete_count)
     return state_rpc.write_response(topic_id, p.partition, error)
 
 
@@ -93,6 +95,7 @@ async def handle_read_summary(ctx, request):
     if (error := _refusal(ctx, request)) is not None:
         return _all(request, lambda t, p, e: state_rpc.summary_response(t, p, e, 0, -1), error)
     topic_id, p = _one(request)
-    error, state_epoch, start_offset = await ctx.broker.share_coordinator.read_summary(
-        request.group_id, topic_id, p.partition, p.leader_epoch)
-    return state_rpc.summary_response(topic_id, p.partition, error, state_epoch, start_offset)
+    summary = await ctx.broker.share_coordinator.read_summary(request.group_id, topic_id, p.partition,
+                                                              p.leader_epoch)
+    return state_rpc.summary_response(topic_id, p.partition, summary.error, summary.state_epoch,
+                                      summary.start_offset, summary.leader_epoch, summary.delivery_complete_count)

@@ -43,8 +43,24 @@ Public API (what SharePartitionManager and the ShareFetch/ShareAcknowledge handl
     (records ACQUIRED again by their member, released at once if their lock expired
     meanwhile); FENCED_STATE_EPOCH / FENCED_LEADER_EPOCH also fence the partition. Answer the
     acknowledgement with the returned code, only after this call.
+``persisted_view(update)`` -> (start offset, delivery complete count)
+    What a WriteShareGroupState of ``update`` carries, computed when the write is sent (after
+    the writes before it completed): the start offset as it will stand once ``update``
+    commits (its own pending ACKNOWLEDGED/ARCHIVED records count as settled, those of later
+    updates do not), so the persisted start offset never trails the cache (Kafka 4.2 sends
+    the start offset before the move and relies on a later write; DescribeShareGroupOffsets
+    then shows the old start offset until one comes), and Kafka's deliveryCompleteCount
+    (KIP-1226): the records at or above that start offset in the window that are ACKNOWLEDGED
+    or ARCHIVED (pending transitions counted by their new state, as Kafka counts them when the
+    transition starts).
 ``update_log_start_offset(offset)``, ``close()``, and read-only views ``start_offset``,
 ``end_offset``, ``state_epoch``, ``state_at(offset)``, ``in_flight()``.
+
+Group configs: ``config`` is read from ``config_provider()`` when one is given (the share
+group's configs as they stand now, ``SharePartitionManager.partition_config``), so a change of
+share.record.lock.duration.ms applies to the next acquisition and renewal, as Kafka's
+SharePartition reads the lock duration and delivery count limit from the group config each
+time; share.auto.offset.reset matters only at ``initialize``.
 
 Invariants (``check()``; the property tests run it after every step): the cache's
 (``in_flight_cache.py``); an ACQUIRED record has one member and a live lock; no record is
@@ -65,7 +81,7 @@ from odradek.server.share.acquisition_lock import AcquisitionLock, AcquisitionLo
 from odradek.server.share.auto_offset_reset import reset_start_offset
 from odradek.server.share.in_flight_cache import InFlightCache
 from odradek.server.share.in_flight_state import InFlightBatch, InFlightState
-from odradek.server.share.record_state import (AcknowledgeType, RecordState,
+from odradek.server.share.record_state import (TERMINAL_STATES, AcknowledgeType, RecordState,
                                                SharePartitionState)
 from odradek.server.share.share_types import (AcknowledgementBatch, AcquiredRecords,
                                               FetchedBatch, SharePartitionConfig)
@@ -82,10 +98,12 @@ _PERSISTED_STATES = {0: RecordState.AVAILABLE, 1: RecordState.AVAILABLE,
 
 class SharePartition:
     def __init__(self, group_id: str, topic_id: UUID, partition: int, *, leader_epoch: int,
-                 config: SharePartitionConfig, clock, timers: TimerQueue) -> None:
+                 config: SharePartitionConfig, clock, timers: TimerQueue,
+                 config_provider: Callable[[], SharePartitionConfig] | None = None) -> None:
         self.group_id, self.topic_id, self.partition = group_id, topic_id, partition
         self.leader_epoch = leader_epoch
-        self.config = config
+        self._config = config
+        self._config_provider = config_provider
         self._clock = clock
         self._state = SharePartitionState.EMPTY
         self._error = ErrorCode.NONE
@@ -96,6 +114,15 @@ class SharePartition:
         self._update_ids = itertools.count(1)
 
     # --- views ---------------------------------------------------------------------------
+
+    @property
+    def config(self) -> SharePartitionConfig:
+        """The group configs now (module docstring: Group configs)."""
+        return self._config if self._config_provider is None else self._config_provider()
+
+    @config.setter
+    def config(self, config: SharePartitionConfig) -> None:
+        self._config, self._config_provider = config, None
 
     @property
     def partition_state(self) -> SharePartitionState:
@@ -371,6 +398,23 @@ class SharePartition:
         elif commit:
             self._cache.advance_start()
         return error
+
+    def persisted_view(self, update: StateUpdate) -> tuple[int, int]:
+        """``(start offset, delivery complete count)`` to write with ``update`` (module
+        docstring). One pass over the window: O(batches + split offsets)."""
+        start, settled_prefix, complete = self._cache.start_offset, True, 0
+        for batch in self._cache:
+            for lo, hi, st in batch.runs(batch.first_offset, batch.last_offset):
+                terminal = st.state in TERMINAL_STATES
+                if settled_prefix and terminal and st.pending in (None, update.update_id):
+                    start = hi + 1
+                    continue
+                settled_prefix = False
+                if terminal:
+                    complete += hi - lo + 1
+        if settled_prefix:
+            start = max(start, self._cache.next_offset)
+        return start, complete
 
     def _rearm_if_expired(self, st: InFlightState, batch: InFlightBatch,
                           rearm: list[AcquisitionLock]) -> None:

@@ -11,8 +11,10 @@
 - ``write_expired``: write what a lock expiry changed (best effort: the records are already
   AVAILABLE/ARCHIVED; only a fencing error matters).
 
-Writes of one share partition should be sent in the order their updates were made (the
-start offset they carry only grows); the persister's own errors come back as codes.
+Writes of one share partition should be sent in the order their updates were made, each once
+the one before completed: the start offset and delivery complete count a write carries are
+computed as it is sent (``SharePartition.persisted_view``), so the start offset only grows;
+the persister's own errors come back as codes.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ async def write_update(sp: SharePartition, persister: Persister, update: StateUp
         return update.error
     error = ErrorCode.NONE
     if update.needs_write:
+        start_offset, delivery_complete_count = sp.persisted_view(update)
         error = await persister.write_state(sp.group_id, sp.topic_id, sp.partition,
                                             update.state_epoch, update.leader_epoch,
-                                            update.start_offset, update.batches)
+                                            start_offset, update.batches,
+                                            delivery_complete_count=delivery_complete_count)
     return sp.complete_update(update, error)
 
 

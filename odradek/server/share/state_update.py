@@ -14,8 +14,8 @@ Two kinds:
   effort, as in Kafka, and its result only matters for fencing.
 
 ``batches`` are the runs to write: inclusive, ordered, with Kafka's RecordState ids;
-``start_offset`` is the share-partition start offset as it stood when the update was made (it
-only ever grows, so writes sent in order never move it back); ``runs`` are the offset runs
+``start_offset`` is the share-partition start offset as it stood when the update was made
+(what is written is computed when the write is sent: ``SharePartition.persisted_view``); ``runs`` are the offset runs
 whose pending transitions belong to ``update_id``. ``error`` is set when the update failed
 before any write (nothing changed, nothing to write).
 """

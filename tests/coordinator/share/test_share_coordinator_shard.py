@@ -132,3 +132,22 @@ def test_delete_writes_a_tombstone():
     assert h.log[-1].record_type == SNAPSHOT_TYPE and h.log[-1].value is None
     assert KEY not in h.shard.states and KEY not in h.replayed().states
     assert h.run(h.shard.read(KEY, 0)).start_offset == -1
+
+
+def test_delivery_complete_count_kept_through_updates_snapshots_and_replay():
+    """KIP-1226: initialize sets 0 (-1 for no start offset), each write's count is stored
+    (tagged field 0 of ShareUpdate/ShareSnapshot), a leader-epoch read keeps it, and the
+    summary answers it with the leader epoch."""
+    h = Harness(per_snapshot=2)
+    assert h.run(h.shard.initialize(KEY, 1, -1)) == E.NONE
+    assert h.shard.read_summary(KEY).delivery_complete_count == -1
+    assert h.run(h.shard.initialize(KEY, 2, 5)) == E.NONE
+    assert h.shard.read_summary(KEY).delivery_complete_count == 0
+    for count in (4, 7, 9):  # ShareUpdates, then a ShareSnapshot once per_snapshot is reached
+        assert h.run(h.shard.write(KEY, 2, 3, 5, [B(6, 6, 2, 1)], count)) == E.NONE
+        assert h.shard.read_summary(KEY).delivery_complete_count == count
+    h.run(h.shard.read(KEY, 4))  # a newer leader epoch is recorded with an empty ShareUpdate
+    s = h.replayed().read_summary(KEY)
+    assert (s.start_offset, s.leader_epoch, s.delivery_complete_count) == (5, 4, 9)
+    assert h.run(h.shard.write(KEY, 2, 4, 5, [], -1)) == E.NONE  # a v0 writer: unknown
+    assert h.replayed().read_summary(KEY).delivery_complete_count == -1

@@ -2,12 +2,14 @@
 ``GroupCoordinatorService.describeShareGroupOffsets``, ``alterShareGroupOffsets`` and
 ``deleteShareGroupOffsets`` on odradek's ``GroupCoordinator`` and the broker's ``Persister``.
 
-- describe: each share-partition's start offset and leader epoch from the persister's
-  ``read_summary`` (ReadShareGroupStateSummary); a topic unknown to the metadata, or a
+- describe: each share-partition's start offset, leader epoch and lag from the persister's
+  ``read_summary`` (ReadShareGroupStateSummary v1); a topic unknown to the metadata, or a
   partition the persister answers with an error, has start offset -1 (no offsets, not an
-  error, as OffsetFetch). Without topics: the partitions the group has initialized. Lag is
-  -1 (unknown): the persister's summary does not carry the delivery-complete count that
-  Kafka's lag (high watermark - start offset - delivered) needs.
+  error, as OffsetFetch). Without topics: the partitions the group has initialized. Lag as
+  Kafka 4.2 (KIP-1226, GroupCoordinatorService.computeShareGroupLagAndBuildResponse):
+  partition end offset (high watermark, ``partition_end_offsets.py``) - start offset -
+  delivery complete count; -1 when the summary failed or its start offset or delivery
+  complete count is -1; a partition whose end offset cannot be had answers that error.
 - alter: only a share group that exists (GROUP_ID_NOT_FOUND) and is empty (NON_EMPTY_GROUP).
   The partitions are recorded as initializing (ShareGroupStatePartitionMetadata), then
   InitializeShareGroupState writes each one's new start offset at a new state epoch, the
@@ -62,9 +64,11 @@ async def _write(coordinator, slot, records: list) -> E | None:
     return None if failed is None else group_write_error(failed)
 
 
-async def describe(coordinator, persister, group_id: str, topics, image):
-    """``topics``: ``[(name, [partitions])]`` or None for every initialized partition.
-    Returns ``(error, message, [(name, topic_id, [(partition, start_offset, leader_epoch)])])``."""
+async def describe(coordinator, persister, group_id: str, topics, image, end_offsets=None):
+    """``topics``: ``[(name, [partitions])]`` or None for every initialized partition;
+    ``end_offsets``: ``async ([(name, partition)]) -> {(name, partition): (error, offset)}``
+    (None: lag -1). Returns ``(error, message, [(name, topic_id, [(partition, start_offset,
+    leader_epoch, lag, error)])])``."""
     if topics is None:
         try:
             slot = coordinator._slot_for(group_id)
@@ -75,22 +79,47 @@ async def describe(coordinator, persister, group_id: str, topics, image):
         for topic_id, (name, partitions) in sorted((group.initialized if group else {}).items(), key=str):
             t = image.topic_by_id(topic_id)
             topics.append((t.name if t is not None else name, sorted(partitions)))
-    out = []
+    summaries = []
     for name, partitions in topics:
         t = image.topic(name)
         if t is None:
-            out.append((name, None, [(p, -1, -1) for p in partitions]))
+            summaries.append((name, None, [(p, None) for p in partitions]))
             continue
-        rows = []
-        for p in partitions:
-            try:
-                error, _, start = await persister.read_summary(group_id, t.topic_id, p, -1)
-            except Exception:  # noqa: BLE001 - answered as no offset, as Kafka does for an error
-                log.exception("ReadShareGroupStateSummary %s %s-%d failed", group_id, name, p)
-                error, start = E.UNKNOWN_SERVER_ERROR, -1
-            rows.append((p, start if error == E.NONE else -1, -1))
-        out.append((name, t.topic_id, rows))
+        summaries.append((name, t.topic_id, [(p, await _summary(persister, group_id, t.topic_id, name, p))
+                                             for p in partitions]))
+    wanted = [(name, p) for name, tid, rows in summaries for p, s in rows if _has_lag(s)]
+    ends = await end_offsets(wanted) if wanted and end_offsets is not None else {}
+    out = []
+    for name, topic_id, rows in summaries:
+        out.append((name, topic_id, [_row(p, s, ends.get((name, p))) for p, s in rows]))
     return E.NONE, None, out
+
+
+async def _summary(persister, group_id, topic_id, name: str, p: int):
+    try:
+        return await persister.read_summary(group_id, topic_id, p, -1)
+    except Exception:  # noqa: BLE001 - answered as no offset, as Kafka does for an error
+        log.exception("ReadShareGroupStateSummary %s %s-%d failed", group_id, name, p)
+        return None
+
+
+def _has_lag(summary) -> bool:
+    """Kafka's shouldComputeSharePartitionLag."""
+    return (summary is not None and summary.error == E.NONE and summary.start_offset != -1
+            and getattr(summary, "delivery_complete_count", -1) != -1)
+
+
+def _row(p: int, summary, end) -> tuple:
+    """``(partition, start_offset, leader_epoch, lag, error)``."""
+    if summary is None or summary.error != E.NONE:
+        return p, -1, -1, -1, E.NONE
+    epoch = getattr(summary, "leader_epoch", -1)
+    if not _has_lag(summary) or end is None:
+        return p, summary.start_offset, epoch, -1, E.NONE
+    error, offset = end
+    if error != E.NONE:
+        return p, summary.start_offset, epoch, -1, error
+    return p, summary.start_offset, epoch, offset - summary.start_offset - summary.delivery_complete_count, E.NONE
 
 
 async def alter(coordinator, persister, group_id: str, topics: dict, image):
