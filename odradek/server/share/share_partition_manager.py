@@ -21,8 +21,10 @@ share.auto.offset.reset (latest), share.isolation.level (read_uncommitted),
 share.record.lock.duration.ms (group.share.record.lock.duration.ms), share.delivery.count.limit
 (group.share.delivery.count.limit), share.partition.max.record.locks
 (group.share.partition.max.record.locks). ``group_config(group_id)`` gives them, by default
-from ``broker.group_configs`` (``server/group_configs.py``); a share-partition keeps the values
-it was made with.
+from ``broker.group_configs`` (``server/group_configs.py``); a share-partition reads them as
+they stand at each acquisition, acknowledgement and lock expiry (``SharePartition.config``, as
+Kafka's SharePartition asks its ShareGroupConfigProvider), share.auto.offset.reset only when it
+is initialized, share.isolation.level at each ShareFetch (``read_committed``).
 
 Leadership: ``on_leadership_change`` drops the share-partitions of partitions no longer led
 (their locks' timers cancelled; the new leader reads the persisted state, where acquired
@@ -166,7 +168,8 @@ class SharePartitionManager:
         group_id, topic_id, index = key
         sp = SharePartition(group_id, topic_id, index, leader_epoch=part.leader_epoch,
                             config=self.partition_config(group_id), clock=self.clock,
-                            timers=_TaggedTimers(self, key))
+                            timers=_TaggedTimers(self, key),
+                            config_provider=lambda: self.partition_config(group_id))
         try:
             error = await share_partition_io.initialize(sp, self.persister, log_start_offset=part.log_start_offset,
                                                         high_watermark=part.high_watermark)

@@ -83,3 +83,20 @@ def test_leadership_change_drops_share_partitions():
         again, _ = await m.share_partition(KEY, "q", FakePartition(leader_epoch=1, high_watermark=10))
         assert again is not sp and again.leader_epoch == 1
     asyncio.run(run())
+
+
+def test_a_group_config_change_applies_to_a_loaded_share_partition():
+    """share.record.lock.duration.ms changed after the share-partition was made: the next
+    acquisition takes the new lock duration (Kafka reads the group config at each acquire)."""
+    configs = {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": 1000}
+    m = SharePartitionManager(FakeBroker(), InMemoryPersister(), FakeClock(),
+                              ShareManagerConfig(record_lock_duration_ms=1000), group_config=lambda g: configs)
+
+    async def go():
+        sp = await initialized(m, m.persister)
+        configs["share.record.lock.duration.ms"] = 5000
+        assert sp.config.record_lock_duration_ms == 5000
+        sp.acquire("m", log(0, 0), 10)
+        assert m.timers.next_deadline() == m.clock.milliseconds() + 5000
+
+    asyncio.run(go())
