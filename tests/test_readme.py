@@ -38,7 +38,8 @@ CLAIMS = {
     "data in /tmp/odradek-logs": "test_running_a_broker",
     "zookeeper.connect=127.0.0.1:2181": "test_running_a_cluster",
     "B=127.0.0.1:9092": "test_client_and_command_line",
-    "from odradek.client import": "test_client_and_command_line",
+    "from odradek.client import AsyncConsumer": "test_client_and_command_line",
+    "# A consumer group and a share group": "test_consumer_groups_and_share_groups",
     "odradek mirror --source": "test_mirroring_between_clusters",
     "odradek cluster --brokers 3": "test_one_command_cluster",
     "odradek leader-election": "test_leader_elections_and_replication_reports",
@@ -121,7 +122,7 @@ def test_client_and_command_line(tmp_path):
         assert re.search(r"analytics\s+events\s+\d\s+\d+\s+\d+\s+\d+", result.stdout)  # the lag table
 
         script = tmp_path / "example.py"
-        script.write_text(_block("from odradek.client import").replace(DEFAULT_BOOTSTRAP, broker.bootstrap))
+        script.write_text(_block("from odradek.client import AsyncConsumer").replace(DEFAULT_BOOTSTRAP, broker.bootstrap))
         result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
                                 timeout=120)
         assert result.returncode == 0, result.stdout + result.stderr
@@ -130,6 +131,22 @@ def test_client_and_command_line(tmp_path):
     assert sorted(grouped) == sorted(v.encode() for v in ["paid", "shipped", "page-view", "order-paid"]), result.stdout
     polled = [v for line in lines if line.startswith("events-") for v in ast.literal_eval(line.split(" ", 1)[1])]
     assert sorted(polled) == sorted(v.encode() for v in SHELL_VALUES + PYTHON_VALUES), result.stdout
+
+
+def test_consumer_groups_and_share_groups(tmp_path):
+    """The block as printed against a fresh broker: the consumer-protocol group reads the six
+    jobs; the two share-group workers together accept each job once, job-3 on its second
+    delivery after it was released."""
+    with InProcessBroker(tmp_path / "data") as broker:
+        script = tmp_path / "groups.py"
+        script.write_text(_block("# A consumer group and a share group").replace(DEFAULT_BOOTSTRAP, broker.bootstrap))
+        result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                                timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = [b"job-%d" % n for n in range(6)]
+    assert f"billing read {jobs!r}" in result.stdout, result.stdout
+    done = sorted((job, 2 if job == b"job-3" else 1) for job in jobs)
+    assert f"workers did {done!r}" in result.stdout, result.stdout
 
 
 def test_running_a_cluster(zookeeper, chroot, tmp_path):
