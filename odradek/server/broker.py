@@ -77,6 +77,9 @@ class Broker(BrokerListeners):
         self.clock = clock or SystemClock()
         self.broker_id = config.broker_id
         self.connections: set[Connection] = set()
+        # Called with a connection's id once it closed (server/connection.py), e.g. by the
+        # SharePartitionManager to end the share sessions that connection owned.
+        self.connection_close_listeners: list = []
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.servers: dict[str, tuple[Listener, asyncio.AbstractServer]] = {}  # by listener name
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, port)
@@ -201,6 +204,7 @@ class Broker(BrokerListeners):
         self.share_partition_manager = SharePartitionManager(self, self.share_persister, self.clock,
                                                              ShareManagerConfig.from_broker_config(self.config))
         self._tasks.append(self.loop.create_task(self.share_partition_manager.run()))  # acquisition lock expiry
+        self.connection_close_listeners.append(self.share_partition_manager.on_connection_close)
         # Store reads, off the loop. Before the listener starts: it applies at start the
         # entities of the notifications there, so a change made meanwhile is not lost.
         self.client_quotas.load(await self.loop.run_in_executor(

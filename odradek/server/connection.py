@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import time
 from types import CoroutineType
@@ -81,6 +82,8 @@ WRITE_CHUNK = 1 << 20
 # 1 MiB by default (librdkafka: ~1 MB), so those all qualify; bigger ones get a buffer each.
 # The cost is at most this much memory held per connection that sent a large request.
 FRAME_REUSE_LIMIT = 2 << 20
+# Connection ids are unique within the process (``Connection.connection_id``).
+_CONNECTION_INDEX = itertools.count()
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -89,6 +92,9 @@ class Connection(asyncio.BufferedProtocol):
     def __init__(self, broker, listener_name: str) -> None:
         self.broker = broker
         self.listener_name = listener_name
+        # Who this connection is to the broker's close listeners (``connection_lost``), as
+        # Kafka's connection id: share sessions record the connection that owns them.
+        self.connection_id = f"{listener_name}-{next(_CONNECTION_INDEX)}"
         # The listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) and who
         # this connection speaks for (``server/principal.py``): TLS or SASL replace ANONYMOUS;
         # handlers authorize ``principal`` from ``client_host`` (the peer's address).
@@ -160,6 +166,17 @@ class Connection(asyncio.BufferedProtocol):
             if isinstance(result, asyncio.Future):
                 result.cancel()
         self.pending.clear()
+        self._notify_close_listeners()
+
+    def _notify_close_listeners(self) -> None:
+        """Tell the broker's ``connection_close_listeners`` (callables of the connection id,
+        e.g. the share sessions' owner) that this connection is gone; one failing does not
+        keep the others from hearing it."""
+        for listener in getattr(self.broker, "connection_close_listeners", ()):
+            try:
+                listener(self.connection_id)
+            except Exception:
+                log.exception("connection close listener failed for %s", self.peer)
 
     @property
     def writing_paused(self) -> bool:

@@ -13,7 +13,8 @@ In order:
    NOT_LEADER_OR_FOLLOWER with CurrentLeader and NodeEndpoints); those failing are answered
    and kept out of the session. The session's epoch rules (``share_session_cache.py``) apply:
    SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED
-   (group.share.max.share.sessions). A session replaced at epoch 0 gives up its records.
+   (group.share.max.share.sessions). A session replaced at epoch 0 gives up its records. A
+   session belongs to the connection that opened it: that connection's close ends it.
 4. The piggy-backed AcknowledgementBatches are applied and answered per partition
    (AcknowledgeErrorCode), written through the persister first.
 5. Epoch -1 closes the session: what the member still holds is released, nothing is fetched.
@@ -70,7 +71,8 @@ async def handle(ctx, request) -> ShareFetchResponse:
     forgotten = [(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions]
     added = [(r.topic_id, r.partition) for r in resolved if r.error is not ErrorCode.UNKNOWN_TOPIC_ID
              and r.error is not ErrorCode.TOPIC_AUTHORIZATION_FAILED]
-    session = manager.sessions.share_fetch(group_id, member_id, epoch, added, forgotten)
+    session = manager.sessions.share_fetch(group_id, member_id, epoch, added, forgotten,
+                                           connection_id=getattr(ctx.connection, "connection_id", None))
     if session.error is not ErrorCode.NONE:
         return ShareFetchResponse(error_code=session.error)
     if session.closed is not None and epoch == INITIAL_EPOCH:

@@ -13,6 +13,12 @@ It owns:
 - the wake-ups of waiting ShareFetches (``delayed_share_fetch.py``): records released by an
   acknowledgement, a lock expiry or a closed session can be acquired again.
 
+A closed client connection (``on_connection_close``, one of the broker's
+``connection_close_listeners`` called by ``server/connection.py``) removes the share sessions
+it owns and releases what their members acquired here, written through the persister like any
+release, without waiting for the locks to expire (Kafka 4.2's ShareSessionCache
+connectionDisconnectListener, then ShareGroupListener.onMemberLeave -> releaseSession).
+
 Writes of one share-partition go to the persister in the order their updates were made
 (``_write``: each waits for the one before), as ``share_partition_io.py`` requires.
 
@@ -225,6 +231,23 @@ class SharePartitionManager:
         await asyncio.gather(*writes)
         self._wake([(session.group_id, t, p) for t, p in session.partitions])
 
+    def on_connection_close(self, connection_id: str) -> asyncio.Task | None:
+        """A client connection closed: remove the share sessions it owns and release their
+        members' records in the background. Returns the releasing task (None: it owned none).
+        Called from ``Connection.connection_lost``, on the event loop. While the broker stops
+        nothing is written: the share-partitions are dropped, and the next leader reads
+        acquired records as AVAILABLE from the persisted state anyway."""
+        sessions = self.sessions.remove_connection(connection_id)
+        if not sessions or self.broker.stopping:
+            return None
+        for session in sessions:
+            log.debug("share session of %s in group %s: connection %s closed, releasing its records",
+                      session.member_id, session.group_id, connection_id)
+        return self._spawn(self._release_sessions(sessions))
+
+    async def _release_sessions(self, sessions: list[ShareSession]) -> None:
+        await asyncio.gather(*(self.release_session(s) for s in sessions))
+
     async def _write(self, key: ShareKey, held: _Held, update: StateUpdate) -> ErrorCode:
         """Send ``update`` after the share-partition's previous write, report its result."""
         if update.error is not ErrorCode.NONE or not update.needs_write:
@@ -280,10 +303,14 @@ class SharePartitionManager:
             except TimeoutError:
                 pass
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        track = getattr(self.broker, "track", None)  # Broker.track: stop() finishes it
+        if track is not None:
+            track(task)
+        return task
 
     # --- waiting ShareFetches -----------------------------------------------------------------
     def _wake(self, keys: Iterable[ShareKey]) -> None:

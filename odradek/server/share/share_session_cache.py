@@ -19,6 +19,15 @@ them (``ShareSessionEpoch``):
 
 A refused request changes nothing. Partitions are ``(topic_id, partition)`` pairs kept in the
 order they were added.
+
+Connections (Kafka 4.2's ShareSessionCache.connectionDisconnectListener): each session records
+the id of the client connection that opened it at epoch 0 (``Connection.connection_id``,
+``server/connection.py``); later requests do not move it, as in Kafka, where only
+maybeCreateSession records the connection. ``remove_connection(id)`` removes the sessions a
+closed connection owns; a session reopened at epoch 0 on another connection (the member
+reconnected) belongs to that one and stays, as Kafka marks the old connection's entry stale
+when its session is replaced or closed. The caller releases the removed sessions' records,
+as for epoch -1.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ class ShareSession:
     member_id: str
     epoch: int  # the epoch the next request must carry
     partitions: dict[SharePartitionKey, None] = field(default_factory=dict)  # ordered set
+    connection_id: str | None = None  # the connection that owns it (None: not known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +78,8 @@ class ShareSessionCache:
     def __init__(self, max_sessions: int = 2000) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], ShareSession] = {}
+        # connection id -> keys of the sessions it owns; always matches session.connection_id
+        self._by_connection: dict[str, set[tuple[str, str]]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -80,21 +92,26 @@ class ShareSessionCache:
 
     def share_fetch(self, group_id: str, member_id: str, epoch: int,
                     added: Iterable[SharePartitionKey] = (),
-                    forgotten: Iterable[SharePartitionKey] = ()) -> ShareSessionContext:
-        """ShareFetch's session rules (module docstring)."""
+                    forgotten: Iterable[SharePartitionKey] = (),
+                    connection_id: str | None = None) -> ShareSessionContext:
+        """ShareFetch's session rules (module docstring); ``connection_id``: the requesting
+        connection, which owns a session this request opens (epoch 0)."""
         key = (group_id, member_id)
         old = self._sessions.get(key)
         if epoch == INITIAL_EPOCH:
             if old is None and len(self._sessions) >= self.max_sessions:
                 return ShareSessionContext(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
             session = ShareSession(group_id, member_id, next_epoch(epoch), dict.fromkeys(added))
+            if old is not None:
+                self._unbind(old)
             self._sessions[key] = session
+            self._bind(session, connection_id)
             return ShareSessionContext(ErrorCode.NONE, session, closed=old, is_new=True)
         error = self._check(old, epoch)
         if error is not ErrorCode.NONE:
             return ShareSessionContext(error)
         if epoch == FINAL_EPOCH:
-            del self._sessions[key]
+            self.remove(group_id, member_id)
             return ShareSessionContext(ErrorCode.NONE, None, closed=old)
         for tp in forgotten:
             old.partitions.pop(tp, None)
@@ -110,7 +127,33 @@ class ShareSessionCache:
         return self.share_fetch(group_id, member_id, epoch)
 
     def remove(self, group_id: str, member_id: str) -> ShareSession | None:
-        return self._sessions.pop((group_id, member_id), None)
+        session = self._sessions.pop((group_id, member_id), None)
+        if session is not None:
+            self._unbind(session)
+        return session
+
+    def remove_connection(self, connection_id: str) -> list[ShareSession]:
+        """Remove and return the sessions ``connection_id`` opened (it closed); a session the
+        member has since reopened on another connection is kept."""
+        keys = self._by_connection.pop(connection_id, ())
+        removed = [self._sessions.pop(key) for key in keys]
+        for session in removed:
+            session.connection_id = None
+        return removed
+
+    def _bind(self, session: ShareSession, connection_id: str | None) -> None:
+        if connection_id is None:
+            return
+        session.connection_id = connection_id
+        self._by_connection.setdefault(connection_id, set()).add((session.group_id, session.member_id))
+
+    def _unbind(self, session: ShareSession) -> None:
+        owned = self._by_connection.get(session.connection_id) if session.connection_id is not None else None
+        if owned is not None:
+            owned.discard((session.group_id, session.member_id))
+            if not owned:
+                del self._by_connection[session.connection_id]
+        session.connection_id = None
 
     @staticmethod
     def _check(session: ShareSession | None, epoch: int) -> ErrorCode:
