@@ -3,16 +3,24 @@
 second delivered and acknowledged with 1, 4 and 16 consumers.
 
     .venv/bin/python bench/bench_share_groups.py [--records 20000] [--consumers 1,4,16]
-        [--work-ms 0,1] [--timeout 120]
+        [--work-ms 0,1] [--records-per-batch 0] [--max-poll-records 500] [--timeout 120]
 
 One ``odradek broker`` in a child process (``BrokerProcess``). For each per-record work
 (``--work-ms``: a sleep per record, the consumer's own processing; 0 measures the broker and
-the clients alone), each mode and each consumer count, one after the other, on a topic of its
-own with one partition:
+the clients alone), each producer batch size (``--records-per-batch``), each share consumer
+``max.poll.records`` (``--max-poll-records``), each mode and each consumer count, one after the
+other, on a topic of its own with one partition:
 
-1. ``--records`` records of 100 bytes are produced first (acks=1; librdkafka, linger 5 ms);
+1. ``--records`` records of 100 bytes are produced first (acks=1; librdkafka, linger 5 ms).
+   ``--records-per-batch`` N > 0 also sets batch.num.messages to N, so every log batch holds
+   N records (the last one fewer); 0 leaves librdkafka's batching (hundreds of records per
+   batch). The log's batches are counted after the run (``batches``, ``batch_max``): a share
+   fetch acquires whole log batches of new records, so the batch size bounds how finely the
+   records spread over share consumers;
 2. the consumers (confluent-kafka, librdkafka, one thread each, all in this process) start:
-   - **share**: ``ShareConsumer`` with ``share.acknowledgement.mode=explicit`` in a group whose
+   - **share**: ``ShareConsumer`` with ``share.acknowledgement.mode=explicit`` and
+     ``max.poll.records`` (librdkafka sends it as the ShareFetch's MaxRecords: the records one
+     fetch acquires, rounded up to whole log batches; default 500) in a group whose
      ``share.auto.offset.reset`` is earliest (a GROUP config); each record is accepted, then
      ``commit_sync()`` after every poll; a record counts as acknowledged when the
      acknowledgement commit callback confirms it;
@@ -23,7 +31,8 @@ own with one partition:
 3. until every record is acknowledged (or ``--timeout``).
 
 Measured, from the first record delivered to any consumer (the group's formation is left out:
-``join`` is the time from the first consumer's start to that first record):
+``join`` is the time from the consumers' start to that first record, whichever consumer got
+it):
 ``delivered/s`` (distinct records delivered over the time to the last first delivery),
 ``acked/s`` (records over the time to the last acknowledgement), ``busy`` (consumers that got
 any record) and ``redelivered`` (deliveries beyond a record's first). Printed with the CPU that
@@ -96,9 +105,10 @@ def work(count: int, work_ms: float) -> None:
 
 
 def share_member(bootstrap: str, group: str, topic: str, who: str, tally: Tally, work_ms: float,
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, max_poll_records: int) -> None:
     c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                       "share.acknowledgement.mode": "explicit", "log_level": 0})
+                       "share.acknowledgement.mode": "explicit", "max.poll.records": max_poll_records,
+                       "log_level": 0})
 
     def committed(offsets, exception) -> None:
         if exception is not None:
@@ -126,7 +136,8 @@ def share_member(bootstrap: str, group: str, topic: str, who: str, tally: Tally,
 
 
 def classic_member(bootstrap: str, group: str, topic: str, who: str, tally: Tally, work_ms: float,
-                   stop: threading.Event) -> None:
+                   stop: threading.Event, max_poll_records: int) -> None:
+    del max_poll_records  # a classic consumer takes up to 500 records a consume() here
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "log_level": 0})
     c.subscribe([topic])
@@ -150,7 +161,7 @@ def classic_member(bootstrap: str, group: str, topic: str, who: str, tally: Tall
 MEMBERS = {"share": share_member, "classic": classic_member}
 
 
-def prepare(bootstrap: str, topic: str, group: str, mode: str, records: int) -> None:
+def prepare(bootstrap: str, topic: str, group: str, mode: str, records: int, records_per_batch: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         f.result(30)
@@ -159,7 +170,10 @@ def prepare(bootstrap: str, topic: str, group: str, mode: str, records: int) -> 
         for f in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
                                                                  incremental_configs=[entry])]).values():
             f.result(30)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "log_level": 0})
+    config = {"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "log_level": 0}
+    if records_per_batch > 0:  # produce() is far faster than N records per 5 ms: batches fill to N
+        config["batch.num.messages"] = records_per_batch
+    producer = Producer(config)
     for _ in range(records):
         while True:
             try:
@@ -170,15 +184,34 @@ def prepare(bootstrap: str, topic: str, group: str, mode: str, records: int) -> 
     assert producer.flush(60) == 0
 
 
-def run(bootstrap: str, broker_pid: int, mode: str, consumers: int, work_ms: float, args) -> dict:
+def log_batches(log_dirs: Path, topic: str) -> tuple[int, int]:
+    """``(batches, most records in one)`` of partition 0 of ``topic``, read from its segment
+    files (v2 batches: baseOffset int64, batchLength int32, ..., recordsCount int32 at byte 57)."""
+    count = largest = 0
+    for segment in sorted((log_dirs / f"{topic}-0").glob("*.log")):
+        data = segment.read_bytes()
+        pos = 0
+        while pos + 61 <= len(data):
+            length = int.from_bytes(data[pos + 8:pos + 12], "big")
+            if length == 0:  # preallocated tail
+                break
+            count += 1
+            largest = max(largest, int.from_bytes(data[pos + 57:pos + 61], "big"))
+            pos += 12 + length
+    return count, largest
+
+
+def run(bootstrap: str, broker_pid: int, mode: str, consumers: int, work_ms: float, records_per_batch: int,
+        max_poll_records: int, log_dirs: Path, args) -> dict:
     tag = uuid.uuid4().hex[:6]
     topic, group = f"{mode}-{consumers}-{tag}", f"g-{mode}-{consumers}-{tag}"
-    prepare(bootstrap, topic, group, mode, args.records)
+    prepare(bootstrap, topic, group, mode, args.records, records_per_batch)
     tally, stop = Tally(), threading.Event()
     machine0, ours0 = proc_stats.system_busy_seconds(), proc_stats.self_cpu_seconds() + proc_stats.cpu_seconds_ticks(broker_pid)
     started = time.monotonic()
-    threads = [threading.Thread(target=MEMBERS[mode], args=(bootstrap, group, topic, f"c{i}", tally, work_ms, stop),
-                                daemon=True) for i in range(consumers)]
+    threads = [threading.Thread(target=MEMBERS[mode], daemon=True,
+                                args=(bootstrap, group, topic, f"c{i}", tally, work_ms, stop, max_poll_records))
+               for i in range(consumers)]
     for t in threads:
         t.start()
     deadline = started + args.timeout
@@ -194,9 +227,11 @@ def run(bootstrap: str, broker_pid: int, mode: str, consumers: int, work_ms: flo
         first = tally.first_delivery
         delivered, acked = dict(tally.delivered), dict(tally.acked)
         out = {"mode": mode, "consumers": consumers, "work_ms": work_ms, "records": args.records,
+               "records_per_batch": records_per_batch, "max_poll_records": max_poll_records,
                "delivered": len(delivered), "acked": len(acked),
                "redelivered": tally.deliveries - len(delivered), "busy": len(tally.busy),
                "errors": tally.errors[:5], "other_cpu": max(0.0, others) / wall / (os.cpu_count() or 1)}
+    out["batches"], out["batch_max"] = log_batches(log_dirs, topic)
     if first is not None and delivered and acked:
         out["join_s"] = first - started
         out["delivered_per_s"] = len(delivered) / max(max(delivered.values()) - first, 1e-3)
@@ -206,25 +241,30 @@ def run(bootstrap: str, broker_pid: int, mode: str, consumers: int, work_ms: flo
 
 def report(results: list[dict]) -> None:
     print()
-    by_key = {(r["work_ms"], r["mode"], r["consumers"]): r for r in results}
-    head = (f"{'work':>6} {'consumers':>9} | {'share delivered/s':>17} {'acked/s':>8} {'busy':>4} {'redeliv':>7}"
-            f" {'join':>6} | {'classic delivered/s':>19} {'acked/s':>8} {'busy':>4} {'join':>6}")
+    by_key = {(r["records_per_batch"], r["max_poll_records"], r["work_ms"], r["mode"], r["consumers"]): r
+              for r in results}
+    head = (f"{'batch':>5} {'mpr':>4} {'work':>5} {'cons':>4} | {'share deliv/s':>13} {'acked/s':>8} {'busy':>4}"
+            f" {'redeliv':>7} {'join':>6} | {'classic deliv/s':>15} {'acked/s':>8} {'busy':>4} {'join':>6}")
     print(head)
     print("-" * len(head))
-    for work_ms, _, consumers in sorted({(w, "", c) for w, _, c in by_key}):
-        s, c = by_key.get((work_ms, "share", consumers)), by_key.get((work_ms, "classic", consumers))
-        print(f"{work_ms:>4g}ms {consumers:>9} | {_cell(s, True)} | {_cell(c, False)}")
+    for rpb, mpr, work_ms, consumers in sorted({(b, m, w, c) for b, m, w, _, c in by_key}):
+        s, c = (by_key.get((rpb, mpr, work_ms, mode, consumers)) for mode in ("share", "classic"))
+        batch = rpb if rpb > 0 else max((r["batch_max"] for r in (s, c) if r is not None), default=0)
+        print(f"{batch:>5} {mpr:>4} {work_ms:>3g}ms {consumers:>4} | {_cell(s, True)} | {_cell(c, False)}")
     print()
     for r in results:
         if r["acked"] < r["records"] or r["errors"]:
             print(f"{r['mode']} x{r['consumers']} work {r['work_ms']} ms: {r['acked']}/{r['records']} acknowledged, "
                   f"errors {r['errors']}")
+    print("log batches (count, most records in one): "
+          + ", ".join(f"{r['mode'][0]}{r['consumers']}/{r['records_per_batch']} {r['batches']} {r['batch_max']}"
+                      for r in results))
     print("CPU other processes took from the machine: "
           + ", ".join(f"{r['mode'][0]}{r['consumers']}/{r['work_ms']:g}ms {r['other_cpu']:.0%}" for r in results))
 
 
 def _cell(r: dict | None, share: bool) -> str:
-    width = 17 if share else 19
+    width = 13 if share else 15
     if r is None or "acked_per_s" not in r:
         return f"{'-':>{width}} {'-':>8} {'-':>4}" + (f" {'-':>7}" if share else "") + f" {'-':>6}"
     text = f"{r['delivered_per_s']:>{width},.0f} {r['acked_per_s']:>8,.0f} {r['busy']:>4}"
@@ -238,17 +278,24 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--consumers", default="1,4,16")
     parser.add_argument("--work-ms", default="0,1", help="sleep per record in the consumer, comma-separated")
+    parser.add_argument("--records-per-batch", default="0",
+                        help="records per producer batch (batch.num.messages), comma-separated; 0: librdkafka's")
+    parser.add_argument("--max-poll-records", default="500",
+                        help="the share consumers' max.poll.records (ShareFetch MaxRecords), comma-separated")
     parser.add_argument("--modes", default="share,classic")
     parser.add_argument("--timeout", type=float, default=120.0, help="longest run of one case")
     args = parser.parse_args()
     results = []
+    cases = [(float(w), int(b), int(m), int(c), mode) for w in args.work_ms.split(",")
+             for b in args.records_per_batch.split(",") for m in args.max_poll_records.split(",")
+             for c in args.consumers.split(",") for mode in args.modes.split(",")]
     with tempfile.TemporaryDirectory() as data, BrokerProcess(
             Path(data) / "data", group_share_heartbeat_interval_ms=1000) as broker:
-        for work_ms in [float(w) for w in args.work_ms.split(",")]:
-            for consumers in [int(c) for c in args.consumers.split(",")]:
-                for mode in args.modes.split(","):
-                    print(f"{mode} x{consumers}, work {work_ms:g} ms ...", flush=True)
-                    results.append(run(broker.bootstrap, broker.proc.pid, mode, consumers, work_ms, args))
+        for work_ms, rpb, mpr, consumers, mode in cases:
+            print(f"{mode} x{consumers}, work {work_ms:g} ms, {rpb or 'default'} records per batch,"
+                  f" max.poll.records {mpr} ...", flush=True)
+            results.append(run(broker.bootstrap, broker.proc.pid, mode, consumers, work_ms, rpb, mpr,
+                               Path(data) / "data", args))
     report(results)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "share_groups.json"
