@@ -119,8 +119,7 @@ def _acquire_one(member_id: str, t: ShareFetchTarget, max_records: int, max_byte
         return
     if not len(region):
         return
-    end = region.position + region.length
-    batches = list(iter_headers(region.file, region.position, end))
+    batches = _headers_to_acquire(region, max(sp.end_offset + 1, offset) + max_records)
     aborted = None
     if read_committed:
         upper = fetched_upper_bound(part.log, region, limit)
@@ -129,6 +128,20 @@ def _acquire_one(member_id: str, t: ShareFetchTarget, max_records: int, max_byte
     if acquired:
         t.acquired = acquired
         t.records = _cut(region, batches, acquired[0].first_offset, acquired[-1].last_offset)
+
+
+def _headers_to_acquire(region: FileRegion, stop_at: int) -> list:
+    """``(position, header)`` of the region's batches, up to the first one reaching
+    ``stop_at``: the in-flight window's end plus MaxRecords, past which an acquisition
+    never takes anything. A read spans up to MaxBytes (megabytes of one-record batches on a
+    backlogged partition), and parsing every header of it on each ShareFetch cost more than
+    the fetch itself."""
+    batches = []
+    for pos, header in iter_headers(region.file, region.position, region.position + region.length):
+        batches.append((pos, header))
+        if header.last_offset >= stop_at:
+            break
+    return batches
 
 
 def _cut(region: FileRegion, batches: list, first: int, last: int) -> FileRegion:
