@@ -184,6 +184,8 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("replica.fetch.min.bytes", "int", 1, 1),
     _k("replica.fetch.wait.max.ms", "int", 500, 0),
     _k("replica.fetch.backoff.ms", "int", 1000, 0),
+    _k("max.incremental.fetch.session.cache.slots", "int", 1000, 0, doc="KIP-227 fetch sessions per broker"),
+    _k("min.incremental.fetch.session.eviction.ms", "int", 120000, 0),
     _k("replica.socket.timeout.ms", "int", 30000, 1),
     _k("replica.high.watermark.checkpoint.interval.ms", "long", 5000, 1),
     _k("leader.replication.throttled.rate", "long", LONG_MAX, 0,

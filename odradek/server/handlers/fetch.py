@@ -29,10 +29,11 @@ partition and fetch, unless ``message.downconversion.enable`` (topic) /
 UNSUPPORTED_VERSION (Kafka 3.x). Conversion decodes and re-encodes every record it sends: the
 cost is in ``bench/README.md``; newer clients never pay it.
 
-Fetch sessions (KIP-227): odradek answers every fetch in full and never creates a session
-(``session_id`` 0 in the response, which the protocol defines as "no session"), so clients keep
-sending full requests. A request naming a session id gets FETCH_SESSION_ID_NOT_FOUND, as from a
-broker that has evicted that session.
+Fetch sessions (KIP-227): ``server/fetch_context.py`` decides which partitions a fetch reads
+(a full request's, or an incremental session's) and which the response carries;
+``server/fetch_session_cache.py`` holds the sessions (``max.incremental.fetch.session.cache.slots``,
+``min.incremental.fetch.session.eviction.ms``). A sessionless fetch (session 0, epoch -1)
+is answered as before, with ``session_id`` 0.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ from odradek.protocol.generated.fetch_response import (
 from odradek.replication.transactions import aborted_transactions, fetched_upper_bound
 from odradek.server import authorize, client_quota_manager
 from odradek.protocol.acl_binding import CLUSTER_ACTION, READ, TOPIC
+from odradek.server.fetch_context import SessionlessFetchContext, new_context
+from odradek.server.fetch_session_cache import FINAL_EPOCH, FetchSessionCache
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 
@@ -78,11 +81,11 @@ async def handle(ctx, request):
     broker = ctx.broker
     if _follower_of(request) >= 0:  # timed as Kafka's FetchFollower (server/metrics/request_metrics.py)
         broker.metrics.requests.mark_follower_fetch()
-    if request.session_id != 0:
-        return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
-    if request.session_epoch not in (-1, 0):
-        return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
     by_id = ctx.api_version >= 13
+    context = _fetch_context(broker, request, by_id)
+    if context.error:
+        return FetchResponse(error_code=context.error, session_id=0)
+    request.topics = context.topics
     if _follower_of(request) < 0 and not broker.client_quotas.empty:
         _cap_to_fetch_quota(ctx, request)
     wanted, topics = _plan(broker, request, by_id, _read_check(ctx, request))
@@ -112,7 +115,20 @@ async def handle(ctx, request):
             topics = []
         else:
             broker.metrics.topics.fetched([(w.topic, w.response.records) for w in wanted])  # BytesOutPerSec
-    return FetchResponse(throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE, session_id=0, responses=topics)
+    topics = context.response_topics(topics, throttled=throttle_ms > 0)
+    return FetchResponse(throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE, session_id=context.session_id,
+                         responses=topics)
+
+
+def _fetch_context(broker, request, by_id: bool):
+    """The request's fetch session context (``server/fetch_context.py``); Fetch v0-v6 have
+    no sessions. The cache lives on the broker, made on first use."""
+    if request.session_id == 0 and request.session_epoch == FINAL_EPOCH:
+        return SessionlessFetchContext(request)
+    cache = getattr(broker, "fetch_sessions", None)
+    if cache is None:
+        cache = broker.fetch_sessions = FetchSessionCache.from_config(broker.config)
+    return new_context(cache, request, broker.clock.milliseconds(), by_id, _follower_of(request) >= 0)
 
 
 def _cap_to_fetch_quota(ctx, request) -> None:
