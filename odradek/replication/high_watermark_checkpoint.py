@@ -53,12 +53,20 @@ def initial_high_watermark(checkpointed: int | None, log_start_offset: int, log_
     return max(log_start_offset, min(checkpointed or 0, log_end_offset))
 
 
-def write_high_watermarks(log_dirs: Iterable[str], partitions: Iterable[tuple[TopicPartition, str, int]]) -> None:
+def write_high_watermarks(log_dirs: Iterable[str],
+                          partitions: Iterable[tuple[TopicPartition, str, int]]) -> dict[str, OSError]:
     """Write each log directory's file from ``(key, log_dir, high_watermark)`` entries
     (taken on the event loop; the writing, with its fsyncs, may run on a worker thread).
-    A directory without partitions gets an empty file, so an old one does not linger."""
+    A directory without partitions gets an empty file, so an old one does not linger.
+    Returns the directories whose file could not be written, with the error: one failing
+    disk does not keep the others' checkpoints from being written."""
     by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in log_dirs}
     for key, log_dir, hw in partitions:
         by_dir.setdefault(log_dir, {})[key] = hw
+    failures: dict[str, OSError] = {}
     for log_dir, offsets in by_dir.items():
-        checkpoint_file(log_dir).write(offsets)
+        try:
+            checkpoint_file(log_dir).write(offsets)
+        except OSError as e:
+            failures[log_dir] = e
+    return failures

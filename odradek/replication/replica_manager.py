@@ -195,8 +195,18 @@ class ReplicaManager:
     def checkpoint_high_watermarks(self, entries=None) -> None:
         """Write ``replication-offset-checkpoint`` in every log directory, from ``entries``
         (``high_watermarks()``, taken on the loop when this runs on a worker thread)."""
-        write_high_watermarks(getattr(self.log_manager, "log_dirs", ()),
-                              self.high_watermarks() if entries is None else entries)
+        channel = getattr(self.log_manager, "failure_channel", None)
+        offline = set(channel.offline_log_dirs) if channel is not None else set()
+        entries = self.high_watermarks() if entries is None else entries
+        failures = write_high_watermarks([d for d in getattr(self.log_manager, "log_dirs", ()) if d not in offline],
+                                         [e for e in entries if e[1] not in offline])  # Kafka's liveLogDirs
+        for log_dir, error in failures.items():
+            # Kafka's OffsetCheckpointFile: a checkpoint that cannot be written fails its
+            # directory (a disk that lost the high watermarks must not keep leading).
+            if channel is not None:
+                channel.report(log_dir, "writing its high watermark checkpoint", error)
+        if failures:
+            raise next(iter(failures.values()))
 
     def remove(self, topic: str, index: int, delete: bool) -> None:
         part = self.partitions.pop((topic, index), None)

@@ -8,7 +8,8 @@ code:
 - bytes that are not well-formed batches (``CorruptSegmentError``, ``CorruptRecordError``):
   CORRUPT_MESSAGE;
 - an I/O error of the log directory (``OSError``) or another ``StorageError``:
-  KAFKA_STORAGE_ERROR;
+  KAFKA_STORAGE_ERROR; an ``OSError`` also fails the log's directory, as Kafka's
+  ``maybeHandleIOException`` does (``LogManager.report_read_error``);
 - anything else (a bug): UNKNOWN_SERVER_ERROR, logged with its traceback.
 
 Consumers stuck on such a partition ask again and again, so the log line is rate-limited per
@@ -41,6 +42,8 @@ def answer_read_error(broker, what: str, topic: str, partition: int, exc: Except
     ``what`` names the operation in the log line ("fetch", "offset lookup").
     """
     code = read_error_code(exc)
+    if isinstance(exc, OSError):
+        broker.log_manager.report_read_error(topic, partition, exc)
     broker.log_limiter.error(
         log, ("read", what, topic, partition, type(exc)),
         "%s of %s-%d answered %s: %s", what, topic, partition, code.name, exc,

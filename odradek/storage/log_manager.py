@@ -433,6 +433,17 @@ class LogManager(LogDeletion, LogDirs):
         with self._lock:
             self._owed_checkpoints.discard(directory)
 
+    def report_read_error(self, topic: str, partition: int, error: BaseException) -> bool:
+        """An I/O ``error`` met reading ``topic-partition``'s log: its directory fails (Kafka's
+        ``maybeHandleIOException`` around every read), so its partitions move to other
+        replicas while those are still in the ISR, rather than staying led here and answering
+        KAFKA_STORAGE_ERROR until the followers drop out. True when this report took the
+        directory offline."""
+        directory = self._dir_of.get((topic, partition))
+        if directory is None:
+            return False
+        return self.failure_channel.report(directory, f"reading the log of {topic}-{partition}", error)
+
     def cleaner_offset(self, topic: str, partition: int) -> int:
         """Where the dirty (never cleaned) part of a compacted log starts."""
         return self._cleaner_offsets.get((topic, partition), 0)

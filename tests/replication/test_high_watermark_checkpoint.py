@@ -33,6 +33,27 @@ def test_format_is_kafkas_and_each_directory_has_its_file(tmp_path):
     assert read_high_watermarks([str(a), str(b)]) == {("t", 0): 12, ("t", 1): 3}
 
 
+def test_a_directory_whose_checkpoint_cannot_be_written_fails_and_the_others_are_written(tmp_path):
+    """Kafka's OffsetCheckpointFile: the failing directory goes offline, the others' files
+    are still written, and an offline directory is not written again."""
+    import errno
+
+    import pytest
+
+    a, gone = tmp_path / "a", tmp_path / "gone"
+    replicas = _start([a, gone])
+    failed: list[str] = []
+    replicas.log_manager.failure_channel.set_listener(failed.append)
+    gone.rename(tmp_path / "elsewhere")  # writes into it now fail with ENOENT
+    with pytest.raises(OSError) as raised:
+        replicas.checkpoint_high_watermarks([(("t", 0), str(a), 12), (("t", 1), str(gone), 3)])
+    assert raised.value.errno == errno.ENOENT
+    assert failed == [str(gone)]
+    assert read_high_watermarks([str(a)]) == {("t", 0): 12}
+    replicas.checkpoint_high_watermarks([(("t", 0), str(a), 13), (("t", 1), str(gone), 4)])  # skips it
+    assert read_high_watermarks([str(a)]) == {("t", 0): 13}
+
+
 def test_a_malformed_file_counts_as_empty(tmp_path):
     (tmp_path / HIGH_WATERMARK_CHECKPOINT).write_text("0\n3\nt 0 1\n")
     assert read_high_watermarks([str(tmp_path)]) == {}

@@ -23,7 +23,8 @@ def test_each_kind_of_failure_has_its_kafka_error():
 
 def test_repeated_errors_log_once_and_bugs_keep_their_traceback(caplog):
     caplog.set_level(logging.ERROR, logger="odradek.server.read")
-    broker = SimpleNamespace(log_limiter=LogRateLimiter(interval=60))
+    broker = SimpleNamespace(log_limiter=LogRateLimiter(interval=60),
+                             log_manager=SimpleNamespace(report_read_error=lambda *a: False))
     for _ in range(20):
         assert answer_read_error(broker, "fetch", "t", 0, OSError(errno.EIO, "EIO")) == ErrorCode.KAFKA_STORAGE_ERROR
     answer_read_error(broker, "fetch", "t", 1, OSError(errno.EIO, "EIO"))  # another partition
@@ -35,3 +36,26 @@ def test_repeated_errors_log_once_and_bugs_keep_their_traceback(caplog):
         "fetch of t-0 answered UNKNOWN_SERVER_ERROR: 'bug'",
     ]
     assert [tb for _, tb in lines] == [False, False, True]
+
+
+def test_an_io_error_of_a_read_fails_the_log_directory(tmp_path):
+    """Kafka's maybeHandleIOException: the partition's directory goes offline (so its
+    partitions move while their followers are still in the ISR); corrupt bytes and bugs
+    say nothing about the disk, and an unknown partition reports nothing."""
+    from odradek.storage.clock import FakeClock
+    from odradek.storage.config import LogConfig
+    from odradek.storage.log_manager import LogManager
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = LogManager([str(a), str(b)], LogConfig(), FakeClock(0))
+    manager.startup()
+    manager.get_or_create_log("t", 0)
+    failed: list[str] = []
+    manager.failure_channel.set_listener(failed.append)
+    broker = SimpleNamespace(log_limiter=LogRateLimiter(interval=60), log_manager=manager)
+    answer_read_error(broker, "fetch", "t", 0, CorruptSegmentError("x"))
+    answer_read_error(broker, "fetch", "t", 9, OSError(errno.EIO, "EIO"))
+    assert failed == []
+    answer_read_error(broker, "fetch", "t", 0, OSError(errno.EIO, "EIO"))
+    assert len(failed) == 1 and failed[0] in (str(a), str(b))
+    manager.shutdown()
