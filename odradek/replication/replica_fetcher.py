@@ -52,6 +52,7 @@ from odradek.protocol.generated.offset_for_leader_epoch_request import (
     OffsetForLeaderTopic,
 )
 from odradek.records.errors import CorruptRecordError
+from odradek.replication.fetch_session_handler import FetchSessionHandler
 from odradek.replication.produce_validation import ProduceError
 from odradek.replication.truncation import (
     EpochEndOffset,
@@ -130,6 +131,8 @@ class ReplicaFetcher:
         self._unreachable = False  # the last connection attempt or request failed
         self._task: asyncio.Task | None = None
         self._stopped = False  # set by shutdown(): the loop ends even if a cancel was lost
+        self._session = FetchSessionHandler()
+        self._session_conn: BrokerConnection | None = None
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(leader={self.leader_id}, index={self.fetcher_index})"
@@ -327,9 +330,17 @@ class ReplicaFetcher:
             version = min(version, FETCH_NAMES_MAX_VERSION)
         asked = {key: (state, state.fetch_offset) for key, state in states.items()}
         request = self.fetch_request(asked)
-        response = await conn.send(ApiKey.FETCH, request, version=version,
-                                   timeout=self.socket_timeout_s + request.max_wait_ms / 1000)
-        if response.error_code != ErrorCode.NONE:
+        session = self._session_for(conn)
+        built = session.build(request.topics)
+        request.session_id, request.session_epoch = built.session_id, built.epoch
+        request.topics, request.forgotten_topics_data = built.topics, built.forgotten
+        try:
+            response = await conn.send(ApiKey.FETCH, request, version=version,
+                                       timeout=self.socket_timeout_s + request.max_wait_ms / 1000)
+        except BaseException:
+            session.handle_error()
+            raise
+        if not session.handle_response(response):
             for key, (state, _) in asked.items():
                 self._delay(key, state, ErrorCode(response.error_code).name)
             return
@@ -341,8 +352,17 @@ class ReplicaFetcher:
                 if item is not None:
                     self._on_partition_data((topic, p.partition_index), item[0], item[1], p)
 
+    def _session_for(self, conn: BrokerConnection) -> FetchSessionHandler:
+        """The fetch session with the leader (KIP-227, ``fetch_session_handler.py``); a new
+        connection asks for a new session, closing the old one."""
+        if self._session_conn is not conn:
+            self._session.handle_error()
+            self._session_conn = conn
+        return self._session
+
     def fetch_request(self, asked: dict) -> FetchRequest:
-        """A full (sessionless) Fetch for ``asked`` (key -> (state, fetch offset))."""
+        """A full Fetch for ``asked`` (key -> (state, fetch offset)); ``fetch`` sends it
+        through the fetch session, which keeps only what changed."""
         cfg = self.broker.config
         broker_id = self.broker.broker_id
         topics: dict[str, FetchTopic] = {}
