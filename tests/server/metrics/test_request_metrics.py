@@ -5,7 +5,9 @@ from types import SimpleNamespace
 
 from odradek.protocol.generated.fetch_request import FetchRequest, ReplicaState
 from odradek.server.handlers import fetch
+from odradek.server.fetch_session_cache import FetchSessionCache
 from odradek.server.metrics.request_metrics import BUCKETS_MS, WINDOW_S, RequestMetrics, bucket_quantile
+from odradek.storage.clock import FakeClock
 
 from tests.server.metrics.scrape import expose, value
 
@@ -68,12 +70,15 @@ def test_fetches_are_counted_as_fetch_and_as_a_follower_or_consumer_fetch():
     the Fetch handler saw a replica's id (v14- ``replica_id``, v15+ ``replica_state``), else
     ``FetchConsumer``. The handlers here stop at once (an unknown fetch session)."""
     metrics = RequestMetrics()
-    ctx = SimpleNamespace(broker=SimpleNamespace(metrics=SimpleNamespace(requests=metrics)))
+    ctx = SimpleNamespace(api_version=12, broker=SimpleNamespace(metrics=SimpleNamespace(requests=metrics),
+                                                                 fetch_sessions=FetchSessionCache(),
+                                                                 clock=FakeClock()))
 
     async def scenario():
-        requests = (FetchRequest(replica_id=2, session_id=7), FetchRequest(session_id=7),
-                    FetchRequest(replica_state=ReplicaState(replica_id=3), session_id=7),
-                    FetchRequest(session_id=7))
+        unknown = {"session_id": 7, "session_epoch": 1}  # an incremental fetch of no session
+        requests = (FetchRequest(replica_id=2, **unknown), FetchRequest(**unknown),
+                    FetchRequest(replica_state=ReplicaState(replica_id=3), **unknown),
+                    FetchRequest(**unknown))
         for request in requests:
             task = asyncio.ensure_future(fetch.handle(ctx, request))
             metrics.record(_frame(1), 0.0, task)
