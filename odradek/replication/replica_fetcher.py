@@ -12,6 +12,9 @@ Each partition it follows is in one of these states (``PartitionFetchState``):
   broker, ``replica.fetch.*`` settings). The leader's batches are appended verbatim
   (``Partition.append_records_as_follower``), the follower's high watermark follows the
   leader's (never past its own log end), and its log start offset follows the leader's.
+  The Fetch goes through a KIP-227 session with the leader (``fetch_session_handler.py``):
+  after the first full request only the partitions that changed, and the leader answers only
+  those with news.
 - **delayed** (either of the above, with ``delayed_until``): after an error, for
   ``replica.fetch.backoff.ms``.
 - **throttled** (fetching, with ``delayed_until``): a replica out of sync (its last fetch
