@@ -21,10 +21,14 @@ export function mount(root, [name]) {
   async function deleteTopic() {
     const body = h("p", {}, `Topic ${name} and all its records will be deleted. This cannot be undone.`);
     if (!await confirmDialog(`Delete topic ${name}?`, body, "Delete")) return;
+    // No refresh may ask for the topic once it is being deleted: its 404 would be logged as an error.
+    deleting = true;
+    await pending;  // a refresh already under way finishes first
     try {
       await deleteJSON(path);
       location.assign("/topics");
     } catch (error) {
+      deleting = false;
       fill(message, errorBox(error));
     }
   }
@@ -52,8 +56,15 @@ export function mount(root, [name]) {
   }
 
   let missing = false;
-  const refresh = async () => {
-    if (missing) return;
+  let deleting = false;
+  let pending = Promise.resolve();
+  const refresh = () => {
+    if (missing || deleting) return Promise.resolve();
+    const run = load();
+    pending = run.catch(() => {});
+    return run;
+  };
+  const load = async () => {
     let t;
     try {
       t = await getJSON(path);
