@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from odradek.client.connection import BrokerConnection
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from odradek.protocol.fetch_session_handler import FetchSessionHandler
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
@@ -55,7 +56,6 @@ from odradek.protocol.generated.offset_for_leader_epoch_request import (
     OffsetForLeaderTopic,
 )
 from odradek.records.errors import CorruptRecordError
-from odradek.replication.fetch_session_handler import FetchSessionHandler
 from odradek.replication.produce_validation import ProduceError
 from odradek.replication.truncation import (
     EpochEndOffset,

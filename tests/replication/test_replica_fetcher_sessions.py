@@ -1,5 +1,5 @@
 """A replica fetcher keeps a KIP-227 fetch session with its leader
-(``replication/fetch_session_handler.py``): after the first full Fetch it sends incremental
+(``protocol/fetch_session_handler.py``): after the first full Fetch it sends incremental
 ones, and still copies what the leader appends."""
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
-"""``FetchSessionHandler``: a follower's side of a KIP-227 fetch session with one leader
-(Kafka's ``org.apache.kafka.clients.FetchSessionHandler``).
+"""``FetchSessionHandler``: the fetching side of a KIP-227 fetch session with one broker
+(Kafka's ``org.apache.kafka.clients.FetchSessionHandler``), sans-I/O.
+
+One implementation for both fetchers: a follower's ``replication/replica_fetcher.py`` and the
+consumer's ``client/fetcher.py`` (one handler per broker). It lives in ``protocol/`` because
+both may import it (``client/`` must not import broker packages); like ``protocol/scram.py``
+it holds no sockets and no clock.
 
 ``build(topics)`` turns the full ``FetchTopic`` list the fetcher wants into the request to send:
 - no session yet: all of it, with (``session_id``, epoch 0): 0 asks for a session, an old id

@@ -1,4 +1,4 @@
-"""The follower's FetchSessionHandler without sockets: full, then incremental requests with only
+"""The FetchSessionHandler (follower and consumer) without sockets: full, then incremental requests with only
 what changed; resets after session errors."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.fetch_request import FetchPartition, FetchTopic
-from odradek.replication.fetch_session_handler import FetchSessionHandler
+from odradek.protocol.fetch_session_handler import FetchSessionHandler
 
 TID = uuid.UUID(int=7)
 
