@@ -18,11 +18,8 @@ from dataclasses import dataclass
 from odradek.client.admin_types import TopicDescription
 from odradek.client.metadata import BrokerInfo, PartitionInfo
 from odradek.client.topic_partition import TopicPartition
-
-LATEST = -1
-# How long one page's offset lookups may take: a console must answer while a partition's
-# leader moves, so it shows what it has rather than waiting out the client's minute.
-OFFSETS_TIMEOUT_MS = 5_000
+from odradek.console.group_lag import group_total
+from odradek.console.offset_lookup import LATEST, OFFSETS_TIMEOUT_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +156,8 @@ async def end_offsets(admin, partitions) -> dict[TopicPartition, int]:
 
 async def sample_round(admin) -> tuple[dict[str, int], dict[str, int]]:
     """One sample: each topic's summed end offset and each group's total lag (the
-    groups_view rules: partitions with a committed offset only), or for a KIP-932 share group
+    group_lag.py rules: partitions with a committed offset only), or for a KIP-932 share group
     its total in-flight count (share_group_view.py)."""
-    from odradek.console.groups_view import group_total  # here: groups_view imports this module
-
     topics = await admin.describe_topics()
     ends = await end_offsets(admin, [p for t in topics.values() for p in t.partitions])
     topic_ends = {name: sum(ends.get(TopicPartition(name, p.partition), 0) for p in t.partitions)

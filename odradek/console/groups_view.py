@@ -13,60 +13,23 @@ A KIP-932 ``share`` group has no committed offsets and no lag: its row in the li
 ``in_flight`` instead (``lag`` None), and its page is share_group_view.py's (share-partition
 start offsets, end offsets and in-flight counts).
 
-Lag follows ``kafka-consumer-groups --describe``: per partition, the partition's end offset
-(high watermark) minus the group's committed offset, for partitions the group has committed
-an offset in; a partition assigned to a member with nothing committed shows no offset and no
-lag. A group's total lag is the sum over its partitions with a lag.
+Lag follows ``kafka-consumer-groups --describe`` (group_lag.py); a partition assigned to a
+member with nothing committed shows no offset and no lag.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 
-from odradek.client.topic_partition import TopicPartition
-from odradek.console.cluster_view import LATEST, OFFSETS_TIMEOUT_MS
-from odradek.console.group_descriptions import CONSUMER, describe_any, describe_listed, group_type
-from odradek.console.share_group_requests import SHARE
-from odradek.console.share_group_view import share_group_page, total_in_flight
+from odradek.console.group_descriptions import CONSUMER, SHARE, describe_any, describe_listed, group_type
+from odradek.console.group_lag import committed_and_ends, group_total, lag
+from odradek.console.offset_lookup import LATEST, OFFSETS_TIMEOUT_MS
+from odradek.console.samples import with_now
+from odradek.console.share_group_view import share_group_page
 
 
 class GroupNotFound(Exception):
     """Neither ConsumerGroupDescribe nor DescribeGroups knows the group (state Dead)."""
-
-
-async def committed_and_ends(admin, group_id: str, ends: dict | None = None):
-    """The group's committed offsets and the end offsets of those partitions (looked up
-    unless already in ``ends``)."""
-    committed = await admin.list_group_offsets(group_id)
-    offsets = {tp: o.offset for tp, o in committed.items() if o is not None and o.offset >= 0}
-    known = ends or {}
-    missing = {tp: LATEST for tp in offsets if tp not in known}
-    found = await admin.list_offsets(missing, timeout_ms=OFFSETS_TIMEOUT_MS) if missing else {}
-    merged = {tp: known[tp] for tp in offsets if tp in known}
-    merged.update({tp: o.offset for tp, o in found.items() if o is not None})
-    return offsets, merged
-
-
-def lag(committed: int | None, end: int | None) -> int | None:
-    """End minus committed, never below 0 (a commit past the end, before records arrive,
-    is not negative lag); None when either is unknown."""
-    if committed is None or end is None:
-        return None
-    return max(end - committed, 0)
-
-
-async def total_lag(admin, group_id: str, ends: dict | None = None) -> int:
-    offsets, merged = await committed_and_ends(admin, group_id, ends)
-    return sum(lag(o, merged.get(tp)) or 0 for tp, o in offsets.items())
-
-
-async def group_total(admin, listing, ends: dict | None = None) -> int:
-    """What the list and the sampler show of a group (``GroupListing``): a share group's
-    total in-flight count (share_group_view.py), any other group's total lag."""
-    if listing.type.lower() == SHARE:
-        return await total_in_flight(admin, listing.group_id, ends)
-    return await total_lag(admin, listing.group_id, ends)
 
 
 async def groups(admin) -> dict:
@@ -130,11 +93,11 @@ async def group(admin, group_id: str, samples) -> dict:
         "protocol_type": described.protocol_type,
         "protocol": described.protocol,
         "members": [{"id": m.member_id, "instance_id": m.group_instance_id, "client_id": m.client_id,
-                     "host": m.client_host, "assignment": [_tp_text(tp) for tp in m.assignment]}
+                     "host": m.client_host, "assignment": [str(tp) for tp in m.assignment]}
                     for m in described.members],
         "partitions": partitions,
         "lag": total,
-        "lag_history": _with_now(history.points() if history else [], total),
+        "lag_history": with_now(history.points() if history else [], total),
     }
     if page["type"] == CONSUMER:
         consumer_group_fields(page, described)
@@ -150,20 +113,7 @@ def consumer_group_fields(page: dict, described) -> None:
     page.update(group_epoch=described.group_epoch, assignment_epoch=described.assignment_epoch,
                 assignor=described.protocol)
     for row, m in zip(page["members"], described.members):
-        row.update(member_epoch=m.member_epoch, target_assignment=[_tp_text(tp) for tp in m.target_assignment],
+        row.update(member_epoch=m.member_epoch, target_assignment=[str(tp) for tp in m.target_assignment],
                    reconciling=set(m.assignment) != set(m.target_assignment),
                    subscribed_topics=list(m.subscribed_topics))
 
-
-def _with_now(points: list, value: int) -> list:
-    """The sampled history ending with the value the page's card shows, at this moment: the
-    chart's last point and the card agree (same number, same time). Nothing is added before
-    the first sample."""
-    if not points:
-        return points
-    now = time.time()
-    return points + [(now, value)] if now > points[-1][0] else points
-
-
-def _tp_text(tp: TopicPartition) -> str:
-    return f"{tp.topic}-{tp.partition}"

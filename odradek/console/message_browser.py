@@ -26,7 +26,7 @@ import json
 from odradek.client.consumer import AsyncConsumer
 from odradek.client.errors import BrokerError
 from odradek.client.topic_partition import TopicPartition
-from odradek.console.cluster_view import LATEST, OFFSETS_TIMEOUT_MS
+from odradek.console.offset_lookup import LATEST, OFFSETS_TIMEOUT_MS
 from odradek.console.request_error import integer, invalid
 from odradek.protocol.generated.error_codes import ErrorCode
 

@@ -133,3 +133,13 @@ class Sampler:
             except Exception as e:  # noqa: BLE001 - the next round tries again
                 log.warning("console: sampling the cluster failed: %s", e)
             await asyncio.sleep(self._interval)
+
+
+def with_now(points: list, value: int) -> list:
+    """A sampled history ending with the value the page's card shows, at this moment: the
+    chart's last point and the card agree (same number, same time). Nothing is added before
+    the first sample."""
+    if not points:
+        return points
+    now = time.time()
+    return points + [(now, value)] if now > points[-1][0] else points

@@ -1,5 +1,5 @@
 """A KIP-932 share group's page as JSON (``/api/groups/<id>`` for a group of type ``share``)
-and its in-flight count for the list and the sampler (groups_view.py, cluster_view.py).
+and its in-flight count for the list and the sampler (groups_view.py, group_lag.py).
 
 A share group has no committed offsets: each share-partition (group, topic, partition) on the
 partition's leader keeps an in-flight window from its start offset (SPSO: every record before
@@ -28,7 +28,8 @@ A share-partition is assigned to every member the assignor gave it to (KIP-932's
 from __future__ import annotations
 
 from odradek.client.topic_partition import TopicPartition
-from odradek.console.cluster_view import LATEST, OFFSETS_TIMEOUT_MS
+from odradek.console.offset_lookup import known_or_latest
+from odradek.console.samples import with_now
 from odradek.console.share_group_requests import ShareGroupDescription, ShareOffset, share_group_offsets
 
 FROM_LAG = "lag"
@@ -50,13 +51,7 @@ async def offsets_and_ends(admin, group_id: str, partitions=(), ends: dict | Non
     """The group's share-partition offsets, and the end offsets of those partitions and of
     ``partitions`` (looked up unless already in ``ends``)."""
     offsets = await share_group_offsets(admin, group_id)
-    known = ends or {}
-    wanted = set(offsets) | set(partitions)
-    missing = {tp: LATEST for tp in wanted if tp not in known}
-    found = await admin.list_offsets(missing, timeout_ms=OFFSETS_TIMEOUT_MS) if missing else {}
-    merged = {tp: known[tp] for tp in wanted if tp in known}
-    merged.update({tp: o.offset for tp, o in found.items() if o is not None})
-    return offsets, merged
+    return offsets, await known_or_latest(admin, set(offsets) | set(partitions), ends)
 
 
 async def total_in_flight(admin, group_id: str, ends: dict | None = None) -> int:
@@ -70,8 +65,6 @@ async def share_group_page(admin, described: ShareGroupDescription, samples) -> 
     ``members`` [{id, client_id, host, rack, member_epoch, subscribed_topics, assignment}],
     ``partitions`` [{topic, partition, start_offset, end, in_flight, in_flight_basis,
     members}], sorted, ``in_flight`` and ``in_flight_history`` ([[t, count], ...])."""
-    from odradek.console.groups_view import _tp_text as tp_text, _with_now as with_now  # here: groups_view imports this module
-
     holders: dict[TopicPartition, list[str]] = {}
     for m in described.members:
         for tp in m.assignment:
@@ -93,7 +86,7 @@ async def share_group_page(admin, described: ShareGroupDescription, samples) -> 
         "group_epoch": described.group_epoch, "assignment_epoch": described.assignment_epoch,
         "members": [{"id": m.member_id, "client_id": m.client_id, "host": m.client_host, "rack": m.rack_id,
                      "member_epoch": m.member_epoch, "subscribed_topics": list(m.subscribed_topics),
-                     "assignment": [tp_text(tp) for tp in m.assignment]} for m in described.members],
+                     "assignment": [str(tp) for tp in m.assignment]} for m in described.members],
         "partitions": partitions,
         "in_flight": total,
         "in_flight_history": with_now(history.points() if history else [], total),

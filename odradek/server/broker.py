@@ -51,6 +51,7 @@ from odradek.server.client_request_quota import ClientRequestQuotaManager
 from odradek.server.connection import Connection
 from odradek.server.connection_quotas import ConnectionQuotas, parse_overrides
 from odradek.server.handlers import HANDLERS
+from odradek.server.internal_topics import INTERNAL_TOPICS
 from odradek.server.sasl_authenticator import inter_broker_sasl
 from odradek.server.listener_security import (
     inter_broker_listener,
@@ -67,8 +68,6 @@ from odradek.storage.config import LogConfig
 from odradek.storage.log_dir_lock import LogDirError, LogDirLocks
 
 log = logging.getLogger("odradek.broker")
-
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class Broker(BrokerListeners):

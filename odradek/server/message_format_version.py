@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.topic_error import TopicError
 
 log = logging.getLogger("odradek.topics")
 
@@ -42,8 +43,6 @@ def is_valid(value: str) -> bool:
 def check(value: str) -> None:
     """Raise INVALID_CONFIG with Kafka's message for a version Kafka does not know."""
     if not is_valid(value):
-        from odradek.server.topics import TopicError
-
         raise TopicError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {TOPIC_KEY}: "
                                                    f"Version {value} is not a valid version")
 

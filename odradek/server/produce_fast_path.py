@@ -55,7 +55,7 @@ from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.produce_validation import ProduceError
 from odradek.server.authorize import connection_allowed
-from odradek.server.broker import INTERNAL_TOPICS
+from odradek.server.internal_topics import INTERNAL_TOPICS
 from odradek.server.client_quota_manager import throttle_connection
 
 

@@ -24,6 +24,7 @@ from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import message_format_version
 from odradek.server.delayed_topic_operations import await_deletion, await_leaders
 from odradek.server.replication_quota_manager import FOLLOWER_REPLICAS, LEADER_REPLICAS, check_throttled_replicas
+from odradek.server.topic_error import TopicError
 from odradek.storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from odradek.storage.errors import InvalidConfigError
 
@@ -34,13 +35,6 @@ log = logging.getLogger("odradek.topics")
 # is told LEADER_NOT_AVAILABLE (COORDINATOR_NOT_AVAILABLE) and asks again, as Kafka tells it
 # at once.
 AUTO_CREATE_WAIT_MS = 10_000
-
-
-class TopicError(Exception):
-    def __init__(self, error: ErrorCode, message: str = "") -> None:
-        super().__init__(message or error.name)
-        self.error = error
-        self.message = message or None
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def test_samples_sum_topic_rates_into_throughput_and_drop_what_is_gone():
 
 
 def test_a_group_chart_ends_with_the_cards_lag():
-    from odradek.console.groups_view import _with_now
+    from odradek.console.samples import with_now as _with_now
 
     assert _with_now([], 7) == []  # nothing before the first sample
     points = _with_now([(1.0, 5), (2.0, 6)], 7)
