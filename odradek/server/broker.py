@@ -98,6 +98,7 @@ class Broker(BrokerListeners):
         self.metadata = None
         self.config_changes = None
         self.authorizer = None  # server/acl_authorizer.py, when authorizer.class.name is set
+        self.replica_selector = None  # server/replica_selector.py, when replica.selector.class is set
         self.log_manager = None
         self.replica_manager = None
         self.produce_fast_path = None
@@ -171,6 +172,11 @@ class Broker(BrokerListeners):
         from odradek.server.acl_authorizer import make_authorizer
         try:
             self.authorizer = make_authorizer(self.config, self.metadata.store, self.loop)
+        except ValueError as e:
+            raise BrokerStartError(str(e)) from None
+        from odradek.server.replica_selector import make_replica_selector
+        try:
+            self.replica_selector = make_replica_selector(self.config)
         except ValueError as e:
             raise BrokerStartError(str(e)) from None
         self.topics = TopicManager(self)

@@ -48,6 +48,8 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     _k("listener.security.protocol.map", "string",
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
     _k("broker.rack", "string", None),
+    _k("replica.selector.class", "string", None,
+       doc="KIP-392: the replica consumers read from (server/replica_selector.py); unset = the leader"),
     _k("log.dirs", "list", None, doc="data directories (synonym: log.dir)"),
     _k("log.dir", "string", os.path.join(tempfile.gettempdir(), "odradek-logs")),
     _k("zookeeper.connect", "string", None, doc="ZooKeeper hosts[/chroot]; unset = embedded metadata"),

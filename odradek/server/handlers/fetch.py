@@ -53,6 +53,9 @@ from odradek.replication.transactions import aborted_transactions, fetched_upper
 from odradek.server import authorize, client_quota_manager
 from odradek.protocol.acl_binding import CLUSTER_ACTION, READ, TOPIC
 from odradek.server.fetch_context import SessionlessFetchContext, new_context
+from odradek.server.fetch_from_follower import (
+    FETCH_FROM_FOLLOWER_VERSION, client_metadata, preferred_read_replica, readable_partition,
+)
 from odradek.server.fetch_session_cache import FINAL_EPOCH, FetchSessionCache
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
@@ -86,13 +89,16 @@ async def handle(ctx, request):
     if context.error:
         return FetchResponse(error_code=context.error, session_id=0)
     request.topics = context.topics
+    if ctx.api_version < FETCH_FROM_FOLLOWER_VERSION:
+        request.rack_id = None  # no client metadata: read from the leader only (server/fetch_from_follower.py)
     if _follower_of(request) < 0 and not broker.client_quotas.empty:
         _cap_to_fetch_quota(ctx, request)
     wanted, topics = _plan(broker, request, by_id, _read_check(ctx, request))
     magic = LEGACY_MAGIC.get(ctx.api_version)
     total = (_read_all(broker, request, wanted) if magic is None
              else await _read_converted(broker, request, wanted, magic))
-    errors = any(w.response.error_code for w in wanted)
+    # a partition sent to its preferred read replica (KIP-392) is answered at once, as an error is
+    errors = any(w.response.error_code or w.response.preferred_read_replica >= 0 for w in wanted)
     if total < request.min_bytes and request.max_wait_ms > 0 and not errors and wanted:
         loop_time = broker.loop_time
         deadline = loop_time() + request.max_wait_ms / 1000
@@ -199,11 +205,12 @@ def _reads(broker, request, wanted: list[_Wanted], magic: int | None) -> Iterato
     budget = request.max_bytes
     total = 0
     replica_id = _follower_of(request)
+    client = client_metadata(request)
     for w in wanted:
         if w.topic is None:
             continue
         size = _read_partition(broker, w, replica_id, request.isolation_level,
-                               min(w.request.partition_max_bytes, max(budget, 0)), total == 0, magic)
+                               min(w.request.partition_max_bytes, max(budget, 0)), total == 0, magic, client)
         total += size
         budget -= size
         yield size
@@ -234,11 +241,14 @@ def _record_throttled(broker, wanted: list[_Wanted]) -> None:
 
 
 def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_bytes: int, first: bool,
-                    magic: int | None) -> int:
+                    magic: int | None, client=None) -> int:
     resp = w.response
     resp.error_code = ErrorCode.NONE
     resp.records = b""
-    part, error = broker.leader_partition(w.topic, w.request.partition)
+    resp.preferred_read_replica = -1
+    consumer = replica_id < 0
+    # the leader, or for a consumer's Fetch v11+ a follower too (server/fetch_from_follower.py)
+    part, error = readable_partition(broker, w.topic, w.request.partition, consumer, client)
     if part is None:
         resp.error_code = error
         return 0
@@ -246,7 +256,6 @@ def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_byt
     if epoch >= 0 and epoch != part.leader_epoch:
         resp.error_code = ErrorCode.FENCED_LEADER_EPOCH if epoch < part.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
         return 0
-    consumer = replica_id < 0
     if not consumer:
         error = _record_follower_fetch(broker, part, replica_id, w.request)
         if error:
@@ -256,6 +265,10 @@ def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_byt
     resp.high_watermark = hw
     resp.last_stable_offset = part.last_stable_offset()
     resp.log_start_offset = part.log_start_offset
+    if consumer:  # KIP-392: the leader names a closer replica and sends no records
+        resp.preferred_read_replica = preferred_read_replica(broker, part, client, w.request.fetch_offset)
+        if resp.preferred_read_replica >= 0:
+            return 0
     if not consumer and _leader_throttled(broker, part, replica_id, w.topic):
         return 0
     if consumer and isolation == READ_COMMITTED:
