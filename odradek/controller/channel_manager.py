@@ -46,6 +46,7 @@ from odradek.controller.request_encoding import api_key_of, encode, encode_leade
 from odradek.metadata.layout import BrokerInfo, Endpoint
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.protocol.request_context import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +109,6 @@ async def deliver_locally(broker, api_key: int, version: int, body, listener_nam
                           client_id: str):
     """Run ``body`` through this broker's own handler of ``api_key`` as if it had come in at
     ``version`` on ``listener_name``; return the handler's response body."""
-    from odradek.server.request import RequestContext
-
     ctx = RequestContext(LocalConnection(broker, listener_name), api_key, version, 0, client_id,
                          version)
     response = broker.dispatch(ctx, body)
