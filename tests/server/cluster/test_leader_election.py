@@ -74,7 +74,9 @@ def test_preferred_election_after_a_broker_returns(make_cluster):
         cluster.wait_for_isr(topic, p, [2, 3])
     # broker 1 down: every ISR is [2, 3], at min.insync.replicas=2; every partition has a leader
     live = ",".join(cluster[b].bootstrap for b in (2, 3))
-    assert reported(live, topic, "--under-replicated-partitions") == lines(topic, [0, 1, 2, 3])
+    # the ISR znodes change before the brokers' metadata (UpdateMetadata follows): wait for it
+    wait_until(lambda: reported(live, topic, "--under-replicated-partitions") == lines(topic, [0, 1, 2, 3]),
+               30, "the brokers' metadata to show every partition under-replicated")
     assert reported(live, topic, "--at-min-isr-partitions") == lines(topic, [0, 1, 2, 3])
     assert reported(live, topic, "--under-min-isr-partitions") == []
     assert reported(live, topic, "--unavailable-partitions") == []
@@ -82,7 +84,8 @@ def test_preferred_election_after_a_broker_returns(make_cluster):
     cluster.restart(1)
     for p in ASSIGNMENT:
         cluster.wait_for_isr(topic, p, [1, 2, 3])
-    assert reported(cluster.bootstrap, topic, "--under-replicated-partitions") == []
+    wait_until(lambda: reported(cluster.bootstrap, topic, "--under-replicated-partitions") == [], 30,
+               "the brokers' metadata to show no partition under-replicated")
     assert cluster.leader(topic, 0) != 1 and cluster.leader(topic, 3) != 1  # no automatic move
 
     # confluent-kafka's elect_leaders moves partition 3 back
