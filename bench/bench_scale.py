@@ -1,0 +1,492 @@
+"""How odradek's cost grows with the partition count: a 3-broker cluster with a real ZooKeeper
+at 1,000, 10,000 and 30,000 partitions (replication factor 3), from creation to deletion.
+
+    .venv/bin/python bench/bench_scale.py [--partitions 1000,10k,30k] [--skip consumers,failover]
+        [--per-topic 100] [--records 200000] [--members 300] [--idle-s 30] [--publish]
+
+For each count, on a fresh cluster (``odradek/server/local_cluster/``'s `LocalCluster`: a
+ZooKeeper and brokers 1-3 as child processes, ``zookeeper.session.timeout.ms=6000``, segments
+of 1 MiB and indexes of 64 KiB, ``log.segment.delete.delay.ms=0``), one phase after the other:
+
+1. **create**: one CreateTopics for all topics (``--per-topic`` partitions each), then
+   Metadata polled (confluent-kafka's AdminClient) until every partition has a leader:
+   ``create_s``; then each broker's ``VmRSS`` (``rss_mb``) and ``VmHWM`` (``hwm_mb``);
+2. **idle** (after ``--settle-s``): CPU per broker and of ZooKeeper over ``--idle-s`` with no
+   client connected (per-thread ``schedstat``, `proc_stats.cpu_seconds`), in cores; ``others``
+   is what the rest of the (shared) machine used meanwhile (``/proc/stat``);
+3. **produce**: ``--records`` records of 100 B, acks=all, record i to partition i mod count
+   (every partition written), confluent-kafka with linger.ms=5 and at most ``--window``
+   records queued: records/s, and p50/p99 of each record's time from ``produce()`` to its
+   acknowledgement (``Message.latency()``; at full speed, so it includes the queue);
+4. **consumers**: ``--members`` confluent-kafka consumers in one group (classic, roundrobin
+   assignor; ``--group-protocol consumer`` for KIP-848), polled by ``--consumer-threads``
+   threads of this process: ``rebalance_s`` from the first consumer's creation to every
+   partition owned by exactly one member and ``min(members, partitions)`` members owning some;
+   then phase 3 again while they consume (``auto.offset.reset=latest``): produce figures, and
+   records consumed per second until they have it all (``consume_rps``);
+5. **failover**: kill -9 of the controller (``/controller`` in ZooKeeper), then Metadata polled
+   on the two others until every partition's leader is one of them: ``seconds`` (it includes
+   the ZooKeeper session timeout, 6 s); the broker is restarted and ``rejoin_s`` is the time
+   until every ISR is full again;
+6. **delete**: one DeleteTopics for all, until Metadata lists none of them
+   (``delete_metadata_s``) and no directory of theirs is left on any broker's disk (``delete_s``).
+
+Metadata is polled no faster than twice the time one answer took (a full Metadata of 30,000
+partitions costs the brokers too), at least every 0.25 s: that is the resolution of the times.
+``--skip`` drops phases (``idle,produce,consumers,failover,delete``). The soft limit of open
+files is raised to the hard limit (brokers inherit it).
+
+Results: ``bench/results/scale.json`` (each count's latest run, this run's counts replacing
+earlier ones; layout in ``bench/harness/scale_report.py``), a copy of this run alone beside it,
+and ``bench/results/scale.png``. ``--publish`` merges this run into ``bench/published/scale.json``
+and redraws ``bench/published/scale.png`` and the table in ``bench/README.md``. Nothing asserted;
+a phase that fails is recorded under ``errors`` and the next one runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO)]
+
+from confluent_kafka import Consumer, Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from bench.harness import proc_stats  # noqa: E402
+from bench.harness import scale_report as report  # noqa: E402
+from odradek.server.local_cluster.local_cluster import LocalCluster  # noqa: E402
+
+RESULTS = REPO / "bench" / "results"
+PUBLISHED = REPO / "bench" / "published"
+README = REPO / "bench" / "README.md"
+SESSION_MS = 6000
+BROKER_PROPS = {
+    "zookeeper.session.timeout.ms": SESSION_MS,
+    # Small files so that 30,000 replicas per broker fit in memory and on disk.
+    "log.segment.bytes": 1 << 20,
+    "log.index.size.max.bytes": 64 << 10,
+    "log.segment.delete.delay.ms": 0,  # "gone from disk" is then the deletion itself
+    "offsets.topic.replication.factor": 3,
+    "offsets.topic.num.partitions": 10,
+    "min.insync.replicas": 2,
+}
+
+
+# -- options and the machine ------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--partitions", type=report.parse_counts, default=report.parse_counts("1000,10000,30000"),
+                   help="partition counts, comma-separated (10k allowed); default 1000,10000,30000")
+    p.add_argument("--skip", type=report.parse_skip, default=frozenset(),
+                   help=f"phases to skip, comma-separated: {','.join(report.PHASES)}")
+    p.add_argument("--per-topic", type=int, default=100, help="partitions per topic (default 100)")
+    p.add_argument("--records", type=int, default=200_000, help="records per produce run (default 200000)")
+    p.add_argument("--window", type=int, default=20_000, help="records queued in the producer at most")
+    p.add_argument("--members", type=int, default=300, help="consumers in the group (default 300)")
+    p.add_argument("--consumer-threads", type=int, default=4)
+    p.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
+    p.add_argument("--idle-s", type=float, default=30.0)
+    p.add_argument("--settle-s", type=float, default=5.0, help="wait after creation before the idle window")
+    p.add_argument("--timeout-s", type=float, default=600.0, help="longest wait of any one phase")
+    p.add_argument("--work-dir", type=Path, default=None, help="where the clusters' data go (default: /tmp)")
+    p.add_argument("--publish", action="store_true",
+                   help="also merge into bench/published/ and rewrite bench/README.md's table")
+    args = p.parse_args(argv)
+    if args.per_topic < 1 or args.members < 1 or args.consumer_threads < 1:
+        p.error("--per-topic, --members and --consumer-threads must be positive")
+    return args
+
+
+def raise_fd_limit(members: int) -> dict:
+    """Soft RLIMIT_NOFILE up to the hard one; what it was and is, and whether it looks enough
+    (the bench's consumers hold ~10 descriptors each; a broker holds its file-handle cache,
+    1,024 segments, plus a socket per client connection)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    wanted = 4096 + 10 * members
+    return {"soft_before": soft, "soft": hard, "hard": hard, "enough": hard >= wanted, "wanted": wanted}
+
+
+def revision() -> dict:
+    """odradek's commit and whether odradek/ has uncommitted changes (others share this tree)."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    return {"revision": git("rev-parse", "--short", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", "odradek"))}
+
+
+# -- Metadata ---------------------------------------------------------------------------------
+
+
+def wait_partitions(admin: AdminClient, layout: list[tuple[str, int]], ok, timeout: float) -> float:
+    """Seconds until Metadata shows every partition of ``layout`` with ``ok(partition)`` true
+    (``PartitionMetadata``: leader, replicas, isrs); TimeoutError after ``timeout``."""
+    begin = time.monotonic()
+    while True:
+        asked = time.monotonic()
+        try:
+            if _all_partitions(admin.list_topics(timeout=60).topics, layout, ok):
+                return time.monotonic() - begin
+        except Exception as e:  # noqa: BLE001 - a broker busy or gone: ask again
+            print(f"    (metadata: {e})", flush=True)
+        took = time.monotonic() - asked
+        if time.monotonic() - begin > timeout:
+            raise TimeoutError(f"partitions not ready after {timeout:.0f} s")
+        time.sleep(max(0.25, 2 * took))
+
+
+def _all_partitions(topics: dict, layout, ok) -> bool:
+    for name, count in layout:
+        topic = topics.get(name)
+        if topic is None or topic.error is not None or len(topic.partitions) != count:
+            return False
+        if not all(ok(p) for p in topic.partitions.values()):
+            return False
+    return True
+
+
+def admin_for(cluster: LocalCluster, ids=None) -> AdminClient:
+    ids = ids or cluster.live_ids()
+    return AdminClient({"bootstrap.servers": ",".join(cluster[i].bootstrap for i in ids)})
+
+
+# -- create, delete ---------------------------------------------------------------------------
+
+
+def create(cluster: LocalCluster, layout, timeout: float) -> float:
+    admin = admin_for(cluster)
+    begin = time.monotonic()
+    futures = admin.create_topics([NewTopic(t, n, 3) for t, n in layout], operation_timeout=0,
+                                  request_timeout=timeout)
+    for future in futures.values():
+        future.result()
+    wait_partitions(admin, layout, lambda p: p.leader >= 0, timeout - (time.monotonic() - begin))
+    return time.monotonic() - begin
+
+
+def topic_dirs_left(cluster: LocalCluster, prefix: str) -> int:
+    """Directories of the bench's topics (live, or renamed ``-delete``) on every broker's disk."""
+    return sum(1 for node in cluster.nodes.values() if node.data_dir.exists()
+               for d in node.data_dir.iterdir() if d.name.startswith(prefix + "-"))
+
+
+def delete(cluster: LocalCluster, layout, timeout: float) -> dict:
+    admin = admin_for(cluster)
+    names = {t for t, _ in layout}
+    begin = time.monotonic()
+    for future in admin.delete_topics(sorted(names), operation_timeout=0, request_timeout=timeout).values():
+        future.result()
+    out = {}
+    while time.monotonic() - begin < timeout:
+        now = time.monotonic() - begin
+        if "delete_metadata_s" not in out and not names & set(admin.list_topics(timeout=60).topics):
+            out["delete_metadata_s"] = now
+        if "delete_metadata_s" in out and topic_dirs_left(cluster, layout[0][0].rsplit("-", 1)[0]) == 0:
+            out["delete_s"] = time.monotonic() - begin
+            return out
+        time.sleep(0.25)
+    raise TimeoutError(f"topics not gone after {timeout:.0f} s (so far: {out})")
+
+
+# -- idle CPU and memory ----------------------------------------------------------------------
+
+
+def processes(cluster: LocalCluster) -> dict[str, int]:
+    pids = {str(i): node.pid for i, node in cluster.nodes.items() if node.alive}
+    pids["zookeeper"] = cluster.zookeeper.process.pid
+    return pids
+
+
+def idle(cluster: LocalCluster, seconds: float) -> dict:
+    """Cores used by each broker, ZooKeeper, the cluster, and everything else, over ``seconds``."""
+    pids = processes(cluster)
+    before = {k: proc_stats.cpu_seconds(pid) for k, pid in pids.items()}
+    busy0, me0, t0 = proc_stats.system_busy_seconds(), proc_stats.self_cpu_seconds(), time.monotonic()
+    time.sleep(seconds)
+    after = {k: proc_stats.cpu_seconds(pid) for k, pid in pids.items()}
+    wall = time.monotonic() - t0
+    used = report.cores(before, after, wall)
+    cluster_cores = sum(used.values())
+    others = (proc_stats.system_busy_seconds() - busy0 - proc_stats.self_cpu_seconds() + me0) / wall - cluster_cores
+    return {"seconds": round(wall, 1), "brokers": {k: v for k, v in used.items() if k != "zookeeper"},
+            "zookeeper": used.get("zookeeper"), "cluster": cluster_cores, "others": max(others, 0.0)}
+
+
+def memory(cluster: LocalCluster) -> tuple[dict, dict]:
+    """Each broker's VmRSS and VmHWM in MB."""
+    mem = {str(i): proc_stats.memory_bytes(node.pid) for i, node in cluster.nodes.items() if node.alive}
+    return {k: m["rss"] / 1e6 for k, m in mem.items()}, {k: m["hwm"] / 1e6 for k, m in mem.items()}
+
+
+# -- produce ----------------------------------------------------------------------------------
+
+
+def targets(layout) -> list[tuple[str, int]]:
+    """Every partition once, partition-major so that consecutive records go to different topics."""
+    return [(t, p) for p in range(max(n for _, n in layout)) for t, n in layout if p < n]
+
+
+def produce(bootstrap: str, layout, records: int, window: int) -> dict:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                         "queue.buffering.max.messages": window, "message.timeout.ms": 300000})
+    for topic, _ in layout:  # warm up: every topic's metadata and connections, outside the clock
+        producer.produce(topic, b"warm-up", partition=0)
+    producer.flush(120)
+    latencies: list[float] = []
+    failed: list[str] = []
+
+    def delivered(err, msg) -> None:
+        if err is None:
+            latencies.append(msg.latency())
+        else:
+            failed.append(str(err))
+
+    order, value = targets(layout), b"v" * 100
+    begin = time.monotonic()
+    for i in range(records):
+        topic, partition = order[i % len(order)]
+        while True:
+            try:
+                producer.produce(topic, value, partition=partition, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.005)
+        if i % 1000 == 0:
+            producer.poll(0)
+    left = producer.flush(300)
+    seconds = time.monotonic() - begin
+    return {"records": records, "seconds": seconds, "rps": len(latencies) / seconds,
+            "p50_ms": _ms(report.percentile(latencies, 50)), "p99_ms": _ms(report.percentile(latencies, 99)),
+            "failed": len(failed) + left, "first_failures": failed[:3], "started_at": begin}
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+# -- a group of consumers ---------------------------------------------------------------------
+
+
+class Group:
+    """``members`` consumers of one group subscribed to every topic, polled round-robin by
+    ``threads`` threads (``consume(timeout=0)``, which also runs the group protocol), each
+    counting what it got; `assignments` reads each member's assignment."""
+
+    def __init__(self, bootstrap: str, topics: list[str], members: int, threads: int, protocol: str) -> None:
+        config = {"bootstrap.servers": bootstrap, "group.id": "scale", "auto.offset.reset": "latest",
+                  "enable.auto.commit": True, "fetch.wait.max.ms": 500, "queued.max.messages.kbytes": 1024,
+                  "session.timeout.ms": 30000, "socket.keepalive.enable": True}
+        if protocol == "consumer":
+            config["group.protocol"] = "consumer"
+        else:
+            config["partition.assignment.strategy"] = "roundrobin"
+        self.consumers = []
+        for _ in range(members):
+            consumer = Consumer(config)
+            consumer.subscribe(topics)
+            self.consumers.append(consumer)
+        self.counts = [0] * threads
+        self.last_at = 0.0
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self._poll, args=(i, self.consumers[i::threads]), daemon=True)
+                        for i in range(threads)]
+        for thread in self.threads:
+            thread.start()
+
+    def _poll(self, index: int, consumers: list) -> None:
+        while not self.stopping.is_set():
+            got = 0
+            for consumer in consumers:
+                got += sum(1 for m in consumer.consume(1000, timeout=0) if m.error() is None)
+            if got:
+                self.counts[index] += got
+                self.last_at = time.monotonic()
+            else:
+                time.sleep(0.005)
+        for consumer in consumers:
+            consumer.close()
+
+    @property
+    def consumed(self) -> int:
+        return sum(self.counts)
+
+    def settled(self, partitions: int) -> bool:
+        """Every partition owned by exactly one member; ``min(members, partitions)`` own some."""
+        owned = [c.assignment() for c in self.consumers]
+        taken = [(tp.topic, tp.partition) for a in owned for tp in a]
+        return (len(taken) == partitions and len(set(taken)) == partitions
+                and sum(1 for a in owned if a) == min(len(self.consumers), partitions))
+
+    def close(self) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(120)
+
+
+def consumers(cluster: LocalCluster, layout, args) -> dict:
+    count = sum(n for _, n in layout)
+    begin = time.monotonic()
+    group = Group(cluster.bootstrap, [t for t, _ in layout], args.members, args.consumer_threads,
+                  args.group_protocol)
+    try:
+        deadline = begin + args.timeout_s
+        while not group.settled(count):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the group did not settle within {args.timeout_s:.0f} s")
+            time.sleep(0.25)
+        out = {"members": args.members, "protocol": args.group_protocol, "rebalance_s": time.monotonic() - begin}
+        print(f"  group of {args.members} formed in {out['rebalance_s']:.1f} s", flush=True)
+        time.sleep(2)  # every member has resolved its "latest" offsets before the first record
+        start_count = group.consumed
+        run = produce(cluster.bootstrap, layout, args.records, args.window)
+        wanted = start_count + run["records"] - run["failed"]
+        deadline = time.monotonic() + 120
+        while group.consumed < wanted and time.monotonic() < deadline:
+            time.sleep(0.1)
+        consumed = group.consumed - start_count
+        out.update(produce_rps=run["rps"], p99_ms=run["p99_ms"], p50_ms=run["p50_ms"], failed=run["failed"],
+                   consumed=consumed, consume_rps=consumed / max(group.last_at - run["started_at"], 1e-9))
+        return out
+    finally:
+        closing = time.monotonic()
+        group.close()
+        print(f"  consumers closed in {time.monotonic() - closing:.1f} s", flush=True)
+
+
+# -- controller failover ----------------------------------------------------------------------
+
+
+def failover(cluster: LocalCluster, layout, timeout: float) -> dict:
+    controller = cluster.controller_id()
+    survivors = [i for i in cluster.live_ids() if i != controller]
+    admin = admin_for(cluster, survivors)
+    metadata = admin.list_topics(timeout=60).topics
+    led = sum(1 for t, _ in layout for p in metadata[t].partitions.values() if p.leader == controller)
+    live = set(survivors)
+    begin = time.monotonic()
+    cluster.kill(controller)
+    seconds = wait_partitions(admin, layout, lambda p: p.leader in live, timeout)
+    out = {"controller": controller, "led": led, "seconds": seconds, "new_controller": cluster.controller_id()}
+    print(f"  controller {controller} (leader of {led}) killed: all led again after {seconds:.1f} s", flush=True)
+    restarted = time.monotonic()
+    cluster.restart(controller)
+    wait_partitions(admin_for(cluster), layout, lambda p: len(p.isrs) == len(p.replicas), timeout)
+    out["rejoin_s"] = time.monotonic() - restarted
+    return out
+
+
+# -- one count, the run -----------------------------------------------------------------------
+
+
+def _phase(run: dict, name: str, fn) -> None:
+    """Run a phase; its result under ``name`` (a dict is merged in), its failure under errors."""
+    began = time.monotonic()
+    try:
+        value = fn()
+    except Exception as e:  # noqa: BLE001 - recorded; the next phase still runs
+        run.setdefault("errors", {})[name] = f"{type(e).__name__}: {e}"
+        print(f"  {name} FAILED after {time.monotonic() - began:.0f} s: {e}", flush=True)
+        return
+    if isinstance(value, dict) and name not in ("idle", "produce", "consumers", "failover"):
+        run.update(value)
+    else:
+        run[name] = value
+    print(f"  {name}: {_short(value)}", flush=True)
+
+
+def _short(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_short(v)}" for k, v in value.items() if k not in ("started_at", "first_failures"))
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def one_count(args, count: int) -> dict:
+    run = {"partitions": count, **revision(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "per_topic": args.per_topic, "records": args.records, "session_ms": SESSION_MS,
+           "load_average": Path("/proc/loadavg").read_text().split()[0]}
+    layout = report.topic_layout(count, args.per_topic)
+    print(f"{count:,} partitions ({len(layout)} topics, RF 3), {run['revision']}"
+          f"{' +dirty' if run['dirty'] else ''}, load {run['load_average']}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="odradek-bench-scale-", dir=args.work_dir) as tmp:
+        cluster = LocalCluster(Path(tmp), 3, props={k: str(v) for k, v in BROKER_PROPS.items()},
+                               log_level="WARNING")
+        try:
+            cluster.start()
+            _phase(run, "create_s", lambda: create(cluster, layout, args.timeout_s))
+            if "create_s" not in run:
+                return run
+            run["rss_mb"], run["hwm_mb"] = memory(cluster)
+            print(f"  RSS MB per broker: {_short(run['rss_mb'])}", flush=True)
+            if "idle" not in args.skip:
+                time.sleep(args.settle_s)
+                _phase(run, "idle", lambda: idle(cluster, args.idle_s))
+            if "produce" not in args.skip:
+                _phase(run, "produce", lambda: {k: v for k, v in produce(cluster.bootstrap, layout, args.records,
+                                                                         args.window).items() if k != "started_at"})
+            if "consumers" not in args.skip:
+                _phase(run, "consumers", lambda: consumers(cluster, layout, args))
+            run["rss_mb_end"], run["hwm_mb"] = memory(cluster)
+            if "failover" not in args.skip:
+                _phase(run, "failover", lambda: failover(cluster, layout, args.timeout_s))
+            if "delete" not in args.skip:
+                _phase(run, "delete", lambda: delete(cluster, layout, args.timeout_s))
+        finally:
+            cluster.close()
+    return run
+
+
+def save(runs: list[dict], limits: dict) -> dict:
+    """This run beside the earlier ones in bench/results (and bench/published with --publish)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    (RESULTS / f"scale-{stamp}.json").write_text(json.dumps({"runs": runs, "fd_limit": limits}, indent=1))
+    merged = _merge_into(RESULTS / "scale.json", runs)
+    report.plot(merged, RESULTS / "scale.png")
+    return merged
+
+
+def _merge_into(path: Path, runs: list[dict]) -> dict:
+    old = json.loads(path.read_text()) if path.exists() else None
+    merged = report.merge(old, runs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merged, indent=1) + "\n")
+    return merged
+
+
+def publish(runs: list[dict]) -> None:
+    merged = _merge_into(PUBLISHED / "scale.json", runs)
+    report.plot(merged, PUBLISHED / "scale.png")
+    if not report.update_readme(README, report.table(merged)):
+        print(f"no {report.README_START} markers in {README}: table not written", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    limits = raise_fd_limit(args.members)
+    print(f"open files: soft limit {limits['soft_before']} -> {limits['soft']} (hard {limits['hard']})"
+          + ("" if limits["enough"] else f"; below the ~{limits['wanted']} this run may want"), flush=True)
+    runs = []
+    for count in args.partitions:
+        runs.append(one_count(args, count))
+        save(runs, limits)  # after each count: a long run keeps what it measured
+    merged = save(runs, limits)
+    print("\n" + report.table(merged))
+    print(f"\nwritten: {(RESULTS / 'scale.json').relative_to(REPO)}, {(RESULTS / 'scale.png').relative_to(REPO)}")
+    if args.publish:
+        publish(runs)
+        print(f"published: {PUBLISHED.relative_to(REPO)}/scale.{{json,png}}, table in {README.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
