@@ -44,6 +44,7 @@ import time
 from datetime import datetime
 
 from odradek.cli import groups_text
+from odradek.cli.group_coordinator_address import coordinator_address
 from odradek.cli.common import (
     CommandError,
     add_bootstrap,
@@ -198,7 +199,7 @@ def _show_state(admin, d, output: str, verbose: bool = False) -> None:
                     **extra})
         return
     if output == "text":
-        sys.stdout.write(groups_text.state_text(d, _coordinator(admin, d.group_id), verbose and modern))
+        sys.stdout.write(groups_text.state_text(d, coordinator_address(admin, d.group_id), verbose and modern))
         return
     columns = ["GROUP", "TYPE", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
     row = [d.group_id, "Consumer" if modern else "Classic", d.protocol, d.state, len(d.members)]
@@ -277,22 +278,6 @@ def _show_offsets(admin, description, output: str) -> None:
     if not description.members:
         print(f"Consumer group '{description.group_id}' has no active members.")
     print_table(OFFSET_COLUMNS, [[row[k] for k in OFFSET_KEYS] for row in rows])
-
-
-def _coordinator(admin, group: str) -> str:
-    """``host:port (id)`` of the group's coordinator: the leader of its ``__consumer_offsets``
-    partition (Kafka's ``partitionFor``), ``-`` when that has no live leader."""
-    from odradek.client import KafkaError
-    from odradek.coordinator.partitioner import partition_for
-
-    try:
-        offsets = admin.describe_topics(["__consumer_offsets"])["__consumer_offsets"]
-    except KafkaError:  # not created yet (no group ever committed), or not ours to see
-        return groups_text.MISSING
-    index = partition_for(group, len(offsets.partitions))
-    leader = next((p.leader for p in offsets.partitions if p.partition == index), -1)
-    broker = next((b for b in admin.describe_cluster().brokers if b.node_id == leader), None)
-    return groups_text.MISSING if broker is None else f"{broker.host}:{broker.port} ({leader})"
 
 
 OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",

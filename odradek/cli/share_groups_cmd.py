@@ -38,6 +38,7 @@ import sys
 import time
 
 from odradek.cli import share_groups_text as text
+from odradek.cli.group_coordinator_address import coordinator_address
 from odradek.cli.common import (
     CommandError,
     add_bootstrap,
@@ -271,14 +272,12 @@ def _show_members(d, args) -> None:
 
 
 def _show_state(admin, d, args) -> None:
-    from odradek.cli.groups_cmd import _coordinator  # the leader of the group's __consumer_offsets partition
-
     if args.output == "json":
         print_json({"group": d.group_id, "state": d.state, "group_epoch": d.group_epoch,
                     "assignment_epoch": d.assignment_epoch, "assignor": d.assignor, "members": len(d.members)})
         return
     _note_empty(d, args.output)
-    coordinator = _coordinator(admin, d.group_id)
+    coordinator = coordinator_address(admin, d.group_id)
     if args.output == "text":
         sys.stdout.write(text.state_text(d, coordinator, args.verbose))
         return

@@ -15,26 +15,29 @@ ConsumerGroupDescribe answered None therefore asks ConsumerGroupDescribe once mo
 then shows the group as it is now instead of "not found".
 
 A KIP-932 share group (``share``, ShareGroupHeartbeat members) is known to neither API
-(both answer GROUP_ID_NOT_FOUND) and is described by ShareGroupDescribe (API 77,
-share_group_requests.py): ``describe_any`` asks it for a group the other two do not know,
-``describe_listed`` straight away for a group listed as ``share``.
+(both answer GROUP_ID_NOT_FOUND) and is described by ShareGroupDescribe (API 77, the admin
+client's ``describe_share_groups``, client/admin_share_groups.py): ``describe_any`` asks it
+for a group the other two do not know, ``describe_listed`` straight away for a group listed
+as ``share``. A broker without ShareGroupDescribe, like one answering GROUP_ID_NOT_FOUND,
+knows no share group (``describe_share_group`` answers None).
 
 Results are ``ConsumerGroupDescription`` (client/admin_consumer_groups.py: ``type``
 "consumer", group and target assignment epochs, members with their epoch and target),
 ``GroupDescription`` (client/admin_types.py: a classic group, state "Dead" when there is
-none) or ``ShareGroupDescription`` (share_group_requests.py: ``type`` "share").
+none) or ``ShareGroupDescription`` (client/admin_share_groups.py: ``type`` "share", the
+assignor's name in ``assignor``; ``protocol_type`` and ``protocol`` read every kind alike).
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from odradek.client.errors import BrokerError
-from odradek.console.share_group_requests import SHARE, describe_share_group
+from odradek.client.errors import BrokerError, UnsupportedVersionError
 from odradek.protocol.generated.error_codes import ErrorCode
 
 CLASSIC = "classic"
 CONSUMER = "consumer"
+SHARE = "share"  # Kafka's GroupType names, as ListGroups v5 reports them
 
 
 def group_type(description, listed_type: str = "") -> str:
@@ -42,6 +45,33 @@ def group_type(description, listed_type: str = "") -> str:
     if listed_type:
         return listed_type.lower()
     return getattr(description, "type", CLASSIC)
+
+
+def protocol_type(description) -> str:
+    """The group's protocol type: "share" for a share group (KIP-932 has no other), else
+    what the description says ("consumer", or a classic group's own)."""
+    return SHARE if group_type(description) == SHARE else description.protocol_type
+
+
+def protocol(description) -> str:
+    """The group's protocol: a share group's assignor (Kafka's
+    ``ShareGroupDescription.partitionAssignor``), else the description's protocol."""
+    return description.assignor if group_type(description) == SHARE else description.protocol
+
+
+async def describe_share_group(admin, group_id: str):
+    """The share group's ``ShareGroupDescription``; None when there is no share group
+    ``group_id`` (GROUP_ID_NOT_FOUND: none, or a group of another type) or the broker has no
+    ShareGroupDescribe. Raises BrokerError for other refusals (e.g.
+    GROUP_AUTHORIZATION_FAILED)."""
+    try:
+        return (await admin.describe_share_groups([group_id]))[group_id]
+    except UnsupportedVersionError:
+        return None
+    except BrokerError as e:
+        if e.code != ErrorCode.GROUP_ID_NOT_FOUND:
+            raise
+        return None
 
 
 async def describe_group(admin, group_id: str):

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 
-from odradek.console.group_descriptions import CONSUMER, SHARE, describe_any, describe_listed, group_type
+from odradek.console.group_descriptions import (
+    CONSUMER, SHARE, describe_any, describe_listed, group_type, protocol, protocol_type,
+)
 from odradek.console.group_lag import committed_and_ends, group_total, lag
 from odradek.console.offset_lookup import LATEST, OFFSETS_TIMEOUT_MS
 from odradek.console.samples import with_now
@@ -49,8 +51,8 @@ async def groups(admin) -> dict:
         kind = group_type(d, g.type)
         counted = total if isinstance(total, int) else None
         row = {"id": g.group_id, "type": kind, "state": d.state if d else g.state,
-               "protocol_type": g.protocol_type or (d.protocol_type if d else ""),
-               "protocol": d.protocol if d else "", "members": len(d.members) if d else 0,
+               "protocol_type": g.protocol_type or (protocol_type(d) if d else ""),
+               "protocol": protocol(d) if d else "", "members": len(d.members) if d else 0,
                "lag": None if kind == SHARE else counted}
         if kind == SHARE:
             row["in_flight"] = counted

@@ -7,8 +7,9 @@ it is acknowledged or archived) to its end offset (SPEO), in which records are a
 acquired by a member, acknowledged or archived. What a person wants to know is how much of a
 partition the group has not finished with, so the page shows per partition:
 
-- ``start_offset``: the share-partition start offset from DescribeShareGroupOffsets
-  (share_group_requests.py); None when the share coordinator has none yet;
+- ``start_offset``: the share-partition start offset from DescribeShareGroupOffsets (the
+  admin client's ``list_share_group_offsets``, client/admin_share_groups.py); None when the
+  share coordinator has none yet;
 - ``end``: the partition's log end offset (ListOffsets latest, the high watermark);
 - ``in_flight``: the broker's lag when it gives one (DescribeShareGroupOffsets v1, Kafka's
   ``SharePartitionOffsetInfo.lag``), else ``end - start_offset`` (never below 0): the records
@@ -30,13 +31,14 @@ from __future__ import annotations
 from odradek.client.topic_partition import TopicPartition
 from odradek.console.offset_lookup import known_or_latest
 from odradek.console.samples import with_now
-from odradek.console.share_group_requests import ShareGroupDescription, ShareOffset, share_group_offsets
+from odradek.client.admin_share_groups import ShareGroupDescription, SharePartitionOffset
+from odradek.console.group_descriptions import SHARE
 
 FROM_LAG = "lag"
 FROM_OFFSETS = "end offset - start offset"  # records not yet delivered or in flight
 
 
-def in_flight(offset: ShareOffset | None, end: int | None) -> tuple[int | None, str | None]:
+def in_flight(offset: SharePartitionOffset | None, end: int | None) -> tuple[int | None, str | None]:
     """``(count, basis)`` for one share-partition (see the module's docstring)."""
     if offset is None:
         return None, None
@@ -50,7 +52,7 @@ def in_flight(offset: ShareOffset | None, end: int | None) -> tuple[int | None, 
 async def offsets_and_ends(admin, group_id: str, partitions=(), ends: dict | None = None):
     """The group's share-partition offsets, and the end offsets of those partitions and of
     ``partitions`` (looked up unless already in ``ends``)."""
-    offsets = await share_group_offsets(admin, group_id)
+    offsets = await admin.list_share_group_offsets(group_id)
     return offsets, await known_or_latest(admin, set(offsets) | set(partitions), ends)
 
 
@@ -82,7 +84,7 @@ async def share_group_page(admin, described: ShareGroupDescription, samples) -> 
     history = samples.groups.get(described.group_id)
     return {
         "id": described.group_id, "type": described.type, "state": described.state,
-        "protocol_type": described.protocol_type, "protocol": described.protocol, "assignor": described.protocol,
+        "protocol_type": SHARE, "protocol": described.assignor, "assignor": described.assignor,
         "group_epoch": described.group_epoch, "assignment_epoch": described.assignment_epoch,
         "members": [{"id": m.member_id, "client_id": m.client_id, "host": m.client_host, "rack": m.rack_id,
                      "member_epoch": m.member_epoch, "subscribed_topics": list(m.subscribed_topics),
