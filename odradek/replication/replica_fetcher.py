@@ -408,7 +408,10 @@ class ReplicaFetcher:
             # A damaged batch or a full disk: nothing appended; the same offset again later.
             self._delay(key, state, f"append failed: {e}")
             return
-        part.update_follower_high_watermark(data.high_watermark)
+        before = part.high_watermark
+        if part.update_follower_high_watermark(data.high_watermark) != before:
+            # consumers long-polling this follower (KIP-392, Kafka's completeDelayedFetchRequests)
+            self.broker.replica_manager.notify(key)
         self._follow_log_start(part, data.log_start_offset)
         state.lag = max(0, data.high_watermark - state.fetch_offset)
 
