@@ -210,8 +210,9 @@ class Controller(BrokerChanges):
         self.deletion.mark_reassigning_ineligible()
         self.batch.add_update_metadata(ctx.live_or_shutting_down_ids(), ctx.all_partitions())
         self.replicas.initialize()
-        online = [r for r in ctx.replica_states if ctx.is_replica_online(r[1], True, r[0])]
-        offline = [r for r in ctx.replica_states if r not in online]
+        online, offline = [], []
+        for r in ctx.replica_states:
+            (online if ctx.is_replica_online(r[1], True, r[0]) else offline).append(r)
         self.replicas.handle_state_changes(sorted(online), R.ONLINE)
         self.replicas.handle_state_changes(sorted(offline), R.OFFLINE)
         self.partitions.initialize()

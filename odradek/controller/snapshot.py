@@ -43,28 +43,38 @@ def read_live_brokers(
 
 
 def read_topics(store: MetadataStore) -> tuple[TopicAssignment, ...]:
-    out = []
-    for name in _children(store, layout.BROKER_TOPICS):
-        try:
-            data, version = store.get(layout.topic_path(name))
-        except NoNodeError:
-            continue
-        out.append(TopicAssignment.from_json(name, data, version))
-    return tuple(out)
+    """Every ``/brokers/topics/<t>``, read at once (`MetadataStore.get_many`)."""
+    names = _children(store, layout.BROKER_TOPICS)
+    found = store.get_many([layout.topic_path(n) for n in names])
+    return tuple(
+        TopicAssignment.from_json(name, read[0], read[1])
+        for name, read in zip(names, found)
+        if read is not None
+    )
 
 
 def read_partition_states(
     store: MetadataStore, topics: tuple[TopicAssignment, ...]
 ) -> dict[tuple[str, int], PartitionState]:
-    states = {}
-    for topic in topics:
-        for partition in topic.partitions:
-            try:
-                data, version = store.get(layout.partition_state_path(topic.name, partition))
-            except NoNodeError:
-                continue
-            states[(topic.name, partition)] = PartitionState.from_json(data, version)
-    return states
+    """The state znode of every partition of ``topics`` that has one, read at once: 30,000
+    partitions are 30,000 reads, pipelined on ZooKeeper instead of one round trip each."""
+    partitions = [(topic.name, p) for topic in topics for p in topic.partitions]
+    found = store.get_many([layout.partition_state_path(*tp) for tp in partitions])
+    return {
+        tp: PartitionState.from_json(read[0], read[1])
+        for tp, read in zip(partitions, found)
+        if read is not None
+    }
+
+
+def read_unclean_topics(store: MetadataStore, topics: tuple[TopicAssignment, ...]) -> set[str]:
+    """The topics whose config (``/config/topics/<t>``) sets `UNCLEAN` true, read at once."""
+    found = store.get_many([layout.topic_config_path(t.name) for t in topics])
+    return {
+        topic.name
+        for topic, read in zip(topics, found)
+        if read is not None and layout.decode_config(read[0]).get(UNCLEAN, "").lower() == "true"
+    }
 
 
 def read_snapshot(
@@ -73,17 +83,12 @@ def read_snapshot(
     broker_epochs: Mapping[int, int] | None = None,
     unclean_default: bool = False,
 ) -> ClusterSnapshot:
-    """Everything a controller elected at the current ``/controller_epoch`` starts from."""
+    """Everything a controller elected at the current ``/controller_epoch`` starts from:
+    Kafka's ``initializeControllerContext`` reads with pipelined async requests
+    (``KafkaZkClient.retryRequestsUntilConnected``), and so do these (`MetadataStore.get_many`)."""
     data, epoch_zk_version = store.get(layout.CONTROLLER_EPOCH)
     topics = read_topics(store)
-    unclean = set()
-    for topic in topics:
-        try:
-            config, _ = store.get(layout.topic_config_path(topic.name))
-        except NoNodeError:
-            continue
-        if layout.decode_config(config).get(UNCLEAN, "").lower() == "true":
-            unclean.add(topic.name)
+    unclean = read_unclean_topics(store, topics)
     return ClusterSnapshot(
         controller_id,
         layout.decode_controller_epoch(data),

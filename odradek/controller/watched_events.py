@@ -120,13 +120,10 @@ def _isr_change_notifications(store: MetadataStore) -> ev.ControllerEvent | None
             partitions |= {(p["topic"], int(p["partition"])) for p in json.loads(data)["partitions"]}
         except (ValueError, KeyError, TypeError) as e:
             log.error("controller: ignoring malformed %s: %r", path, e)
-    states = {}
-    for tp in sorted(partitions):
-        try:
-            data, version = store.get(layout.partition_state_path(*tp))
-        except NoNodeError:
-            continue
-        states[tp] = PartitionState.from_json(data, version)
+    ordered = sorted(partitions)
+    found = store.get_many([layout.partition_state_path(*tp) for tp in ordered])
+    states = {tp: PartitionState.from_json(read[0], read[1])
+              for tp, read in zip(ordered, found) if read is not None}
     return ev.IsrChangeNotification(states) if states else None
 
 

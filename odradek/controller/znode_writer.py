@@ -1,14 +1,31 @@
 """`ZnodeWriter`: the controller's znode writes (`commands.ZnodeWrite`), applied in order, with
-consecutive writes grouped into one ``multi`` for speed.
+consecutive writes grouped into guarded ``multi`` requests for speed.
 
-A group is one guarded ``multi``: a `CheckOp` on ``/controller_epoch`` at the version the
-controller was elected at, then the writes as plain ops (`SetZnode` -> `SetOp`, `CreateZnode` ->
-`CreateOp`; a create with ``exists_ok`` is left out when the znode exists, found by reading
-each parent's children once per group). Groups hold at most `MAX_OPS_PER_MULTI` ops, far below
-ZooKeeper's 1 MiB request (a partition's writes are about 150 bytes). A delete, or a lone
-write, is applied by itself (`ZnodeWrite.apply`, whose deletes read subtrees). When a group
-fails on a version or existence it is replayed write by write: a ``multi`` is all or nothing,
-so this finds the culprit without repeating anything.
+A run of consecutive creates, sets and deletes with the same guard becomes a few multis, each
+a `CheckOp` on ``/controller_epoch`` at the version the controller was elected at, then at most
+`MAX_OPS_PER_MULTI` plain ops (and about `MAX_BYTES_PER_MULTI` of paths and data, far below
+ZooKeeper's 1 MiB request, ``jute.maxbuffer``):
+
+* `SetZnode` -> `SetOp`; `CreateZnode` -> `CreateOp`, left out when ``exists_ok`` and the znode
+  exists (found by reading the children of every such parent at once, `children_many`);
+* `DeleteZnode` -> a `DeleteOp` per znode of its subtree, children before parents (the
+  subtrees of all the run's deletes read level by level with `children_many`, so deleting
+  100 topics of 100 partitions costs four pipelined reads, not 20,000 round trips); a delete
+  of a znode already gone is left out. One topic's subtree may span several multis: the
+  deletion is not atomic, but each multi is, and the znodes go children first, so what a
+  cut leaves is a smaller tree that deleting again finishes (as Kafka's ``deleteRecursive``).
+
+A write that names a path created, set or deleted earlier in the same run (a create under a
+deleted path, a delete of a created one) starts a new run, planned once the earlier run
+landed: plans are read from the store before any of the run is written. Other writes
+(`SetExistingZnode`), and a lone create or set, are applied by themselves (`ZnodeWrite.apply`).
+
+When a multi fails on a version, an existence or a non-empty parent, nothing of it happened:
+the writes with ops in it are replayed one by one (`ZnodeWrite.apply`; a delete cut by an
+earlier multi of the run is finished there, a delete re-reads its subtree) to find the culprit,
+and the writes after them are planned again. The first write that fails so is returned; the
+writes before it happened, it and those after did not (a delete partly done excepted, which
+the caller's next attempt finishes).
 
 While the store is unreachable (`StoreUnavailableError`) a write is repeated, up to the
 session timeout: a connection blip. One that did land before the answer was lost then fails on
@@ -27,22 +44,42 @@ import logging
 import time
 from collections.abc import Callable
 
-from odradek.controller.commands import CreateZnode, SetZnode, ZnodeWrite
+from odradek.controller.commands import CreateZnode, DeleteZnode, SetZnode, ZnodeWrite
 from odradek.metadata import layout
 from odradek.metadata.errors import (
     BadVersionError,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     StoreUnavailableError,
 )
-from odradek.metadata.store import CheckOp, CreateOp, MetadataStore, SetOp, parent_path
+from odradek.metadata.store import (
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    MetadataStore,
+    SetOp,
+    join_path,
+    parent_path,
+)
 
 log = logging.getLogger(__name__)
 
 MAX_OPS_PER_MULTI = 1000
+MAX_BYTES_PER_MULTI = 512 * 1024
+"""Paths and data of one multi: half of ZooKeeper's default 1 MiB ``jute.maxbuffer``, so the
+request's framing and per-op headers (`OP_OVERHEAD_BYTES`) never bring it near the limit.
+1,000 partition states (about 150 bytes each) take a third of it."""
+OP_OVERHEAD_BYTES = 32
+"""An op's header, version and ACL in a multi request, rounded up."""
 STORE_RETRY_BACKOFF_S = 0.5
 WRITE_CONFLICTS = (BadVersionError, NodeExistsError, NoNodeError)
 """What a write meets when the store is not as the controller thought."""
+MULTI_FAILURES = WRITE_CONFLICTS + (NotEmptyError,)
+"""A multi failing so is replayed write by write: a child created under a deleted znode
+after its subtree was read is found there by the delete's own re-read."""
+GROUPED = (CreateZnode, SetZnode, DeleteZnode)
+"""The writes a run may hold (`SetExistingZnode` tolerates a missing znode: applied alone)."""
 
 
 class ZnodeWriter:
@@ -58,28 +95,45 @@ class ZnodeWriter:
         self._store = store
         self.retry_for = retry_for
         self._stopped = stopped
-        self._children: dict[str, set[str]] = {}
 
     def apply(self, writes: list[ZnodeWrite]) -> ZnodeWrite | None:
         """Apply ``writes`` in order; the first that failed on a version or existence (the
         writes before it happened, it and those after did not), or None."""
         store = self._store()
-        for start in range(0, len(writes), MAX_OPS_PER_MULTI):
-            chunk = writes[start:start + MAX_OPS_PER_MULTI]
-            self._children = {}
-            ops = self._grouped_ops(store, chunk)
-            if ops is not None:
+        i = 0
+        while i < len(writes):
+            end = _run_end(writes, i)
+            run = writes[i:end]
+            if len(run) == 1 and not isinstance(run[0], DeleteZnode):
                 try:
-                    self._retrying(lambda: store.multi(ops))  # noqa: B023 - run at once
-                    continue
+                    self._retrying(lambda: run[0].apply(store))  # noqa: B023 - run at once
                 except WRITE_CONFLICTS:
-                    pass  # nothing of the multi happened: find the culprit one by one
-            for write in chunk:
+                    return run[0]
+                i = end
+                continue
+            done, failed = self._apply_run(store, run)
+            if failed is not None:
+                return failed
+            i += done
+        return None
+
+    def _apply_run(self, store: MetadataStore, run: list[ZnodeWrite]) -> tuple[int, ZnodeWrite | None]:
+        """Apply ``run`` as planned multis; ``(writes done, culprit)``. After a failed multi
+        the writes in it are replayed alone and only those are counted done: the caller
+        plans the rest again."""
+        for ops, first, last in self._plan(store, run):
+            try:
+                self._retrying(lambda: store.multi(ops))  # noqa: B023 - run at once
+                continue
+            except MULTI_FAILURES:
+                pass  # nothing of this multi happened: find the culprit one by one
+            for write in run[first:last + 1]:
                 try:
                     self._retrying(lambda: write.apply(store))  # noqa: B023 - run at once
                 except WRITE_CONFLICTS:
-                    return write
-        return None
+                    return last + 1, write
+            return last + 1, None
+        return len(run), None
 
     def _retrying(self, write: Callable[[], object]) -> object:
         deadline = time.monotonic() + self.retry_for
@@ -103,38 +157,120 @@ class ZnodeWriter:
                 return result
             time.sleep(STORE_RETRY_BACKOFF_S)
 
-    def _grouped_ops(self, store: MetadataStore, chunk: list[ZnodeWrite]) -> list | None:
-        """One guarded multi for ``chunk``, or None when it cannot be grouped."""
-        if len(chunk) < 2:
-            return None
-        ops: list = [CheckOp(layout.CONTROLLER_EPOCH, chunk[0].epoch_zk_version)]
+    def _plan(self, store: MetadataStore, run: list[ZnodeWrite]) -> list[tuple[list, int, int]]:
+        """The guarded multis of ``run``: ``(ops, first, last)``, the indices of the first and
+        last write with ops in it. Reads what the plan needs (parents' children, subtrees)."""
+        existing = self._existing_children(store, run)
+        subtrees = _subtrees(store, [w for w in run if isinstance(w, DeleteZnode)])
+        guard = CheckOp(layout.CONTROLLER_EPOCH, run[0].epoch_zk_version)
+        multis: list[tuple[list, int, int]] = []
+        ops: list = [guard]
         created: set[str] = set()
-        for write in chunk:
-            if write.epoch_zk_version != chunk[0].epoch_zk_version:
-                return None
-            if isinstance(write, SetZnode):
-                ops.append(SetOp(write.path, write.data, write.expected_version))
-            elif isinstance(write, CreateZnode):
-                if write.path in created:
-                    continue
-                if write.exists_ok and self._exists(store, write.path, created):
-                    continue
-                created.add(write.path)
-                ops.append(CreateOp(write.path, write.data))
-            else:
-                return None
-        return ops
+        size = first = last = 0
+        for index, write in enumerate(run):
+            for op in _ops_of(write, existing, created, subtrees):
+                cost = len(op.path) + len(getattr(op, "data", b"")) + OP_OVERHEAD_BYTES
+                full = len(ops) > MAX_OPS_PER_MULTI or size + cost > MAX_BYTES_PER_MULTI
+                if full and len(ops) > 1:
+                    multis.append((ops, first, last))
+                    ops, size, first = [guard], 0, index
+                ops.append(op)
+                size += cost
+                last = index
+        if len(ops) > 1:
+            multis.append((ops, first, last))
+        return multis
 
-    def _exists(self, store: MetadataStore, path: str, created: set[str]) -> bool:
-        """Whether ``path`` exists; a parent created in this group has no children yet."""
-        parent = parent_path(path)
-        if parent in created:
-            return False
-        children = self._children.get(parent)
+    def _existing_children(self, store: MetadataStore, run: list[ZnodeWrite]) -> dict[str, set[str]]:
+        """The children of every parent of an ``exists_ok`` create of ``run``, read at once."""
+        parents = sorted({parent_path(w.path) for w in run
+                          if isinstance(w, CreateZnode) and w.exists_ok})
+        return {p: set(c or ()) for p, c in zip(parents, store.children_many(parents))}
+
+
+def _run_end(writes: list[ZnodeWrite], start: int) -> int:
+    """The end of the run of groupable writes from ``start``: creates, sets and deletes under
+    one guard, none of which touches a path that a write before it in the run touched in
+    another way (see the module docstring). At least one write."""
+    guard = writes[start].epoch_zk_version
+    written: set[str] = set()  # created or set paths, and all their ancestors
+    deleted: set[str] = set()  # roots of the deletes
+    end = start
+    while end < len(writes):
+        write = writes[end]
+        if type(write) not in GROUPED or write.epoch_zk_version != guard:
+            break
+        if isinstance(write, DeleteZnode):
+            if write.path in written:
+                break
+            deleted.add(write.path)
+        else:
+            lineage = _lineage(write.path)
+            if not deleted.isdisjoint(lineage):
+                break
+            written.update(lineage)
+        end += 1
+    return max(end, start + 1)
+
+
+def _lineage(path: str) -> list[str]:
+    """``path`` and its ancestors but ``/``: ``/a/b`` -> ``['/a/b', '/a']``."""
+    out = []
+    while path != "/":
+        out.append(path)
+        path = parent_path(path)
+    return out
+
+
+def _ops_of(write: ZnodeWrite, existing: dict[str, set[str]], created: set[str],
+            subtrees: dict[str, list[str]]) -> list:
+    """The plain ops of one write of a run (none for a create of a znode that exists, or a
+    delete of one that is gone)."""
+    if isinstance(write, SetZnode):
+        return [SetOp(write.path, write.data, write.expected_version)]
+    if isinstance(write, CreateZnode):
+        if write.path in created:
+            return []
+        parent = parent_path(write.path)
+        if write.exists_ok and parent not in created:
+            if write.path.rsplit("/", 1)[1] in existing.get(parent, ()):
+                return []
+        created.add(write.path)
+        return [CreateOp(write.path, write.data)]
+    doomed = subtrees.get(write.path, [])
+    subtrees[write.path] = []  # a second delete of the same path in the run finds it gone
+    return [DeleteOp(p) for p in doomed]
+
+
+def _subtrees(store: MetadataStore, deletes: list[DeleteZnode]) -> dict[str, list[str]]:
+    """Per path deleted: the znodes to delete, children before parents (just the path for a
+    delete that is not recursive); no entry for a path already gone. Each level of all the
+    subtrees is read with one `children_many`."""
+    if not deletes:
+        return {}
+    roots = sorted({d.path for d in deletes})
+    recursive = {d.path for d in deletes if d.recursive}
+    found = store.children_many(roots)
+    out: dict[str, list[str]] = {}
+    level: list[tuple[str, str]] = []  # (root, path) whose children are still to be read
+    below: dict[str, list[str]] = {}  # root -> its descendants in breadth-first order
+    for root, children in zip(roots, found):
         if children is None:
-            try:
-                children = set(store.children(parent))
-            except NoNodeError:
-                children = set()
-            self._children[parent] = children
-        return path.rsplit("/", 1)[1] in children
+            continue
+        out[root] = [root]
+        if root in recursive:
+            below[root] = []
+            level += [(root, join_path(root, c)) for c in children]
+    while level:
+        found = store.children_many([p for _, p in level])
+        deeper = []
+        for (root, path), children in zip(level, found):
+            if children is None:
+                continue  # gone meanwhile
+            below[root].append(path)
+            deeper += [(root, join_path(path, c)) for c in children]
+        level = deeper
+    for root, descendants in below.items():
+        out[root] = descendants[::-1] + [root]  # deepest first: children before parents
+    return out
+

@@ -22,6 +22,8 @@ backend:
   that a callback runs after every change it reports, not one callback per change (ZooKeeper
   coalesces), nor the data that changed.
 * `multi` applies a list of operations atomically: all or none, watches fired once after.
+* `get_many` and `children_many` read many znodes in one call (each read on its own, not one
+  atomic view); absent znodes come back as None.
 * A plain write is tried once: on ZooKeeper a connection loss leaves unknown whether it was
   applied, so retrying it is the caller's business. Two writes are safe to repeat and are
   retried by the store across a connection loss or a new session: `ensure_path` (a persistent
@@ -35,7 +37,7 @@ import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from odradek.metadata.errors import InvalidPathError
+from odradek.metadata.errors import InvalidPathError, NoNodeError
 
 MAX_DATA_BYTES = 1024 * 1024 - 1024
 """ZooKeeper's default jute.maxbuffer is 1 MiB for a whole packet; keep 1 KiB for the header."""
@@ -167,6 +169,32 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     def children(self, path: str) -> list[str]:
         """Return the names (not paths) of the children, sorted; raises NoNodeError."""
+
+    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
+        """`get` of every path, in order: ``(data, version)``, or None where there is no znode.
+
+        Not atomic: each read sees the tree at some moment of the call. ZooKeeper's store
+        pipelines the reads (thousands in flight on one connection instead of one round trip
+        each), so a controller reads 30,000 partition states in well under a second; this
+        default reads one by one."""
+        out: list[tuple[bytes, int] | None] = []
+        for path in paths:
+            try:
+                out.append(self.get(path))
+            except NoNodeError:
+                out.append(None)
+        return out
+
+    def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
+        """`children` of every path, in order (sorted names), or None where there is no
+        znode; pipelined like `get_many`."""
+        out: list[list[str] | None] = []
+        for path in paths:
+            try:
+                out.append(self.children(path))
+            except NoNodeError:
+                out.append(None)
+        return out
 
     @abc.abstractmethod
     def multi(self, ops: Sequence[Op]) -> list[str | int | None]:

@@ -74,6 +74,10 @@ _TRANSLATION: tuple[tuple[type[Exception], type[errors.StoreError]], ...] = (
     (KazooTimeoutError, errors.StoreUnavailableError),
     (RetryFailedError, errors.StoreUnavailableError),  # a read's retries all failed
 )
+# Reads in flight at once in `get_many`/`children_many`: each answer is a few hundred bytes,
+# and 1,000 outstanding requests is ZooKeeper's own per-server throttle
+# (globalOutstandingLimit), so more would only queue in its socket buffer.
+_BULK_READ_WINDOW = 1000
 _RECURSIVE_DELETE_BATCH = 1000  # deletes per multi: ~60 KB, far below ZooKeeper's 1 MiB packet
 _WRITE_ATTEMPTS = 20  # with the backoff below: ~15 s of pauses besides the waits to reconnect
 _WRITE_BACKOFF_FIRST_S, _WRITE_BACKOFF_MAX_S = 0.05, 1.0
@@ -184,6 +188,39 @@ class ZooKeeperStore(MetadataStore):
 
     def children(self, path: str) -> list[str]:
         return sorted(self._read(self._client.get_children, validate_path(path)))
+
+    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
+        found = self._pipelined(self._client.get_async, self._client.get, paths)
+        return [None if r is None else (r[0] or b"", r[1].version) for r in found]
+
+    def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
+        found = self._pipelined(self._client.get_children_async, self._client.get_children,
+                                paths)
+        return [None if r is None else sorted(r) for r in found]
+
+    def _pipelined(self, send: Callable, blocking: Callable, paths: Sequence[str]) -> list:
+        """``send(path)`` (a kazoo ``*_async`` read) for every path, `_BULK_READ_WINDOW` in
+        flight at a time, and each answer in order (None for a missing znode). A read that
+        failed otherwise (a lost connection) is read again with ``blocking``, its kazoo
+        twin, retried as `_read` retries: a blip costs a few slow reads, not the call."""
+        self._check_open()
+        paths = [validate_path(p) for p in paths]
+        out: list = []
+        for start in range(0, len(paths), _BULK_READ_WINDOW):
+            window = paths[start:start + _BULK_READ_WINDOW]
+            with _translated():
+                pending = [send(p) for p in window]
+            for path, result in zip(window, pending):
+                try:
+                    out.append(result.get())
+                except kz.NoNodeError:
+                    out.append(None)
+                except Exception:  # noqa: BLE001 - any other failure: the retried read decides
+                    try:
+                        out.append(self._read(blocking, path))
+                    except errors.NoNodeError:
+                        out.append(None)
+        return out
 
     # -- writes ------------------------------------------------------------------------------
 

@@ -71,11 +71,21 @@ def test_every_group_is_guarded_by_the_controller_epoch(store):
     assert store.exists("/a/b") is None
 
 
-def test_deletes_are_applied_alone(store):
+def test_creates_and_deletes_of_one_list_share_a_multi(store):
     store.create("/a/gone/x", b"", make_parents=True)
+    calls = counting(store)
     writes = [CreateZnode("/a/b", 0), DeleteZnode("/a/gone", 0, recursive=True)]
     assert ZnodeWriter(lambda: store, 1).apply(writes) is None
+    assert calls == [1 + 1 + 2]
     assert store.exists("/a/gone") is None and store.exists("/a/b") == 0
+
+
+def test_a_create_under_a_path_deleted_before_it_waits_for_the_delete(store):
+    store.create("/a/t/old", b"", make_parents=True)
+    writes = [DeleteZnode("/a/t", 0, recursive=True), CreateZnode("/a/t", 0, b"new"),
+              CreateZnode("/a/t/p", 0, exists_ok=True)]
+    assert ZnodeWriter(lambda: store, 1).apply(writes) is None
+    assert store.get("/a/t")[0] == b"new" and store.children("/a/t") == ["p"]
 
 
 def test_unreachable_store_is_waited_out_then_given_up(store, monkeypatch):

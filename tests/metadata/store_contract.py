@@ -287,6 +287,30 @@ class StoreContract:
     def test_multi_of_nothing_is_nothing(self, store):
         assert store.multi([]) == []
 
+    # -- bulk reads ------------------------------------------------------------------------
+
+    def test_get_many_answers_in_order_with_none_for_missing(self, store):
+        store.create("/g", b"g")
+        store.create("/g/a", b"a")
+        store.set("/g/a", b"a2")
+        assert store.get_many(["/g/a", "/missing", "/g", "/g/none"]) == [
+            (b"a2", 1), None, (b"g", 0), None,
+        ]
+        assert store.get_many([]) == []
+
+    def test_children_many_answers_sorted_names_with_none_for_missing(self, store):
+        store.create("/c")
+        for name in ("b", "a", "c"):
+            store.create(f"/c/{name}")
+        assert store.children_many(["/c", "/c/a", "/nothing"]) == [["a", "b", "c"], [], None]
+
+    def test_bulk_reads_of_many_znodes(self, store):
+        store.create("/many")
+        store.multi([CreateOp(f"/many/{i:04d}", str(i).encode()) for i in range(1500)])
+        paths = [f"/many/{i:04d}" for i in range(1500)]
+        assert store.get_many(paths) == [(str(i).encode(), 0) for i in range(1500)]
+        assert store.children_many(["/many"]) == [[f"{i:04d}" for i in range(1500)]]
+
     # -- watches ---------------------------------------------------------------------------
 
     def test_data_watch_reports_create_set_and_delete(self, store):

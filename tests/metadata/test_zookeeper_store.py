@@ -226,3 +226,33 @@ def test_chroot_keeps_stores_apart(zookeeper, chroot):
         rooted.create("/inside", b"x")
         assert top.get(f"{chroot}/inside") == (b"x", 0)
         assert rooted.children("/") == ["inside"]
+
+
+def test_bulk_reads_go_out_pipelined_and_reread_what_a_lost_connection_failed(
+    zookeeper, chroot, monkeypatch
+):
+    """`get_many` sends its reads before waiting for any (in windows), and a read answered
+    with a lost connection is read again with the blocking, retried read."""
+    monkeypatch.setattr(zookeeper_store, "_BULK_READ_WINDOW", 4)
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        store.create("/bulk")
+        for i in range(10):
+            store.create(f"/bulk/{i}", str(i).encode())
+        client = store._client
+        real_async, sent = client.get_async, []
+
+        def get_async(path, *args, **kwargs):
+            sent.append(path)
+            result = real_async(path, *args, **kwargs)
+            if sent.count("/bulk/5") == 1 and path == "/bulk/5":  # once: a connection loss
+                failed = client.handler.async_result()
+                failed.set_exception(ConnectionLoss())
+                return failed
+            return result
+
+        client.get_async = get_async
+        paths = [f"/bulk/{i}" for i in range(10)] + ["/bulk/none"]
+        assert store.get_many(paths) == [(str(i).encode(), 0) for i in range(10)] + [None]
+        # windows of 4 sent before any answer is awaited; the lost read again after its window
+        assert sent == paths[:8] + ["/bulk/5"] + paths[8:]
+        assert store.children_many(["/bulk", "/none"]) == [[str(i) for i in range(10)], None]
