@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 from odradek.client.errors import KafkaError
+from odradek.coordinator.inter_broker import error_code_of
 from odradek.coordinator.partitioner import partition_for
 from odradek.metadata.layout import NO_LEADER
 from odradek.metadata.topic_name import TRANSACTION_STATE_TOPIC
@@ -57,7 +58,7 @@ from odradek.protocol.generated.add_partitions_to_txn_request import (
     AddPartitionsToTxnTransaction,
 )
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server.inter_broker_connections import InterBrokerConnections, error_code_of
+from odradek.server.inter_broker_connections import InterBrokerConnections
 from odradek.server.metrics.request_metrics import BUCKETS_MS, cumulative_buckets
 
 log = logging.getLogger("odradek.server.txn_verification")

@@ -39,6 +39,7 @@ from odradek.replication.alter_partition_manager import AlterPartitionManager
 from odradek.replication.replica_fetcher_manager import ReplicaFetcherManager
 from odradek.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from odradek.server.broker_listeners import BrokerListeners, BrokerStartError  # noqa: F401 - re-exported
+from odradek.server.broker_services import BrokerServices
 from odradek.server.broker_to_controller import BrokerToControllerChannel
 from odradek.server.dynamic_broker_config import (
     DynamicConfigError, DynamicPasswords, check_listeners, check_names, check_thread_counts,
@@ -70,7 +71,7 @@ from odradek.storage.log_dir_lock import LogDirError, LogDirLocks
 log = logging.getLogger("odradek.broker")
 
 
-class Broker(BrokerListeners):
+class Broker(BrokerListeners, BrokerServices):
     def __init__(self, config: BrokerConfig, clock=None) -> None:
         self.config = config
         self.clock = clock or SystemClock()

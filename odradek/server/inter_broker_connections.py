@@ -9,6 +9,9 @@ as the replica fetchers' and the controller channel's do. Connections are opened
 use, one at a time per peer (concurrent callers share the one being opened), and kept until
 ``drop`` (after a failure: the next ``get`` opens a new one) or ``close``. The versions each
 peer serves are the connection's ``broker_versions`` (its ApiVersions answer).
+
+The coordinators get theirs from ``broker.inter_broker_connections`` (``server/broker_services.py``;
+the interface, ``InterBrokerConnectionPool``, is in ``coordinator/inter_broker.py``).
 """
 
 from __future__ import annotations
@@ -17,16 +20,7 @@ import asyncio
 
 from odradek.client.connection import BrokerConnection
 from odradek.client.errors import KafkaConnectionError
-from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.replica_fetcher import inter_broker_endpoint
-
-
-def error_code_of(code: int) -> ErrorCode:
-    """A peer's error code; UNKNOWN_SERVER_ERROR for one this version of odradek lacks."""
-    try:
-        return ErrorCode(code)
-    except ValueError:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class InterBrokerConnections:

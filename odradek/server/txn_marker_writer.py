@@ -1,11 +1,12 @@
 """Writing transaction markers to the partitions this broker leads: the one implementation
 behind the WriteTxnMarkers handler (markers from any coordinator, over the wire) and behind
 the transaction coordinator's markers for its own broker's partitions (in-process,
-``coordinator/transaction/marker_channel``).
+``coordinator/transaction/marker_channel``, through ``broker.write_txn_markers``:
+``server/broker_services.py``).
 
 ``write_markers(broker, writes)`` takes ``MarkerWrite``s (one partition's COMMIT or ABORT
-marker for one producer) and sets each one's ``error``, independently (one failing partition
-does not stop the others):
+marker for one producer, ``coordinator/transaction/marker_write.py``) and sets each one's
+``error``, independently (one failing partition does not stop the others):
 
 - not hosted here as leader → NOT_LEADER_OR_FOLLOWER; no such topic or partition →
   UNKNOWN_TOPIC_OR_PARTITION; fewer in-sync replicas than ``min.insync.replicas`` →
@@ -31,8 +32,7 @@ transactional offsets there committed or dropped:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from odradek.coordinator.transaction.marker_write import MarkerWrite
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.produce_validation import ProduceError
 from odradek.replication.transactions import write_marker
@@ -40,20 +40,6 @@ from odradek.replication.transactions import write_marker
 OFFSETS_TOPIC = "__consumer_offsets"
 # How long a marker waits for the ISR (Kafka uses request.timeout.ms, 30 s by default).
 MARKER_REPLICATION_TIMEOUT_S = 30.0
-
-
-@dataclass(slots=True)
-class MarkerWrite:
-    """One partition's marker: the input of ``write_markers`` and, in ``error``, its outcome."""
-
-    topic: str
-    index: int
-    producer_id: int
-    producer_epoch: int
-    coordinator_epoch: int
-    commit: bool
-    error: ErrorCode = ErrorCode.NONE
-    offset: int = -1  # the marker's offset once appended
 
 
 async def write_markers(broker, writes: list[MarkerWrite]) -> None:

@@ -11,9 +11,10 @@ import asyncio
 import uuid
 from types import SimpleNamespace
 
+from odradek.coordinator.transaction.marker_write import MarkerWrite
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.replica_manager import ReplicaManager
-from odradek.server.txn_marker_writer import MarkerWrite, write_markers
+from odradek.server.txn_marker_writer import write_markers
 from odradek.storage.clock import FakeClock
 from odradek.storage.config import LogConfig
 from odradek.storage.log_manager import LogManager

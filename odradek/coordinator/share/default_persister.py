@@ -6,13 +6,13 @@ leader of its ``__share_group_state`` partition, as FindCoordinator key type 2 a
 - calls this broker's ``ShareCoordinator`` directly when that leader is this broker;
 - otherwise sends the state RPC (InitializeShareGroupState 83, ReadShareGroupState 84,
   WriteShareGroupState 85, DeleteShareGroupState 86, ReadShareGroupStateSummary 87) over the
-  inter-broker connections (``server/inter_broker_connections.py``).
+  inter-broker connections (``broker.inter_broker_connections``, ``coordinator/inter_broker.py``).
 
 An answer of NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS, or a
 lost connection, is retried after ``RETRY_BACKOFF_MS`` (doubling up to ``MAX_BACKOFF_MS``)
 with the coordinator looked up again, up to ``MAX_ATTEMPTS`` (Kafka's PersisterStateManager
 retries these with backoff); then the last error is the answer. The state topic is created
-(as FindCoordinator does) on the first call that needs it.
+(as FindCoordinator does, ``broker.ensure_internal_topic``) on the first call that needs it.
 """
 
 from __future__ import annotations
@@ -95,9 +95,7 @@ class DefaultStatePersister:
 
     async def _coordinator_of(self, group_id: str, topic_id: UUID, partition: int) -> int | None:
         """The broker leading the key's state partition (None: no topic or no leader yet)."""
-        from odradek.server.handlers.find_coordinator import ensure_internal_topic
-
-        image, _ = await ensure_internal_topic(self.broker, SHARE_GROUP_STATE_TOPIC)
+        image, _ = await self.broker.ensure_internal_topic(SHARE_GROUP_STATE_TOPIC)
         topic = image.topic(SHARE_GROUP_STATE_TOPIC)
         if topic is None:
             return None
@@ -107,8 +105,7 @@ class DefaultStatePersister:
 
     async def _remote(self, node: int, operation: str, args: tuple, failed):
         if self._connections is None:
-            from odradek.server.inter_broker_connections import InterBrokerConnections
-            self._connections = InterBrokerConnections(self.broker, "share-state", REQUEST_TIMEOUT_S)
+            self._connections = self.broker.inter_broker_connections("share-state", REQUEST_TIMEOUT_S)
         api_key, request, parse = state_rpc.REQUESTS[operation](*args)
         try:
             conn = await self._connections.get(node)

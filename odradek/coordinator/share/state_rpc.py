@@ -9,6 +9,7 @@ broker's handlers (``server/handlers/share_group_state.py``) send for one share-
 
 from __future__ import annotations
 
+from odradek.coordinator.inter_broker import error_code_of
 from odradek.coordinator.share.persister import PersisterStateBatch, ShareGroupState, ShareStateSummary
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated import (
@@ -23,7 +24,6 @@ from odradek.protocol.generated import (
     write_share_group_state_request as wreq,
     write_share_group_state_response as wres,
 )
-from odradek.server.inter_broker_connections import error_code_of
 
 
 def version_for(conn, api_key: int) -> int | None:

@@ -4,12 +4,13 @@ Kafka's ``TransactionMarkerChannelManager``. Once a transaction is PrepareCommit
 PrepareAbort, every partition in it needs an end-transaction marker (a control batch,
 written by the partition's leader). ``write_markers`` sends WriteTxnMarkers v1 **over the
 wire** to each partition's current leader (one connection per broker on the inter-broker
-listener, ``server.inter_broker_connections``; one request per leader per round with all
+listener, ``broker.inter_broker_connections``; one request per leader per round with all
 that leader's partitions of the transaction); the partitions this broker leads get theirs
-in-process, through the code the WriteTxnMarkers handler runs (``server.txn_marker_writer``:
-same checks, append, producer-state update, wait for the ISR and offsets completion, only no
-round trip). It repeats for the partitions not done yet, with a short back-off and the
-leaders looked up again, until every partition is done or gone:
+in-process, through the code the WriteTxnMarkers handler runs (``broker.write_txn_markers``,
+``server/txn_marker_writer.py``: same checks, append, producer-state update, wait for the ISR
+and offsets completion, only no round trip; what the channel asks of the broker is in
+``coordinator/inter_broker.py``). It repeats for the partitions not done yet, with a short
+back-off and the leaders looked up again, until every partition is done or gone:
 
     NONE                                      done
     partition's topic deleted                 gone (no marker needed)
@@ -31,6 +32,8 @@ import logging
 from collections.abc import Callable
 
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from odradek.coordinator.inter_broker import InterBrokerConnectionPool, error_code_of
+from odradek.coordinator.transaction.marker_write import MarkerWrite
 from odradek.metadata.layout import NO_LEADER
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -39,8 +42,6 @@ from odradek.protocol.generated.write_txn_markers_request import (
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
 )
-from odradek.server.inter_broker_connections import InterBrokerConnections, error_code_of
-from odradek.server.txn_marker_writer import MarkerWrite, write_markers
 
 log = logging.getLogger("odradek.coordinator.transaction")
 
@@ -53,12 +54,23 @@ class TransactionMarkerChannel:
         self.broker = broker
         self.retry_backoff_s = retry_backoff_s
         self.request_timeout_s = request_timeout_s
-        self.connections = InterBrokerConnections(broker, "txn-markers", request_timeout_s)
+        self._connections: InterBrokerConnectionPool | None = None
         self._closed = False
+
+    @property
+    def connections(self) -> InterBrokerConnectionPool:
+        """The pool of connections to the other leaders (``broker.inter_broker_connections``),
+        made on first use: a broker whose markers all stay local never makes one."""
+        if self._connections is None:
+            self._connections = self.broker.inter_broker_connections("txn-markers", self.request_timeout_s)
+            if self._closed:
+                self._connections.close()
+        return self._connections
 
     def close(self) -> None:
         self._closed = True
-        self.connections.close()
+        if self._connections is not None:
+            self._connections.close()
 
     async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                             partitions, still_valid: Callable[[], bool],
@@ -121,7 +133,7 @@ class TransactionMarkerChannel:
     async def _write_local(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                            tps: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
         """The markers of partitions this broker leads, in-process: what the WriteTxnMarkers
-        handler would answer (``server.txn_marker_writer``, the same code), without the
+        handler would answer (``broker.write_txn_markers``, the same code), without the
         round trip. An unexpected failure (the handler's would close the connection) is
         UNKNOWN_SERVER_ERROR for all, so retried.
 
@@ -131,7 +143,7 @@ class TransactionMarkerChannel:
         await _after_this_iteration()
         writes = [MarkerWrite(topic, p, producer_id, producer_epoch, coordinator_epoch, commit) for topic, p in tps]
         try:
-            await write_markers(self.broker, writes)
+            await self.broker.write_txn_markers(writes)
         except Exception as e:  # noqa: BLE001 - the transaction must not stay prepared for ever
             self.broker.log_limiter.error(log, ("txn-markers", type(e)), "writing the markers of producer %d "
                                           "here failed; retrying", producer_id, exc_info=True)

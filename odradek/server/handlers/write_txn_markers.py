@@ -15,6 +15,7 @@ partitions in the request's order.
 
 from __future__ import annotations
 
+from odradek.coordinator.transaction.marker_write import MarkerWrite
 from odradek.protocol.generated.write_txn_markers_response import (
     WritableTxnMarkerPartitionResult,
     WritableTxnMarkerResult,
@@ -22,7 +23,7 @@ from odradek.protocol.generated.write_txn_markers_response import (
     WriteTxnMarkersResponse,
 )
 from odradek.protocol import acl_binding as acl
-from odradek.server.txn_marker_writer import MarkerWrite, write_markers
+from odradek.server.txn_marker_writer import write_markers
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.server import authorize
 

@@ -1,5 +1,5 @@
 """The coordinator's markers for partitions its own broker leads are written in-process
-(``TransactionMarkerChannel._write_local`` through ``server.txn_marker_writer``, the
+(``TransactionMarkerChannel._write_local`` through ``broker.write_txn_markers``, the
 WriteTxnMarkers handler's code): no connection to itself, the same outcomes as the wire —
 read_committed data and transactional offsets completed, a lower coordinator epoch fenced,
 a partition short of in-sync replicas retried."""
@@ -77,18 +77,16 @@ def test_fencing_and_retries_as_over_the_wire(broker, topic_name):
 
 
 def test_an_unexpected_failure_is_retried(broker, topic_name, monkeypatch):
-    from odradek.coordinator.transaction import marker_channel
-
     create(broker.bootstrap, topic_name)
-    real, calls = marker_channel.write_markers, []
+    real, calls = broker.broker.write_txn_markers, []
 
-    async def failing_once(b, writes):
+    async def failing_once(writes):
         calls.append(len(writes))
         if len(calls) == 1:
             raise RuntimeError("a bug")
-        await real(b, writes)
+        await real(writes)
 
-    monkeypatch.setattr(marker_channel, "write_markers", failing_once)
+    monkeypatch.setattr(broker.broker, "write_txn_markers", failing_once)
     channel = broker.broker.txn_coordinator.markers
     assert broker.call(channel.write_markers, 4343, 0, False, 5, {(topic_name, 0)}, lambda: True)
     assert calls == [1, 1]

@@ -7,7 +7,8 @@ the offset of the next record to be produced). Where odradek's group coordinator
 
 - a partition this broker leads: its own high watermark (``Broker.leader_partition``);
 - another broker's: ListOffsets (replica id -1, as a consumer) to its leader in the metadata
-  image over the inter-broker connections (``server/inter_broker_connections.py``), one
+  image over the inter-broker connections (``broker.inter_broker_connections``,
+  ``coordinator/inter_broker.py``), one
   request per leader;
 - no leader, or the request failed: that partition's error (LEADER_NOT_AVAILABLE,
   NETWORK_EXCEPTION, or the leader's answer).
@@ -51,14 +52,12 @@ async def latest_offsets(broker, partitions: list[tuple[str, int]]) -> Answer:
 
 
 async def _list_offsets(broker, leader: int, asked: list[tuple[str, int]]) -> Answer:
-    from odradek.server.inter_broker_connections import InterBrokerConnections
-
     topics: dict[str, list[lreq.ListOffsetsPartition]] = defaultdict(list)
     for topic, index in asked:
         topics[topic].append(lreq.ListOffsetsPartition(partition_index=index, timestamp=LATEST_TIMESTAMP))
     request = lreq.ListOffsetsRequest(replica_id=CONSUMER_REPLICA_ID, isolation_level=READ_UNCOMMITTED,
                                       topics=[lreq.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()])
-    connections = InterBrokerConnections(broker, "share-lag", REQUEST_TIMEOUT_S)
+    connections = broker.inter_broker_connections("share-lag", REQUEST_TIMEOUT_S)
     try:
         conn = await connections.get(leader)
         theirs = conn.broker_versions.get(ApiKey.LIST_OFFSETS)

@@ -1,0 +1,150 @@
+"""Arrows point down: no odradek package imports a package above it.
+
+The layers, lowest first (``/work/shared/DESIGN.md``'s layout, as the imports show it; a
+package may import the packages of lower layers only, never one of its own layer or above):
+
+    1. protocol                            the sans-I/O wire codec
+    2. records                             record batches
+    3. storage, metadata, client           the partition log; the metadata store; the client
+    4. controller, coordinator             the controller; group/transaction/share coordinators
+                                           and producer state
+    5. replication                         replica manager, fetchers (it keeps the coordinator's
+                                           producer state per partition)
+    6. server                              the broker: listeners, handlers, lifecycle
+    7. testing, spark, console, mirror     on the server (testing) or on the client
+    8. demo                                on spark, console, server
+    9. cli                                 the ``odradek`` command, over all of them
+
+What a lower layer needs from the broker comes in from above: the coordinators call the
+``broker`` they are given (``coordinator/inter_broker.py`` lists what they ask of it), the
+controller hands its in-process requests to ``broker.dispatch`` with a
+``protocol/request_context.RequestContext``.
+
+Imports are read from the source with ``ast``, without importing anything: module level and
+inside functions alike (a lazy import is still a dependency, only a later one); those under
+``if TYPE_CHECKING:`` are left out (they never run; their ``else`` does and is read).
+Relative imports are resolved. Imports within a package are not checked here.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+LAYERS = (
+    ("protocol",),
+    ("records",),
+    ("storage", "metadata", "client"),
+    ("controller", "coordinator"),
+    ("replication",),
+    ("server",),
+    ("testing", "spark", "console", "mirror"),
+    ("demo",),
+    ("cli",),
+)
+LAYER_OF = {package: n for n, packages in enumerate(LAYERS) for package in packages}
+BELOW_SERVER = frozenset(p for p, n in LAYER_OF.items() if n < LAYER_OF["server"])
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST):
+    """Every Import / ImportFrom under ``tree``, except in the body of ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for node in child.orelse:
+                yield from _import_nodes(ast.Module(body=[node], type_ignores=[]))
+            continue
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child
+        yield from _import_nodes(child)
+
+
+def imported_modules(module: str, source: str, is_package: bool = False) -> list[tuple[str, int]]:
+    """``(dotted name, line)`` of every ``odradek`` import of ``module`` (relative ones resolved)."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found = []
+    for node in _import_nodes(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        else:
+            base = package[: len(package) - node.level + 1] if node.level else []
+            source = ".".join(base + ([node.module] if node.module else []))
+            if "." in source:
+                found.append((source, node.lineno))
+            else:  # ``from odradek import server``, ``from .. import server``: the names are the packages
+                found += [(f"{source}.{a.name}", node.lineno) for a in node.names]
+    return [(name, line) for name, line in found if name.split(".")[0] == "odradek"]
+
+
+@functools.cache
+def upward_imports(root: Path) -> list[str]:
+    """Each import from one top-level package of ``root/odradek`` to another that is not in a
+    lower layer, as ``"odradek.a.m (layer) imports odradek.b.n (layer), line N"``."""
+    found = []
+    for path in sorted((root / "odradek").rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if len(parts) < 3:  # odradek/__init__.py and top-level modules: no layer
+            continue
+        is_package = parts[-1] == "__init__"
+        module = ".".join(parts[:-1] if is_package else parts)
+        mine = parts[1]
+        for name, line in imported_modules(module, path.read_text(), is_package):
+            theirs = name.split(".")[1] if "." in name else None
+            if theirs is None or theirs == mine:
+                continue
+            if LAYER_OF.get(theirs, len(LAYERS)) >= LAYER_OF.get(mine, -1):
+                found.append(f"{module} ({_layer(mine)}) imports {name} ({_layer(theirs)}), line {line}")
+    return found
+
+
+def _layer(package: str) -> str:
+    n = LAYER_OF.get(package)
+    return "no layer" if n is None else f"layer {n + 1}"
+
+
+def test_every_package_is_in_a_layer():
+    packages = {p.parent.name for p in (ROOT / "odradek").glob("*/__init__.py")}
+    assert packages == set(LAYER_OF), "add new packages to LAYERS (and the docstring)"
+
+
+def test_no_module_below_the_server_imports_it():
+    upward = upward_imports(ROOT)
+    below = [u for u in upward if u.split(".")[1] in BELOW_SERVER and " imports odradek.server" in u]
+    assert below == [], "below server/, importing odradek.server:\n" + "\n".join(below)
+
+
+def test_no_import_points_up():
+    upward = upward_imports(ROOT)
+    assert upward == [], "imports that point up (see the layers in this module's docstring):\n" + "\n".join(upward)
+
+
+def test_the_reader_finds_lazy_and_relative_imports_and_skips_type_checking(tmp_path):
+    sources = {
+        "odradek/__init__.py": "",
+        "odradek/protocol/__init__.py": "",
+        "odradek/protocol/codec.py": "def f():\n    from odradek.records import batch\n",
+        "odradek/records/__init__.py": "from ..protocol import codec\n",
+        "odradek/controller/__init__.py": "",
+        "odradek/controller/channel.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                          "    from odradek.server import broker\nelse:\n"
+                                          "    import odradek.coordinator.x\n"),
+        "odradek/coordinator/__init__.py": "",
+        "odradek/coordinator/x.py": "async def g():\n    from .. import server\n",
+        "odradek/server/__init__.py": "import odradek.cli.main\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert upward_imports(tmp_path) == [
+        "odradek.controller.channel (layer 4) imports odradek.coordinator.x (layer 4), line 5",
+        "odradek.coordinator.x (layer 4) imports odradek.server (layer 6), line 2",
+        "odradek.protocol.codec (layer 1) imports odradek.records (layer 2), line 2",
+        "odradek.server (layer 6) imports odradek.cli.main (layer 9), line 1",
+    ]
