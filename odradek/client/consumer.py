@@ -177,7 +177,8 @@ class AsyncConsumer:
 
     async def close(self) -> None:
         """Stop; a group member first commits (auto commit), hears of its revoked partitions
-        and leaves the group (dynamic members)."""
+        and leaves the group (dynamic members); then the fetch sessions are closed on the
+        brokers (``fetcher``)."""
         if self._closed:
             return
         self._closed = True
@@ -186,6 +187,7 @@ class AsyncConsumer:
             await self._membership.close()
         if self._coordinator is not None:
             await self._coordinator.close()
+        await self._fetcher.close(self._cluster.request_timeout)
         await self._cluster.close()
 
     # --- assignment and positions --------------------------------------------------------

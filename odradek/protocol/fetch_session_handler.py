@@ -20,6 +20,10 @@ leader's.
 with session 0; any other top-level error (INVALID_FETCH_SESSION_EPOCH,
 FETCH_SESSION_TOPIC_ID_ERROR, ...) closes the session and asks for a new one; a response with
 session id 0 means the leader keeps none (a full cache): the next request is full again.
+
+``close`` (Kafka's ``notifyClose``, sent by the consumer's ``close``): the session's id at
+epoch -1 (``FINAL_EPOCH``) with no partitions; the broker drops the session and answers
+sessionless.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from odradek.protocol.generated.fetch_request import ForgottenTopic, FetchTopic
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,16 @@ class FetchSessionHandler:
         else:
             self.epoch = 1 if self.epoch == 2**31 - 1 else self.epoch + 1
         return True
+
+    def close(self) -> SessionRequest | None:
+        """The request that closes the session on the broker, or None when there is none to
+        close (no session id). The handler is left sessionless: a later ``build`` is full and
+        asks for a new session."""
+        session_id = self.session_id
+        self.session_id, self.epoch, self._partitions = INVALID_SESSION_ID, INITIAL_EPOCH, {}
+        if session_id == INVALID_SESSION_ID:
+            return None
+        return SessionRequest(session_id, FINAL_EPOCH, [], [])
 
     def handle_error(self) -> None:
         """The request got no answer (a connection error): close the session, ask anew."""

@@ -52,3 +52,16 @@ def test_session_errors_reset_to_a_full_request():
     assert (h.build(_topics(p0=1)).session_id, h.epoch) == (0, 0)
     assert h.handle_response(_ok(0))  # the leader keeps no session: full requests go on
     assert (h.build(_topics(p0=1)).epoch, _sent(h.build(_topics(p0=1)))) == (0, {0: 1})
+
+
+def test_close_sends_the_final_epoch_once_then_starts_over():
+    h = FetchSessionHandler()
+    assert h.close() is None  # no session yet: nothing to close
+    h.build(_topics(p0=0))
+    h.handle_response(_ok(42))
+    h.build(_topics(p0=1))
+    closing = h.close()
+    assert (closing.session_id, closing.epoch, closing.topics, closing.forgotten) == (42, -1, [], [])
+    assert h.close() is None
+    again = h.build(_topics(p0=1))
+    assert (again.session_id, again.epoch, _sent(again)) == (0, 0, {0: 1})
