@@ -21,12 +21,8 @@ of one in the transport it goes out with ``os.sendfile`` (zero-copy), else it is
 no sendfile: every region is read with one ``pread`` and written through the TLS transport
 (``server/region_writer.py``).
 
-Security: ``security_protocol`` is the listener's (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
-``principal`` who the peer is (``server/principal.py``): User:ANONYMOUS until TLS (the client
-certificate's subject through ``ssl.principal.mapping.rules``, set when the connection is made,
-which asyncio does once the TLS handshake is done) or SASL says otherwise. A TLS handshake that
-fails (a plaintext client, a certificate the truststore does not vouch for) never makes a
-connection: asyncio drops the socket.
+Security: the listener's protocol, the peer's principal, TLS client certificates and SASL
+are the gate's (``server/connection_security.py``), which sees every frame first.
 Backpressure: reading pauses while more than ``queued.max.requests`` responses are pending or
 while the transport's write buffer is above its high-water mark (a slow reader), so one
 client can neither grow the broker's memory without bound nor slow other connections down.
@@ -61,15 +57,13 @@ from odradek.protocol.api_keys import ApiKey, is_supported
 from odradek.protocol.framing import FrameParser, FrameTooLargeError
 from odradek.protocol.primitives import DecodeError
 from odradek.server.failed_authentication import CloseAfterResponse
+from odradek.server.connection_security import close_gate, frame_too_large, intercepted, open_gate, tls_established
 from odradek.server.handlers import api_versions
-from odradek.server.listener_security import authenticate_tls, connection_protocol
 from odradek.server.log_limiter import message_key
 from odradek.server.memory_pool import MemoryPool
 from odradek.server.metrics.request_metrics import request_metrics_of
-from odradek.server.principal import ANONYMOUS
 from odradek.server.region_writer import write_region
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
-from odradek.server.sasl_authenticator import SaslServerAuthenticator
 from odradek.server.throttled_channel import ThrottledChannel
 
 log = logging.getLogger("odradek.server")
@@ -95,19 +89,11 @@ class Connection(asyncio.BufferedProtocol):
         # Who this connection is to the broker's close listeners (``connection_lost``), as
         # Kafka's connection id: share sessions record the connection that owns them.
         self.connection_id = f"{listener_name}-{next(_CONNECTION_INDEX)}"
-        # The listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) and who
-        # this connection speaks for (``server/principal.py``): TLS or SASL replace ANONYMOUS;
-        # handlers authorize ``principal`` from ``client_host`` (the peer's address).
-        self.security_protocol = connection_protocol(broker.config, listener_name)
-        self.principal = ANONYMOUS
-        self.client_host = "?"
-        # a ListenerSecurity (server/listener_security.py): the TLS principal mapper; or None
-        self.security = getattr(broker, "listener_security", {}).get(listener_name)
+        self.client_host = "?"  # the peer's address, which handlers authorize ``principal`` from
         self._sendfile = True  # not under TLS: see server/region_writer.py
         self.parser = FrameParser(broker.config["socket.request.max.bytes"], reuse_limit=FRAME_REUSE_LIMIT)
-        # SASL listeners authenticate before serving, reading at most sasl.server.max.receive.size
-        # a request until then (``server/sasl_authenticator.py`` lowers the parser's limit).
-        self.sasl = SaslServerAuthenticator(self) if self.security_protocol.startswith("SASL_") else None
+        # security_protocol, principal, security, sasl (server/connection_security.py)
+        open_gate(self, broker, listener_name)
         self.max_queued = broker.config["queued.max.requests"]
         self.memory: MemoryPool = broker.memory_pool
         self._reserved = 0  # the parser's ``declared`` bytes, reserved in ``memory``
@@ -144,9 +130,8 @@ class Connection(asyncio.BufferedProtocol):
             return
         self._counted_address = address
         self.broker.connections.add(self)
-        if transport.get_extra_info("sslcontext") is not None:
+        if tls_established(self, transport):
             self._sendfile = False
-            authenticate_tls(self, transport)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -158,8 +143,7 @@ class Connection(asyncio.BufferedProtocol):
         # waiting in the parser, or with handlers still running (their releases are ignored
         # once closed).
         self.memory.forget(self)
-        if self.sasl is not None:
-            self.sasl.release()
+        close_gate(self)
         self.memory.release(self._reserved - self._released)
         self._released = self._reserved
         for _, result in self.pending:
@@ -234,7 +218,7 @@ class Connection(asyncio.BufferedProtocol):
                 self._release_when_handled(nbytes)
         except FrameTooLargeError as e:
             e.__traceback__ = None  # the parser keeps ``e``: its traceback would hold us in a cycle
-            if self.sasl is None or not self.sasl.frame_too_large(e):
+            if not frame_too_large(self, e):
                 self.close(f"{e} (socket.request.max.bytes)")
             return
         if self.parser.last_read_filled:
@@ -244,7 +228,7 @@ class Connection(asyncio.BufferedProtocol):
 
     # --- requests -------------------------------------------------------------------------
     def _handle_frame(self, frame: bytearray | memoryview) -> None:
-        if self.sasl is not None and self.sasl.intercept(frame):
+        if intercepted(self, frame):
             return  # a bare SASL token, or a request refused before authentication
         if len(frame) > 8 and frame[1] == 0 and frame[0] == 0:  # Produce (api key 0)
             try:
