@@ -25,6 +25,9 @@ the transaction coordinator) and does for them what they cannot do themselves:
   due timers and writes what they return; a task expires offsets every
   ``offsets.retention.check.interval.ms``.
 
+Share groups (KIP-932): their heartbeats, descriptions and share-group state calls are
+``ShareGroupRuntime``'s (coordinator/group/share/share_group_runtime.py), mixed in here.
+
 Transactions: TxnOffsetCommit's records are written as one transactional batch of the
 producer (``Write.producer_id``; the partition fences older epochs) and replayed as pending;
 ``complete_transaction`` applies the marker that the WriteTxnMarkers handler has just appended
@@ -57,7 +60,7 @@ from odradek.coordinator.group.group_results import (
     SyncResult,
 )
 from odradek.coordinator.group.loader import load_shard
-from odradek.coordinator.group.share.share_group_heartbeat import ShareHeartbeatResult
+from odradek.coordinator.group.share.share_group_runtime import ShareGroupRuntime
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.builder import BatchBuilder, BatchSpec
 
@@ -73,7 +76,7 @@ class _Slot(CoordinatorSlot):
     ended_while_loading: list = field(default_factory=list)
 
 
-class GroupCoordinator(CoordinatorRuntime):
+class GroupCoordinator(ShareGroupRuntime, CoordinatorRuntime):
     TOPIC = OFFSETS_TOPIC
     CONFIG = GroupConfig
     ROLE = "group coordinator"
@@ -371,86 +374,6 @@ class GroupCoordinator(CoordinatorRuntime):
             if not slot.loading:
                 groups += slot.shard.list_consumer_groups(state_names)
         return groups
-
-    # --- KIP-932 share groups ---------------------------------------------------------------------
-    async def share_group_heartbeat(self, req) -> ShareHeartbeatResult:
-        """ShareGroupHeartbeat: answered once its records are replicated (as the consumer
-        groups'); the share-group state initializations it asks for then go to the persister."""
-        try:
-            slot = self._slot_for(req.group_id)
-        except CoordinatorError as e:
-            return ShareHeartbeatResult(e.error, None, req.member_id or None, req.member_epoch)
-        slot.shard.share.state_initialization = self._share_persister() is not None
-        result = slot.shard.share_group_heartbeat(req)
-        errors = [await f for f in self._apply(slot, result)]
-        failed = next((e for e in errors if e != ErrorCode.NONE), None)
-        self._spawn_share_state_calls(slot, failed is None)
-        if failed is not None:
-            return ShareHeartbeatResult(group_write_error(failed), None, req.member_id or None, req.member_epoch)
-        return result.response
-
-    def share_group(self, group_id: str):
-        """``(error, ShareGroup or None)`` for ShareGroupDescribe (read on the loop)."""
-        try:
-            slot = self._slot_for(group_id)
-        except CoordinatorError as e:
-            return e.error, None
-        return ErrorCode.NONE, slot.shard.share_group(group_id)
-
-    def list_share_groups(self, state_names=None) -> list:
-        groups = []
-        for slot in self._slots.values():
-            if not slot.loading:
-                groups += slot.shard.list_share_groups(state_names)
-        return groups
-
-    def _share_persister(self):
-        """The broker's ``Persister`` (``coordinator/share/persister.py``), None without one."""
-        return getattr(self.broker, "share_persister", None)
-
-    def _spawn_share_state_calls(self, slot: _Slot, written: bool) -> None:
-        """Send the shard's InitializeShareGroupState and DeleteShareGroupState calls (only
-        once their records are written) and feed the answers back to the shard."""
-        share = slot.shard.share
-        initialize, delete = share.take_initialize_requests(), share.take_delete_state_requests()
-        persister = self._share_persister()
-        if persister is None or not written:
-            for request in initialize:
-                self._apply(slot, share.initialize_failed(request.group_id, request.topics))
-            return
-        for request in initialize:
-            self._spawn(self._initialize_share_state(slot, persister, request), slot)
-        for request in delete:
-            self._spawn(self._delete_share_state(persister, request), slot)
-
-    async def _initialize_share_state(self, slot: _Slot, persister, request) -> None:
-        done: dict = {}
-        failed: dict = {}
-        for topic_id, (name, partitions) in sorted(request.topics.items()):
-            for p in sorted(partitions):
-                try:  # state epoch 0, start offset -1: the share partition applies share.auto.offset.reset
-                    error = await persister.initialize_state(request.group_id, topic_id, p, 0, -1)
-                except Exception:  # noqa: BLE001 - a failed call is retried at a later heartbeat
-                    log.exception("InitializeShareGroupState %s %s-%d failed", request.group_id, name, p)
-                    error = ErrorCode.UNKNOWN_SERVER_ERROR
-                target = done if error == ErrorCode.NONE else failed
-                target.setdefault(topic_id, (name, set()))[1].add(p)
-        if self._slots.get(slot.partition) is not slot:
-            return
-        share = slot.shard.share
-        if done:
-            self._apply(slot, share.initialized(request.group_id, {t: (n, frozenset(ps)) for t, (n, ps) in done.items()}))
-        if failed:
-            self._apply(slot, share.initialize_failed(request.group_id,
-                                                      {t: (n, frozenset(ps)) for t, (n, ps) in failed.items()}))
-
-    async def _delete_share_state(self, persister, request) -> None:
-        for topic_id, partitions in sorted(request.topics.items()):
-            for p in sorted(partitions):
-                try:
-                    await persister.delete_state(request.group_id, topic_id, p)
-                except Exception:  # noqa: BLE001 - the group is gone either way
-                    log.exception("DeleteShareGroupState %s %s-%d failed", request.group_id, topic_id, p)
 
     def describe_group(self, group_id: str) -> GroupDescription:
         try:
