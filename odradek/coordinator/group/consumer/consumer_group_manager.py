@@ -17,7 +17,7 @@ the local append, exactly as a coordinator loading the partition after a restart
 failover does. Timers (``TimerQueue``, keys ``consumer-session:<group>:<member>`` and
 ``consumer-rebalance:<group>:<member>``, ``consumer-regex:<group>``): a member that does not heartbeat within
 ``group.consumer.session.timeout.ms`` is fenced (removed, group epoch bumped); one that does
-not revoke within its rebalance timeout is fenced too.
+not revoke within its rebalance timeout is fenced too (``member_timers``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from odradek.coordinator.group.consumer.consumer_group_member import (
 )
 from odradek.coordinator.group.consumer.group_downgrade import GroupDowngrade
 from odradek.coordinator.group.consumer.group_migration import GroupMigration
+from odradek.coordinator.group.consumer.member_timers import MemberTimers, timer_key
 from odradek.coordinator.group.consumer.consumer_group_records import (
     CurrentAssignmentRecord,
     GroupEpochRecord,
@@ -67,7 +68,7 @@ log = logging.getLogger("odradek.coordinator.group")
 E = ErrorCode
 
 
-class ConsumerGroupManager:
+class ConsumerGroupManager(MemberTimers):
     def __init__(self, config, clock, timer, classic, metadata, assignors) -> None:
         """``classic``: the shard's GroupMetadataManager (a group id is one or the other);
         ``metadata()``: the broker's current ``MetadataImage``; ``assignors``: name ->
@@ -330,7 +331,7 @@ class ConsumerGroupManager:
         # A static member leaving for a moment keeps its partitions: its instance comes back
         # under a new member id, or its session times out.
         left = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, previous_member_epoch=member.member_epoch)
-        self.timer.cancel(_key("consumer-rebalance", req.group_id, member.member_id))
+        self.timer.cancel(timer_key("consumer-rebalance", req.group_id, member.member_id))
         return CoordinatorResult(result, [Write([CurrentAssignmentRecord(req.group_id, member.member_id, left)])])
 
     def fence_writes(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list[Write]:
@@ -363,51 +364,6 @@ class ConsumerGroupManager:
         self._maybe_bump(group, members, True, records)
         self._cancel_timers(group.group_id, member.member_id)
         return records
-
-    def _fence_if(self, group_id: str, member_id: str, why: str, epoch: int | None = None):
-        def fire():
-            group = self.groups.get(group_id)
-            member = group.member(member_id) if group is not None else None
-            if member is None or (epoch is not None and (member.member_epoch != epoch
-                                                         or member.state != MemberState.UNREVOKED_PARTITIONS)):
-                return None
-            log.info("[GroupId %s] member %s fenced: %s", group_id, member_id, why)
-            return CoordinatorResult(None, self.fence_writes(group, member))
-
-        return fire
-
-    def session_timeout_ms(self, group_id: str) -> int:
-        return int(self.group_config(group_id).get("consumer.session.timeout.ms",
-                                                   self.config.consumer_session_timeout_ms))
-
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        return int(self.group_config(group_id).get("consumer.heartbeat.interval.ms",
-                                                   self.config.consumer_heartbeat_interval_ms))
-
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.schedule_session_timeout(group_id, member_id)
-
-    def schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
-        """``timeout_ms``: a classic member's JoinGroup session timeout (default:
-        the group's ``consumer.session.timeout.ms``, else ``group.consumer.session.timeout.ms``)."""
-        timeout = self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms
-        deadline = self.clock.milliseconds() + timeout
-        self.timer.schedule(_key("consumer-session", group_id, member_id), deadline,
-                            self._fence_if(group_id, member_id, "session timed out"))
-
-    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
-        key = _key("consumer-rebalance", group_id, member.member_id)
-        if member.state != MemberState.UNREVOKED_PARTITIONS:
-            self.timer.cancel(key)
-        elif key not in self.timer:
-            deadline = self.clock.milliseconds() + max(member.rebalance_timeout_ms, 0)
-            self.timer.schedule(key, deadline, self._fence_if(group_id, member.member_id,
-                                                              "partitions not revoked within the rebalance timeout",
-                                                              member.member_epoch))
-
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(_key("consumer-session", group_id, member_id))
-        self.timer.cancel(_key("consumer-rebalance", group_id, member_id))
 
     # --- deletion -------------------------------------------------------------------------------
     def delete_records(self, group: ConsumerGroup) -> list:
@@ -480,10 +436,6 @@ class ConsumerGroupManager:
         for group in self.groups.values():
             group.dead = True
         self.groups.clear()
-
-
-def _key(kind: str, group_id: str, member_id: str) -> str:
-    return f"{kind}:{group_id}:{member_id}"
 
 
 def _subscription_fields(m: ConsumerGroupMember) -> tuple:
