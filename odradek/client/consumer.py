@@ -15,7 +15,7 @@ Positions: ``seek`` sets one; ``seek_to_beginning``/``seek_to_end`` ask for a lo
 committed offset when a ``group_id`` is given and has one, else by ``auto_offset_reset``
 ("earliest", "latest", or "none": ``NoOffsetForPartitionError``); the same policy handles a
 position that falls out of the log (OFFSET_OUT_OF_RANGE), "none" raising
-``OffsetOutOfRangeError`` from ``poll``.
+``OffsetOutOfRangeError`` from ``poll``. These lookups are ``fetch_positions``'s.
 
 Groups: with ``group_id`` the consumer commits (``commit``) and reads (``committed``) offsets
 through a ``GroupCoordinatorClient``. After ``assign`` it does so as a standalone member of
@@ -50,7 +50,6 @@ control batch (see ``fetcher``); ``group_metadata()`` is what a transactional pr
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from typing import Self
 
@@ -59,7 +58,8 @@ from odradek.client.cluster import ClusterClient
 from odradek.client.consumer_group_membership import ConsumerGroupMembership
 from odradek.client.consumer_record import consumer_records
 from odradek.client.coordinator import GroupCoordinatorClient
-from odradek.client.errors import BrokerError, ClientClosedError, KafkaError, NoOffsetForPartitionError
+from odradek.client.errors import BrokerError, ClientClosedError
+from odradek.client.fetch_positions import FetchPositions
 from odradek.client.fetcher import Fetcher
 from odradek.client.group_membership import GroupMembership, MembershipConfig
 from odradek.client.offset_fetcher import (
@@ -69,7 +69,7 @@ from odradek.client.offset_fetcher import (
     READ_UNCOMMITTED,
     OffsetFetcher,
 )
-from odradek.client.subscription_state import NONE, SubscriptionState
+from odradek.client.subscription_state import SubscriptionState
 from odradek.client.topic_filter import topic_filter
 from odradek.client.transactions import ConsumerGroupMetadata
 from odradek.client.topic_partition import (
@@ -82,10 +82,7 @@ from odradek.records.record import Record
 
 __all__ = ["AsyncConsumer"]
 
-_log = logging.getLogger("odradek.client.consumer")
-
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
-_SPECS = {"earliest": EARLIEST, "latest": LATEST}
 
 
 class AsyncConsumer:
@@ -148,12 +145,12 @@ class AsyncConsumer:
         self._group_protocol = _group_protocol(group_protocol, group_remote_assignor)
         self._remote_assignor = group_remote_assignor
         self._membership: GroupMembership | ConsumerGroupMembership | None = None
-        self._committed_checked: set[TopicPartition] = set()
-        self._absent: set[TopicPartition] = set()  # assigned, not in the metadata (warned once)
         self._max_poll_records = max_poll_records
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer
         self._api_timeout = default_api_timeout_ms / 1000
+        # committed offset, then auto_offset_reset, for partitions without a position
+        self._positions = FetchPositions(self._cluster, self._subs, self._offsets, self._coordinator, self._api_timeout)
         self._iterating: deque = deque()
         self._closed = False
 
@@ -200,7 +197,7 @@ class AsyncConsumer:
 
     def _set_assignment(self, partitions) -> None:
         self._subs.assign(partitions)
-        self._committed_checked &= set(self._subs.assignment)
+        self._positions.committed_checked &= set(self._subs.assignment)
         self._fetcher.clear()
         self._iterating.clear()
         if self._cluster.add_topics(self._subs.topics()):
@@ -213,7 +210,7 @@ class AsyncConsumer:
         for tp in set(self._subs.assignment) - kept:
             self._forget_buffered(tp)
         self._subs.assign(kept)
-        self._committed_checked &= kept
+        self._positions.committed_checked &= kept
         if self._cluster.add_topics(self._subs.topics()):
             self._cluster.request_update()
 
@@ -275,7 +272,7 @@ class AsyncConsumer:
         """Read ``tp`` from ``offset`` on at the next poll."""
         tp = TopicPartition(*tp)
         self._subs.seek(tp, offset)
-        self._committed_checked.add(tp)
+        self._positions.committed_checked.add(tp)
         self._forget_buffered(tp)
 
     def seek_to_beginning(self, *partitions) -> None:
@@ -290,7 +287,7 @@ class AsyncConsumer:
         for tp in partitions or list(self._subs.assignment):
             tp = TopicPartition(*tp)
             self._subs.request_reset(tp, how)
-            self._committed_checked.add(tp)
+            self._positions.committed_checked.add(tp)
             self._forget_buffered(tp)
 
     def _forget_buffered(self, tp: TopicPartition) -> None:
@@ -303,8 +300,8 @@ class AsyncConsumer:
         tp = TopicPartition(*tp)
         state = self._subs.state(tp)
         if state.position is None:
-            await self._update_positions()
-        if state.position is None and tp in self._absent:
+            await self._positions.update()
+        if state.position is None and tp in self._positions.absent:
             raise BrokerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, subject=tp)
         return state.position
 
@@ -324,65 +321,6 @@ class AsyncConsumer:
     def paused(self) -> set[TopicPartition]:
         return self._subs.paused()
 
-    async def _update_positions(self) -> None:
-        missing = await self._existing(self._subs.positions_missing())
-        if not missing:
-            return
-        if self._coordinator is not None:
-            unchecked = [tp for tp in missing if tp not in self._committed_checked]
-            if unchecked:
-                committed = await self._coordinator.fetch_offsets(unchecked)
-                for tp in unchecked:
-                    self._committed_checked.add(tp)
-                    if tp in committed:
-                        self._subs.seek(tp, committed[tp].offset)
-                missing = self._subs.positions_missing()
-        specs = {}
-        no_policy = []
-        for tp in missing:
-            how = self._subs.assignment[tp].reset or self._subs.default_reset
-            if how == NONE:
-                no_policy.append(tp)
-            else:
-                specs[tp] = _SPECS[how]
-        if no_policy:
-            raise NoOffsetForPartitionError(no_policy)
-        found = await self._offsets.list_offsets(specs, self._api_timeout)
-        for tp, answer in found.items():
-            state = self._subs.assignment.get(tp)
-            if state is not None and state.position is None and answer is not None:
-                self._subs.seek(tp, answer.offset)
-
-    async def _existing(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """Of ``partitions``, all but those the metadata says do not exist (see the module's
-        docstring); one refresh first when it knows nothing yet of a topic."""
-        if not partitions:
-            return partitions
-        cluster = self._cluster
-        topics = {tp.topic for tp in partitions}
-        cluster.add_topics(topics)
-        meta = cluster.metadata
-        if any(t not in meta.topics and t not in meta.errors for t in topics):
-            try:
-                meta = await cluster.refresh(cluster.topics)
-            except KafkaError as e:
-                if not e.retriable:
-                    raise
-                return partitions  # the lookup's own retries take over
-        absent = [tp for tp in partitions if meta.partition(tp.topic, tp.partition) is None and (
-            tp.topic in meta.topics or meta.errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
-        self._absent &= set(self._subs.assignment)
-        self._absent -= set(partitions) - set(absent)
-        if absent:
-            cluster.request_update()  # coalesced, at most one per retry_backoff
-            new = sorted(set(absent) - self._absent)
-            if new:
-                _log.warning("assigned partitions %s do not exist (%s): no records for them until they are created",
-                             ", ".join(map(str, new)), "; ".join(_partition_count(meta, t)
-                                                                for t in sorted({tp.topic for tp in new})))
-                self._absent.update(new)
-        return [tp for tp in partitions if tp not in set(absent)]
-
     # --- polling -------------------------------------------------------------------------
     async def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> dict[TopicPartition, list[Record]]:
         """Records of the assigned partitions, ``{TopicPartition: [Record, ...]}``: at most
@@ -398,7 +336,7 @@ class AsyncConsumer:
             if membership is not None:
                 await membership.poll(deadline)
             self._raise_partition_errors()
-            await self._update_positions()
+            await self._positions.update()
             records = fetcher.collect(limit)
             fetcher.send_fetches()
             if records:
@@ -524,7 +462,3 @@ def _group_protocol(name: str, remote_assignor: str | None) -> str:
         raise ValueError("group_remote_assignor is only used with group_protocol='consumer'")
     return protocol
 
-
-def _partition_count(meta, topic: str) -> str:
-    count = meta.partition_count(topic)
-    return f"topic {topic!r} does not exist" if count is None else f"topic {topic!r} has {count} partitions"
