@@ -116,6 +116,7 @@ class AsyncConsumer:
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,
         security=None,  # security.protocol, ssl.*, sasl.* (client/client_security.py)
+        client_rack: str = "",  # client.rack: KIP-392, read from a replica in this rack
     ) -> None:
         if isolation_level not in _ISOLATION:
             raise ValueError(f"isolation_level must be one of {sorted(_ISOLATION)}")
@@ -130,7 +131,7 @@ class AsyncConsumer:
         self._fetcher = Fetcher(
             self._cluster, self._subs, min_bytes=fetch_min_bytes, max_wait_ms=fetch_max_wait_ms,
             max_bytes=fetch_max_bytes, max_partition_bytes=max_partition_fetch_bytes,
-            isolation_level=_ISOLATION[isolation_level],
+            isolation_level=_ISOLATION[isolation_level], client_rack=client_rack,
         )
         self._offsets = OffsetFetcher(self._cluster, _ISOLATION[isolation_level])
         self._coordinator = GroupCoordinatorClient(self._cluster, group_id) if group_id else None
