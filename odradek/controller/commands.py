@@ -200,7 +200,12 @@ def _subtree(store: MetadataStore, path: str) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class LeaderAndIsrPartition:
-    """One partition of a LeaderAndIsr request (``LeaderAndIsrPartitionState``)."""
+    """One partition of a LeaderAndIsr request (``LeaderAndIsrPartitionState``), whatever its
+    version: what the controller sends, and what the broker decides its role on
+    (``replication/role_change.py``). ``zk_version`` is the state znode's version (the wire's
+    ``partition_epoch``); ``topic_id`` is None where the partition does not carry it (the
+    controller's requests keep topic ids apart, in ``LeaderAndIsrRequest.topic_ids``; a
+    request of v0-4 has none)."""
 
     topic: str
     partition: int
@@ -213,6 +218,11 @@ class LeaderAndIsrPartition:
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
     is_new: bool = False
+    topic_id: uuid.UUID | None = None
+
+    @property
+    def key(self) -> TopicPartition:
+        return (self.topic, self.partition)
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from odradek.controller.commands import LeaderAndIsrPartition
 from odradek.metadata.errors import InvalidTopicError
 from odradek.metadata.topic_name import validate_topic_name
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -59,28 +60,6 @@ class ControlHeader:
     controller_id: int
     controller_epoch: int
     broker_epoch: int = NO_BROKER_EPOCH
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionRole:
-    """One partition's state in a LeaderAndIsr request, whatever its version.
-    ``zk_version`` is the state znode's version (the wire's ``partition_epoch``);
-    ``topic_id`` None when the request has none (v0-4)."""
-
-    topic: str
-    partition: int
-    controller_epoch: int
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    zk_version: int
-    replicas: tuple[int, ...]
-    topic_id: uuid.UUID | None = None
-    is_new: bool = False
-
-    @property
-    def key(self) -> TopicPartition:
-        return (self.topic, self.partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +95,8 @@ class RoleDecision:
     ``leaders`` / ``followers``: the roles to take, in request order."""
 
     errors: dict[TopicPartition, ErrorCode] = field(default_factory=dict)
-    leaders: list[PartitionRole] = field(default_factory=list)
-    followers: list[PartitionRole] = field(default_factory=list)
+    leaders: list[LeaderAndIsrPartition] = field(default_factory=list)
+    followers: list[LeaderAndIsrPartition] = field(default_factory=list)
 
 
 @dataclass
@@ -139,7 +118,7 @@ def check_control_request(header: ControlHeader, highest_controller_epoch: int, 
     return ErrorCode.NONE
 
 
-def decide_roles(broker_id: int, states: Iterable[PartitionRole], held: Held) -> RoleDecision:
+def decide_roles(broker_id: int, states: Iterable[LeaderAndIsrPartition], held: Held) -> RoleDecision:
     """The roles to take for a LeaderAndIsr's partition ``states`` (see the module), given
     ``held(key)``: the replica hosted here, or None. A partition named twice: the first wins."""
     decision = RoleDecision()

@@ -39,6 +39,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from odradek.controller.commands import LeaderAndIsrPartition
 from odradek.metadata.errors import MetadataError, StoreError
 from odradek.metadata.offline_replicas import ReportedPartition
 from odradek.protocol.generated.error_codes import ErrorCode
@@ -46,7 +47,6 @@ from odradek.replication.role_change import (
     NO_BROKER_EPOCH,
     ControlHeader,
     HeldReplica,
-    PartitionRole,
     StopReplicaPartition,
     TopicPartition,
     check_control_request,
@@ -63,7 +63,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
-async def become_leader_or_follower(broker, header: ControlHeader, states: Sequence[PartitionRole]
+async def become_leader_or_follower(broker, header: ControlHeader, states: Sequence[LeaderAndIsrPartition]
                                     ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
     """Take the roles a LeaderAndIsr gives: ``(error, per-partition errors)``; a whole-request
     error leaves the partitions' errors empty (the handler answers it for each)."""
@@ -265,7 +265,8 @@ def _held(rm, key: TopicPartition) -> HeldReplica | None:
     return None if part is None else HeldReplica(part.leader_epoch, part.topic_id)
 
 
-async def _create_logs(broker, states: list[PartitionRole], retrying: bool = False) -> dict[TopicPartition, ErrorCode]:
+async def _create_logs(broker, states: list[LeaderAndIsrPartition],
+                       retrying: bool = False) -> dict[TopicPartition, ErrorCode]:
     """Host the partitions not hosted yet, their logs opened or created and their producer
     state restored in a worker thread (``ReplicaManager.new_partition``; a new leader's log
     with its leader epoch begun there too: that writes the leader-epoch-checkpoint, two
@@ -316,7 +317,7 @@ async def _create_logs(broker, states: list[PartitionRole], retrying: bool = Fal
     return failed
 
 
-def _topic_id(broker, state: PartitionRole):
+def _topic_id(broker, state: LeaderAndIsrPartition):
     """The request's topic id, else (LeaderAndIsr v0-4) the metadata image's, else None."""
     if state.topic_id is not None:
         return state.topic_id
@@ -324,7 +325,7 @@ def _topic_id(broker, state: PartitionRole):
     return assignment.topic_id if assignment is not None else None
 
 
-def _make_leaders(broker, states: list[PartitionRole], errors: dict) -> list:
+def _make_leaders(broker, states: list[LeaderAndIsrPartition], errors: dict) -> list:
     """Lead each; the partitions this broker did not lead before (Kafka's ``makeLeader``
     answers whether it is a new leader: a new epoch of the same leader elects no one)."""
     rm = broker.replica_manager
@@ -349,7 +350,7 @@ def _make_leaders(broker, states: list[PartitionRole], errors: dict) -> list:
     return elected
 
 
-def _make_followers(broker, states: list[PartitionRole], errors: dict) -> list:
+def _make_followers(broker, states: list[LeaderAndIsrPartition], errors: dict) -> list:
     """Become follower of each; then fetch from the new leaders (see the module)."""
     rm = broker.replica_manager
     resigned = []

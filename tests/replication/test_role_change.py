@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import uuid
 
+from odradek.controller.commands import LeaderAndIsrPartition
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.role_change import (
     EPOCH_DURING_DELETE,
     NO_EPOCH,
     ControlHeader,
     HeldReplica,
-    PartitionRole,
     StopReplicaPartition,
     check_control_request,
     decide_roles,
@@ -23,8 +23,9 @@ ME = 1
 TOPIC_ID = uuid.UUID(int=7)
 
 
-def role(topic="t", partition=0, leader=ME, epoch=1, replicas=(1, 2), isr=(1, 2), topic_id=None) -> PartitionRole:
-    return PartitionRole(topic, partition, 1, leader, epoch, tuple(isr), 3, tuple(replicas), topic_id)
+def role(topic="t", partition=0, leader=ME, epoch=1, replicas=(1, 2), isr=(1, 2),
+         topic_id=None) -> LeaderAndIsrPartition:
+    return LeaderAndIsrPartition(topic, partition, 1, leader, epoch, tuple(isr), 3, tuple(replicas), topic_id=topic_id)
 
 
 def nothing_held(_key):

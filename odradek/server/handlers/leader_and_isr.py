@@ -12,12 +12,13 @@ response's ``error_code`` and every partition's, as Kafka's ``getErrorResponse``
 
 from __future__ import annotations
 
+from odradek.controller.commands import LeaderAndIsrPartition
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.leader_and_isr_response import (
     LeaderAndIsrPartitionError, LeaderAndIsrResponse, LeaderAndIsrTopicError,
 )
 from odradek.protocol.primitives import ZERO_UUID
-from odradek.replication.role_change import ControlHeader, PartitionRole
+from odradek.replication.role_change import ControlHeader
 from odradek.replication.state_change import become_leader_or_follower
 from odradek.protocol import acl_binding as acl
 from odradek.server import authorize
@@ -34,7 +35,7 @@ async def handle(ctx, request):
     return response(ctx.api_version, error, errors, states)
 
 
-def partition_roles(request) -> list[PartitionRole]:
+def partition_roles(request) -> list[LeaderAndIsrPartition]:
     """The request's partition states, whatever its version, in request order."""
     roles = [_role(s.topic_name, s, None) for s in request.ungrouped_partition_states]
     for topic in request.topic_states:
@@ -43,12 +44,13 @@ def partition_roles(request) -> list[PartitionRole]:
     return roles
 
 
-def _role(topic: str, s, topic_id) -> PartitionRole:
-    return PartitionRole(topic, s.partition_index, s.controller_epoch, s.leader, s.leader_epoch, tuple(s.isr),
-                         s.partition_epoch, tuple(s.replicas), topic_id, s.is_new)
+def _role(topic: str, s, topic_id) -> LeaderAndIsrPartition:
+    return LeaderAndIsrPartition(topic, s.partition_index, s.controller_epoch, s.leader, s.leader_epoch,
+                                 tuple(s.isr), s.partition_epoch, tuple(s.replicas), is_new=s.is_new,
+                                 topic_id=topic_id)
 
 
-def response(version: int, error, errors: dict, states: list[PartitionRole]) -> LeaderAndIsrResponse:
+def response(version: int, error, errors: dict, states: list[LeaderAndIsrPartition]) -> LeaderAndIsrResponse:
     """Each partition of the request once, with its error (``error`` for all of them when
     the whole request failed)."""
     answered = {}
