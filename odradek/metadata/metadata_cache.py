@@ -247,14 +247,19 @@ class MetadataCache:
         watched = self._state_watches.setdefault(topic.name, {})
         known = self.image.partition_states.get(topic.name, {}) if keep else {}
         states = {p: s for p, s in known.items() if p in topic.partitions}
-        for partition in topic.partitions:
-            if partition in watched or self._closed:
-                continue
-            watched[partition] = self.store.watch_data(
-                layout.partition_state_path(topic.name, partition),
-                lambda _, t=topic.name, p=partition: self.refresh_partition_state(t, p),
-            )
-            state = self._read_state(topic.name, partition)
+        new = [] if self._closed else [p for p in topic.partitions if p not in watched]
+        if not new:
+            return MappingProxyType(states)
+        # every watch set before any read (see the module docstring), each batch at once:
+        # a topic of 10,000 partitions is two pipelined batches, not 20,000 round trips
+        paths = [layout.partition_state_path(topic.name, p) for p in new]
+        handles = self.store.watch_data_many([
+            (path, lambda _, t=topic.name, p=p: self.refresh_partition_state(t, p))
+            for path, p in zip(paths, new)
+        ])
+        watched.update(zip(new, handles))
+        for partition, found in zip(new, self.store.get_many(paths)):
+            state = self._parse_state(topic.name, partition, found)
             if state is not None:
                 states[partition] = state
         return MappingProxyType(states)
@@ -311,7 +316,12 @@ class MetadataCache:
         )
 
     def _read_state(self, topic: str, partition: int) -> PartitionState | None:
-        found = self._read(layout.partition_state_path(topic, partition))
+        return self._parse_state(topic, partition,
+                                 self._read(layout.partition_state_path(topic, partition)))
+
+    @staticmethod
+    def _parse_state(topic: str, partition: int,
+                     found: tuple[bytes, int] | None) -> PartitionState | None:
         if found is None:
             return None
         try:

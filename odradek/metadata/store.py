@@ -207,6 +207,14 @@ class MetadataStore(abc.ABC):
     def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:
         """Call ``callback(path)`` after each creation, change or deletion of ``path``."""
 
+    def watch_data_many(
+        self, watches: Sequence[tuple[str, WatchCallback]]
+    ) -> list[WatchHandle]:
+        """`watch_data` for every ``(path, callback)``, in order: ZooKeeper's store sets them
+        with pipelined requests (a broker watching the states of 10,000 new partitions),
+        this default one by one."""
+        return [self.watch_data(path, callback) for path, callback in watches]
+
     @abc.abstractmethod
     def watch_children(self, path: str, callback: WatchCallback) -> WatchHandle:
         """Call ``callback(path)`` after the children of ``path`` change."""

@@ -445,6 +445,30 @@ class ZooKeeperStore(MetadataStore):
             log.info("the watch on %s is set once ZooKeeper is back (%s)", path, exc)
         return watch.handle
 
+    def watch_data_many(
+        self, watches: Sequence[tuple[str, WatchCallback]]
+    ) -> list[WatchHandle]:
+        """Each watch set with an ``exists_async``, `_BULK_READ_WINDOW` in flight at a time;
+        one that cannot be set now is kept and set on reconnection, as in `_watch`."""
+        self._check_open()
+        made = [Rewatch(self, "data", validate_path(path), callback) for path, callback in watches]
+        with self._lock:
+            self._watches.extend(made)
+        for start in range(0, len(made), _BULK_READ_WINDOW):
+            window = made[start:start + _BULK_READ_WINDOW]
+            with _translated():
+                pending = [watch.arm_async() for watch in window]
+            for watch, result in zip(window, pending):
+                try:
+                    result.get()
+                except Exception:  # noqa: BLE001 - a lost connection: the retried arm decides
+                    try:
+                        self._read(watch.arm)
+                    except errors.StoreUnavailableError as exc:
+                        log.info("the watch on %s is set once ZooKeeper is back (%s)",
+                                 watch.path, exc)
+        return [watch.handle for watch in made]
+
     def _forget(self, watch: Rewatch) -> None:
         with self._lock:
             if watch in self._watches:

@@ -324,6 +324,26 @@ class StoreContract:
         wait_for(lambda: seen.count() >= 3, "the deletion")
         assert set(seen.calls) == {"/w"}
 
+    def test_data_watches_set_together_each_report_every_change(self, store):
+        store.create("/d")
+        store.create("/d/there", b"0")
+        calls = {name: Recorder() for name in ("there", "later", "never")}
+        handles = store.watch_data_many([(f"/d/{n}", r) for n, r in calls.items()])
+        assert len(handles) == 3
+        store.set("/d/there", b"1")
+        store.create("/d/later", b"")
+        wait_for(lambda: calls["there"].count() >= 1 and calls["later"].count() >= 1,
+                 "both changes")
+        for _ in range(3):  # each change seen, the watch set again after each
+            before = calls["there"].count()
+            store.set("/d/there", b"x")
+            wait_for(lambda: calls["there"].count() > before, "the next change")  # noqa: B023
+        handles[1].cancel()
+        store.set("/d/later", b"y")
+        store.set("/d/there", b"z")  # callbacks of one store arrive in order
+        wait_for(lambda: calls["there"].count() >= 5, "the last change")
+        assert calls["later"].count() == 1 and calls["never"].count() == 0
+
     def test_children_watch_reports_children_coming_and_going(self, store):
         store.create("/c")
         seen = Recorder()

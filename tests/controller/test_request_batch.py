@@ -1,0 +1,70 @@
+"""`RequestBatch` at the scale of many partitions: one LeaderAndIsr, one UpdateMetadata and
+one StopReplica per broker per controller event, carrying every partition of the event (as
+Kafka's ``ControllerBrokerRequestBatch``), never one request per partition."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+from odradek.controller import events as ev
+from odradek.controller.assignment import assign_replicas_rack_unaware
+from odradek.controller.commands import (
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+from odradek.controller.snapshot import read_snapshot
+from odradek.metadata import layout
+from odradek.metadata.layout import TopicAssignment
+from tests.controller.harness import BROKERS, Cluster
+
+TOPICS, PARTITIONS, RF = 4, 25, 3
+
+
+def requests_per_broker(requests, kind) -> Counter:
+    return Counter(r.broker_id for r in requests if isinstance(r, kind))
+
+
+def cluster_with_topics() -> Cluster:
+    c = Cluster()
+    for i in range(TOPICS):
+        parts = assign_replicas_rack_unaware(PARTITIONS, RF, BROKERS, fixed_start_index=i)
+        c.store.create(layout.topic_path(f"t{i}"),
+                       TopicAssignment(f"t{i}", uuid.UUID(int=i + 1), parts).to_json())
+    c.run(ev.TopicChange(tuple(c.read_topics())))
+    return c
+
+
+def test_a_topic_change_sends_one_request_of_each_kind_per_broker():
+    c = cluster_with_topics()
+    every = {(f"t{i}", p) for i in range(TOPICS) for p in range(PARTITIONS)}
+    assert set(requests_per_broker(c.requests, LeaderAndIsrRequest).values()) == {1}
+    assert set(requests_per_broker(c.requests, UpdateMetadataRequest).values()) == {1}
+    assert set(requests_per_broker(c.requests, UpdateMetadataRequest)) == set(BROKERS)
+    led = {(s.topic, s.partition) for r in c.sent(LeaderAndIsrRequest) for s in r.partition_states}
+    assert led == every
+    for request in c.sent(UpdateMetadataRequest):
+        assert {(s.topic, s.partition) for s in request.partition_states} == every
+
+
+def test_a_failover_and_a_broker_failure_batch_per_broker():
+    c = cluster_with_topics()
+    commands = c.controller.handle(ev.Startup(read_snapshot(c.store, 1000, c.broker_epochs())))
+    c.requests = []
+    c.execute(commands)
+    assert set(requests_per_broker(c.requests, UpdateMetadataRequest).values()) == {1}
+    assert len(c.sent(UpdateMetadataRequest)) == len(BROKERS)
+    c.kill(1001)
+    assert set(requests_per_broker(c.requests, LeaderAndIsrRequest).values()) == {1}
+    assert set(requests_per_broker(c.requests, UpdateMetadataRequest).values()) == {1}
+    assert len(c.sent(UpdateMetadataRequest)) == len(BROKERS) - 1
+
+
+def test_a_deletion_of_many_topics_sends_one_stop_replica_per_broker():
+    c = cluster_with_topics()
+    c.run(ev.TopicDeletion(tuple(f"t{i}" for i in range(TOPICS))))
+    stops = requests_per_broker(c.requests, StopReplicaRequest)
+    assert set(stops) == set(BROKERS) and set(stops.values()) == {1}
+    replicas = sum(len(r.partitions) for r in c.sent(StopReplicaRequest))
+    assert replicas == TOPICS * PARTITIONS * RF
