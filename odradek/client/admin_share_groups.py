@@ -8,7 +8,7 @@
 - ``list_share_group_offsets``: DescribeShareGroupOffsets (90): per share partition the start
   offset (the share-partition start offset, SPSO: the first offset not yet acknowledged for
   good) and the lag (v1+; -1 when unknown). A partition whose state is not initialized yet has
-  start offset -1.
+  start offset -1; one answered with an error is left out.
 - ``alter_share_group_offsets``: AlterShareGroupOffsets (91): new start offsets, only while the
   group has no members (NON_EMPTY_GROUP otherwise), as ``--reset-offsets`` does.
 - ``delete_share_group_offsets``: DeleteShareGroupOffsets (92): forget topics' share state.
@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 
 from odradek.client.errors import BrokerError
@@ -36,12 +37,14 @@ from odradek.protocol.generated.describe_share_group_offsets_request import (
     DescribeShareGroupOffsetsRequestGroup,
     DescribeShareGroupOffsetsRequestTopic,
 )
+from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.list_groups_request import ListGroupsRequest
 from odradek.protocol.generated.share_group_describe_request import ShareGroupDescribeRequest
 
 __all__ = ["ShareGroupAdmin", "ShareGroupDescription", "ShareMemberDescription", "SharePartitionOffset"]
 
 _TYPES_FILTER_FROM = 5  # ListGroups v5+ filters by group type (KIP-848)
+_log = logging.getLogger("odradek.client.admin")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +128,9 @@ class ShareGroupAdmin:
 
     async def list_share_group_offsets(self, group_id: str, partitions=None) -> dict[TopicPartition, SharePartitionOffset]:
         """Start offsets and lag of the group's share partitions (``partitions``: only those;
-        by default every partition the group has state for)."""
+        by default every partition the group has state for). A partition answered with an
+        error is left out, with a warning (Kafka's ``ListShareGroupOffsetsHandler``); a
+        group-level error raises BrokerError."""
         topics = None
         if partitions is not None:
             by_topic: dict[str, list[int]] = {}
@@ -141,10 +146,12 @@ class ShareGroupAdmin:
         out: dict[TopicPartition, SharePartitionOffset] = {}
         for t in group.topics:
             for p in t.partitions:
-                if p.error_code:
-                    raise BrokerError(p.error_code, p.error_message, f"{t.topic_name}-{p.partition_index}")
-                out[TopicPartition(t.topic_name, p.partition_index)] = SharePartitionOffset(
-                    p.start_offset, p.leader_epoch, p.lag)
+                tp = TopicPartition(t.topic_name, p.partition_index)
+                if p.error_code:  # as Kafka's ListShareGroupOffsetsHandler: the others still count
+                    _log.warning("Skipping return offset for %s due to error %s: %s.", tp,
+                                 _code_name(p.error_code), p.error_message)
+                    continue
+                out[tp] = SharePartitionOffset(p.start_offset, p.leader_epoch, p.lag)
         return dict(sorted(out.items()))
 
     async def alter_share_group_offsets(self, group_id: str, offsets: dict) -> None:
@@ -174,3 +181,10 @@ class ShareGroupAdmin:
         for t in response.responses:
             if t.error_code:
                 raise BrokerError(t.error_code, t.error_message, f"share group {group_id} topic {t.topic_name}")
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)

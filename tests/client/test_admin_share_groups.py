@@ -50,3 +50,38 @@ def test_list_describe_offsets_reset_delete(share_broker, topic_name):  # noqa: 
     finally:
         c.close()
         admin.close()
+
+
+def test_a_partition_answered_with_an_error_is_left_out(caplog):
+    # Kafka's ListShareGroupOffsetsHandler: the group's other partitions are still listed
+    # (the console's in-flight counts rely on it); a group-level error raises.
+    import asyncio
+
+    from odradek.client.admin_share_groups import ShareGroupAdmin, SharePartitionOffset
+    from odradek.protocol.generated.describe_share_group_offsets_response import (
+        DescribeShareGroupOffsetsResponse as Response,
+        DescribeShareGroupOffsetsResponseGroup as Group,
+        DescribeShareGroupOffsetsResponsePartition as Partition,
+        DescribeShareGroupOffsetsResponseTopic as Topic,
+    )
+
+    class Coordinator:
+        def __init__(self, response):
+            self.response = response
+
+        async def send(self, api_key, request, error_of):
+            return self.response
+
+    class Admin(ShareGroupAdmin):
+        def __init__(self, response):
+            self._coordinator = lambda group_id: Coordinator(response)
+
+    partitions = [Partition(0, 5, 1, 2), Partition(1, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    answer = Response(groups=[Group("g", topics=[Topic("t", partitions=partitions)])])
+    found = asyncio.run(Admin(answer).list_share_group_offsets("g"))
+    assert found == {TopicPartition("t", 0): SharePartitionOffset(5, 1, 2)}
+    assert "Skipping return offset for t-1 due to error UNKNOWN_TOPIC_OR_PARTITION" in caplog.text
+    refused = Response(groups=[Group("g", error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)])
+    with pytest.raises(BrokerError) as e:
+        asyncio.run(Admin(refused).list_share_group_offsets("g"))
+    assert e.value.code == ErrorCode.GROUP_AUTHORIZATION_FAILED
