@@ -256,7 +256,8 @@ class Controller(BrokerChanges):
         topics = {t.name: t for t in topics}
         for gone in sorted(self.ctx.all_topics() - set(topics)):
             self.ctx.remove_topic(gone)
-        new = [t for name, t in sorted(topics.items()) if name not in self.ctx.all_topics()]
+        known = self.ctx.all_topics()  # once: it walks every partition
+        new = [t for name, t in sorted(topics.items()) if name not in known]
         for topic in new:
             self._add_topic(topic)
         self.on_new_partition_creation(
