@@ -217,6 +217,13 @@ def test_partitions_assigned_and_unassigned_mid_session(broker, topic_name, wire
             await read(consumer, 6 + 2 + 5, seen)
             assert await settle(consumer, broker, session) == {(topic_name, 1): 5, (topic_name, 2): 5}
             assert check_session_rules(wire) == [session]  # one session all along
+            # unsubscribe sends nothing (as Kafka's consumer): the session stays until close
+            await consumer.unsubscribe()
+            unsubscribed = len(wire)
+            assert await consumer.poll(200) == {}
+            assert session in broker_sessions(broker)
+        assert [f.key for f in wire[unsubscribed:]] == [(session, -1)]
+        assert session not in broker_sessions(broker)
         assert any(f.key[0] == session and (topic_name, 0) in f.forgotten for f in wire)
         assert any(f.key[0] == session and f.key[1] > 0 and f.partitions.get((topic_name, 2)) == 0 for f in wire)
         assert sorted(seen) == sorted(x for x in sent if x[0] != 0 or x[1] in (b"0-0", b"0-1", b"0-2"))
