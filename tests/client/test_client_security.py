@@ -12,38 +12,20 @@ import pytest
 
 from odradek.client import AdminClient, Consumer, Producer
 from odradek.client.client_security import client_ssl_context
-from odradek.testing import broker as testing_broker
-from odradek.testing.broker import InProcessBroker
-from tests.server.tls_certs import make_pki, pkcs12_keystore, pkcs12_truststore, ssl_listeners
+from tests.server.security_fixtures import client_ssl, mtls_port, pki, tls_broker  # noqa: F401 - fixtures
+from tests.server.tls_certs import pkcs12_keystore, pkcs12_truststore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
-def tls_broker(tmp_path_factory, pki):
-    props = testing_broker.test_config(tmp_path_factory.mktemp("tls") / "data")
-    props.update(ssl_listeners(pki))
-    with InProcessBroker(None, props) as b:
-        yield b
-
-
-def security(pki, **extra) -> dict[str, str]:
-    return {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"], **extra}
-
-
 def test_producer_consumer_admin_over_ssl(tls_broker, pki):
-    with AdminClient(tls_broker.bootstrap, security=security(pki)) as admin:
+    with AdminClient(tls_broker.bootstrap, security=client_ssl(pki)) as admin:
         admin.create_topics(["client-ssl"])
-    with Producer(tls_broker.bootstrap, security=security(pki)) as producer:
+    with Producer(tls_broker.bootstrap, security=client_ssl(pki)) as producer:
         for i in range(200):
             producer.send("client-ssl", b"v" * 1000, key=str(i).encode())
         producer.flush()
-    with Consumer(tls_broker.bootstrap, security=security(pki), group_id="client-ssl",
+    with Consumer(tls_broker.bootstrap, security=client_ssl(pki), group_id="client-ssl",
                   auto_offset_reset="earliest") as consumer:
         consumer.subscribe(["client-ssl"])
         got = []
@@ -56,8 +38,8 @@ def test_producer_consumer_admin_over_ssl(tls_broker, pki):
 
 
 def test_mutual_tls_with_the_keystore(tls_broker, pki):
-    mtls = f"127.0.0.1:{tls_broker.broker.bound['MTLS'][1]}"
-    with Producer(mtls, security=security(pki, **{"ssl.keystore.location": pki["client"]})) as producer:
+    mtls = f"127.0.0.1:{mtls_port(tls_broker)}"
+    with Producer(mtls, security=client_ssl(pki, **{"ssl.keystore.location": pki["client"]})) as producer:
         producer.send("client-mtls", b"hello").result(30)
 
 
@@ -68,7 +50,7 @@ def test_mutual_tls_with_pkcs12_stores(tls_broker, pki, tmp_path):
     settings = {"security.protocol": "SSL", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": stores["keystore"],
                 "ssl.keystore.password": "client-pw", "ssl.truststore.type": "PKCS12",
                 "ssl.truststore.location": stores["truststore"], "ssl.truststore.password": "client-pw"}
-    mtls = f"127.0.0.1:{tls_broker.broker.bound['MTLS'][1]}"
+    mtls = f"127.0.0.1:{mtls_port(tls_broker)}"
     with Producer(mtls, security=settings) as producer:
         producer.send("client-mtls-p12", b"hello").result(30)
 
@@ -79,7 +61,7 @@ def test_unknown_or_bad_settings_are_refused(pki):
     with pytest.raises(ValueError, match="security.protocol"):
         client_ssl_context({"security.protocol": "TLS"})
     with pytest.raises(ValueError, match="PEM"):
-        client_ssl_context(security(pki, **{"ssl.truststore.type": "JKS"}))
+        client_ssl_context(client_ssl(pki, **{"ssl.truststore.type": "JKS"}))
     assert client_ssl_context({"security.protocol": "PLAINTEXT"}) is None
 
 

@@ -18,29 +18,10 @@ from odradek.client.ssl_factory import SslConfig
 from odradek.server.config import BrokerConfig, ConfigError
 from odradek.server.listener_security import distinguished_name, listener_security
 from odradek.server.principal import KafkaPrincipal
-from odradek.testing import broker as testing_broker
-from odradek.testing.broker import InProcessBroker
-from tests.server.tls_certs import CLIENT_SUBJECT, make_pki, ssl_listeners
+from tests.server.security_fixtures import client_ssl, mtls_port, pki, tls_broker  # noqa: F401 - fixtures
+from tests.server.tls_certs import CLIENT_SUBJECT
 
 VALUE = b"v" * 1000  # 300 of these: fetch responses well over sendfile's threshold
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
-def tls_broker(tmp_path_factory, pki):
-    props = testing_broker.test_config(tmp_path_factory.mktemp("tls") / "data")
-    props.update(ssl_listeners(pki, **{
-        "listener.name.mtls.ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=Eng,.*$/$1/L,DEFAULT"}))
-    with InProcessBroker(None, props) as b:
-        yield b
-
-
-def mtls_port(b) -> int:
-    return b.broker.bound["MTLS"][1]
 
 
 def test_kafka_python_over_ssl(tls_broker, pki):
@@ -120,10 +101,6 @@ def test_confluent_kafka_mutual_tls(tls_broker, pki):
     assert "User:alice" in principals  # RULE:^CN=([^,]+),OU=Eng,.*$/$1/L
 
 
-def client_props(pki, **extra) -> dict[str, str]:
-    return {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"], **extra}
-
-
 async def _connect(port, props) -> BrokerConnection:
     context = SslConfig.from_lookup(props.get).client_context()
     return await BrokerConnection("127.0.0.1", port, ssl_context=context).connect(timeout=10)
@@ -131,11 +108,11 @@ async def _connect(port, props) -> BrokerConnection:
 
 def test_odradek_client_ssl_and_wrong_ca(tls_broker, pki):
     async def run():
-        conn = await _connect(tls_broker.port, client_props(pki))
+        conn = await _connect(tls_broker.port, client_ssl(pki))
         assert conn.versions  # ApiVersions answered over TLS
         await conn.close()
         with pytest.raises(SslAuthenticationError, match="CERTIFICATE_VERIFY_FAILED"):
-            await _connect(tls_broker.port, client_props(pki, **{"ssl.truststore.location": pki["other_ca"]}))
+            await _connect(tls_broker.port, client_ssl(pki, **{"ssl.truststore.location": pki["other_ca"]}))
 
     asyncio.run(run())
 
@@ -144,9 +121,9 @@ def test_required_client_auth(tls_broker, pki):
     """No certificate, no connection; with one, the principal is the mapped subject."""
     async def run():
         with pytest.raises(KafkaConnectionError):  # SslAuthenticationError, or closed at the first read
-            conn = await _connect(mtls_port(tls_broker), client_props(pki))
+            conn = await _connect(mtls_port(tls_broker), client_ssl(pki))
             await conn.send(18, None)  # TLS 1.3 may report the refusal only at the first read
-        conn = await _connect(mtls_port(tls_broker), client_props(pki, **{"ssl.keystore.location": pki["client"]}))
+        conn = await _connect(mtls_port(tls_broker), client_ssl(pki, **{"ssl.keystore.location": pki["client"]}))
         client_port = conn._transport.get_extra_info("sockname")[1]
         principal = tls_broker.call(lambda: next(c.principal for c in tls_broker.broker.connections
                                                  if c.peer.endswith(f":{client_port}")))
@@ -159,7 +136,7 @@ def test_required_client_auth(tls_broker, pki):
 def test_requested_client_auth_without_certificate_is_anonymous(tls_broker, pki):
     """On the SSL listener (``ssl.client.auth=none``) every client is User:ANONYMOUS."""
     async def run():
-        conn = await _connect(tls_broker.port, client_props(pki, **{"ssl.keystore.location": pki["client"]}))
+        conn = await _connect(tls_broker.port, client_ssl(pki, **{"ssl.keystore.location": pki["client"]}))
         client_port = conn._transport.get_extra_info("sockname")[1]
         found = tls_broker.call(lambda: [(c.security_protocol, str(c.principal)) for c in tls_broker.broker.connections
                                          if c.peer.endswith(f":{client_port}")])

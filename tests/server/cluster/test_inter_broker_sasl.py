@@ -15,30 +15,21 @@ from confluent_kafka import Producer
 
 from odradek.metadata import layout
 from odradek.protocol.scram import make_credential
-from tests.server.cluster.broker_node import free_port
 from tests.server.cluster.cluster_clients import create_topic
+from tests.server.security_fixtures import ADMIN_PASSWORD, add_internal_listeners, scram_inter_broker
 
 pytestmark = pytest.mark.timeout(120)
 
 BROKERS = [1, 2]
-JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
 
 
 def test_replication_over_a_scram_inter_broker_listener(make_cluster):
-    cluster = make_cluster({
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
-        "inter.broker.listener.name": "INTERNAL",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "listener.name.internal.scram-sha-512.sasl.jaas.config": JAAS,
-    })
+    cluster = make_cluster(scram_inter_broker("SASL_PLAINTEXT"))
     cluster._connect_zk()
-    credential = make_credential("SCRAM-SHA-512", "admin-secret")
+    credential = make_credential("SCRAM-SHA-512", ADMIN_PASSWORD)
     cluster.zk.create("/config/users/admin", layout.encode_config({"SCRAM-SHA-512": credential.to_string()}),
                       makepath=True)
-    for broker_id in BROKERS:
-        node = cluster.add_broker(broker_id)
-        node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{free_port()}"
+    add_internal_listeners(cluster, BROKERS)
     cluster.start(BROKERS)
 
     create_topic(cluster.bootstrap, "sasl-replicated", 1, 2)

@@ -21,15 +21,14 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.cli.conftest import run_cli
-from tests.server.cluster.broker_node import free_port
 from tests.server.cluster.cluster_clients import create_topic, read_partition
 from tests.server.cluster.harness import wait_until
+from tests.server.security_fixtures import ADMIN_JAAS, ADMIN_PASSWORD, add_internal_listeners, scram_inter_broker
 from tests.server.tls_certs import make_pki, pkcs12_keystore, pkcs12_truststore
 
 pytestmark = pytest.mark.timeout(180)
 
 BROKERS = [1, 2, 3]
-JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
 
 
 def _properties(path, props: dict[str, str]) -> str:
@@ -42,11 +41,7 @@ def test_replication_and_failover_over_a_sasl_ssl_inter_broker_listener_with_acl
     stores = {"keystore": pkcs12_keystore(pki, "server", tmp_path / "server.keystore.p12", "store-secret"),
               "truststore": pkcs12_truststore(pki, tmp_path / "truststore.p12", "store-secret")}
     cluster = make_cluster({
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
-        "inter.broker.listener.name": "INTERNAL",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "listener.name.internal.scram-sha-512.sasl.jaas.config": JAAS,
+        **scram_inter_broker("SASL_SSL"),
         "ssl.keystore.type": "PKCS12", "ssl.keystore.location": stores["keystore"],
         "ssl.keystore.password": "store-secret",
         "ssl.truststore.type": "PKCS12", "ssl.truststore.location": stores["truststore"],
@@ -56,20 +51,16 @@ def test_replication_and_failover_over_a_sasl_ssl_inter_broker_listener_with_acl
         "super.users": "User:admin",
         "allow.everyone.if.no.acl.found": "false",
     })
-    internal = {}
-    for broker_id in BROKERS:
-        node = cluster.add_broker(broker_id)
-        internal[broker_id] = free_port()
-        node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{internal[broker_id]}"
+    internal = add_internal_listeners(cluster, BROKERS)
     formatted = run_cli("storage", "format", "--config", _properties(tmp_path / "server.properties", cluster[1].props),
-                        "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]")
+                        "--add-scram", f"SCRAM-SHA-512=[name=admin,password={ADMIN_PASSWORD}]")
     assert formatted.code == 0, formatted.err
     cluster.start(BROKERS)
     registration = cluster.read_json("/brokers/ids/1")
     assert registration["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT", "INTERNAL": "SASL_SSL"}
 
     admin_properties = _properties(tmp_path / "admin.properties", {
-        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": JAAS,
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": ADMIN_JAAS,
         "ssl.truststore.location": pki["ca"], "ssl.keystore.location": pki["client"]})
     for grant in (("--operation", "Create", "--cluster"),
                   ("--operation", "Write", "--operation", "Read", "--topic", "tls-replicated"),

@@ -28,10 +28,10 @@ from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode as E
 from odradek.records.builder import BatchSpec, build_batch
 from odradek.records.record import Record
-from tests.server.cluster.broker_node import free_port
 from tests.server.cluster.cluster_clients import admin as confluent_admin
 from tests.server.cluster.harness import wait_until
 from tests.server.group_wire import WireClient
+from tests.server.security_fixtures import add_internal_listeners
 from tests.server.test_add_partitions_to_txn_verify_only import entry
 from tests.server.test_txn_coordinator_protocol import add, end, init
 from tests.server.test_write_txn_markers import Txn
@@ -102,9 +102,7 @@ def stable(txn: Txn) -> bool:
 
 def test_a_leader_verifies_with_the_coordinator_on_another_broker(make_cluster, tmp_path):
     cluster = make_cluster(secured(make_pki(tmp_path / "pki")))
-    for broker_id in BROKERS:
-        node = cluster.add_broker(broker_id)
-        node.props["listeners"] = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{free_port()}"
+    add_internal_listeners(cluster, BROKERS)
     cluster.start(BROKERS)
     tid = "verified-elsewhere-raw"
     with WireClient(cluster[1].port) as c:
