@@ -6,6 +6,13 @@ fetch that has fewer than ``fetch.min.bytes`` waits in ``wait_for_appends`` unti
 one of its partitions (or its ``max.wait.ms``) wakes it, then reads again (Kafka's delayed
 fetch, without a purgatory timer wheel: one future per waiting fetch).
 
+``notify(key)`` is the one signal that something a fetcher sees of a partition changed: an
+append, the high watermark, the last stable offset or the log start offset, the leader epoch
+or the role, the partition leaving. Besides the one-shot waiters of ``wait_for_appends``,
+long-lived watchers (KIP-227 fetch sessions, ``server/fetch_session_changes.py``) ``watch`` the
+keys they hold and are told of each change through ``partition_changed(key)``, so that an idle
+session costs nothing per partition.
+
 Appends whose records must be checked off the event loop (``Partition.CheckOffLoop``: they
 decompress to more than ``INLINE_DECOMPRESSED``) go through ``append_off_loop``: the check
 runs on one of ``RECORD_CHECK_THREADS`` worker threads, the append back on the loop. Each
@@ -67,11 +74,15 @@ class ReplicaManager:
         self.min_insync_replicas = min_insync_replicas
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        # key -> the watchers (fetch sessions) told of each notify(key): see the module docstring.
+        self._watchers: dict[tuple[str, int], set] = {}
         # Partitions with appends queued by append_off_loop: (how many, the lock they take in turn).
         self.off_loop_appends: dict[tuple[str, int], list] = {}
         self._record_checks: ThreadPoolExecutor | None = None  # made on first use
         # The high watermarks checkpointed by the previous run, consumed as partitions appear.
         self.checkpointed_high_watermarks = read_high_watermarks(getattr(log_manager, "log_dirs", ()))
+        # (log dirs, entries) of the last checkpoint written whole: the same again is not rewritten.
+        self._last_checkpoint: tuple | None = None
         # Kafka's ReplicaManager.controllerEpoch: the highest controller epoch seen in a
         # LeaderAndIsr, StopReplica or UpdateMetadata (0 before any); older ones are refused.
         self.controller_epoch = 0
@@ -99,6 +110,7 @@ class ReplicaManager:
         ``zk_version``: the partition state's znode version from LeaderAndIsr (None: kept)."""
         part = self.hosted_partition(topic, index, topic_id, config)
         part.become_leader(self.broker_id, leader_epoch, replicas, isr, self.clock.milliseconds(), zk_version)
+        self.notify(part.key)  # a new epoch, maybe a new high watermark: fetch sessions answer it
         return part
 
     def make_follower(
@@ -160,6 +172,7 @@ class ReplicaManager:
             end = part.log_end_offset
             reload_producer_state(part, _snapshot_path(part))
             part.high_watermark = min(part.high_watermark, end)
+            self.notify(part.key)
         return changed
 
     def truncate_fully(self, part: Partition, offset: int) -> None:
@@ -169,6 +182,7 @@ class ReplicaManager:
         self.log_manager.truncate_fully(part.topic, part.index, offset)
         reset_producer_state(part, offset, _snapshot_path(part))
         part.high_watermark = offset
+        self.notify(part.key)
 
     def count_isr_change(self, before, after) -> None:
         """A led partition's ISR went from ``before`` to ``after``: a shrink when it lost a
@@ -198,15 +212,21 @@ class ReplicaManager:
         channel = getattr(self.log_manager, "failure_channel", None)
         offline = set(channel.offline_log_dirs) if channel is not None else set()
         entries = self.high_watermarks() if entries is None else entries
-        failures = write_high_watermarks([d for d in getattr(self.log_manager, "log_dirs", ()) if d not in offline],
-                                         [e for e in entries if e[1] not in offline])  # Kafka's liveLogDirs
+        dirs = [d for d in getattr(self.log_manager, "log_dirs", ()) if d not in offline]  # Kafka's liveLogDirs
+        entries = [e for e in entries if e[1] not in offline]
+        if (dirs, entries) == self._last_checkpoint:
+            # The files already say exactly this: an idle broker rewrites (and fsyncs) nothing.
+            return
+        failures = write_high_watermarks(dirs, entries)
         for log_dir, error in failures.items():
             # Kafka's OffsetCheckpointFile: a checkpoint that cannot be written fails its
             # directory (a disk that lost the high watermarks must not keep leading).
             if channel is not None:
                 channel.report(log_dir, "writing its high watermark checkpoint", error)
         if failures:
+            self._last_checkpoint = None
             raise next(iter(failures.values()))
+        self._last_checkpoint = (dirs, entries)
 
     def remove(self, topic: str, index: int, delete: bool) -> None:
         part = self.partitions.pop((topic, index), None)
@@ -361,6 +381,42 @@ class ReplicaManager:
             for fut in waiters:
                 if not fut.done():
                     fut.set_result(None)
+        watchers = self._watchers.get(key)
+        if watchers:
+            for watcher in tuple(watchers):  # (a watcher may unwatch while told)
+                watcher.partition_changed(key)
+
+    def watch(self, key: tuple[str, int], watcher) -> None:
+        """Tell ``watcher.partition_changed(key)`` of every ``notify(key)`` until ``unwatch``."""
+        self._watchers.setdefault(key, set()).add(watcher)
+
+    def unwatch(self, key: tuple[str, int], watcher) -> None:
+        watchers = self._watchers.get(key)
+        if watchers is not None:
+            watchers.discard(watcher)
+            if not watchers:
+                del self._watchers[key]
+
+    def follower_fetched_unchanged(self, key: tuple[str, int], replica_id: int, fetch_time_ms: int) -> None:
+        """Follower ``replica_id`` fetched ``key`` at ``fetch_time_ms`` through a fetch session
+        that did not read it, because nothing of it had changed since the follower's last fetch
+        the leader recorded (the same fetch offset, the same leader log end offset): record
+        that fetch now, as Kafka's ``updateFollowerFetchState`` would have at the time. Called
+        when the partition changes (``notify``), before its next read: without it, an append
+        after a long quiet spell would find the follower's ``last_caught_up_time_ms`` as old
+        as the spell, and the ISR check could drop a follower that was caught up all along
+        (``FollowerState.is_caught_up``). A follower whose offsets are not known (a new
+        leader's) is left alone."""
+        part = self.partitions.get(key)
+        if part is None or not part.followers:
+            return
+        follower = part.followers.get(replica_id)
+        if (follower is None or follower.log_end_offset < 0 or follower.last_fetch_leader_log_end_offset < 0
+                or follower.last_fetch_time_ms >= fetch_time_ms):
+            return
+        part.followers[replica_id] = follower.after_fetch(
+            follower.log_end_offset, follower.log_start_offset, fetch_time_ms,
+            follower.last_fetch_leader_log_end_offset)
 
     async def wait_for_appends(self, keys, timeout_s: float) -> None:
         """Return after an append to any of ``keys``, or after ``timeout_s`` seconds."""
@@ -385,7 +441,7 @@ class ReplicaManager:
     # --- lifecycle ----------------------------------------------------------------------------
     def wake_all(self) -> None:
         """Wake every waiting operation (the broker is stopping)."""
-        for key in list(self._waiters):
+        for key in set(self._waiters) | set(self._watchers):
             self.notify(key)
 
     def shutdown(self) -> None:

@@ -111,11 +111,16 @@ async def _in_thread(fn, *args):
 async def _retention(broker) -> None:
     now = broker.clock.milliseconds()
     # Retention stops at each partition's high watermark (what the ISR does not hold yet stays).
-    high_watermarks = {key: part.high_watermark for key, part in list(broker.replica_manager.partitions.items())}
+    partitions = list(broker.replica_manager.partitions.items())
+    high_watermarks = {key: part.high_watermark for key, part in partitions}
+    starts = {key: part.log_start_offset for key, part in partitions}
     deleted = broker.log_manager.run_retention(now, high_watermarks)
     broker.log_manager.remove_deleted(now)
     if deleted:
         log.info("retention deleted %d segment(s)", deleted)
+        for key, part in partitions:  # fetch sessions answer a moved log start (server/fetch_session_changes.py)
+            if part.log_start_offset != starts[key]:
+                broker.replica_manager.notify(key)
 
 
 async def _flush(broker) -> None:

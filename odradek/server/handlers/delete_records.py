@@ -36,6 +36,7 @@ def handle(ctx, request):
                     result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 else:
                     part.log.delete_records(offset)
+                    broker.replica_manager.notify(part.key)  # fetch sessions answer the new log start
                     result.low_watermark = part.log_start_offset
             results.append(result)
         topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=results))
