@@ -92,3 +92,61 @@ def test_copy_is_independent():
     assert ctx.shutting_down == {3} and 2 in ctx.live_brokers
     ctx.shutting_down.add(9)
     assert snap.shutting_down == {3}
+
+
+# -- the per-topic index of assignments and replica states ---------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from odradek.controller.controller_context import TopicIndexedDict  # noqa: E402
+
+_tps = st.tuples(st.sampled_from("xyz"), st.integers(0, 3))
+_keys = st.one_of(_tps, st.tuples(_tps, st.integers(1, 3)))
+_ops = st.lists(st.tuples(st.sampled_from(["set", "del", "pop", "setdefault", "update",
+                                           "popitem", "copy", "clear"]), _keys), max_size=40)
+
+
+@given(_ops)
+def test_the_topic_index_follows_every_change(ops):
+    d, plain = TopicIndexedDict(), {}
+    for op, key in ops:
+        if op == "set":
+            d[key] = plain[key] = 1
+        elif op == "del" and key in plain:
+            del d[key], plain[key]
+        elif op == "pop":
+            assert d.pop(key, None) == plain.pop(key, None)
+        elif op == "setdefault":
+            assert d.setdefault(key, 2) == plain.setdefault(key, 2)
+        elif op == "update":
+            d.update({key: 3})
+            plain.update({key: 3})
+        elif op == "popitem" and plain:
+            k, _ = d.popitem()
+            del plain[k]
+        elif op == "copy":
+            d = d.copy()
+        elif op == "clear" and len(plain) > 6:
+            d.clear()
+            plain.clear()
+        assert d == plain
+        for topic in "xyz":
+            expected = {k for k in plain if (k[0] if isinstance(k[0], str) else k[0][0]) == topic}
+            assert d.keys_of(topic) == expected
+        assert set(d.by_topic) == {k[0] if isinstance(k[0], str) else k[0][0] for k in plain}
+
+
+def test_a_context_indexes_whatever_dict_it_is_given_and_its_copies():
+    ctx = context()
+    assert isinstance(ctx.assignments, TopicIndexedDict)
+    assert ctx.partitions_for_topic("a") == [("a", 0), ("a", 1)]
+    assert ctx.all_topics() == {"a", "b"}
+    ctx.replica_states = {(("a", 0), 1): ReplicaStateName.ONLINE,
+                          (("b", 0), 4): ReplicaStateName.ONLINE}
+    copy = ctx.copy()
+    ctx.remove_topic("a")
+    assert ctx.all_topics() == {"b"} and list(ctx.replica_states) == [(("b", 0), 4)]
+    assert copy.partitions_for_topic("a") == [("a", 0), ("a", 1)]
+    ctx.restore(copy)
+    assert ctx.replica_states.keys_of("a") == {(("a", 0), 1)}
