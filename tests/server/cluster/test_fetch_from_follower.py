@@ -12,10 +12,18 @@ produced: the leader drops it from the ISR after ``replica.lag.time.max.ms`` and
 records are committed. The consumers' fetches to the paused follower time out and they ask the
 leader, which no longer names it, so they read on from the leader. (Here the paused broker's
 ZooKeeper session also ends within seconds, which makes it a dead broker the leader would not
-name either; that the ISR alone decides is shown by tests/server/test_fetch_from_follower.py.)
+name either; that the ISR alone decides is shown by the next test.)
 
 librdkafka (confluent-kafka, ``client.rack``) and odradek's own consumer (``client_rack``) read
 the same records, each exactly once.
+
+The ISR alone: in network namespaces (netns_cluster.py; skipped without root and iproute2),
+the follower is cut from its leader only. It stays registered and keeps serving consumers up
+to its last high watermark, and drops out of the ISR. odradek's consumer, whose preferred
+replica expires with its ``metadata.max.age.ms`` (2 s here), asks the leader again, which no
+longer names the follower (still alive, still holding the consumer's offset), and reads the
+new records there. Without the leader's ISR check it would be sent back to the follower again
+and again and read nothing more.
 """
 
 from __future__ import annotations
@@ -31,7 +39,10 @@ from odradek.client.sync import Consumer as OdradekConsumer
 from odradek.client.topic_partition import TopicPartition as OdradekPartition
 from odradek.server.replica_selector import RACK_AWARE
 from tests.server.cluster.broker_node import free_port
+from odradek.server.local_cluster.zookeeper_server import environment_note
 from tests.server.cluster.cluster_clients import create_topic
+from tests.server.cluster.netns_cluster import broker_host, netns_cluster
+from tests.server.cluster.network import unavailable
 from tests.server.metrics.scrape import parse
 
 pytestmark = pytest.mark.timeout(180)
@@ -116,3 +127,38 @@ def test_consumers_read_from_their_racks_follower_then_from_the_leader(make_clus
     finally:
         confluent.close()
         odradek.close()
+
+
+def test_a_follower_out_of_the_isr_is_no_longer_named(tmp_path):
+    reason = unavailable() or environment_note()
+    if reason:
+        pytest.skip(reason)
+    with netns_cluster(tmp_path, BROKERS, PROPS) as cluster:
+        metrics = {b: f"http://{cluster.network.address(broker_host(b))}:8081" for b in BROKERS}
+        for b in BROKERS:
+            cluster.add_broker(b, {"broker.rack": f"r{b}", "http.listeners": metrics[b]})
+        cluster.start(BROKERS)
+        create_topic(cluster.bootstrap, TOPIC, 1, 3)
+        cluster.wait_for_isr(TOPIC, 0, BROKERS)
+        leader, controller = cluster.leader(TOPIC, 0), cluster.controller_id()
+        follower = max(b for b in BROKERS if b not in (leader, controller))
+        bootstrap = cluster[leader].bootstrap
+        _produce(bootstrap, 0, FIRST)
+        consumer = OdradekConsumer(bootstrap, client_rack=f"r{follower}", fetch_max_wait_ms=100,
+                                   metadata_max_age_ms=2000)
+        try:
+            consumer.assign([OdradekPartition(TOPIC, 0)])
+            consumer.seek_to_beginning()
+            values = []
+            _odradek_read(consumer, values, FIRST)
+            assert _bytes_out(metrics[follower]) > 0 and _bytes_out(metrics[leader]) == 0
+
+            cluster.network.partition([broker_host(follower)], [broker_host(leader)])
+            _produce(bootstrap, FIRST, MORE)  # committed once the leader dropped the follower
+            assert follower not in cluster.isr(TOPIC, 0) and cluster.exists(f"/brokers/ids/{follower}")
+            _odradek_read(consumer, values, FIRST + MORE)
+            assert values == list(range(FIRST + MORE))
+            assert _bytes_out(metrics[leader]) > 0
+            assert cluster.exists(f"/brokers/ids/{follower}")  # alive all along: the ISR decided
+        finally:
+            consumer.close()
