@@ -1,5 +1,7 @@
 """The incremental frame parser."""
 
+import ctypes
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -146,17 +148,24 @@ def test_reused_buffer_serves_the_next_big_frame_once_the_last_is_dropped():
     assert bytes(second[:2]) == b"zy"
 
 
-def test_a_big_frame_in_the_kept_buffer_is_received_in_one_piece():
-    """Once grown, the buffer takes a whole big frame (and what follows) in one receive."""
+def test_a_big_frame_in_the_kept_buffer_is_received_in_two_pieces():
+    """Once grown, the buffer takes a big frame in two receives: its first ``scratch_size``
+    bytes (its size unknown until then), then all the rest of it, and nothing after it."""
     parser = FrameParser(scratch_size=16, reuse_limit=1000)
     _receive(parser, frame(b"x" * 300))
     data = frame(b"y" * 250) + frame(b"s")
     buf = parser.get_buffer()
-    assert len(buf) >= len(data)
-    buf[: len(data)] = data
+    assert len(buf) == 16
+    buf[:] = data[:16]
     del buf
-    assert parser.buffer_updated(len(data))
-    assert [bytes(f) for f in parser.frames()] == [b"y" * 250, b"s"]
+    assert not parser.buffer_updated(16) and parser.last_read_filled
+    buf = parser.get_buffer()
+    assert len(buf) == 254 - 16
+    buf[:] = data[16:254]
+    del buf
+    assert parser.buffer_updated(254 - 16)
+    assert [bytes(f) for f in parser.frames()] == [b"y" * 250]
+    assert _receive(parser, data[254:]) == [b"s"]
 
 
 def test_a_frame_still_referenced_is_never_overwritten():
@@ -250,3 +259,70 @@ def test_shrink_gives_back_a_grown_buffer_only_between_frames():
     parser.shrink()
     assert parser.allocated == 16
     assert [bytes(f) for f in _receive(parser, frame(b"z" * 300))] == [b"z" * 300]
+
+
+def _offset(view: memoryview) -> int:
+    """Where ``view`` begins in the buffer it was cut from."""
+    base = memoryview(view.obj)
+    return ctypes.addressof(ctypes.c_char.from_buffer(view)) - ctypes.addressof(ctypes.c_char.from_buffer(base))
+
+
+def test_a_read_never_runs_past_the_end_of_a_frame_received_in_place():
+    parser = FrameParser(scratch_size=16, reuse_limit=1000)
+    _receive(parser, frame(b"x" * 300))  # the buffer grows to 304 and is kept
+    data = frame(b"y" * 200) + frame(b"z" * 250)
+    buf = parser.get_buffer()
+    assert len(buf) == 16  # no frame begun: its size first
+    buf[:] = data[:16]
+    del buf
+    assert not parser.buffer_updated(16)
+    buf = parser.get_buffer()
+    assert len(buf) == 204 - 16  # the rest of this frame, not the next one's beginning
+    buf[:] = data[16:204]
+    del buf
+    assert parser.buffer_updated(204 - 16) and parser.last_read_filled  # filled: read on
+    (first,) = parser.frames()
+    assert first == b"y" * 200
+
+
+@given(st.lists(st.integers(17, 300), min_size=2, max_size=8), st.data())
+def test_frames_of_different_sizes_are_each_received_at_the_front_without_moving(sizes, data):
+    """Pipelined in-place frames, each handled before the next read (as the broker's produce
+    path does): every one lands at the front of the one kept buffer, none is moved."""
+    parser = FrameParser(scratch_size=16, reuse_limit=1000)
+    _receive(parser, frame(b"w" * 300))
+    kept = id(parser._buf)  # (not the buffer itself: a reference would keep it from reuse)
+    stream = b"".join(frame(bytes([65 + i % 26]) * n) for i, n in enumerate(sizes))
+    moved = []
+    parser._compact = lambda: moved.append(parser._end - parser._start)
+    got, pos = [], 0
+    while pos < len(stream):
+        buf = parser.get_buffer()
+        n = min(len(buf), len(stream) - pos, data.draw(st.integers(1, 400)))
+        buf[:n] = stream[pos:pos + n]
+        del buf
+        parser.buffer_updated(n)
+        pos += n
+        for f in parser.frames():
+            assert id(f.obj) == kept and _offset(f) == 4
+            got.append(len(f))
+            del f
+    assert got == sizes and not moved
+
+
+def test_a_big_frame_begun_behind_small_ones_moves_only_what_arrived_with_it():
+    parser = FrameParser(scratch_size=16, reuse_limit=1000)
+    _receive(parser, frame(b"x" * 300))  # the buffer grows to 304 and is kept
+    smalls = frame(b"a" * 10) + frame(b"b" * 10)  # 28 bytes
+    data = smalls + frame(b"y" * 290)  # 28 + 294 bytes: cannot end in the buffer
+    assert [bytes(f) for f in _receive(parser, data[:28 + 4])] == [b"a" * 10, b"b" * 10]
+    moved = []
+    compact = parser._compact
+    parser._compact = lambda: (moved.append(parser._end - parser._start), compact())
+    buf = parser.get_buffer()  # the big frame's prefix moved to the front, the frame behind it
+    assert moved == [4] and len(buf) == 294 - 4
+    buf[:] = data[32:]
+    del buf
+    assert parser.buffer_updated(294 - 4)
+    (big,) = parser.frames()
+    assert big == b"y" * 290 and _offset(big) == 4

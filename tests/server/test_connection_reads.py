@@ -5,6 +5,7 @@ sent and every request gets its answer."""
 from __future__ import annotations
 
 import random
+import time
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from tests.server.test_bad_input import create_topic, fetch_values
@@ -59,3 +60,57 @@ def test_large_produces_one_by_one_pipelined_and_split_land_verbatim(broker):
         got += fetch_values(client, "big", len(got))
     assert got == expected
     client.close()
+
+
+def test_a_corrupt_batch_among_pipelined_ones_of_other_sizes_is_refused_alone(broker):
+    """Frames received in place, cut at random, one of them with a flipped record byte: that
+    one is answered CORRUPT_MESSAGE and stored nowhere, the others land as sent."""
+    client = WireClient(broker.bootstrap)
+    create_topic(client, "crc")
+    made = [big_batch(i) for i in range(5)]
+    batches = [b for b, _ in made]
+    corrupt = bytearray(batches[2])
+    corrupt[corrupt.index(b"0002:00250:") + 12] ^= 0x01  # a value byte: only the CRC can tell
+    batches[2] = bytes(corrupt)
+    stream = b"".join(produce_frames(client, "crc", batches))
+    rng = random.Random(2)
+    pos = 0
+    while pos < len(stream):
+        n = rng.choice([3, 4096, 70_000, 250_000])
+        client.send_raw(stream[pos:pos + n])
+        pos += n
+    errors = []
+    for _ in batches:
+        _, resp = client.response("Produce", 9)
+        errors.append(resp.responses[0].partition_responses[0].error_code)
+    assert errors == [0, 0, ErrorCode.CORRUPT_MESSAGE, 0, 0]
+    expected = [v for i, (_, values) in enumerate(made) if i != 2 for v in values]
+    got = []
+    while len(got) < len(expected):
+        got += fetch_values(client, "crc", len(got))
+    assert got == expected
+    client.close()
+
+
+def test_a_connection_closed_mid_frame_gives_back_its_memory_and_others_go_on(broker):
+    client = WireClient(broker.bootstrap)
+    create_topic(client, "half")
+    batch, values = big_batch(1)
+    (whole,) = produce_frames(client, "half", [batch])
+    client.send_raw(whole)
+    check_answers(client, 1)
+    client.send_raw(whole[: len(whole) // 2])  # into the connection's kept buffer, then gone
+    client.close()
+    other = WireClient(broker.bootstrap)
+    other.send_raw(produce_frames(other, "half", [batch])[0])
+    check_answers(other, 1)
+    got = []
+    while len(got) < 2 * len(values):
+        got += fetch_values(other, "half", len(got))
+    assert got == values + values
+    pool = broker.broker.memory_pool
+    deadline = time.monotonic() + 10
+    while pool.used and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pool.used == 0
+    other.close()
