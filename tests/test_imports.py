@@ -3,10 +3,8 @@
 A cycle makes the order of imports matter (the module imported second sees the first one half
 built) and ties two concepts that should be apart: a name both need belongs in a third module
 both import (as server/topic_error.py, server/internal_topics.py and console/offset_lookup.py
-do). The graph is read from the source with ``ast``, without importing anything: an edge for
-every ``import odradek...`` / ``from odradek... import`` (relative ones resolved), whether at
-module level or lazily inside a function, since a lazy import only hides a cycle until the
-function runs. Imports under ``if TYPE_CHECKING:`` are left out: they never run.
+do). The graph is read from the source (``tests/import_reader.py``: lazy imports count, since a
+lazy import only hides a cycle until the function runs; ``if TYPE_CHECKING:`` ones do not).
 
 ``from odradek.a import b`` is an edge to the module ``odradek.a.b`` when there is one, else to
 ``odradek.a`` (the package's ``__init__``). The implicit import of a module's parent packages
@@ -16,37 +14,12 @@ cycle with each of them, which Python handles (the package is already in ``sys.m
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.import_reader import module_name, odradek_imports
 
 PACKAGE = ROOT / "odradek"
-
-
-def module_name(path: Path, root: Path = ROOT) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _nodes(tree: ast.AST):
-    """Every node under ``tree`` except the bodies of ``if TYPE_CHECKING:`` (their ``else``
-    runs, so it is kept)."""
-    for child in ast.iter_child_nodes(tree):
-        if isinstance(child, ast.If) and _is_type_checking(child.test):
-            for node in child.orelse:
-                yield node
-                yield from _nodes(node)
-            continue
-        yield child
-        yield from _nodes(child)
 
 
 def _owner(name: str, modules) -> str:
@@ -58,29 +31,20 @@ def _owner(name: str, modules) -> str:
 
 def imports_of(name: str, path: Path, modules) -> set[str]:
     """The odradek modules that ``path`` (module ``name``) imports, itself left out."""
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
-    for node in _nodes(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(_owner(a.name, modules) for a in node.names if a.name.split(".")[0] == "odradek")
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                source = ".".join(base + ([node.module] if node.module else []))
-            else:
-                source = node.module
-            if source.split(".")[0] != "odradek":
-                continue
-            for a in node.names:
-                sub = f"{source}.{a.name}"
-                found.add(sub if sub in modules else _owner(source, modules))
+    for imported, names, _ in odradek_imports(name, path.read_text(), path.name == "__init__.py"):
+        if not names:
+            found.add(_owner(imported, modules))
+        for alias in names:
+            sub = f"{imported}.{alias}"
+            found.add(sub if sub in modules else _owner(imported, modules))
     found.discard(name)
     return found
 
 
 def import_graph() -> dict[str, set[str]]:
     """``{module: the odradek modules it imports}`` for every module of the package."""
-    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = {module_name(p, ROOT): p for p in PACKAGE.rglob("*.py")}
     return {name: imports_of(name, path, modules) for name, path in modules.items()}
 
 

@@ -1,6 +1,6 @@
 """Arrows point down: no odradek package imports a package above it.
 
-The layers, lowest first (``/work/shared/DESIGN.md``'s layout, as the imports show it; a
+The layers, lowest first (docs/architecture.md's layout, as the imports show it; a
 package may import the packages of lower layers only, never one of its own layer or above):
 
     1. protocol                            the sans-I/O wire codec
@@ -20,19 +20,17 @@ What a lower layer needs from the broker comes in from above: the coordinators c
 controller hands its in-process requests to ``broker.dispatch`` with a
 ``protocol/request_context.RequestContext``.
 
-Imports are read from the source with ``ast``, without importing anything: module level and
-inside functions alike (a lazy import is still a dependency, only a later one); those under
-``if TYPE_CHECKING:`` are left out (they never run; their ``else`` does and is read).
-Relative imports are resolved. Imports within a package are not checked here.
+Imports are read from the source (``tests/import_reader.py``: lazy ones count, ``if
+TYPE_CHECKING:`` ones do not). Imports within a package are not checked here.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.import_reader import odradek_imports
 
 LAYERS = (
     ("protocol",),
@@ -49,38 +47,15 @@ LAYER_OF = {package: n for n, packages in enumerate(LAYERS) for package in packa
 BELOW_SERVER = frozenset(p for p, n in LAYER_OF.items() if n < LAYER_OF["server"])
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _import_nodes(tree: ast.AST):
-    """Every Import / ImportFrom under ``tree``, except in the body of ``if TYPE_CHECKING:``."""
-    for child in ast.iter_child_nodes(tree):
-        if isinstance(child, ast.If) and _is_type_checking(child.test):
-            for node in child.orelse:
-                yield from _import_nodes(ast.Module(body=[node], type_ignores=[]))
-            continue
-        if isinstance(child, (ast.Import, ast.ImportFrom)):
-            yield child
-        yield from _import_nodes(child)
-
-
 def imported_modules(module: str, source: str, is_package: bool = False) -> list[tuple[str, int]]:
     """``(dotted name, line)`` of every ``odradek`` import of ``module`` (relative ones resolved)."""
-    package = module.split(".") if is_package else module.split(".")[:-1]
     found = []
-    for node in _import_nodes(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [(a.name, node.lineno) for a in node.names]
-        else:
-            base = package[: len(package) - node.level + 1] if node.level else []
-            source = ".".join(base + ([node.module] if node.module else []))
-            if "." in source:
-                found.append((source, node.lineno))
-            else:  # ``from odradek import server``, ``from .. import server``: the names are the packages
-                found += [(f"{source}.{a.name}", node.lineno) for a in node.names]
-    return [(name, line) for name, line in found if name.split(".")[0] == "odradek"]
+    for imported, names, line in odradek_imports(module, source, is_package):
+        if "." in imported or not names:
+            found.append((imported, line))
+        else:  # ``from odradek import server``, ``from .. import server``: the names are the packages
+            found += [(f"{imported}.{name}", line) for name in names]
+    return found
 
 
 @functools.cache
