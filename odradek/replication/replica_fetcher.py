@@ -14,7 +14,9 @@ Each partition it follows is in one of these states (``PartitionFetchState``):
   leader's (never past its own log end), and its log start offset follows the leader's.
   The Fetch goes through a KIP-227 session with the leader (``fetch_session_handler.py``):
   after the first full request only the partitions that changed, and the leader answers only
-  those with news.
+  those with news. Which partitions are in which state, and which changed since the last
+  request, is kept by ``fetch_set.py`` from what touched them: a round costs O(partitions
+  changed), not O(partitions followed).
 - **delayed** (either of the above, with ``delayed_until``): after an error, for
   ``replica.fetch.backoff.ms``.
 - **throttled** (fetching, with ``delayed_until``): a replica out of sync (its last fetch
@@ -47,9 +49,12 @@ from dataclasses import dataclass
 from odradek.client.connection import BrokerConnection
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 from odradek.protocol.fetch_session_handler import FetchSessionHandler
+from odradek.replication.fetch_set import FetchSet
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.protocol.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
+from odradek.protocol.generated.fetch_request import (
+    FetchPartition, FetchRequest, FetchTopic, ForgottenTopic, ReplicaState,
+)
 from odradek.protocol.generated.offset_for_leader_epoch_request import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
@@ -136,6 +141,9 @@ class ReplicaFetcher:
         self._stopped = False  # set by shutdown(): the loop ends even if a cancel was lost
         self._session = FetchSessionHandler()
         self._session_conn: BrokerConnection | None = None
+        self._set = FetchSet(self.partitions, TRUNCATING, FETCHING)
+        self._topic_names: dict[uuid.UUID, str] = {}  # for answers by topic id
+        self._without_ids: set[tuple[str, int]] = set()  # followed partitions with no topic id
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(leader={self.leader_id}, index={self.fetcher_index})"
@@ -152,14 +160,29 @@ class ReplicaFetcher:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         self._close()
+        for key in list(self.partitions):
+            self.broker.replica_manager.unwatch(key, self._set)
 
     def add_partition(self, key: tuple[str, int], initial: InitialFetchState) -> None:
         """Follow ``key`` (again): truncating first, whatever state it had."""
         self.partitions[key] = PartitionFetchState(initial.topic_id, initial.leader_epoch, initial.fetch_offset)
+        if initial.topic_id in _NO_TOPIC_ID:
+            self._without_ids.add(key)
+        else:
+            self._without_ids.discard(key)
+            self._topic_names[initial.topic_id] = key[0]
+        self.broker.replica_manager.watch(key, self._set)  # its log truncated, its log start moved
+        self._set.touch(key)
         self._wake.set()
 
     def remove_partition(self, key: tuple[str, int]) -> bool:
-        return self.partitions.pop(key, None) is not None
+        state = self.partitions.pop(key, None)
+        if state is None:
+            return False
+        self._without_ids.discard(key)
+        self.broker.replica_manager.unwatch(key, self._set)
+        self._set.touch(key)
+        return True
 
     # --- the loop -------------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -186,8 +209,8 @@ class ReplicaFetcher:
     async def _idle(self, loop) -> None:
         """Wait for a partition to be added, or the first delayed one to be due."""
         self._wake.clear()
-        due = [s.delayed_until for s in self.partitions.values() if s.state != FENCED]
-        timeout = max(min(due) - loop.time(), 0.001) if due else None
+        due = self._set.next_due()
+        timeout = max(due - loop.time(), 0.001) if due is not None else None
         # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancel when the event
         # is set in the same loop iteration (add_partition during shutdown), and the fetcher
         # then ran on with shutdown() waiting for it for ever.
@@ -201,35 +224,40 @@ class ReplicaFetcher:
         """One round: truncate the partitions that need it, else one Fetch. False when no
         partition was ready (the caller waits)."""
         now = asyncio.get_running_loop().time()
-        ready = {k: s for k, s in self.partitions.items() if s.ready(now)}
-        truncating = {k: s for k, s in ready.items() if s.state == TRUNCATING}
-        if truncating:
+        self._set.refresh(now)
+        if self._set.truncating:
             conn = await self._connection()
-            await self.truncate(conn, truncating)
+            await self.truncate(conn, dict(self._set.truncating))
             return True
-        ready = self._unthrottled(ready, now)
-        if not ready:
+        if self._unthrottled(now):
+            self._set.refresh(now)
+        if not self._set.fetchable:
             return False
         conn = await self._connection()
-        await self.fetch(conn, ready)
+        await self.fetch(conn)
         return True
 
-    def _unthrottled(self, ready: dict, now: float) -> dict:
-        """``ready`` without the partitions the follower throttle holds back (Kafka's
-        ``shouldFollowerThrottle``: out of sync, throttled, quota exceeded); those wait until
-        the quota allows more, at most ``replica.fetch.backoff.ms`` (the rate may change)."""
+    def _unthrottled(self, now: float) -> bool:
+        """Hold back the fetchable partitions the follower throttle holds (Kafka's
+        ``shouldFollowerThrottle``: out of sync, throttled, quota exceeded): they wait until
+        the quota allows more, at most ``replica.fetch.backoff.ms`` (the rate may change).
+        Whether any was held. (The quota is asked first: the partitions are looked at only
+        while it is exceeded.)"""
         quota = getattr(self.broker, "replication_quotas", None)
         if quota is None:
-            return ready
+            return False
         quota = quota.follower
-        held = [k for k, s in ready.items()
+        if not quota.is_quota_exceeded():
+            return False
+        held = [k for k, s in self._set.fetchable.items()
                 if not (s.lag is not None and s.lag <= 0) and quota.is_throttled(*k)]
-        if not held or not quota.is_quota_exceeded():
-            return ready
+        if not held:
+            return False
         wait = min(max(quota.delay(), 0.001), self.backoff_s)
         for key in held:
-            ready[key].delayed_until = now + wait
-        return {k: s for k, s in ready.items() if k not in held}
+            self._set.fetchable[key].delayed_until = now + wait
+            self._set.touch(key)
+        return True
 
     async def _connection(self) -> BrokerConnection:
         if self._conn is not None and not self._conn.closed:
@@ -257,6 +285,7 @@ class ReplicaFetcher:
     def _delay(self, key, state: PartitionFetchState, why: str) -> None:
         log.info("%s: %s-%d backs off: %s", self, key[0], key[1], why)
         state.delayed_until = asyncio.get_running_loop().time() + self.backoff_s
+        self._set.touch(key)
 
     def _current(self, key, state: PartitionFetchState):
         """The partition when ``state`` is still the fetcher's for ``key`` and this broker still
@@ -280,6 +309,7 @@ class ReplicaFetcher:
         others where the leader's answer says (``offset_to_truncate_to``)."""
         asks = {}
         for key, state in states.items():
+            self._set.touch(key)  # whatever comes of it, filed again at the next round
             part = self._current(key, state)
             if part is None:
                 self._not_hosted(key, state)
@@ -326,34 +356,41 @@ class ReplicaFetcher:
             state.fetch_offset = part.log_end_offset
 
     # --- fetching -------------------------------------------------------------------------------
-    async def fetch(self, conn: BrokerConnection, states: dict) -> None:
-        """One Fetch for ``states`` (fetching, ready), its answers applied."""
+    async def fetch(self, conn: BrokerConnection) -> None:
+        """One Fetch for the fetchable partitions, through the fetch session (``fetch_set.py``:
+        a full request for a new session, else only what changed), its answers applied."""
         version = min(conn.api_version(ApiKey.FETCH), FETCH_MAX_VERSION)
-        if any(s.topic_id in _NO_TOPIC_ID for s in states.values()):
+        if self._without_ids:
             version = min(version, FETCH_NAMES_MAX_VERSION)
-        asked = {key: (state, state.fetch_offset) for key, state in states.items()}
-        request = self.fetch_request(asked)
         session = self._session_for(conn)
-        built = session.build(request.topics)
-        request.session_id, request.session_epoch = built.session_id, built.epoch
-        request.topics, request.forgotten_topics_data = built.topics, built.forgotten
+        if session.full:
+            request = self.fetch_request(self._set.full(self._fields))
+            built = session.build(request.topics)  # (full: the handler records the partitions)
+            request.topics = built.topics
+        else:
+            changed, forgotten = self._set.incremental(self._fields)
+            request = self.fetch_request(changed)
+            request.forgotten_topics_data = _forgotten(forgotten)
+        request.session_id, request.session_epoch = session.session_id, session.epoch
         try:
             response = await conn.send(ApiKey.FETCH, request, version=version,
                                        timeout=self.socket_timeout_s + request.max_wait_ms / 1000)
         except BaseException:
             session.handle_error()
             raise
+        sent = self._set.sent
         if not session.handle_response(response):
-            for key, (state, _) in asked.items():
+            for key, (state, _) in list(sent.items()):
                 self._delay(key, state, ErrorCode(response.error_code).name)
             return
-        names = {s.topic_id: key[0] for key, s in states.items() if s.topic_id not in _NO_TOPIC_ID}
         for t in response.responses:
-            topic = t.topic or names.get(t.topic_id)
+            topic = t.topic or self._topic_names.get(t.topic_id)
             for p in t.partitions:
-                item = asked.get((topic, p.partition_index))
+                key = (topic, p.partition_index)
+                item = sent.get(key)
                 if item is not None:
-                    self._on_partition_data((topic, p.partition_index), item[0], item[1], p)
+                    self._set.touch(key)
+                    self._on_partition_data(key, item[0], item[1][0], p)
 
     def _session_for(self, conn: BrokerConnection) -> FetchSessionHandler:
         """The fetch session with the leader (KIP-227, ``fetch_session_handler.py``); a new
@@ -363,21 +400,24 @@ class ReplicaFetcher:
             self._session_conn = conn
         return self._session
 
-    def fetch_request(self, asked: dict) -> FetchRequest:
-        """A full Fetch for ``asked`` (key -> (state, fetch offset)); ``fetch`` sends it
-        through the fetch session, which keeps only what changed."""
+    def _fields(self, key, state: PartitionFetchState) -> tuple:
+        """What the Fetch says of a partition: (fetch offset, current leader epoch, the
+        follower's log start offset). A change of any is sent to the leader."""
+        part = self.broker.replica_manager.get(*key)
+        return state.fetch_offset, state.leader_epoch, part.log_start_offset if part is not None else -1
+
+    def fetch_request(self, entries: dict) -> FetchRequest:
+        """A Fetch for ``entries`` (key -> (state, ``_fields``)); ``fetch`` adds the session."""
         cfg = self.broker.config
         broker_id = self.broker.broker_id
+        max_bytes = cfg["replica.fetch.max.bytes"]
         topics: dict[str, FetchTopic] = {}
-        for (topic, index), (state, offset) in asked.items():
+        for (topic, index), (state, (offset, epoch, log_start)) in entries.items():
             ft = topics.get(topic)
             if ft is None:
                 ft = topics[topic] = FetchTopic(topic=topic, topic_id=state.topic_id or uuid.UUID(int=0), partitions=[])
-            part = self.broker.replica_manager.get(topic, index)
-            ft.partitions.append(FetchPartition(
-                partition=index, current_leader_epoch=state.leader_epoch, fetch_offset=offset,
-                log_start_offset=part.log_start_offset if part is not None else -1,
-                partition_max_bytes=cfg["replica.fetch.max.bytes"]))
+            ft.partitions.append(FetchPartition(partition=index, current_leader_epoch=epoch, fetch_offset=offset,
+                                                log_start_offset=log_start, partition_max_bytes=max_bytes))
         return FetchRequest(
             replica_id=broker_id, replica_state=ReplicaState(broker_id, getattr(self.broker, "broker_epoch", -1)),
             max_wait_ms=cfg["replica.fetch.wait.max.ms"], min_bytes=cfg["replica.fetch.min.bytes"],
@@ -425,6 +465,8 @@ class ReplicaFetcher:
         follows, up to its high watermark (Kafka's ``maybeIncrementLogStartOffset``)."""
         if part.log_start_offset < leader_log_start <= part.high_watermark:
             part.log.delete_records(leader_log_start)
+            # the next request tells the leader; consumers of this follower (KIP-392) hear it
+            self.broker.replica_manager.notify(part.key)
 
     def _on_error(self, key, state: PartitionFetchState, error: ErrorCode, data) -> None:
         if error == ErrorCode.FENCED_LEADER_EPOCH:
@@ -448,6 +490,19 @@ class ReplicaFetcher:
             return
         state.state = TRUNCATING
         self._delay(key, state, "OFFSET_OUT_OF_RANGE")
+
+
+def _forgotten(entries: list) -> list[ForgottenTopic]:
+    """``entries`` ((key, state as sent)) as ForgottenTopicsData, by name and topic id (the
+    leader's session is keyed by topic id from Fetch v13)."""
+    topics: dict[tuple, ForgottenTopic] = {}
+    for (topic, index), state in entries:
+        topic_id = state.topic_id or uuid.UUID(int=0)
+        ft = topics.get((topic, topic_id))
+        if ft is None:
+            ft = topics[(topic, topic_id)] = ForgottenTopic(topic=topic, topic_id=topic_id, partitions=[])
+        ft.partitions.append(index)
+    return list(topics.values())
 
 
 def _epoch_request(broker_id: int, asks: dict) -> OffsetForLeaderEpochRequest:
