@@ -46,6 +46,8 @@ _Pending = tuple[WatchHandle, WatchCallback, str]
 class EmbeddedStore(MetadataStore):
     """A `MetadataStore` in this process; durable when given a directory."""
 
+    watches_in_writer_thread = True
+
     def __init__(self, directory: str | os.PathLike | None = None) -> None:
         self._lock = threading.RLock()
         self._tree = ZnodeTree()

@@ -7,7 +7,9 @@ Watches set (all persistent; see `store`):
   ``/config/topics/<t>`` and of each ``.../partitions/<p>/state``;
 * data of ``/controller``; children of ``/admin/delete_topics``.
 
-Every watch callback re-reads what it covers and swaps in a new image (copy-on-write). Each
+Every watch callback re-reads what it covers and swaps in a new image (copy-on-write); a
+partition-state watch hands its partition to the cache's refresher thread, which re-reads all
+the states queued meanwhile with one `MetadataStore.get_many` (a failover changes thousands). Each
 refresh reads the store and swaps the image under one lock, so refreshes are serialised and a
 later refresh always read later data: callbacks arriving late or twice are harmless. A watch
 is set *before* the first read of its path, so no change falls between the two.
@@ -56,6 +58,14 @@ class MetadataCache:
         # applying each with a copy of the topic's state map would cost O(n^2).
         self._batch_depth = 0
         self._dirty_states: dict[str, set[int]] = {}
+        # State watches that fired, waiting for the refresher thread, which reads them all
+        # with one `get_many`: a failover changes 10,000 states, and one blocking read per
+        # change on the store's callback thread kept a broker's image behind for tens of
+        # seconds. Guarded by ``_fired_lock`` (never held with ``_lock``).
+        self._fired: dict[str, set[int]] = {}
+        self._fired_lock = threading.Lock()
+        self._fired_event = threading.Event()
+        self._refresher: threading.Thread | None = None
 
     def start(self) -> None:
         """Set the top-level watches and load everything."""
@@ -90,6 +100,7 @@ class MetadataCache:
             self._broker_watches.clear()
             self._topic_watches.clear()
             self._state_watches.clear()
+        self._fired_event.set()  # the refresher sees the cache closed and ends
 
     def _publish(self, image: MetadataImage) -> None:
         self.image = image
@@ -254,7 +265,7 @@ class MetadataCache:
         # a topic of 10,000 partitions is two pipelined batches, not 20,000 round trips
         paths = [layout.partition_state_path(topic.name, p) for p in new]
         handles = self.store.watch_data_many([
-            (path, lambda _, t=topic.name, p=p: self.refresh_partition_state(t, p))
+            (path, lambda _, t=topic.name, p=p: self._state_fired(t, p))
             for path, p in zip(paths, new)
         ])
         watched.update(zip(new, handles))
@@ -275,24 +286,68 @@ class MetadataCache:
                 self._batch_depth -= 1
                 if self._batch_depth == 0:
                     dirty, self._dirty_states = self._dirty_states, {}
-                    for topic, partitions in dirty.items():
-                        self._refresh_states(topic, partitions)
+                    self._refresh_many(dirty)
 
     def refresh_partition_state(self, topic: str, partition: int) -> None:
+        """Re-read one state now (a writer reading its own write)."""
+        self._refresh_fired({topic: {partition}})
+
+    def _state_fired(self, topic: str, partition: int) -> None:
+        """A state watch fired (on the store's thread): queue the partition for the
+        refresher thread, started on first use. A store whose callbacks run in the
+        writer's thread (embedded) is refreshed at once: its writers see their writes."""
+        if self.store.watches_in_writer_thread:
+            self._refresh_fired({topic: {partition}})
+            return
+        with self._fired_lock:
+            self._fired.setdefault(topic, set()).add(partition)
+            if self._refresher is None:
+                self._refresher = threading.Thread(
+                    target=self._run_refresher, name="metadata-state-refresher", daemon=True)
+                self._refresher.start()
+        self._fired_event.set()
+
+    def _run_refresher(self) -> None:
+        while True:
+            self._fired_event.wait()
+            with self._fired_lock:
+                self._fired_event.clear()
+                fired, self._fired = self._fired, {}
+            if self._closed:
+                return
+            try:
+                self._refresh_fired(fired)
+            except Exception:  # noqa: BLE001 - the thread lives on; a reconnection re-runs
+                log.exception("refreshing %d topics' partition states failed", len(fired))
+
+    def _refresh_fired(self, fired: dict[str, set[int]]) -> None:
         with self._lock:
             if self._batch_depth:
-                self._dirty_states.setdefault(topic, set()).add(partition)
+                for topic, partitions in fired.items():
+                    self._dirty_states.setdefault(topic, set()).update(partitions)
                 return
-            self._refresh_states(topic, (partition,))
+            self._refresh_many(fired)
 
-    def _refresh_states(self, topic: str, partitions) -> None:
-        """Re-read the states of ``partitions`` of ``topic`` and publish one new image."""
+    def _refresh_many(self, dirty: dict[str, set[int]]) -> None:
+        """Re-read the states of ``dirty`` (topic -> partitions) with one `get_many` and
+        publish one new image per topic whose states changed. Call with ``_lock`` held."""
+        wanted = [(t, p) for t, ps in dirty.items() if t in self.image.topics for p in sorted(ps)]
+        if not wanted or self._closed:
+            return
+        found = self.store.get_many([layout.partition_state_path(t, p) for t, p in wanted])
+        per_topic: dict[str, dict[int, PartitionState | None]] = {}
+        for (topic, partition), read in zip(wanted, found):
+            per_topic.setdefault(topic, {})[partition] = self._parse_state(topic, partition, read)
+        for topic, states in per_topic.items():
+            self._refresh_states(topic, states)
+
+    def _refresh_states(self, topic: str, read: dict[int, PartitionState | None]) -> None:
+        """Publish one new image with the states just ``read`` of ``topic``'s partitions."""
         if topic not in self.image.topics:
             return
         current = self.image.partition_states.get(topic, MappingProxyType({}))
         changed: dict[int, PartitionState | None] = {}
-        for partition in partitions:
-            state = self._read_state(topic, partition)
+        for partition, state in read.items():
             old = current.get(partition)
             if state is None:
                 if old is not None:
@@ -314,10 +369,6 @@ class MetadataCache:
                 partition_states=with_entry(image.partition_states, topic, MappingProxyType(states)),
             )
         )
-
-    def _read_state(self, topic: str, partition: int) -> PartitionState | None:
-        return self._parse_state(topic, partition,
-                                 self._read(layout.partition_state_path(topic, partition)))
 
     @staticmethod
     def _parse_state(topic: str, partition: int,

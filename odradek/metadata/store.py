@@ -101,6 +101,10 @@ class WatchHandle:
 class MetadataStore(abc.ABC):
     """A synchronous znode store; see the module docstring for the contract."""
 
+    watches_in_writer_thread = False
+    """Whether watch callbacks run in the writer's thread before the write returns (the
+    embedded store): a reader of what the callbacks build then sees every write at once."""
+
     @abc.abstractmethod
     def create(
         self,

@@ -12,7 +12,7 @@ from odradek.metadata.cluster_metadata import ClusterMetadata
 from odradek.metadata.errors import BrokerIdInUseError
 from odradek.metadata.layout import BrokerInfo, Endpoint, PartitionState
 from odradek.metadata.zookeeper_store import ZooKeeperStore
-from tests.metadata.store_contract import wait_for
+from tests.metadata.store_contract import Recorder, wait_for
 from tests.metadata.test_zookeeper_store import _expire_session, interrupt_creates, lost
 
 
@@ -100,3 +100,38 @@ def test_a_broker_id_held_by_another_session_is_in_use(zookeeper, chroot, two_br
             metadata.register_broker(broker(1000))
         assert metadata.broker_epoch == -1
         metadata.close()
+
+
+def test_state_changes_by_another_writer_are_read_back_together(two_brokers):
+    """The state watches of a burst of changes (one multi writing 50 states, as a failover
+    does) hand their partitions to the cache's refresher, which reads them with one
+    `get_many` per wake-up, not one read per change."""
+    from odradek.metadata import layout
+    from odradek.metadata.store import CreateOp, SetOp
+
+    first, second = two_brokers
+    n = 50
+    first.create_topic("t", {p: [1000, 1001] for p in range(n)})
+    first.store.multi([CreateOp(layout.partitions_path("t"))]
+                      + [CreateOp(layout.partition_path("t", p)) for p in range(n)]
+                      + [CreateOp(layout.partition_state_path("t", p),
+                                  PartitionState(1000, 0, (1000, 1001), 1).to_json())
+                         for p in range(n)])
+    cache = second.cache
+    wait_for(lambda: all(second.partition_state("t", p) is not None for p in range(n)),
+             "the first states")
+    calls = []
+    real = second.store.get_many
+    second.store.get_many = lambda paths: calls.append(len(paths)) or real(paths)
+    marker = Recorder()  # fires after the burst's watches: one store calls back in order
+    first.store.create("/marker")
+    second.store.watch_data("/marker", marker)
+    with cache._lock:  # the refresher waits here while the watches fire
+        first.store.multi([SetOp(layout.partition_state_path("t", p),
+                                 PartitionState(1001, 1, (1001,), 1).to_json(), 0)
+                           for p in range(n)])
+        first.store.set("/marker", b"after")
+        wait_for(lambda: marker.count() >= 1, "the watches of the burst")
+    wait_for(lambda: all(second.partition_state("t", p).leader == 1001 for p in range(n)),
+             "the new leaders")
+    assert sum(calls) == n and len(calls) <= 2  # the first one taken, then the rest at once
