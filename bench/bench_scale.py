@@ -2,7 +2,8 @@
 at 1,000, 10,000 and 30,000 partitions (replication factor 3), from creation to deletion.
 
     .venv/bin/python bench/bench_scale.py [--partitions 1000,10k,30k] [--skip consumers,failover]
-        [--per-topic 100] [--records 200000] [--members 300] [--idle-s 30] [--publish]
+        [--per-topic 100] [--records 200000] [--paced-rate 1000] [--members 300] [--idle-s 30]
+        [--revision HEAD] [--publish]
 
 For each count, on a fresh cluster (``odradek/server/local_cluster/``'s `LocalCluster`: a
 ZooKeeper and brokers 1-3 as child processes, ``zookeeper.session.timeout.ms=6000``, segments
@@ -17,7 +18,11 @@ of 1 MiB and indexes of 64 KiB, ``log.segment.delete.delay.ms=0``), one phase af
 3. **produce**: ``--records`` records of 100 B, acks=all, record i to partition i mod count
    (every partition written), confluent-kafka with linger.ms=5 and at most ``--window``
    records queued: records/s, and p50/p99 of each record's time from ``produce()`` to its
-   acknowledgement (``Message.latency()``; at full speed, so it includes the queue);
+   acknowledgement (``Message.latency()``; at full speed, so it includes the queue), and the
+   cluster's CPU per 1,000 records (brokers and ZooKeeper, ``cpu_ms_per_k``: a busy machine
+   slows the rates but barely changes it); then ``--paced-rate`` records/s for ``--paced-s``
+   seconds sent on a 10 ms schedule (``paced``): p50/p99 without a queue, while the cluster
+   keeps up;
 4. **consumers**: ``--members`` confluent-kafka consumers in one group (classic, roundrobin
    assignor; ``--group-protocol consumer`` for KIP-848), polled by ``--consumer-threads``
    threads of this process: ``rebalance_s`` from the first consumer's creation to every
@@ -34,12 +39,15 @@ of 1 MiB and indexes of 64 KiB, ``log.segment.delete.delay.ms=0``), one phase af
 Metadata is polled no faster than twice the time one answer took (a full Metadata of 30,000
 partitions costs the brokers too), at least every 0.25 s: that is the resolution of the times.
 ``--skip`` drops phases (``idle,produce,consumers,failover,delete``). The soft limit of open
-files is raised to the hard limit (brokers inherit it).
+files is raised to the hard limit (brokers inherit it). The brokers run this checkout's code
+(recorded as its commit, ``dirty`` when odradek/ has uncommitted changes), or with
+``--revision REV`` a clean worktree of that commit (``bench/harness/revision.py``).
 
 Results: ``bench/results/scale.json`` (each count's latest run, this run's counts replacing
 earlier ones; layout in ``bench/harness/scale_report.py``), a copy of this run alone beside it,
 and ``bench/results/scale.png``. ``--publish`` merges this run into ``bench/published/scale.json``
-and redraws ``bench/published/scale.png`` and the table in ``bench/README.md``. Nothing asserted;
+and redraws ``bench/published/scale.png`` and the table in ``bench/README.md``
+(``--publish-from FILE`` does that with a results file, measuring nothing). Nothing asserted;
 a phase that fails is recorded under ``errors`` and the next one runs.
 """
 
@@ -47,22 +55,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO)]
 
-from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from bench.harness import proc_stats  # noqa: E402
+from bench.harness import proc_stats, revision  # noqa: E402
 from bench.harness import scale_report as report  # noqa: E402
+from bench.harness.scale_group import Group  # noqa: E402
+from bench.harness.scale_produce import produce, produce_paced  # noqa: E402
 from odradek.server.local_cluster.local_cluster import LocalCluster  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
@@ -93,6 +102,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--per-topic", type=int, default=100, help="partitions per topic (default 100)")
     p.add_argument("--records", type=int, default=200_000, help="records per produce run (default 200000)")
     p.add_argument("--window", type=int, default=20_000, help="records queued in the producer at most")
+    p.add_argument("--paced-rate", type=float, default=1000.0,
+                   help="records/s of the paced latency run after the full-speed one (0: none; default 1000)")
+    p.add_argument("--paced-s", type=float, default=10.0)
     p.add_argument("--members", type=int, default=300, help="consumers in the group (default 300)")
     p.add_argument("--consumer-threads", type=int, default=4)
     p.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
@@ -100,8 +112,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--settle-s", type=float, default=5.0, help="wait after creation before the idle window")
     p.add_argument("--timeout-s", type=float, default=600.0, help="longest wait of any one phase")
     p.add_argument("--work-dir", type=Path, default=None, help="where the clusters' data go (default: /tmp)")
+    p.add_argument("--revision", default=None,
+                   help="run the brokers from a clean worktree of this commit (e.g. HEAD), not this checkout")
     p.add_argument("--publish", action="store_true",
                    help="also merge into bench/published/ and rewrite bench/README.md's table")
+    p.add_argument("--publish-from", type=Path, default=None, metavar="FILE",
+                   help="measure nothing: publish the runs of FILE (e.g. bench/results/scale.json)")
     args = p.parse_args(argv)
     if args.per_topic < 1 or args.members < 1 or args.consumer_threads < 1:
         p.error("--per-topic, --members and --consumer-threads must be positive")
@@ -119,11 +135,22 @@ def raise_fd_limit(members: int) -> dict:
     return {"soft_before": soft, "soft": hard, "hard": hard, "enough": hard >= wanted, "wanted": wanted}
 
 
-def revision() -> dict:
-    """odradek's commit and whether odradek/ has uncommitted changes (others share this tree)."""
-    def git(*a: str) -> str:
-        return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    return {"revision": git("rev-parse", "--short", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", "odradek"))}
+def broker_source(rev: str | None) -> dict:
+    """Where the brokers' code comes from: this checkout (``dirty`` if odradek/ has uncommitted
+    changes: others edit this tree), or with ``rev`` a clean worktree of that commit
+    (``harness/revision.py``, C extensions built) put first on the brokers' ``PYTHONPATH``."""
+    if rev is None:
+        tree = revision.working_tree()
+        dirty = any(path.startswith("odradek/") for path in tree.dirty)
+        return {"revision": tree.sha[:7], "dirty": dirty}
+    tree = revision.checkout(rev)
+    os.environ["PYTHONPATH"] = str(tree.path)  # the brokers inherit it (popen_child)
+    with tempfile.TemporaryDirectory() as elsewhere:  # brokers run in their own directories
+        found = subprocess.run([sys.executable, "-c", "import odradek, os; print(os.path.dirname(odradek.__file__))"],
+                               cwd=elsewhere, capture_output=True, text=True).stdout.strip()
+    if Path(found) != tree.path / "odradek":
+        raise SystemExit(f"brokers would import odradek from {found!r}, not from {tree.path}")
+    return {"revision": tree.sha[:7], "dirty": False}
 
 
 # -- Metadata ---------------------------------------------------------------------------------
@@ -175,28 +202,33 @@ def create(cluster: LocalCluster, layout, timeout: float) -> float:
     return time.monotonic() - begin
 
 
-def topic_dirs_left(cluster: LocalCluster, prefix: str) -> int:
-    """Directories of the bench's topics (live, or renamed ``-delete``) on every broker's disk."""
-    return sum(1 for node in cluster.nodes.values() if node.data_dir.exists()
-               for d in node.data_dir.iterdir() if d.name.startswith(prefix + "-"))
+def topic_dirs_left(cluster: LocalCluster, prefix: str) -> dict[str, int]:
+    """Per broker, the directories of the bench's topics (live, or renamed ``-delete``) on disk."""
+    return {str(i): sum(1 for d in node.data_dir.iterdir() if d.name.startswith(prefix + "-"))
+            if node.data_dir.exists() else 0 for i, node in cluster.nodes.items()}
 
 
 def delete(cluster: LocalCluster, layout, timeout: float) -> dict:
+    """``delete_metadata_s``, ``delete_s`` (the last directory gone) and ``delete_s_per_broker``
+    (when each broker's last one went)."""
     admin = admin_for(cluster)
-    names = {t for t, _ in layout}
+    names, prefix = {t for t, _ in layout}, layout[0][0].rsplit("-", 1)[0]
     begin = time.monotonic()
     for future in admin.delete_topics(sorted(names), operation_timeout=0, request_timeout=timeout).values():
         future.result()
-    out = {}
+    out: dict = {"delete_s_per_broker": {}}
     while time.monotonic() - begin < timeout:
-        now = time.monotonic() - begin
         if "delete_metadata_s" not in out and not names & set(admin.list_topics(timeout=60).topics):
-            out["delete_metadata_s"] = now
-        if "delete_metadata_s" in out and topic_dirs_left(cluster, layout[0][0].rsplit("-", 1)[0]) == 0:
-            out["delete_s"] = time.monotonic() - begin
+            out["delete_metadata_s"] = time.monotonic() - begin
+        for broker, left in topic_dirs_left(cluster, prefix).items():
+            if not left:
+                out["delete_s_per_broker"].setdefault(broker, time.monotonic() - begin)
+        if "delete_metadata_s" in out and len(out["delete_s_per_broker"]) == len(cluster.nodes):
+            out["delete_s"] = max(out["delete_s_per_broker"].values())
             return out
         time.sleep(0.25)
-    raise TimeoutError(f"topics not gone after {timeout:.0f} s (so far: {out})")
+    raise TimeoutError(f"topics not gone after {timeout:.0f} s (so far: {out}; "
+                       f"directories left: {topic_dirs_left(cluster, prefix)})")
 
 
 # -- idle CPU and memory ----------------------------------------------------------------------
@@ -229,109 +261,34 @@ def memory(cluster: LocalCluster) -> tuple[dict, dict]:
     return {k: m["rss"] / 1e6 for k, m in mem.items()}, {k: m["hwm"] / 1e6 for k, m in mem.items()}
 
 
-# -- produce ----------------------------------------------------------------------------------
+def cluster_cpu(cluster: LocalCluster) -> float:
+    """CPU seconds the brokers and ZooKeeper have used so far (a dead process counts 0)."""
+    total = 0.0
+    for pid in processes(cluster).values():
+        try:
+            total += proc_stats.cpu_seconds(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
 
 
-def targets(layout) -> list[tuple[str, int]]:
-    """Every partition once, partition-major so that consecutive records go to different topics."""
-    return [(t, p) for p in range(max(n for _, n in layout)) for t, n in layout if p < n]
-
-
-def produce(bootstrap: str, layout, records: int, window: int) -> dict:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                         "queue.buffering.max.messages": window, "message.timeout.ms": 300000})
-    for topic, _ in layout:  # warm up: every topic's metadata and connections, outside the clock
-        producer.produce(topic, b"warm-up", partition=0)
-    producer.flush(120)
-    latencies: list[float] = []
-    failed: list[str] = []
-
-    def delivered(err, msg) -> None:
-        if err is None:
-            latencies.append(msg.latency())
-        else:
-            failed.append(str(err))
-
-    order, value = targets(layout), b"v" * 100
-    begin = time.monotonic()
-    for i in range(records):
-        topic, partition = order[i % len(order)]
-        while True:
-            try:
-                producer.produce(topic, value, partition=partition, on_delivery=delivered)
-                break
-            except BufferError:
-                producer.poll(0.005)
-        if i % 1000 == 0:
-            producer.poll(0)
-    left = producer.flush(300)
-    seconds = time.monotonic() - begin
-    return {"records": records, "seconds": seconds, "rps": len(latencies) / seconds,
-            "p50_ms": _ms(report.percentile(latencies, 50)), "p99_ms": _ms(report.percentile(latencies, 99)),
-            "failed": len(failed) + left, "first_failures": failed[:3], "started_at": begin}
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * 1000
+def produce_phase(cluster: LocalCluster, layout, args) -> dict:
+    """The full-speed run and the paced one, each with the cluster's CPU per 1,000 records
+    (``cpu_ms_per_k``: CPU-ms of brokers and ZooKeeper; the machine's load does not inflate it
+    as it does the rates) and its busy cores."""
+    cpu = cluster_cpu(cluster)
+    out = produce(cluster.bootstrap, layout, args.records, args.window)
+    used = cluster_cpu(cluster) - cpu
+    out.update(cpu_ms_per_k=used / args.records * 1e6, cluster_cores=used / out.pop("seconds"))
+    out.pop("started_at")
+    if args.paced_rate > 0:
+        cpu = cluster_cpu(cluster)
+        paced = out["paced"] = produce_paced(cluster.bootstrap, layout, args.paced_rate, args.paced_s)
+        paced.update(cpu_ms_per_k=(cluster_cpu(cluster) - cpu) / max(paced["records"], 1) * 1e6)
+    return out
 
 
 # -- a group of consumers ---------------------------------------------------------------------
-
-
-class Group:
-    """``members`` consumers of one group subscribed to every topic, polled round-robin by
-    ``threads`` threads (``consume(timeout=0)``, which also runs the group protocol), each
-    counting what it got; `assignments` reads each member's assignment."""
-
-    def __init__(self, bootstrap: str, topics: list[str], members: int, threads: int, protocol: str) -> None:
-        config = {"bootstrap.servers": bootstrap, "group.id": "scale", "auto.offset.reset": "latest",
-                  "enable.auto.commit": True, "fetch.wait.max.ms": 500, "queued.max.messages.kbytes": 1024,
-                  "session.timeout.ms": 30000, "socket.keepalive.enable": True}
-        if protocol == "consumer":
-            config["group.protocol"] = "consumer"
-        else:
-            config["partition.assignment.strategy"] = "roundrobin"
-        self.consumers = []
-        for _ in range(members):
-            consumer = Consumer(config)
-            consumer.subscribe(topics)
-            self.consumers.append(consumer)
-        self.counts = [0] * threads
-        self.last_at = 0.0
-        self.stopping = threading.Event()
-        self.threads = [threading.Thread(target=self._poll, args=(i, self.consumers[i::threads]), daemon=True)
-                        for i in range(threads)]
-        for thread in self.threads:
-            thread.start()
-
-    def _poll(self, index: int, consumers: list) -> None:
-        while not self.stopping.is_set():
-            got = 0
-            for consumer in consumers:
-                got += sum(1 for m in consumer.consume(1000, timeout=0) if m.error() is None)
-            if got:
-                self.counts[index] += got
-                self.last_at = time.monotonic()
-            else:
-                time.sleep(0.005)
-        for consumer in consumers:
-            consumer.close()
-
-    @property
-    def consumed(self) -> int:
-        return sum(self.counts)
-
-    def settled(self, partitions: int) -> bool:
-        """Every partition owned by exactly one member; ``min(members, partitions)`` own some."""
-        owned = [c.assignment() for c in self.consumers]
-        taken = [(tp.topic, tp.partition) for a in owned for tp in a]
-        return (len(taken) == partitions and len(set(taken)) == partitions
-                and sum(1 for a in owned if a) == min(len(self.consumers), partitions))
-
-    def close(self) -> None:
-        self.stopping.set()
-        for thread in self.threads:
-            thread.join(120)
 
 
 def consumers(cluster: LocalCluster, layout, args) -> dict:
@@ -412,7 +369,7 @@ def _short(value) -> str:
 
 
 def one_count(args, count: int) -> dict:
-    run = {"partitions": count, **revision(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    run = {"partitions": count, **args.source, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "per_topic": args.per_topic, "records": args.records, "session_ms": SESSION_MS,
            "load_average": Path("/proc/loadavg").read_text().split()[0]}
     layout = report.topic_layout(count, args.per_topic)
@@ -432,8 +389,7 @@ def one_count(args, count: int) -> dict:
                 time.sleep(args.settle_s)
                 _phase(run, "idle", lambda: idle(cluster, args.idle_s))
             if "produce" not in args.skip:
-                _phase(run, "produce", lambda: {k: v for k, v in produce(cluster.bootstrap, layout, args.records,
-                                                                         args.window).items() if k != "started_at"})
+                _phase(run, "produce", lambda: produce_phase(cluster, layout, args))
             if "consumers" not in args.skip:
                 _phase(run, "consumers", lambda: consumers(cluster, layout, args))
             run["rss_mb_end"], run["hwm_mb"] = memory(cluster)
@@ -473,7 +429,12 @@ def publish(runs: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.publish_from:
+        publish(json.loads(args.publish_from.read_text())["runs"])
+        print(f"published: {PUBLISHED.relative_to(REPO)}/scale.{{json,png}}, table in {README.relative_to(REPO)}")
+        return
     limits = raise_fd_limit(args.members)
+    args.source = broker_source(args.revision)
     print(f"open files: soft limit {limits['soft_before']} -> {limits['soft']} (hard {limits['hard']})"
           + ("" if limits["enough"] else f"; below the ~{limits['wanted']} this run may want"), flush=True)
     runs = []

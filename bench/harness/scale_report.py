@@ -13,7 +13,9 @@ be missing (a skipped or failed phase)::
               "cluster": 0.07, "others": 0.9},          # cores: CPU-s per wall second
      "rss_mb": {"1": 180.0, ...}, "hwm_mb": {"1": 200.0, ...},
      "failover": {"controller": 2, "seconds": 6.8, "led": 333},
-     "produce": {"records": 100000, "rps": 52000.0, "p50_ms": 12.0, "p99_ms": 40.0, "failed": 0},
+     "produce": {"records": 100000, "rps": 52000.0, "p50_ms": 12.0, "p99_ms": 40.0, "failed": 0,
+                 "cpu_ms_per_k": 90.0, "cluster_cores": 1.2,
+                 "paced": {"rate": 1000, "records": 10000, "p50_ms": 8.0, "p99_ms": 30.0, "failed": 0}},
      "consumers": {"members": 300, "rebalance_s": 9.0, "produce_rps": 30000.0, "p99_ms": 80.0,
                    "consumed": 100000, "consume_rps": 28000.0},
      "errors": {"phase": "message"}}
@@ -76,6 +78,11 @@ def topic_layout(count: int, per_topic: int, prefix: str = "scale") -> list[tupl
     n = math.ceil(count / per_topic)
     width = max(3, len(str(n - 1)))
     return [(f"{prefix}-{i:0{width}d}", min(per_topic, count - i * per_topic)) for i in range(n)]
+
+
+def targets(layout) -> list[tuple[str, int]]:
+    """Every partition once, partition-major so that consecutive records go to different topics."""
+    return [(t, p) for p in range(max(n for _, n in layout)) for t, n in layout if p < n]
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -163,8 +170,14 @@ ROWS = (
     ("RSS per broker (after create)", lambda r: " / ".join(_fmt(v, ".0f") for v in (r.get("rss_mb") or {}).values())
         + (" MB" if r.get("rss_mb") else "-")),
     ("controller failover (kill -9 to all led)", lambda r: _fmt(_get(r, "failover", "seconds"), ".1f", " s")),
-    ("produce, acks=all (records/s, p99)", lambda r: f"{_fmt(_get(r, 'produce', 'rps'), ',.0f')}, "
+    ("produce full speed, acks=all (records/s, p99 incl. queue)", lambda r: f"{_fmt(_get(r, 'produce', 'rps'), ',.0f')}, "
                                                       f"{_fmt(_get(r, 'produce', 'p99_ms'), '.0f', ' ms')}"),
+    ("cluster CPU per 1,000 records produced (full speed)", lambda r: _fmt(_get(r, "produce", "cpu_ms_per_k"), ".0f",
+                                                                            " ms")),
+    ("produce paced, acks=all (p50, p99)", lambda r: (f"{_fmt(_get(r, 'produce', 'paced', 'p50_ms'), '.0f', ' ms')}, "
+                                                       f"{_fmt(_get(r, 'produce', 'paced', 'p99_ms'), '.0f', ' ms')}"
+                                                       + (f" at {_get(r, 'produce', 'paced', 'rate'):,.0f}/s"
+                                                          if _get(r, "produce", "paced", "rate") else ""))),
     ("with consumers: group formed", lambda r: _fmt(_get(r, "consumers", "rebalance_s"), ".1f", " s")
         + (f" ({_get(r, 'consumers', 'members')} members)" if _get(r, "consumers", "members") else "")),
     ("with consumers: produce (records/s, p99)", lambda r: f"{_fmt(_get(r, 'consumers', 'produce_rps'), ',.0f')}, "
@@ -223,14 +236,16 @@ def _panel(ax, runs, curves, title, ylabel, goal=None) -> None:
 
 
 def plot(results: dict, path: Path) -> Path:
-    """One PNG, five panels (idle CPU, RSS, create/delete, failover, produce) against the count."""
+    """One PNG, six panels against the count: idle CPU, RSS, create/delete, failover, produce
+    records/s, produce p99 latency."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     runs = results.get("runs", [])
-    fig, axes = plt.subplots(1, 5, figsize=(22, 4.2))
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    axes = axes.ravel()
     _panel(axes[0], runs, [("cluster", lambda r: _get(r, "idle", "cluster")),
                            ("ZooKeeper", lambda r: _get(r, "idle", "zookeeper"))],
            "Idle CPU (30 s, no traffic)", "cores", "idle")
@@ -243,6 +258,11 @@ def plot(results: dict, path: Path) -> Path:
                            ("with consumers", lambda r: _get(r, "consumers", "produce_rps")),
                            ("consumed", lambda r: _get(r, "consumers", "consume_rps"))],
            "Produce acks=all, all partitions", "records/s")
+    _panel(axes[5], runs, [("paced", lambda r: _get(r, "produce", "paced", "p99_ms")),
+                           ("full speed (queue included)", lambda r: _get(r, "produce", "p99_ms")),
+                           ("full speed, with consumers", lambda r: _get(r, "consumers", "p99_ms"))],
+           "Produce acks=all: p99 latency", "ms")
+    axes[5].set_yscale("log")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)

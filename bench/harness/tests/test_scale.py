@@ -44,7 +44,7 @@ def test_layout_spreads_the_count_over_topics_and_every_partition_is_a_target():
     layout = report.topic_layout(250, 100)
     assert layout == [("scale-000", 100), ("scale-001", 100), ("scale-002", 50)]
     assert sum(n for _, n in report.topic_layout(30000, 100)) == 30000
-    order = bench_scale.targets(layout)
+    order = report.targets(layout)
     assert len(order) == 250 and len(set(order)) == 250
     assert order[:3] == [("scale-000", 0), ("scale-001", 0), ("scale-002", 0)]
 
@@ -66,7 +66,7 @@ def _run(count: int, **extra) -> dict:
             "create_s": count / 1000, "delete_s": count / 2000, "delete_metadata_s": count / 4000,
             "idle": {"brokers": {"1": 0.01, "2": 0.01, "3": 0.01}, "zookeeper": 0.001, "cluster": 0.031},
             "rss_mb": {"1": 100.0, "2": 120.0, "3": 110.0}, "failover": {"seconds": 7.0},
-            "produce": {"rps": 1000.0, "p99_ms": 50.0},
+            "produce": {"rps": 1000.0, "p99_ms": 50.0, "paced": {"rate": 1000, "p50_ms": 9.0, "p99_ms": 20.0}},
             "consumers": {"members": 300, "rebalance_s": 9.0, "produce_rps": 800.0, "p99_ms": 90.0,
                           "consume_rps": 790.0}, **extra}
 
@@ -95,6 +95,7 @@ def test_table_has_a_column_per_count_and_survives_missing_phases(tmp_path):
     assert "| | 300 partitions | 1,000 partitions |" in text
     assert "| controller failover (kill -9 to all led) | - | 7.0 s |" in text
     assert "300 partitions, failover: TimeoutError: late" in text
+    assert "| produce paced, acks=all (p50, p99) | -, - | 9 ms, 20 ms at 1,000/s |" in text
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{report.README_START}\nold\n{report.README_END}\nafter\n")
     assert report.update_readme(readme, "new table")
