@@ -26,7 +26,10 @@ Event-loop only, like the fetcher.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+
+from odradek.protocol.generated.fetch_request import ForgottenTopic
 
 TopicPartition = tuple[str, int]
 
@@ -108,3 +111,16 @@ class FetchSet:
                 changed[key] = self.sent[key] = now_sent
         self._unsent.clear()
         return changed, forgotten
+
+
+def forgotten_topics(entries: list) -> list[ForgottenTopic]:
+    """``entries`` ((key, state as sent)) as ForgottenTopicsData, by name and topic id (the
+    leader's session is keyed by topic id from Fetch v13)."""
+    topics: dict[tuple, ForgottenTopic] = {}
+    for (topic, index), state in entries:
+        topic_id = state.topic_id or uuid.UUID(int=0)
+        ft = topics.get((topic, topic_id))
+        if ft is None:
+            ft = topics[(topic, topic_id)] = ForgottenTopic(topic=topic, topic_id=topic_id, partitions=[])
+        ft.partitions.append(index)
+    return list(topics.values())

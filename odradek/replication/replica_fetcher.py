@@ -49,12 +49,10 @@ from dataclasses import dataclass
 from odradek.client.connection import BrokerConnection
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 from odradek.protocol.fetch_session_handler import FetchSessionHandler
-from odradek.replication.fetch_set import FetchSet
+from odradek.replication.fetch_set import FetchSet, forgotten_topics
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.protocol.generated.fetch_request import (
-    FetchPartition, FetchRequest, FetchTopic, ForgottenTopic, ReplicaState,
-)
+from odradek.protocol.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
 from odradek.protocol.generated.offset_for_leader_epoch_request import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
@@ -370,7 +368,7 @@ class ReplicaFetcher:
         else:
             changed, forgotten = self._set.incremental(self._fields)
             request = self.fetch_request(changed)
-            request.forgotten_topics_data = _forgotten(forgotten)
+            request.forgotten_topics_data = forgotten_topics(forgotten)
         request.session_id, request.session_epoch = session.session_id, session.epoch
         try:
             response = await conn.send(ApiKey.FETCH, request, version=version,
@@ -490,19 +488,6 @@ class ReplicaFetcher:
             return
         state.state = TRUNCATING
         self._delay(key, state, "OFFSET_OUT_OF_RANGE")
-
-
-def _forgotten(entries: list) -> list[ForgottenTopic]:
-    """``entries`` ((key, state as sent)) as ForgottenTopicsData, by name and topic id (the
-    leader's session is keyed by topic id from Fetch v13)."""
-    topics: dict[tuple, ForgottenTopic] = {}
-    for (topic, index), state in entries:
-        topic_id = state.topic_id or uuid.UUID(int=0)
-        ft = topics.get((topic, topic_id))
-        if ft is None:
-            ft = topics[(topic, topic_id)] = ForgottenTopic(topic=topic, topic_id=topic_id, partitions=[])
-        ft.partitions.append(index)
-    return list(topics.values())
 
 
 def _epoch_request(broker_id: int, asks: dict) -> OffsetForLeaderEpochRequest:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from odradek.replication.fetch_set import FetchSet
+from odradek.replication.fetch_set import FetchSet, forgotten_topics
 from odradek.replication.replica_fetcher import (
     FENCED, FETCHING, TRUNCATING, InitialFetchState, PartitionFetchState,
 )
@@ -79,6 +79,8 @@ def test_the_session_view_sends_only_what_changed_and_forgets_what_left():
     fs.refresh(now=4.0)
     changed, forgotten = fs.incremental(_fields)
     assert list(changed) == [C] and forgotten == [(B, gone)]
+    (ft,) = forgotten_topics(forgotten)  # by topic id too: the leader's session may be keyed by it
+    assert (ft.topic, ft.topic_id, ft.partitions) == ("b", ID, [0])
     assert set(fs.sent) == {A, C}
     partitions[A] = _state(3)  # re-added (a new state object): sent again, though its fields match
     fs.touch(A)
