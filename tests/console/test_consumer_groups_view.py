@@ -201,12 +201,16 @@ def test_the_consumer_groups_page_shows_epochs_and_assignments(driver, site, scr
 
 
 def test_the_classic_groups_page_has_no_epochs(driver, site, screenshots):  # noqa: F811
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     open_page(driver, site, f"/groups/{CLASSIC}")
     assert text(driver, "#group-lag .value", str(PARTITIONS * (RECORDS - CLASSIC_COMMITTED)))
     assert "classic-0" in text(driver, "#members-table tbody tr")
-    headers = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#members-table th")]
+    # the table is rebuilt on every refresh: its headers are read in one go, again if it changed meanwhile
+    headers = WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: [th.text for th in d.find_elements(By.CSS_SELECTOR, "#members-table th")] or False)
     assert headers == ["Member", "Client", "Host", "Instance", "Assigned partitions"]
     assert driver.find_elements(By.CSS_SELECTOR, "#group-epoch, #group-type, #group-assignment-epoch") == []
     no_browser_errors(driver, screenshots, "classic_group_beside_consumer_groups")

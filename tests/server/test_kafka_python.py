@@ -59,6 +59,16 @@ def _create(admin, name, partitions=1, configs=None):
     return name
 
 
+def _created_unless_marked(admin, name, partitions) -> bool:
+    try:
+        _create(admin, name, partitions)
+    except Errors.TopicAlreadyExistsError as error:
+        if "marked for deletion" not in str(error):
+            raise
+        return False
+    return True
+
+
 def _consumer(kb, **config) -> KafkaConsumer:
     return KafkaConsumer(bootstrap_servers=kb.bootstrap, group_id=None, enable_auto_commit=False, **config)
 
@@ -295,7 +305,10 @@ def test_a_deleted_and_recreated_topic_starts_empty(kb, admin):
     with closing(_producer(kb)) as producer:
         _send_all(producer, topic, sample_messages(5, tag="old"))
     admin.delete_topics([topic])
-    _create(admin, topic, 2)
+    # DeleteTopics answers once the topic has left the metadata; until the deletion has also
+    # removed its logs, CreateTopics answers "marked for deletion" (TOPIC_ALREADY_EXISTS), as
+    # Kafka's does: a client creates again until it may.
+    wait_until(lambda: _created_unless_marked(admin, topic, 2), what="the topic created again")
     with closing(_producer(kb)) as producer:
         placed = _send_all(producer, topic, [Msg(b"k", b"new")], partition=1)
     assert placed == [(1, 0)]
