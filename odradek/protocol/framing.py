@@ -25,8 +25,9 @@ once. A bigger frame is handled in one of two ways:
   ``reuse_limit`` bytes stays where it is received. The receive buffer grows to hold it (the
   buffer is kept), and the frame is handed out as a ``memoryview`` of the buffer. The next
   read starts again at the front of the same buffer as soon as nothing refers to it any more,
-  so a producer's 500 KB request arrives in one ``recv`` into already-mapped memory and is
-  neither copied nor zero-filled. The default way costs, per such request, a memset and a
+  so a producer's 500 KB request arrives in two ``recv`` calls (its first ``scratch_size``
+  bytes, then the rest: below) into already-mapped memory and is neither copied nor
+  zero-filled. The default way costs, per such request, a memset and a
   malloc/free of the whole frame, a copy of the first 64 KiB, and two more ``recv`` calls
   (the last one failing with EAGAIN) with Python run between them. On 100-byte-record produce
   through kcat (~500 KB requests, the broker idle between them) receiving in place took ~4%
