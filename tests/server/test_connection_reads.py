@@ -8,6 +8,7 @@ import random
 import time
 
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.server.connection import FRAME_REUSE_LIMIT
 from tests.server.test_bad_input import create_topic, fetch_values
 from tests.server.wire import WireClient, produce_body, simple_batch
 
@@ -114,3 +115,30 @@ def test_a_connection_closed_mid_frame_gives_back_its_memory_and_others_go_on(br
         time.sleep(0.01)
     assert pool.used == 0
     other.close()
+
+
+def test_a_request_beyond_the_kept_buffer_gets_its_own_and_the_next_reuses_the_kept_one(broker):
+    """A request above ``FRAME_REUSE_LIMIT`` (four ~0.7 MB batches in one partition's records)
+    between ordinary big ones, all pipelined and cut at random: each lands verbatim."""
+    client = WireClient(broker.bootstrap)
+    create_topic(client, "huge")
+    made = [big_batch(tag, count=6000 if 2 <= k <= 5 else 500) for k, tag in enumerate((0, 1, 5, 10, 15, 20, 3))]
+    records = [b for b, _ in made]
+    frames = [client.frame("Produce", 9, produce_body("huge", 0, r)) for r in
+              [records[0], records[1], b"".join(records[2:6]), records[6]]]
+    assert len(frames[2]) > FRAME_REUSE_LIMIT
+    stream = b"".join(frames)
+    rng = random.Random(5)
+    pos = 0
+    while pos < len(stream):
+        n = rng.choice([5, 65_536, 400_000, 1_500_000])
+        client.send_raw(stream[pos:pos + n])
+        pos += n
+    offsets = check_answers(client, len(frames))
+    assert offsets == sorted(offsets)
+    expected = [v for _, values in made for v in values]
+    got = []
+    while len(got) < len(expected):
+        got += fetch_values(client, "huge", len(got))
+    assert got == expected
+    client.close()
