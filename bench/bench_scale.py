@@ -25,8 +25,9 @@ of 1 MiB and indexes of 64 KiB, ``log.segment.delete.delay.ms=0``), one phase af
    keeps up;
 4. **consumers**: ``--members`` confluent-kafka consumers in one group (classic, roundrobin
    assignor; ``--group-protocol consumer`` for KIP-848), polled by ``--consumer-threads``
-   threads of this process: ``rebalance_s`` from the first consumer's creation to every
-   partition owned by exactly one member and ``min(members, partitions)`` members owning some;
+   threads of a child process (``bench/harness/scale_group.py``: not sharing the producer's
+   GIL): ``rebalance_s`` from the first consumer's creation to every partition owned by
+   exactly one member and ``min(members, partitions)`` members owning some;
    then phase 3 again while they consume (``auto.offset.reset=latest``): produce figures, and
    records consumed per second until they have it all (``consume_rps``);
 5. **failover**: kill -9 of the controller (``/controller`` in ZooKeeper), then Metadata polled
@@ -60,6 +61,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -70,7 +72,6 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from bench.harness import proc_stats, revision  # noqa: E402
 from bench.harness import scale_report as report  # noqa: E402
-from bench.harness.scale_group import Group  # noqa: E402
 from bench.harness.scale_produce import produce, produce_paced  # noqa: E402
 from odradek.server.local_cluster.local_cluster import LocalCluster  # noqa: E402
 
@@ -291,34 +292,62 @@ def produce_phase(cluster: LocalCluster, layout, args) -> dict:
 # -- a group of consumers ---------------------------------------------------------------------
 
 
+class GroupProcess:
+    """``harness/scale_group.py``'s group in a child process; `state` holds its last reports."""
+
+    def __init__(self, spec: dict) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.harness.scale_group", json.dumps(spec)],
+                                     cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.state: dict = {"consumed": 0, "last_at": 0.0}
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self.state.update(json.loads(line))
+
+    def wait_for(self, key: str, timeout: float):
+        deadline = time.monotonic() + timeout
+        while key not in self.state:
+            if "error" in self.state or self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(self.state.get("error") or f"the consumers' process gave no {key}")
+            time.sleep(0.1)
+        return self.state[key]
+
+    def close(self) -> float | None:
+        """Stop: the child closes its consumers; seconds that took (None if it did not say)."""
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(180)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.reader.join(5)
+        return self.state.get("closed_s")
+
+
 def consumers(cluster: LocalCluster, layout, args) -> dict:
-    count = sum(n for _, n in layout)
-    begin = time.monotonic()
-    group = Group(cluster.bootstrap, [t for t, _ in layout], args.members, args.consumer_threads,
-                  args.group_protocol)
+    group = GroupProcess({"bootstrap": cluster.bootstrap, "topics": [t for t, _ in layout], "members": args.members,
+                          "threads": args.consumer_threads, "protocol": args.group_protocol,
+                          "partitions": sum(n for _, n in layout), "timeout_s": args.timeout_s})
     try:
-        deadline = begin + args.timeout_s
-        while not group.settled(count):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the group did not settle within {args.timeout_s:.0f} s")
-            time.sleep(0.25)
-        out = {"members": args.members, "protocol": args.group_protocol, "rebalance_s": time.monotonic() - begin}
+        out = {"members": args.members, "protocol": args.group_protocol,
+               "rebalance_s": group.wait_for("rebalance_s", args.timeout_s + 60)}
         print(f"  group of {args.members} formed in {out['rebalance_s']:.1f} s", flush=True)
         time.sleep(2)  # every member has resolved its "latest" offsets before the first record
-        start_count = group.consumed
+        start_count = group.state["consumed"]
         run = produce(cluster.bootstrap, layout, args.records, args.window)
         wanted = start_count + run["records"] - run["failed"]
         deadline = time.monotonic() + 120
-        while group.consumed < wanted and time.monotonic() < deadline:
+        while group.state["consumed"] < wanted and time.monotonic() < deadline:
             time.sleep(0.1)
-        consumed = group.consumed - start_count
+        consumed = group.state["consumed"] - start_count
         out.update(produce_rps=run["rps"], p99_ms=run["p99_ms"], p50_ms=run["p50_ms"], failed=run["failed"],
-                   consumed=consumed, consume_rps=consumed / max(group.last_at - run["started_at"], 1e-9))
+                   consumed=consumed, consume_rps=consumed / max(group.state["last_at"] - run["started_at"], 1e-9))
         return out
     finally:
-        closing = time.monotonic()
-        group.close()
-        print(f"  consumers closed in {time.monotonic() - closing:.1f} s", flush=True)
+        closed = group.close()
+        print(f"  consumers closed in {closed if closed is None else round(closed, 1)} s", flush=True)
 
 
 # -- controller failover ----------------------------------------------------------------------

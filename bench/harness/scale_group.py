@@ -4,10 +4,16 @@ this process, polled round-robin by a few threads, each thread counting what its
 A group is **settled** when every partition is owned by exactly one member and
 ``min(members, partitions)`` members own some (`Group.settled`, from each consumer's
 ``assignment()``).
+
+``bench_scale.py`` runs the group in a child process (``python -m bench.harness.scale_group
+SPEC``, `main`), so that its polling threads do not take the GIL from the producer it measures
+beside them.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 import time
 
@@ -69,3 +75,39 @@ class Group:
         for thread in self.threads:
             thread.join(120)
 
+
+
+# -- the group as a child process of bench_scale.py -------------------------------------------
+
+
+def _emit(**fields) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+def main(spec: dict) -> None:
+    """Form the group (``{"rebalance_s": s}`` once settled, timed from the first consumer's
+    creation), then ``{"consumed": n, "last_at": t}`` every 0.2 s (``t`` on CLOCK_MONOTONIC,
+    which every process of the machine shares) until stdin closes; then close every consumer
+    and say ``{"closed_s": s}``."""
+    begin = time.monotonic()
+    group = Group(spec["bootstrap"], spec["topics"], spec["members"], spec["threads"], spec["protocol"])
+    try:
+        deadline = begin + spec["timeout_s"]
+        while not group.settled(spec["partitions"]):
+            if time.monotonic() > deadline:
+                _emit(error=f"the group did not settle within {spec['timeout_s']:.0f} s")
+                return
+            time.sleep(0.25)
+        _emit(rebalance_s=time.monotonic() - begin)
+        stdin_closed = threading.Event()
+        threading.Thread(target=lambda: (sys.stdin.read(), stdin_closed.set()), daemon=True).start()
+        while not stdin_closed.wait(0.2):
+            _emit(consumed=group.consumed, last_at=group.last_at)
+    finally:
+        closing = time.monotonic()
+        group.close()
+        _emit(closed_s=time.monotonic() - closing)
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
