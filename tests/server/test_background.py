@@ -75,3 +75,27 @@ def test_a_deleted_topics_directory_is_erased_after_file_delete_delay_not_at_ret
             return [p.name for p in tmp_path.iterdir() if p.name.startswith(topic)]
 
         assert wait_until(lambda: not leftovers(), 15), leftovers()
+
+
+def test_retention_tells_fetch_sessions_of_the_log_starts_it_moved():
+    """A retention pass notifies (``ReplicaManager.notify``) the partitions whose log start
+    offset it moved, and only those: fetch sessions read only what changed
+    (``server/fetch_session_changes.py``), so an idle consumer must still hear it."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from odradek.server.background import _retention
+
+    parts = {("t", 0): SimpleNamespace(high_watermark=10, log_start_offset=0),
+             ("t", 1): SimpleNamespace(high_watermark=10, log_start_offset=0)}
+    notified = []
+
+    def run_retention(now, high_watermarks):
+        parts[("t", 1)].log_start_offset = 5  # one segment of t-1 deleted
+        return 1
+    broker = SimpleNamespace(
+        clock=FakeClock(0),
+        replica_manager=SimpleNamespace(partitions=parts, notify=notified.append),
+        log_manager=SimpleNamespace(run_retention=run_retention, remove_deleted=lambda now: 0))
+    asyncio.run(_retention(broker))
+    assert notified == [("t", 1)]
