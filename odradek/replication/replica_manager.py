@@ -224,7 +224,6 @@ class ReplicaManager:
             if channel is not None:
                 channel.report(log_dir, "writing its high watermark checkpoint", error)
         if failures:
-            self._last_checkpoint = None
             raise next(iter(failures.values()))
         self._last_checkpoint = (dirs, entries)
 

@@ -98,3 +98,27 @@ def test_checkpoint_high_watermarks_writes_the_partitions_directory(tmp_path):
     assert found == {("t", 0): 3, ("t", 1): 0}
     assert second.high_watermark == 0
     rm.log_manager.shutdown()
+
+
+def test_an_unchanged_checkpoint_is_not_rewritten(tmp_path, monkeypatch):
+    """An idle broker rewrites (and fsyncs) nothing every replica.high.watermark.checkpoint.interval.ms:
+    the same entries as the last checkpoint written are skipped, a moved high watermark is
+    written."""
+    import odradek.replication.replica_manager as rm_module
+    rm = _start([tmp_path])
+    part = rm.make_leader("t", 0, uuid.uuid4(), (1,), (1,), 0, LogConfig())
+    writes = []
+    real = rm_module.write_high_watermarks
+
+    def counting(dirs, entries):
+        writes.append(list(entries))
+        return real(dirs, entries)
+    monkeypatch.setattr(rm_module, "write_high_watermarks", counting)
+    rm.checkpoint_high_watermarks()
+    rm.checkpoint_high_watermarks()
+    assert len(writes) == 1
+    rm.append(part, memoryview(bytearray(make_batch(0, 2))))
+    rm.checkpoint_high_watermarks()
+    assert len(writes) == 2 and writes[1][0][2] == 2
+    assert read_high_watermarks([str(tmp_path)]) == {("t", 0): 2}
+    rm.log_manager.shutdown()
