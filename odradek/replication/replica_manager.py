@@ -83,6 +83,8 @@ class ReplicaManager:
         self.checkpointed_high_watermarks = read_high_watermarks(getattr(log_manager, "log_dirs", ()))
         # (log dirs, entries) of the last checkpoint written whole: the same again is not rewritten.
         self._last_checkpoint: tuple | None = None
+        # A partition notified, hosted or removed since high_watermarks_if_changed last looked.
+        self._changed_since_checkpoint = True
         # Kafka's ReplicaManager.controllerEpoch: the highest controller epoch seen in a
         # LeaderAndIsr, StopReplica or UpdateMetadata (0 before any); older ones are refused.
         self.controller_epoch = 0
@@ -150,6 +152,7 @@ class ReplicaManager:
     def host(self, part: Partition) -> Partition:
         """Host ``part`` (from ``new_partition``) unless its key is hosted already; the
         hosted one."""
+        self._changed_since_checkpoint = True
         return self.partitions.setdefault(part.key, part)
 
     def hosted_partition(self, topic: str, index: int, topic_id: uuid.UUID, config) -> Partition:
@@ -206,6 +209,16 @@ class ReplicaManager:
         return [(key, os.path.dirname(part.log.directory), part.high_watermark)
                 for key, part in list(self.partitions.items())]
 
+    def high_watermarks_if_changed(self) -> list[tuple[tuple[str, int], str, int]] | None:
+        """``high_watermarks()`` for the periodic checkpoint, or None when no partition was
+        notified, hosted or removed since the last call: every high watermark move is
+        followed by a ``notify`` (the produce and fetch paths, ISR commits, role changes,
+        truncations, the follower's fetcher), so an idle broker's pass reads nothing."""
+        if not self._changed_since_checkpoint:
+            return None
+        self._changed_since_checkpoint = False
+        return self.high_watermarks()
+
     def checkpoint_high_watermarks(self, entries=None) -> None:
         """Write ``replication-offset-checkpoint`` in every log directory, from ``entries``
         (``high_watermarks()``, taken on the loop when this runs on a worker thread)."""
@@ -229,6 +242,7 @@ class ReplicaManager:
 
     def remove(self, topic: str, index: int, delete: bool) -> None:
         part = self.partitions.pop((topic, index), None)
+        self._changed_since_checkpoint = True
         if part is not None:
             if delete:
                 self.log_manager.delete_log(topic, index)
@@ -375,6 +389,7 @@ class ReplicaManager:
 
     # --- waiting ----------------------------------------------------------------------------
     def notify(self, key: tuple[str, int]) -> None:
+        self._changed_since_checkpoint = True
         waiters = self._waiters.pop(key, None)
         if waiters:
             for fut in waiters:

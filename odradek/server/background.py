@@ -16,7 +16,7 @@
 - ISR expiration (every ``replica.lag.time.max.ms`` / 2): led partitions drop followers
   that lag (``ReplicaManager.maybe_shrink_isrs``), through the alter-partition manager;
 - high watermark checkpoint (``replica.high.watermark.checkpoint.interval.ms``):
-  ``replication-offset-checkpoint`` in each log directory;
+  ``replication-offset-checkpoint`` in each log directory, when a partition changed since;
 - producer ids (``producer.id.expiration.check.interval.ms``): forget the idempotent
   producers silent for ``producer.id.expiration.ms``, so their state does not grow forever;
 - idle connections (``connections.max.idle.ms``), and receive buffers of quiet ones.
@@ -56,8 +56,7 @@ def background_tasks(broker):
     yield _every(UNHOSTED_ROLES_RETRY_MS, lambda: _retry_unhosted_roles(broker), "unhosted roles retry")
     yield _every(max(cfg["replica.lag.time.max.ms"] // 2, 1), lambda: _shrink_isrs(broker), "ISR expiration")
     yield _every(cfg["replica.high.watermark.checkpoint.interval.ms"],
-                 lambda: _in_thread(broker.replica_manager.checkpoint_high_watermarks,
-                                    broker.replica_manager.high_watermarks()), "high watermark checkpoint")
+                 lambda: _checkpoint_high_watermarks(broker), "high watermark checkpoint")
     yield _every(cfg["producer.id.expiration.check.interval.ms"], lambda: _expire_producers(broker),
                  "producer id expiration")
     idle_ms = cfg["connections.max.idle.ms"]
@@ -121,6 +120,14 @@ async def _retention(broker) -> None:
         for key, part in partitions:  # fetch sessions answer a moved log start (server/fetch_session_changes.py)
             if part.log_start_offset != starts[key]:
                 broker.replica_manager.notify(key)
+
+
+async def _checkpoint_high_watermarks(broker) -> None:
+    """Nothing to read or write when no partition changed since the last pass
+    (``ReplicaManager.high_watermarks_if_changed``): an idle broker's pass is O(1)."""
+    entries = broker.replica_manager.high_watermarks_if_changed()
+    if entries is not None:
+        await _in_thread(broker.replica_manager.checkpoint_high_watermarks, entries)
 
 
 async def _flush(broker) -> None:

@@ -122,3 +122,18 @@ def test_an_unchanged_checkpoint_is_not_rewritten(tmp_path, monkeypatch):
     assert len(writes) == 2 and writes[1][0][2] == 2
     assert read_high_watermarks([str(tmp_path)]) == {("t", 0): 2}
     rm.log_manager.shutdown()
+
+
+def test_the_periodic_checkpoint_reads_nothing_while_nothing_changed(tmp_path):
+    """``high_watermarks_if_changed``: the entries after a partition was hosted, notified
+    (an append moved its high watermark) or removed; None in between."""
+    rm = _start([tmp_path])
+    part = rm.make_leader("t", 0, uuid.uuid4(), (1,), (1,), 0, LogConfig())
+    assert [e[2] for e in rm.high_watermarks_if_changed()] == [0]
+    assert rm.high_watermarks_if_changed() is None
+    rm.append(part, memoryview(bytearray(make_batch(0, 3))))
+    assert [e[2] for e in rm.high_watermarks_if_changed()] == [3]
+    assert rm.high_watermarks_if_changed() is None
+    rm.remove("t", 0, delete=False)
+    assert rm.high_watermarks_if_changed() == []
+    rm.log_manager.shutdown()
