@@ -12,9 +12,10 @@ of 1 MiB and indexes of 64 KiB, ``log.segment.delete.delay.ms=0``), one phase af
 1. **create**: one CreateTopics for all topics (``--per-topic`` partitions each), then
    Metadata polled (confluent-kafka's AdminClient) until every partition has a leader:
    ``create_s``; then each broker's ``VmRSS`` (``rss_mb``) and ``VmHWM`` (``hwm_mb``);
-2. **idle** (after ``--settle-s``): CPU per broker and of ZooKeeper over ``--idle-s`` with no
-   client connected (per-thread ``schedstat``, `proc_stats.cpu_seconds`), in cores; ``others``
-   is what the rest of the (shared) machine used meanwhile (``/proc/stat``);
+2. **idle**, once every ISR is full (``full_isr_s`` after creation) and ``--settle-s`` more:
+   CPU per broker and of ZooKeeper over ``--idle-s`` with no client connected (per-thread
+   ``schedstat``, `proc_stats.cpu_seconds`), in cores; ``others`` is what the rest of the
+   (shared) machine used meanwhile (``/proc/stat``);
 3. **produce**: ``--records`` records of 100 B, acks=all, record i to partition i mod count
    (every partition written), confluent-kafka with linger.ms=5 and at most ``--window``
    records queued: records/s, and p50/p99 of each record's time from ``produce()`` to its
@@ -182,6 +183,10 @@ def _all_partitions(topics: dict, layout, ok) -> bool:
         if not all(ok(p) for p in topic.partitions.values()):
             return False
     return True
+
+
+def full_isr(partition) -> bool:
+    return len(partition.isrs) == len(partition.replicas)
 
 
 def admin_for(cluster: LocalCluster, ids=None) -> AdminClient:
@@ -367,7 +372,7 @@ def failover(cluster: LocalCluster, layout, timeout: float) -> dict:
     print(f"  controller {controller} (leader of {led}) killed: all led again after {seconds:.1f} s", flush=True)
     restarted = time.monotonic()
     cluster.restart(controller)
-    wait_partitions(admin_for(cluster), layout, lambda p: len(p.isrs) == len(p.replicas), timeout)
+    wait_partitions(admin_for(cluster), layout, full_isr, timeout)
     out["rejoin_s"] = time.monotonic() - restarted
     return out
 
@@ -415,6 +420,7 @@ def one_count(args, count: int) -> dict:
             run["rss_mb"], run["hwm_mb"] = memory(cluster)
             print(f"  RSS MB per broker: {_short(run['rss_mb'])}", flush=True)
             if "idle" not in args.skip:
+                _phase(run, "full_isr_s", lambda: wait_partitions(admin_for(cluster), layout, full_isr, args.timeout_s))
                 time.sleep(args.settle_s)
                 _phase(run, "idle", lambda: idle(cluster, args.idle_s))
             if "produce" not in args.skip:
