@@ -8,7 +8,14 @@ What it sets, and why (measured on this project's machines, see PYSPARK.md):
 - logs at ERROR through a log4j2 file, no console progress bar, no UI;
 - ``-XX:TieredStopAtLevel=1`` when ``fast_start`` (the default): the JVM starts in about
   6 s instead of 7-12 s, at the price of slower long runs (benchmarks turn it off);
-- few shuffle partitions: local jobs here are small.
+- few shuffle partitions: local jobs here are small;
+- ``spark.python.authenticate.socketTimeout`` 120 s instead of 15 s: how long the JVM and a
+  Python process it started (worker, planner, a streaming source's process) wait for each
+  other's authentication on their socket. A machine busy with other work can take longer
+  than 15 s to schedule a freshly started Python, and the job then fails though nothing is
+  wrong; a real failure of such a process ends its socket at once, so waiting longer costs
+  nothing. (The 10 s within which a streaming source's process must connect back at all,
+  ``PythonWorkerFactory.createSimpleWorker``, is a constant of Spark's, with no setting.)
 
 ``register`` (``registration``, re-exported here) adds the data source explicitly: Spark's
 own lookup of the top-level module ``pyspark_odradek`` misses an editable install
@@ -66,6 +73,7 @@ def local_session(app: str = "odradek", master: str = "local[2]", *, fast_start:
         .config("spark.driver.extraJavaOptions", java)
         .config("spark.executor.extraJavaOptions", java)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "odradek-spark-warehouse"))
     )
