@@ -285,6 +285,16 @@ async def _create_logs(broker, states: list[LeaderAndIsrPartition],
     refused: list[TopicPartition] = []  # absent logs a failed directory may hold
 
     def create() -> tuple[list, dict[TopicPartition, ErrorCode]]:
+        # one fsync per log directory for all the new logs (LogManager.creation_batch)
+        with rm.log_manager.creation_batch() as batch:
+            made, failed = create_each()
+        for key, e in batch.failed.items():
+            log.log(logging.DEBUG if retrying else logging.ERROR, "cannot create the log of %s-%d "
+                    "(tried again every few seconds): %s", key[0], key[1], e)
+            failed[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        return [p for p in made if p.key not in batch.failed], failed
+
+    def create_each() -> tuple[list, dict[TopicPartition, ErrorCode]]:
         made, failed, configs = [], {}, {}
         for s in todo:
             if getattr(broker, "stopping", False):  # the log manager is about to close

@@ -46,7 +46,8 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from odradek.storage.checkpoint import (
@@ -63,6 +64,7 @@ from odradek.storage.errors import CheckpointError, LogClosedError, OfflineLogDi
 from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
+from odradek.storage.log_creation_batch import LogCreationBatch
 from odradek.storage.log_deletion import DELETE_DIR_SUFFIX, LogDeletion
 from odradek.storage.log_dir_failure_channel import LogDirFailureChannel
 from odradek.storage.log_dirs import LogDirs
@@ -132,6 +134,7 @@ class LogManager(LogDeletion, LogDirs):
         self._owed_checkpoints: set[str] = set()
         self._topic_ids: dict[TopicPartition, uuid.UUID | None] = {}
         self._lock = threading.RLock()
+        self._batch = threading.local()  # .current: the creating thread's LogCreationBatch
         self._checkpoint_locks: dict[str, threading.Lock] = {}  # per log directory: see checkpoint_dir
         self._running = False
         self.cleaner = LogCleaner()
@@ -305,6 +308,36 @@ class LogManager(LogDeletion, LogDirs):
             self._cleaner_offsets.pop(tp, None)  # a checkpointed one was a deleted log's
             return log
 
+    @contextmanager
+    def creation_batch(self) -> Iterator[LogCreationBatch]:
+        """Logs created by this thread inside the block share one fsync per log directory,
+        done when the block ends (``log_creation_batch``); the batch's ``failed`` then holds
+        those whose directory fsync failed, abandoned and forgotten (absent from this manager)."""
+        batch = self._batch.current = LogCreationBatch()
+        try:
+            yield batch
+        finally:
+            self._batch.current = None
+            for directory, created in batch.pending.items():
+                try:
+                    fsync_directory(directory)
+                except OSError as e:
+                    self._forget_created(directory, created, e, batch)
+
+    def _forget_created(self, directory: str, created: list[TopicPartition], error: OSError,
+                        batch: LogCreationBatch) -> None:
+        """A batch's logs whose directory could not be fsynced: abandoned, as one failed
+        creation (their directories are moved away by the next attempt)."""
+        with self._lock:
+            for tp in created:
+                log = self._logs.pop(tp, None)
+                self._dir_of.pop(tp, None)
+                self._topic_ids.pop(tp, None)
+                if log is not None:
+                    log.abandon()
+                batch.failed[tp] = error
+        self.failure_channel.report(directory, f"creating {len(created)} log(s)", error)
+
     def topic_id(self, topic: str, partition: int) -> uuid.UUID | None:
         """The topic id recorded for the partition's log (None: none recorded, or no log)."""
         return self._topic_ids.get((topic, partition))
@@ -317,7 +350,11 @@ class LogManager(LogDeletion, LogDirs):
         try:
             if topic_id is not None:
                 write_topic_id(log.directory, topic_id)
-            fsync_directory(directory)
+            batch = getattr(self._batch, "current", None)
+            if batch is None:
+                fsync_directory(directory)
+            else:  # fsynced once for the whole batch, before any of its logs is acknowledged
+                batch.add(directory, (topic, partition))
         except OSError:
             log.abandon()  # the directory is moved away by the next attempt
             raise
