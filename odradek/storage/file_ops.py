@@ -10,6 +10,8 @@ import os
 import threading
 from collections.abc import Iterator
 
+from odradek.storage import deferred_sync
+
 _FALLOC_FL_KEEP_SIZE = 0x01
 
 
@@ -80,7 +82,10 @@ def replace_durably(path: str, data: bytes) -> None:
     the same way): the lock is held from the creation of the ``.tmp`` file to the directory's
     fsync, so two writers of one checkpoint (the periodic pass and a topic deletion, say)
     never share the ``.tmp`` file, whose rename would otherwise find it gone (ENOENT, which
-    takes the log directory offline) or rename the other's half-written content."""
+    takes the log directory offline) or rename the other's half-written content.
+
+    Inside a batch on this thread (``deferred_sync.deferring``: ``LogManager.creation_batch``)
+    the two fsyncs are left to the batch, which makes the file durable before it acknowledges."""
     tmp = path + ".tmp"
     with _replacing.held(path):
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
@@ -88,11 +93,15 @@ def replace_durably(path: str, data: bytes) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            deferred = deferred_sync.defer(path)  # a batch's: synced before it acknowledges
+            if not deferred:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        fsync_directory(os.path.dirname(os.path.abspath(path)))
+        directory = os.path.dirname(os.path.abspath(path))
+        if not (deferred and deferred_sync.defer(directory)):
+            fsync_directory(directory)
 
 
 def fsync_path(path: str) -> None:

@@ -9,9 +9,14 @@ when it ends, before the caller acknowledges any of them (``replication/state_ch
 answers LeaderAndIsr only after the batch). Durability is the same as one at a time: no log
 is reported created before its directory entry is on disk.
 
-A directory whose fsync fails fails the logs created in it by the batch (``failed``): the
+Files the batch's thread writes with ``file_ops.replace_durably`` (the new leaders'
+leader-epoch-checkpoints) are made durable with their log directory at the end as well
+(``deferred_sync``: one ``syncfs`` per directory instead of two fsyncs per file).
+
+A directory whose sync fails fails the logs created in it by the batch (``failed``): the
 manager abandons them and forgets them, as a failed creation of one log does, and reports the
-error to the ``LogDirFailureChannel``.
+error to the ``LogDirFailureChannel``; logs that existed and were only opened in it are in
+``failed`` too (their checkpoint may not be on disk), not forgotten.
 """
 
 from __future__ import annotations
@@ -27,7 +32,11 @@ class LogCreationBatch:
     (with the error)."""
 
     pending: dict[str, list[TopicPartition]] = field(default_factory=dict)
+    touched: dict[str, list[TopicPartition]] = field(default_factory=dict)  # logs that existed
     failed: dict[TopicPartition, OSError] = field(default_factory=dict)
 
     def add(self, directory: str, tp: TopicPartition) -> None:
         self.pending.setdefault(directory, []).append(tp)
+
+    def touch(self, directory: str, tp: TopicPartition) -> None:
+        self.touched.setdefault(directory, []).append(tp)

@@ -62,6 +62,7 @@ from odradek.storage.clock import Clock
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import CheckpointError, LogClosedError, OfflineLogDirsError, StorageError
 from odradek.storage.file_handle_cache import FileHandleCache
+from odradek.storage import deferred_sync
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
 from odradek.storage.log_creation_batch import LogCreationBatch
@@ -285,6 +286,9 @@ class LogManager(LogDeletion, LogDirs):
                     self.delete_logs([tp])
                     log = None
             if log is not None:
+                batch = getattr(self._batch, "current", None)
+                if batch is not None:  # its leader epoch may be written in the batch
+                    batch.touch(self._dir_of[tp], tp)
                 return log
             offline = self.failure_channel.offline_log_dirs
             if offline and not is_new:
@@ -314,15 +318,32 @@ class LogManager(LogDeletion, LogDirs):
         done when the block ends (``log_creation_batch``); the batch's ``failed`` then holds
         those whose directory fsync failed, abandoned and forgotten (absent from this manager)."""
         batch = self._batch.current = LogCreationBatch()
+        noted: list[str] = []
         try:
-            yield batch
+            with deferred_sync.deferring() as noted:
+                yield batch
         finally:
             self._batch.current = None
-            for directory, created in batch.pending.items():
-                try:
-                    fsync_directory(directory)
-                except OSError as e:
-                    self._forget_created(directory, created, e, batch)
+            self._sync_batch(batch, noted)
+
+    def _sync_batch(self, batch: LogCreationBatch, noted: list[str]) -> None:
+        """Make a batch durable, one log directory at a time: its new logs' entries and the
+        files the batch wrote there (``deferred_sync``: leader-epoch-checkpoints); a
+        directory that fails fails the batch's logs in it."""
+        dirs = {os.path.abspath(d): d for d in (*batch.pending, *batch.touched)}
+        by_dir: dict[str, list[str]] = {d: [] for d in dirs.values()}
+        elsewhere = []
+        for path in noted:
+            inside = next((d for a, d in dirs.items() if os.path.abspath(path).startswith(a + os.sep)), None)
+            (by_dir[inside] if inside is not None else elsewhere).append(path)
+        for directory, paths in by_dir.items():
+            try:
+                deferred_sync.sync_paths(paths + [directory])
+            except OSError as e:
+                batch.failed.update((tp, e) for tp in batch.touched.get(directory, ()))
+                self._forget_created(directory, batch.pending.get(directory, []), e, batch)
+        for path in elsewhere:  # none expected: written by this thread outside the logs
+            deferred_sync.sync_paths([path])
 
     def _forget_created(self, directory: str, created: list[TopicPartition], error: OSError,
                         batch: LogCreationBatch) -> None:

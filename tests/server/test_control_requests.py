@@ -431,15 +431,15 @@ def test_requests_are_carried_out_one_at_a_time_in_arrival_order(node, fetchers)
 
 
 def test_logs_whose_directory_fsync_fails_are_a_storage_error_and_taken_later(node, monkeypatch):
-    """A LeaderAndIsr's new logs share one fsync per log directory (LogManager.creation_batch),
+    """A LeaderAndIsr's new logs share one sync per log directory (LogManager.creation_batch),
     done before the answer: when it fails, none of them is hosted or answered NONE."""
-    from odradek.storage import log_manager as log_manager_module
+    from odradek.storage import deferred_sync
     t, mine = topic(), me(node)
-    real = log_manager_module.fsync_directory
+    real = deferred_sync.sync_paths
 
-    def refuse(_path):
+    def refuse(_paths):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(log_manager_module, "fsync_directory", refuse)
+    monkeypatch.setattr(deferred_sync, "sync_paths", refuse)
     epoch = controller_epoch(node)
     resp = deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, [(t, 0, mine, 1, [mine], [mine], 0),
                                                                 (t, 1, mine, 1, [mine], [mine], 0)], epoch))
@@ -447,6 +447,6 @@ def test_logs_whose_directory_fsync_fails_are_a_storage_error_and_taken_later(no
     assert partition(node, t, 0) is None and partition(node, t, 1) is None
     assert node.broker.log_manager.get_log(t, 0) is None
 
-    monkeypatch.setattr(log_manager_module, "fsync_directory", real)
+    monkeypatch.setattr(deferred_sync, "sync_paths", real)
     assert node.call(retry_unhosted_roles, node.broker) == 2
     assert partition(node, t, 0).is_leader(mine) and partition(node, t, 1).is_leader(mine)

@@ -1,6 +1,7 @@
-"""LogManager.creation_batch (storage/log_creation_batch.py): the logs created in a batch
-share one fsync per log directory, done before the batch ends; a failed fsync fails the
-batch's logs of that directory; logs of an ended batch survive kill -9."""
+"""LogManager.creation_batch (storage/log_creation_batch.py, deferred_sync.py): the logs
+created in a batch, and the leader-epoch-checkpoints written in it, are made durable once per
+log directory when the batch ends; a failed sync fails the batch's logs of that directory;
+logs of an ended batch survive kill -9."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import uuid
 
 import pytest
 
+from odradek.storage import deferred_sync
 from odradek.storage import log_manager as log_manager_module
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
@@ -32,28 +34,32 @@ def _manager(tmp_path, dirs=2):
 
 def test_one_directory_fsync_per_log_dir_when_the_batch_ends(tmp_path, monkeypatch):
     manager, paths = _manager(tmp_path)
-    synced = []
-    monkeypatch.setattr(log_manager_module, "fsync_directory", synced.append)
+    synced, fsynced = [], []
+    monkeypatch.setattr(deferred_sync, "sync_paths", synced.append)
+    monkeypatch.setattr(log_manager_module, "fsync_directory", fsynced.append)
     with manager.creation_batch() as batch:
         for p in range(6):
-            manager.get_or_create_log("b", p, topic_id=TOPIC_ID)
-        assert synced == []  # not yet: once per directory, at the end
-    assert sorted(synced) == paths and batch.failed == {}
+            manager.get_or_create_log("b", p, topic_id=TOPIC_ID).assign_leader_epoch(3)
+        assert synced == [] and fsynced == []  # not yet: once per directory, at the end
+    assert sorted(s[-1] for s in synced) == paths and batch.failed == {}
+    checkpoints = sorted(p for s in synced for p in s if p.endswith("leader-epoch-checkpoint"))
+    assert len(checkpoints) == 6  # each with its partition directory
+    assert all(os.path.dirname(c) in s for s in synced for c in s if c.endswith("checkpoint"))
     manager.get_or_create_log("b", 9, topic_id=TOPIC_ID)  # outside a batch: its own fsync at once
-    assert len(synced) == 3
+    assert len(synced) == 2 and fsynced == [manager._dir_of[("b", 9)]]
     manager.shutdown()
 
 
 def test_a_failed_directory_fsync_fails_that_directory_s_logs_of_the_batch(tmp_path, monkeypatch):
     manager, paths = _manager(tmp_path)
-    real = log_manager_module.fsync_directory
+    real = deferred_sync.sync_paths
 
-    def fsync(path):
-        if path == paths[0]:
+    def sync(synced):
+        if synced[-1] == paths[0]:
             raise OSError(errno.EIO, "I/O error")
-        real(path)
+        real(synced)
 
-    monkeypatch.setattr(log_manager_module, "fsync_directory", fsync)
+    monkeypatch.setattr(deferred_sync, "sync_paths", sync)
     with manager.creation_batch() as batch:
         for p in range(4):
             manager.get_or_create_log("f", p, topic_id=TOPIC_ID)

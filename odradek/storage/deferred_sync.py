@@ -1,0 +1,85 @@
+"""fsyncs put off to the end of a batch, on one thread (`deferring`), and made in one go
+(`sync_paths`).
+
+``file_ops.replace_durably`` fsyncs the new file and its directory; a LeaderAndIsr making
+thousands of new leaders writes a leader-epoch-checkpoint in each new partition directory, two
+fsyncs each (most of the time of a 10,000-partition LeaderAndIsr). Inside ``deferring()`` (the
+thread of ``LogManager.creation_batch``) those writes still write and rename, but note the file
+and its directory here instead of fsyncing them; the batch makes every noted path durable with
+`sync_paths` before it acknowledges any of its logs. What a crash before that leaves is what a
+crash before the acknowledgement left already: logs the controller was not told of, whose
+checkpoints `open_leader_epoch_cache` reads or rebuilds.
+
+`sync_paths` makes many paths of one filesystem durable with one Linux ``syncfs`` (it writes
+back every dirty inode of that filesystem, these included, and reports a writeback error since
+Linux 5.8), and fsyncs them one by one where there is no ``syncfs`` or the paths are few.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import threading
+from collections.abc import Iterator
+
+# Fewer paths than this are fsynced one by one (a syncfs also writes others' dirty data).
+SYNCFS_FROM = 16
+
+_state = threading.local()
+
+
+def _libc_syncfs():
+    try:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError):
+        return None
+    syncfs.argtypes = (ctypes.c_int,)
+    syncfs.restype = ctypes.c_int
+    return syncfs
+
+
+_syncfs = _libc_syncfs()
+
+
+@contextlib.contextmanager
+def deferring() -> Iterator[list[str]]:
+    """On this thread, `defer` notes paths in the yielded list instead of fsyncing them; the
+    caller must `sync_paths` them before relying on them."""
+    noted: list[str] = []
+    _state.noted = noted
+    try:
+        yield noted
+    finally:
+        _state.noted = None
+
+
+def defer(*paths: str) -> bool:
+    """Note ``paths`` (files or directories) for the batch under way on this thread: True;
+    False when none is (the caller fsyncs them itself)."""
+    noted = getattr(_state, "noted", None)
+    if noted is None:
+        return False
+    noted.extend(paths)
+    return True
+
+
+def sync_paths(paths: list[str]) -> None:
+    """Make ``paths`` (existing files or directories of one filesystem) durable; OSError if
+    that fails."""
+    if len(paths) >= SYNCFS_FROM and _syncfs is not None:
+        fd = os.open(paths[-1], os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if _syncfs(fd) == 0:
+                return
+            err = ctypes.get_errno()
+            if err != 38:  # ENOSYS: fsync them one by one instead
+                raise OSError(err, os.strerror(err), paths[-1])
+        finally:
+            os.close(fd)
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,39 @@
+"""storage/deferred_sync.py: replace_durably inside a batch leaves its fsyncs to the batch;
+sync_paths makes many paths durable with one syncfs, few with fsyncs."""
+
+from __future__ import annotations
+
+import os
+
+from odradek.storage import deferred_sync, file_ops
+
+
+def test_replace_durably_in_a_batch_notes_the_file_and_its_directory_instead_of_fsyncing(tmp_path, monkeypatch):
+    fsyncs = []
+    monkeypatch.setattr(file_ops.os, "fsync", fsyncs.append)
+    path = str(tmp_path / "cp")
+    with deferred_sync.deferring() as noted:
+        file_ops.replace_durably(path, b"1\n")
+    assert noted == [path, str(tmp_path)] and fsyncs == []
+    assert open(path, "rb").read() == b"1\n"
+    file_ops.replace_durably(path, b"2\n")  # outside a batch: file and directory fsynced at once
+    assert len(fsyncs) == 2 and not deferred_sync.defer(path)
+
+
+def test_many_paths_one_syncfs_few_one_fsync_each(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(deferred_sync, "_syncfs", lambda fd: calls.append("syncfs") or 0)
+    monkeypatch.setattr(deferred_sync.os, "fsync", lambda fd: calls.append("fsync"))
+    paths = []
+    for i in range(deferred_sync.SYNCFS_FROM):
+        (tmp_path / str(i)).write_bytes(b"x")
+        paths.append(str(tmp_path / str(i)))
+    deferred_sync.sync_paths(paths)
+    assert calls == ["syncfs"]
+    calls.clear()
+    deferred_sync.sync_paths(paths[:2] + [str(tmp_path)])
+    assert calls == ["fsync"] * 3
+    monkeypatch.setattr(deferred_sync, "_syncfs", None)  # no syncfs here: one fsync each
+    calls.clear()
+    deferred_sync.sync_paths(paths)
+    assert calls == ["fsync"] * len(paths) and os.path.exists(paths[0])
