@@ -37,10 +37,21 @@ import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from odradek.metadata.errors import InvalidPathError, NoNodeError
+from odradek.metadata.errors import DataTooLargeError, InvalidPathError, NoNodeError
 
 MAX_DATA_BYTES = 1024 * 1024 - 1024
 """ZooKeeper's default jute.maxbuffer is 1 MiB for a whole packet; keep 1 KiB for the header."""
+
+
+def check_data(data: bytes) -> bytes:
+    """``data`` as bytes; `TypeError` if it is not bytes-like, `DataTooLargeError` above
+    `MAX_DATA_BYTES`. Every store checks a znode's data so, whatever it is stored on."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"znode data must be bytes, not {type(data).__name__}")
+    data = bytes(data)
+    if len(data) > MAX_DATA_BYTES:
+        raise DataTooLargeError(f"znode data of {len(data)} bytes exceeds {MAX_DATA_BYTES}")
+    return data
 
 WatchCallback = Callable[[str], None]
 

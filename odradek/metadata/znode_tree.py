@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from odradek.metadata.errors import (
     BadVersionError,
     CorruptStoreError,
-    DataTooLargeError,
     InvalidPathError,
     NoChildrenForEphemeralsError,
     NodeExistsError,
@@ -42,12 +41,12 @@ from odradek.metadata.errors import (
     NotEmptyError,
 )
 from odradek.metadata.store import (
-    MAX_DATA_BYTES,
     CheckOp,
     CreateOp,
     DeleteOp,
     Op,
     SetOp,
+    check_data,
     parent_path,
     sequence_name,
     validate_path,
@@ -87,13 +86,6 @@ class Change:
     undo: dict[str, Znode | None] = field(default_factory=dict)
 
 
-def _check_data(data: bytes) -> bytes:
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"znode data must be bytes, not {type(data).__name__}")
-    data = bytes(data)
-    if len(data) > MAX_DATA_BYTES:
-        raise DataTooLargeError(f"znode data of {len(data)} bytes exceeds {MAX_DATA_BYTES}")
-    return data
 
 
 def _check_version(path: str, node: Znode, version: int) -> None:
@@ -157,7 +149,7 @@ class ZnodeTree:
     def _create(self, op: CreateOp, change: Change) -> str:
         # A sequential name may end in "/" or be empty before its suffix: validate with one.
         validate_path(op.path + "0" if op.sequential else op.path)
-        data = _check_data(op.data)
+        data = check_data(op.data)
         if op.path == "/":
             raise NodeExistsError("/")
         parent = parent_path(op.path)
@@ -188,7 +180,7 @@ class ZnodeTree:
         return path
 
     def _set(self, op: SetOp, change: Change) -> int:
-        data = _check_data(op.data)
+        data = check_data(op.data)
         node = self.node(op.path)
         _check_version(op.path, node, op.version)
         self._touch(change, op.path)

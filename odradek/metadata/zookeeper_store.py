@@ -1,9 +1,10 @@
 """The `MetadataStore` of a cluster: a ZooKeeper ensemble, through kazoo.
 
 `ZooKeeperStore(hosts, chroot)` speaks to ZooKeeper with a kazoo client and translates kazoo's
-exceptions into `odradek.metadata.errors` at this boundary, so callers see the same errors as
-on the embedded store. ``chroot`` (e.g. ``/odradek``) roots every path of this store under that
-znode, created if missing, as Kafka's ``zookeeper.connect=host:2181/chroot`` does.
+exceptions into `odradek.metadata.errors` at this boundary (`zookeeper_errors.py`), so callers
+see the same errors as on the embedded store; a ``multi`` is built by
+`zookeeper_transaction.py`. ``chroot`` (e.g. ``/odradek``) roots every path of this store under
+that znode, created if missing, as Kafka's ``zookeeper.connect=host:2181/chroot`` does.
 
 Persistent watches are built from ZooKeeper's one-shot watches (``zookeeper_watch.Rewatch``).
 Callbacks run on kazoo's callback thread.
@@ -35,45 +36,29 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient, KazooState
-from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.retry import KazooRetry, RetryFailedError
+from kazoo.retry import KazooRetry
 
 from odradek.metadata import errors
+from odradek.metadata.zookeeper_errors import translated
+from odradek.metadata.zookeeper_transaction import add_op, op_results
 from odradek.metadata.zookeeper_watch import Rewatch
 from odradek.metadata.store import (
-    MAX_DATA_BYTES,
-    CheckOp,
-    CreateOp,
     DeleteOp,
     MetadataStore,
     Op,
-    SetOp,
     WatchCallback,
     WatchHandle,
+    check_data,
     validate_path,
 )
 
 log = logging.getLogger(__name__)
 
-_TRANSLATION: tuple[tuple[type[Exception], type[errors.StoreError]], ...] = (
-    (kz.NoNodeError, errors.NoNodeError),
-    (kz.NodeExistsError, errors.NodeExistsError),
-    (kz.BadVersionError, errors.BadVersionError),
-    (kz.NotEmptyError, errors.NotEmptyError),
-    (kz.NoChildrenForEphemeralsError, errors.NoChildrenForEphemeralsError),
-    (kz.BadArgumentsError, errors.InvalidPathError),
-    (kz.ConnectionClosedError, errors.StoreUnavailableError),
-    (kz.ConnectionLoss, errors.StoreUnavailableError),
-    (kz.SessionExpiredError, errors.StoreUnavailableError),
-    (kz.OperationTimeoutError, errors.StoreUnavailableError),
-    (KazooTimeoutError, errors.StoreUnavailableError),
-    (RetryFailedError, errors.StoreUnavailableError),  # a read's retries all failed
-)
 # Reads in flight at once in `get_many`/`children_many`: each answer is a few hundred bytes,
 # and 1,000 outstanding requests is ZooKeeper's own per-server throttle
 # (globalOutstandingLimit), so more would only queue in its socket buffer.
@@ -103,34 +88,6 @@ class _Inconclusive(Exception):
 _TRANSIENT = (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, _Inconclusive)
 
 
-def translate(exc: Exception) -> Exception:
-    """The odradek error for a kazoo exception (the exception itself if unknown)."""
-    for source, target in _TRANSLATION:
-        if isinstance(exc, source):
-            return target(str(exc) or type(exc).__name__)
-    return exc
-
-
-@contextlib.contextmanager
-def _translated() -> Iterator[None]:
-    try:
-        yield
-    except errors.StoreError:
-        raise
-    except Exception as exc:
-        mapped = translate(exc)
-        if mapped is exc:
-            raise
-        raise mapped from exc
-
-
-def _check_data(data: bytes) -> bytes:
-    data = bytes(data)
-    if len(data) > MAX_DATA_BYTES:
-        raise errors.DataTooLargeError(f"znode data of {len(data)} bytes exceeds {MAX_DATA_BYTES}")
-    return data
-
-
 class ZooKeeperStore(MetadataStore):
     """A `MetadataStore` on a ZooKeeper ensemble (``hosts`` as ``"h1:2181,h2:2181"``)."""
 
@@ -155,7 +112,7 @@ class ZooKeeperStore(MetadataStore):
         self._lock = threading.Lock()
         self._closed = False
         self._lost = False
-        with _translated():
+        with translated():
             self._client.start(timeout=connect_timeout)
             if chroot not in (None, "", "/"):  # kazoo's ensure_path tolerates NodeExists
                 self._client.retry(self._client.ensure_path, validate_path(chroot))
@@ -169,7 +126,7 @@ class ZooKeeperStore(MetadataStore):
 
     def _read(self, func: Callable, *args: object) -> object:
         self._check_open()
-        with _translated():
+        with translated():
             return self._client.retry(func, *args)  # kazoo copies the policy per call
 
     def get(self, path: str) -> tuple[bytes, int]:
@@ -208,7 +165,7 @@ class ZooKeeperStore(MetadataStore):
         out: list = []
         for start in range(0, len(paths), _BULK_READ_WINDOW):
             window = paths[start:start + _BULK_READ_WINDOW]
-            with _translated():
+            with translated():
                 pending = [send(p) for p in window]
             for path, result in zip(window, pending):
                 try:
@@ -237,10 +194,10 @@ class ZooKeeperStore(MetadataStore):
         validate_path(path + "0" if sequential else path)
         if path == "/":
             raise errors.NodeExistsError("/")
-        with _translated():
+        with translated():
             return self._client.create(
                 path,
-                _check_data(data),
+                check_data(data),
                 ephemeral=ephemeral,
                 sequence=sequential,
                 makepath=make_parents,
@@ -250,7 +207,7 @@ class ZooKeeperStore(MetadataStore):
         self._check_open()
         if validate_path(path) == "/":
             return
-        data = _check_data(data)
+        data = check_data(data)
 
         def attempt() -> None:
             try:
@@ -264,7 +221,7 @@ class ZooKeeperStore(MetadataStore):
         self._check_open()
         if validate_path(path) == "/":
             raise errors.NodeExistsError("/")
-        data = _check_data(data)
+        data = check_data(data)
         return self._retried_write(lambda: self._checked_ephemeral(path, data))
 
     def _checked_ephemeral(self, path: str, data: bytes) -> int:
@@ -311,7 +268,7 @@ class ZooKeeperStore(MetadataStore):
         Only for writes that a repetition cannot apply twice.
         """
         delay = _WRITE_BACKOFF_FIRST_S
-        with _translated():
+        with translated():
             for tries in range(1, _WRITE_ATTEMPTS + 1):
                 self._check_open()
                 try:
@@ -342,15 +299,15 @@ class ZooKeeperStore(MetadataStore):
 
     def set(self, path: str, data: bytes, version: int = -1) -> int:
         self._check_open()
-        with _translated():
-            return self._client.set(validate_path(path), _check_data(data), version).version
+        with translated():
+            return self._client.set(validate_path(path), check_data(data), version).version
 
     def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
         self._check_open()
         if validate_path(path) == "/":
             raise errors.InvalidPathError("the root znode cannot be deleted")
         if not recursive:
-            with _translated():
+            with translated():
                 self._client.delete(path, version)
             return
         current = self.exists(path)
@@ -387,42 +344,10 @@ class ZooKeeperStore(MetadataStore):
             return []
         transaction = self._client.transaction()
         for op in ops:
-            self._add_op(transaction, op)
-        with _translated():
+            add_op(transaction, op)
+        with translated():
             results = transaction.commit()
-        failures = [r for r in results if isinstance(r, Exception)]
-        if failures:
-            cause = next(
-                (r for r in failures if not isinstance(r, kz.RolledBackError)), failures[0]
-            )
-            raise translate(cause)
-        return [self._result(op, r) for op, r in zip(ops, results)]
-
-    @staticmethod
-    def _add_op(transaction, op: Op) -> None:
-        if isinstance(op, CreateOp):
-            validate_path(op.path + "0" if op.sequential else op.path)
-            transaction.create(
-                op.path, _check_data(op.data), ephemeral=op.ephemeral, sequence=op.sequential
-            )
-        elif isinstance(op, SetOp):
-            transaction.set_data(validate_path(op.path), _check_data(op.data), op.version)
-        elif isinstance(op, DeleteOp):
-            if validate_path(op.path) == "/":
-                raise errors.InvalidPathError("the root znode cannot be deleted")
-            transaction.delete(op.path, op.version)
-        elif isinstance(op, CheckOp):
-            transaction.check(validate_path(op.path), op.version)
-        else:
-            raise TypeError(f"not a store operation: {op!r}")
-
-    @staticmethod
-    def _result(op: Op, result: object) -> str | int | None:
-        if isinstance(op, CreateOp):
-            return result
-        if isinstance(op, SetOp):
-            return result.version
-        return None
+        return op_results(ops, results)
 
     # -- watches and sessions ----------------------------------------------------------------
 
@@ -456,7 +381,7 @@ class ZooKeeperStore(MetadataStore):
             self._watches.extend(made)
         for start in range(0, len(made), _BULK_READ_WINDOW):
             window = made[start:start + _BULK_READ_WINDOW]
-            with _translated():
+            with translated():
                 pending = [watch.arm_async() for watch in window]
             for watch, result in zip(window, pending):
                 try:
