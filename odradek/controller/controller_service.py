@@ -11,9 +11,9 @@ that touches the `Controller` and writes the controller's znodes:
   (a deleted ``/controller`` is a vacancy; another broker's id means resign if active). A new
   store session (ZooKeeper expiry) runs the election again (resigning if ``/controller``
   no longer names this broker).
-* Watches (persistent, installed at `start`; callbacks only enqueue a marker, deduplicated
-  while it waits; the event thread reads the store when it takes the marker, and only while
-  active): ``/brokers/ids`` children -> `events.BrokerChange`; ``/brokers/topics`` children ->
+* Watches (`controller_watches.py`; persistent, installed at `start`; callbacks only enqueue
+  a marker, deduplicated while it waits; the event thread reads the store when it takes the
+  marker, and only while active): ``/brokers/ids`` children -> `events.BrokerChange`; ``/brokers/topics`` children ->
   `events.TopicChange`; ``/brokers/topics/<t>`` data -> `events.PartitionModifications`;
   ``/admin/delete_topics`` children -> `events.TopicDeletion`;
   ``/admin/preferred_replica_election`` and ``/admin/reassign_partitions`` (Kafka's JSON
@@ -73,15 +73,11 @@ from odradek.controller.commands import (
 )
 from odradek.controller.controller import Controller
 from odradek.controller.controller_metrics import INACTIVE, ControllerMetrics, controller_metrics
+from odradek.controller.controller_watches import ControllerWatches
 from odradek.controller.leader_imbalance import imbalanced_partitions
 from odradek.controller.queued_item import RETRIED, QueuedItem, not_controller_reply, resolve
 from odradek.controller.snapshot import read_snapshot, read_topics
-from odradek.controller.watched_events import (
-    PREFERRED_REPLICA_ELECTION,
-    REASSIGN_PARTITIONS,
-    broker_epochs,
-    read_watched_event,
-)
+from odradek.controller.watched_events import broker_epochs, read_watched_event
 from odradek.controller.znode_writer import STORE_RETRY_BACKOFF_S, ZnodeWriter
 from odradek.metadata import layout
 from odradek.metadata.errors import (
@@ -104,7 +100,8 @@ FIRST_REBALANCE_DELAY_S = 5.0
 lost while there was no controller come back soon, not a whole interval (300 s by default)
 later."""
 
-class ControllerService:
+
+class ControllerService(ControllerWatches):
     """See the module docstring. ``channel_manager`` may be replaced (tests)."""
 
     def __init__(self, broker, *, channel_manager=None) -> None:
@@ -444,49 +441,6 @@ class ControllerService:
         names = set(written_topics(commands))
         topics = {t.name: t for t in read_topics(self.store) if t.name in names}
         return ev.LeaderAndIsrConflict(states, topics)
-
-    # -- watches ------------------------------------------------------------------------------
-
-    def _install_watches(self) -> None:
-        store = self.store
-        self._watches = [
-            store.watch_data(layout.CONTROLLER, lambda _: self._mark("controller")),
-            store.watch_children(layout.BROKER_IDS, lambda _: self._mark("brokers")),
-            store.watch_children(layout.BROKER_TOPICS, lambda _: self._mark("topics")),
-            store.watch_children(layout.DELETE_TOPICS, lambda _: self._mark("delete_topics")),
-            store.watch_data(PREFERRED_REPLICA_ELECTION, lambda _: self._mark("preferred")),
-            store.watch_data(REASSIGN_PARTITIONS, lambda _: self._mark("reassign")),
-            store.watch_children(layout.ISR_CHANGE_NOTIFICATION,
-                                 lambda _: self._mark("isr_changes")),
-            store.watch_children(layout.LOG_DIR_EVENT_NOTIFICATION,
-                                 lambda _: self._mark("log_dir_events")),
-        ]
-
-    def _mark(self, key) -> None:
-        """A watch fired: queue ``key`` unless it already waits (the reader re-reads all)."""
-        if self._stopped:
-            return
-        with self._markers_lock:
-            if key in self._markers:
-                return
-            self._markers.add(key)
-        self._queue.put(QueuedItem("watch", key))
-
-    def _cancel_topic_watches(self) -> None:
-        for handle in self._topic_watches.values():
-            handle.cancel()
-        self._topic_watches = {}
-
-    def _sync_topic_watches(self) -> None:
-        """A data watch per topic known to the controller (for partitions added)."""
-        # every topic the controller knows has an id (O(topics), not O(partitions))
-        topics = set(self.controller.ctx.topic_ids) if self.active else set()
-        for name in set(self._topic_watches) - topics:
-            self._topic_watches.pop(name).cancel()
-        for name in sorted(topics - set(self._topic_watches)):
-            self._topic_watches[name] = self.store.watch_data(
-                layout.topic_path(name), lambda _, n=name: self._mark(("topic", n))
-            )
 
     # -- auto leader rebalance ----------------------------------------------------------------
 
