@@ -327,23 +327,35 @@ class LogManager(LogDeletion, LogDirs):
             self._sync_batch(batch, noted)
 
     def _sync_batch(self, batch: LogCreationBatch, noted: list[str]) -> None:
-        """Make a batch durable, one log directory at a time: its new logs' entries and the
-        files the batch wrote there (``deferred_sync``: leader-epoch-checkpoints); a
-        directory that fails fails the batch's logs in it."""
-        dirs = {os.path.abspath(d): d for d in (*batch.pending, *batch.touched)}
-        by_dir: dict[str, list[str]] = {d: [] for d in dirs.values()}
+        """Make a batch durable (`sync_written`: its new logs' entries and the files written
+        in it); a directory that fails fails the batch's logs in it."""
+        failed = self.sync_written(noted, (*batch.pending, *batch.touched), report=False)
+        for directory, e in failed.items():
+            batch.failed.update((tp, e) for tp in batch.touched.get(directory, ()))
+            self._forget_created(directory, batch.pending.get(directory, []), e, batch)
+
+    def sync_written(self, noted: list[str], dirs=(), report: bool = True) -> dict[str, OSError]:
+        """Make durable the paths ``deferred_sync.deferring`` noted (checkpoints written in
+        the partition directories) and the log directories ``dirs`` (entries created in
+        them): one sync per log directory. The log directories whose sync failed, with the
+        error (reported to the ``LogDirFailureChannel`` when ``report``)."""
+        by_dir: dict[str, list[str]] = {os.path.abspath(d): [] for d in dirs}
         elsewhere = []
         for path in noted:
-            inside = next((d for a, d in dirs.items() if os.path.abspath(path).startswith(a + os.sep)), None)
-            (by_dir[inside] if inside is not None else elsewhere).append(path)
+            full = os.path.abspath(path)
+            inside = next((d for d in (*by_dir, *self.all_log_dirs) if full.startswith(d + os.sep)), None)
+            (by_dir.setdefault(inside, []) if inside is not None else elsewhere).append(path)
+        failed = {}
         for directory, paths in by_dir.items():
             try:
                 deferred_sync.sync_paths(paths + [directory])
             except OSError as e:
-                batch.failed.update((tp, e) for tp in batch.touched.get(directory, ()))
-                self._forget_created(directory, batch.pending.get(directory, []), e, batch)
+                failed[directory] = e
+                if report:
+                    self.failure_channel.report(directory, f"syncing {len(paths)} file(s)", e)
         for path in elsewhere:  # none expected: written by this thread outside the logs
             deferred_sync.sync_paths([path])
+        return failed
 
     def _forget_created(self, directory: str, created: list[TopicPartition], error: OSError,
                         batch: LogCreationBatch) -> None:

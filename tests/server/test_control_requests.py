@@ -450,3 +450,28 @@ def test_logs_whose_directory_fsync_fails_are_a_storage_error_and_taken_later(no
     monkeypatch.setattr(deferred_sync, "sync_paths", real)
     assert node.call(retry_unhosted_roles, node.broker) == 2
     assert partition(node, t, 0).is_leader(mine) and partition(node, t, 1).is_leader(mine)
+
+
+def test_new_leaders_epochs_are_synced_together_and_a_failed_sync_is_a_storage_error(node, monkeypatch):
+    """A failover makes thousands of hosted followers leaders: their leader-epoch-checkpoints
+    are made durable with one sync per log directory before the answer (state_change
+    _make_leaders_durably), not two fsyncs each; a failed sync answers KAFKA_STORAGE_ERROR."""
+    from odradek.storage import deferred_sync
+    t, mine, other = topic(), me(node), me(node) + 1
+    epoch = controller_epoch(node)
+    followers = [(t, p, other, 1, [mine, other], [mine, other], 0) for p in range(3)]
+    deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, followers, epoch))
+    real, synced = deferred_sync.sync_paths, []
+    monkeypatch.setattr(deferred_sync, "sync_paths", lambda paths: synced.append(list(paths)) or real(paths))
+    leaders = [(t, p, mine, 2, [mine, other], [mine, other], 1) for p in range(3)]
+    resp = deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, leaders, epoch))
+    assert [e.error_code for tp in resp.topics for e in tp.partition_errors] == [ErrorCode.NONE] * 3
+    assert len(synced) == 1 and sum(p.endswith("leader-epoch-checkpoint") for p in synced[0]) == 3
+    assert all(partition(node, t, p).is_leader(mine) for p in range(3))
+
+    def refuse(_paths):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(deferred_sync, "sync_paths", refuse)
+    leaders = [(t, p, mine, 3, [mine, other], [mine, other], 2) for p in range(3)]
+    resp = deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, leaders, epoch))
+    assert [e.error_code for tp in resp.topics for e in tp.partition_errors] == [ErrorCode.KAFKA_STORAGE_ERROR] * 3
