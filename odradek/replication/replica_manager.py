@@ -31,10 +31,6 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from odradek.coordinator.producer_state import (
-    CorruptSnapshotError,
-    ProducerStateManager,
-)
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.high_watermark_checkpoint import (
     initial_high_watermark,
@@ -43,16 +39,12 @@ from odradek.replication.high_watermark_checkpoint import (
 )
 from odradek.replication.partition import CheckOffLoop, Partition, ProduceResult
 from odradek.replication.produce_validation import ProduceError
-from odradek.replication.producer_state_reload import (
-    discard_snapshot_file,
-    reload_producer_state,
-    reset_producer_state,
-)
-from odradek.replication.transactions import cleanable_limit, rebuild_producer_state
+from odradek.replication.producer_snapshot import restore_producer_state, snapshot_path, write_producer_snapshot
+from odradek.replication.producer_state_reload import reload_producer_state, reset_producer_state
+from odradek.replication.transactions import cleanable_limit
 
 log = logging.getLogger("odradek.replication")
 
-PRODUCER_SNAPSHOT = "producer-state.snapshot"
 # Worker threads checking records off the event loop: bounds their memory (see above).
 RECORD_CHECK_THREADS = 2
 
@@ -140,7 +132,7 @@ class ReplicaManager:
         ``is_new``; see ``LogManager.get_or_create_log``)."""
         plog = self.log_manager.get_or_create_log(topic, index, config, topic_id, is_new=is_new)
         part = Partition(topic, index, topic_id, plog)
-        _restore_producer_state(part)
+        restore_producer_state(part)
         plog.cleanable_limit = lambda: cleanable_limit(part)  # the cleaner stays below the LSO
         part.clock = self.clock
         part.replica_lag_time_max_ms = self.replica_lag_time_max_ms
@@ -173,7 +165,7 @@ class ReplicaManager:
         changed = self.log_manager.truncate_to(part.topic, part.index, offset)
         if changed:
             end = part.log_end_offset
-            reload_producer_state(part, _snapshot_path(part))
+            reload_producer_state(part, snapshot_path(part))
             part.high_watermark = min(part.high_watermark, end)
             self.notify(part.key)
         return changed
@@ -183,7 +175,7 @@ class ReplicaManager:
         when the follower's fetch offset fell below it: Kafka's ``truncateFullyAndStartAt``);
         the producer state and the high watermark start there too."""
         self.log_manager.truncate_fully(part.topic, part.index, offset)
-        reset_producer_state(part, offset, _snapshot_path(part))
+        reset_producer_state(part, offset, snapshot_path(part))
         part.high_watermark = offset
         self.notify(part.key)
 
@@ -475,7 +467,7 @@ class ReplicaManager:
         failed = []
         for part in self.partitions.values():
             try:
-                written += _write_producer_snapshot(part)
+                written += write_producer_snapshot(part)
             except OSError as e:
                 failed.append(f"{part.topic}-{part.index} ({e.strerror or e})")
         if failed:  # one line, however many (a full disk fails them all): rebuilt from the logs
@@ -483,47 +475,3 @@ class ReplicaManager:
                         "their logs at the next start: %s", len(failed), ", ".join(failed[:5]))
         if written:
             os.sync()
-
-
-def _snapshot_path(part: Partition) -> str:
-    return os.path.join(part.log.directory, PRODUCER_SNAPSHOT)
-
-
-def _write_producer_snapshot(part: Partition) -> int:
-    """Write the partition's snapshot (a temporary file renamed over the old one); 1 when one
-    was written, 0 for an empty log. Not synced: the caller syncs all of them at once. A
-    crash before that sync may leave a torn snapshot; its CRC fails at the next start, which
-    then ignores it and rebuilds the producer state from the log (the log is the truth)."""
-    path = _snapshot_path(part)
-    if len(part.producer_state) == 0 and part.log.log_end_offset == 0:
-        # An empty log: nothing to keep and nothing to rescan at the next start.
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        return 0
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(part.producer_state.snapshot())
-    os.replace(tmp, path)
-    return 1
-
-
-def _restore_producer_state(part: Partition) -> None:
-    """Load the snapshot (if any, and not beyond the log end) and replay later batches."""
-    state = ProducerStateManager(part.log.log_start_offset)
-    try:
-        with open(_snapshot_path(part), "rb") as f:
-            loaded = ProducerStateManager.load(f.read())
-        if loaded.map_end_offset <= part.log.log_end_offset:
-            state = loaded
-        else:  # recovery cut the log below it: a restart after the log regrew must not load it
-            discard_snapshot_file(_snapshot_path(part), part.log.log_end_offset)
-    except FileNotFoundError:
-        pass
-    except (OSError, CorruptSnapshotError) as e:
-        log.warning("ignoring producer snapshot of %s-%d: %s", part.topic, part.index, e)
-    start = max(state.map_end_offset, part.log.log_start_offset)
-    if start < part.log.log_end_offset:
-        rebuild_producer_state(state, part.log, start)
-    part.producer_state = state

@@ -8,7 +8,7 @@ import os
 from confluent_kafka import Producer
 
 from odradek.coordinator.producer_state import ProducerStateManager
-from odradek.replication.replica_manager import PRODUCER_SNAPSHOT
+from odradek.replication.producer_snapshot import PRODUCER_SNAPSHOT
 from odradek.testing.broker import InProcessBroker
 from tests.server.clients import unique_topic
 

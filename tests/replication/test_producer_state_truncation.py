@@ -14,7 +14,8 @@ from odradek.coordinator.producer_state import ProducerStateManager
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.replication.produce_validation import ProduceError
-from odradek.replication.replica_manager import PRODUCER_SNAPSHOT, ReplicaManager
+from odradek.replication.producer_snapshot import PRODUCER_SNAPSHOT
+from odradek.replication.replica_manager import ReplicaManager
 from odradek.replication.transactions import write_marker
 from odradek.storage.clock import FakeClock
 from odradek.storage.config import LogConfig

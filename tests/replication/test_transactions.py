@@ -14,7 +14,8 @@ import pytest
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.builder import BatchBuilder, BatchSpec
 from odradek.replication.produce_validation import ProduceError
-from odradek.replication.replica_manager import PRODUCER_SNAPSHOT, ReplicaManager
+from odradek.replication.producer_snapshot import PRODUCER_SNAPSHOT
+from odradek.replication.replica_manager import ReplicaManager
 from odradek.records.reader import iter_batches
 from odradek.replication.transactions import aborted_transactions, fetched_upper_bound, write_marker
 from odradek.storage.clock import FakeClock
