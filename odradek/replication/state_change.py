@@ -37,6 +37,7 @@ import asyncio
 import importlib
 import logging
 import os
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -73,6 +74,7 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
     if broker.stopping:  # after its controlled shutdown a broker takes no new roles (Kafka
         return ErrorCode.BROKER_NOT_AVAILABLE, {}  # stops serving requests before its replicas)
     async with rm.state_change_lock:
+        began = time.monotonic()
         error = await _check(broker, "LeaderAndIsr", header)
         if error != ErrorCode.NONE:
             return error, {}
@@ -83,8 +85,9 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
         for s in states:  # a newer state of a partition replaces one waiting for its log
             rm.unhosted_roles.pop(s.key, None)
         errors, elected, resigned = await _take_roles(broker, decision, retrying=False)
-        log.info("LeaderAndIsr of controller %d (epoch %d): %d newly led, %d followed, %d partition(s) in all",
-                 header.controller_id, header.controller_epoch, len(elected), len(resigned), len(errors))
+        log.info("LeaderAndIsr of controller %d (epoch %d): %d newly led, %d followed, %d partition(s) in all, "
+                 "in %.2f s", header.controller_id, header.controller_epoch, len(elected), len(resigned), len(errors),
+                 time.monotonic() - began)
         return ErrorCode.NONE, errors
 
 

@@ -18,6 +18,7 @@ Linux 5.8), and fsyncs them one by one where there is no ``syncfs`` or the paths
 from __future__ import annotations
 
 import contextlib
+import errno
 import ctypes
 import os
 import threading
@@ -73,7 +74,7 @@ def sync_paths(paths: list[str]) -> None:
             if _syncfs(fd) == 0:
                 return
             err = ctypes.get_errno()
-            if err != 38:  # ENOSYS: fsync them one by one instead
+            if err != errno.ENOSYS:  # no syncfs after all: fsync them one by one
                 raise OSError(err, os.strerror(err), paths[-1])
         finally:
             os.close(fd)
