@@ -13,6 +13,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from odradek.controller.commands import DeleteZnode
 from odradek.metadata import layout
+from odradek.metadata.embedded_store import EmbeddedStore
+from odradek.metadata.store import DeleteOp
 from odradek.server.handlers import stop_replica as stop_replica_handler
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.storage import log_manager as log_manager_module
@@ -68,11 +70,25 @@ def rename_failing_for(name):
     return patched
 
 
+TOPIC_ZNODES = (layout.topic_path(TOPIC), layout.topic_config_path(TOPIC), layout.delete_topic_path(TOPIC))
+
+
 def topic_znodes_refused(apply):
+    """A lone delete (`DeleteZnode.apply`) of the topic's znodes refused."""
     def patched(self, store):
-        if self.path in (layout.topic_path(TOPIC), layout.topic_config_path(TOPIC), layout.delete_topic_path(TOPIC)):
+        if self.path in TOPIC_ZNODES:
             enospc()
         return apply(self, store)
+
+    return patched
+
+
+def topic_znodes_refused_in_multi(multi):
+    """A ``multi`` deleting one of the topic's znodes refused (the controller batches deletes)."""
+    def patched(self, ops):
+        if any(isinstance(op, DeleteOp) and op.path in TOPIC_ZNODES for op in ops):
+            enospc()
+        return multi(self, ops)
 
     return patched
 
@@ -88,7 +104,8 @@ FAILURES = {
     "rename of partition 1": [(log_manager_module.os, "rename", rename_failing_for(f"{TOPIC}-1"))],
     # The controller's removal of the topic's znodes refused (a full disk for the metadata):
     # its writer repeats it until it lands, or the controller stops.
-    "metadata after its mark": [(DeleteZnode, "apply", topic_znodes_refused(DeleteZnode.apply))],
+    "metadata after its mark": [(DeleteZnode, "apply", topic_znodes_refused(DeleteZnode.apply)),
+                                (EmbeddedStore, "multi", topic_znodes_refused_in_multi(EmbeddedStore.multi))],
     # StopReplica with delete fails on the broker (as if it stopped before deleting the
     # logs): the controller holds the topic as ineligible for deletion meanwhile.
     "stop before the logs": [(stop_replica_handler, "stop_replicas", stop_replica_never_done)],
