@@ -46,8 +46,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from odradek.storage.checkpoint import (
@@ -62,10 +61,9 @@ from odradek.storage.clock import Clock
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import CheckpointError, LogClosedError, OfflineLogDirsError, StorageError
 from odradek.storage.file_handle_cache import FileHandleCache
-from odradek.storage import deferred_sync
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
-from odradek.storage.log_creation_batch import LogCreationBatch
+from odradek.storage.log_creation_batch import LogCreationBatching
 from odradek.storage.log_deletion import DELETE_DIR_SUFFIX, LogDeletion
 from odradek.storage.log_dir_failure_channel import LogDirFailureChannel
 from odradek.storage.log_dirs import LogDirs
@@ -105,7 +103,7 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     return (m.group(1), int(m.group(2))) if m else None
 
 
-class LogManager(LogDeletion, LogDirs):
+class LogManager(LogCreationBatching, LogDeletion, LogDirs):
     """The set of partition logs over ``log_dirs``."""
 
     def __init__(
@@ -311,65 +309,6 @@ class LogManager(LogDeletion, LogDirs):
             self._topic_ids[tp] = topic_id
             self._cleaner_offsets.pop(tp, None)  # a checkpointed one was a deleted log's
             return log
-
-    @contextmanager
-    def creation_batch(self) -> Iterator[LogCreationBatch]:
-        """Logs created by this thread inside the block share one fsync per log directory,
-        done when the block ends (``log_creation_batch``); the batch's ``failed`` then holds
-        those whose directory fsync failed, abandoned and forgotten (absent from this manager)."""
-        batch = self._batch.current = LogCreationBatch()
-        noted: list[str] = []
-        try:
-            with deferred_sync.deferring() as noted:
-                yield batch
-        finally:
-            self._batch.current = None
-            self._sync_batch(batch, noted)
-
-    def _sync_batch(self, batch: LogCreationBatch, noted: list[str]) -> None:
-        """Make a batch durable (`sync_written`: its new logs' entries and the files written
-        in it); a directory that fails fails the batch's logs in it."""
-        failed = self.sync_written(noted, (*batch.pending, *batch.touched), report=False)
-        for directory, e in failed.items():
-            batch.failed.update((tp, e) for tp in batch.touched.get(directory, ()))
-            self._forget_created(directory, batch.pending.get(directory, []), e, batch)
-
-    def sync_written(self, noted: list[str], dirs=(), report: bool = True) -> dict[str, OSError]:
-        """Make durable the paths ``deferred_sync.deferring`` noted (checkpoints written in
-        the partition directories) and the log directories ``dirs`` (entries created in
-        them): one sync per log directory. The log directories whose sync failed, with the
-        error (reported to the ``LogDirFailureChannel`` when ``report``)."""
-        by_dir: dict[str, list[str]] = {os.path.abspath(d): [] for d in dirs}
-        elsewhere = []
-        for path in noted:
-            full = os.path.abspath(path)
-            inside = next((d for d in (*by_dir, *self.all_log_dirs) if full.startswith(d + os.sep)), None)
-            (by_dir.setdefault(inside, []) if inside is not None else elsewhere).append(path)
-        failed = {}
-        for directory, paths in by_dir.items():
-            try:
-                deferred_sync.sync_paths(paths + [directory])
-            except OSError as e:
-                failed[directory] = e
-                if report:
-                    self.failure_channel.report(directory, f"syncing {len(paths)} file(s)", e)
-        for path in elsewhere:  # none expected: written by this thread outside the logs
-            deferred_sync.sync_paths([path])
-        return failed
-
-    def _forget_created(self, directory: str, created: list[TopicPartition], error: OSError,
-                        batch: LogCreationBatch) -> None:
-        """A batch's logs whose directory could not be fsynced: abandoned, as one failed
-        creation (their directories are moved away by the next attempt)."""
-        with self._lock:
-            for tp in created:
-                log = self._logs.pop(tp, None)
-                self._dir_of.pop(tp, None)
-                self._topic_ids.pop(tp, None)
-                if log is not None:
-                    log.abandon()
-                batch.failed[tp] = error
-        self.failure_channel.report(directory, f"creating {len(created)} log(s)", error)
 
     def topic_id(self, topic: str, partition: int) -> uuid.UUID | None:
         """The topic id recorded for the partition's log (None: none recorded, or no log)."""
