@@ -84,7 +84,7 @@ class ReplicaManager:
         # time, in arrival order, though log creation awaits a worker thread
         # (``replication/state_change.py``).
         self.state_change_lock = asyncio.Lock()
-        # LeaderAndIsr partition states (``role_change.PartitionRole``) whose log could not be
+        # LeaderAndIsr partition states (``controller.commands.LeaderAndIsrPartition``) whose log could not be
         # created (a full disk), by key: ``state_change.retry_unhosted_roles`` tries again.
         self.unhosted_roles: dict[tuple[str, int], object] = {}
         # Kafka's IsrShrinksPerSec / IsrExpandsPerSec counts: ISR changes of led partitions
