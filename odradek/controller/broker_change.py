@@ -1,7 +1,8 @@
 """``BrokerChanges``: the controller's handling of brokers joining, leaving and failing (a
 mixin of ``Controller``, kept apart because it is one concept: Kafka's ``processBrokerChange``
 and what follows from it, ``onBrokerStartup``, ``onBrokerFailure``, ``onBrokerLogDirFailure``
-and ``onReplicasBecomeOffline``).
+and ``onReplicasBecomeOffline``), and the failure of a broker whose process is gone before its
+session expires (`events.BrokerProcessGone`, from `broker_liveness`).
 
 It has no state of its own: it uses the controller's ``ctx`` (`ControllerContext`), request
 ``batch``, ``partitions`` and ``replicas`` state machines, ``reassignment`` and ``deletion``
@@ -24,7 +25,7 @@ class BrokerChanges:
     def process_broker_change(self, live: Iterable[LiveBroker]) -> None:
         """Kafka's ``processBrokerChange``: new, dead and bounced (re-registered) brokers."""
         ctx = self.ctx
-        current = {b.broker_id: b for b in live}
+        current = {b.broker_id: b for b in self._unfenced(live)}
         new = sorted(set(current) - set(ctx.live_brokers))
         dead = sorted(set(ctx.live_brokers) - set(current))
         bounced = sorted(
@@ -44,6 +45,29 @@ class BrokerChanges:
             self.on_broker_startup(sorted(new + bounced))
         if dead:
             self.on_broker_failure(dead)
+
+    def _unfenced(self, live: Iterable[LiveBroker]) -> list[LiveBroker]:
+        """``live`` without the registrations whose process is gone; a fence ends when its
+        znode does (the session expired) or the broker registers anew (a new epoch)."""
+        fenced = self.ctx.fenced_registrations
+        live = list(live)
+        present = {b.broker_id: b.epoch for b in live}
+        for broker_id, epoch in list(fenced.items()):
+            if present.get(broker_id) != epoch:
+                del fenced[broker_id]
+        return [b for b in live if fenced.get(b.broker_id) != b.epoch]
+
+    def on_broker_process_gone(self, broker_id: int, epoch: int) -> None:
+        """`events.BrokerProcessGone`: the broker's registration at ``epoch`` fails now, as
+        `process_broker_change` would fail it once its znode vanished (which then finds it
+        gone already: nothing more), and stays fenced until then or a new registration. A
+        stale report (another epoch, or a broker not live) changes nothing."""
+        ctx = self.ctx
+        if ctx.broker_epoch(broker_id) != epoch:
+            return
+        ctx.fenced_registrations[broker_id] = epoch
+        del ctx.live_brokers[broker_id]
+        self.on_broker_failure([broker_id])
 
     def on_broker_startup(self, new_brokers: list[int]) -> None:
         """Kafka's ``onBrokerStartup``: metadata to everyone, the new brokers' replicas

@@ -23,6 +23,9 @@ when the broker is removed first). A StopReplica with delete also produces an
 deleted, and those it failed to (the whole request failing fails them all); a LeaderAndIsr
 answered KAFKA_STORAGE_ERROR for some partitions an `events.LeaderAndIsrResponseReceived`
 (replicas in a failed log directory, `leader_and_isr_storage_errors`).
+
+The senders' live set is also watched for brokers whose process is gone
+(`broker_liveness_monitor`): ``on_event`` gets `events.BrokerProcessGone` for them.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from odradek.controller import events as ev
+from odradek.controller.broker_liveness_monitor import BrokerLivenessMonitor
 from odradek.controller.commands import (
     BrokerRequest,
     LeaderAndIsrRequest,
@@ -291,6 +295,9 @@ class ControllerChannelManager:
         self._senders: dict[int, _RequestSender] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self.liveness = BrokerLivenessMonitor(
+            broker.broker_id, lambda b: inter_broker_endpoint(b.info, self.listener),
+            lambda: broker.metadata.store, self._on_process_gone)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -323,6 +330,11 @@ class ControllerChannelManager:
         for broker_id, target in live.items():
             if broker_id not in self._senders:
                 self._senders[broker_id] = _RequestSender(self, target)
+        self.liveness.update(live)
+
+    def _on_process_gone(self, broker_id: int, epoch: int) -> None:
+        if self.on_event is not None:
+            self.on_event(ev.BrokerProcessGone(broker_id, epoch))
 
     def send(self, request: BrokerRequest) -> concurrent.futures.Future:
         """Queue ``request`` for its broker (thread-safe); a future of the response body,
@@ -361,6 +373,7 @@ class ControllerChannelManager:
         """Stop every sender; queued requests are cancelled. Call on the loop's thread (or
         after the loop stopped)."""
         self._closed = True
+        self.liveness.shutdown()
         for sender in self._senders.values():
             sender.stop()
         self._senders.clear()

@@ -128,6 +128,10 @@ class Controller(BrokerChanges):
         self.process_broker_change(event.live_brokers)
 
     @_dispatch.register
+    def _(self, event: ev.BrokerProcessGone) -> None:
+        self.on_broker_process_gone(event.broker_id, event.epoch)
+
+    @_dispatch.register
     def _(self, event: ev.TopicChange) -> None:
         self.process_topic_change(event.topics)
 

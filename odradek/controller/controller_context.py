@@ -161,6 +161,9 @@ class ControllerContext:
     epoch_zk_version: int = -1
     live_brokers: dict[int, LiveBroker] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)
+    fenced_registrations: dict[int, int] = field(default_factory=dict)
+    """Broker -> the epoch of a registration whose process is gone (`events.BrokerProcessGone`):
+    not live while that znode lasts (`broker_change`)."""
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     assignments: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
     topic_zk_versions: dict[str, int] = field(default_factory=dict)

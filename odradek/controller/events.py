@@ -60,6 +60,17 @@ class BrokerChange(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class BrokerProcessGone(ControllerEvent):
+    """The registration of ``broker_id`` at ``epoch`` has no process behind it any more: its
+    endpoint refused connections twice (`broker_liveness`), while its znode waits for the
+    session to expire. Handled as that broker's failure, and the registration is fenced until
+    the broker registers again (`broker_change.BrokerChanges.on_broker_process_gone`)."""
+
+    broker_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
 class TopicChange(ControllerEvent):
     """The children of ``/brokers/topics`` changed: every topic now there."""
 

@@ -156,6 +156,7 @@ def test_dropped_connection_is_retried():
         server = FakeKafkaServer(RANGES, flaky)
         port = await server.start()
         channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
+        channel.liveness.shutdown()  # only the sender's connections are counted
         channel.start(asyncio.get_running_loop())
         channel.update_brokers({2: LiveBroker(2, 9, info(2, port))})
         response = await asyncio.wait_for(asyncio.wrap_future(channel.send(leader_and_isr(2))), 10)
