@@ -9,8 +9,9 @@ fetch, without a purgatory timer wheel: one future per waiting fetch).
 ``notify(key)`` is the one signal that something a fetcher sees of a partition changed: an
 append, the high watermark, the last stable offset or the log start offset, the leader epoch
 or the role, the partition leaving. Besides the one-shot waiters of ``wait_for_appends``,
-long-lived watchers ``watch`` keys and are told of each change through
-``partition_changed(key)``.
+long-lived watchers (KIP-227 fetch sessions, ``server/fetch_session_changes.py``) ``watch`` the
+keys they hold and are told of each change through ``partition_changed(key)``, so that an idle
+session costs nothing per partition.
 
 Appends whose records must be checked off the event loop (``Partition.CheckOffLoop``: they
 decompress to more than ``INLINE_DECOMPRESSED``) go through ``append_off_loop``: the check
@@ -401,6 +402,37 @@ class ReplicaManager:
             watchers.discard(watcher)
             if not watchers:
                 del self._watchers[key]
+
+    def follower_fetched_unchanged(self, key: tuple[str, int], replica_id: int, fetch_time_ms: int) -> None:
+        """Follower ``replica_id`` fetched ``key`` at ``fetch_time_ms`` through a fetch session
+        that did not read it, because nothing of it had changed since the follower's last fetch
+        the leader recorded (the same fetch offset, the same leader log end offset): record
+        that fetch now, as Kafka's ``updateFollowerFetchState`` would have at the time. Called
+        when the partition changes (``notify``), before its next read: without it, an append
+        after a long quiet spell would find the follower's ``last_caught_up_time_ms`` as old
+        as the spell, and the ISR check could drop a follower that was caught up all along
+        (``FollowerState.is_caught_up``).
+
+        Only a fetch that extends one the leader recorded in its current leadership is
+        replayed. ``become_leader`` resets the followers (Kafka's ``resetReplicaState``) and
+        notifies, so a session's fetches after the reset read the partition; a session's last
+        fetch older than the reset belongs to the leadership before and is dropped, as Kafka
+        drops it: a new leader's follower has no offsets (-1); an ISR member's state says it
+        fetched at the reset (``last_fetch_time_ms``, newer); one outside the ISR has no fetch
+        at all (``last_fetch_time_ms`` 0). Replaying that last case revived a follower the
+        controller had just taken out of the ISR (a controlled shutdown): "caught up" within
+        ``replica.lag.time.max.ms``, its stale log end held the high watermark of the
+        remaining ISR, and acks=all produces waited until they timed out."""
+        part = self.partitions.get(key)
+        if part is None or not part.followers:
+            return
+        follower = part.followers.get(replica_id)
+        if (follower is None or follower.log_end_offset < 0 or follower.last_fetch_leader_log_end_offset < 0
+                or follower.last_fetch_time_ms <= 0 or follower.last_fetch_time_ms >= fetch_time_ms):
+            return
+        part.followers[replica_id] = follower.after_fetch(
+            follower.log_end_offset, follower.log_start_offset, fetch_time_ms,
+            follower.last_fetch_leader_log_end_offset)
 
     async def wait_for_appends(self, keys, timeout_s: float) -> None:
         """Return after an append to any of ``keys``, or after ``timeout_s`` seconds."""

@@ -117,7 +117,7 @@ async def _retention(broker) -> None:
     broker.log_manager.remove_deleted(now)
     if deleted:
         log.info("retention deleted %d segment(s)", deleted)
-        for key, part in partitions:  # fetchers waiting on them hear of a moved log start
+        for key, part in partitions:  # fetch sessions answer a moved log start (server/fetch_session_changes.py)
             if part.log_start_offset != starts[key]:
                 broker.replica_manager.notify(key)
 

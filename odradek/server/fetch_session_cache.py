@@ -53,6 +53,7 @@ class CachedPartition:
     high_watermark: int = -1
     log_start_offset: int = -1
     last_stable_offset: int = -1
+    position: int = 0  # the session's fetch order: lower first (see FetchSession.move_to_end)
 
     def update_request(self, fp) -> None:
         """The fields a fetcher sends again when they change (a ``FetchPartition``)."""
@@ -93,8 +94,10 @@ class CachedPartition:
 
 @dataclass(slots=True, eq=False)
 class FetchSession:
-    """``partitions``: key -> CachedPartition in fetch order; the key is (topic id, partition)
-    when ``uses_topic_ids`` (Fetch v13+), else (topic name, partition)."""
+    """``partitions``: key -> CachedPartition in fetch order (their ``position``s rise in that
+    order); the key is (topic id, partition) when ``uses_topic_ids`` (Fetch v13+), else (topic
+    name, partition). ``changes``: which partitions the next fetch reads
+    (``fetch_session_changes.SessionChanges``); None: all of them, at every fetch."""
     id: int
     privileged: bool
     uses_topic_ids: bool
@@ -105,6 +108,22 @@ class FetchSession:
     evictable_by_all: bool = False
     evictable_by_privileged: bool = False
     cached_size: int = 0
+    changes: object = None
+    next_position: int = 0
+
+    def add(self, key, cached: CachedPartition) -> None:
+        """``cached`` joins the session, last in its order."""
+        cached.position = self.next_position
+        self.next_position += 1
+        self.partitions[key] = cached
+
+    def move_to_end(self, key) -> None:
+        """``key`` goes last in the fetch order (it was answered with records)."""
+        self.add(key, self.partitions.pop(key))
+
+    def close(self) -> None:
+        if self.changes is not None:
+            self.changes.close()
 
     def key(self, topic: str, topic_id, partition: int):
         return (topic_id, partition) if self.uses_topic_ids else (topic, partition)
@@ -138,15 +157,21 @@ class FetchSessionCache:
         return self.sessions.get(session_id)
 
     def remove(self, session_id: int) -> FetchSession | None:
-        return self.sessions.pop(session_id, None)
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+        return session
 
     def maybe_create_session(self, now: int, privileged: bool, uses_topic_ids: bool,
-                             partitions: dict) -> int:
-        """A new session holding ``partitions`` (key -> CachedPartition); its id, or
-        ``INVALID_SESSION_ID`` when the cache is full and nothing may be evicted."""
+                             partitions: dict, changes=None) -> int:
+        """A new session holding ``partitions`` (key -> CachedPartition, their ``position``s
+        in order, below ``len(partitions)``) and tracking them with ``changes`` (None: no
+        tracking); its id, or ``INVALID_SESSION_ID`` when the cache is full and nothing may be
+        evicted."""
         if len(self.sessions) >= self.max_entries and not self.try_evict(privileged, len(partitions), now):
             return INVALID_SESSION_ID
-        session = FetchSession(self._new_session_id(), privileged, uses_topic_ids, now, now, partitions=partitions)
+        session = FetchSession(self._new_session_id(), privileged, uses_topic_ids, now, now, partitions=partitions,
+                               changes=changes, next_position=len(partitions))
         self.sessions[session.id] = session
         self.touch(session, now)
         return session.id
@@ -179,6 +204,7 @@ class FetchSessionCache:
 
     def _evict(self, session: FetchSession) -> None:
         del self.sessions[session.id]
+        session.close()
         self.evictions += 1
 
     def _new_session_id(self) -> int:

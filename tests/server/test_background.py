@@ -79,7 +79,8 @@ def test_a_deleted_topics_directory_is_erased_after_file_delete_delay_not_at_ret
 
 def test_retention_tells_fetch_sessions_of_the_log_starts_it_moved():
     """A retention pass notifies (``ReplicaManager.notify``) the partitions whose log start
-    offset it moved, and only those: a fetch waiting on them must hear of it."""
+    offset it moved, and only those: fetch sessions read only what changed
+    (``server/fetch_session_changes.py``), so an idle consumer must still hear it."""
     import asyncio
     from types import SimpleNamespace
 

@@ -33,7 +33,10 @@ Fetch sessions (KIP-227): ``server/fetch_context.py`` decides which partitions a
 (a full request's, or an incremental session's) and which the response carries;
 ``server/fetch_session_cache.py`` holds the sessions (``max.incremental.fetch.session.cache.slots``,
 ``min.incremental.fetch.session.eviction.ms``). A sessionless fetch (session 0, epoch -1)
-is answered as before, with ``session_id`` 0.
+is answered as before, with ``session_id`` 0. An incremental fetch reads only the session's
+partitions that changed since its last answer or had more to say then
+(``server/fetch_session_changes.py``), and when none has news it waits on the session (one
+waiter, whatever the session's size) rather than on each partition.
 """
 
 from __future__ import annotations
@@ -52,11 +55,12 @@ from odradek.protocol.generated.fetch_response import (
 from odradek.replication.transactions import aborted_transactions, fetched_upper_bound
 from odradek.server import authorize, client_quota_manager
 from odradek.protocol.acl_binding import CLUSTER_ACTION, READ, TOPIC
-from odradek.server.fetch_context import SessionlessFetchContext, new_context
+from odradek.server.fetch_context import FullFetchContext, SessionlessFetchContext, new_context
 from odradek.server.fetch_from_follower import (
     FETCH_FROM_FOLLOWER_VERSION, client_metadata, preferred_read_replica, readable_partition,
 )
 from odradek.server.fetch_session_cache import FINAL_EPOCH, FetchSessionCache
+from odradek.server.fetch_session_changes import changes_factory, settled_partitions
 from odradek.server.read_errors import answer_read_error
 from odradek.storage.errors import OffsetOutOfRangeError
 
@@ -88,28 +92,50 @@ async def handle(ctx, request):
     context = _fetch_context(broker, request, by_id)
     if context.error:
         return FetchResponse(error_code=context.error, session_id=0)
+    try:
+        return await _answer(ctx, request, context, by_id)
+    finally:
+        context.release()  # an unanswered fetch gives its partitions back to its session
+
+
+async def _answer(ctx, request, context, by_id: bool):
+    broker = ctx.broker
     request.topics = context.topics
     if ctx.api_version < FETCH_FROM_FOLLOWER_VERSION:
         request.rack_id = None  # no client metadata: read from the leader only (server/fetch_from_follower.py)
     if _follower_of(request) < 0 and not broker.client_quotas.empty:
         _cap_to_fetch_quota(ctx, request)
-    wanted, topics = _plan(broker, request, by_id, _read_check(ctx, request))
+    may_read = _read_check(ctx, request)
+    wanted, topics = _plan(broker, request, by_id, may_read)
     magic = LEGACY_MAGIC.get(ctx.api_version)
     total = (_read_all(broker, request, wanted) if magic is None
              else await _read_converted(broker, request, wanted, magic))
     # a partition sent to its preferred read replica (KIP-392) is answered at once, as an error is
-    errors = any(w.response.error_code or w.response.preferred_read_replica >= 0 for w in wanted)
-    if total < request.min_bytes and request.max_wait_ms > 0 and not errors and wanted:
+    errors = _answer_now(wanted)
+    # A session tracking its changes may have read nothing at all: it waits on the session.
+    if (total < request.min_bytes and request.max_wait_ms > 0 and not errors
+            and (wanted or context.tracks_changes)):
         loop_time = broker.loop_time
         deadline = loop_time() + request.max_wait_ms / 1000
-        keys = {(w.topic, w.request.partition) for w in wanted}
+        keys = {(w.topic, w.request.partition) for w in wanted} if not context.tracks_changes else None
         while total < request.min_bytes:
             remaining = deadline - loop_time()
             if remaining <= 0 or broker.stopping:
                 break
-            await broker.replica_manager.wait_for_appends(keys, remaining)
+            if context.tracks_changes:  # one waiter for the session, woken by any of its partitions
+                await context.wait(remaining)
+                if not context.more():
+                    if context.closed:
+                        break
+                    continue
+                request.topics = context.topics
+                wanted, topics = _plan(broker, request, by_id, may_read)
+            else:
+                await broker.replica_manager.wait_for_appends(keys, remaining)
             total = (_read_all(broker, request, wanted) if magic is None
                      else await _read_converted(broker, request, wanted, magic))
+            if context.tracks_changes and _answer_now(wanted):
+                break
     throttle_ms = 0
     if _follower_of(request) >= 0:
         _record_throttled(broker, wanted)
@@ -121,20 +147,30 @@ async def handle(ctx, request):
             topics = []
         else:
             broker.metrics.topics.fetched([(w.topic, w.response.records) for w in wanted])  # BytesOutPerSec
-    topics = context.response_topics(topics, throttled=throttle_ms > 0)
+    settled = (settled_partitions(broker, wanted, _follower_of(request), request.isolation_level, by_id)
+               if context.tracks_changes or isinstance(context, FullFetchContext) else None)
+    topics = context.response_topics(topics, throttled=throttle_ms > 0, settled=settled)
     return FetchResponse(throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE, session_id=context.session_id,
                          responses=topics)
 
 
+def _answer_now(wanted: list[_Wanted]) -> bool:
+    """An error or a preferred read replica: the fetch is answered without waiting."""
+    return any(w.response.error_code or w.response.preferred_read_replica >= 0 for w in wanted)
+
+
 def _fetch_context(broker, request, by_id: bool):
     """The request's fetch session context (``server/fetch_context.py``); Fetch v0-v6 have
-    no sessions. The cache lives on the broker, made on first use."""
+    no sessions. The cache lives on the broker, made on first use. Sessions track which of
+    their partitions changed (``server/fetch_session_changes.py``)."""
     if request.session_id == 0 and request.session_epoch == FINAL_EPOCH:
         return SessionlessFetchContext(request)
     cache = getattr(broker, "fetch_sessions", None)
     if cache is None:
         cache = broker.fetch_sessions = FetchSessionCache.from_config(broker.config)
-    return new_context(cache, request, broker.clock.milliseconds(), by_id, _follower_of(request) >= 0)
+    replica_id = _follower_of(request)
+    return new_context(cache, request, broker.clock.milliseconds(), by_id, replica_id >= 0,
+                       changes_factory(broker, by_id, replica_id))
 
 
 def _cap_to_fetch_quota(ctx, request) -> None:
