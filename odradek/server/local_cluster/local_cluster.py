@@ -261,9 +261,21 @@ class LocalCluster:
         node = self.nodes[broker_id]
         if node.alive:
             raise RuntimeError(f"broker {broker_id} is still running")
+        self._wait_own_registration_gone(broker_id)
         node.launch()
         self.wait_registered(broker_id, timeout)
         return node
+
+    def _wait_own_registration_gone(self, broker_id: int) -> None:
+        """A killed broker's registration lasts until ZooKeeper expires its session, though the
+        controller may have failed it long before (odradek/controller/broker_liveness.py); the
+        new process would refuse to start meanwhile (its id is in use, as Kafka's does)."""
+        if self.zk is None or not self.exists(f"/brokers/ids/{broker_id}"):
+            return
+        session_s = float(self.nodes[broker_id].props.get("zookeeper.session.timeout.ms", 18000)) / 1000
+        wait_until(lambda: not self.exists(f"/brokers/ids/{broker_id}"), session_s + 30,
+                   f"broker {broker_id}'s previous registration to expire", interval=0.2,
+                   error=self.timeout_error)
 
     # --- addressing and state --------------------------------------------------------------
 
