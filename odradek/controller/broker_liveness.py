@@ -34,7 +34,10 @@ again, and is ignored):
 * ``registered(b, r)``: a new or changed registration -> WATCHING, `Probe` (no delay);
   the same registration again -> nothing.
 * ``unregistered(b)``: forgotten (the edge closes its connection, `Forget`).
-* ``connection_lost(b, r)`` in WATCHING -> WATCHING, `Probe` (no delay).
+* ``connection_lost(b, r, lasted_s)`` in WATCHING -> WATCHING, `Probe`: at once, or after
+  `RETRY_DELAY_S` when the connection lasted less than that (a broker that closes new
+  connections at once, over its ``max.connections`` say, is not reconnected to in a loop;
+  a death within a second of connecting is found that much later).
 * ``probe_result(b, r, OK)`` -> WATCHING (the edge keeps that connection and waits for it
   to end).
 * ``probe_result(b, r, TIMEOUT)`` (or any other failure) -> WATCHING, `Probe` after
@@ -134,10 +137,12 @@ class BrokerLiveness:
         del self.states[broker_id]
         return [Forget(broker_id)]
 
-    def connection_lost(self, broker_id: int, registration: Registration) -> list[Action]:
+    def connection_lost(self, broker_id: int, registration: Registration,
+                        lasted_s: float = float("inf")) -> list[Action]:
+        """The watched connection ended after ``lasted_s`` seconds open."""
         if not self._current(broker_id, registration) or self.states[broker_id] != State.WATCHING:
             return []
-        return [Probe(broker_id, registration)]
+        return [Probe(broker_id, registration, RETRY_DELAY_S if lasted_s < RETRY_DELAY_S else 0.0)]
 
     def probe_result(self, broker_id: int, registration: Registration, result: ProbeResult) -> list[Action]:
         if not self._current(broker_id, registration):

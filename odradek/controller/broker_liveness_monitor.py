@@ -144,11 +144,13 @@ class BrokerLivenessMonitor:
         self._apply(self.machine.probe_result(probe.broker_id, registration, result))
         if watch is None:
             return
+        opened = asyncio.get_running_loop().time()
         try:
             await watch.lost
         finally:
             transport.abort()
-        self._apply(self.machine.connection_lost(probe.broker_id, registration))
+        lasted = asyncio.get_running_loop().time() - opened
+        self._apply(self.machine.connection_lost(probe.broker_id, registration, lasted))
 
     async def _connect(self, registration: Registration):
         """``(result, transport, watch)``: REFUSED only when every address refused."""
