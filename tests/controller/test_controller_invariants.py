@@ -1,4 +1,5 @@
-"""Random sequences of broker failures, restarts, controlled shutdowns, follower catch-ups and
+"""Random sequences of broker failures (their sessions expiring, or their processes found gone
+first: `events.BrokerProcessGone`), restarts, controlled shutdowns, follower catch-ups and
 preferred elections; after every event the invariants hold (`harness.Cluster` checks the
 store against the controller, leaders in ISRs, one leader per epoch; here also: clean
 elections only pick previous ISR members, dead brokers leave ISRs, and a partition with a
@@ -22,7 +23,7 @@ from tests.controller.harness import BROKERS, Cluster
 
 OPS = (
     "kill", "start", "shutdown", "catch_up", "preferred", "controller_failover", "reassign",
-    "delete", "answer", "direct_shrink", "notify",
+    "delete", "answer", "direct_shrink", "notify", "process_gone",
 )
 
 
@@ -102,6 +103,12 @@ def apply(c: Cluster, op: str, broker: int, pending: dict) -> dict:
         c.run(ev.IsrChangeNotification({tp: c.state(*tp) for tp in c.ctx.leadership}))
     elif op == "kill" and broker in c.live:
         c.kill(broker)
+    elif op == "process_gone" and broker in c.live and broker != c.controller.broker_id:
+        stale = c.live.pop(broker)  # its sockets closed; its znode waits for the session
+        c.run(ev.BrokerProcessGone(broker, stale.epoch))
+        c.run(ev.BrokerChange(tuple(c.live.values()) + (stale,)))  # another change: still fenced
+        c.store.delete(layout.broker_path(broker))  # the session expires
+        c.run(ev.BrokerChange(tuple(c.live.values())))
     elif op == "start" and broker not in c.live:
         c.start(broker)
     elif op == "shutdown" and broker in c.live:
