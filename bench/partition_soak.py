@@ -65,9 +65,21 @@ def soak_rounds(cluster, args, rng: random.Random) -> int:
     return failed
 
 
+def first_ack_per_writer(workload, moment: float) -> dict[str, float | None]:
+    """Per writer (client), seconds from ``moment`` to the first acknowledgement of a record
+    it sent after it (None: none came)."""
+    out = {}
+    for writer in workload.writers:
+        acked = [writer.acked_at[seq] for seq in range(writer.sent)
+                 if writer.acked_at.get(seq) is not None and writer.sent_at.get(seq, 0.0) > moment]
+        out[writer.name] = min(acked) - moment if acked else None
+    return out
+
+
 def failover(cluster, args, kind: str, i: int) -> float | None:
     """One fault of the leader (``kill`` or ``partition``) of a fresh topic; seconds from the
-    fault to the first acknowledgement of a record sent after it (None: none came)."""
+    fault to the first acknowledgement of a record sent after it (None: none came); each
+    client's own figure is printed."""
     controller = cluster.wait_for_controller()
     victim = next(b for b in sorted(cluster.nodes) if b != controller)
     topic = f"failover-{kind}-{i}"
@@ -85,6 +97,9 @@ def failover(cluster, args, kind: str, i: int) -> float | None:
         except AssertionError as e:
             print(f"  {kind} {i + 1}: no progress: {e}", flush=True)
         took = workload.first_ack_after(fault_at)
+        per_writer = first_ack_per_writer(workload, fault_at)
+        print(f"  {kind} {i + 1}: per client " + ", ".join(
+            f"{name} {'none' if t is None else f'{t:.2f} s'}" for name, t in per_writer.items()), flush=True)
         if kind == "kill":
             cluster.restart(victim)
         else:
@@ -100,7 +115,7 @@ def failover(cluster, args, kind: str, i: int) -> float | None:
 
 
 def failovers(cluster, args) -> None:
-    for kind in ("kill", "partition"):
+    for kind in args.kinds.split(","):
         times = []
         for i in range(args.failovers):
             took = failover(cluster, args, kind, i)
@@ -123,6 +138,7 @@ def parse_args(argv):
     parser.add_argument("--fault-s", default="10:20", help="how long a fault lasts, drawn from LOW:HIGH s")
     parser.add_argument("--scenarios", default="", help=f"comma-separated, of {', '.join(scenarios.FAULTS)}")
     parser.add_argument("--failovers", type=int, default=5, help="kills and partitions of a leader, each")
+    parser.add_argument("--kinds", default="kill,partition", help="failovers: kill, partition or both")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--work", type=Path, default=None, help="where the cluster's files go (default: a temp dir)")
     args = parser.parse_args(argv)
