@@ -7,7 +7,8 @@ see the same errors as on the embedded store; a ``multi`` is built by
 that znode, created if missing, as Kafka's ``zookeeper.connect=host:2181/chroot`` does.
 
 Persistent watches are built from ZooKeeper's one-shot watches (``zookeeper_watch.Rewatch``).
-Callbacks run on kazoo's callback thread.
+Callbacks run on kazoo's callback thread. kazoo's connection thread waits on its socket with
+one ``poll(2)`` per turn (`zookeeper_handler.PollHandler`), not a new selector each time.
 
 Session: the store's ephemeral znodes live as long as the ZooKeeper session. When the session
 expires kazoo opens a new one; the store then sets every watch again, runs every watch
@@ -45,6 +46,7 @@ from kazoo.retry import KazooRetry
 
 from odradek.metadata import errors
 from odradek.metadata.zookeeper_errors import translated
+from odradek.metadata.zookeeper_handler import PollHandler
 from odradek.metadata.zookeeper_transaction import add_op, op_results
 from odradek.metadata.zookeeper_watch import Rewatch
 from odradek.metadata.store import (
@@ -99,7 +101,7 @@ class ZooKeeperStore(MetadataStore):
         connect_timeout: float = 15.0,
         session_timeout: float = 18.0,
     ) -> None:
-        self._client = KazooClient(hosts=hosts, timeout=session_timeout,
+        self._client = KazooClient(hosts=hosts, timeout=session_timeout, handler=PollHandler(),
                                    connection_retry=KazooRetry(**_CONNECTION_RETRY),
                                    command_retry=KazooRetry(**_COMMAND_RETRY))
         self._session_timeout = session_timeout
