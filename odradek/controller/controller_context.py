@@ -94,6 +94,12 @@ class TopicIndexedDict(dict):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__()
+        if len(args) == 1 and not kwargs and isinstance(args[0], TopicIndexedDict):
+            # a copy (`ControllerContext.copy`, before every event): at C speed, not one
+            # __setitem__ per key (90,000 replica states at 30,000 partitions)
+            dict.update(self, args[0])
+            self.by_topic = {topic: set(keys) for topic, keys in args[0].by_topic.items()}
+            return
         self.by_topic: dict[str, set] = {}
         self.update(*args, **kwargs)
 

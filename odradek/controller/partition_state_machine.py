@@ -188,7 +188,8 @@ def write_leader_and_isr(
     ctx: ControllerContext, batch: RequestBatch, tp: TopicPartition, new: PartitionState
 ) -> PartitionState:
     """Queue the conditional write of ``new`` (whose ``zk_version`` is the version it was read
-    at) and record in the context the state as written (``zk_version`` one more).
+    at) and record in the context the state as written (``zk_version`` one more than the
+    version the queued write expects).
 
     The leader epoch never decreases and grows with every change of leader (one leader per
     leader epoch; an ISR change alone, as AlterPartition makes, keeps it), and the leader, if
@@ -201,15 +202,18 @@ def write_leader_and_isr(
         raise AssertionError(f"leader epoch of {tp} would not grow: {old} -> {new}")
     if new.leader != layout.NO_LEADER and new.leader not in new.isr:
         raise AssertionError(f"leader of {tp} outside its ISR: {new}")
-    batch.add_write(
+    queued = batch.add_state_write(
         SetZnode(
             layout.partition_state_path(*tp),
             ctx.epoch_zk_version,
             new.to_json(),
             new.zk_version,
             topic_partition=tp,
-        )
+        ),
+        new,
     )
-    written = replace(new, zk_version=new.zk_version + 1)
+    # one more than the version the write expects: a write this batch held for the
+    # partition may have been replaced by this one (`RequestBatch.add_state_write`)
+    written = replace(new, zk_version=queued.expected_version + 1)
     ctx.leadership[tp] = written
     return written

@@ -12,6 +12,11 @@ and StopReplica. Within a batch:
   they are the latest; partitions of topics being deleted are sent with leader
   `LEADER_DURING_DELETE`; partitions with no leader and ISR yet are left out;
 * StopReplica: one entry per (broker, partition), delete once set stays set;
+* partition state writes (`add_state_write`): a second state decided for a partition from the
+  first one's result (a failover first takes a dead broker out of the ISRs, then elects new
+  leaders for the partitions it led) replaces the first write where it stands, expecting the
+  first one's version, so the znode is written once (10,000 writes instead of 13,300 at
+  10,000 partitions, and as many fewer watch events on every broker);
 * requests go only to live (or shutting-down) brokers.
 """
 
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+
+from dataclasses import replace
 
 from odradek.controller.commands import (
     EPOCH_DURING_DELETE,
@@ -29,6 +36,7 @@ from odradek.controller.commands import (
     LeaderAndIsrRequest,
     StopReplicaPartition,
     StopReplicaRequest,
+    SetZnode,
     TopicPartition,
     UpdateMetadataPartition,
     UpdateMetadataRequest,
@@ -48,6 +56,7 @@ class RequestBatch:
     def _reset(self) -> None:
         self.writes: list[ZnodeWrite] = []
         self._queued_if_missing: set[ZnodeWrite] = set()  # the exists_ok creates in `writes`
+        self._state_writes: dict[TopicPartition, int] = {}  # partition -> its SetZnode's index
         self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartition]] = {}
         self.update_metadata: dict[int, set[TopicPartition]] = {}
         self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartition]] = {}
@@ -64,6 +73,31 @@ class RequestBatch:
                 return
             self._queued_if_missing.add(write)
         self.writes.append(write)
+
+    def add_state_write(self, write: SetZnode, state: PartitionState) -> SetZnode:
+        """Queue the conditional write of ``state`` (``write``, for ``write.topic_partition``)
+        and return the write as queued. When this batch already holds one for the partition
+        whose result ``write`` expects (its ``expected_version`` one less), that one is
+        replaced by ``write`` at its place and with its expected version: the znode goes from
+        the version the first expected straight to ``state``, one version up, not two. The
+        LeaderAndIsr entries queued with the replaced state carry ``state`` instead, so every
+        queued entry names a state the znode holds at the entry's version."""
+        tp = write.topic_partition
+        index = self._state_writes.get(tp)
+        if index is None or self.writes[index].expected_version + 1 != write.expected_version:
+            self._state_writes[tp] = len(self.writes)
+            self.writes.append(write)
+            return write
+        write = replace(write, expected_version=self.writes[index].expected_version)
+        self.writes[index] = write
+        for per_broker in self.leader_and_isr.values():
+            entry = per_broker.get(tp)
+            if entry is not None and entry.zk_version == write.expected_version + 1:
+                per_broker[tp] = replace(
+                    entry, controller_epoch=state.controller_epoch, leader=state.leader,
+                    leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+                )
+        return write
 
     def add_leader_and_isr(
         self, brokers: Iterable[int], tp: TopicPartition, state: PartitionState, is_new: bool
@@ -121,8 +155,9 @@ class RequestBatch:
         out: list[Command] = list(self.writes)
         live = self.ctx.live_or_shutting_down_ids()
         targets = set(self.leader_and_isr) | set(self.update_metadata) | set(self.stop_replica)
+        states: dict[TopicPartition, UpdateMetadataPartition | None] = {}
         for broker in sorted(targets & live):
-            out += self._requests_for(broker)
+            out += self._requests_for(broker, states)
         self._reset()
         return out
 
@@ -134,26 +169,33 @@ class RequestBatch:
         ids = self.ctx.topic_ids
         return tuple((t, ids[t]) for t in sorted(set(topics)) if t in ids)
 
-    def _requests_for(self, broker: int) -> list[BrokerRequest]:
+    def _requests_for(
+        self, broker: int, states: dict[TopicPartition, UpdateMetadataPartition | None]
+    ) -> list[BrokerRequest]:
+        """The requests to ``broker``; ``states`` memoises the UpdateMetadata partition states
+        across the brokers of one drain (every live broker gets the same ones)."""
         ctx, out = self.ctx, []
         header = self._header(broker)
         if broker in self.leader_and_isr:
-            states = tuple(v for _, v in sorted(self.leader_and_isr[broker].items()))
-            leader_ids = {s.leader for s in states}
+            entries = tuple(v for _, v in sorted(self.leader_and_isr[broker].items()))
+            leader_ids = {s.leader for s in entries}
             leaders = tuple(ctx.live_brokers[b] for b in sorted(leader_ids & set(ctx.live_brokers)))
             out.append(
                 LeaderAndIsrRequest(
-                    *header, states, leaders, self._topic_ids(s.topic for s in states)
+                    *header, entries, leaders, self._topic_ids(s.topic for s in entries)
                 )
             )
         if broker in self.update_metadata:
-            states = tuple(
-                s for tp in sorted(self.update_metadata[broker]) if (s := self._metadata_state(tp))
-            )
+            parts = []
+            for tp in sorted(self.update_metadata[broker]):
+                if tp not in states:
+                    states[tp] = self._metadata_state(tp)
+                if states[tp] is not None:
+                    parts.append(states[tp])
             brokers = tuple(ctx.live_brokers[b] for b in sorted(ctx.live_brokers))
             out.append(
                 UpdateMetadataRequest(
-                    *header, states, brokers, self._topic_ids(s.topic for s in states)
+                    *header, tuple(parts), brokers, self._topic_ids(s.topic for s in parts)
                 )
             )
         if broker in self.stop_replica:

@@ -10,6 +10,7 @@ import pytest
 from odradek.controller import events as ev
 from odradek.controller.commands import (
     LeaderAndIsrRequest,
+    SetZnode,
     written_partitions,
     StopReplicaRequest,
     UpdateMetadataRequest,
@@ -268,6 +269,28 @@ def test_failover_resumes_from_the_store(cluster):
         assert set(cluster.leader_and_isr(b)) == {
             ("topicA", p) for p, rs in TOPIC_A.items() if b in rs
         }
+
+
+def test_failover_writes_each_state_znode_once(cluster):
+    """A dead leader is taken out of the ISR and then replaced: one write per state znode
+    (`RequestBatch.add_state_write`), and every LeaderAndIsr names the state the znode holds
+    at the entry's version."""
+    cluster.run(ev.Resign())
+    del cluster.live[1000]
+    cluster.store.delete(layout.broker_path(1000))
+    data, version = cluster.store.get(layout.CONTROLLER_EPOCH)
+    cluster.store.set(layout.CONTROLLER_EPOCH, layout.encode_controller_epoch(2), version)
+    before = {p: cluster.state("topicA", p).zk_version for p in TOPIC_A}
+    cluster.controller = Controller(1001)
+    commands = cluster.run(ev.Startup(read_snapshot(cluster.store, 1001, cluster.broker_epochs())))
+    paths = [c.path for c in commands if isinstance(c, SetZnode)]
+    assert len(paths) == len(set(paths)) == sum(1000 in rs for rs in TOPIC_A.values())
+    assert cluster.state("topicA", 0).zk_version == before[0] + 1  # led by 1000: moved once
+    for b in cluster.live:
+        for (t, p), entry in cluster.leader_and_isr(b).items():
+            state = cluster.state(t, p)
+            assert (entry.leader, entry.isr, entry.leader_epoch, entry.zk_version) == (
+                state.leader, state.isr, state.leader_epoch, state.zk_version)
 
 
 def test_deposed_controller_cannot_write(cluster):

@@ -11,12 +11,13 @@ from odradek.controller import events as ev
 from odradek.controller.assignment import assign_replicas_rack_unaware
 from odradek.controller.commands import (
     LeaderAndIsrRequest,
+    SetZnode,
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
 from odradek.controller.snapshot import read_snapshot
 from odradek.metadata import layout
-from odradek.metadata.layout import TopicAssignment
+from odradek.metadata.layout import PartitionState, TopicAssignment
 from tests.controller.harness import BROKERS, Cluster
 
 TOPICS, PARTITIONS, RF = 4, 25, 3
@@ -68,3 +69,20 @@ def test_a_deletion_of_many_topics_sends_one_stop_replica_per_broker():
     assert set(stops) == set(BROKERS) and set(stops.values()) == {1}
     replicas = sum(len(r.partitions) for r in c.sent(StopReplicaRequest))
     assert replicas == TOPICS * PARTITIONS * RF
+
+
+def test_a_second_state_write_replaces_the_first_and_its_leader_and_isr():
+    """`RequestBatch.add_state_write`: the second state, decided from the first's result, is
+    written once at the first's expected version; a LeaderAndIsr queued with the first state
+    (to a broker the second does not name) then carries the second."""
+    c = cluster_with_topics()
+    batch, tp = c.controller.batch, ("t0", 0)
+    path = layout.partition_state_path(*tp)
+    first = PartitionState(1000, 1, (1000, 1001), 1, 4)  # as written: from version 3 to 4
+    second = PartitionState(1001, 2, (1001,), 1, 4)
+    batch.add_state_write(SetZnode(path, 0, first.to_json(), 3, topic_partition=tp), first)
+    batch.add_leader_and_isr([1002], tp, first, is_new=False)
+    queued = batch.add_state_write(SetZnode(path, 0, second.to_json(), 4, topic_partition=tp), second)
+    assert batch.writes == [queued] and queued.expected_version == 3
+    entry = batch.leader_and_isr[1002][tp]
+    assert (entry.leader, entry.leader_epoch, entry.isr, entry.zk_version) == (1001, 2, (1001,), 4)
