@@ -197,37 +197,45 @@ class MetadataCache:
     # -- topics ------------------------------------------------------------------------------
 
     def refresh_topics(self) -> None:
-        """Follow the topic list: watch new topics, forget deleted ones."""
+        """Follow the topic list: watch new topics, forget deleted ones.
+
+        The new topics are taken together (a CreateTopics of 100 topics is one change of the
+        list): the watches of their assignments and configs set at once, those znodes read
+        with one `MetadataStore.get_many`, then the states of all their partitions watched
+        and read at once, and one image published for them all."""
         with self._lock:
             names = set(self._children(layout.BROKER_TOPICS))
             for gone in set(self._topic_watches) - names:
                 for handle in self._topic_watches.pop(gone):
                     handle.cancel()
                 self._drop_topic(gone)
-            for name in sorted(names - set(self._topic_watches)):
-                if self._closed:
-                    break
-                self._topic_watches[name] = [
-                    self.store.watch_data(
-                        layout.topic_path(name), lambda _, t=name: self.refresh_topic(t)
-                    ),
-                    self.store.watch_data(
-                        layout.topic_config_path(name),
-                        lambda _, t=name: self.refresh_topic_config(t),
-                    ),
+            new = [] if self._closed else sorted(names - set(self._topic_watches))
+            if not new:
+                return
+            watches = []
+            for name in new:
+                watches += [
+                    (layout.topic_path(name), lambda _, t=name: self.refresh_topic(t)),
+                    (layout.topic_config_path(name), lambda _, t=name: self.refresh_topic_config(t)),
                 ]
-                self.refresh_topic(name)
+            # every watch set before any read (see the module docstring)
+            handles = self.store.watch_data_many(watches)
+            found = self.store.get_many([path for path, _ in watches])
+            topics, configs = {}, {}
+            for i, name in enumerate(new):
+                self._topic_watches[name] = handles[2 * i:2 * i + 2]
+                topic = self._parse_topic(name, found[2 * i])
+                if topic is not None:  # gone meanwhile: the list's watch drops it
+                    topics[name] = topic
+                    configs[name] = self._parse_config(name, found[2 * i + 1])
+            if topics:
+                states = self._new_states(list(topics.values()), keep=True)
+                self._publish_topics(topics, states, configs)
 
     def refresh_topic(self, name: str) -> None:
         """Re-read a topic's assignment and config, and the states of partitions new to us."""
         with self._lock:
-            found = self._read(layout.topic_path(name))
-            topic = None
-            if found is not None:
-                try:
-                    topic = TopicAssignment.from_json(name, found[0], found[1])
-                except MalformedMetadataError:
-                    log.warning("ignoring the malformed assignment of topic %r", name)
+            topic = self._parse_topic(name, self._read(layout.topic_path(name)))
             if topic is None:
                 self._drop_topic(name)
                 return
@@ -236,44 +244,73 @@ class MetadataCache:
             if reborn:  # deleted and created again between two looks: forget the old one
                 for handle in self._state_watches.pop(name, {}).values():
                     handle.cancel()
-            states = self._refresh_new_states(topic, keep=not reborn)
-            image = self.image
-            topic_ids = image.topic_ids
-            if reborn:
-                topic_ids = without_entry(topic_ids, old.topic_id)
-            if topic.topic_id != layout.ZERO_UUID:
-                topic_ids = with_entry(topic_ids, topic.topic_id, name)
-            self._publish(
-                replace(
-                    image,
-                    topics=with_entry(image.topics, name, topic),
-                    topic_ids=topic_ids,
-                    partition_states=with_entry(image.partition_states, name, states),
-                    topic_configs=with_entry(image.topic_configs, name, self._read_config(name)),
-                )
-            )
+            states = self._new_states([topic], keep=not reborn)
+            config = self._parse_config(name, self._read(layout.topic_config_path(name)))
+            self._publish_topics({name: topic}, states, {name: config},
+                                 forgotten_id=old.topic_id if reborn else None)
 
-    def _refresh_new_states(self, topic: TopicAssignment, keep: bool) -> MappingProxyType:
-        """Watch and read the state of each partition not yet watched; ``keep`` the others."""
-        watched = self._state_watches.setdefault(topic.name, {})
-        known = self.image.partition_states.get(topic.name, {}) if keep else {}
-        states = {p: s for p, s in known.items() if p in topic.partitions}
-        new = [] if self._closed else [p for p in topic.partitions if p not in watched]
-        if not new:
-            return MappingProxyType(states)
-        # every watch set before any read (see the module docstring), each batch at once:
-        # a topic of 10,000 partitions is two pipelined batches, not 20,000 round trips
-        paths = [layout.partition_state_path(topic.name, p) for p in new]
-        handles = self.store.watch_data_many([
-            (path, lambda _, t=topic.name, p=p: self._state_fired(t, p))
-            for path, p in zip(paths, new)
-        ])
-        watched.update(zip(new, handles))
-        for partition, found in zip(new, self.store.get_many(paths)):
-            state = self._parse_state(topic.name, partition, found)
-            if state is not None:
-                states[partition] = state
-        return MappingProxyType(states)
+    def _parse_topic(self, name: str, found: tuple[bytes, int] | None) -> TopicAssignment | None:
+        if found is None:
+            return None
+        try:
+            return TopicAssignment.from_json(name, found[0], found[1])
+        except MalformedMetadataError:
+            log.warning("ignoring the malformed assignment of topic %r", name)
+            return None
+
+    def _publish_topics(
+        self,
+        topics: dict[str, TopicAssignment],
+        states: dict[str, MappingProxyType],
+        configs: dict[str, MappingProxyType],
+        forgotten_id=None,
+    ) -> None:
+        """One new image with ``topics``, their partition ``states`` and ``configs`` (and
+        without the topic id ``forgotten_id``, a topic created again under the same name)."""
+        image = self.image
+        topic_ids = dict(image.topic_ids)
+        if forgotten_id is not None:
+            topic_ids.pop(forgotten_id, None)
+        topic_ids.update(
+            (t.topic_id, name) for name, t in topics.items() if t.topic_id != layout.ZERO_UUID
+        )
+        self._publish(
+            replace(
+                image,
+                topics=MappingProxyType({**image.topics, **topics}),
+                topic_ids=MappingProxyType(topic_ids),
+                partition_states=MappingProxyType({**image.partition_states, **states}),
+                topic_configs=MappingProxyType({**image.topic_configs, **configs}),
+            )
+        )
+
+    def _new_states(
+        self, topics: list[TopicAssignment], keep: bool
+    ) -> dict[str, MappingProxyType]:
+        """Per topic, its partition states: those known ``keep``-t, and those of partitions
+        not yet watched, whose watches are set and then read, all topics' at once (a topic of
+        10,000 partitions, or 100 new topics of 100, is two pipelined batches, not 20,000
+        round trips)."""
+        out, new = {}, []
+        for topic in topics:
+            watched = self._state_watches.setdefault(topic.name, {})
+            known = self.image.partition_states.get(topic.name, {}) if keep else {}
+            out[topic.name] = {p: s for p, s in known.items() if p in topic.partitions}
+            if not self._closed:
+                new += [(topic.name, p) for p in topic.partitions if p not in watched]
+        if new:
+            paths = [layout.partition_state_path(t, p) for t, p in new]
+            handles = self.store.watch_data_many([
+                (path, lambda _, t=t, p=p: self._state_fired(t, p))
+                for path, (t, p) in zip(paths, new)
+            ])
+            for (t, p), handle in zip(new, handles):
+                self._state_watches[t][p] = handle
+            for (t, p), found in zip(new, self.store.get_many(paths)):
+                state = self._parse_state(t, p, found)
+                if state is not None:
+                    out[t][p] = state
+        return {name: MappingProxyType(states) for name, states in out.items()}
 
     @contextmanager
     def batch(self):
@@ -393,7 +430,10 @@ class MetadataCache:
                 )
 
     def _read_config(self, name: str) -> MappingProxyType:
-        found = self._read(layout.topic_config_path(name))
+        return self._parse_config(name, self._read(layout.topic_config_path(name)))
+
+    @staticmethod
+    def _parse_config(name: str, found: tuple[bytes, int] | None) -> MappingProxyType:
         if found is None:
             return MappingProxyType({})
         try:
