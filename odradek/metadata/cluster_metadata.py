@@ -43,6 +43,7 @@ from odradek.metadata.topic_name import collision_key, has_collision_chars, vali
 log = logging.getLogger(__name__)
 
 _CAS_RETRIES = 5
+_MARKS_PER_MULTI = 1000  # deletion marks per multi: empty znodes, ~50 KB of paths
 
 
 def validate_replica_assignment(
@@ -399,6 +400,34 @@ class ClusterMetadata:
         except NodeExistsError:
             pass
         self.cache.refresh_deletions()
+
+    def delete_topics(self, names: list[str]) -> list[str]:
+        """`delete_topic` for many topics together (a DeleteTopics of 100 topics): the
+        topics' and their marks' znodes read with one `MetadataStore.get_many`, the missing
+        marks created in multis of at most `_MARKS_PER_MULTI`, one refresh. Returns the names
+        with no topic (not marked). A multi refused because a mark appeared meanwhile is
+        done again one topic at a time (`delete_topic`)."""
+        names = list(dict.fromkeys(names))
+        found = self.store.get_many(
+            [layout.topic_path(n) for n in names] + [layout.delete_topic_path(n) for n in names]
+        )
+        topics, marks = found[:len(names)], found[len(names):]
+        unknown = [n for n, topic in zip(names, topics) if topic is None]
+        wanted = [n for n, topic, mark in zip(names, topics, marks) if topic and mark is None]
+        if wanted:
+            self.store.ensure_path(layout.DELETE_TOPICS)
+        for start in range(0, len(wanted), _MARKS_PER_MULTI):
+            chunk = wanted[start:start + _MARKS_PER_MULTI]
+            try:
+                self.store.multi([CreateOp(layout.delete_topic_path(n)) for n in chunk])
+            except (NodeExistsError, NoNodeError):
+                for name in chunk:
+                    try:
+                        self.delete_topic(name)
+                    except UnknownTopicError:
+                        unknown.append(name)
+        self.cache.refresh_deletions()
+        return unknown
 
     def set_partition_state(
         self, topic: str, partition: int, state: PartitionState, expected_version: int

@@ -236,6 +236,30 @@ class TopicManager:
             await _off_loop(self.metadata.delete_topic, name)
         return assignment.topic_id
 
+    async def mark_deleted_many(self, names: list[str]) -> dict:
+        """`mark_deleted` for the topics of one DeleteTopics together
+        (``ClusterMetadata.delete_topics``: a few store round trips for them all, not three
+        per topic); name -> its topic id, or the TopicError that refused it."""
+        image, out = self.broker.metadata_image(), {}
+        for name in names:
+            assignment = image.topic(name)
+            if assignment is None:
+                out[name] = TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+            elif not self.broker.config["delete.topic.enable"]:
+                out[name] = TopicError(ErrorCode.TOPIC_DELETION_DISABLED)
+            else:
+                out[name] = assignment.topic_id
+        wanted = [n for n, v in out.items() if not isinstance(v, TopicError)]
+        if wanted:
+            try:
+                with _metadata_errors():
+                    unknown = await _off_loop(self.metadata.delete_topics, wanted)
+            except TopicError as e:
+                return {**out, **{n: e for n in wanted}}
+            for name in unknown:
+                out[name] = TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+        return out
+
     async def await_deleted(self, name: str, topic_id, timeout_ms: int) -> None:
         """Wait up to ``timeout_ms`` (not at all when not positive) until the controller has
         deleted the marked topic (TopicError REQUEST_TIMED_OUT otherwise); then its groups'

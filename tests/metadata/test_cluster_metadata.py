@@ -219,6 +219,21 @@ def test_delete_topic_only_marks_it_for_the_controller(store, metadata):
         metadata.delete_topic("nope")
 
 
+def test_delete_topics_marks_them_together(store, metadata, monkeypatch):
+    """One multi for the marks (not a create per topic); a topic already marked and an
+    unknown one are fine, the unknown one is returned."""
+    for name in ("a", "b", "c"):
+        metadata.create_topic(name, {0: [1000]})
+    metadata.delete_topic("c")
+    multis, creates = [], []
+    monkeypatch.setattr(store, "multi", lambda ops, real=store.multi: multis.append(ops) or real(ops))
+    monkeypatch.setattr(store, "create", lambda *a, real=store.create, **k: creates.append(a) or real(*a, **k))
+    assert metadata.delete_topics(["a", "nope", "b", "c"]) == ["nope"]
+    assert [a for a in creates if a[0].startswith("/admin/delete_topics/")] == []
+    assert [len(ops) for ops in multis] == [2]
+    assert metadata.snapshot().topics_being_deleted == {"a", "b", "c"}
+
+
 def test_set_partition_state_is_a_compare_and_set(metadata):
     metadata.create_topic("t", {0: [1000, 1001]})
     elect(metadata, "t")

@@ -3,7 +3,8 @@
 Entries are checked before anything is deleted, as Kafka's ``ControllerApis.deleteTopics``
 checks them: an entry with both a name and an id, or with neither, and a name or id that
 appears twice in the request are INVALID_REQUEST; an id no topic has is UNKNOWN_TOPIC_ID
-(with a null name). The other entries are marked for deletion one by one, then the answer
+(with a null name). The other entries are marked for deletion together (a few store round
+trips for them all: `TopicManager.mark_deleted_many`), then the answer
 waits, up to the request's ``timeout_ms`` for them all, until the controller has deleted them
 (REQUEST_TIMED_OUT for a topic still there; its deletion goes on), as Kafka's
 ``DelayedDeleteTopics``.
@@ -29,22 +30,28 @@ from odradek.server import authorize
 async def handle(ctx, request):
     broker = ctx.broker
     results = []
-    marked = []  # (result, topic id) of the topics marked for deletion
-    for result in _checked(request, broker.metadata_image()):
+    image = broker.metadata_image()
+    wanted = []  # the entries to mark, all at once (`TopicManager.mark_deleted_many`)
+    for result in _checked(request, image):
         results.append(result)
         if result.error_code or not _deletable(ctx, result):
             continue
-        name = result.name
-        image = broker.metadata_image()
-        try:
-            assignment = image.topic(name)
-            if assignment is not None:
-                result.topic_id = assignment.topic_id
-            if broker.is_internal_topic(name):
-                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic {name} is internal")
-            marked.append((result, await broker.topics.mark_deleted(name)))
-        except TopicError as e:
-            result.error_code, result.error_message = e.error, e.message
+        assignment = image.topic(result.name)
+        if assignment is not None:
+            result.topic_id = assignment.topic_id
+        if broker.is_internal_topic(result.name):
+            result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            result.error_message = f"Topic {result.name} is internal"
+            continue
+        wanted.append(result)
+    marked = []  # (result, topic id) of the topics marked for deletion
+    outcomes = await broker.topics.mark_deleted_many([r.name for r in wanted]) if wanted else {}
+    for result in wanted:
+        outcome = outcomes[result.name]
+        if isinstance(outcome, TopicError):
+            result.error_code, result.error_message = outcome.error, outcome.message
+        else:
+            marked.append((result, outcome))
     waits = [broker.topics.await_deleted(result.name, topic_id, request.timeout_ms) for result, topic_id in marked]
     for (result, _), outcome in zip(marked, await asyncio.gather(*waits, return_exceptions=True)):
         if isinstance(outcome, TopicError):
