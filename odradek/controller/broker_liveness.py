@@ -34,10 +34,12 @@ again, and is ignored):
 * ``registered(b, r)``: a new or changed registration -> WATCHING, `Probe` (no delay);
   the same registration again -> nothing.
 * ``unregistered(b)``: forgotten (the edge closes its connection, `Forget`).
-* ``connection_lost(b, r, lasted_s)`` in WATCHING -> WATCHING, `Probe`: at once, or after
-  `RETRY_DELAY_S` when the connection lasted less than that (a broker that closes new
-  connections at once, over its ``max.connections`` say, is not reconnected to in a loop;
-  a death within a second of connecting is found that much later).
+* ``connection_lost(b, r, lasted_s)`` in WATCHING -> WATCHING, `Probe`: at once, unless
+  this connection and the one before both lasted less than `RETRY_DELAY_S`: then after
+  that delay (a broker that closes new connections at once, over its ``max.connections``
+  say, is not reconnected to in a loop). One short connection is normal at a death: the
+  kernel closes a dying process's sockets one by one, so the probe that follows the first
+  EOF can still be accepted into the listener's backlog, and is reset a moment later.
 * ``probe_result(b, r, OK)`` -> WATCHING (the edge keeps that connection and waits for it
   to end).
 * ``probe_result(b, r, TIMEOUT)`` (or any other failure) -> WATCHING, `Probe` after
@@ -123,18 +125,22 @@ class BrokerLiveness:
     def __init__(self) -> None:
         self.registrations: dict[int, Registration] = {}
         self.states: dict[int, State] = {}
+        self.quick_losses: dict[int, int] = {}
+        """Broker -> watched connections in a row that ended within `RETRY_DELAY_S`."""
 
     def registered(self, broker_id: int, registration: Registration) -> list[Action]:
         if self.registrations.get(broker_id) == registration:
             return []
         self.registrations[broker_id] = registration
         self.states[broker_id] = State.WATCHING
+        self.quick_losses.pop(broker_id, None)
         return [Probe(broker_id, registration)]
 
     def unregistered(self, broker_id: int) -> list[Action]:
         if self.registrations.pop(broker_id, None) is None:
             return []
         del self.states[broker_id]
+        self.quick_losses.pop(broker_id, None)
         return [Forget(broker_id)]
 
     def connection_lost(self, broker_id: int, registration: Registration,
@@ -142,7 +148,9 @@ class BrokerLiveness:
         """The watched connection ended after ``lasted_s`` seconds open."""
         if not self._current(broker_id, registration) or self.states[broker_id] != State.WATCHING:
             return []
-        return [Probe(broker_id, registration, RETRY_DELAY_S if lasted_s < RETRY_DELAY_S else 0.0)]
+        quick = self.quick_losses.get(broker_id, 0) + 1 if lasted_s < RETRY_DELAY_S else 0
+        self.quick_losses[broker_id] = quick
+        return [Probe(broker_id, registration, RETRY_DELAY_S if quick > 1 else 0.0)]
 
     def probe_result(self, broker_id: int, registration: Registration, result: ProbeResult) -> list[Action]:
         if not self._current(broker_id, registration):

@@ -40,11 +40,17 @@ def test_connection_lost_then_refused_twice_declares_the_process_gone():
     assert m.connection_lost(1, R1) == []
 
 
-def test_a_connection_lost_soon_after_it_opened_is_probed_again_later():
-    """A broker that closes new connections at once is not reconnected to in a loop."""
+def test_connections_lost_soon_after_they_opened_are_probed_again_later():
+    """A broker that closes new connections at once is not reconnected to in a loop; but
+    one short connection is what a dying process's listener gives (it accepts the first
+    probe into its backlog, then the kernel closes it): probed again at once."""
     m = watched()
+    assert m.connection_lost(1, R1) == [Probe(1, R1)]
+    assert m.connection_lost(1, R1, lasted_s=0.01) == [Probe(1, R1)]
+    assert m.connection_lost(1, R1, lasted_s=0.01) == [Probe(1, R1, RETRY_DELAY_S)]
     assert m.connection_lost(1, R1, lasted_s=0.01) == [Probe(1, R1, RETRY_DELAY_S)]
     assert m.connection_lost(1, R1, lasted_s=RETRY_DELAY_S) == [Probe(1, R1)]
+    assert m.connection_lost(1, R1, lasted_s=0.01) == [Probe(1, R1)]
 
 
 def test_a_refused_first_connection_is_confirmed_too():
