@@ -10,13 +10,17 @@ librdkafka's idempotent acks=all one with the default metadata refresh interval,
 the new leaders through its own refresh on the errors and disconnects, and every acknowledged
 record must be there afterwards.
 
-The pause test stops a leader for a few seconds, well inside its session: its listener's
-kernel still accepts connections and the controller's connection to it stands, so it must
-keep leading (same leader epoch) and serve again once resumed.
+The pause test stops a leader for a few seconds, well inside its session, and (where
+``ss -K`` can, as root) destroys every connection to it from this host, the controller's
+included: the controller then probes the stopped broker, whose kernel still accepts
+connections into its listener's backlog, so it must keep leading (same leader epoch) and
+serve again once resumed.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -57,6 +61,16 @@ def producer(cluster) -> VerifyingProducer:
                              **{"topic.metadata.refresh.interval.ms": 300000})
 
 
+def drop_connections_to(port: int) -> bool:
+    """Destroy every TCP connection to 127.0.0.1:``port`` (``ss -K``: root, and a kernel with
+    socket destroy); whether it could."""
+    if shutil.which("ss") is None:
+        return False
+    done = subprocess.run(["ss", "-K", "dst", "127.0.0.1", "dport", "=", f":{port}"],
+                          capture_output=True, text=True, timeout=10)
+    return done.returncode == 0 and f":{port}" in done.stdout
+
+
 def test_a_killed_leader_loses_its_partitions_before_its_session_expires(make_cluster):
     cluster = start(make_cluster)
     victim, led = leader_not_controller(cluster)
@@ -91,6 +105,7 @@ def test_a_stopped_leader_is_not_deposed(make_cluster):
         writer.wait_acked(50)
         cluster[victim].pause()
         try:
+            drop_connections_to(cluster[victim].port)  # the controller's too: it probes
             deadline = time.monotonic() + PAUSE_S
             while time.monotonic() < deadline:
                 for p in led:
