@@ -20,6 +20,9 @@ deleted path, a delete of a created one) starts a new run, planned once the earl
 landed: plans are read from the store before any of the run is written. Other writes
 (`SetExistingZnode`), and a lone create or set, are applied by themselves (`ZnodeWrite.apply`).
 
+A run of sets only (partition states: a failover's 10,000 are ten multis) sends its multis
+together (`MetadataStore.multi_many`) instead of waiting for each answer before the next.
+
 When a multi fails on a version, an existence or a non-empty parent, nothing of it happened:
 the writes with ops in it are replayed one by one (`ZnodeWrite.apply`; a delete cut by an
 earlier multi of the run is finished there, a delete re-reads its subtree) to find the culprit,
@@ -98,7 +101,8 @@ class ZnodeWriter:
 
     def apply(self, writes: list[ZnodeWrite]) -> ZnodeWrite | None:
         """Apply ``writes`` in order; the first that failed on a version or existence (the
-        writes before it happened, it and those after did not), or None."""
+        writes before it happened, it did not, nor did those after, but for the other multis
+        of a run of sets: see `_apply_sets`), or None."""
         store = self._store()
         i = 0
         while i < len(writes):
@@ -121,7 +125,10 @@ class ZnodeWriter:
         """Apply ``run`` as planned multis; ``(writes done, culprit)``. After a failed multi
         the writes in it are replayed alone and only those are counted done: the caller
         plans the rest again."""
-        for ops, first, last in self._plan(store, run):
+        plans = self._plan(store, run)
+        if len(plans) > 1 and all(type(w) is SetZnode for w in run):
+            return self._apply_sets(store, run, plans)
+        for ops, first, last in plans:
             try:
                 self._retrying(lambda: store.multi(ops))  # noqa: B023 - run at once
                 continue
@@ -133,6 +140,35 @@ class ZnodeWriter:
                 except WRITE_CONFLICTS:
                     return last + 1, write
             return last + 1, None
+        return len(run), None
+
+    def _apply_sets(
+        self, store: MetadataStore, run: list[ZnodeWrite], plans: list[tuple[list, int, int]]
+    ) -> tuple[int, ZnodeWrite | None]:
+        """A run of sets only (the state writes of a failover, of a batch of AlterPartition):
+        its multis sent together (`MetadataStore.multi_many`), each still atomic. A multi cut
+        by the store being unreachable is repeated alone; a multi that failed is replayed write
+        by write as in `_apply_run`. ZooKeeper applies them in order; the multis after a failed
+        one were applied or not on their own, and the caller reads back every state its list
+        writes after a conflict, so a write of theirs that landed is adopted (as a write of an
+        earlier multi is)."""
+        outcomes = self._retrying(lambda: store.multi_many([ops for ops, _, _ in plans]))
+        for (ops, first, last), outcome in zip(plans, outcomes):
+            if isinstance(outcome, (StoreUnavailableError, OSError)):
+                try:
+                    self._retrying(lambda: store.multi(ops))  # noqa: B023 - run at once
+                    continue
+                except MULTI_FAILURES as e:
+                    outcome = e
+            if not isinstance(outcome, Exception):
+                continue
+            if not isinstance(outcome, MULTI_FAILURES):
+                raise outcome
+            for write in run[first:last + 1]:
+                try:
+                    self._retrying(lambda: write.apply(store))  # noqa: B023 - run at once
+                except WRITE_CONFLICTS:
+                    return last + 1, write
         return len(run), None
 
     def _retrying(self, write: Callable[[], object]) -> object:

@@ -37,7 +37,7 @@ import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from odradek.metadata.errors import DataTooLargeError, InvalidPathError, NoNodeError
+from odradek.metadata.errors import DataTooLargeError, InvalidPathError, NoNodeError, StoreError
 
 MAX_DATA_BYTES = 1024 * 1024 - 1024
 """ZooKeeper's default jute.maxbuffer is 1 MiB for a whole packet; keep 1 KiB for the header."""
@@ -217,6 +217,20 @@ class MetadataStore(abc.ABC):
 
         On failure nothing is applied and the first failing op's error is raised.
         """
+
+    def multi_many(self, multis: Sequence[Sequence[Op]]) -> list[list | Exception]:
+        """`multi` of each op list, in order, each atomic on its own (not all together): per
+        multi its results, or the error it failed with (a `StoreError`, or the ``OSError`` of
+        the embedded store's disk). ZooKeeper's store sends them all before it waits for the
+        first answer (ZooKeeper applies one session's requests in order, so they are applied
+        in this order); this default applies them one by one."""
+        out: list[list | Exception] = []
+        for ops in multis:
+            try:
+                out.append(self.multi(ops))
+            except (StoreError, OSError) as e:
+                out.append(e)
+        return out
 
     @abc.abstractmethod
     def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:

@@ -351,6 +351,34 @@ class ZooKeeperStore(MetadataStore):
             results = transaction.commit()
         return op_results(ops, results)
 
+    def multi_many(self, multis: Sequence[Sequence[Op]]) -> list[list | Exception]:
+        """Every multi sent (``commit_async``) before the first answer is awaited: a
+        controller's 10,000 state writes are ten multis, and one at a time each waited behind
+        the watch events and re-reads the previous one set off on this session."""
+        self._check_open()
+        pending = []
+        for ops in multis:
+            ops = list(ops)
+            transaction = self._client.transaction()
+            for op in ops:
+                add_op(transaction, op)
+            try:
+                with translated():
+                    pending.append((ops, transaction.commit_async()))
+            except errors.StoreError as e:
+                pending.append((ops, e))
+        out: list[list | Exception] = []
+        for ops, sent in pending:
+            if isinstance(sent, Exception):
+                out.append(sent)
+                continue
+            try:
+                with translated():
+                    out.append(op_results(ops, sent.get()))
+            except errors.StoreError as e:
+                out.append(e)
+        return out
+
     # -- watches and sessions ----------------------------------------------------------------
 
     def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:

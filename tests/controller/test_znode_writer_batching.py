@@ -151,3 +151,19 @@ def test_many_partition_states_are_created_in_few_multis(store):
     assert ZnodeWriter(lambda: store, 1).apply(writes) is None
     assert len(multis) == 4 and len(reads) == 1  # 1 + 3,000 ops, 1,000 a multi
     assert store.children(layout.partitions_path("t3")) == sorted(str(p) for p in range(1500))
+
+
+def test_a_run_of_state_sets_sends_its_multis_together(store, monkeypatch):
+    """A failover's state writes: the multis of a run of sets go in one `multi_many`; a
+    stale version fails its multi alone, which is replayed write by write up to the culprit;
+    the multi after it was applied on its own."""
+    monkeypatch.setattr(module, "MAX_OPS_PER_MULTI", 4)
+    sent = []
+    real = store.multi_many
+    store.multi_many = lambda multis: sent.append(len(multis)) or real(multis)
+    states = [layout.partition_state_path(t, p) for t in TOPICS for p in range(PARTITIONS)]
+    writes = [SetZnode(path, 0, b"new", 0) for path in states]  # 12 sets: 3 multis of 4
+    writes[5] = SetZnode(states[5], 0, b"new", 7)  # stale: the second multi fails
+    assert ZnodeWriter(lambda: store, 1).apply(writes) is writes[5]
+    assert sent == [3]
+    assert [store.get(path)[0] for path in states] == [b"new"] * 5 + [b"s"] * 3 + [b"new"] * 4
