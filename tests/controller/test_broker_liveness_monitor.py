@@ -6,6 +6,7 @@ not; a registration moved to another endpoint is watched there instead."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 
 from odradek.controller.broker_liveness import State
@@ -51,6 +52,14 @@ def monitor(store: Store, gone: list) -> BrokerLivenessMonitor:
                                  lambda b, e: gone.append((b, e)), probe_timeout=2.0)
 
 
+def in_loop(scenario):
+    """A test of ``scenario`` (a coroutine function) run in a loop of its own."""
+    @functools.wraps(scenario)
+    def test():
+        asyncio.run(scenario())
+    return test
+
+
 async def until(predicate, what: str, timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
@@ -63,7 +72,8 @@ async def accept(sock: socket.socket) -> socket.socket:
     return conn
 
 
-async def _a_process_gone_is_declared_once_its_connection_ends_and_its_port_refuses():
+@in_loop
+async def test_a_process_gone_is_declared_once_its_connection_ends_and_its_port_refuses():
     sock = listener()
     port = sock.getsockname()[1]
     gone: list = []
@@ -78,7 +88,8 @@ async def _a_process_gone_is_declared_once_its_connection_ends_and_its_port_refu
     m.shutdown()
 
 
-async def _a_stopped_process_is_never_declared_gone():
+@in_loop
+async def test_a_stopped_process_is_never_declared_gone():
     """SIGSTOP: the listener never accepts, but the kernel completes handshakes into its
     backlog; the watch connection stands, nothing is suspected."""
     sock = listener()
@@ -93,7 +104,8 @@ async def _a_stopped_process_is_never_declared_gone():
     sock.close()
 
 
-async def _a_moved_listener_is_watched_at_its_new_endpoint_not_declared_gone():
+@in_loop
+async def test_a_moved_listener_is_watched_at_its_new_endpoint_not_declared_gone():
     sock = listener()
     port = sock.getsockname()[1]
     moved = listener()
@@ -114,7 +126,8 @@ async def _a_moved_listener_is_watched_at_its_new_endpoint_not_declared_gone():
     moved.close()
 
 
-async def _a_registration_already_gone_is_left_to_the_broker_watch():
+@in_loop
+async def test_a_registration_already_gone_is_left_to_the_broker_watch():
     sock = listener()
     port = sock.getsockname()[1]
     sock.close()  # refuses from the start
@@ -128,18 +141,3 @@ async def _a_registration_already_gone_is_left_to_the_broker_watch():
     assert 1 not in m.machine.states
     m.shutdown()
 
-
-def test_a_process_gone_is_declared_once_its_connection_ends_and_its_port_refuses():
-    asyncio.run(_a_process_gone_is_declared_once_its_connection_ends_and_its_port_refuses())
-
-
-def test_a_stopped_process_is_never_declared_gone():
-    asyncio.run(_a_stopped_process_is_never_declared_gone())
-
-
-def test_a_moved_listener_is_watched_at_its_new_endpoint_not_declared_gone():
-    asyncio.run(_a_moved_listener_is_watched_at_its_new_endpoint_not_declared_gone())
-
-
-def test_a_registration_already_gone_is_left_to_the_broker_watch():
-    asyncio.run(_a_registration_already_gone_is_left_to_the_broker_watch())
