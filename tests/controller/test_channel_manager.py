@@ -84,6 +84,31 @@ def test_stop_replica_outcome():
     assert stop_replica_outcome(stop_replica(3), None).failed == (("t", 0), ("t", 1))
 
 
+class CountedName(str):
+    """A topic name that counts the comparisons made with it."""
+
+    compared = 0
+
+    def __eq__(self, other):
+        CountedName.compared += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_stop_replica_outcome_is_linear_in_the_partitions():
+    """A deletion's StopReplica names 10,000 partitions: the outcome compares each a few
+    times, not with every other (quadratic, it took seconds of the event loop)."""
+    n = 400
+    parts = tuple(StopReplicaPartition(CountedName("t"), p, -2, True) for p in range(n))
+    request = StopReplicaRequest(3, 1, 1, 0, parts)
+    CountedName.compared = 0
+    outcome = stop_replica_outcome(request, StopReplicaResponse(partition_errors=[
+        StopReplicaPartitionError("t", p, ErrorCode.NONE) for p in range(n)]))
+    assert len(outcome.deleted) == n and outcome.failed == ()
+    assert CountedName.compared < 10 * n
+
+
 def test_in_process_delivery_to_this_broker():
     broker = FakeBroker(1)
     broker.responses[ApiKey.LEADER_AND_ISR] = lambda ctx, body: LeaderAndIsrResponse()
