@@ -15,9 +15,10 @@ deferred to the end of the loop's iteration (``call_soon``). (Deferring every ti
 produce of 100-byte records ~4% of the broker's CPU: a handle and an idle callback per
 request.)
 
-Record batches in fetch responses are file regions of the log: when nothing is queued ahead
-of one in the transport it goes out with ``os.sendfile`` (zero-copy), else it is read with one
-``pread`` and queued in order. Under TLS the bytes must be encrypted in user space, so there is
+Record batches in fetch responses are file regions of the log: once nothing is queued ahead
+of one in the transport it goes out with ``os.sendfile`` (zero-copy), as far as the socket
+takes it; the rest follows with sendfile as the socket drains, and every later response
+waits behind it (``server/region_writer.py``). Under TLS the bytes must be encrypted in user space, so there is
 no sendfile: every region is read with one ``pread`` and written through the TLS transport
 (``server/region_writer.py``).
 
@@ -115,6 +116,8 @@ class Connection(asyncio.BufferedProtocol):
         self._throttled = False  # muted over a client quota (throttle, KIP-219)
         self._requests = request_metrics_of(broker)  # counts and times per API (server/metrics/)
         self.throttled_channel: ThrottledChannel | None = None
+        self._region_sender = None  # a RegionSender waiting for the socket (region_writer.py)
+        self._after_region: list = []  # the parts to write after it
 
     # --- asyncio callbacks ----------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -150,6 +153,7 @@ class Connection(asyncio.BufferedProtocol):
             if isinstance(result, asyncio.Future):
                 result.cancel()
         self.pending.clear()
+        self._stop_region()
         self._notify_close_listeners()
 
     def _notify_close_listeners(self) -> None:
@@ -352,7 +356,7 @@ class Connection(asyncio.BufferedProtocol):
         pending_bytes = 0
         plain = True  # parts holds no file region
         pending = self.pending
-        while pending and not self.closed and not self._writing_paused:
+        while pending and not self.closed and not self._writing_paused and self._region_sender is None:
             ctx, result = pending[0]
             if isinstance(result, asyncio.Future):
                 if not result.done():
@@ -414,25 +418,42 @@ class Connection(asyncio.BufferedProtocol):
 
     def _write(self, parts: list, plain: bool = False) -> None:
         """Write bytes and file regions in order; regions go zero-copy where possible.
-        ``plain``: the caller knows ``parts`` holds bytes-like objects only."""
+        ``plain``: the caller knows ``parts`` holds bytes-like objects only. While a region
+        waits for the socket (``server/region_writer.py``), everything after it waits too."""
         if self.transport is None or self.closed:
+            return
+        if self._region_sender is not None:
+            self._after_region.extend(parts)
             return
         if plain:
             self.transport.writelines(parts)
             self.last_active = time.monotonic()
             return
         run: list = []
-        for part in parts:
+        for i, part in enumerate(parts):
             if isinstance(part, (bytes, bytearray, memoryview)):
                 run.append(part)
                 continue
             if run:
                 self.transport.writelines(run)
                 run = []
-            write_region(self, part, self._sendfile)
+            sender = write_region(self, part, self._sendfile)
+            if sender is not None:
+                self._region_sender = sender
+                self._after_region = parts[i + 1 :]
+                break
         if run:
             self.transport.writelines(run)
         self.last_active = time.monotonic()
+
+    def _region_sent(self) -> None:
+        """The region that waited for the socket is sent: write what queued behind it, then
+        whatever became ready meanwhile."""
+        self._region_sender = None
+        rest, self._after_region = self._after_region, []
+        self._write(rest)
+        if self._region_sender is None:
+            self._flush()
 
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
@@ -479,6 +500,13 @@ class Connection(asyncio.BufferedProtocol):
             self.broker.log_limiter.log(log, level, ("close", message_key(reason)),
                                         "closing connection from %s: %s", self.peer, reason)
         self.closed = True
+        self._stop_region()
         if self.transport is not None:
             self.transport.close()
+
+    def _stop_region(self) -> None:
+        sender, self._region_sender = self._region_sender, None
+        self._after_region = []
+        if sender is not None:
+            sender.stop()
 
