@@ -147,16 +147,22 @@ class ProduceFastPath:
         future = loop.create_future()
 
         def answer() -> None:
-            for answers, i, part, name, index, size, info, pending in written:
-                try:
-                    part.finish_plain_append(pending)
-                except ProduceError as e:
-                    self._broker.log_storage_error(e)
-                    answers[i] = (index, e.error, -1, -1, -1)
-                    continue
-                answers[i] = self._appended(part, name, index, size, info, acks)
+            try:
+                for answers, i, part, name, index, size, info, pending in written:
+                    try:
+                        part.finish_plain_append(pending)
+                    except ProduceError as e:
+                        self._broker.log_storage_error(e)
+                        answers[i] = (index, e.error, -1, -1, -1)
+                        continue
+                    answers[i] = self._appended(part, name, index, size, info, acks)
+                result = encode_response(*response)
+            except Exception as e:  # a bug: the connection logs it and closes
+                if not future.done():
+                    future.set_exception(e)
+                raise
             if not future.done():  # (cancelled: the connection is gone)
-                future.set_result(encode_response(*response))
+                future.set_result(result)
 
         when_written(loop, [w[-1] for w in written], answer)
         return future

@@ -64,7 +64,7 @@ class WrittenAppends:
                 try:
                     callback()
                 except Exception:
-                    log.exception("answering a produce after its write failed")
+                    log.exception("answering a produce written off the loop failed")
                 continue
             break
         with _BY_LOOP_LOCK:

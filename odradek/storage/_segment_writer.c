@@ -104,6 +104,19 @@ static void *run(void *arg) {
     return NULL;
 }
 
+/* A forked child has no writer thread: it starts its own on its first submit (the parent's
+ * queued jobs are the parent's; their memory is the child's copy, never written or freed). */
+static void forget_after_fork(void) {
+    pthread_mutex_init(&mu, NULL);
+    pthread_cond_init(&work, NULL);
+    pthread_cond_init(&finished, NULL);
+    queue_head = queue_tail = completed = NULL;
+    if (efd >= 0)
+        close(efd);
+    efd = -1;
+    started = held = 0;
+}
+
 /* The thread and its eventfd, once; -1 with an exception set on failure. */
 static int start(void) {
     if (started)
@@ -312,6 +325,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__segment_writer(void) {
     if (PyType_Ready(&WriteJobType) < 0)
         return NULL;
+    pthread_atfork(NULL, NULL, forget_after_fork);
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
