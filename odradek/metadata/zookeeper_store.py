@@ -47,7 +47,7 @@ from kazoo.retry import KazooRetry
 from odradek.metadata import errors
 from odradek.metadata.zookeeper_errors import translated
 from odradek.metadata.zookeeper_handler import PollHandler
-from odradek.metadata.zookeeper_transaction import add_op, op_results
+from odradek.metadata.zookeeper_transaction import add_op, commit_many, op_results
 from odradek.metadata.zookeeper_watch import Rewatch
 from odradek.metadata.store import (
     DeleteOp,
@@ -352,32 +352,11 @@ class ZooKeeperStore(MetadataStore):
         return op_results(ops, results)
 
     def multi_many(self, multis: Sequence[Sequence[Op]]) -> list[list | Exception]:
-        """Every multi sent (``commit_async``) before the first answer is awaited: a
+        """Every multi sent before the first answer is awaited (`commit_many`): a
         controller's 10,000 state writes are ten multis, and one at a time each waited behind
         the watch events and re-reads the previous one set off on this session."""
         self._check_open()
-        pending = []
-        for ops in multis:
-            ops = list(ops)
-            transaction = self._client.transaction()
-            for op in ops:
-                add_op(transaction, op)
-            try:
-                with translated():
-                    pending.append((ops, transaction.commit_async()))
-            except errors.StoreError as e:
-                pending.append((ops, e))
-        out: list[list | Exception] = []
-        for ops, sent in pending:
-            if isinstance(sent, Exception):
-                out.append(sent)
-                continue
-            try:
-                with translated():
-                    out.append(op_results(ops, sent.get()))
-            except errors.StoreError as e:
-                out.append(e)
-        return out
+        return commit_many(self._client, multis)
 
     # -- watches and sessions ----------------------------------------------------------------
 
