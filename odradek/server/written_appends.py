@@ -75,5 +75,7 @@ class WrittenAppends:
         for other in others:  # this loop may have consumed their wakeup
             try:
                 other._loop.call_soon_threadsafe(other.check)
-            except RuntimeError:
-                pass  # that loop is closed
+            except RuntimeError:  # that loop is closed: what waited there never will
+                with _BY_LOOP_LOCK:
+                    if _BY_LOOP.get(other._loop) is other:
+                        del _BY_LOOP[other._loop]
