@@ -9,9 +9,10 @@ request's appends are written. The writer writes in submission order, so that or
 order the requests were handled: responses, high watermarks and the log end offsets move in
 request order, and a request is never answered before an earlier one's appends.
 
-One ``WrittenAppends`` per event loop (several brokers may share a loop in tests, and tests
-may run loops in threads); the loop that consumes the eventfd's readiness pokes the others
-that wait, so none misses a completion.
+One ``WrittenAppends`` per event loop, watching from its first request on (several brokers
+may share a loop in tests, and tests may run loops in threads); the loop that consumes the
+eventfd's readiness pokes the others, so none misses a completion; a closed loop is
+forgotten the first time poking it fails.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from odradek.storage._segment_writer import collect, fileno
 
 log = logging.getLogger("odradek.server")
 
-_BY_LOOP: dict = {}  # event loop -> its WrittenAppends, while something waits
+_BY_LOOP: dict = {}  # event loop -> its WrittenAppends
 _BY_LOOP_LOCK = threading.Lock()
 
 
@@ -67,10 +68,9 @@ class WrittenAppends:
                     log.exception("answering a produce written off the loop failed")
                 continue
             break
+        # (The loop keeps watching while it lives: a request at a time would otherwise add and
+        # remove the reader each time, two epoll_ctl calls.)
         with _BY_LOOP_LOCK:
-            if not queue:
-                self._loop.remove_reader(self._fd)
-                del _BY_LOOP[self._loop]
             others = [w for w in _BY_LOOP.values() if w is not self] if collected else ()
         for other in others:  # this loop may have consumed their wakeup
             try:
