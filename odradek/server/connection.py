@@ -168,8 +168,9 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def writing_paused(self) -> bool:
-        """The transport's buffer is above its high-water mark: the peer is not reading."""
-        return self._writing_paused
+        """The transport's buffer is above its high-water mark, or a region waits for the
+        socket to take more (``server/region_writer.py``): the peer is not reading."""
+        return self._writing_paused or self._region_sender is not None
 
     def pause_writing(self) -> None:
         self._writing_paused = True

@@ -21,6 +21,7 @@ the connection closes.
 from __future__ import annotations
 
 import os
+import time
 
 # Below this a region is cheaper to pread and write than to sendfile (two syscalls + checks).
 SENDFILE_MIN = 16 * 1024
@@ -76,6 +77,7 @@ class RegionSender:
                     connection.close("send failed: the segment file ended before the region")
                     return True
                 self.sent += n
+                connection.last_active = time.monotonic()  # the peer reads: not idle
         except (BlockingIOError, InterruptedError):
             return False
         except OSError as e:
