@@ -143,6 +143,20 @@ def aborted_transactions(log, fetch_offset: int, upper_bound: int) -> list[Abort
     return collect_aborted(log.segments, fetch_offset, upper_bound)
 
 
+def fetched_aborted_transactions(log, fetch_offset: int, region, limit: int) -> list[AbortedTxn]:
+    """The aborted transactions a read_committed fetch of ``region`` (read from ``fetch_offset``
+    up to the LSO ``limit``) lists: ``aborted_transactions`` up to ``fetched_upper_bound``.
+
+    The search up to ``limit`` comes first: the bounded one is a subset of it (it stops at
+    the same entry or an earlier one, and keeps only entries whose data begins below a bound
+    at most ``limit``), so when it finds nothing (a log without aborted transactions after
+    the fetch offset: every non-transactional topic) the answer is empty without walking the
+    region's batch headers for the bound (a pread and a walk per fetch)."""
+    if not aborted_transactions(log, fetch_offset, limit):
+        return []
+    return aborted_transactions(log, fetch_offset, fetched_upper_bound(log, region, limit))
+
+
 def fetched_upper_bound(plog, region, fallback: int) -> int:
     """The offset after the last batch of ``region`` (a read of ``plog``): the end of the
     range a read_committed fetch lists aborted transactions for, so a consumer far behind

@@ -17,7 +17,10 @@ from odradek.replication.produce_validation import ProduceError
 from odradek.replication.producer_snapshot import PRODUCER_SNAPSHOT
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.records.reader import iter_batches
-from odradek.replication.transactions import aborted_transactions, fetched_upper_bound, write_marker
+from odradek.replication import transactions
+from odradek.replication.transactions import (
+    aborted_transactions, fetched_aborted_transactions, fetched_upper_bound, write_marker,
+)
 from odradek.storage.clock import FakeClock
 from odradek.storage.config import LogConfig
 from odradek.storage.log_manager import LogManager
@@ -145,4 +148,29 @@ def test_fetched_upper_bound_is_the_offset_after_the_last_batch_read(tmp_path, m
     walked = [b.next_offset for b in iter_batches(region.read())]
     assert fetched_upper_bound(log, region, 10**6) == walked[-1]
     assert fetched_upper_bound(log, region, 10) == min(walked[-1], 10)
+    log.close()
+
+
+@pytest.mark.parametrize("fetch_offset,max_bytes", [(0, 1), (0, 1 << 20), (2, 1), (5, 1 << 20), (6, 1 << 20)])
+def test_fetched_aborted_transactions_are_those_up_to_the_fetched_bound(leader, fetch_offset, max_bytes):
+    rm, part = leader
+    _story(rm, part)
+    limit = part.last_stable_offset()
+    region = part.log.read(fetch_offset, max_bytes, max_offset=limit, min_one=True)
+    expected = aborted_transactions(part.log, fetch_offset, fetched_upper_bound(part.log, region, limit))
+    assert fetched_aborted_transactions(part.log, fetch_offset, region, limit) == expected
+
+
+def test_a_log_without_aborted_transactions_is_answered_without_walking_the_region(tmp_path, monkeypatch):
+    # read_committed fetches of a non-transactional topic: no pread and walk of batch headers
+    log = open_log(tmp_path, LogConfig(index_interval_bytes=100, segment_bytes=1 << 20))
+    for _ in range(5):
+        append(log, 3)
+    region = log.read(0, 1 << 20)
+
+    def walked(*args):
+        raise AssertionError("the region's batch headers were walked")
+
+    monkeypatch.setattr(transactions, "fetched_upper_bound", walked)
+    assert fetched_aborted_transactions(log, 0, region, 15) == []
     log.close()
