@@ -52,7 +52,7 @@ from odradek.protocol.generated.fetch_response import (
     FetchResponse,
     PartitionData,
 )
-from odradek.replication.transactions import aborted_transactions, fetched_upper_bound
+from odradek.replication.transactions import aborted_transactions, fetched_aborted_transactions
 from odradek.server import authorize, client_quota_manager
 from odradek.protocol.acl_binding import CLUSTER_ACTION, READ, TOPIC
 from odradek.server.fetch_context import FullFetchContext, SessionlessFetchContext, new_context
@@ -329,9 +329,9 @@ def _read_partition(broker, w: _Wanted, replica_id: int, isolation: int, max_byt
     size = len(region)
     resp.records = region if size else b""
     if size and consumer and isolation == READ_COMMITTED:
-        upper = fetched_upper_bound(part.log, region, limit) if magic is None else limit
-        resp.aborted_transactions = [AbortedTransaction(t.producer_id, t.first_offset) for t in
-                                     aborted_transactions(part.log, w.request.fetch_offset, upper)]
+        aborted = (fetched_aborted_transactions(part.log, w.request.fetch_offset, region, limit) if magic is None
+                   else aborted_transactions(part.log, w.request.fetch_offset, limit))
+        resp.aborted_transactions = [AbortedTransaction(t.producer_id, t.first_offset) for t in aborted]
     return size
 
 
