@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A/B: odradek at two revisions side by side, the same clients, alternating runs.
 
-  .venv/bin/python bench/ab.py REV [--against REV2] [--workloads produce,produce8,consume,bandwidth]
+  .venv/bin/python bench/ab.py [REV] [--against REV2] [--workloads produce,produce8,consume,bandwidth]
                                    [--reps N] [--records N] [--client-quota KEY=VALUE] [--authorizer]
 
-B is the git revision REV (HEAD~3, a sha, a branch); A is this checkout's working tree as it
+B is the git revision REV (HEAD~3, a sha, a branch; default BASELINE, 7c6971c); A is this checkout's working tree as it
 is now, uncommitted changes included, or the revision REV2 with --against. Each revision is
 checked out as a detached git worktree under bench/results/ab/<sha[:12]>/ with its C
 extensions built there; the worktrees are KEPT for the next run (--prune removes them). The
@@ -17,6 +17,11 @@ A,B, ... Reported per workload: the broker's CPU seconds per million records (pe
 bandwidth) and the client's throughput, median and range per side, and B/A of the medians,
 with the noise (CPU other processes used); in the terminal and in
 bench/results/ab-<time>.json. Trust the CPU column: throughput is often the client's limit.
+
+The CPU budget: broker CPU per record must stay at or below BASELINE's (7c6971c, the broker
+before the cluster work; bench/README.md, "CPU budget against 7c6971c"). When B is BASELINE,
+the summary ends with one budget line per workload: A's CPU per unit over BASELINE's (A/B of
+the medians) and whether A is within it.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ from bench.harness.workloads.produce import bandwidth_requests, kcat_produce, ra
 WORKLOADS = ("produce", "produce8", "consume", "bandwidth")
 DEFAULT_WORKLOADS = ("produce", "consume", "bandwidth")  # produce8 on request
 SIDES = ("A", "B")
+# Broker CPU per record (per GB) must stay at or below this revision's: the default side B.
+BASELINE = "7c6971c"
 MIB = 1 << 20
 RESULTS = REPO / "bench" / "results"
 METRICS = ("cpu_per_unit", "throughput")
@@ -103,7 +110,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Worktrees are kept under bench/results/ab/ for reuse; --prune removes them. "
                "Wrap a run in `flock /tmp/bench.lock` on a shared machine.")
-    p.add_argument("rev", nargs="?", metavar="REV", help="git revision of side B")
+    p.add_argument("rev", nargs="?", metavar="REV",
+                   help=f"git revision of side B (default: the CPU budget's baseline, {BASELINE})")
     p.add_argument("--against", metavar="REV2",
                    help="git revision of side A (default: the working tree, uncommitted changes included)")
     p.add_argument("--workloads", type=_workloads, default=DEFAULT_WORKLOADS,
@@ -125,7 +133,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.prune and (args.rev or args.against):
         p.error("--prune takes no revisions")
     if not args.prune and not args.rev:
-        p.error("REV is required (or --prune)")
+        args.rev = BASELINE
     return args
 
 
@@ -241,6 +249,25 @@ def summarize(runs: dict[str, list[dict]], cores: int) -> dict:
     return {"sides": sides, "ratio": ratio, "noise": noise}
 
 
+def budget(results: dict, baseline_sha: str) -> list[str]:
+    """One line per workload measured when side B is the baseline commit ``baseline_sha``:
+    A's broker CPU per unit as a multiple of the baseline's (A/B of the medians, the inverse
+    of the table's B/A) and whether that is within the budget (at most 1.00x); none when B is
+    another revision."""
+    if results["sides"]["B"]["sha"] != baseline_sha:
+        return []
+    lines = []
+    for w in results["workloads"].values():
+        ratio = w["summary"]["ratio"]["cpu_per_unit"]
+        if not ratio:
+            continue
+        over = 1 / ratio
+        verdict = "within" if over <= 1 else f"over by {100 * (over - 1):.0f}%"
+        lines.append(f"CPU budget ({BASELINE}): {w['title']}: A uses {over:.2f}x the baseline's "
+                     f"{w['cost_unit']}, {verdict}")
+    return lines
+
+
 def overall_noise(results: dict) -> dict | None:
     cores = results["machine"]["cores"]
     return spread([noise_share(r, cores) for w in results["workloads"].values()
@@ -301,6 +328,8 @@ def show(results: dict, console: Console) -> None:
     if noise:
         console.print(f"noise over the run: median {100 * noise['median']:.0f}%, "
                       f"range {100 * noise['min']:.0f}-{100 * noise['max']:.0f}% of the machine")
+    for line in results.get("budget", []):
+        console.print(line)
     for side, stale in results.get("stale_extensions", {}).items():
         if stale:
             console.print(f"[yellow]{side}: C extensions older than their sources: {', '.join(stale)}")
@@ -449,6 +478,7 @@ def run_ab(args: argparse.Namespace, console: Console, results_dir: Path = RESUL
         with _signals_ignored():  # a second Ctrl-C must not leave brokers or data behind
             cleanup(brokers, work_dir, console, spared)
     results["noise"] = overall_noise(results)
+    results["budget"] = budget(results, revision.resolve(BASELINE))
     results_dir.mkdir(parents=True, exist_ok=True)
     results["path"] = str(results_dir / f"ab-{stamp}.json")
     Path(results["path"]).write_text(json.dumps(results, indent=1, default=str))

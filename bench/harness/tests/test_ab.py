@@ -76,7 +76,8 @@ def test_arguments():
         "abc123", "HEAD", ("consume", "produce"), 2, 20_000)
     assert ab.parse_args(["HEAD", "--workloads", "produce8"]).workloads == ("produce8",)
     assert ab.parse_args(["--prune"]).prune
-    for bad in ([], ["HEAD", "--workloads", "latency"], ["HEAD", "--reps", "0"],
+    assert ab.parse_args([]).rev == ab.BASELINE == "7c6971c"  # the CPU budget's baseline
+    for bad in (["HEAD", "--workloads", "latency"], ["HEAD", "--reps", "0"],
                 ["HEAD", "--prune"]):
         with pytest.raises(SystemExit):
             ab.parse_args(bad)
@@ -115,6 +116,24 @@ def test_table_shows_the_numbers():
     text = console.export_text()
     for cell in ("0.200", "0.300", "1.50x", "900k", "450k", "0.50x", "CPU-s/M rec"):
         assert cell in text
+
+
+def test_budget_lines_say_whether_a_is_within_the_baselines_cpu():
+    def results(b_sha):
+        return {"sides": {"A": {"sha": "a" * 40}, "B": {"sha": b_sha}}, "workloads": {
+            "produce": {"title": "produce 100 B", "cost_unit": "CPU-s/M rec",
+                        "summary": ab.summarize({"A": [_run(0.080, 1e6)], "B": [_run(0.070, 1e6)]}, cores=2)},
+            "consume": {"title": "consume 100 B", "cost_unit": "CPU-s/M rec",
+                        "summary": ab.summarize({"A": [_run(0.040, 1e6)], "B": [_run(0.041, 1e6)]}, cores=2)},
+            "bandwidth": {"title": "bandwidth", "cost_unit": "CPU-s/GB",
+                          "summary": ab.summarize({"A": [_run(0.5, 1e9)]}, cores=2)}}}
+
+    base = "b" * 40
+    lines = ab.budget(results(base), base)
+    assert len(lines) == 2  # bandwidth has no B runs: no line
+    assert "produce 100 B: A uses 1.14x the baseline's CPU-s/M rec, over by 14%" in lines[0]
+    assert "consume 100 B: A uses 0.98x the baseline's CPU-s/M rec, within" in lines[1]
+    assert ab.budget(results("c" * 40), base) == []  # B is not the baseline
 
 
 def test_stop_children_ends_a_client_left_running_and_spares_the_callers_own():
@@ -170,6 +189,7 @@ def test_ab_of_the_working_tree_against_head_end_to_end(tmp_path, monkeypatch):
         (run,) = produce["runs"][side]
         assert run["records"] == 20_000 and run["broker_cpu_s"] > 0
     assert produce["summary"]["ratio"]["cpu_per_unit"] > 0
+    assert results["budget"] == []  # B is HEAD, not the baseline
     assert [e["error"] for e in results["errors"]] == ["interrupted"]
     assert sorted(seen) == ["A", "B"] and not any(_alive(pid) for pid in seen.values())
     assert not list(revision.ROOT.glob(f"run-*-{os.getpid()}"))
