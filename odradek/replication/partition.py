@@ -66,10 +66,13 @@ from odradek.storage.config import LOG_APPEND_TIME
 from odradek.storage.errors import RecordBatchTooLargeError
 from odradek.storage.pending_appends import APPLIED, PENDING
 
-# Appends of at least this many bytes are written off the event loop (begin_plain_append):
-# for ~1 MiB appends the pwrite is ~45% of the broker's CPU (bench/README.md, notes of
-# 2026-12-06); smaller ones are not worth a thread hand-off (a few microseconds each).
-OFF_LOOP_APPEND_BYTES = 256 * 1024
+# Appends of at least this many bytes are written off the event loop (begin_plain_append);
+# None: none are. For ~1 MiB appends the pwrite is ~45% of the broker's CPU, but written on
+# another core than the one that received the bytes it costs about 1.5x as much (cache misses):
+# on this 2-core machine raw produce gained no throughput and cost 1.2-1.45x the CPU per GB
+# (bench/README.md, notes of 2026-12-06 15:30-16:40), so it is off until a machine with a
+# core to spare shows the gain (256 KiB there: smaller appends are not worth a hand-off).
+OFF_LOOP_APPEND_BYTES: int | None = None
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -269,7 +272,8 @@ class Partition(PartitionReplication):
         pending ones first). ``records`` must not change until then. Raises ProduceError
         (KAFKA_STORAGE_ERROR) when the disk refused it, or an append pending before it."""
         log = self.log
-        if len(records) >= OFF_LOOP_APPEND_BYTES or log.has_pending_appends:
+        threshold = OFF_LOOP_APPEND_BYTES
+        if (threshold is not None and len(records) >= threshold) or log.has_pending_appends:
             pending = log.begin_append(records, info)
             if pending is not None:
                 return pending

@@ -46,8 +46,9 @@ exactly as the generic path does it. A partition whose append the disk refuses (
 is answered KAFKA_STORAGE_ERROR with its log unchanged, as the generic path answers it; the
 others are appended and answered as usual.
 
-Appends of ``OFF_LOOP_APPEND_BYTES`` or more (``replication/partition.py``) are written off
-the event loop (``storage/pending_appends.py``): the request is answered, with a future, once
+When ``OFF_LOOP_APPEND_BYTES`` is set (``replication/partition.py``; off by default: on 2
+cores it cost CPU for no throughput), appends that large are written off the event loop
+(``storage/pending_appends.py``): the request is answered, with a future, once
 they are written and settled (``server/written_appends.py``), so its pwrite overlaps the next
 request's receive and validation. Until then its offsets are taken (the next request's begin
 after them) but nothing is visible: the log end offset, the high watermark and the fetches'

@@ -1,7 +1,8 @@
 """The produce fast path with its appends written off the loop (``storage/pending_appends.py``,
 ``server/written_appends.py``), through a real broker.
 
-A request whose append is at least ``OFF_LOOP_APPEND_BYTES`` is answered only once written;
+With ``OFF_LOOP_APPEND_BYTES`` set (off by default), a request whose append is at least that
+is answered only once written;
 until then fetches see neither its records nor a high watermark past them; requests from
 several connections to one partition land in order with contiguous offsets; a failed write
 is answered KAFKA_STORAGE_ERROR and leaves nothing behind. ``_segment_writer.hold()`` keeps
@@ -18,7 +19,7 @@ import pytest
 
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.records.reader import iter_batches
-from odradek.replication.partition import OFF_LOOP_APPEND_BYTES
+from odradek.replication import partition as partition_module
 from odradek.storage import _segment_writer
 from odradek.testing.broker import InProcessBroker
 from tests.server.clients import unique_topic
@@ -27,6 +28,12 @@ from tests.server.group_clients import create_topic, wait_for
 from tests.server.wire import WireClient, fetch_body, produce_body, simple_batch
 
 RECORD = 1000
+OFF_LOOP_APPEND_BYTES = 256 * 1024  # (off by default: replication/partition.py)
+
+
+@pytest.fixture(autouse=True)
+def off_loop(monkeypatch):
+    monkeypatch.setattr(partition_module, "OFF_LOOP_APPEND_BYTES", OFF_LOOP_APPEND_BYTES)
 
 
 def big_batch(tag: bytes) -> bytes:
