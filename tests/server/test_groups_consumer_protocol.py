@@ -5,6 +5,7 @@ group (its members' epochs and committed offsets)."""
 from __future__ import annotations
 
 import threading
+import time
 
 import confluent_kafka
 import pytest
@@ -39,7 +40,15 @@ class Ownership:
 
 
 class Member(threading.Thread):
-    """A consumer that commits each record's offset (synchronously) once it has it."""
+    """A consumer that commits each record's offset (synchronously) once it has it.
+
+    A commit may race a heartbeat that moves the member to a new epoch: Kafka 4's coordinator
+    (``ConsumerGroup.validateOffsetCommit``) then refuses it with STALE_MEMBER_EPOCH, and
+    librdkafka hands that error of a manual commit to the application (it retries only its
+    own automatic commits) after asking for an early heartbeat. The member commits the same
+    offset again until its new epoch is accepted (``commit``); any other error ends it."""
+
+    STALE_COMMIT_PATIENCE_S = 20.0  # many heartbeat intervals (FAST: 500 ms); below stop()'s join
 
     def __init__(self, bootstrap: str, group: str, topic: str, name: str, ownership: Ownership, seen: list) -> None:
         super().__init__(name=name, daemon=True)
@@ -49,6 +58,7 @@ class Member(threading.Thread):
         self.stopping = threading.Event()
         self.assignment: list[int] = []
         self.error = None
+        self.stale_commits = 0
 
     def run(self) -> None:
         try:
@@ -61,11 +71,28 @@ class Member(threading.Thread):
                 m = c.poll(0.1)
                 if m is not None and m.error() is None:
                     self.seen.append(m.value())
-                    c.commit(message=m, asynchronous=False)
+                    self.commit(c, m)
                 self.assignment = sorted(tp.partition for tp in c.assignment())
             c.close()
         except BaseException as e:  # noqa: BLE001 - reported by stop()
             self.error = e
+
+    def commit(self, c, m) -> None:
+        """Commit the offset after ``m``; again while the answer is STALE_MEMBER_EPOCH (the
+        partition stays this member's until it polls and acknowledges a revocation, so the
+        retry lands in its next epoch). Other errors, and a stale epoch past the patience,
+        raise."""
+        deadline = time.monotonic() + self.STALE_COMMIT_PATIENCE_S
+        while True:
+            try:
+                c.commit(message=m, asynchronous=False)
+                return
+            except confluent_kafka.KafkaException as e:
+                stale = e.args[0].code() == confluent_kafka.KafkaError.STALE_MEMBER_EPOCH
+                if not stale or time.monotonic() > deadline:
+                    raise
+                self.stale_commits += 1
+            time.sleep(0.05)  # let the early heartbeat bring the new epoch
 
     def stop(self) -> None:
         self.stopping.set()
