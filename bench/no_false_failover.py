@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import socket
 import sys
 import tempfile
@@ -41,7 +42,11 @@ from odradek.server.local_cluster.local_cluster import LocalCluster  # noqa: E40
 
 TOPIC = "no-false-failover"
 PROPS = {"zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "10000",
-         "min.insync.replicas": "2", "auto.leader.rebalance.enable": "false"}
+         "min.insync.replicas": "2", "auto.leader.rebalance.enable": "false",
+         # Ten minutes at full speed write ~15 GB per replica: retention keeps each partition's
+         # replica near 256 MiB so the run fits on a small disk.
+         "log.retention.bytes": str(256 << 20), "log.segment.bytes": str(64 << 20),
+         "log.retention.check.interval.ms": "5000"}
 LAG = re.compile(rb"^odradek_eventloop_lag_seconds(?:\{[^}]*\})? ([0-9.eE+-]+)$", re.M)
 GONE = "its process is gone"
 EXPIRED = re.compile(r"session (expired|was lost)|SESSION_EXPIRED|new session", re.I)
@@ -108,6 +113,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--keep", action="store_true", help="keep the brokers' directories and logs")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="no-false-failover-"))
     cluster = LocalCluster(work, [], props=PROPS, log_level="INFO")
@@ -153,7 +159,10 @@ def main(argv=None) -> int:
     print(f"controller's 'process gone' declarations: {gone}; session expiry lines per broker: {expired}")
     print("largest event loop lag seen per broker: "
           + ", ".join(f"{b}: {lag * 1000:.0f} ms" for b, lag in sorted(seen["lag"].items())))
-    print(f"brokers' output in {work}")
+    if args.keep:
+        print(f"brokers' output in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     bad = seen["leader_changes"] or seen["registration_changes"] or gone or counts["failed"]
     return 1 if bad else 0
 
