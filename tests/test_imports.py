@@ -10,6 +10,8 @@ lazy import only hides a cycle until the function runs; ``if TYPE_CHECKING:`` on
 ``odradek.a`` (the package's ``__init__``). The implicit import of a module's parent packages
 is not counted: a package ``__init__`` that re-exports its modules would otherwise be in a
 cycle with each of them, which Python handles (the package is already in ``sys.modules``).
+A C extension module (``odradek/storage/_fast_append.c`` and the like, built beside its
+package's modules) is a module of its own that imports nothing of odradek's.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ def imports_of(name: str, path: Path, modules) -> set[str]:
 def import_graph() -> dict[str, set[str]]:
     """``{module: the odradek modules it imports}`` for every module of the package."""
     modules = {module_name(p, ROOT): p for p in PACKAGE.rglob("*.py")}
-    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+    extensions = {module_name(p, ROOT) for p in PACKAGE.rglob("_*.c") if "PyInit_" in p.read_text()}
+    graph = {name: imports_of(name, path, modules | dict.fromkeys(extensions)) for name, path in modules.items()}
+    return graph | {name: set() for name in extensions}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
