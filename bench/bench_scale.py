@@ -12,7 +12,11 @@ of 1 MiB and indexes of 64 KiB, ``log.segment.delete.delay.ms=0``), one phase af
 1. **create**: one CreateTopics for all topics (``--per-topic`` partitions each), then
    Metadata polled (confluent-kafka's AdminClient) until every partition has a leader:
    ``create_s``; then each broker's ``VmRSS`` (``rss_mb``) and ``VmHWM`` (``hwm_mb``);
-2. **idle**, once every ISR is full (``full_isr_s`` after creation) and ``--settle-s`` more:
+2. **idle**, once every ISR is full (``full_isr_s`` after creation), ``--settle-s`` more, and
+   the cluster has settled (``settled_s``: from the full ISR until a 5 s window in which the
+   brokers and ZooKeeper used less than ``--settled-cores``, at most ``--settle-max-s``; with
+   thousands of partitions the brokers go on working through the creation's LeaderAndIsr and
+   first fetches for tens of seconds after every ISR is full, and that is not idle cost):
    CPU per broker and of ZooKeeper over ``--idle-s`` with no client connected (per-thread
    ``schedstat``, `proc_stats.cpu_seconds`), in cores; ``others`` is what the rest of the
    (shared) machine used meanwhile (``/proc/stat``);
@@ -112,6 +116,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
     p.add_argument("--idle-s", type=float, default=30.0)
     p.add_argument("--settle-s", type=float, default=5.0, help="wait after creation before the idle window")
+    p.add_argument("--settled-cores", type=float, default=0.1,
+                   help="the cluster is settled once a 5 s window uses less CPU than this (cores)")
+    p.add_argument("--settle-max-s", type=float, default=120.0,
+                   help="start the idle window after this long from the full ISR even if not settled")
     p.add_argument("--timeout-s", type=float, default=600.0, help="longest wait of any one phase")
     p.add_argument("--work-dir", type=Path, default=None, help="where the clusters' data go (default: /tmp)")
     p.add_argument("--revision", default=None,
@@ -259,6 +267,18 @@ def idle(cluster: LocalCluster, seconds: float) -> dict:
     others = (proc_stats.system_busy_seconds() - busy0 - proc_stats.self_cpu_seconds() + me0) / wall - cluster_cores
     return {"seconds": round(wall, 1), "brokers": {k: v for k, v in used.items() if k != "zookeeper"},
             "zookeeper": used.get("zookeeper"), "cluster": cluster_cores, "others": max(others, 0.0)}
+
+
+def settle(cluster: LocalCluster, below_cores: float, max_s: float, window_s: float = 5.0) -> float:
+    """Wait until a ``window_s`` window in which the cluster used less than ``below_cores``
+    (or ``max_s`` passed); the seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < max_s:
+        before, start = cluster_cpu(cluster), time.monotonic()
+        time.sleep(window_s)
+        if (cluster_cpu(cluster) - before) / (time.monotonic() - start) < below_cores:
+            break
+    return time.monotonic() - t0
 
 
 def memory(cluster: LocalCluster) -> tuple[dict, dict]:
@@ -422,6 +442,8 @@ def one_count(args, count: int) -> dict:
             if "idle" not in args.skip:
                 _phase(run, "full_isr_s", lambda: wait_partitions(admin_for(cluster), layout, full_isr, args.timeout_s))
                 time.sleep(args.settle_s)
+                run["settled_s"] = round(args.settle_s + settle(cluster, args.settled_cores,
+                                                                args.settle_max_s - args.settle_s), 1)
                 _phase(run, "idle", lambda: idle(cluster, args.idle_s))
             if "produce" not in args.skip:
                 _phase(run, "produce", lambda: produce_phase(cluster, layout, args))

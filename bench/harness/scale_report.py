@@ -162,6 +162,7 @@ ROWS = (
     ("create (all led in Metadata)", lambda r: _fmt(r.get("create_s"), ".1f", " s")),
     ("delete (gone from Metadata / disk)", lambda r: f"{_fmt(r.get('delete_metadata_s'), '.1f', ' s')} / "
                                                      f"{_fmt(r.get('delete_s'), '.1f', ' s')}"),
+    ("busy after every ISR was full (settled)", lambda r: _fmt(r.get("settled_s"), ".0f", " s")),
     ("idle CPU, cluster (3 brokers + ZooKeeper)", lambda r: _fmt(_get(r, "idle", "cluster"), ".3f", " cores")),
     ("idle CPU per broker", lambda r: " / ".join(_fmt(v, ".3f") for v in (_get(r, "idle", "brokers") or {}).values())
         or "-"),
