@@ -1,6 +1,7 @@
 """A Spark streaming job with the transactional sink, run as a child process by
 ``test_txn_sink`` so that the test can kill it hard (kill -9 of its process group: the
-driver's JVM and every Python worker) and start it again on the same checkpoint.
+driver's JVM and every Python worker); the test then runs the same query on the same
+checkpoint in its own SparkSession (``upper_case_stream``).
 
     python -m tests.spark.txn_job BOOTSTRAP SOURCE TARGET CHECKPOINT [FAILPOINT]
 
