@@ -188,11 +188,21 @@ class ReplicaManager:
     def maybe_shrink_isrs(self, now_ms: int) -> list[Partition]:
         """The led partitions whose ISR just lost followers lagging by more than
         ``replica.lag.time.max.ms`` (``Partition.maybe_shrink_isr``, which made the change
-        pending): send each to the alter-partition manager (Kafka's ``maybeShrinkIsr``)."""
+        pending): send each to the alter-partition manager (Kafka's ``maybeShrinkIsr``).
+        Also moves (and notifies) a high watermark that only time held back."""
         changed = []
-        for part in list(self.partitions.values()):
-            if part.followers and part.is_leader(self.broker_id) and part.maybe_shrink_isr(now_ms) is not None:
+        for key, part in list(self.partitions.items()):
+            if not part.followers or not part.is_leader(self.broker_id):
+                continue
+            if part.maybe_shrink_isr(now_ms) is not None:
                 changed.append(part)
+            elif part.high_watermark < part.log_end_offset and part.maybe_advance_high_watermark(now_ms):
+                # A follower outside the ISR that was caught up held the high watermark
+                # (``isr.high_watermark_bound``, Kafka's shouldWaitForReplicaToJoinIsr) until its
+                # replica.lag.time.max.ms ran out. Kafka sees that at the next fetch of any
+                # follower; a fetch session reads only changed partitions, so nothing else
+                # would look again, and acks=all produces would wait until they time out.
+                self.notify(key)
         return changed
 
     def high_watermarks(self) -> list[tuple[tuple[str, int], str, int]]:

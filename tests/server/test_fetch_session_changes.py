@@ -209,6 +209,35 @@ def test_a_stopped_followers_old_session_fetch_does_not_hold_back_the_high_water
     manager.shutdown()
 
 
+def test_a_high_watermark_held_by_a_follower_that_stopped_outside_the_isr_moves_when_its_time_is_up(tmp_path):
+    """A follower out of the ISR that caught up in this leadership holds the high watermark at
+    its log end while it counts as caught up (``isr.high_watermark_bound``). If it then stops
+    (a controlled shutdown after its last fetch), its replica.lag.time.max.ms runs out with no
+    fetch to notice: the ISR's sessions read nothing unchanged. The periodic ISR check
+    (``maybe_shrink_isrs``) must move the high watermark then and wake the acks=all waits."""
+    clock = FakeClock(T0)
+    manager = LogManager([str(tmp_path)], LogConfig(), clock)
+    manager.startup()
+    rm = ReplicaManager(1, manager, clock, replica_lag_time_max_ms=3_000)
+    tid = uuid.uuid4()
+    part = rm.make_leader("t", 0, tid, (1, 2, 3), (1, 2), 0, LogConfig())
+    rm.append(part, memoryview(bytearray(make_batch(0, 2))))
+    part.update_follower_fetch_state(2, 2, 0, clock.milliseconds())
+    part.update_follower_fetch_state(3, 2, 0, clock.milliseconds())  # caught up, not in the ISR
+    assert part.pending_isr is not None
+    part.abandon_isr_change()  # the controller refused it: INELIGIBLE_REPLICA, it is shutting down
+    rm.append(part, memoryview(bytearray(make_batch(2, 1))))
+    clock.advance(100)
+    part.update_follower_fetch_state(2, 3, 0, clock.milliseconds())  # the ISR has it all
+    assert part.high_watermark == 2  # follower 3, caught up a moment ago, holds it
+    woken = []
+    rm.watch(("t", 0), type("Watcher", (), {"partition_changed": lambda self, key: woken.append(key)})())
+    clock.advance(3_500)  # follower 3 fetched no more
+    assert rm.maybe_shrink_isrs(clock.milliseconds()) == []
+    assert part.high_watermark == 3 and woken == [("t", 0)]
+    manager.shutdown()
+
+
 # --- hypothesis: the changed set against a full rescan ----------------------------------------------
 
 _OPS = st.lists(st.one_of(
