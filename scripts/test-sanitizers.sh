@@ -56,8 +56,7 @@ else
          tests/client/test_producer_batch.py tests/protocol/test_produce_codec.py
          tests/records/test_log_validator.py tests/records/test_client_batches.py
          tests/records/test_crc32c_fused.py tests/storage/test_fast_append.py tests/storage/test_fast_append_declines.py
-         tests/server/test_produce_fast_path.py tests/server/test_request_memory.py
-         tests/storage/test_pending_appends.py tests/server/test_produce_off_loop_write.py)
+         tests/server/test_produce_fast_path.py tests/server/test_request_memory.py)
 fi
 
 cd "$out"

@@ -64,11 +64,9 @@ frame itself, the ``records`` memoryviews decoded from it, the view a transport 
 into) holds one reference to the buffer through their shared managed buffer; a count of the
 parser's own reference alone means no reader is left. So a frame that something keeps (a
 handler holding on to records) is never overwritten: the parser moves on to a new buffer and
-leaves the old one to its holder, keeping it (up to ``SPARE_BUFFERS`` of them) to move back
-to once it is let go: a receive buffer whose frame is being written off the loop is never
-received over, and the next request lands in one already mapped. Memory: one receive buffer
-per parser, of at most ``reuse_limit`` bytes plus a prefix, and up to ``SPARE_BUFFERS`` kept
-ones (``shrink`` gives them back), and frames still referenced elsewhere.
+leaves the old one to its holder. Memory: one receive buffer per parser, of at most
+``reuse_limit`` bytes plus a prefix (``shrink`` gives it back), and frames still referenced
+elsewhere.
 """
 
 from __future__ import annotations
@@ -80,13 +78,6 @@ import sys
 DEFAULT_MAX_FRAME_SIZE = 104_857_600
 SCRATCH_SIZE = 64 * 1024
 GROW_STEP_MAX = 8 << 20  # most a buffer grows by at once (see the module docstring)
-# Receive buffers kept besides the current one while frames still hold them (``_other_buffer``):
-# with the produce fast path's writes off the loop, a request's frame is held until written,
-# and a producer with requests in flight (librdkafka and the Java client: 5 by default; the
-# bandwidth bench: 8) has its frames received while earlier ones are written. With 2 kept,
-# 80% of the switches found none free and allocated (a memset and page faults of 1 MiB, as
-# costly as the write itself): 1.5-1.9 GB/s; with 8, 4%: 2.2-2.3 GB/s (bench/README.md).
-SPARE_BUFFERS = 8
 # What buffers grow by, extended in place: ``bytearray += zeros`` reallocates (large blocks by
 # remapping their pages, not copying them) and writes only the new bytes. Never written, so
 # its pages stay unmapped until read, and then map the kernel's shared zero page.
@@ -130,7 +121,6 @@ class FrameParser:
         self._current = 0
         self._completed = 0
         self._ready: collections.deque = collections.deque()
-        self._spares: list[bytearray] = []  # receive buffers kept while frames held them
         self._error: FrameTooLargeError | None = None
         # Whether the last buffer_updated filled all the space get_buffer offered: a socket
         # reader (libuv, asyncio) then reads again before it waits.
@@ -147,8 +137,7 @@ class FrameParser:
         """Bytes of memory the parser holds: its buffers and the frames it copied out and
         has not handed over yet (frames received in place are part of the receive buffer)."""
         big = len(self._big) if self._big is not None else 0
-        return (len(self._buf) + big + sum(len(f) for f in self._ready if type(f) is bytearray)
-                + sum(len(b) for b in self._spares))
+        return len(self._buf) + big + sum(len(f) for f in self._ready if type(f) is bytearray)
 
     @property
     def declared(self) -> int:
@@ -230,7 +219,6 @@ class FrameParser:
                 and self._is_free()):
             self._buf = bytearray(self._copy_limit)
             self._start = self._end = 0
-            self._spares.clear()
 
     # --- frames -------------------------------------------------------------------------
     def next_frame(self) -> bytearray | memoryview | None:
@@ -302,29 +290,9 @@ class FrameParser:
             if size > len(self._buf):
                 self._buf = _extended(self._buf, size)
             return
-        new = self._other_buffer(size)
+        new = bytearray(size)
         new[:have] = memoryview(self._buf)[self._start : self._end]
         self._buf, self._start, self._end = new, 0, have
-
-    def _other_buffer(self, size: int) -> bytearray:
-        """A buffer of ``size`` bytes or more to continue in while frames of the current
-        one are still held: a kept one that nothing refers to any more, else a new one. The
-        current one is kept (if big) for when its holders let go: so a broker whose produce
-        requests are written off the loop (``storage/pending_appends.py``) alternates between
-        two or three receive buffers instead of allocating (and faulting in) one per request."""
-        spares = self._spares
-        new = None
-        for i in range(len(spares)):
-            if _refcount(spares[i]) <= 2:  # the list's reference and the argument only
-                new = spares.pop(i)
-                break
-        if len(self._buf) > self._copy_limit:
-            if len(spares) >= SPARE_BUFFERS:
-                spares.pop(0)  # the longest held goes to its holders alone
-            spares.append(self._buf)
-        if new is None:
-            return bytearray(size)
-        return new if len(new) >= size else _extended(new, size)
 
     def _is_free(self) -> bool:
         # Only the attribute and getrefcount's argument: no view of any frame is alive.

@@ -64,15 +64,6 @@ from odradek.storage._fast_append import append_to_active_segment
 from odradek.storage.append_info import LogAppendInfo
 from odradek.storage.config import LOG_APPEND_TIME
 from odradek.storage.errors import RecordBatchTooLargeError
-from odradek.storage.pending_appends import APPLIED, PENDING
-
-# Appends of at least this many bytes are written off the event loop (begin_plain_append);
-# None: none are. For ~1 MiB appends the pwrite is ~45% of the broker's CPU, but written on
-# another core than the one that received the bytes it costs about 1.5x as much (cache misses):
-# on this 2-core machine raw produce gained no throughput and cost 1.2-1.45x the CPU per GB
-# (bench/README.md, notes of 2026-12-06 15:30-16:40), so it is off until a machine with a
-# core to spare shows the gain (256 KiB there: smaller appends are not worth a hand-off).
-OFF_LOOP_APPEND_BYTES: int | None = None
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -144,8 +135,6 @@ class Partition(PartitionReplication):
         appended, CheckOffLoop (nothing changed) when records must be checked off the loop.
         """
         config = self.log.config
-        if self.log.has_pending_appends:  # offsets follow them: wait for their writes
-            self.log.settle_appends()
         buf, batches = split_or_refuse(records)
         settings = self._settings(config)
         summaries, idempotent = self._check_batches(buf, batches, config, settings, now_ms, checked)
@@ -243,7 +232,7 @@ class Partition(PartitionReplication):
             high = min(now_ms + settings.after_ms, _INT64_MAX)
         else:
             low, high = _INT64_MIN, _INT64_MAX
-        info = validate_and_assign(records, self.log.next_offset, self.leader_epoch,
+        info = validate_and_assign(records, self.log.log_end_offset, self.leader_epoch,
                                    config.max_message_bytes, low, high, settings.decompress,
                                    settings.compacted)
         if info is None or self.log.append_refusal(len(records), info[0], info[1]) is not None:
@@ -262,39 +251,6 @@ class Partition(PartitionReplication):
         except OSError as e:
             raise _storage_error(self, e) from None
         self.producer_state.advance(info[1] + 1)
-        self.maybe_advance_high_watermark()
-
-    def begin_plain_append(self, records, info: tuple[int, int, int, int]):
-        """Phase two with the write off the loop (``storage/pending_appends.py``): the log's
-        ``PendingAppend`` for ``finish_plain_append`` once it is written, or None when it was
-        appended here and now (``append_plain``: an append below ``OFF_LOOP_APPEND_BYTES``
-        with nothing pending, or one the log must roll or reserve for, which waits for the
-        pending ones first). ``records`` must not change until then. Raises ProduceError
-        (KAFKA_STORAGE_ERROR) when the disk refused it, or an append pending before it."""
-        log = self.log
-        threshold = OFF_LOOP_APPEND_BYTES
-        if (threshold is not None and len(records) >= threshold) or log.has_pending_appends:
-            pending = log.begin_append(records, info)
-            if pending is not None:
-                return pending
-            log.settle_appends()
-        if log.log_end_offset != info[0]:  # an append before it failed: its offsets are gone
-            raise ProduceError(ErrorCode.KAFKA_STORAGE_ERROR,
-                               f"an earlier write to {self.topic}-{self.index} failed")
-        self.append_plain(records, info)
-        return None
-
-    def finish_plain_append(self, pending) -> None:
-        """After ``pending``'s write finished: settle it (its log's state, the producer
-        state's end, the high watermark move now); ProduceError(KAFKA_STORAGE_ERROR) when the
-        write or one before it failed (the log is then as before them)."""
-        log = self.log
-        log.settle_appends(block=False)
-        if pending.state is PENDING:  # (written, but an earlier one was not: never so)
-            log.settle_appends()
-        if pending.state is not APPLIED:
-            raise _storage_error(self, pending.state)
-        self.producer_state.advance(pending.info[1] + 1)
         self.maybe_advance_high_watermark()
 
     def append_as_coordinator(self, batch, now_ms: int) -> ProduceResult:

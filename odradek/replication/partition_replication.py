@@ -42,7 +42,6 @@ class PartitionReplication:
         keeps it)."""
         if zk_version is not None:
             self.zk_version = zk_version
-        self.log.settle_appends()  # (appends written off the loop: storage/pending_appends.py)
         is_new_leader = self.leader_id != broker_id
         leo = self.log_end_offset
         if is_new_leader or leader_epoch != self.leader_epoch or self.leader_epoch_start_offset < 0:
@@ -72,7 +71,6 @@ class PartitionReplication:
         ``zk_version``: see the field (None keeps it). Returns whether the leader or the
         epoch changed."""
         changed = self.leader_id != leader_id or self.leader_epoch != leader_epoch
-        self.log.settle_appends()  # a follower's log ends at what was written
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.replicas = tuple(replicas)

@@ -244,9 +244,6 @@ class Connection(asyncio.BufferedProtocol):
                 self.close("handler error")
                 return
             if response is not None:
-                if type(response) is not bytes:  # a future: its appends are written off the loop
-                    response.add_done_callback(self._on_done)
-                    self._holder = response  # it holds the request's bytes until written
                 self._queue(None, response)
                 return
         try:
@@ -364,9 +361,8 @@ class Connection(asyncio.BufferedProtocol):
                     break
                 if result.cancelled() or result.exception() is not None:
                     exc = None if result.cancelled() else result.exception()
-                    api = ctx.api_name if ctx is not None else "PRODUCE"  # (the fast path's)
-                    self.broker.log_limiter.error(log, ("handler", api, type(exc)),
-                                                  "handler for %s failed: %r; closing %s", api, exc, self.peer)
+                    self.broker.log_limiter.error(log, ("handler", ctx.api_name, type(exc)),
+                                                  "handler for %s failed: %r; closing %s", ctx.api_name, exc, self.peer)
                     self.close("handler error")
                     return
                 result = result.result()
@@ -377,7 +373,7 @@ class Connection(asyncio.BufferedProtocol):
                     self.close(result.reason, logging.DEBUG)
                     return
             pending.popleft()
-            if type(result) is bytes:  # a frame the produce fast path encoded (ctx is None, maybe a future's)
+            if type(result) is bytes:  # a frame the produce fast path encoded (ctx is None)
                 parts.append(result)
                 pending_bytes += len(result)
             elif result is NO_RESPONSE:

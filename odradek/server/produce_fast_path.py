@@ -45,20 +45,9 @@ some client quota exists, the request's record bytes count against the client's
 exactly as the generic path does it. A partition whose append the disk refuses (ENOSPC, EIO)
 is answered KAFKA_STORAGE_ERROR with its log unchanged, as the generic path answers it; the
 others are appended and answered as usual.
-
-When ``OFF_LOOP_APPEND_BYTES`` is set (``replication/partition.py``; off by default: on 2
-cores it cost CPU for no throughput), appends that large are written off the event loop
-(``storage/pending_appends.py``): the request is answered, with a future, once
-they are written and settled (``server/written_appends.py``), so its pwrite overlaps the next
-request's receive and validation. Until then its offsets are taken (the next request's begin
-after them) but nothing is visible: the log end offset, the high watermark and the fetches'
-wake-ups move when the write is done, in request order; a failed write answers its partition
-KAFKA_STORAGE_ERROR, and those pending behind it in that log too.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 from odradek.protocol._produce_codec import encode_response, parse_request
 from odradek.protocol.acl_binding import TOPIC, WRITE
@@ -68,7 +57,6 @@ from odradek.replication.produce_validation import ProduceError
 from odradek.server.authorize import connection_allowed
 from odradek.server.internal_topics import INTERNAL_TOPICS
 from odradek.server.client_quota_manager import throttle_connection
-from odradek.server.written_appends import when_written
 
 
 class ProduceFastPath:
@@ -87,11 +75,10 @@ class ProduceFastPath:
         self._produce_quotas = broker.produce_quotas  # producer_byte_rate's ClientQuotaManager
         self._topic_stats = broker.metrics.topics  # BrokerTopicStats: messages and bytes in, per topic
 
-    def handle(self, frame, connection) -> bytes | asyncio.Future | None:
+    def handle(self, frame, connection) -> bytes | None:
         """The response frame to the Produce request ``frame`` that ``connection`` (a
-        ``server/connection.py`` Connection: principal, client host, ``throttle``) sent, a
-        future of it while appends are written off the loop, or None for the generic path
-        (see the module docstring)."""
+        ``server/connection.py`` Connection: principal, client host, ``throttle``) sent, or
+        None for the generic path (see the module docstring)."""
         quotas = self._quotas
         if quotas.requests:  # request_percentage: Broker.dispatch times the generic handler
             return None
@@ -107,66 +94,26 @@ class ProduceFastPath:
         if plan is None:
             return None
         responses = []
-        written = None  # appends written off the loop: [(answers, i, part, name, index, size, info, pending)]
+        notify = self._notify
+        topic_stats = self._topic_stats
         for name, appends in plan:
             answers = []
+            stats = topic_stats.topics.get(name) or topic_stats.topic(name)
             for part, index, records, info in appends:
                 try:
-                    pending = part.begin_plain_append(records, info)
+                    part.append_plain(records, info)
                 except ProduceError as e:  # the disk refused: this partition alone fails
                     self._broker.log_storage_error(e)
                     answers.append((index, e.error, -1, -1, -1))
                     continue
-                if pending is None:
-                    answers.append(self._appended(part, name, index, len(records), info, acks))
-                else:
-                    written = written if written is not None else []
-                    written.append((answers, len(answers), part, name, index, len(records), info, pending))
-                    answers.append(None)  # filled in once written
+                notify((name, index))
+                stats.messages_in += info[1] - info[0] + 1  # (v2 batches: offsets are contiguous)
+                stats.bytes_in += len(records)
+                error = 0 if acks == 1 else self._acks_all_error(part, info[1])
+                answers.append((index, error, info[0], -1, part.log.log_start_offset))
             responses.append((name, answers))
         throttle_ms = 0 if quotas.empty else self._throttle(topics, connection, client_id)
-        if written is None:
-            return encode_response(version, correlation_id, responses, throttle_ms)
-        return self._answer_when_written(written, acks, (version, correlation_id, responses, throttle_ms))
-
-    def _appended(self, part, name: str, index: int, size: int, info, acks: int) -> tuple:
-        """The answer of a partition whose append is done (its high watermark moved), after
-        waking its fetches and counting its bytes."""
-        self._notify((name, index))
-        topic_stats = self._topic_stats
-        stats = topic_stats.topics.get(name) or topic_stats.topic(name)
-        stats.messages_in += info[1] - info[0] + 1  # (v2 batches: offsets are contiguous)
-        stats.bytes_in += size
-        error = 0 if acks == 1 else self._acks_all_error(part, info[1])
-        return (index, error, info[0], -1, part.log.log_start_offset)
-
-    def _answer_when_written(self, written: list, acks: int, response: tuple):
-        """A future of the response frame, completed once the appends ``written`` began
-        off the loop are written and settled (``server/written_appends.py``); a write that
-        failed is answered KAFKA_STORAGE_ERROR for its partition."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-
-        def answer() -> None:
-            try:
-                for answers, i, part, name, index, size, info, pending in written:
-                    try:
-                        part.finish_plain_append(pending)
-                    except ProduceError as e:
-                        self._broker.log_storage_error(e)
-                        answers[i] = (index, e.error, -1, -1, -1)
-                        continue
-                    answers[i] = self._appended(part, name, index, size, info, acks)
-                result = encode_response(*response)
-            except Exception as e:  # a bug: the connection logs it and closes
-                if not future.done():
-                    future.set_exception(e)
-                raise
-            if not future.done():  # (cancelled: the connection is gone)
-                future.set_result(result)
-
-        when_written(loop, [w[-1] for w in written], answer)
-        return future
+        return encode_response(version, correlation_id, responses, throttle_ms)
 
     def _writable(self, topics, connection) -> bool:
         """WRITE on every topic of the request, as the generic path checks it. A denial here

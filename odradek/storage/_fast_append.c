@@ -12,8 +12,6 @@
  *
  * Contract:
  *   append_to_active_segment(log, data, info) -> bool
- *   plan_write / apply_write: the same append split around a write made off the event loop
- *   (storage/pending_appends.py; their comments below say how they differ).
  *
  * ``log`` is a storage.log.Log, ``data`` a contiguous buffer of whole validated batches with
  * their offsets assigned, ``info`` the tuple (first_offset, last_offset, max_timestamp,
@@ -111,9 +109,8 @@ static int load_entries(PyObject *entries, Entries *out) {
     return out->max_entries == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* Full once ``ahead`` more entries (one per pending append at most) are added. */
-static int is_full(const Entries *e, Py_ssize_t entry_size, long long ahead) {
-    return PyByteArray_GET_SIZE(e->buf) + ahead * entry_size >= e->max_entries * entry_size;
+static int is_full(const Entries *e, Py_ssize_t entry_size) {
+    return PyByteArray_GET_SIZE(e->buf) >= e->max_entries * entry_size;
 }
 
 static int append_bytes(PyObject *buf, const unsigned char *entry, Py_ssize_t n) {
@@ -219,14 +216,9 @@ static int apply_index(IndexPlan *p, long long size) {
 typedef struct {
     long long first, last, max_ts, ts_offset; /* info */
     PyObject *segment, *file;                 /* new references */
-    long long position;                       /* the segment's size before (plus ahead_bytes) */
+    long long position;                       /* the segment's size before */
     int fd, first_ts_unknown;
     IndexPlan index;
-    /* A deferred append (plan_write): written off the loop behind ``ahead_count`` pending
-     * appends of ``ahead_bytes`` ending at offset ``next_offset``; its index is planned when
-     * it is applied (apply_write), and a due reservation is the caller's (reserve_due). */
-    int deferred, reserve_due;
-    long long ahead_bytes, ahead_count, next_offset;
 } Append;
 
 /* LogSegment.should_roll, with its clock branch declined; 1: no roll, 0: decline, -1: error. */
@@ -244,8 +236,7 @@ static int no_roll_due(PyObject *log, Append *a, long long size) {
         return -1;
     if (size > segment_bytes || a->position > segment_bytes - size || a->last - base > I32_MAX)
         return 0;
-    if (is_full(&a->index.offsets, OFFSET_ENTRY, a->ahead_count)
-        || is_full(&a->index.times, TIME_ENTRY, a->ahead_count))
+    if (is_full(&a->index.offsets, OFFSET_ENTRY) || is_full(&a->index.times, TIME_ENTRY))
         return 0;
     PyObject *first_ts = PyObject_GetAttr(a->segment, s_first_batch_ts);
     if (first_ts == NULL)
@@ -332,8 +323,19 @@ static PyObject *active_segment(PyObject *log, Append *a) {
     return segment;
 }
 
-/* The offset and time indexes' buffers of ``a->index.index``; -1 on error. */
-static int load_index(Append *a) {
+/* Everything but the write: 1 to append, 0 to decline, -1 on error. The log's lock is held. */
+static int plan(PyObject *log, Append *a, long long size) {
+    int closed = get_bool(log, s_closed);
+    if (closed)
+        return closed < 0 ? -1 : 0;
+    long long leo = get_ll(log, s_leo);
+    if (PyErr_Occurred())
+        return -1;
+    if (a->first < leo || a->last - a->first > I32_MAX)
+        return 0;
+    a->segment = active_segment(log, a);
+    if (a->segment == NULL)
+        return PyErr_Occurred() ? -1 : 0;
     IndexPlan *ip = &a->index;
     PyObject *offsets = PyObject_GetAttr(ip->index, s_offsets);
     int r = offsets == NULL ? -1 : load_entries(offsets, &ip->offsets);
@@ -341,50 +343,22 @@ static int load_index(Append *a) {
     PyObject *times = r < 0 ? NULL : PyObject_GetAttr(ip->index, s_times);
     r = times == NULL ? -1 : load_entries(times, &ip->times);
     Py_XDECREF(times);
-    return r;
-}
-
-/* SegmentIndex.track's plan for the append at ``a->position``: 1, 0 (refused), -1. */
-static int plan_segment_index(Append *a) {
-    IndexPlan *ip = &a->index;
-    ip->bytes_since_entry = get_ll(ip->index, s_bytes_since_entry);
-    ip->interval = PyErr_Occurred() ? -1 : get_ll(ip->index, s_interval);
-    if (PyErr_Occurred())
-        return -1;
-    long long ts_offset = a->ts_offset < a->first ? a->first : a->ts_offset;
-    return plan_index(ip, a->position, a->last, a->max_ts, ts_offset > a->last ? a->last : ts_offset);
-}
-
-/* Everything but the write: 1 to append, 0 to decline, -1 on error. The log's lock is held. */
-static int plan(PyObject *log, Append *a, long long size) {
-    int closed = get_bool(log, s_closed);
-    if (closed)
-        return closed < 0 ? -1 : 0;
-    long long leo = a->deferred ? a->next_offset : get_ll(log, s_leo);
-    if (PyErr_Occurred())
-        return -1;
-    if (a->first < leo || (a->deferred && a->first != leo) || a->last - a->first > I32_MAX)
-        return 0; /* (deferred: the offsets were assigned from next_offset, which moved) */
-    a->segment = active_segment(log, a);
-    if (a->segment == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    int r = load_index(a);
     if (r < 0)
         return -1;
-    a->position = get_ll(a->segment, s_size) + a->ahead_bytes;
+    a->position = get_ll(a->segment, s_size);
     if (PyErr_Occurred())
         return -1;
     if ((r = no_roll_due(log, a, size)) <= 0 || (r = open_file(a)) <= 0)
         return r;
     long long reserved_to = get_ll(a->segment, s_reserved_to);
+    ip->bytes_since_entry = PyErr_Occurred() ? -1 : get_ll(ip->index, s_bytes_since_entry);
+    ip->interval = PyErr_Occurred() ? -1 : get_ll(ip->index, s_interval);
     if (PyErr_Occurred())
         return -1;
-    if (a->position + size > reserved_to && a->position + size >= reserve_from) {
-        if (!a->deferred)
-            return 0; /* LogSegment._reserve_ahead's turn */
-        a->reserve_due = 1;
-    }
-    return a->deferred ? 1 : plan_segment_index(a);
+    if (a->position + size > reserved_to && a->position + size >= reserve_from)
+        return 0; /* LogSegment._reserve_ahead's turn */
+    long long ts_offset = a->ts_offset < a->first ? a->first : a->ts_offset;
+    return plan_index(ip, a->position, a->last, a->max_ts, ts_offset > a->last ? a->last : ts_offset);
 }
 
 /* pwrite all of ``buf`` at ``position`` (LogSegment.append: one call nearly always does). */
@@ -450,14 +424,6 @@ static int locked_append(PyObject *log, Py_buffer *data, Append *a) {
     return apply(log, a, data->len) < 0 ? -1 : 1;
 }
 
-static void release_append(Append *a) {
-    Py_XDECREF(a->segment);
-    Py_XDECREF(a->file);
-    Py_XDECREF(a->index.index);
-    Py_XDECREF(a->index.offsets.buf);
-    Py_XDECREF(a->index.times.buf);
-}
-
 static int parse_info(PyObject *info, Append *a) {
     if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 4) {
         PyErr_SetString(PyExc_TypeError, "info must be (first_offset, last_offset, max_timestamp, "
@@ -509,95 +475,15 @@ static PyObject *append_to_active_segment(PyObject *self, PyObject *const *args,
         }
     }
     Py_XDECREF(lock);
-    release_append(&a);
+    Py_XDECREF(a.segment);
+    Py_XDECREF(a.file);
+    Py_XDECREF(a.index.index);
+    Py_XDECREF(a.index.offsets.buf);
+    Py_XDECREF(a.index.times.buf);
     PyBuffer_Release(&data);
     if (r < 0)
         return NULL;
     return PyBool_FromLong(r);
-}
-
-/* plan_write(log, size, info, next_offset, ahead_bytes, ahead_count)
- *     -> (segment, file, position, reserve_due) | None
- * The checks of append_to_active_segment for an append of ``size`` bytes written off the loop
- * (storage/pending_appends.py) behind ``ahead_count`` pending appends of ``ahead_bytes`` to the
- * active segment, the last of which ends at ``next_offset``: where it goes, or None where
- * Log.append must do it (after the pending ones). Changes nothing; the caller holds the log's
- * lock. reserve_due: LogSegment._reserve_ahead is due first (the caller's, on the loop). */
-static PyObject *plan_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError,
-                        "plan_write(log, size, info, next_offset, ahead_bytes, ahead_count)");
-        return NULL;
-    }
-    Append a = {0};
-    a.deferred = 1;
-    long long size = PyLong_AsLongLong(args[1]);
-    a.next_offset = PyErr_Occurred() ? -1 : PyLong_AsLongLong(args[3]);
-    a.ahead_bytes = PyErr_Occurred() ? -1 : PyLong_AsLongLong(args[4]);
-    a.ahead_count = PyErr_Occurred() ? -1 : PyLong_AsLongLong(args[5]);
-    if (PyErr_Occurred() || parse_info(args[2], &a) < 0)
-        return NULL;
-    PyObject *result = NULL;
-    int r = 0;
-    if (size > 0 && a.first >= 0 && a.last >= a.first)
-        r = plan(args[0], &a, size);
-    if (r > 0)
-        result = Py_BuildValue("(OOLi)", a.segment, a.file, a.position, a.reserve_due);
-    else if (r == 0)
-        result = Py_NewRef(Py_None);
-    release_append(&a);
-    return result;
-}
-
-/* apply_write(log, segment, size, info, position) -> None
- * After a deferred append of ``size`` bytes was written at ``position`` of ``segment`` (the
- * active one, whose size is ``position``: every append before it applied), move the segment's
- * size, index and first timestamp and the log end offset exactly as the direct append does.
- * An index entry the index would refuse (never for appends in order) is left out: the index
- * is sparse. The caller holds the log's lock. */
-static PyObject *apply_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "apply_write(log, segment, size, info, position)");
-        return NULL;
-    }
-    Append a = {0};
-    long long size = PyLong_AsLongLong(args[2]);
-    a.position = PyErr_Occurred() ? -1 : PyLong_AsLongLong(args[4]);
-    if (PyErr_Occurred() || parse_info(args[3], &a) < 0)
-        return NULL;
-    a.segment = Py_NewRef(args[1]);
-    int r = -1;
-    long long current = get_ll(a.segment, s_size);
-    if (PyErr_Occurred())
-        goto done;
-    if (current != a.position) {
-        PyErr_Format(PyExc_RuntimeError, "apply_write at %lld of a segment of %lld bytes", a.position, current);
-        goto done;
-    }
-    a.index.index = PyObject_GetAttr(a.segment, s_index);
-    if (a.index.index == NULL)
-        goto done;
-    if (a.index.index == Py_None) {
-        PyErr_SetString(PyExc_RuntimeError, "apply_write to a segment without its index");
-        goto done;
-    }
-    PyObject *first_ts = PyObject_GetAttr(a.segment, s_first_batch_ts);
-    if (first_ts == NULL)
-        goto done;
-    a.first_ts_unknown = first_ts == Py_None;
-    Py_DECREF(first_ts);
-    if (load_index(&a) < 0 || (r = plan_segment_index(&a)) < 0)
-        goto done;
-    if (r == 0)
-        a.index.offset_entry = a.index.time_entry = 0;
-    r = apply(args[0], &a, size);
-done:
-    release_append(&a);
-    if (r < 0)
-        return NULL;
-    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
@@ -607,11 +493,6 @@ static PyMethodDef methods[] = {
      "Append ``data`` to the log's active segment as Log.append(data, LogAppendInfo(*info))\n"
      "would when no roll or reservation is due; False, with nothing changed, when the caller\n"
      "must call Log.append itself."},
-    {"plan_write", (PyCFunction)(void (*)(void))plan_write, METH_FASTCALL,
-     "plan_write(log, size, info, next_offset, ahead_bytes, ahead_count)\n"
-     "    -> (segment, file, position, reserve_due) | None"},
-    {"apply_write", (PyCFunction)(void (*)(void))apply_write, METH_FASTCALL,
-     "apply_write(log, segment, size, info, position) -> None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -55,7 +55,6 @@ from odradek.storage.leader_epoch_cache import open_leader_epoch_cache
 from odradek.storage.log_flush import LogFlush
 from odradek.storage.log_loader import LoadedLog, load_log
 from odradek.storage.log_removal import LogRemoval
-from odradek.storage.pending_appends import PendingAppend, PendingAppends
 from odradek.storage.segment import LogSegment
 from odradek.storage.segment_index import SegmentSettings
 from odradek.storage.segment_list import SegmentList
@@ -100,9 +99,7 @@ class Log(LogRemoval, LogFlush, TimestampLookup):
         self._log_start = loaded.log_start_offset
         self._leo = loaded.log_end_offset
         self._recovery_point = loaded.recovery_point
-        # The lock; taking it settles the appends pending off the loop (pending_appends.py).
-        self._appends = PendingAppends(self)
-        self._lock = self._appends
+        self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._last_flush_ms = clock.milliseconds()
         self._dir_dirty = False
@@ -248,27 +245,6 @@ class Log(LogRemoval, LogFlush, TimestampLookup):
                 raise
             self._leo = info.last_offset + 1
             return AppendResult(info.first_offset, info.last_offset, self._log_start, self._leo)
-
-    @property
-    def next_offset(self) -> int:
-        """The first offset of the next append: the log end offset, or past the appends
-        pending off the loop (``begin_append``)."""
-        appends = self._appends
-        return appends.next_offset if appends.queue else self._leo
-
-    @property
-    def has_pending_appends(self) -> bool:
-        return bool(self._appends.queue)
-
-    def begin_append(self, data, info: tuple) -> PendingAppend | None:
-        """Append validated batches whose offsets begin at ``next_offset``, written off the
-        loop (``PendingAppends.begin``): the pending append, or None where ``append`` must
-        do it. Nothing moves until ``settle_appends`` applies it."""
-        return self._appends.begin(data, info)
-
-    def settle_appends(self, block: bool = True) -> None:
-        """Apply the pending appends whose writes are done (with ``block``: all, waiting)."""
-        self._appends.settle(block)
 
     def assign_leader_epoch(self, epoch: int) -> bool:
         """Begin leader epoch ``epoch`` at the log end offset (Kafka's

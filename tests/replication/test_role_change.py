@@ -142,9 +142,6 @@ class _Log:
     def assign_leader_epoch(self, epoch: int) -> None:
         self.assigned.append(epoch)
 
-    def settle_appends(self) -> None:  # (nothing is ever written off the loop here)
-        pass
-
 
 def test_become_follower_keeps_the_high_watermark_and_drops_leader_state():
     from odradek.replication.partition import Partition
