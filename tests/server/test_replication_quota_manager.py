@@ -15,6 +15,7 @@ from odradek.server.replication_quota_manager import (
     check_throttled_replicas,
     throttled_partitions,
 )
+from tests.server.clients import wait_until
 
 
 class Clock:
@@ -92,6 +93,7 @@ def test_broker_accepts_the_throttle_configs(shared_broker):
         described = admin.describe_configs([broker])[broker]
         assert described["leader.replication.throttled.rate"].value == "1000"
         quotas = shared_broker.broker.replication_quotas
+        wait_until(lambda: quotas.follower.bound == 2000, what="the throttles applied")
         assert quotas.leader.bound == 1000 and quotas.follower.bound == 2000
         assert quotas.leader.is_throttled("throttled", 0) and quotas.follower.is_throttled("throttled", 3)
         with pytest.raises(BrokerError) as raised:
@@ -100,4 +102,7 @@ def test_broker_accepts_the_throttle_configs(shared_broker):
         admin.incremental_alter_configs({
             broker: [AlterConfigOp(n, None, AlterConfigOpType.DELETE)
                      for n in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")]})
+        # (a dynamic broker config reaches the broker through its change notification, after
+        # the answer, as in Kafka: wait for it)
+        wait_until(lambda: quotas.leader.bound == 2**63 - 1, what="the leader throttle removed")
         assert quotas.leader.bound == 2**63 - 1
