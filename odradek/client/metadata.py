@@ -90,11 +90,14 @@ class ClusterMetadata:
 
     def merged(self, newer: ClusterMetadata, asked: set[str] | None) -> ClusterMetadata:
         """``newer`` (an answer about the topics ``asked``, None meaning all) plus the topics of
-        this snapshot it was not asked about."""
-        if asked is None:
-            return newer
-        topics = {n: t for n, t in self.topics.items() if n not in asked}
-        topics.update(newer.topics)
+        this snapshot it was not asked about. A partition whose leader epoch in ``newer`` is
+        older than the one known keeps what is known (KIP-320): the answer came from a broker
+        that has not heard of the latest election yet, such as a leader cut off from its
+        cluster, and following it would send requests to a deposed leader."""
+        topics = {} if asked is None else {n: t for n, t in self.topics.items() if n not in asked}
+        for name, fresh in newer.topics.items():
+            known = self.topics.get(name)
+            topics[name] = fresh if known is None else _newest_leaders(known, fresh)
         return ClusterMetadata(newer.brokers, topics, newer.controller_id, newer.cluster_id, newer.errors)
 
     def partition(self, topic: str, partition: int) -> PartitionInfo | None:
@@ -124,3 +127,20 @@ class ClusterMetadata:
     def topic_id(self, topic: str) -> uuid.UUID:
         info = self.topics.get(topic)
         return ZERO_UUID if info is None else info.topic_id
+
+
+def _newest_leaders(known: TopicInfo, fresh: TopicInfo) -> TopicInfo:
+    """``fresh``, with each partition whose leader epoch went back replaced by the known one
+    (Kafka's ``Metadata.updateLatestMetadata``). A topic whose id changed was made anew: its
+    epochs start again, and ``fresh`` stands."""
+    if known.topic_id != fresh.topic_id and ZERO_UUID not in (known.topic_id, fresh.topic_id):
+        return fresh
+    parts = list(fresh.partitions)
+    stale = False
+    for i, (old, new) in enumerate(zip(known.partitions, parts)):
+        if 0 <= new.leader_epoch < old.leader_epoch and old.partition == new.partition:
+            parts[i] = old
+            stale = True
+    if not stale:
+        return fresh
+    return TopicInfo(fresh.name, fresh.topic_id, fresh.is_internal, tuple(parts), fresh.error_code)

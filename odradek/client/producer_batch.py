@@ -58,6 +58,7 @@ class ProducerBatch(MemoryRecordsBuilder):
         "data",
         "done",
         "last_error",
+        "node",
         "partition",
         "producer_epoch",
         "producer_id",
@@ -87,6 +88,7 @@ class ProducerBatch(MemoryRecordsBuilder):
         self.retry_at = 0.0
         self.awaits_metadata = -1  # retry only after metadata newer than this version
         self.rode_behind_add = False  # last sent before its partition was added (TransactionManager)
+        self.node = -1  # the broker its last attempt went to
         self.done = False
         self.last_error: BaseException | None = None  # why the last attempt is being retried
         self.size = 0  # bytes counted against the producer's buffer memory
