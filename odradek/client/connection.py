@@ -272,6 +272,8 @@ class BrokerConnection(asyncio.Protocol):
 
         ``expect_response=False`` (Produce with acks=0) resolves the future with None once
         the bytes are handed to the transport. Raises nothing: failures go into the future.
+        ``body`` may also be the body already encoded at ``version`` (``bytes``: the
+        controller's UpdateMetadata, encoded once for all brokers, `UpdateMetadataBodies`).
         """
         loop = self._loop
         future = loop.create_future()
@@ -286,7 +288,10 @@ class BrokerConnection(asyncio.Protocol):
             header = RequestHeader(api_key, version, correlation_id, self.client_id)
             out = EncodeBuffer(b"\0\0\0\0")
             _request_header.WRITERS[codec.request_header_version(api_key, version)](header, out)
-            codec.request_module(api_key).WRITERS[version](body, out)
+            if isinstance(body, bytes):
+                out += body
+            else:
+                codec.request_module(api_key).WRITERS[version](body, out)
         except Exception as e:  # noqa: BLE001 - a bad body is the caller's error, in the future
             future.set_exception(e if not isinstance(e, (ValueError, TypeError, OverflowError))
                                  else ValueError(f"cannot encode API {api_key} v{version}: {e}"))

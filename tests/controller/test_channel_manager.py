@@ -22,6 +22,7 @@ from odradek.controller.commands import (
     LiveBroker,
     StopReplicaPartition,
     StopReplicaRequest,
+    UpdateMetadataPartition,
     UpdateMetadataRequest,
 )
 from odradek.metadata.layout import BrokerInfo, Endpoint
@@ -166,6 +167,34 @@ def test_remote_sends_in_order_at_negotiated_versions():
     assert lai_body.topic_states[0].partition_states[0].leader_epoch == 3
     assert lai_body.live_leaders[0].broker_id == 1
     assert events == [ev.TopicDeletionStopReplicaResponse(2, (("t", 0),), (("t", 1),))]
+
+
+def test_update_metadata_to_several_brokers_each_with_its_broker_epoch():
+    """The body is encoded once for both (`UpdateMetadataBodies`) and each broker decodes
+    the same partition states with its own broker epoch."""
+    states = (UpdateMetadataPartition("t", 0, 1, 2, 3, (2, 3), 4, (2, 3), ()),)
+
+    async def scenario():
+        servers = [FakeKafkaServer(RANGES, answers) for _ in (2, 3)]
+        ports = [await s.start() for s in servers]
+        channel = ControllerChannelManager(FakeBroker(1))
+        channel.start(asyncio.get_running_loop())
+        live = {b: LiveBroker(b, 10 * b, info(b, port)) for b, port in zip((2, 3), ports)}
+        channel.update_brokers(live)
+        futures = [channel.send(UpdateMetadataRequest(b, 1, 1, 10 * b, states, tuple(live.values())))
+                   for b in (2, 3)]
+        for f in futures:
+            await asyncio.wrap_future(f)
+        channel.shutdown()
+        for s in servers:
+            await s.close()
+        return servers
+
+    for broker, server in zip((2, 3), asyncio.run(scenario())):
+        [(key, version, body)] = server.received
+        assert (key, version, body.broker_epoch) == (ApiKey.UPDATE_METADATA, 7, 10 * broker)
+        assert [(t.topic_name, p.leader, p.isr) for t in body.topic_states for p in t.partition_states] == [
+            ("t", 2, [2, 3])]
 
 
 def test_dropped_connection_is_retried():

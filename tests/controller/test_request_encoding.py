@@ -19,6 +19,7 @@ from odradek.controller.commands import (
     UpdateMetadataRequest,
 )
 from odradek.controller.request_encoding import (
+    UpdateMetadataBodies,
     alter_partition_items,
     api_key_of,
     encode,
@@ -33,7 +34,9 @@ from odradek.protocol import codec
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.request_header import RequestHeader
+from odradek.protocol.generated import update_metadata_request as umr
 from odradek.protocol.generated.response_header import ResponseHeader
+from odradek.protocol.primitives import EncodeBuffer
 
 IDS = {"a": uuid.UUID(int=1), "b": uuid.UUID(int=2)}
 BROKER = LiveBroker(1, 10, BrokerInfo(1, (Endpoint("PLAINTEXT", "h1", 9092),
@@ -144,3 +147,45 @@ def test_alter_partition_request_and_response(version):
         assert decoded.topics[0].topic_id == IDS["a"]
     else:
         assert decoded.topics[0].topic_name == "a"
+
+
+def _per_broker_requests() -> list[UpdateMetadataRequest]:
+    """One drain's UpdateMetadata to three brokers: the same partition state objects (as
+    `RequestBatch` shares them), each broker with its own id and epoch."""
+    return [replace(UMR, broker_id=b, broker_epoch=epoch) for b, epoch in ((1, 42), (2, 7), (3, -1))]
+
+
+def _encoded_alone(request: UpdateMetadataRequest, version: int) -> bytes:
+    out = EncodeBuffer()
+    umr.WRITERS[version](encode(request, version), out)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("version", range(0, 9))
+def test_update_metadata_bodies_are_each_brokers_own_encoding(version):
+    bodies = UpdateMetadataBodies()
+    for request in _per_broker_requests():
+        body = bodies.body(request, version)
+        assert body == _encoded_alone(request, version)
+        frame = codec.encode_request(RequestHeader(ApiKey.UPDATE_METADATA, version, 7, "c"), encode(request, version))
+        assert frame.endswith(body)
+        decoded = wire_roundtrip(ApiKey.UPDATE_METADATA, version, encode(request, version))
+        assert decoded.broker_epoch == (request.broker_epoch if version >= 5 else -1)
+    # another drain's states (one partition's leader moved) are encoded anew, not reused
+    moved = replace(UMR, partition_states=(replace(UMR.partition_states[0], leader=2),) + UMR.partition_states[1:])
+    assert bodies.body(moved, version) == _encoded_alone(moved, version)
+    newer = replace(UMR, controller_epoch=6)
+    assert bodies.body(newer, version) == _encoded_alone(newer, version)
+
+
+@pytest.mark.parametrize("version", (4, 8))
+def test_update_metadata_bodies_encode_one_drains_states_once(version, monkeypatch):
+    calls = []
+    writers = list(umr.WRITERS)
+    writer = writers[version]
+    writers[version] = lambda o, w: (calls.append(o.broker_epoch), writer(o, w))
+    monkeypatch.setattr(umr, "WRITERS", tuple(writers))
+    bodies = UpdateMetadataBodies()
+    for request in _per_broker_requests():
+        bodies.body(request, version)
+    assert calls == [42]
