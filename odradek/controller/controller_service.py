@@ -64,7 +64,11 @@ import threading
 import time
 
 from odradek.controller import events as ev
-from odradek.controller.channel_manager import ControllerChannelManager
+from odradek.controller.channel_manager import (
+    ControllerChannelManager,
+    inter_broker_endpoint,
+    inter_broker_listener_name,
+)
 from odradek.controller.commands import (
     BrokerRequest,
     ZnodeWrite,
@@ -72,6 +76,7 @@ from odradek.controller.commands import (
     written_topics,
 )
 from odradek.controller.controller import Controller
+from odradek.controller.controller_liveness import ControllerLiveness
 from odradek.controller.controller_metrics import INACTIVE, ControllerMetrics, controller_metrics
 from odradek.controller.controller_watches import ControllerWatches
 from odradek.controller.leader_imbalance import imbalanced_partitions
@@ -109,6 +114,10 @@ class ControllerService(ControllerWatches):
         self.broker_id = broker.broker_id
         self.controller = Controller(broker.broker_id)
         self.channel = channel_manager or ControllerChannelManager(broker, on_event=self.submit)
+        listener = inter_broker_listener_name(broker.config)
+        self.controller_liveness = ControllerLiveness(
+            broker.broker_id, lambda b: inter_broker_endpoint(b.info, listener), lambda: broker.metadata.store)
+        """Watches the controller's process from this broker while another broker is it."""
         self.writer = ZnodeWriter(
             lambda: broker.metadata.store,
             broker.config["zookeeper.session.timeout.ms"] / 1000,
@@ -152,6 +161,7 @@ class ControllerService(ControllerWatches):
         were handled (so a single broker leads its partitions when this returns)."""
         self.loop = asyncio.get_running_loop()
         self.channel.start(self.loop)
+        self.controller_liveness.start(self.loop)
         self._install_watches()
         self.store.add_session_listener(self._on_new_session)
         self.store.add_session_lost_listener(self._session_expired.set)
@@ -191,6 +201,7 @@ class ControllerService(ControllerWatches):
         else:
             self._cancel_topic_watches()
         self.channel.shutdown()
+        self.controller_liveness.shutdown()
 
     # -- the event thread ---------------------------------------------------------------------
 
@@ -238,14 +249,14 @@ class ControllerService(ControllerWatches):
 
     def _process(self, item: QueuedItem) -> None:
         if item.kind in ("elect", "reelect"):
-            self._elect(item)
+            self._elect_and_follow(item)
         elif item.kind == "event":
             self._handle(item.payload, item)
         elif item.kind == "watch":
             with self._markers_lock:
                 self._markers.discard(item.payload)
             if item.payload == "controller":
-                self._elect(item)
+                self._elect_and_follow(item)
             elif self.active:
                 event = read_watched_event(self.store, item.payload)
                 if event is not None:
@@ -277,6 +288,18 @@ class ControllerService(ControllerWatches):
             return layout.decode_controller(self.store.get(layout.CONTROLLER)[0])
         except NoNodeError:
             return -1
+
+    def _elect_and_follow(self, item: QueuedItem) -> None:
+        """An election, then the controller it left (another broker, or none) watched from
+        here (`controller_liveness`)."""
+        try:
+            self._elect(item)
+        finally:
+            try:
+                current = self._controller_id()
+            except StoreError:
+                current = -1
+            self.controller_liveness.follow(current)
 
     def _elect(self, item: QueuedItem) -> None:
         current = self._controller_id()
