@@ -19,6 +19,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from odradek.storage.checkpoint import TopicPartition
 from odradek.storage.errors import StorageError
@@ -28,6 +29,11 @@ from odradek.storage.log import Log
 logger = logging.getLogger("odradek.storage.log_manager")
 
 DELETE_DIR_SUFFIX = "-delete"
+ERASE_THREADS = 4
+"""Threads erasing deleted directories at once. Erasing waits on the file system, not the CPU:
+each unlink may wait for the journal (ext4's jbd2 commits, which other processes' fsyncs force),
+and the waits of several threads overlap: 2,000 directories of five files took 0.9-4.7 s in
+one thread and 0.3 s in four here, on a disk shared with other work."""
 
 
 class LogDeletion:
@@ -63,7 +69,9 @@ class LogDeletion:
                 removed.append((log, self._dir_of.pop(tp)))
         for log, _ in removed:
             log.abandon()
-            self._retire_dir(log.directory, log.config.file_delete_delay_ms)
+            self._retire_dir(log.directory, log.config.file_delete_delay_ms, sync=False)
+        for parent in {os.path.dirname(log.directory) for log, _ in removed}:
+            _sync_renames(parent)
         for directory in {d for _, d in removed}:
             self._checkpoint_or_owe(directory)
         return len(removed)
@@ -88,18 +96,20 @@ class LogDeletion:
         with self._lock:
             due = [p for t, p in self._pending_dir_deletes if t <= now_ms]
             self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now_ms]
-        for path in due:
-            shutil.rmtree(path, ignore_errors=True)
+        _erase(due)
         with self._lock:
             unrenamed = list(self._unrenamed)
         for path in unrenamed:
             self._retire_dir(path, 0)
         return len(due)
 
-    def _retire_dir(self, path: str, delay_ms: int) -> None:
+    def _retire_dir(self, path: str, delay_ms: int, sync: bool = True) -> None:
         """Rename a removed log's directory ``<name>.<uuid>-delete`` (loading erases such
         directories, never loads them); erase it after ``delay_ms``. On failure, remember
-        the path: it must not be loaded or reused while it holds the old data."""
+        the path: it must not be loaded or reused while it holds the old data. ``sync``:
+        make the rename durable now; ``delete_logs`` passes False and syncs each parent
+        directory once after all its renames (one fsync, not one per partition: 10,000
+        partitions of a deleted topic took ~7 s of fsyncs on one broker)."""
         target = f"{path}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         try:
             os.rename(path, target)
@@ -113,10 +123,8 @@ class LogDeletion:
         with self._lock:
             self._unrenamed.discard(path)
             self._pending_dir_deletes.append((self.clock.milliseconds() + delay_ms, target))
-        try:
-            fsync_directory(os.path.dirname(path))
-        except OSError as exc:  # renamed; should a crash undo it, start-up's stray check removes it
-            logger.warning("could not sync %s after deleting a log: %s", os.path.dirname(path), exc)
+        if sync:
+            _sync_renames(os.path.dirname(path))
 
     def _checkpoint_or_owe(self, directory: str) -> None:
         try:
@@ -136,3 +144,23 @@ class LogDeletion:
                 raise StorageError(f"{path} holds a deleted log that cannot be moved away")
         if directory in self._owed_checkpoints:
             self.checkpoint_dir(directory)
+
+
+def _sync_renames(directory: str) -> None:
+    """Make the renames in ``directory`` durable (one fsync of the directory)."""
+    try:
+        fsync_directory(directory)
+    except OSError as exc:  # renamed; should a crash undo it, start-up's stray check removes it
+        logger.warning("could not sync %s after deleting logs: %s", directory, exc)
+
+
+def _erase(paths: list[str]) -> None:
+    """Erase the directories ``paths`` (errors ignored: a directory left is erased at the next
+    start-up, which never loads a ``-delete`` directory), several at a time (`ERASE_THREADS`)."""
+    if len(paths) <= 1:
+        for path in paths:
+            shutil.rmtree(path, ignore_errors=True)
+        return
+    with ThreadPoolExecutor(min(ERASE_THREADS, len(paths)), thread_name_prefix="log-erase") as pool:
+        for _ in pool.map(lambda path: shutil.rmtree(path, ignore_errors=True), paths):
+            pass
