@@ -140,10 +140,24 @@ class TopicDeletionManager:
                 ctx.topics_ineligible_for_deletion.add(topic)
 
     def _complete(self, topic: str) -> None:
-        """Kafka's ``completeDeleteTopic``."""
+        """Kafka's ``completeDeleteTopic``. The topic's znode goes with the partition znodes
+        the controller knows under it named (``DeleteZnode.subtree``), so the writer need not
+        read the subtree; any other znode there fails the multi, which is then replayed
+        reading it."""
+        partitions = sorted(p for _, p in self.ctx.partitions_for_topic(topic))
         self.rsm.handle_state_changes(self._in_state(topic, R.DELETION_SUCCESSFUL), R.NON_EXISTENT)
         self.ctx.remove_topic(topic)
         guard = self.ctx.epoch_zk_version
-        self.batch.add_write(DeleteZnode(layout.topic_path(topic), guard, recursive=True))
+        self.batch.add_write(DeleteZnode(layout.topic_path(topic), guard, recursive=True,
+                                         subtree=_partition_znodes(topic, partitions) if partitions else ()))
         self.batch.add_write(DeleteZnode(layout.topic_config_path(topic), guard))
         self.batch.add_write(DeleteZnode(layout.delete_topic_path(topic), guard))
+
+
+def _partition_znodes(topic: str, partitions: list[int]) -> tuple[str, ...]:
+    """The znodes under ``/brokers/topics/<topic>`` of its ``partitions``, children before
+    parents: each ``partitions/<p>/state`` and ``partitions/<p>``, then ``partitions``."""
+    out = []
+    for p in partitions:
+        out += [layout.partition_state_path(topic, p), layout.partition_path(topic, p)]
+    return tuple(out) + (layout.partitions_path(topic),)

@@ -10,7 +10,9 @@ ZooKeeper's 1 MiB request, ``jute.maxbuffer``):
   exists (found by reading the children of every such parent at once, `children_many`);
 * `DeleteZnode` -> a `DeleteOp` per znode of its subtree, children before parents (the
   subtrees of all the run's deletes read level by level with `children_many`, so deleting
-  100 topics of 100 partitions costs four pipelined reads, not 20,000 round trips); a delete
+  100 topics of 100 partitions costs four pipelined reads, not 20,000 round trips; a delete
+  that names its subtree, ``DeleteZnode.subtree``, costs only the read of its root's
+  existence); a delete
   of a znode already gone is left out. One topic's subtree may span several multis: the
   deletion is not atomic, but each multi is, and the znodes go children first, so what a
   cut leaves is a smaller tree that deleting again finishes (as Kafka's ``deleteRecursive``).
@@ -20,7 +22,8 @@ deleted path, a delete of a created one) starts a new run, planned once the earl
 landed: plans are read from the store before any of the run is written. Other writes
 (`SetExistingZnode`), and a lone create or set, are applied by themselves (`ZnodeWrite.apply`).
 
-A run of sets only (partition states: a failover's 10,000 are ten multis) sends its multis
+A run of sets only (partition states: a failover's 10,000 are ten multis), or of deletes only
+(a deletion of 100 topics of 100 partitions: 20,300 znodes, 21 multis), sends its multis
 together (`MetadataStore.multi_many`) instead of waiting for each answer before the next.
 
 When a multi fails on a version, an existence or a non-empty parent, nothing of it happened:
@@ -126,7 +129,8 @@ class ZnodeWriter:
         the writes in it are replayed alone and only those are counted done: the caller
         plans the rest again."""
         plans = self._plan(store, run)
-        if len(plans) > 1 and all(type(w) is SetZnode for w in run):
+        if len(plans) > 1 and (all(type(w) is SetZnode for w in run)
+                               or all(type(w) is DeleteZnode for w in run)):
             return self._apply_sets(store, run, plans)
         for ops, first, last in plans:
             try:
@@ -145,13 +149,16 @@ class ZnodeWriter:
     def _apply_sets(
         self, store: MetadataStore, run: list[ZnodeWrite], plans: list[tuple[list, int, int]]
     ) -> tuple[int, ZnodeWrite | None]:
-        """A run of sets only (the state writes of a failover, of a batch of AlterPartition):
-        its multis sent together (`MetadataStore.multi_many`), each still atomic. A multi cut
-        by the store being unreachable is repeated alone; a multi that failed is replayed write
-        by write as in `_apply_run`. ZooKeeper applies them in order; the multis after a failed
-        one were applied or not on their own, and the caller reads back every state its list
-        writes after a conflict, so a write of theirs that landed is adopted (as a write of an
-        earlier multi is)."""
+        """A run of sets only (the state writes of a failover, of a batch of AlterPartition)
+        or of deletes only (a topic deletion's znodes): its multis sent together
+        (`MetadataStore.multi_many`), each still atomic. A multi cut by the store being
+        unreachable is repeated alone; a multi that failed is replayed write by write as in
+        `_apply_run`. ZooKeeper applies them in order; the multis after a failed one were
+        applied or not on their own, and the caller reads back every state its list writes
+        after a conflict, so a write of theirs that landed is adopted (as a write of an
+        earlier multi is). A delete cut so (its children in a failed multi, its parents in
+        later ones that then failed NotEmpty) is finished by its replay, which reads what is
+        left of its subtree and tolerates what is gone."""
         outcomes = self._retrying(lambda: store.multi_many([ops for ops, _, _ in plans]))
         for (ops, first, last), outcome in zip(plans, outcomes):
             if isinstance(outcome, (StoreUnavailableError, OSError)):
@@ -286,6 +293,7 @@ def _subtrees(store: MetadataStore, deletes: list[DeleteZnode]) -> dict[str, lis
         return {}
     roots = sorted({d.path for d in deletes})
     recursive = {d.path for d in deletes if d.recursive}
+    named = {d.path: d.subtree for d in deletes if d.recursive and d.subtree}
     found = store.children_many(roots)
     out: dict[str, list[str]] = {}
     level: list[tuple[str, str]] = []  # (root, path) whose children are still to be read
@@ -294,7 +302,9 @@ def _subtrees(store: MetadataStore, deletes: list[DeleteZnode]) -> dict[str, lis
         if children is None:
             continue
         out[root] = [root]
-        if root in recursive:
+        if root in named:  # known to the caller: a multi meeting another znode fails whole
+            out[root] = list(named[root]) + [root]
+        elif root in recursive:
             below[root] = []
             level += [(root, join_path(root, c)) for c in children]
     while level:

@@ -7,6 +7,7 @@ import uuid
 from odradek.controller import events as ev
 from odradek.controller.commands import (
     EPOCH_DURING_DELETE,
+    DeleteZnode,
     LEADER_DURING_DELETE,
     StopReplicaRequest,
     UpdateMetadataRequest,
@@ -198,3 +199,20 @@ def test_a_topic_queued_for_deletion_is_not_reassigned_anew():
     c.run(ev.ApiPartitionReassignment({("doomed", 0): (1000, 1002)}))
     ((_, error, _),) = c.replies[0].results
     assert error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_completion_names_the_partition_znodes_it_deletes():
+    """The topic's znode goes with the znodes of its partitions named (children first), so
+    the writer deletes them without reading the subtree (``znode_writer``)."""
+    c = doomed_cluster()
+    c.run(ev.TopicDeletion(("doomed",)))
+    c.run(ev.TopicDeletionStopReplicaResponse(1000, deleted=(("doomed", 0),)))
+    c.run(ev.TopicDeletionStopReplicaResponse(1001, deleted=(("doomed", 0), ("doomed", 1))))
+    commands = c.run(ev.TopicDeletionStopReplicaResponse(1002, deleted=(("doomed", 1),)))
+    (topic,) = [w for w in commands if isinstance(w, DeleteZnode) and w.path == layout.topic_path("doomed")]
+    assert topic.recursive
+    assert topic.subtree == (
+        layout.partition_state_path("doomed", 0), layout.partition_path("doomed", 0),
+        layout.partition_state_path("doomed", 1), layout.partition_path("doomed", 1),
+        layout.partitions_path("doomed"),
+    )

@@ -40,15 +40,28 @@ def store(request):
     s.close()
 
 
-def recording(store):
-    """Record every multi's ops, and count the reads of children (one per znode, or one call
-    for many)."""
-    multis, reads, inside = [], [], []
+def recording(store, sent=None):
+    """Record every multi's ops (sent alone or in a `multi_many`, whose sizes go to
+    ``sent``), and count the non-empty reads of children (one per znode, or one call for
+    many)."""
+    multis, reads, inside, batched = [], [], [], []
     real_multi, real_children, real_many = store.multi, store.children, store.children_many
+    real_multi_many = store.multi_many
 
     def multi(ops):
-        multis.append(list(ops))
+        if not batched:  # the embedded store's multi_many sends them one by one
+            multis.append(list(ops))
         return real_multi(ops)
+
+    def multi_many(many):
+        multis.extend(list(ops) for ops in many)
+        if sent is not None:
+            sent.append(len(many))
+        batched.append(1)
+        try:
+            return real_multi_many(many)
+        finally:
+            batched.pop()
 
     def children(path):
         if not inside:  # the embedded store's children_many reads one by one, in memory
@@ -56,7 +69,8 @@ def recording(store):
         return real_children(path)
 
     def children_many(paths):
-        reads.append(list(paths))
+        if paths:
+            reads.append(list(paths))
         inside.append(1)
         try:
             return real_many(paths)
@@ -64,6 +78,7 @@ def recording(store):
             inside.pop()
 
     store.multi, store.children, store.children_many = multi, children, children_many
+    store.multi_many = multi_many
     return multis, reads
 
 
@@ -92,8 +107,9 @@ def test_a_deletion_goes_in_guarded_multis_children_first(store, monkeypatch):
     order = [op.path for ops in multis for op in ops[1:]]
     for path in order:  # every znode goes after all its children
         assert all(not p.startswith(path + "/") for p in order[order.index(path) + 1:])
-    # read level by level: the roots, then topic -> partitions -> p -> state, never per znode
-    assert all(isinstance(r, list) for r in reads) and len(reads) == 5
+    # read level by level: the roots, then the children of partitions, of each p, of each
+    # state, never per znode
+    assert all(isinstance(r, list) for r in reads) and len(reads) == 4
 
 
 def test_a_deletion_under_a_newer_controller_deletes_nothing(store):
@@ -167,3 +183,55 @@ def test_a_run_of_state_sets_sends_its_multis_together(store, monkeypatch):
     assert ZnodeWriter(lambda: store, 1).apply(writes) is writes[5]
     assert sent == [3]
     assert [store.get(path)[0] for path in states] == [b"new"] * 5 + [b"s"] * 3 + [b"new"] * 4
+
+
+def named_deletion(topic: str, guard: int = 0, partitions=range(PARTITIONS)) -> list[DeleteZnode]:
+    """`deletion` as `topic_deletion` writes it: the topic's partition znodes named."""
+    subtree = tuple(path for p in partitions for path in (layout.partition_state_path(topic, p),
+                                                          layout.partition_path(topic, p)))
+    first, *rest = deletion(topic, guard)
+    return [DeleteZnode(first.path, guard, recursive=True,
+                        subtree=subtree + (layout.partitions_path(topic),))] + rest
+
+
+def test_a_deletion_naming_its_subtree_reads_only_its_roots(store, monkeypatch):
+    """A topic deletion whose partitions the controller names (``DeleteZnode.subtree``)
+    reads the existence of its roots once, not the subtree level by level, and its multis go
+    together in one `multi_many`, each still guarded and children first."""
+    monkeypatch.setattr(module, "MAX_OPS_PER_MULTI", 10)
+    sent = []
+    multis, reads = recording(store, sent)
+    writes = [w for t in TOPICS for w in named_deletion(t)]
+    assert ZnodeWriter(lambda: store, 1).apply(writes) is None
+    for topic in TOPICS:
+        for path in (layout.topic_path(topic), layout.topic_config_path(topic), layout.delete_topic_path(topic)):
+            assert store.exists(path) is None
+    per_topic = 2 + 2 * PARTITIONS + 2
+    assert len(reads) == 1  # the roots' existence
+    assert sent == [-(-len(TOPICS) * per_topic // 10)]  # every multi in one multi_many
+    order = [op.path for ops in multis for op in ops[1:]]
+    assert len(order) == len(TOPICS) * per_topic
+    for ops in multis:
+        assert ops[0] == CheckOp(layout.CONTROLLER_EPOCH, 0)
+    for path in order:  # every znode goes after all its children
+        assert all(not p.startswith(path + "/") for p in order[order.index(path) + 1:])
+
+
+@pytest.mark.parametrize("surprise", ["unnamed child", "named but gone"])
+def test_a_named_subtree_that_differs_from_the_store_is_deleted_all_the_same(store, monkeypatch, surprise):
+    """A znode the controller did not name fails its multi (NotEmpty), as does one named but
+    already gone (NoNode): the write is replayed alone, reading its subtree, and everything
+    goes (the multis around it too)."""
+    monkeypatch.setattr(module, "MAX_OPS_PER_MULTI", 10)
+    if surprise == "unnamed child":
+        store.create(layout.partition_path("t1", PARTITIONS))  # a partition the controller never knew
+        store.create(layout.partition_state_path("t1", PARTITIONS), b"s")
+        writes = [w for t in TOPICS for w in named_deletion(t)]
+    else:
+        store.delete(layout.partition_state_path("t1", 2))
+        store.delete(layout.partition_path("t1", 2))
+        writes = [w for t in TOPICS for w in named_deletion(t)]
+    assert ZnodeWriter(lambda: store, 1).apply(writes) is None
+    for topic in TOPICS:
+        for path in (layout.topic_path(topic), layout.topic_config_path(topic), layout.delete_topic_path(topic)):
+            assert store.exists(path) is None, path
