@@ -231,9 +231,13 @@ def delete(cluster: LocalCluster, layout, timeout: float) -> dict:
     for future in admin.delete_topics(sorted(names), operation_timeout=0, request_timeout=timeout).values():
         future.result()
     out: dict = {"delete_s_per_broker": {}}
+    ask_at = begin  # Metadata no faster than twice its last answer took, as wait_partitions
     while time.monotonic() - begin < timeout:
-        if "delete_metadata_s" not in out and not names & set(admin.list_topics(timeout=60).topics):
-            out["delete_metadata_s"] = time.monotonic() - begin
+        if "delete_metadata_s" not in out and time.monotonic() >= ask_at:
+            asked = time.monotonic()
+            if not names & set(admin.list_topics(timeout=60).topics):
+                out["delete_metadata_s"] = time.monotonic() - begin
+            ask_at = asked + max(0.25, 2 * (time.monotonic() - asked))
         for broker, left in topic_dirs_left(cluster, prefix).items():
             if not left:
                 out["delete_s_per_broker"].setdefault(broker, time.monotonic() - begin)
