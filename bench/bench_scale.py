@@ -223,10 +223,13 @@ def topic_dirs_left(cluster: LocalCluster, prefix: str) -> dict[str, int]:
 
 
 def delete(cluster: LocalCluster, layout, timeout: float) -> dict:
-    """``delete_metadata_s``, ``delete_s`` (the last directory gone) and ``delete_s_per_broker``
-    (when each broker's last one went)."""
+    """``delete_metadata_s``, ``delete_s`` (the last directory gone), ``delete_s_per_broker``
+    (when each broker's last one went) and ``delete_cpu_s`` (CPU seconds of the brokers and
+    ZooKeeper from the request until the last directory went: the figure a busy machine
+    stretches least)."""
     admin = admin_for(cluster)
     names, prefix = {t for t, _ in layout}, layout[0][0].rsplit("-", 1)[0]
+    cpu_before = _cpu_ticks(cluster)
     begin = time.monotonic()
     for future in admin.delete_topics(sorted(names), operation_timeout=0, request_timeout=timeout).values():
         future.result()
@@ -243,6 +246,7 @@ def delete(cluster: LocalCluster, layout, timeout: float) -> dict:
                 out["delete_s_per_broker"].setdefault(broker, time.monotonic() - begin)
         if "delete_metadata_s" in out and len(out["delete_s_per_broker"]) == len(cluster.nodes):
             out["delete_s"] = max(out["delete_s_per_broker"].values())
+            out["delete_cpu_s"] = round(_cpu_ticks(cluster) - cpu_before, 2)
             return out
         time.sleep(0.25)
     raise TimeoutError(f"topics not gone after {timeout:.0f} s (so far: {out}; "
@@ -289,6 +293,18 @@ def memory(cluster: LocalCluster) -> tuple[dict, dict]:
     """Each broker's VmRSS and VmHWM in MB."""
     mem = {str(i): proc_stats.memory_bytes(node.pid) for i, node in cluster.nodes.items() if node.alive}
     return {k: m["rss"] / 1e6 for k, m in mem.items()}, {k: m["hwm"] / 1e6 for k, m in mem.items()}
+
+
+def _cpu_ticks(cluster: LocalCluster) -> float:
+    """As `cluster_cpu`, from each process's own counters (``cpu_seconds_ticks``): threads
+    that exit meanwhile (a deletion's erasing threads) still count."""
+    total = 0.0
+    for pid in processes(cluster).values():
+        try:
+            total += proc_stats.cpu_seconds_ticks(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
 
 
 def cluster_cpu(cluster: LocalCluster) -> float:
