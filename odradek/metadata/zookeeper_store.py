@@ -108,7 +108,9 @@ class ZooKeeperStore(MetadataStore):
         self._connected = threading.Event()  # kazoo's state, as its listener last reported it
         self._session: int | None = None  # the id of the session kazoo last reported connected
         self._past_sessions: set[int] = set()  # ids of this store's sessions that have ended
-        self._watches: list[Rewatch] = []
+        # a dict used as an ordered set: a cancel is O(1) (a list's remove made dropping 100
+        # deleted topics of 100 partitions, 10,000 cancels, quadratic in the watches held)
+        self._watches: dict[Rewatch, None] = {}
         self._session_listeners: list[Callable[[], None]] = []
         self._session_lost_listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -370,7 +372,7 @@ class ZooKeeperStore(MetadataStore):
         self._check_open()
         watch = Rewatch(self, kind, validate_path(path), callback)
         with self._lock:
-            self._watches.append(watch)
+            self._watches[watch] = None
         try:
             self._read(watch.arm)  # a read: retried across a connection loss or a new session
         except errors.StoreUnavailableError as exc:
@@ -387,7 +389,7 @@ class ZooKeeperStore(MetadataStore):
         self._check_open()
         made = [Rewatch(self, "data", validate_path(path), callback) for path, callback in watches]
         with self._lock:
-            self._watches.extend(made)
+            self._watches.update(dict.fromkeys(made))
         for start in range(0, len(made), _BULK_READ_WINDOW):
             window = made[start:start + _BULK_READ_WINDOW]
             with translated():
@@ -405,8 +407,7 @@ class ZooKeeperStore(MetadataStore):
 
     def _forget(self, watch: Rewatch) -> None:
         with self._lock:
-            if watch in self._watches:
-                self._watches.remove(watch)
+            self._watches.pop(watch, None)
 
     def add_session_listener(self, callback: Callable[[], None]) -> None:
         with self._lock:

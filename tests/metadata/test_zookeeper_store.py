@@ -256,3 +256,19 @@ def test_bulk_reads_go_out_pipelined_and_reread_what_a_lost_connection_failed(
         # windows of 4 sent before any answer is awaited; the lost read again after its window
         assert sent == paths[:8] + ["/bulk/5"] + paths[8:]
         assert store.children_many(["/bulk", "/none"]) == [[str(i) for i in range(10)], None]
+
+
+def test_cancelling_a_watch_does_not_scan_the_others(zookeeper, chroot, monkeypatch):
+    """A broker holds a watch per partition state and cancels 10,000 when 100 topics of 100
+    partitions are deleted: each cancel finds its watch directly, never comparing it with the
+    others held (a list's ``remove`` did: quadratic in the watches)."""
+    from odradek.metadata.zookeeper_watch import Rewatch
+
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        handles = store.watch_data_many([(f"/w{i}", lambda _: None) for i in range(20)])
+        compared = []
+        monkeypatch.setattr(Rewatch, "__eq__", lambda self, other: compared.append(1) or self is other)
+        for handle in reversed(handles):
+            handle.cancel()
+        assert compared == []
+        assert not store._watches
