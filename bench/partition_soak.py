@@ -17,9 +17,10 @@ follower 1 s behind leaves the ISR).
    from ``--scenarios`` (default: all of ``partition_scenarios.FAULTS``) held for a time
    drawn from ``--fault-s``, under confluent-kafka and odradek's producer writing ``--rate``
    records/s each; then the heal, recovery, and the checker. One line per round.
-2. **Failover** (``--failovers`` times each): a topic led by a broker that is not the
-   controller, the same writers; the leader is killed (kill -9), or cut from everyone
-   (brokers, ZooKeeper, clients) for ``--fault-s``'s upper bound; the time from the fault to
+2. **Failover** (``--failovers`` times each of ``--kinds``): a topic led by a broker that is
+   not the controller, the same writers; the leader is killed (kill -9, ``kill``), or cut
+   from everyone (brokers, ZooKeeper, clients) for ``--fault-s``'s upper bound
+   (``partition``); or a topic led by the controller, which is killed (``kill-controller``); the time from the fault to
    the first acknowledgement of a record sent after it. The killed broker is restarted and
    the partitioned one healed, and both rejoin every ISR, before the next. Medians printed.
 """
@@ -81,14 +82,14 @@ def failover(cluster, args, kind: str, i: int) -> float | None:
     fault to the first acknowledgement of a record sent after it (None: none came); each
     client's own figure is printed."""
     controller = cluster.wait_for_controller()
-    victim = next(b for b in sorted(cluster.nodes) if b != controller)
+    victim = controller if kind == "kill-controller" else next(b for b in sorted(cluster.nodes) if b != controller)
     topic = f"failover-{kind}-{i}"
     scenarios.arrange(cluster, topic, args.partitions, leader=victim)
     workload = Workload.both_clients(cluster.bootstrap, topic, args.partitions, args.rate).start()
     try:
         workload.wait_progress(scenarios.PROGRESS, timeout=30)
         fault_at = time.monotonic()
-        if kind == "kill":
+        if kind != "partition":
             cluster[victim].kill()
         else:
             cluster.network.isolate(broker_host(victim))
@@ -100,7 +101,7 @@ def failover(cluster, args, kind: str, i: int) -> float | None:
         per_writer = first_ack_per_writer(workload, fault_at)
         print(f"  {kind} {i + 1}: per client " + ", ".join(
             f"{name} {'none' if t is None else f'{t:.2f} s'}" for name, t in per_writer.items()), flush=True)
-        if kind == "kill":
+        if kind != "partition":
             cluster.restart(victim)
         else:
             time.sleep(max(0.0, fault_at + args.fault_range[1] - time.monotonic()))
@@ -114,18 +115,22 @@ def failover(cluster, args, kind: str, i: int) -> float | None:
     return None if took is None else took - fault_at
 
 
+LABELS = {"kill": "kill -9 of the leader", "kill-controller": "kill -9 of the controller (and leader)",
+          "partition": "partition of the leader"}
+
+
 def failovers(cluster, args) -> None:
     for kind in args.kinds.split(","):
         times = []
         for i in range(args.failovers):
             took = failover(cluster, args, kind, i)
-            print(f"{kind} -9 of the leader" if kind == "kill" else "partition of the leader",
+            print(LABELS[kind],
                   f"{i + 1}/{args.failovers}: first acknowledgement after "
                   f"{'none' if took is None else f'{took:.2f} s'}", flush=True)
             if took is not None:
                 times.append(took)
         if times:
-            print(f"failover after {'kill -9' if kind == 'kill' else 'a partition'} of the leader: median "
+            print(f"failover after {LABELS[kind]}: median "
                   f"{statistics.median(times):.2f} s over {len(times)} (min {min(times):.2f}, max {max(times):.2f})",
                   flush=True)
 
@@ -138,7 +143,7 @@ def parse_args(argv):
     parser.add_argument("--fault-s", default="10:20", help="how long a fault lasts, drawn from LOW:HIGH s")
     parser.add_argument("--scenarios", default="", help=f"comma-separated, of {', '.join(scenarios.FAULTS)}")
     parser.add_argument("--failovers", type=int, default=5, help="kills and partitions of a leader, each")
-    parser.add_argument("--kinds", default="kill,partition", help="failovers: kill, partition or both")
+    parser.add_argument("--kinds", default="kill,partition", help="failovers, comma-separated: kill, kill-controller, partition")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--work", type=Path, default=None, help="where the cluster's files go (default: a temp dir)")
     args = parser.parse_args(argv)
