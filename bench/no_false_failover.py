@@ -13,8 +13,9 @@ partition's leader and leader epoch, every broker's registration czxid) and each
 
 Printed at the end: records produced and consumed; leader epoch changes (none should happen:
 nothing fails); registrations that changed or vanished (a lost ZooKeeper session); the
-controller's "its process is gone" declarations (odradek/controller/broker_liveness_monitor.py)
-and session expiries found in the brokers' output; the largest event loop lag seen per broker
+"its process is gone" declarations (the controller's of a broker,
+odradek/controller/broker_liveness_monitor.py, and the brokers' of the controller,
+odradek/controller/controller_liveness.py) and session expiries found in the brokers' output; the largest event loop lag seen per broker
 (a floor of the longest stall: sampled every 0.5 s by the broker, read every 0.2 s here).
 Exit status 1 if any of the must-nots happened.
 """
@@ -156,7 +157,7 @@ def main(argv=None) -> int:
     print(f"leader changes: {len(seen['leader_changes'])} {seen['leader_changes'][:5]}")
     print(f"registration changes (lost sessions): {len(seen['registration_changes'])} "
           f"{seen['registration_changes'][:5]}")
-    print(f"controller's 'process gone' declarations: {gone}; session expiry lines per broker: {expired}")
+    print(f"'process gone' declarations: {gone}; session expiry lines per broker: {expired}")
     print("largest event loop lag seen per broker: "
           + ", ".join(f"{b}: {lag * 1000:.0f} ms" for b, lag in sorted(seen["lag"].items())))
     if args.keep:

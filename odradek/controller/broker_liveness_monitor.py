@@ -67,7 +67,8 @@ class BrokerLivenessMonitor:
 
     ``endpoint_of(live_broker)`` gives the broker's inter-broker `Endpoint` (None: none, not
     watched); ``store()`` the metadata store (read back before declaring);
-    ``on_gone(broker_id, epoch)`` is called once per registration found gone."""
+    ``on_gone(broker_id, epoch)`` is called once per registration found gone (logged here
+    unless ``log_gone`` is false: the caller says what it does about it)."""
 
     def __init__(
         self,
@@ -77,12 +78,14 @@ class BrokerLivenessMonitor:
         on_gone: Callable[[int, int], object],
         *,
         probe_timeout: float = PROBE_TIMEOUT_S,
+        log_gone: bool = True,
     ) -> None:
         self.own_id = own_id
         self.endpoint_of = endpoint_of
         self.store = store
         self.on_gone = on_gone
         self.probe_timeout = probe_timeout
+        self.log_gone = log_gone
         self.machine = BrokerLiveness()
         self._given: dict[int, LiveBroker] = {}  # what `update` last gave, per broker
         self._tasks: dict[int, asyncio.Task] = {}
@@ -191,9 +194,10 @@ class BrokerLivenessMonitor:
         if now != probed:
             self._apply(self.machine.registered(broker_id, now))
             return
-        log.warning("controller: broker %d (epoch %d) refuses connections at %s:%d: its process is "
-                    "gone; handled as failed before its session expires", broker_id, epoch,
-                    probed.host, probed.port)
+        if self.log_gone:
+            log.warning("controller: broker %d (epoch %d) refuses connections at %s:%d: its process is "
+                        "gone; handled as failed before its session expires", broker_id, epoch,
+                        probed.host, probed.port)
         self.on_gone(broker_id, epoch)
 
     def _read_registration(self, broker_id: int) -> Registration | None:

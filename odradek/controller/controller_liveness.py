@@ -47,7 +47,7 @@ class ControllerLiveness:
                  store: Callable[[], object]) -> None:
         self.own_id = own_id
         self.store = store
-        self.monitor = BrokerLivenessMonitor(own_id, endpoint_of, store, self._on_gone)
+        self.monitor = BrokerLivenessMonitor(own_id, endpoint_of, store, self._on_gone, log_gone=False)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.vacated: list[int] = []
         """Controllers whose ``/controller`` this broker deleted (tests, diagnostics)."""
