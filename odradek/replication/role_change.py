@@ -123,12 +123,13 @@ def decide_roles(broker_id: int, states: Iterable[LeaderAndIsrPartition], held: 
     ``held(key)``: the replica hosted here, or None. A partition named twice: the first wins."""
     decision = RoleDecision()
     seen: set[TopicPartition] = set()
+    bad_topics = _BadTopics()  # a request names each of its topics for many partitions
     for state in states:
-        key = state.key
+        key = (state.topic, state.partition)
         if key in seen:
             continue
         seen.add(key)
-        bad = _bad_partition(key)
+        bad = bad_topics.of(state.topic) or (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if key[1] < 0 else None)
         if bad is not None:
             decision.errors[key] = bad
             continue
@@ -167,6 +168,28 @@ def decide_stops(partitions: Iterable[StopReplicaPartition], held: Held) -> Stop
         else:
             decision.errors[key] = ErrorCode.FENCED_LEADER_EPOCH
     return decision
+
+
+class _BadTopics:
+    """Each topic name checked once (`validate_topic_name`): a 10,000-partition
+    LeaderAndIsr names 100 topics."""
+
+    def __init__(self) -> None:
+        self._checked: dict[str, ErrorCode | None] = {}
+
+    def of(self, topic: str) -> ErrorCode | None:
+        """INVALID_TOPIC_EXCEPTION for a name no topic can have, else None."""
+        try:
+            return self._checked[topic]
+        except KeyError:
+            pass
+        try:
+            validate_topic_name(topic)
+            bad = None
+        except InvalidTopicError:
+            bad = ErrorCode.INVALID_TOPIC_EXCEPTION
+        self._checked[topic] = bad
+        return bad
 
 
 def _bad_partition(key: TopicPartition) -> ErrorCode | None:

@@ -82,8 +82,9 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
         for key, why in decision.errors.items():
             log.debug("ignoring LeaderAndIsr of controller %d (epoch %d) for %s-%d: %s",
                       header.controller_id, header.controller_epoch, key[0], key[1], why.name)
-        for s in states:  # a newer state of a partition replaces one waiting for its log
-            rm.unhosted_roles.pop(s.key, None)
+        if rm.unhosted_roles:  # a newer state of a partition replaces one waiting for its log
+            for s in states:
+                rm.unhosted_roles.pop(s.key, None)
         errors, elected, resigned = await _take_roles(broker, decision, retrying=False)
         log.info("LeaderAndIsr of controller %d (epoch %d): %d newly led, %d followed, %d partition(s) in all, "
                  "in %.2f s", header.controller_id, header.controller_epoch, len(elected), len(resigned), len(errors),
@@ -345,6 +346,7 @@ def _make_leaders(broker, states: list[LeaderAndIsrPartition], errors: dict) -> 
     answers whether it is a new leader: a new epoch of the same leader elects no one)."""
     rm = broker.replica_manager
     elected = []
+    debug = log.isEnabledFor(logging.DEBUG)  # a line per partition: 10,000 in a failover
     for s in states:
         try:
             part = rm.get(*s.key)
@@ -356,12 +358,12 @@ def _make_leaders(broker, states: list[LeaderAndIsrPartition], errors: dict) -> 
             log.error("cannot lead %s-%d: %s", s.topic, s.partition, e)
             errors[s.key] = ErrorCode.KAFKA_STORAGE_ERROR
             continue
-        errors[s.key] = ErrorCode.NONE
-        rm.notify(s.key)
+        errors[s.key] = ErrorCode.NONE  # make_leader told the partition's watchers (notify)
         if not was_leader:
             elected.append(part)
-        log.debug("leading %s-%d at leader epoch %d from offset %d, ISR %s", s.topic, s.partition,
-                  s.leader_epoch, part.leader_epoch_start_offset, list(s.isr))
+        if debug:
+            log.debug("leading %s-%d at leader epoch %d from offset %d, ISR %s", s.topic, s.partition,
+                      s.leader_epoch, part.leader_epoch_start_offset, list(s.isr))
     return elected
 
 
@@ -390,6 +392,7 @@ def _make_followers(broker, states: list[LeaderAndIsrPartition], errors: dict) -
     """Become follower of each; then fetch from the new leaders (see the module)."""
     rm = broker.replica_manager
     resigned = []
+    debug = log.isEnabledFor(logging.DEBUG)
     for s in states:
         try:
             part = rm.get(*s.key)
@@ -402,8 +405,9 @@ def _make_followers(broker, states: list[LeaderAndIsrPartition], errors: dict) -
             continue
         errors[s.key] = ErrorCode.NONE
         resigned.append(part)
-        log.debug("following broker %d for %s-%d at leader epoch %d from offset %d (high watermark %d)",
-                  s.leader, s.topic, s.partition, s.leader_epoch, part.log_end_offset, part.high_watermark)
+        if debug:
+            log.debug("following broker %d for %s-%d at leader epoch %d from offset %d (high watermark %d)",
+                      s.leader, s.topic, s.partition, s.leader_epoch, part.log_end_offset, part.high_watermark)
     _remove_fetchers(broker, [p.key for p in resigned])
     if not getattr(broker, "stopping", False):
         _add_fetchers(broker, [p for p in resigned if p.leader_id >= 0])

@@ -157,3 +157,19 @@ def test_become_follower_keeps_the_high_watermark_and_drops_leader_state():
     assert part.followers == {} and part.pending_isr is None and part.leader_epoch_start_offset == -1
     assert part.log.assigned == [1]  # a follower's epochs come from the leader's batches
     assert not part.become_follower(2, 2, (1, 2), (2,), zk_version=5)
+
+
+def test_each_topic_name_is_checked_once_per_request(monkeypatch):
+    """A 10,000-partition LeaderAndIsr names 100 topics: a name is checked once, not once per
+    partition; every partition of a bad name is still refused."""
+    import odradek.replication.role_change as role_change
+
+    checked = []
+    real = role_change.validate_topic_name
+    monkeypatch.setattr(role_change, "validate_topic_name", lambda name: (checked.append(name), real(name))[1])
+    states = [role(t, p) for t in ("a", "b", "bad/name") for p in range(20)] + [role("a", -1)]
+    decision = decide_roles(ME, states, nothing_held)
+    assert sorted(checked) == ["a", "b", "bad/name"]
+    assert len(decision.leaders) == 40
+    assert decision.errors == {**{("bad/name", p): ErrorCode.INVALID_TOPIC_EXCEPTION for p in range(20)},
+                               ("a", -1): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}

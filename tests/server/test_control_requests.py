@@ -190,6 +190,28 @@ def test_leader_and_isr_makes_this_broker_leader_at_every_version(node, version)
     assert node.call(node.broker.leader_partition, t, 0)[1] == ErrorCode.NONE
 
 
+def test_a_partition_led_at_a_new_epoch_tells_its_watchers_once(node):
+    """``ReplicaManager.make_leader`` notifies; taking the role notifies no second time (every
+    watching fetch session is told of each notify: a failover's 10,000 new epochs)."""
+    t, mine = topic(), me(node)
+    deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, [(t, 0, mine, 1, [mine], [mine], 0)], controller_epoch(node)))
+    changed = []
+
+    class Watcher:
+        def partition_changed(self, key):
+            changed.append(key)
+
+    watcher = Watcher()
+    node.call(node.broker.replica_manager.watch, (t, 0), watcher)
+    try:
+        body = leader_and_isr(7, [(t, 0, mine, 2, [mine], [mine], 1)], controller_epoch(node))
+        assert deliver(node, "LeaderAndIsr", 7, body).error_code == ErrorCode.NONE
+    finally:
+        node.call(node.broker.replica_manager.unwatch, (t, 0), watcher)
+    assert partition(node, t).leader_epoch == 2
+    assert changed == [(t, 0)]
+
+
 def test_topic_ids_are_kept_and_answered_by_id(node):
     t, topic_id, mine = topic(), uuid.uuid4(), me(node)
     body = leader_and_isr(5, [(t, 0, mine, 1, [mine], [mine], 0), (t, 1, mine, 1, [mine], [mine], 0)],
