@@ -148,8 +148,8 @@ class TopicDeletionManager:
         self.rsm.handle_state_changes(self._in_state(topic, R.DELETION_SUCCESSFUL), R.NON_EXISTENT)
         self.ctx.remove_topic(topic)
         guard = self.ctx.epoch_zk_version
-        self.batch.add_write(DeleteZnode(layout.topic_path(topic), guard, recursive=True,
-                                         subtree=_partition_znodes(topic, partitions) if partitions else ()))
+        named = _partition_znodes(topic, partitions) if partitions else ()
+        self.batch.add_write(DeleteZnode(layout.topic_path(topic), guard, recursive=True, subtree=named))
         self.batch.add_write(DeleteZnode(layout.topic_config_path(topic), guard))
         self.batch.add_write(DeleteZnode(layout.delete_topic_path(topic), guard))
 

@@ -12,10 +12,10 @@ ZooKeeper's 1 MiB request, ``jute.maxbuffer``):
   subtrees of all the run's deletes read level by level with `children_many`, so deleting
   100 topics of 100 partitions costs four pipelined reads, not 20,000 round trips; a delete
   that names its subtree, ``DeleteZnode.subtree``, costs only the read of its root's
-  existence); a delete
-  of a znode already gone is left out. One topic's subtree may span several multis: the
-  deletion is not atomic, but each multi is, and the znodes go children first, so what a
-  cut leaves is a smaller tree that deleting again finishes (as Kafka's ``deleteRecursive``).
+  existence); a delete of a znode already gone is left out. One topic's subtree may span
+  several multis: the deletion is not atomic, but each multi is, and the znodes go children
+  first, so what a cut leaves is a smaller tree that deleting again finishes (as Kafka's
+  ``deleteRecursive``).
 
 A write that names a path created, set or deleted earlier in the same run (a create under a
 deleted path, a delete of a created one) starts a new run, planned once the earlier run
