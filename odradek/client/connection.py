@@ -273,7 +273,7 @@ class BrokerConnection(asyncio.Protocol):
         ``expect_response=False`` (Produce with acks=0) resolves the future with None once
         the bytes are handed to the transport. Raises nothing: failures go into the future.
         ``body`` may also be the body already encoded at ``version`` (``bytes``: the
-        controller's UpdateMetadata, encoded once for all brokers, `UpdateMetadataBodies`).
+        controller's LeaderAndIsr and UpdateMetadata, encoded once for all brokers).
         """
         loop = self._loop
         future = loop.create_future()

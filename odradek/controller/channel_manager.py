@@ -10,8 +10,8 @@ for its response before the next, as Kafka's send thread does.
 * Remote brokers: a connection to the broker's endpoint on the inter-broker listener
   (``inter.broker.listener.name``, default the first listener of this broker),
   with API versions negotiated; the request is encoded (`request_encoding`) at the highest
-  version both sides have (UpdateMetadata to bytes once for all brokers,
-  `request_encoding.UpdateMetadataBodies`). A connection error or timeout closes the connection, and the same
+  version both sides have (LeaderAndIsr and UpdateMetadata to bytes once for all brokers,
+  `request_encoding.SharedBodies`). A connection error or timeout closes the connection, and the same
   request is sent again after a back-off, until the broker leaves the live set
   (`update_brokers`), when its queue is dropped (the futures are cancelled).
 * This broker: the request is encoded at the highest version we know and handed to the
@@ -49,7 +49,7 @@ from odradek.controller.commands import (
     UpdateMetadataRequest,
 )
 from odradek.controller.request_encoding import (
-    UpdateMetadataBodies, api_key_of, encode, encode_leader_and_isr,
+    SharedBodies, api_key_of, encode, encode_leader_and_isr,
 )
 from odradek.metadata.layout import BrokerInfo, Endpoint
 from odradek.protocol.api_keys import ApiKey
@@ -234,8 +234,8 @@ class _RequestSender:
         if isinstance(request, StopReplicaRequest) and version < 3:
             if len({p.delete_partition for p in request.partitions}) > 1:
                 raise _Undeliverable(f"StopReplica v{version} cannot mix delete and keep")
-        if isinstance(request, UpdateMetadataRequest):  # the same bytes for every broker
-            body = manager.update_metadata_bodies.body(request, version)
+        if isinstance(request, (LeaderAndIsrRequest, UpdateMetadataRequest)):  # shared bytes
+            body = manager.shared_bodies.body(request, version)
         else:
             body = _encode(request, version, manager.listener)
         return await connection.send(api_key, body, version=version)
@@ -300,7 +300,7 @@ class ControllerChannelManager:
         self.listener = inter_broker_listener_name(broker.config)
         self.request_timeout = broker.config["controller.socket.timeout.ms"] / 1000
         self.client_id = f"{CLIENT_ID_PREFIX}{broker.broker_id}"
-        self.update_metadata_bodies = UpdateMetadataBodies()  # used on the loop only
+        self.shared_bodies = SharedBodies(self.listener)  # used on the loop only
         self.loop: asyncio.AbstractEventLoop | None = None
         self._senders: dict[int, _RequestSender] = {}
         self._lock = threading.Lock()

@@ -90,38 +90,50 @@ class RequestBatch:
             return write
         write = replace(write, expected_version=self.writes[index].expected_version)
         self.writes[index] = write
+        # id(entry) -> (entry, its replacement): brokers that shared an entry share its
+        # replacement (see add_leader_and_isr); the entry is kept so that its id stays its own
+        replaced: dict[int, tuple[LeaderAndIsrPartition, LeaderAndIsrPartition]] = {}
         for per_broker in self.leader_and_isr.values():
             entry = per_broker.get(tp)
             if entry is not None and entry.zk_version == write.expected_version + 1:
-                per_broker[tp] = replace(
-                    entry, controller_epoch=state.controller_epoch, leader=state.leader,
-                    leader_epoch=state.leader_epoch, isr=tuple(state.isr),
-                )
+                if id(entry) not in replaced:
+                    replaced[id(entry)] = (entry, replace(
+                        entry, controller_epoch=state.controller_epoch, leader=state.leader,
+                        leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+                    ))
+                per_broker[tp] = replaced[id(entry)][1]
         return write
 
     def add_leader_and_isr(
         self, brokers: Iterable[int], tp: TopicPartition, state: PartitionState, is_new: bool
     ) -> None:
-        """Kafka's ``addLeaderAndIsrRequestForBrokers``."""
+        """Kafka's ``addLeaderAndIsrRequestForBrokers``. The brokers share one entry object
+        (one per ``is_new`` value): their requests then compare equal by identity, and the
+        channel encodes them once (`request_encoding.SharedBodies`)."""
         assignment = self.ctx.assignments[tp]
+        entries: dict[bool, LeaderAndIsrPartition] = {}
         for broker in brokers:
             if broker < 0:
                 continue
             per_broker = self.leader_and_isr.setdefault(broker, {})
             old = per_broker.get(tp)
-            per_broker[tp] = LeaderAndIsrPartition(
-                tp[0],
-                tp[1],
-                state.controller_epoch,
-                state.leader,
-                state.leader_epoch,
-                tuple(state.isr),
-                state.zk_version,
-                assignment.replicas,
-                assignment.adding,
-                assignment.removing,
-                is_new or (old is not None and old.is_new),
-            )
+            new = is_new or (old is not None and old.is_new)
+            entry = entries.get(new)
+            if entry is None:
+                entry = entries[new] = LeaderAndIsrPartition(
+                    tp[0],
+                    tp[1],
+                    state.controller_epoch,
+                    state.leader,
+                    state.leader_epoch,
+                    tuple(state.isr),
+                    state.zk_version,
+                    assignment.replicas,
+                    assignment.adding,
+                    assignment.removing,
+                    new,
+                )
+            per_broker[tp] = entry
         self.add_update_metadata(self.ctx.live_or_shutting_down_ids(), [tp])
 
     def add_update_metadata(

@@ -9,12 +9,13 @@ version of the spec range: the layout differs by version, as Kafka's request bui
   (Kafka's ``ZkVersion``, renamed).
 * UpdateMetadata: v0-4 flat, v5+ by topic, v7+ with topic ids; brokers as ``v0_host`` /
   ``v0_port`` in v0, endpoints from v1, listener names from v3, racks from v2.
-  `UpdateMetadataBodies` encodes its body to bytes once for all the target brokers of one
-  controller event (they differ only in the broker epoch, see there).
 * StopReplica: v0 flat with one ``delete_partitions`` flag, v1-2 by topic with that flag, v3+
   per partition leader epoch and delete flag. A request mixing delete and non-delete partitions
   cannot be said in v0-2: `encode` raises ValueError (the controller sends them separately
   in Kafka; ours groups them, so the channel picks v3+ whenever the broker has it).
+
+`SharedBodies` encodes LeaderAndIsr and UpdateMetadata bodies to bytes once for all the
+target brokers of one controller event (they differ only in the broker epoch, see there).
 
 The reverse helpers (`leader_and_isr_partitions`, `stop_replica_partitions`,
 `update_metadata_partitions`) flatten a decoded request of any version into the values of
@@ -218,56 +219,71 @@ def encode_update_metadata(request: UpdateMetadataRequest, version: int) -> umr.
     return out
 
 
-UPDATE_METADATA_BROKER_EPOCH_AT = {5: 8, 6: 8, 7: 8, 8: 9}
-"""Where an UpdateMetadata body holds its int64 ``broker_epoch``, by version: v5-7 begin with
-controller_id int32, controller_epoch int32, broker_epoch int64; v8 puts is_k_raft_controller
-(one boolean byte) after controller_id. v0-4 carry no broker epoch."""
+BROKER_EPOCH_AT = {
+    ApiKey.LEADER_AND_ISR: {2: 8, 3: 8, 4: 8, 5: 8, 6: 8, 7: 9},
+    ApiKey.UPDATE_METADATA: {5: 8, 6: 8, 7: 8, 8: 9},
+}
+"""Where a LeaderAndIsr or UpdateMetadata body holds its int64 ``broker_epoch``, by version:
+they begin with controller_id int32, controller_epoch int32, broker_epoch int64, except
+LeaderAndIsr v7 and UpdateMetadata v8, which put is_k_raft_controller (one boolean byte) after
+controller_id. LeaderAndIsr v0-1 and UpdateMetadata v0-4 carry no broker epoch."""
 
 _INT64 = struct.Struct(">q")
 
+_SHARED_FIELDS = {
+    LeaderAndIsrRequest: ("controller_id", "controller_epoch", "live_leaders", "topic_ids", "partition_states"),
+    UpdateMetadataRequest: ("controller_id", "controller_epoch", "live_brokers", "topic_ids", "partition_states"),
+}
+"""The fields whose equality makes two requests' bodies equal but for the broker epoch (all
+but ``broker_id`` and ``broker_epoch``; the partition states last: the longest to compare)."""
 
-class UpdateMetadataBodies:
-    """UpdateMetadata bodies as bytes at a version, the partition states encoded once for all
-    the brokers of one controller event.
 
-    `RequestBatch.drain` makes one UpdateMetadataRequest per live broker with the same
-    partition states, live brokers and topic ids (Kafka's ``ControllerChannelManager`` also
-    builds one per broker); the wire bodies differ only in ``broker_epoch``. At 10,000
-    partitions encoding one costs ~45 ms of the controller broker's event loop (CPU, measured
-    here), and that was paid for every target broker of every event; the shared encoding
-    costs ~12 ms per broker (three brokers: 0.129 s -> 0.035 s). `body` keeps, per version, the last request it encoded with its bytes: a
-    request equal to it but for ``broker_id`` / ``broker_epoch`` gets those bytes with its own
-    broker epoch written at `UPDATE_METADATA_BROKER_EPOCH_AT` (nothing to write in v0-4). The
-    bytes are exactly what encoding the request itself gives (checked against the generated
-    writer for every version in ``tests/controller/test_request_encoding.py``).
+class SharedBodies:
+    """LeaderAndIsr and UpdateMetadata bodies as bytes at a version, encoded once for all the
+    brokers of one controller event.
 
-    Comparing requests is cheap when the batch shares the partition state objects among its
-    brokers (``RequestBatch._requests_for`` memoises them): tuple equality stops at identity.
-    Use from one thread at a time (the channel manager's loop)."""
+    `RequestBatch.drain` makes one request per target broker (Kafka's
+    ``ControllerChannelManager`` also builds one per broker). UpdateMetadata goes to every live
+    broker with the same partition states; so does LeaderAndIsr when every broker holds a
+    replica of every partition (a creation or a failover with replication factor = brokers).
+    Their wire bodies then differ only in ``broker_epoch``. At 10,000 partitions encoding an
+    UpdateMetadata costs ~45 ms of the controller broker's event loop (CPU, measured here), a
+    LeaderAndIsr about as much, and that was paid for every target broker of every event;
+    three brokers sharing one encoding: 0.129 s -> 0.035 s.
 
-    def __init__(self) -> None:
-        self._last: dict[int, tuple[UpdateMetadataRequest, bytes]] = {}
+    `body` keeps, per API and version, the last request it encoded with its bytes: a request
+    equal to it in `_SHARED_FIELDS` gets those bytes with its own broker epoch written at
+    `BROKER_EPOCH_AT` (nothing to write in versions without one). The bytes are exactly what
+    encoding the request itself gives (checked against the generated writers for every version
+    in ``tests/controller/test_request_encoding.py``). Comparing is cheap when the batch shares
+    the partition state objects among its brokers (``RequestBatch`` does): tuple equality stops
+    at identity. Use from one thread at a time (the channel manager's loop)."""
 
-    def body(self, request: UpdateMetadataRequest, version: int) -> bytes:
+    def __init__(self, listener: str | None = None) -> None:
+        self.listener = listener  # picks LeaderAndIsr's live leaders' endpoints
+        self._last: dict[tuple[int, int], tuple[BrokerRequest, bytes]] = {}
+
+    def body(self, request: LeaderAndIsrRequest | UpdateMetadataRequest, version: int) -> bytes:
         """The wire body of ``request`` at ``version`` (no request header, no size)."""
-        last = self._last.get(version)
+        api_key = api_key_of(request)
+        last = self._last.get((api_key, version))
         if last is not None and _same_but_target(last[0], request):
-            return _with_broker_epoch(last[1], version, request.broker_epoch)
+            return _with_broker_epoch(last[1], BROKER_EPOCH_AT[api_key].get(version), request.broker_epoch)
         out = EncodeBuffer()
-        umr.WRITERS[version](encode_update_metadata(request, version), out)
+        if api_key == ApiKey.LEADER_AND_ISR:
+            lai.WRITERS[version](encode_leader_and_isr(request, version, self.listener), out)
+        else:
+            umr.WRITERS[version](encode_update_metadata(request, version), out)
         body = bytes(out)
-        self._last[version] = (request, body)
+        self._last[(api_key, version)] = (request, body)
         return body
 
 
-def _same_but_target(a: UpdateMetadataRequest, b: UpdateMetadataRequest) -> bool:
-    return (a.controller_id == b.controller_id and a.controller_epoch == b.controller_epoch
-            and a.live_brokers == b.live_brokers and a.topic_ids == b.topic_ids
-            and a.partition_states == b.partition_states)
+def _same_but_target(a: BrokerRequest, b: BrokerRequest) -> bool:
+    return type(a) is type(b) and all(getattr(a, f) == getattr(b, f) for f in _SHARED_FIELDS[type(a)])
 
 
-def _with_broker_epoch(body: bytes, version: int, broker_epoch: int) -> bytes:
-    at = UPDATE_METADATA_BROKER_EPOCH_AT.get(version)
+def _with_broker_epoch(body: bytes, at: int | None, broker_epoch: int) -> bytes:
     if at is None:
         return body
     return b"".join((body[:at], _INT64.pack(broker_epoch), body[at + 8:]))

@@ -81,8 +81,34 @@ def test_a_second_state_write_replaces_the_first_and_its_leader_and_isr():
     first = PartitionState(1000, 1, (1000, 1001), 1, 4)  # as written: from version 3 to 4
     second = PartitionState(1001, 2, (1001,), 1, 4)
     batch.add_state_write(SetZnode(path, 0, first.to_json(), 3, topic_partition=tp), first)
-    batch.add_leader_and_isr([1002], tp, first, is_new=False)
+    batch.add_leader_and_isr([1002, 1003], tp, first, is_new=False)
     queued = batch.add_state_write(SetZnode(path, 0, second.to_json(), 4, topic_partition=tp), second)
     assert batch.writes == [queued] and queued.expected_version == 3
     entry = batch.leader_and_isr[1002][tp]
     assert (entry.leader, entry.leader_epoch, entry.isr, entry.zk_version) == (1001, 2, (1001,), 4)
+    assert batch.leader_and_isr[1003][tp] is entry  # still one entry for both (SharedBodies)
+
+
+def _entries_by_partition(requests) -> dict:
+    out: dict = {}
+    for r in requests:
+        for s in r.partition_states:
+            out.setdefault((s.topic, s.partition), []).append(s)
+    return out
+
+
+def test_the_brokers_of_one_event_share_their_leader_and_isr_entries():
+    """One entry object per partition for all the brokers (`RequestBatch.add_leader_and_isr`,
+    and `add_state_write`'s replacements in a failover): their requests compare equal by
+    identity and `request_encoding.SharedBodies` encodes them once."""
+    c = cluster_with_topics()
+    created = _entries_by_partition(c.sent(LeaderAndIsrRequest))
+    assert {len(e) for e in created.values()} == {RF}
+    assert all(len({id(s) for s in e}) == 1 for e in created.values())
+    commands = c.controller.handle(ev.Startup(read_snapshot(c.store, 1000, c.broker_epochs())))
+    c.execute(commands)
+    c.requests = []
+    c.kill(1001)
+    failover = _entries_by_partition(c.sent(LeaderAndIsrRequest))
+    assert failover and {len(e) for e in failover.values()} == {RF - 1}  # its replicas left alive
+    assert all(len({id(s) for s in e}) == 1 for e in failover.values())

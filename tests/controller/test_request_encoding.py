@@ -19,12 +19,13 @@ from odradek.controller.commands import (
     UpdateMetadataRequest,
 )
 from odradek.controller.request_encoding import (
-    UpdateMetadataBodies,
+    SharedBodies,
     alter_partition_items,
     api_key_of,
     encode,
     encode_alter_partition,
     encode_alter_partition_response,
+    encode_leader_and_isr,
     leader_and_isr_partitions,
     stop_replica_partitions,
     update_metadata_partitions,
@@ -34,6 +35,7 @@ from odradek.protocol import codec
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.request_header import RequestHeader
+from odradek.protocol.generated import leader_and_isr_request as lai
 from odradek.protocol.generated import update_metadata_request as umr
 from odradek.protocol.generated.response_header import ResponseHeader
 from odradek.protocol.primitives import EncodeBuffer
@@ -149,43 +151,55 @@ def test_alter_partition_request_and_response(version):
         assert decoded.topics[0].topic_name == "a"
 
 
-def _per_broker_requests() -> list[UpdateMetadataRequest]:
-    """One drain's UpdateMetadata to three brokers: the same partition state objects (as
+def _per_broker_requests(request) -> list:
+    """One drain's request to three brokers: the same partition state objects (as
     `RequestBatch` shares them), each broker with its own id and epoch."""
-    return [replace(UMR, broker_id=b, broker_epoch=epoch) for b, epoch in ((1, 42), (2, 7), (3, -1))]
+    return [replace(request, broker_id=b, broker_epoch=epoch) for b, epoch in ((1, 42), (2, 7), (3, -1))]
 
 
-def _encoded_alone(request: UpdateMetadataRequest, version: int) -> bytes:
+def _encoded_alone(request, version: int) -> bytes:
     out = EncodeBuffer()
-    umr.WRITERS[version](encode(request, version), out)
+    module = lai if isinstance(request, LeaderAndIsrRequest) else umr
+    module.WRITERS[version](encode_leader_and_isr(request, version, "REPL") if module is lai
+                            else encode(request, version), out)
     return bytes(out)
 
 
-@pytest.mark.parametrize("version", range(0, 9))
-def test_update_metadata_bodies_are_each_brokers_own_encoding(version):
-    bodies = UpdateMetadataBodies()
-    for request in _per_broker_requests():
+SHARED_CASES = [(UMR, v) for v in range(0, 9)] + [(LAI, v) for v in range(0, 8)]
+
+
+@pytest.mark.parametrize("request_value,version", SHARED_CASES,
+                         ids=[f"{type(r).__name__}-v{v}" for r, v in SHARED_CASES])
+def test_shared_bodies_are_each_brokers_own_encoding(request_value, version):
+    api_key = api_key_of(request_value)
+    bodies = SharedBodies("REPL")
+    for request in _per_broker_requests(request_value):
         body = bodies.body(request, version)
         assert body == _encoded_alone(request, version)
-        frame = codec.encode_request(RequestHeader(ApiKey.UPDATE_METADATA, version, 7, "c"), encode(request, version))
-        assert frame.endswith(body)
-        decoded = wire_roundtrip(ApiKey.UPDATE_METADATA, version, encode(request, version))
-        assert decoded.broker_epoch == (request.broker_epoch if version >= 5 else -1)
+        decoded = codec.decode_request_body(RequestHeader(api_key, version, 7, "c"), body, 0)
+        has_epoch = version >= (5 if api_key == ApiKey.UPDATE_METADATA else 2)
+        assert decoded.broker_epoch == (request.broker_epoch if has_epoch else -1)
     # another drain's states (one partition's leader moved) are encoded anew, not reused
-    moved = replace(UMR, partition_states=(replace(UMR.partition_states[0], leader=2),) + UMR.partition_states[1:])
+    states = request_value.partition_states
+    moved = replace(request_value, partition_states=(replace(states[0], leader=2),) + states[1:])
     assert bodies.body(moved, version) == _encoded_alone(moved, version)
-    newer = replace(UMR, controller_epoch=6)
-    assert bodies.body(newer, version) == _encoded_alone(newer, version)
+    for changed in (replace(request_value, controller_epoch=6), replace(request_value, controller_id=9),
+                    replace(request_value, topic_ids=()),
+                    replace(request_value, **{"live_leaders" if api_key == ApiKey.LEADER_AND_ISR
+                                              else "live_brokers": ()})):
+        assert bodies.body(changed, version) == _encoded_alone(changed, version)
+        bodies.body(request_value, version)  # the last one encoded is the original again
 
 
-@pytest.mark.parametrize("version", (4, 8))
-def test_update_metadata_bodies_encode_one_drains_states_once(version, monkeypatch):
+@pytest.mark.parametrize("request_value,version", [(UMR, 4), (UMR, 8), (LAI, 1), (LAI, 7)])
+def test_shared_bodies_encode_one_drains_states_once(request_value, version, monkeypatch):
     calls = []
-    writers = list(umr.WRITERS)
+    module = lai if isinstance(request_value, LeaderAndIsrRequest) else umr
+    writers = list(module.WRITERS)
     writer = writers[version]
     writers[version] = lambda o, w: (calls.append(o.broker_epoch), writer(o, w))
-    monkeypatch.setattr(umr, "WRITERS", tuple(writers))
-    bodies = UpdateMetadataBodies()
-    for request in _per_broker_requests():
+    monkeypatch.setattr(module, "WRITERS", tuple(writers))
+    bodies = SharedBodies()
+    for request in _per_broker_requests(request_value):
         bodies.body(request, version)
-    assert calls == [42]
+    assert len(calls) == 1
