@@ -96,7 +96,7 @@ class LogDeletion:
         with self._lock:
             due = [p for t, p in self._pending_dir_deletes if t <= now_ms]
             self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now_ms]
-        _erase(due)
+        erase_dirs(due)
         with self._lock:
             unrenamed = list(self._unrenamed)
         for path in unrenamed:
@@ -154,7 +154,7 @@ def _sync_renames(directory: str) -> None:
         logger.warning("could not sync %s after deleting logs: %s", directory, exc)
 
 
-def _erase(paths: list[str]) -> None:
+def erase_dirs(paths: list[str]) -> None:
     """Erase the directories ``paths`` (errors ignored: a directory left is erased at the next
     start-up, which never loads a ``-delete`` directory), several at a time (`ERASE_THREADS`)."""
     if len(paths) <= 1:

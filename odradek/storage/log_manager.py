@@ -43,7 +43,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -64,7 +63,7 @@ from odradek.storage.file_handle_cache import FileHandleCache
 from odradek.storage.file_ops import fsync_directory
 from odradek.storage.log import Log
 from odradek.storage.log_creation_batch import LogCreationBatching
-from odradek.storage.log_deletion import DELETE_DIR_SUFFIX, LogDeletion
+from odradek.storage.log_deletion import DELETE_DIR_SUFFIX, LogDeletion, erase_dirs
 from odradek.storage.log_dir_failure_channel import LogDirFailureChannel
 from odradek.storage.log_dirs import LogDirs
 from odradek.storage.partition_metadata import read_topic_id, topic_id_text, write_topic_id
@@ -173,12 +172,13 @@ class LogManager(LogCreationBatching, LogDeletion, LogDirs):
         starts = _read_checkpoint(directory, LOG_START_OFFSET_CHECKPOINT)
         self._cleaner_offsets.update(_read_checkpoint(directory, CLEANER_OFFSET_CHECKPOINT))
         configs: dict[str, LogConfig] = {}  # one per topic: LogConfig is immutable
+        deleted: list[str] = []  # a deletion's directories, never loaded: erased together
         for name in sorted(os.listdir(directory)):
             path = os.path.join(directory, name)
             if not os.path.isdir(path):
                 continue
             if name.endswith(DELETE_DIR_SUFFIX):
-                shutil.rmtree(path, ignore_errors=True)
+                deleted.append(path)
                 continue
             tp = parse_partition_dir(name)
             if tp is None:
@@ -202,6 +202,7 @@ class LogManager(LogCreationBatching, LogDeletion, LogDirs):
             self._logs[tp].io_error_handler = self._io_error_handler(directory)
             self._dir_of[tp] = directory
             self._topic_ids[tp] = read_topic_id(path)
+        erase_dirs(deleted)
         if not clean and not any(d == directory for d in self._dir_of.values()):
             logger.info("no logs in %s yet", directory)  # a new directory: nothing to recover
         else:
@@ -227,8 +228,7 @@ class LogManager(LogCreationBatching, LogDeletion, LogDirs):
                 self.checkpoint()
             except OSError as exc:
                 failed.append(f"checkpoints ({exc.strerror or exc})")
-            for _, path in self._pending_dir_deletes:
-                shutil.rmtree(path, ignore_errors=True)
+            erase_dirs([path for _, path in self._pending_dir_deletes])
             self._pending_dir_deletes = []
             if not failed:
                 try:

@@ -224,3 +224,26 @@ def test_deleted_directories_are_erased_several_at_a_time(tmp_path, monkeypatch)
     monkeypatch.setattr(log_deletion_module, "shutil", types.SimpleNamespace(rmtree=rmtree))
     assert m.remove_deleted_dirs(clock.milliseconds() + m.default_config.file_delete_delay_ms) == 2
     assert [n for n in os.listdir(tmp_path) if n.startswith("t-")] == []
+
+
+@pytest.mark.parametrize("when", ["shutdown", "start-up"])
+def test_deleted_directories_left_at_shutdown_or_start_up_are_erased_together(tmp_path, monkeypatch, when):
+    """A shutdown erases the directories still waiting for ``file.delete.delay.ms``, and a
+    start-up those a crash left, several at a time too (a barrier of two: one at a time
+    breaks it)."""
+    m = manager(tmp_path)
+    for p in range(2):
+        append(m.get_or_create_log("t", p), 3)
+    m.delete_logs([("t", 0), ("t", 1)])
+    both = threading.Barrier(2, timeout=5)
+
+    def rmtree(path, ignore_errors=False):
+        both.wait()
+        shutil.rmtree(path, ignore_errors=ignore_errors)
+
+    monkeypatch.setattr(log_deletion_module, "shutil", types.SimpleNamespace(rmtree=rmtree))
+    if when == "shutdown":
+        assert m.shutdown()
+    else:
+        manager(tmp_path)  # m crashed: its deleted directories are still there
+    assert [n for n in os.listdir(tmp_path) if n.startswith("t-")] == []
