@@ -345,6 +345,12 @@ class ClusterClient:
         if self.loop.time() - self._last_refresh > self.metadata_max_age:
             self.request_update()
 
+    def stale_in(self, now: float) -> float | None:
+        """Seconds until the snapshot is older than ``metadata_max_age`` (when `maybe_update`
+        refreshes it); None when it is already, or was never refreshed."""
+        left = self._last_refresh + self.metadata_max_age - now
+        return left if left > 0 else None
+
     async def wait_for_topics(self, topics, deadline: float) -> ClusterMetadata:
         """Refresh until every topic in ``topics`` is in the snapshot. A non-retriable error
         for a topic (an invalid name, no authorization) is raised at once; a topic still

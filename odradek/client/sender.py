@@ -157,6 +157,11 @@ class Sender:
             delay = self._send_ready(now)
             if self.closing and not self.acc.incomplete:
                 return
+            stale_in = self.cluster.stale_in(now)
+            if stale_in is not None and (delay is None or stale_in < delay):
+                # an idle producer refreshes its metadata too (metadata.max.age.ms, as Kafka's
+                # sender does through NetworkClient.poll), so its next send finds the leaders
+                delay = stale_in + 0.01  # just past it: maybe_update wants older than the age
             if self._pending_wake:
                 self._pending_wake = False
                 await asyncio.sleep(0)
