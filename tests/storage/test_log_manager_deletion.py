@@ -207,11 +207,9 @@ def test_deleting_many_logs_syncs_their_data_directory_once(tmp_path, monkeypatc
     assert sorted(n.split(".")[0] for n in os.listdir(tmp_path) if n.endswith("-delete")) == ["t-0", "t-1", "t-2"]
 
 
-def test_deleted_directories_are_erased_several_at_a_time(tmp_path, monkeypatch):
-    """Erasing waits on the file system: two directories due together are erased by two
-    threads at once (each waits at a barrier for the other; one at a time breaks it)."""
-    clock = FakeClock(T0)
-    m = manager(tmp_path, clock)
+def delete_two_erased_only_together(m, monkeypatch) -> None:
+    """Two logs of ``m`` deleted; their directories can then be erased only two at a time:
+    each ``rmtree`` waits at a barrier for the other (one at a time times out)."""
     for p in range(2):
         append(m.get_or_create_log("t", p), 3)
     m.delete_logs([("t", 0), ("t", 1)])
@@ -222,6 +220,14 @@ def test_deleted_directories_are_erased_several_at_a_time(tmp_path, monkeypatch)
         shutil.rmtree(path, ignore_errors=ignore_errors)
 
     monkeypatch.setattr(log_deletion_module, "shutil", types.SimpleNamespace(rmtree=rmtree))
+
+
+def test_deleted_directories_are_erased_several_at_a_time(tmp_path, monkeypatch):
+    """Erasing waits on the file system: two directories due together are erased by two
+    threads at once (each waits at a barrier for the other; one at a time breaks it)."""
+    clock = FakeClock(T0)
+    m = manager(tmp_path, clock)
+    delete_two_erased_only_together(m, monkeypatch)
     assert m.remove_deleted_dirs(clock.milliseconds() + m.default_config.file_delete_delay_ms) == 2
     assert [n for n in os.listdir(tmp_path) if n.startswith("t-")] == []
 
@@ -232,16 +238,7 @@ def test_deleted_directories_left_at_shutdown_or_start_up_are_erased_together(tm
     start-up those a crash left, several at a time too (a barrier of two: one at a time
     breaks it)."""
     m = manager(tmp_path)
-    for p in range(2):
-        append(m.get_or_create_log("t", p), 3)
-    m.delete_logs([("t", 0), ("t", 1)])
-    both = threading.Barrier(2, timeout=5)
-
-    def rmtree(path, ignore_errors=False):
-        both.wait()
-        shutil.rmtree(path, ignore_errors=ignore_errors)
-
-    monkeypatch.setattr(log_deletion_module, "shutil", types.SimpleNamespace(rmtree=rmtree))
+    delete_two_erased_only_together(m, monkeypatch)
     if when == "shutdown":
         assert m.shutdown()
     else:
