@@ -298,21 +298,19 @@ def memory(cluster: LocalCluster) -> tuple[dict, dict]:
 def _cpu_ticks(cluster: LocalCluster) -> float:
     """As `cluster_cpu`, from each process's own counters (``cpu_seconds_ticks``): threads
     that exit meanwhile (a deletion's erasing threads) still count."""
-    total = 0.0
-    for pid in processes(cluster).values():
-        try:
-            total += proc_stats.cpu_seconds_ticks(pid)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total
+    return _summed(cluster, proc_stats.cpu_seconds_ticks)
 
 
 def cluster_cpu(cluster: LocalCluster) -> float:
     """CPU seconds the brokers and ZooKeeper have used so far (a dead process counts 0)."""
+    return _summed(cluster, proc_stats.cpu_seconds)
+
+
+def _summed(cluster: LocalCluster, cpu_seconds) -> float:
     total = 0.0
     for pid in processes(cluster).values():
         try:
-            total += proc_stats.cpu_seconds(pid)
+            total += cpu_seconds(pid)
         except (FileNotFoundError, ProcessLookupError):
             pass
     return total
