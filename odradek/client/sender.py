@@ -29,11 +29,8 @@ with its original offset). A sequence error with no earlier batch outstanding, a
 producer id or a fenced epoch fail that batch and get a new producer id.
 
 A partition's batches in flight all go to one broker: when its leader moves, the next batch
-waits until those sent to the old leader are answered (a leader cut off from its cluster
-holds acks=all produces until they time out). A new leader with no state for the producer id
-would otherwise take a later sequence as the first of the producer and refuse the earlier
-ones' retries as out of order; and a refusal says nothing of the batches behind it only if
-they went to the broker that refused.
+waits until those sent to the old leader are answered. A new leader with no state for the
+producer id would take a later sequence as its first and refuse the earlier ones' retries.
 
 A batch once sent keeps its producer id, epoch and sequence for every retry, whatever
 happened to the producer id meanwhile: an answer such as a timeout, a lost connection or
@@ -247,10 +244,7 @@ class Sender:
                 need_update = True
                 continue
             if self.idempotent and queue.in_flight and queue.in_flight[0].node != leader:
-                # The leader moved while batches were in flight to the old one: a later
-                # batch must not reach the new leader first, which, knowing nothing of a new
-                # producer id yet, would take its sequence as the first and then refuse
-                # the earlier batches' retries (Sender module docstring).
+                # the leader moved with batches in flight to the old one (module docstring)
                 continue
             if self._in_flight.get(leader, 0) >= self.max_in_flight:
                 continue

@@ -202,12 +202,17 @@ class BrokerLivenessMonitor:
 
     def _read_registration(self, broker_id: int) -> Registration | None:
         """``/brokers/ids/<id>`` as a `Registration` (None: absent, or no such endpoint)."""
-        store = self.store()
-        path = layout.broker_path(broker_id)
-        try:
-            epoch = store.creation_id(path)
-            data, _ = store.get(path)
-        except NoNodeError:
-            return None
-        endpoint = self.endpoint_of(LiveBroker(broker_id, epoch, BrokerInfo.from_json(broker_id, data)))
-        return None if endpoint is None else Registration(epoch, endpoint.host, endpoint.port)
+        live = read_live_broker(self.store(), broker_id)
+        endpoint = None if live is None else self.endpoint_of(live)
+        return None if endpoint is None else Registration(live.epoch, endpoint.host, endpoint.port)
+
+
+def read_live_broker(store, broker_id: int) -> LiveBroker | None:
+    """``/brokers/ids/<id>`` with its epoch (the znode's czxid); None when absent."""
+    path = layout.broker_path(broker_id)
+    try:
+        epoch = store.creation_id(path)
+        data, _ = store.get(path)
+    except NoNodeError:
+        return None
+    return LiveBroker(broker_id, epoch, BrokerInfo.from_json(broker_id, data))

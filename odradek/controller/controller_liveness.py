@@ -30,11 +30,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from odradek.controller.broker_liveness_monitor import BrokerLivenessMonitor
+from odradek.controller.broker_liveness_monitor import BrokerLivenessMonitor, read_live_broker
 from odradek.controller.commands import LiveBroker
 from odradek.metadata import layout
 from odradek.metadata.errors import BadVersionError, NoNodeError, StoreError
-from odradek.metadata.layout import BrokerInfo, Endpoint
+from odradek.metadata.layout import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +60,12 @@ class ControllerLiveness:
         registration from the store; call from any thread but the loop's."""
         live = {}
         if controller_id not in (-1, self.own_id):
-            store = self.store()
-            path = layout.broker_path(controller_id)
             try:
-                epoch = store.creation_id(path)
-                data, _ = store.get(path)
-                live = {controller_id: LiveBroker(controller_id, epoch, BrokerInfo.from_json(controller_id, data))}
-            except (StoreError, ValueError):  # gone already, or unreadable: its session decides
-                pass
+                found = read_live_broker(self.store(), controller_id)
+            except (StoreError, ValueError):  # unreadable: its session decides
+                found = None
+            if found is not None:  # (None: gone already)
+                live = {controller_id: found}
         self._call(self.monitor.update, live)
 
     def shutdown(self) -> None:
