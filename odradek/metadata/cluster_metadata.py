@@ -36,6 +36,7 @@ from odradek.metadata.errors import (
 from odradek.metadata.image import MetadataImage
 from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
 from odradek.metadata.metadata_cache import MetadataCache
+from odradek.metadata.alive_brokers import AliveBrokers
 from odradek.metadata.offline_replicas import OfflineReplicas
 from odradek.metadata.store import CreateOp, MetadataStore, Op, SetOp
 from odradek.metadata.topic_name import collision_key, has_collision_chars, validate_topic_name
@@ -117,6 +118,8 @@ class ClusterMetadata:
         self.offline_replicas = OfflineReplicas()
         """What the controller's UpdateMetadata says is offline (failed log directories
         included, which the store does not hold)."""
+        self.alive_brokers = AliveBrokers()
+        """The brokers the controller's UpdateMetadata lists: what clients are told of."""
         store.add_session_listener(self._on_new_session)
 
     def ensure_paths(self) -> None:

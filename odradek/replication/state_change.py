@@ -170,19 +170,24 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
 
 
 async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterable[str] = (),
-                          reported: Iterable[ReportedPartition] = ()) -> ErrorCode:
+                          reported: Iterable[ReportedPartition] = (),
+                          alive: Iterable[int] | None = None) -> ErrorCode:
     """An UpdateMetadata: checked as the others and its controller epoch remembered. The
     broker's metadata image stays the one its ZooKeeper watches keep
     (``metadata/metadata_cache.py``), which already holds what the controller wrote; the
     request's partition states are not copied into it, except their offline replicas
     (``reported``, kept in ``broker.metadata.offline_replicas``, `OfflineReplicas`): replicas
-    in failed log directories are known to the controller only. Topics the controller is deleting
+    in failed log directories are known to the controller only; and its live brokers (``alive``,
+    kept in ``broker.metadata.alive_brokers``, `AliveBrokers`): the controller may have failed a
+    broker whose registration is still there. Topics the controller is deleting
     (partitions whose leader is -2, ``LeaderDuringDelete``): the group coordinator drops
     their committed offsets (Kafka's ``handleDeletedPartitions``)."""
     async with broker.replica_manager.state_change_lock:
         error = await _check(broker, "UpdateMetadata", header)
         if error == ErrorCode.NONE:
             broker.metadata.offline_replicas.update(reported)
+            if alive is not None:
+                broker.metadata.alive_brokers.update(alive)
     topics = set(deleted_topics)
     coordinator = getattr(broker, "group_coordinator", None)
     if error == ErrorCode.NONE and topics and coordinator is not None:

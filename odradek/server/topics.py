@@ -85,11 +85,12 @@ class TopicManager:
         return TopicPlan(name, {p: list(r) for p, r in assignment.items()}, configs)
 
     def _broker_racks(self) -> dict[int, str | None]:
-        return {b.broker_id: b.rack for b in self.broker.metadata_image().brokers.values()}
+        alive = self.broker.metadata.alive_brokers.of(self.broker.metadata_image().brokers)
+        return {b.broker_id: b.rack for b in alive.values()}
 
     def _check_assignment(self, assignments: dict[int, list[int]]) -> dict[int, list[int]]:
         _check_partition_count(len(assignments))
-        live = set(self.broker.metadata_image().brokers)
+        live = set(self.broker.metadata.alive_brokers.of(self.broker.metadata_image().brokers))
         if sorted(assignments) != list(range(len(assignments))):
             raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions must be numbered 0..n-1")
         sizes = {len(r) for r in assignments.values()}

@@ -122,12 +122,14 @@ def stop_replica(version: int, parts, controller_epoch: int, delete: bool, broke
     return body
 
 
-def update_metadata(version: int, controller_epoch: int, parts=(), broker_epoch: int = -1):
-    """``parts``: (topic, partition, leader)."""
+def update_metadata(version: int, controller_epoch: int, parts=(), broker_epoch: int = -1, live=(1,)):
+    """``parts``: (topic, partition, leader); ``live``: the brokers listed alive (by default the
+    broker under test, test_config's node.id, as a controller always lists its receiver)."""
     def state(t, p, leader):
         return UM.UpdateMetadataPartitionState(topic_name=t, partition_index=p, controller_epoch=controller_epoch,
                                                leader=leader, leader_epoch=1, isr=[1], zk_version=0, replicas=[1])
-    body = UM.UpdateMetadataRequest(controller_id=99, controller_epoch=controller_epoch, broker_epoch=broker_epoch)
+    body = UM.UpdateMetadataRequest(controller_id=99, controller_epoch=controller_epoch, broker_epoch=broker_epoch,
+                                    live_brokers=[UM.UpdateMetadataBroker(id=b) for b in live])
     if version < 5:
         body.ungrouped_partition_states = [state(*p) for p in parts]
     else:

@@ -73,8 +73,9 @@ def _update_metadata(v: Victim):  # shows the topic being deleted (leader -2)
     state = m.UpdateMetadataPartitionState(topic_name=v.name, partition_index=0, controller_epoch=v.controller_epoch,
                                            leader=-2, leader_epoch=v.leader_epoch + 1, isr=[v.me],
                                            zk_version=v.zk_version + 1, replicas=[v.me])
+    alive = [m.UpdateMetadataBroker(id=v.me)]
     return "UpdateMetadata", 7, m.MESSAGE(controller_id=v.me, controller_epoch=v.controller_epoch,
-                                          broker_epoch=v.broker_epoch, live_brokers=[], topic_states=[
+                                          broker_epoch=v.broker_epoch, live_brokers=alive, topic_states=[
                                               m.UpdateMetadataTopicState(topic_name=v.name, topic_id=v.topic_id,
                                                                          partition_states=[state])])
 

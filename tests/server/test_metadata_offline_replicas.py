@@ -23,7 +23,8 @@ def update_metadata(version: int, epoch: int, name: str, leader: int, offline: l
     state = UM.UpdateMetadataPartitionState(
         topic_name=name, partition_index=0, controller_epoch=epoch, leader=leader,
         leader_epoch=0, isr=[leader], zk_version=0, replicas=[leader], offline_replicas=offline)
-    body = UM.UpdateMetadataRequest(controller_id=99, controller_epoch=epoch, broker_epoch=-1)
+    body = UM.UpdateMetadataRequest(controller_id=99, controller_epoch=epoch, broker_epoch=-1,
+                                    live_brokers=[UM.UpdateMetadataBroker(id=leader)])  # as a controller lists it
     if version < 5:
         body.ungrouped_partition_states = [state]
     else:

@@ -21,7 +21,8 @@ def handle(ctx, request):
         return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                                        endpoint_type=request.endpoint_type, cluster_id=broker.cluster_id)
     brokers = []
-    for info in sorted(image.brokers.values(), key=lambda b: b.broker_id):
+    alive = broker.metadata.alive_brokers.of(image.brokers)  # as Metadata answers them
+    for info in sorted(alive.values(), key=lambda b: b.broker_id):
         endpoint = next((e for e in info.endpoints if e.listener == ctx.connection.listener_name), info.endpoints[0])
         brokers.append(DescribeClusterBroker(broker_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack))
     controller = answered_controller_id(broker)

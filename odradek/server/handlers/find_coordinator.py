@@ -157,7 +157,7 @@ def _internal_topic_spec(broker, topic_name: str) -> tuple[int, int, dict[str, s
     compacted, the replication factor capped at the live brokers (Kafka refuses instead), and
     for ``__transaction_state`` its ``min.insync.replicas`` (capped at that factor)."""
     config = broker.config
-    live = len(broker.metadata_image().brokers)
+    live = len(broker.metadata.alive_brokers.of(broker.metadata_image().brokers))
     if topic_name == SHARE_GROUP_STATE_TOPIC:  # Kafka's ShareCoordinatorService.shareGroupStateTopicConfigs
         rf = max(1, min(config["share.coordinator.state.topic.replication.factor"], live))
         return config["share.coordinator.state.topic.num.partitions"], rf, {

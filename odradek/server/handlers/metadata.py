@@ -18,7 +18,10 @@ it are ignored (the Java admin client's ``describeTopics(TopicCollection.ofTopic
 sends empty names with its ids). Without ids, a null name is INVALID_REQUEST for that entry.
 Each topic is answered once, however often it is asked for (Kafka collects them in a set).
 
-A partition's ``offline_replicas`` (v5+) are its replicas on brokers not live, and those the
+The brokers answered are the registered ones that the controller's last UpdateMetadata lists
+live (``metadata/alive_brokers.py``): a broker the controller failed before its session
+expired is left out, as is a leader on it. A partition's ``offline_replicas`` (v5+) are its
+replicas on brokers not live, and those the
 controller's last UpdateMetadata for it named offline (in a failed log directory of a live
 broker: ``metadata/offline_replicas.py``), as Kafka's ``MetadataCache`` answers them.
 """
@@ -94,6 +97,7 @@ def _with_authorized_operations(ctx, request, response: MetadataResponse) -> Met
 def _answer(ctx, names, create_errors: dict[str, int]):
     broker = ctx.broker
     image = broker.metadata_image()
+    alive = broker.metadata.alive_brokers.of(image.brokers)
     topics = []
     for name, topic_id, error in names:
         if error is not None:
@@ -111,10 +115,10 @@ def _answer(ctx, names, create_errors: dict[str, int]):
             topics.append(MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                 name=name, topic_id=ZERO_UUID))
             continue
-        topics.append(_topic(broker, image, assignment))
+        topics.append(_topic(broker, image, alive, assignment))
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[_broker(b, ctx.connection.listener_name) for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)],
+        brokers=[_broker(b, ctx.connection.listener_name) for b in sorted(alive.values(), key=lambda b: b.broker_id)],
         cluster_id=broker.cluster_id,
         controller_id=answered_controller_id(broker),
         topics=topics,
@@ -177,8 +181,7 @@ def _broker(info, listener_name: str) -> MetadataResponseBroker:
     return MetadataResponseBroker(node_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack)
 
 
-def _topic(broker, image, assignment) -> MetadataResponseTopic:
-    live = set(image.brokers)
+def _topic(broker, image, live, assignment) -> MetadataResponseTopic:
     reported = broker.metadata.offline_replicas
     partitions = []
     for index in sorted(assignment.partitions):

@@ -7,7 +7,8 @@ LeaderAndIsr), its controller epoch remembered, and the topics it shows being de
 (leader -2, Kafka's ``LeaderDuringDelete``) handed to the group coordinator
 (``replication/state_change.update_metadata``), and each partition's offline replicas (v4+;
 replicas in failed log directories among them) kept for Metadata's answers
-(``metadata/offline_replicas.py``). Every version: v0-4 list partition states flat
+(``metadata/offline_replicas.py``), and its live brokers kept for the brokers answered to
+clients (``metadata/alive_brokers.py``). Every version: v0-4 list partition states flat
 (``ungrouped_partition_states``), v5+ per topic (``topic_states``).
 """
 
@@ -28,7 +29,8 @@ async def handle(ctx, request):
     if not authorize.allowed_cluster(ctx, acl.CLUSTER_ACTION):  # from the controller only (Kafka: CLUSTER_ACTION)
         return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     header = ControlHeader(request.controller_id, request.controller_epoch, request.broker_epoch)
-    error = await update_metadata(ctx.broker, header, deleted_topics(request), reported_partitions(request))
+    alive = [b.id for b in request.live_brokers]
+    error = await update_metadata(ctx.broker, header, deleted_topics(request), reported_partitions(request), alive)
     return UpdateMetadataResponse(error_code=error)
 
 

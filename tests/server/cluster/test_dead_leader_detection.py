@@ -4,8 +4,9 @@ a stopped one (SIGSTOP) does not (odradek/controller/broker_liveness.py).
 Three brokers, the longest session the test ZooKeeper grants (10 s: its tickTime of 500 ms
 times 20), so the kill test can only pass through the controller's detection: the victim's
 partitions must be led by another ISR member while the victim's registration (the same
-czxid) is still in ZooKeeper. Once the session expires and the znode goes, nothing changes
-again; restarted (a new registration), the victim rejoins every ISR. The producer is
+czxid) is still in ZooKeeper, and no live broker may name the victim in Metadata any more
+(the controller's UpdateMetadata leaves it out: a client must not be sent there). Once the
+session expires and the znode goes, nothing changes again; restarted (a new registration), the victim rejoins every ISR. The producer is
 librdkafka's idempotent acks=all one with the default metadata refresh interval, so it finds
 the new leaders through its own refresh on the errors and disconnects, and every acknowledged
 record must be there afterwards.
@@ -25,7 +26,7 @@ import time
 
 import pytest
 
-from tests.server.cluster.cluster_clients import VerifyingProducer, create_topic
+from tests.server.cluster.cluster_clients import VerifyingProducer, create_topic, metadata_from
 from tests.server.cluster.harness import wait_until
 
 pytestmark = pytest.mark.timeout(150)
@@ -83,6 +84,10 @@ def test_a_killed_leader_loses_its_partitions_before_its_session_expires(make_cl
             # the session has not expired: the znode the victim registered is still there
             assert cluster.broker_epoch(victim) == registration, "moved only when the session expired"
             assert new in cluster.partition_state(TOPIC, p)["isr"] and victim not in cluster.isr(TOPIC, p)
+        for b in set(BROKERS) - {victim}:  # clients are no longer sent to it (kafka-python would try)
+            wait_until(lambda b=b: victim not in [n.node_id for n in metadata_from(cluster[b].bootstrap).brokers], 10,
+                       f"broker {b}'s Metadata to leave out the failed broker {victim}")
+        assert cluster.broker_epoch(victim) == registration
         before = writer.acked_count()
         writer.wait_acked(before + 50, timeout=30)
         states = {p: cluster.partition_state(TOPIC, p) for p in led}
