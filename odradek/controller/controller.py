@@ -202,7 +202,8 @@ class Controller(BrokerChanges):
         ctx = self.ctx
         ctx.controller_id, ctx.epoch = snapshot.controller_id, snapshot.epoch
         ctx.epoch_zk_version = snapshot.epoch_zk_version
-        ctx.live_brokers = {b.broker_id: b for b in snapshot.live_brokers}
+        ctx.fenced_registrations = dict(snapshot.fenced_registrations)
+        ctx.live_brokers = {b.broker_id: b for b in self._unfenced(snapshot.live_brokers)}
         ctx.unclean_topics = set(snapshot.unclean_topics)
         ctx.unclean_default = snapshot.unclean_default
         for topic in snapshot.topics:

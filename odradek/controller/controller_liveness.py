@@ -11,7 +11,9 @@ a `broker_liveness_monitor.BrokerLivenessMonitor` (a plain TCP connection, two r
 controller's process is found gone, it vacates ``/controller``: deletes it, with the version it
 read, if it still names that broker. Every broker's ``/controller`` watch then runs an election
 (`controller_service.ControllerService`), and the new controller's own monitor finds the dead
-broker gone and handles it as failed (`events.BrokerProcessGone`).
+broker gone and handles it as failed (`events.BrokerProcessGone`); a new controller that found
+it gone itself fails it from the start (`gone_registrations`), and the first elections of its
+failover already move the dead controller's leaderships.
 
 Why vacating is safe: the dead controller can write nothing more (its process is gone), and a
 live controller wrongly taken for dead (a firewall that rejects connections, see
@@ -51,6 +53,14 @@ class ControllerLiveness:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.vacated: list[int] = []
         """Controllers whose ``/controller`` this broker deleted (tests, diagnostics)."""
+        self._gone: dict[int, int] = {}
+
+    def gone_registrations(self) -> dict[int, int]:
+        """The registrations (broker id: epoch) of controllers found gone here: a broker that
+        takes the seat next fails them at once (`events.ClusterSnapshot.fenced_registrations`).
+        A registration the store no longer holds, or holds at another epoch, is no longer
+        fenced there. Any thread."""
+        return dict(self._gone)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -82,6 +92,7 @@ class ControllerLiveness:
 
     def _on_gone(self, broker_id: int, epoch: int) -> None:
         """On the loop: the monitor read the registration back unchanged."""
+        self._gone = {**self._gone, broker_id: epoch}  # swapped whole: read on other threads
         asyncio.get_running_loop().run_in_executor(None, self.vacate, broker_id, epoch)
 
     def vacate(self, broker_id: int, epoch: int) -> bool:

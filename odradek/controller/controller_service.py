@@ -325,7 +325,8 @@ class ControllerService(ControllerWatches):
         try:
             unclean = bool(self.broker.config["unclean.leader.election.enable"])
             began = time.monotonic()
-            snapshot = read_snapshot(self.store, self.broker_id, broker_epochs(self.store), unclean)
+            snapshot = read_snapshot(self.store, self.broker_id, broker_epochs(self.store), unclean,
+                                     self.controller_liveness.gone_registrations())
             read = time.monotonic()
             self._handle(ev.Startup(snapshot), item)
             log.info("controller %d: context of %d partitions read in %.2f s; failover handled "

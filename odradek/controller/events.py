@@ -21,7 +21,10 @@ class ClusterSnapshot:
     """What a newly elected controller reads (Kafka's ``initializeControllerContext``):
     its epoch and the version of ``/controller_epoch`` it wrote, live brokers, topics with
     their assignments, partition states (with their znode versions), topics under
-    ``/admin/delete_topics``, and topics with ``unclean.leader.election.enable=true``."""
+    ``/admin/delete_topics``, and topics with ``unclean.leader.election.enable=true``; and
+    ``fenced_registrations`` (broker id: epoch), registrations whose process this broker found
+    gone before it took the seat (the controller it watched, `controller_liveness`): failed at
+    once, as `BrokerProcessGone` would fail them, not left to a second event."""
 
     controller_id: int
     epoch: int
@@ -32,6 +35,7 @@ class ClusterSnapshot:
     topics_to_delete: frozenset[str] = frozenset()
     unclean_topics: frozenset[str] = frozenset()
     unclean_default: bool = False
+    fenced_registrations: Mapping[int, int] = field(default_factory=dict)
 
 
 class ControllerEvent:

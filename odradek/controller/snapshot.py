@@ -82,10 +82,12 @@ def read_snapshot(
     controller_id: int,
     broker_epochs: Mapping[int, int] | None = None,
     unclean_default: bool = False,
+    fenced_registrations: Mapping[int, int] | None = None,
 ) -> ClusterSnapshot:
     """Everything a controller elected at the current ``/controller_epoch`` starts from:
     Kafka's ``initializeControllerContext`` reads with pipelined async requests
-    (``KafkaZkClient.retryRequestsUntilConnected``), and so do these (`MetadataStore.get_many`)."""
+    (``KafkaZkClient.retryRequestsUntilConnected``), and so do these (`MetadataStore.get_many`).
+    ``fenced_registrations`` is not read but passed on: what this broker found gone itself."""
     data, epoch_zk_version = store.get(layout.CONTROLLER_EPOCH)
     topics = read_topics(store)
     unclean = read_unclean_topics(store, topics)
@@ -99,4 +101,5 @@ def read_snapshot(
         frozenset(_children(store, layout.DELETE_TOPICS)),
         frozenset(unclean),
         unclean_default,
+        dict(fenced_registrations or {}),
     )

@@ -1,6 +1,7 @@
 """`events.BrokerProcessGone`: a broker whose process is gone fails at once (Kafka's
 ``onBrokerFailure``), while its znode still lists it, and stays fenced until that znode goes
-or the broker registers anew.
+or the broker registers anew. A broker that found a registration gone before it took the
+controller's seat fails it in its failover (`events.ClusterSnapshot.fenced_registrations`).
 
 ``cluster.live`` (`harness.Cluster`) is what the controller must take as live (the harness
 checks every UpdateMetadata against it): `gone` takes the broker out of it but leaves its
@@ -12,6 +13,8 @@ import pytest
 
 from odradek.controller import events as ev
 from odradek.controller.commands import LeaderAndIsrRequest, LiveBroker, UpdateMetadataRequest
+from odradek.controller.controller import Controller
+from odradek.controller.snapshot import read_snapshot
 from odradek.metadata import layout
 
 from tests.controller.harness import Cluster, broker, worked_example_topic
@@ -93,3 +96,32 @@ def test_the_fence_is_part_of_the_context_a_conflict_restores(cluster):
     assert before.fenced_registrations == {}
     assert cluster.ctx.fenced_registrations == {1000: stale.epoch}
     assert cluster.ctx.copy().fenced_registrations == {1000: stale.epoch}
+
+
+def failover_to_1001(cluster: Cluster, epoch_1000: int, fenced: dict[int, int]) -> list:
+    """The controller 1000 resigns (or its process is gone; its znode at ``epoch_1000`` stays):
+    1001 takes the seat, knowing ``fenced`` gone itself (`controller_liveness`)."""
+    cluster.run(ev.Resign())
+    data, version = cluster.store.get(layout.CONTROLLER_EPOCH)
+    cluster.store.set(layout.CONTROLLER_EPOCH, layout.encode_controller_epoch(2), version)
+    cluster.controller = Controller(1001)
+    epochs = {**cluster.broker_epochs(), 1000: epoch_1000}  # the znode read
+    return cluster.run(ev.Startup(read_snapshot(cluster.store, 1001, epochs, False, fenced)))
+
+
+def test_a_registration_found_gone_before_the_seat_fails_in_the_failover(cluster):
+    stale = cluster.live.pop(1000)  # what the harness checks every UpdateMetadata against
+    failover_to_1001(cluster, stale.epoch, {1000: stale.epoch})
+    assert 1000 not in cluster.ctx.live_brokers and cluster.ctx.fenced_registrations == {1000: stale.epoch}
+    assert cluster.state("topicA", 0).leader == 1004  # replicas (1000, 1004): moved at once
+    for p in range(10):
+        assert 1000 not in cluster.state("topicA", p).isr
+    assert not cluster.sent(LeaderAndIsrRequest, 1000)
+    assert cluster.store.exists(layout.broker_path(1000)) is not None
+
+
+def test_a_fence_for_another_registration_is_ignored_at_the_failover(cluster):
+    live = cluster.live[1000]
+    failover_to_1001(cluster, live.epoch, {1000: live.epoch + 100})  # re-registered since it was found gone
+    assert cluster.ctx.live_brokers[1000].epoch == live.epoch and cluster.ctx.fenced_registrations == {}
+    assert cluster.state("topicA", 0).leader == 1000

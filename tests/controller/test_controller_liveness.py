@@ -63,6 +63,9 @@ def test_a_controller_whose_listener_is_gone_is_voted_out():
         await asyncio.to_thread(watch.follow, CONTROLLER)
         assert await settle(watch, lambda: controller_id(store) is None)
         assert watch.vacated == [CONTROLLER]
+        # if this broker wins the seat, its failover fails that registration at once
+        czxid = store.creation_id(layout.broker_path(CONTROLLER))
+        assert watch.gone_registrations() == {CONTROLLER: czxid}
         watch.shutdown()
 
     asyncio.run(scenario())
@@ -78,6 +81,7 @@ def test_a_live_controller_keeps_its_seat():
         watch.start(asyncio.get_running_loop())
         await asyncio.to_thread(watch.follow, CONTROLLER)
         assert not await settle(watch, lambda: controller_id(store) is None, timeout=1.0)
+        assert watch.gone_registrations() == {}
         watch.shutdown()
         server.close()
 
