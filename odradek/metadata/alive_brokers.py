@@ -9,7 +9,10 @@ not be sent to a broker the controller knows is gone (kafka-python, for one, ask
 was told of for its group coordinator and gives up when the connection is refused).
 
 Contract: `update` takes the ``live_brokers`` of each UpdateMetadata the broker accepted
-(controller and broker epochs checked) and replaces the set held. `of(registered)` answers
+(controller and broker epochs checked) and replaces the set held, unless the list leaves out
+the receiving broker itself: a controller sends UpdateMetadata to live brokers only and lists
+them all, so such a list is not a controller's (a stray or forged request), and a broker must
+not hide itself from its clients on its word. `of(registered)` answers
 the registrations the controller also lists, or all of them before the first UpdateMetadata
 (a broker just started, or one without a controller yet). A broker that registers is listed
 once the controller's UpdateMetadata names it, as in Kafka. Registrations stay what the
@@ -33,8 +36,13 @@ class AliveBrokers:
     def __init__(self) -> None:
         self._ids: frozenset[int] | None = None
 
-    def update(self, broker_ids: Iterable[int]) -> None:
-        self._ids = frozenset(broker_ids)
+    def update(self, broker_ids: Iterable[int], receiver: int) -> bool:
+        """Take ``broker_ids`` if they name ``receiver``; whether they were taken."""
+        ids = frozenset(broker_ids)
+        if receiver not in ids:
+            return False
+        self._ids = ids
+        return True
 
     def of(self, registered: Mapping[int, V]) -> Mapping[int, V]:
         """``registered`` (by broker id) less the brokers the controller left out."""

@@ -186,8 +186,9 @@ async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterabl
         error = await _check(broker, "UpdateMetadata", header)
         if error == ErrorCode.NONE:
             broker.metadata.offline_replicas.update(reported)
-            if alive is not None:
-                broker.metadata.alive_brokers.update(alive)
+            if alive is not None and not broker.metadata.alive_brokers.update(alive, broker.broker_id):
+                log.warning("UpdateMetadata of controller %d lists live brokers without this one (%d): "
+                            "its list is not taken", header.controller_id, broker.broker_id)
     topics = set(deleted_topics)
     coordinator = getattr(broker, "group_coordinator", None)
     if error == ErrorCode.NONE and topics and coordinator is not None:
