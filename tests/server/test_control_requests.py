@@ -499,3 +499,37 @@ def test_new_leaders_epochs_are_synced_together_and_a_failed_sync_is_a_storage_e
     leaders = [(t, p, mine, 3, [mine, other], [mine, other], 2) for p in range(3)]
     resp = deliver(node, "LeaderAndIsr", 7, leader_and_isr(7, leaders, epoch))
     assert [e.error_code for tp in resp.topics for e in tp.partition_errors] == [ErrorCode.KAFKA_STORAGE_ERROR] * 3
+
+
+def test_a_large_leader_and_isr_lets_other_requests_in_between_its_durable_turns(node, monkeypatch):
+    """A failover's LeaderAndIsr of thousands of partitions takes `ROLES_PER_TURN` at a time,
+    the loop free between two turns; whenever other work runs, every partition led so far has
+    its new epoch on disk (each turn's checkpoints synced before the loop moves on)."""
+    from odradek.replication import state_change
+    from odradek.storage import deferred_sync
+    t, mine, other = topic(), me(node), me(node) + 1
+    epoch = controller_epoch(node)
+    deliver(node, "LeaderAndIsr", 7, leader_and_isr(
+        7, [(t, p, other, 1, [mine, other], [mine, other], 0) for p in range(5)], epoch))
+    monkeypatch.setattr(state_change, "ROLES_PER_TURN", 2)
+    real, synced = deferred_sync.sync_paths, []
+    monkeypatch.setattr(deferred_sync, "sync_paths", lambda paths: synced.append(
+        sum(p.endswith("leader-epoch-checkpoint") for p in paths)) or real(paths))
+    body = leader_and_isr(7, [(t, p, mine, 2, [mine, other], [mine, other], 1) for p in range(5)], epoch)
+    handler = HANDLERS[ApiKey.LEADER_AND_ISR]
+    seen = []  # (partitions led at epoch 2, checkpoints synced) each time other work ran
+
+    async def meanwhile():
+        ctx = RequestContext(_Local(node.broker), ApiKey.LEADER_AND_ISR, 7, 1, "controller", 7)
+        answer = asyncio.ensure_future(handler(ctx, body))
+        while not answer.done():
+            led = sum(node.broker.replica_manager.get(t, p).leader_epoch == 2 for p in range(5))
+            seen.append((led, sum(synced)))
+            await asyncio.sleep(0)
+        return await answer
+
+    resp = node.call(meanwhile)
+    assert [e.error_code for tp in resp.topics for e in tp.partition_errors] == [ErrorCode.NONE] * 5
+    assert synced == [2, 2, 1]
+    assert {(2, 2), (4, 4)} <= set(seen), seen  # in between the turns
+    assert all(led == durable for led, durable in seen), seen
