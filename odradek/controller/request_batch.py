@@ -17,6 +17,8 @@ and StopReplica. Within a batch:
   leaders for the partitions it led) replaces the first write where it stands, expecting the
   first one's version, so the znode is written once (10,000 writes instead of 13,300 at
   10,000 partitions, and as many fewer watch events on every broker);
+* the state writes that change a partition's leader go before those that only change its
+  ISR (`_ordered_writes`);
 * requests go only to live (or shutting-down) brokers.
 """
 
@@ -57,6 +59,8 @@ class RequestBatch:
         self.writes: list[ZnodeWrite] = []
         self._queued_if_missing: set[ZnodeWrite] = set()  # the exists_ok creates in `writes`
         self._state_writes: dict[TopicPartition, int] = {}  # partition -> its SetZnode's index
+        # partition -> [its leader before this batch, the leader its queued write sets]
+        self._leaders: dict[TopicPartition, list[int | None]] = {}
         self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartition]] = {}
         self.update_metadata: dict[int, set[TopicPartition]] = {}
         self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartition]] = {}
@@ -85,11 +89,14 @@ class RequestBatch:
         tp = write.topic_partition
         index = self._state_writes.get(tp)
         if index is None or self.writes[index].expected_version + 1 != write.expected_version:
+            before = self.ctx.leadership.get(tp)
+            self._leaders.setdefault(tp, [None if before is None else before.leader, None])[1] = state.leader
             self._state_writes[tp] = len(self.writes)
             self.writes.append(write)
             return write
         write = replace(write, expected_version=self.writes[index].expected_version)
         self.writes[index] = write
+        self._leaders[tp][1] = state.leader
         # id(entry) -> (entry, its replacement): brokers that shared an entry share its
         # replacement (see add_leader_and_isr); the entry is kept so that its id stays its own
         replaced: dict[int, tuple[LeaderAndIsrPartition, LeaderAndIsrPartition]] = {}
@@ -164,7 +171,7 @@ class RequestBatch:
 
     def drain(self) -> list[Command]:
         """All commands, writes first; the batch is empty afterwards."""
-        out: list[Command] = list(self.writes)
+        out: list[Command] = self._ordered_writes()
         live = self.ctx.live_or_shutting_down_ids()
         targets = set(self.leader_and_isr) | set(self.update_metadata) | set(self.stop_replica)
         states: dict[TopicPartition, UpdateMetadataPartition | None] = {}
@@ -172,6 +179,31 @@ class RequestBatch:
             out += self._requests_for(broker, states)
         self._reset()
         return out
+
+    def _ordered_writes(self) -> list[ZnodeWrite]:
+        """The writes in their order, except that within each run of partition state writes
+        those that change the partition's leader come first: a partition without a leader
+        is unavailable until its write lands, one losing an ISR member is not (a failover at
+        30,000 partitions writes 10,000 elections and 20,000 ISR shrinks). Each run holds
+        one write per partition (a partition's earlier, unreplaced write ends a run) and no
+        other write, so no write moves past one it depends on."""
+        last = {index: tp for tp, index in self._state_writes.items()}
+        ordered: list[ZnodeWrite] = []
+        run: list[int] = []
+        for index, write in enumerate(self.writes + [None]):
+            if index in last:
+                run.append(index)
+                continue
+            moved = [i for i in run if self._leaders[last[i]][0] != self._leaders[last[i]][1]]
+            ordered += [self.writes[i] for i in moved]
+            if moved:
+                moved_set = set(moved)
+                run = [i for i in run if i not in moved_set]
+            ordered += [self.writes[i] for i in run]
+            run = []
+            if write is not None:
+                ordered.append(write)
+        return ordered
 
     def _header(self, broker: int) -> tuple[int, int, int, int]:
         ctx = self.ctx

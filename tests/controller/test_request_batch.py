@@ -15,6 +15,7 @@ from odradek.controller.commands import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
+from odradek.controller.controller import Controller
 from odradek.controller.snapshot import read_snapshot
 from odradek.metadata import layout
 from odradek.metadata.layout import PartitionState, TopicAssignment
@@ -112,3 +113,26 @@ def test_the_brokers_of_one_event_share_their_leader_and_isr_entries():
     failover = _entries_by_partition(c.sent(LeaderAndIsrRequest))
     assert failover and {len(e) for e in failover.values()} == {RF - 1}  # its replicas left alive
     assert all(len({id(s) for s in e}) == 1 for e in failover.values())
+
+
+def test_a_failover_writes_the_dead_brokers_new_leaders_before_the_isr_shrinks():
+    """A new controller that finds a broker gone (here the old controller, fenced: its znode
+    stays) takes it out of every ISR, then elects leaders where it led. Those partitions are
+    unavailable until their elections land; the others only lose an ISR member: the elections
+    are written first, whatever the partitions' order (`RequestBatch._ordered_writes`)."""
+    c = cluster_with_topics()
+    every = [(f"t{i}", p) for i in range(TOPICS) for p in range(PARTITIONS)]
+    led = {tp for tp in every if c.state(*tp).leader == 1000}
+    followed = {tp for tp in every if 1000 in c.state(*tp).isr} - led
+    assert led and followed
+    c.run(ev.Resign())
+    dead = c.live.pop(1000)
+    data, version = c.store.get(layout.CONTROLLER_EPOCH)
+    c.store.set(layout.CONTROLLER_EPOCH, layout.encode_controller_epoch(2), version)
+    c.controller = Controller(1001)
+    snapshot = read_snapshot(c.store, 1001, {**c.broker_epochs(), 1000: dead.epoch}, False, {1000: dead.epoch})
+    commands = c.run(ev.Startup(snapshot))
+    written = [w.topic_partition for w in commands if isinstance(w, SetZnode)]
+    assert set(written[:len(led)]) == led and set(written[len(led):]) == followed
+    assert all(c.state(*tp).leader not in (1000, layout.NO_LEADER) for tp in led)
+    assert all(1000 not in c.state(*tp).isr for tp in followed)
