@@ -9,7 +9,8 @@ Watches set (all persistent; see `store`):
 
 Every watch callback re-reads what it covers and swaps in a new image (copy-on-write); a
 partition-state watch hands its partition to the cache's refresher thread, which re-reads all
-the states queued meanwhile with one `MetadataStore.get_many` (a failover changes thousands). Each
+the states queued meanwhile with one `MetadataStore.read_watched_many` (a failover changes
+thousands), whose reads also set their one-shot watches again (``rearmed_by_reads``). Each
 refresh reads the store and swaps the image under one lock, so refreshes are serialised and a
 later refresh always read later data: callbacks arriving late or twice are harmless. A watch
 is set *before* the first read of its path, so no change falls between the two.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from contextlib import contextmanager
 from collections.abc import Callable
 from dataclasses import replace
@@ -38,6 +40,8 @@ from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
 from odradek.metadata.store import MetadataStore, WatchHandle
 
 log = logging.getLogger(__name__)
+
+REFRESH_RETRY_S = 1.0  # after a failed re-read of fired partition states
 
 
 class MetadataCache:
@@ -303,10 +307,10 @@ class MetadataCache:
             handles = self.store.watch_data_many([
                 (path, lambda _, t=t, p=p: self._state_fired(t, p))
                 for path, (t, p) in zip(paths, new)
-            ])
+            ], rearmed_by_reads=True)
             for (t, p), handle in zip(new, handles):
                 self._state_watches[t][p] = handle
-            for (t, p), found in zip(new, self.store.get_many(paths)):
+            for (t, p), found in zip(new, self.store.read_watched_many(paths)):
                 state = self._parse_state(t, p, found)
                 if state is not None:
                     out[t][p] = state
@@ -354,8 +358,15 @@ class MetadataCache:
                 return
             try:
                 self._refresh_fired(fired)
-            except Exception:  # noqa: BLE001 - the thread lives on; a reconnection re-runs
-                log.exception("refreshing %d topics' partition states failed", len(fired))
+            except Exception:  # noqa: BLE001 - the thread lives on and tries again
+                log.exception("refreshing %d topics' partition states failed; trying again in %.1f s",
+                              len(fired), REFRESH_RETRY_S)
+                # their watches are set again only by a successful read (rearmed_by_reads)
+                time.sleep(REFRESH_RETRY_S)
+                with self._fired_lock:
+                    for topic, partitions in fired.items():
+                        self._fired.setdefault(topic, set()).update(partitions)
+                self._fired_event.set()
 
     def _refresh_fired(self, fired: dict[str, set[int]]) -> None:
         with self._lock:
@@ -371,7 +382,7 @@ class MetadataCache:
         wanted = [(t, p) for t, ps in dirty.items() if t in self.image.topics for p in sorted(ps)]
         if not wanted or self._closed:
             return
-        found = self.store.get_many([layout.partition_state_path(t, p) for t, p in wanted])
+        found = self.store.read_watched_many([layout.partition_state_path(t, p) for t, p in wanted])
         per_topic: dict[str, dict[int, PartitionState | None]] = {}
         for (topic, partition), read in zip(wanted, found):
             per_topic.setdefault(topic, {})[partition] = self._parse_state(topic, partition, read)

@@ -111,6 +111,7 @@ class ZooKeeperStore(MetadataStore):
         # a dict used as an ordered set: a cancel is O(1) (a list's remove made dropping 100
         # deleted topics of 100 partitions, 10,000 cancels, quadratic in the watches held)
         self._watches: dict[Rewatch, None] = {}
+        self._read_armed: dict[str, Rewatch] = {}  # path -> its watch set again by reads
         self._session_listeners: list[Callable[[], None]] = []
         self._session_lost_listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -153,6 +154,34 @@ class ZooKeeperStore(MetadataStore):
     def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
         found = self._pipelined(self._client.get_async, self._client.get, paths)
         return [None if r is None else (r[0] or b"", r[1].version) for r in found]
+
+    def read_watched_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
+        """`get_many` whose reads also set again the one-shot watch of each path watched
+        ``rearmed_by_reads`` (a ``get`` with the watch; for an absent znode an ``exists`` with
+        it, which reports the creation): one request per change of a partition state where
+        re-arming on fire and re-reading took two. Pipelined as `get_many`."""
+        paths = [validate_path(p) for p in paths]
+        with self._lock:
+            watch_of = {p: w.fired for p in paths if (w := self._read_armed.get(p)) is not None}
+        found = self._pipelined(lambda p: self._client.get_async(p, watch_of.get(p)),
+                                lambda p: self._watched_get(p, watch_of.get(p)), paths)
+        for i, path in enumerate(paths):
+            if found[i] is None and path in watch_of:  # absent: watch for its creation
+                try:
+                    found[i] = self._read(self._watched_get, path, watch_of[path])
+                except errors.NoNodeError:
+                    pass
+        return [None if r is None else (r[0] or b"", r[1].version) for r in found]
+
+    def _watched_get(self, path: str, watch):
+        """A blocking read with its watch; an absent znode's watch set by an ``exists``
+        (NoNodeError raised after it, unless the znode was created in between)."""
+        try:
+            return self._client.get(path, watch)
+        except kz.NoNodeError:
+            if watch is None or self._client.exists(path, watch) is None:
+                raise
+            return self._client.get(path, watch)
 
     def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
         found = self._pipelined(self._client.get_children_async, self._client.get_children,
@@ -382,14 +411,18 @@ class ZooKeeperStore(MetadataStore):
         return watch.handle
 
     def watch_data_many(
-        self, watches: Sequence[tuple[str, WatchCallback]]
+        self, watches: Sequence[tuple[str, WatchCallback]], rearmed_by_reads: bool = False
     ) -> list[WatchHandle]:
         """Each watch set with an ``exists_async``, `_BULK_READ_WINDOW` in flight at a time;
-        one that cannot be set now is kept and set on reconnection, as in `_watch`."""
+        one that cannot be set now is kept and set on reconnection, as in `_watch`. Watches
+        ``rearmed_by_reads`` are set again by `read_watched_many`, not when they fire."""
         self._check_open()
-        made = [Rewatch(self, "data", validate_path(path), callback) for path, callback in watches]
+        made = [Rewatch(self, "data", validate_path(path), callback, rearm_on_fire=not rearmed_by_reads)
+                for path, callback in watches]
         with self._lock:
             self._watches.update(dict.fromkeys(made))
+            if rearmed_by_reads:
+                self._read_armed.update((w.path, w) for w in made)
         for start in range(0, len(made), _BULK_READ_WINDOW):
             window = made[start:start + _BULK_READ_WINDOW]
             with translated():
@@ -408,6 +441,8 @@ class ZooKeeperStore(MetadataStore):
     def _forget(self, watch: Rewatch) -> None:
         with self._lock:
             self._watches.pop(watch, None)
+            if self._read_armed.get(watch.path) is watch:
+                del self._read_armed[watch.path]
 
     def add_session_listener(self, callback: Callable[[], None]) -> None:
         with self._lock:

@@ -2,7 +2,10 @@
 2.11 has no ``addWatch``).
 
 When a watch fires it is set again *before* the callback runs, and the callback re-reads, so
-no change is missed, only coalesced (a data watch's ``exists`` is sent, not awaited: requests
+no change is missed, only coalesced. A data watch made with ``rearm_on_fire=False`` is set
+again by the caller's read instead (``ZooKeeperStore.read_watched_many``: ZooKeeper's
+``getData`` with a watch, one request per change instead of an ``exists`` and a read): until
+that read it reports nothing more, and the read returns the latest data (a data watch's ``exists`` is sent, not awaited: requests
 of one session are served in order, so it is set before the callback's read is answered). A children watch on a path that does not exist waits for
 the path to appear with an ``exists`` watch. A watch dropped with its session (an event of type
 NONE) is set again by the store on reconnection (``ZooKeeperStore._on_reconnected``).
@@ -23,8 +26,9 @@ log = logging.getLogger("odradek.metadata.zookeeper_store")  # the store's: one 
 class Rewatch:
     """A persistent watch of ``store`` (a ``ZooKeeperStore``) made of one-shot watches."""
 
-    def __init__(self, store, kind: str, path: str, callback: WatchCallback):
+    def __init__(self, store, kind: str, path: str, callback: WatchCallback, rearm_on_fire: bool = True):
         self.store, self.kind, self.path, self.callback = store, kind, path, callback
+        self.rearm_on_fire = rearm_on_fire
         self.handle = WatchHandle(lambda: store._forget(self))
 
     def arm(self) -> None:
@@ -46,7 +50,9 @@ class Rewatch:
         if self.handle.cancelled or event.type == EventType.NONE:
             return  # NONE: kazoo dropped the watch with its session; _on_new_session re-arms
         try:
-            if self.kind == "data":
+            if self.kind == "data" and not self.rearm_on_fire:
+                pass  # the caller's read sets it again
+            elif self.kind == "data":
                 # not waited for: ZooKeeper answers one session's requests in order, so the
                 # watch is set before the callback's read is served, and the callback thread
                 # is not held a round trip per change (10,000 state changes, 10,000 waits)

@@ -272,3 +272,42 @@ def test_cancelling_a_watch_does_not_scan_the_others(zookeeper, chroot, monkeypa
             handle.cancel()
         assert compared == []
         assert not store._watches
+
+
+def test_a_watch_rearmed_by_reads_reports_again_only_after_the_read_which_sees_the_latest(zookeeper, chroot):
+    """A partition state's watch (``rearmed_by_reads``) is set again by the broker's read of
+    the state (one ``getData`` with the watch), not when it fires: changes made before that
+    read are not reported but the read returns them, and the next change after it is."""
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        store.create("/s", b"0")
+        seen = Recorder()
+        (handle,) = store.watch_data_many([("/s", seen)], rearmed_by_reads=True)
+        assert store.read_watched_many(["/s"]) == [(b"0", 0)]
+        store.set("/s", b"1")
+        wait_for(lambda: seen.count() == 1, "the first change reported")
+        store.set("/s", b"2")
+        store.set("/s", b"3")
+        store.create("/other", b"")  # callbacks of one store arrive in order: this one comes after
+        other = Recorder()
+        store.watch_data("/other", other)
+        store.set("/other", b"x")
+        wait_for(lambda: other.count() == 1, "a later change elsewhere reported")
+        assert seen.count() == 1  # not set again yet: nothing more reported
+        assert store.read_watched_many(["/s"]) == [(b"3", 3)]  # the latest, and the watch set
+        store.set("/s", b"4")
+        wait_for(lambda: seen.count() == 2, "the change after the read reported")
+        handle.cancel()
+        assert not store._read_armed
+
+
+def test_a_read_of_an_absent_znode_watched_by_reads_reports_its_creation(zookeeper, chroot):
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        seen = Recorder()
+        store.watch_data_many([("/later", seen)], rearmed_by_reads=True)
+        assert store.read_watched_many(["/later", "/none"]) == [None, None]
+        store.create("/later", b"1")
+        wait_for(lambda: seen.count() >= 1, "the creation reported")
+        assert store.read_watched_many(["/later"]) == [(b"1", 0)]
+        before = seen.count()
+        store.set("/later", b"2")
+        wait_for(lambda: seen.count() > before, "the change after the read reported")
