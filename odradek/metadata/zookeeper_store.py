@@ -48,7 +48,7 @@ from odradek.metadata import errors
 from odradek.metadata.zookeeper_errors import translated
 from odradek.metadata.zookeeper_handler import PollHandler
 from odradek.metadata.zookeeper_transaction import add_op, commit_many, op_results
-from odradek.metadata.zookeeper_watch import Rewatch
+from odradek.metadata.zookeeper_watch import Rewatch, get_with_watch
 from odradek.metadata.store import (
     DeleteOp,
     MetadataStore,
@@ -164,24 +164,14 @@ class ZooKeeperStore(MetadataStore):
         with self._lock:
             watch_of = {p: w.fired for p in paths if (w := self._read_armed.get(p)) is not None}
         found = self._pipelined(lambda p: self._client.get_async(p, watch_of.get(p)),
-                                lambda p: self._watched_get(p, watch_of.get(p)), paths)
+                                lambda p: get_with_watch(self._client, p, watch_of.get(p)), paths)
         for i, path in enumerate(paths):
             if found[i] is None and path in watch_of:  # absent: watch for its creation
                 try:
-                    found[i] = self._read(self._watched_get, path, watch_of[path])
+                    found[i] = self._read(get_with_watch, self._client, path, watch_of[path])
                 except errors.NoNodeError:
                     pass
         return [None if r is None else (r[0] or b"", r[1].version) for r in found]
-
-    def _watched_get(self, path: str, watch):
-        """A blocking read with its watch; an absent znode's watch set by an ``exists``
-        (NoNodeError raised after it, unless the znode was created in between)."""
-        try:
-            return self._client.get(path, watch)
-        except kz.NoNodeError:
-            if watch is None or self._client.exists(path, watch) is None:
-                raise
-            return self._client.get(path, watch)
 
     def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
         found = self._pipelined(self._client.get_children_async, self._client.get_children,

@@ -76,3 +76,15 @@ class Rewatch:
             self.callback(self.path)
         except Exception:
             log.exception("metadata watch callback for %s failed", self.path)
+
+
+def get_with_watch(client, path: str, watch):
+    """``client.get(path, watch)``; for an absent znode the watch is set by an ``exists``
+    (which reports its creation) and kazoo's NoNodeError raised, unless the znode was
+    created in between (then read)."""
+    try:
+        return client.get(path, watch)
+    except kz.NoNodeError:
+        if watch is None or client.exists(path, watch) is None:
+            raise
+        return client.get(path, watch)
