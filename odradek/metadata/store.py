@@ -243,10 +243,11 @@ class MetadataStore(abc.ABC):
         with pipelined requests (a broker watching the states of 10,000 new partitions),
         this default one by one.
 
-        ``rearmed_by_reads``: the caller reads each path with `read_watched_many` after every
-        callback; a store whose watches are one-shot (ZooKeeper) may then report nothing more
-        of a path until that read, which returns its latest data (changes in between are
-        coalesced into that read, never missed)."""
+        ``rearmed_by_reads``: the caller reads the paths with `read_watched_many` at once, and
+        each path again after every callback; a store whose watches are one-shot (ZooKeeper)
+        may set a watch only with that first read, and report nothing more of a path until the
+        next, which returns its latest data (changes in between are coalesced into that read,
+        never missed)."""
         return [self.watch_data(path, callback) for path, callback in watches]
 
     def read_watched_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:

@@ -165,12 +165,17 @@ class ZooKeeperStore(MetadataStore):
             watch_of = {p: w.fired for p in paths if (w := self._read_armed.get(p)) is not None}
         found = self._pipelined(lambda p: self._client.get_async(p, watch_of.get(p)),
                                 lambda p: get_with_watch(self._client, p, watch_of.get(p)), paths)
-        for i, path in enumerate(paths):
-            if found[i] is None and path in watch_of:  # absent: watch for its creation
-                try:
-                    found[i] = self._read(get_with_watch, self._client, path, watch_of[path])
-                except errors.NoNodeError:
-                    pass
+        absent = [p for p, r in zip(paths, found) if r is None and p in watch_of]
+        if absent:  # a get that finds no znode sets no watch: an exists does (for its creation)
+            stats = self._pipelined(lambda p: self._client.exists_async(p, watch_of[p]),
+                                    lambda p: self._client.exists(p, watch_of[p]), absent)
+            created = {p for p, stat in zip(absent, stats) if stat is not None}
+            for i, path in enumerate(paths):
+                if path in created:  # in between: read it (rare)
+                    try:
+                        found[i] = self._read(get_with_watch, self._client, path, watch_of[path])
+                    except errors.NoNodeError:
+                        pass
         return [None if r is None else (r[0] or b"", r[1].version) for r in found]
 
     def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
@@ -405,7 +410,10 @@ class ZooKeeperStore(MetadataStore):
     ) -> list[WatchHandle]:
         """Each watch set with an ``exists_async``, `_BULK_READ_WINDOW` in flight at a time;
         one that cannot be set now is kept and set on reconnection, as in `_watch`. Watches
-        ``rearmed_by_reads`` are set again by `read_watched_many`, not when they fire."""
+        ``rearmed_by_reads`` are set by the caller's first `read_watched_many` (which must
+        follow: a 30,000-partition topic creation would otherwise send an exists, a get and,
+        the state znodes not being there yet, another exists per partition) and again by each
+        later one, not when they fire."""
         self._check_open()
         made = [Rewatch(self, "data", validate_path(path), callback, rearm_on_fire=not rearmed_by_reads)
                 for path, callback in watches]
@@ -413,7 +421,7 @@ class ZooKeeperStore(MetadataStore):
             self._watches.update(dict.fromkeys(made))
             if rearmed_by_reads:
                 self._read_armed.update((w.path, w) for w in made)
-        for start in range(0, len(made), _BULK_READ_WINDOW):
+        for start in range(0, 0 if rearmed_by_reads else len(made), _BULK_READ_WINDOW):
             window = made[start:start + _BULK_READ_WINDOW]
             with translated():
                 pending = [watch.arm_async() for watch in window]
