@@ -311,3 +311,25 @@ def test_a_read_of_an_absent_znode_watched_by_reads_reports_its_creation(zookeep
         before = seen.count()
         store.set("/later", b"2")
         wait_for(lambda: seen.count() > before, "the change after the read reported")
+
+
+def test_absent_znodes_watched_by_reads_are_read_and_watched_pipelined(zookeeper, chroot):
+    """A broker reads a new topic's partition states before the controller writes them: the
+    watches of thousands of absent znodes are set with pipelined requests (a get, then an
+    exists), never one blocking round trip each, and every creation is reported."""
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        recorders = {f"/p{i}": Recorder() for i in range(20)}
+        store.watch_data_many(list(recorders.items()), rearmed_by_reads=True)
+        blocking = []
+        client = store._client
+        real_get, real_exists = client.get, client.exists
+        client.get = lambda *a, **k: blocking.append(a) or real_get(*a, **k)
+        client.exists = lambda *a, **k: blocking.append(a) or real_exists(*a, **k)
+        try:
+            assert store.read_watched_many(list(recorders)) == [None] * 20
+        finally:
+            client.get, client.exists = real_get, real_exists
+        assert blocking == []
+        for path in recorders:
+            store.create(path, b"x")
+        wait_for(lambda: all(r.count() >= 1 for r in recorders.values()), "every creation reported")
