@@ -169,13 +169,12 @@ class ZooKeeperStore(MetadataStore):
         if absent:  # a get that finds no znode sets no watch: an exists does (for its creation)
             stats = self._pipelined(lambda p: self._client.exists_async(p, watch_of[p]),
                                     lambda p: self._client.exists(p, watch_of[p]), absent)
-            created = {p for p, stat in zip(absent, stats) if stat is not None}
-            for i, path in enumerate(paths):
-                if path in created:  # in between: read it (rare)
-                    try:
-                        found[i] = self._read(get_with_watch, self._client, path, watch_of[path])
-                    except errors.NoNodeError:
-                        pass
+            created = [p for p, stat in zip(absent, stats) if stat is not None]  # in between
+            if created:  # (a new topic's states, written by the controller while this reads)
+                again = dict(zip(created, self._pipelined(
+                    lambda p: self._client.get_async(p, watch_of[p]),
+                    lambda p: get_with_watch(self._client, p, watch_of[p]), created)))
+                found = [again.get(p, r) for p, r in zip(paths, found)]
         return [None if r is None else (r[0] or b"", r[1].version) for r in found]
 
     def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
