@@ -34,7 +34,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from odradek.metadata import layout
-from odradek.metadata.errors import MalformedMetadataError, NoNodeError
+from odradek.metadata.errors import MalformedMetadataError, NoNodeError, StoreError
 from odradek.metadata.image import EMPTY_IMAGE, MetadataImage, with_entry, without_entry
 from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
 from odradek.metadata.store import MetadataStore, WatchHandle
@@ -358,15 +358,16 @@ class MetadataCache:
                 return
             try:
                 self._refresh_fired(fired)
-            except Exception:  # noqa: BLE001 - the thread lives on and tries again
-                log.exception("refreshing %d topics' partition states failed; trying again in %.1f s",
-                              len(fired), REFRESH_RETRY_S)
-                # their watches are set again only by a successful read (rearmed_by_reads)
+            except StoreError as e:  # their watches are set again only by a read that succeeds
+                log.warning("refreshing %d topics' partition states failed (%s); trying again in %.1f s",
+                            len(fired), e, REFRESH_RETRY_S)
                 time.sleep(REFRESH_RETRY_S)
                 with self._fired_lock:
                     for topic, partitions in fired.items():
                         self._fired.setdefault(topic, set()).update(partitions)
                 self._fired_event.set()
+            except Exception:  # noqa: BLE001 - the thread lives on; a reconnection re-runs
+                log.exception("refreshing %d topics' partition states failed", len(fired))
 
     def _refresh_fired(self, fired: dict[str, set[int]]) -> None:
         with self._lock:
