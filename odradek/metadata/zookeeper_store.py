@@ -163,17 +163,18 @@ class ZooKeeperStore(MetadataStore):
         paths = [validate_path(p) for p in paths]
         with self._lock:
             watch_of = {p: w.fired for p in paths if (w := self._read_armed.get(p)) is not None}
-        found = self._pipelined(lambda p: self._client.get_async(p, watch_of.get(p)),
-                                lambda p: get_with_watch(self._client, p, watch_of.get(p)), paths)
+
+        def read(some: list[str]) -> list:
+            return self._pipelined(lambda p: self._client.get_async(p, watch_of.get(p)),
+                                   lambda p: get_with_watch(self._client, p, watch_of.get(p)), some)
+        found = read(paths)
         absent = [p for p, r in zip(paths, found) if r is None and p in watch_of]
         if absent:  # a get that finds no znode sets no watch: an exists does (for its creation)
             stats = self._pipelined(lambda p: self._client.exists_async(p, watch_of[p]),
                                     lambda p: self._client.exists(p, watch_of[p]), absent)
             created = [p for p, stat in zip(absent, stats) if stat is not None]  # in between
             if created:  # (a new topic's states, written by the controller while this reads)
-                again = dict(zip(created, self._pipelined(
-                    lambda p: self._client.get_async(p, watch_of[p]),
-                    lambda p: get_with_watch(self._client, p, watch_of[p]), created)))
+                again = dict(zip(created, read(created)))
                 found = [again.get(p, r) for p, r in zip(paths, found)]
         return [None if r is None else (r[0] or b"", r[1].version) for r in found]
 
@@ -420,7 +421,9 @@ class ZooKeeperStore(MetadataStore):
             self._watches.update(dict.fromkeys(made))
             if rearmed_by_reads:
                 self._read_armed.update((w.path, w) for w in made)
-        for start in range(0, 0 if rearmed_by_reads else len(made), _BULK_READ_WINDOW):
+        if rearmed_by_reads:  # set by the caller's read
+            return [watch.handle for watch in made]
+        for start in range(0, len(made), _BULK_READ_WINDOW):
             window = made[start:start + _BULK_READ_WINDOW]
             with translated():
                 pending = [watch.arm_async() for watch in window]

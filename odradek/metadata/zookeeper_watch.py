@@ -2,11 +2,12 @@
 2.11 has no ``addWatch``).
 
 When a watch fires it is set again *before* the callback runs, and the callback re-reads, so
-no change is missed, only coalesced. A data watch made with ``rearm_on_fire=False`` is set
-again by the caller's read instead (``ZooKeeperStore.read_watched_many``: ZooKeeper's
-``getData`` with a watch, one request per change instead of an ``exists`` and a read): until
-that read it reports nothing more, and the read returns the latest data (a data watch's ``exists`` is sent, not awaited: requests
-of one session are served in order, so it is set before the callback's read is answered). A children watch on a path that does not exist waits for
+no change is missed, only coalesced (a data watch's ``exists`` is sent, not awaited: requests
+of one session are served in order, so it is set before the callback's read is answered). A
+data watch made with ``rearm_on_fire=False`` is set again by the caller's read instead
+(``ZooKeeperStore.read_watched_many``: ZooKeeper's ``getData`` with a watch, one request per
+change instead of an ``exists`` and a read): until that read it reports nothing more, and the
+read returns the latest data. A children watch on a path that does not exist waits for
 the path to appear with an ``exists`` watch. A watch dropped with its session (an event of type
 NONE) is set again by the store on reconnection (``ZooKeeperStore._on_reconnected``).
 """
@@ -50,13 +51,12 @@ class Rewatch:
         if self.handle.cancelled or event.type == EventType.NONE:
             return  # NONE: kazoo dropped the watch with its session; _on_new_session re-arms
         try:
-            if self.kind == "data" and not self.rearm_on_fire:
-                pass  # the caller's read sets it again
-            elif self.kind == "data":
-                # not waited for: ZooKeeper answers one session's requests in order, so the
-                # watch is set before the callback's read is served, and the callback thread
-                # is not held a round trip per change (10,000 state changes, 10,000 waits)
-                self.arm_async().rawlink(self._armed)
+            if self.kind == "data":
+                if self.rearm_on_fire:  # (otherwise the caller's read sets it again)
+                    # not waited for: ZooKeeper answers one session's requests in order, so the
+                    # watch is set before the callback's read is served, and the callback thread
+                    # is not held a round trip per change (10,000 state changes, 10,000 waits)
+                    self.arm_async().rawlink(self._armed)
             else:
                 self.arm()
         except Exception as exc:  # the connection is gone: re-armed on reconnection
