@@ -97,7 +97,8 @@ def validate_configs(configs: Mapping[str, str] | None) -> dict[str, str]:
 class ClusterMetadata:
     """Cluster metadata over a `MetadataStore`; see the module docstring."""
 
-    def __init__(self, store: MetadataStore, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: MetadataStore, *, clock: Callable[[], float] = time.time,
+                 states_from_controller: bool = False) -> None:
         self.store = store
         self._clock = clock
         self._registered: BrokerInfo | None = None
@@ -113,7 +114,7 @@ class ClusterMetadata:
         # DynamicPasswords encodes passwords on ZooKeeper); None: as they are.
         self.broker_config_codec = None
         self.ensure_paths()
-        self.cache = MetadataCache(store)
+        self.cache = MetadataCache(store, states_from_controller=states_from_controller)
         self.cache.start()
         self.offline_replicas = OfflineReplicas()
         """What the controller's UpdateMetadata says is offline (failed log directories

@@ -4,7 +4,8 @@ Watches set (all persistent; see `store`):
 
 * children of ``/brokers/ids`` and data of each ``/brokers/ids/<id>``: the live brokers;
 * children of ``/brokers/topics``; per topic, data of ``/brokers/topics/<t>``, of
-  ``/config/topics/<t>`` and of each ``.../partitions/<p>/state``;
+  ``/config/topics/<t>`` and, unless the states come from the controller (below), of each
+  ``.../partitions/<p>/state``;
 * data of ``/controller``; children of ``/admin/delete_topics``.
 
 Every watch callback re-reads what it covers and swaps in a new image (copy-on-write); a
@@ -14,6 +15,11 @@ thousands), whose reads also set their one-shot watches again (``rearmed_by_read
 refresh reads the store and swaps the image under one lock, so refreshes are serialised and a
 later refresh always read later data: callbacks arriving late or twice are harmless. A watch
 is set *before* the first read of its path, so no change falls between the two.
+
+A cluster broker's cache takes partition states from the controller instead
+(``states_from_controller``, as Kafka's brokers do; `take_controller_states`, from UpdateMetadata
+and LeaderAndIsr): it reads a partition's state once, when it learns of the partition, and
+sets no watch on it (see ``metadata/controller_states.py`` for the merge).
 
 Writers (`ClusterMetadata`) call the same refresh methods right after their own writes, so a
 broker reads its own writes even where the store reports changes asynchronously (ZooKeeper).
@@ -29,11 +35,12 @@ import logging
 import threading
 import time
 from contextlib import contextmanager
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from types import MappingProxyType
 
 from odradek.metadata import layout
+from odradek.metadata.controller_states import ControllerState, with_controller_states
 from odradek.metadata.errors import MalformedMetadataError, NoNodeError, StoreError
 from odradek.metadata.image import EMPTY_IMAGE, MetadataImage, with_entry, without_entry
 from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
@@ -44,11 +51,28 @@ log = logging.getLogger(__name__)
 REFRESH_RETRY_S = 1.0  # after a failed re-read of fired partition states
 
 
-class MetadataCache:
-    """The watch-driven image of one store; `image` is the current `MetadataImage`."""
+class _Unwatched:
+    """The handle of a partition state known but not watched (``states_from_controller``)."""
 
-    def __init__(self, store: MetadataStore) -> None:
+    def cancel(self) -> None:
+        pass
+
+
+_UNWATCHED = _Unwatched()
+
+
+class MetadataCache:
+    """The watch-driven image of one store; `image` is the current `MetadataImage`.
+
+    ``states_from_controller``: partition states are not watched but taken from the
+    controller's requests (`take_controller_states`); see the module docstring."""
+
+    def __init__(self, store: MetadataStore, *, states_from_controller: bool = False) -> None:
         self.store = store
+        self.states_from_controller = states_from_controller
+        # Controller states of topics not learned yet, by topic name: merged in when the topic
+        # is (see controller_states.py). Guarded by ``_lock``.
+        self._early_states: dict[str, list[ControllerState]] = {}
         self.image: MetadataImage = EMPTY_IMAGE
         self._lock = threading.RLock()
         self._listeners: list[Callable[[MetadataImage], None]] = []
@@ -270,23 +294,24 @@ class MetadataCache:
         forgotten_id=None,
     ) -> None:
         """One new image with ``topics``, their partition ``states`` and ``configs`` (and
-        without the topic id ``forgotten_id``, a topic created again under the same name)."""
+        without the topic id ``forgotten_id``, a topic created again under the same name), the
+        controller's states of those topics that came before them merged in."""
         image = self.image
+        early = [s for name in topics for s in self._early_states.pop(name, ())]
         topic_ids = dict(image.topic_ids)
         if forgotten_id is not None:
             topic_ids.pop(forgotten_id, None)
         topic_ids.update(
             (t.topic_id, name) for name, t in topics.items() if t.topic_id != layout.ZERO_UUID
         )
-        self._publish(
-            replace(
-                image,
-                topics=MappingProxyType({**image.topics, **topics}),
-                topic_ids=MappingProxyType(topic_ids),
-                partition_states=MappingProxyType({**image.partition_states, **states}),
-                topic_configs=MappingProxyType({**image.topic_configs, **configs}),
-            )
+        image = replace(
+            image,
+            topics=MappingProxyType({**image.topics, **topics}),
+            topic_ids=MappingProxyType(topic_ids),
+            partition_states=MappingProxyType({**image.partition_states, **states}),
+            topic_configs=MappingProxyType({**image.topic_configs, **configs}),
         )
+        self._publish(with_controller_states(image, early) or image)
 
     def _new_states(
         self, topics: list[TopicAssignment], keep: bool
@@ -304,17 +329,37 @@ class MetadataCache:
                 new += [(topic.name, p) for p in topic.partitions if p not in watched]
         if new:
             paths = [layout.partition_state_path(t, p) for t, p in new]
-            handles = self.store.watch_data_many([
-                (path, lambda _, t=t, p=p: self._state_fired(t, p))
-                for path, (t, p) in zip(paths, new)
-            ], rearmed_by_reads=True)
+            if self.states_from_controller:
+                handles = [_UNWATCHED] * len(new)
+            else:
+                handles = self.store.watch_data_many([
+                    (path, lambda _, t=t, p=p: self._state_fired(t, p))
+                    for path, (t, p) in zip(paths, new)
+                ], rearmed_by_reads=True)
             for (t, p), handle in zip(new, handles):
                 self._state_watches[t][p] = handle
-            for (t, p), found in zip(new, self.store.read_watched_many(paths)):
+            for (t, p), found in zip(new, self._read_states(paths)):
                 state = self._parse_state(t, p, found)
                 if state is not None:
                     out[t][p] = state
         return {name: MappingProxyType(states) for name, states in out.items()}
+
+    def _read_states(self, paths: list[str]) -> list[tuple[bytes, int] | None]:
+        """Read partition states; watched ones have their watches set again by the read."""
+        if self.states_from_controller:
+            return self.store.get_many(paths)
+        return self.store.read_watched_many(paths)
+
+    def take_controller_states(self, states: Iterable[ControllerState]) -> None:
+        """Take the newer of the partition states a controller request carried (see
+        ``metadata/controller_states.py``), publishing one image for all of them."""
+        with self._lock:
+            early: list[ControllerState] = []
+            image = with_controller_states(self.image, states, early)
+            for state in early:
+                self._early_states.setdefault(state.topic, []).append(state)
+            if image is not None:
+                self._publish(image)
 
     @contextmanager
     def batch(self):
@@ -383,7 +428,7 @@ class MetadataCache:
         wanted = [(t, p) for t, ps in dirty.items() if t in self.image.topics for p in sorted(ps)]
         if not wanted or self._closed:
             return
-        found = self.store.read_watched_many([layout.partition_state_path(t, p) for t, p in wanted])
+        found = self._read_states([layout.partition_state_path(t, p) for t, p in wanted])
         per_topic: dict[str, dict[int, PartitionState | None]] = {}
         for (topic, partition), read in zip(wanted, found):
             per_topic.setdefault(topic, {})[partition] = self._parse_state(topic, partition, read)

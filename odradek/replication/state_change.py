@@ -46,7 +46,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from odradek.controller.commands import LeaderAndIsrPartition
+from odradek.metadata.controller_states import ControllerState
 from odradek.metadata.errors import MetadataError, StoreError
+from odradek.metadata.layout import PartitionState
 from odradek.metadata.offline_replicas import ReportedPartition
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.replication.role_change import (
@@ -86,6 +88,9 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
         error = await _check(broker, "LeaderAndIsr", header)
         if error != ErrorCode.NONE:
             return error, {}
+        broker.metadata.cache.take_controller_states(  # what Metadata answers, at once
+            ControllerState(s.topic, s.topic_id, s.partition, PartitionState(
+                s.leader, s.leader_epoch, s.isr, s.controller_epoch, s.zk_version)) for s in states)
         decision = decide_roles(broker.broker_id, states, lambda key: _held(rm, key))
         for key, why in decision.errors.items():
             log.debug("ignoring LeaderAndIsr of controller %d (epoch %d) for %s-%d: %s",
@@ -192,11 +197,12 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
 
 async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterable[str] = (),
                           reported: Iterable[ReportedPartition] = (),
-                          alive: Iterable[int] | None = None) -> ErrorCode:
-    """An UpdateMetadata: checked as the others and its controller epoch remembered. The
-    broker's metadata image stays the one its ZooKeeper watches keep
-    (``metadata/metadata_cache.py``), which already holds what the controller wrote; the
-    request's partition states are not copied into it, except their offline replicas
+                          alive: Iterable[int] | None = None,
+                          states: Iterable[ControllerState] = ()) -> ErrorCode:
+    """An UpdateMetadata: checked as the others and its controller epoch remembered. Its
+    partition ``states`` go into the broker's metadata image where newer
+    (``MetadataCache.take_controller_states``: a cluster broker's only source of them after
+    their first read); so do their offline replicas
     (``reported``, kept in ``broker.metadata.offline_replicas``, `OfflineReplicas`): replicas
     in failed log directories are known to the controller only; and its live brokers (``alive``,
     kept in ``broker.metadata.alive_brokers``, `AliveBrokers`): the controller may have failed a
@@ -206,6 +212,7 @@ async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterabl
     async with broker.replica_manager.state_change_lock:
         error = await _check(broker, "UpdateMetadata", header)
         if error == ErrorCode.NONE:
+            broker.metadata.cache.take_controller_states(states)
             broker.metadata.offline_replicas.update(reported)
             if alive is not None and not broker.metadata.alive_brokers.update(alive, broker.broker_id):
                 log.warning("UpdateMetadata of controller %d lists live brokers without this one (%d): "

@@ -27,11 +27,12 @@ def open_metadata(config) -> ClusterMetadata:
         connect_ms = config["zookeeper.connection.timeout.ms"] or session_ms
         store = ZooKeeperStore(hosts, chroot="/" + chroot if chroot else None,
                                connect_timeout=connect_ms / 1000, session_timeout=session_ms / 1000)
-    else:
-        from odradek.metadata.embedded_store import EmbeddedStore
+        # partition states from the controller's requests, not from 3 ZooKeeper messages a
+        # change for every broker (``metadata/controller_states.py``)
+        return ClusterMetadata(store, states_from_controller=True)
+    from odradek.metadata.embedded_store import EmbeddedStore
 
-        store = EmbeddedStore(os.path.join(config.log_dirs[0], EMBEDDED_DIR))
-    return ClusterMetadata(store)
+    return ClusterMetadata(EmbeddedStore(os.path.join(config.log_dirs[0], EMBEDDED_DIR)))
 
 
 def open_producer_ids(metadata: ClusterMetadata, broker_id: int) -> ProducerIdManager:

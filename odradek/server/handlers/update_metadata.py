@@ -1,8 +1,8 @@
 """UpdateMetadata (key 6): the controller's view of brokers and partition states.
 
-This broker's metadata image stays the one its ZooKeeper watches keep
-(``metadata/metadata_cache.py``), which holds what the controller wrote before sending
-this; so the request is checked (STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, as for
+Its partition states go into this broker's metadata image where newer than what it holds
+(``metadata/controller_states.py``): a cluster broker watches no partition state znode. The
+request is checked (STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, as for
 LeaderAndIsr), its controller epoch remembered, and the topics it shows being deleted
 (leader -2, Kafka's ``LeaderDuringDelete``) handed to the group coordinator
 (``replication/state_change.update_metadata``), and each partition's offline replicas (v4+;
@@ -14,6 +14,8 @@ clients (``metadata/alive_brokers.py``). Every version: v0-4 list partition stat
 
 from __future__ import annotations
 
+from odradek.metadata.controller_states import ControllerState
+from odradek.metadata.layout import PartitionState
 from odradek.metadata.offline_replicas import ReportedPartition
 from odradek.protocol.generated.update_metadata_response import UpdateMetadataResponse
 from odradek.replication.role_change import ControlHeader
@@ -30,8 +32,19 @@ async def handle(ctx, request):
         return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     header = ControlHeader(request.controller_id, request.controller_epoch, request.broker_epoch)
     alive = [b.id for b in request.live_brokers]
-    error = await update_metadata(ctx.broker, header, deleted_topics(request), reported_partitions(request), alive)
+    error = await update_metadata(ctx.broker, header, deleted_topics(request), reported_partitions(request), alive,
+                                  controller_states(request))
     return UpdateMetadataResponse(error_code=error)
+
+
+def controller_states(request) -> list[ControllerState]:
+    """The request's partition states for the metadata image: all but those of topics being
+    deleted (leader -2), whose states stay as they were until the topic is gone."""
+    flat = [(s.topic_name, None, s) for s in request.ungrouped_partition_states]
+    flat += [(t.topic_name, t.topic_id, s) for t in request.topic_states for s in t.partition_states]
+    return [ControllerState(name, topic_id, s.partition_index,
+                            PartitionState(s.leader, s.leader_epoch, tuple(s.isr), s.controller_epoch, s.zk_version))
+            for name, topic_id, s in flat if s.leader != LEADER_DURING_DELETE]
 
 
 def reported_partitions(request) -> list[ReportedPartition]:
