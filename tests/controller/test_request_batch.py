@@ -1,6 +1,7 @@
 """`RequestBatch` at the scale of many partitions: one LeaderAndIsr, one UpdateMetadata and
 one StopReplica per broker per controller event, carrying every partition of the event (as
-Kafka's ``ControllerBrokerRequestBatch``), never one request per partition."""
+Kafka's ``ControllerBrokerRequestBatch``), never one request per partition; two of the first
+two where the event elects leaders and shrinks other ISRs, the elections' sent first."""
 
 from __future__ import annotations
 
@@ -58,9 +59,13 @@ def test_a_failover_and_a_broker_failure_batch_per_broker():
     assert set(requests_per_broker(c.requests, UpdateMetadataRequest).values()) == {1}
     assert len(c.sent(UpdateMetadataRequest)) == len(BROKERS)
     c.kill(1001)
-    assert set(requests_per_broker(c.requests, LeaderAndIsrRequest).values()) == {1}
-    assert set(requests_per_broker(c.requests, UpdateMetadataRequest).values()) == {1}
-    assert len(c.sent(UpdateMetadataRequest)) == len(BROKERS) - 1
+    # the new leaders' requests, then the ISR shrinks' (`RequestBatch._elected_first`)
+    assert set(requests_per_broker(c.requests, LeaderAndIsrRequest).values()) == {2}
+    assert set(requests_per_broker(c.requests, UpdateMetadataRequest).values()) == {2}
+    assert len(c.sent(UpdateMetadataRequest)) == 2 * (len(BROKERS) - 1)
+    for broker in set(BROKERS) - {1001}:
+        sent = [(s.topic, s.partition) for r in c.sent(LeaderAndIsrRequest, broker) for s in r.partition_states]
+        assert len(sent) == len(set(sent))  # each partition once
 
 
 def test_a_deletion_of_many_topics_sends_one_stop_replica_per_broker():
@@ -134,5 +139,13 @@ def test_a_failover_writes_the_dead_brokers_new_leaders_before_the_isr_shrinks()
     commands = c.run(ev.Startup(snapshot))
     written = [w.topic_partition for w in commands if isinstance(w, SetZnode)]
     assert set(written[:len(led)]) == led and set(written[len(led):]) == followed
+    # and the new leaders are told before the shrinks are written, not after them all
+    first_shrink = next(i for i, w in enumerate(commands) if isinstance(w, SetZnode) and w.topic_partition in followed)
+    told = {(s.topic, s.partition) for r in commands[:first_shrink] if isinstance(r, LeaderAndIsrRequest)
+            for s in r.partition_states}
+    assert told == led
+    metadata = {(s.topic, s.partition) for r in commands[:first_shrink] if isinstance(r, UpdateMetadataRequest)
+                for s in r.partition_states}
+    assert metadata == led
     assert all(c.state(*tp).leader not in (1000, layout.NO_LEADER) for tp in led)
     assert all(1000 not in c.state(*tp).isr for tp in followed)
