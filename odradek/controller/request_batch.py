@@ -17,7 +17,7 @@ after those writes, before the writes that only shrink ISRs (`_elected_first`). 
   first one's result (a failover first takes a dead broker out of the ISRs, then elects new
   leaders for the partitions it led) replaces the first write where it stands, expecting the
   first one's version, so the znode is written once (10,000 writes instead of 13,300 at
-  10,000 partitions, and as many fewer watch events on every broker);
+  10,000 partitions);
 * the state writes that change a partition's leader go before those that only change its
   ISR (`_ordered_writes`);
 * requests go only to live (or shutting-down) brokers.

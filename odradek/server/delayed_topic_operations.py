@@ -16,7 +16,8 @@ done, or when their time is up:
 - a deleted topic is done when the image no longer has it (by name and id: a topic of the
   same name created since is another topic).
 
-What is waited for changes in two places, the image (ZooKeeper watches, on other threads)
+What is waited for changes in two places, the image (ZooKeeper watches and the controller's
+requests, on other threads and tasks)
 and this broker's roles (LeaderAndIsr), so both are looked at on a short poll (cheap
 lookups; the pending set only shrinks) rather than hooked.
 """
