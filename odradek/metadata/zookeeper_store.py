@@ -45,6 +45,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 
 from odradek.metadata import errors
+from odradek.metadata import zookeeper_multi_read as multi_read
 from odradek.metadata.zookeeper_errors import translated
 from odradek.metadata.zookeeper_handler import PollHandler
 from odradek.metadata.zookeeper_transaction import add_op, commit_many, op_results
@@ -115,6 +116,7 @@ class ZooKeeperStore(MetadataStore):
         self._session_listeners: list[Callable[[], None]] = []
         self._session_lost_listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
+        self._multi_read = True  # until the server refuses it (`get_many`)
         self._closed = False
         self._lost = False
         with translated():
@@ -152,8 +154,26 @@ class ZooKeeperStore(MetadataStore):
         return sorted(self._read(self._client.get_children, validate_path(path)))
 
     def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
+        """Read with multiRead (`zookeeper_multi_read`), or pipelined reads where it failed."""
+        if self._multi_read and len(paths) > 1:
+            self._check_open()
+            paths = [validate_path(p) for p in paths]
+            try:
+                found = multi_read.read_many(self._client, paths)
+                return [self._read_data(p) if isinstance(r, Exception) else r for p, r in zip(paths, found)]
+            except multi_read.MultiReadUnsupported as e:
+                log.info("ZooKeeper does not take multiRead (%s): reading znodes one request each", e)
+                self._multi_read = False
+            except Exception:  # noqa: BLE001 - a lost connection: the reads below retry
+                pass
         found = self._pipelined(self._client.get_async, self._client.get, paths)
         return [None if r is None else (r[0] or b"", r[1].version) for r in found]
+
+    def _read_data(self, path: str) -> tuple[bytes, int] | None:
+        try:
+            return self.get(path)
+        except errors.NoNodeError:
+            return None
 
     def read_watched_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
         """`get_many` whose reads also set again the one-shot watch of each path watched

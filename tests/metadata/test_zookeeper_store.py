@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, NodeExistsError, SessionExpiredError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, SessionExpiredError, UnimplementedError
 
-from odradek.metadata import errors, zookeeper_store
+from odradek.metadata import errors, zookeeper_multi_read, zookeeper_store
 from odradek.metadata.errors import StoreUnavailableError
 from odradek.metadata.zookeeper_store import ZooKeeperStore
 from tests.metadata.store_contract import Recorder, StoreContract, wait_for
@@ -231,10 +231,12 @@ def test_chroot_keeps_stores_apart(zookeeper, chroot):
 def test_bulk_reads_go_out_pipelined_and_reread_what_a_lost_connection_failed(
     zookeeper, chroot, monkeypatch
 ):
-    """`get_many` sends its reads before waiting for any (in windows), and a read answered
-    with a lost connection is read again with the blocking, retried read."""
+    """`get_many` without multiRead (a server before 3.6, or a multiRead that failed) sends its
+    reads before waiting for any (in windows), and a read answered with a lost connection is
+    read again with the blocking, retried read."""
     monkeypatch.setattr(zookeeper_store, "_BULK_READ_WINDOW", 4)
     with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        store._multi_read = False
         store.create("/bulk")
         for i in range(10):
             store.create(f"/bulk/{i}", str(i).encode())
@@ -333,3 +335,79 @@ def test_absent_znodes_watched_by_reads_are_read_and_watched_pipelined(zookeeper
         for path in recorders:
             store.create(path, b"x")
         wait_for(lambda: all(r.count() >= 1 for r in recorders.values()), "every creation reported")
+
+
+def _bulk(store, n: int = 10) -> list[str]:
+    store.create("/bulk")
+    for i in range(n):
+        store.create(f"/bulk/{i}", str(i).encode())
+    for _ in range(i):
+        store.set(f"/bulk/{i}", str(i).encode())  # the last one at version n - 1
+    return [f"/bulk/{i}" for i in range(n)] + ["/bulk/none"]
+
+
+def _recording_calls(client) -> list:
+    real_call, calls = client._call, []
+
+    def call(request, result):
+        calls.append(request)
+        return real_call(request, result)
+
+    client._call = call
+    return calls
+
+
+def test_bulk_reads_are_multi_reads_of_a_batch_each(zookeeper, chroot, monkeypatch):
+    """`get_many` asks ZooKeeper for `zookeeper_multi_read.BATCH` znodes a request (multiRead),
+    under the store's chroot, each answered on its own: data and version, None where absent."""
+    monkeypatch.setattr(zookeeper_multi_read, "BATCH", 4)
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        paths = _bulk(store)
+        calls = _recording_calls(store._client)
+        expected = [(str(i).encode(), 0) for i in range(9)] + [(b"9", 9), None]
+        assert store.get_many(paths) == expected
+        assert [type(c).__name__ for c in calls] == ["MultiRead"] * 3
+        assert [len(c.paths) for c in calls] == [4, 4, 3]
+        assert calls[0].paths[0] == f"{chroot}/bulk/0"
+
+
+def test_a_multi_read_that_fails_falls_back_to_single_reads(zookeeper, chroot):
+    """A multiRead lost with the connection is read again request by request; a server that
+    does not implement multiRead (before 3.6) is not asked again."""
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        paths = _bulk(store)
+        expected = [(str(i).encode(), 0) for i in range(9)] + [(b"9", 9), None]
+        client = store._client
+        real_call = client._call
+        failures = [ConnectionLoss(), UnimplementedError()]
+
+        def call(request, result):
+            if type(request).__name__ == "MultiRead" and failures:
+                result.set_exception(failures.pop(0))
+                return True
+            return real_call(request, result)
+
+        client._call = call
+        assert store.get_many(paths) == expected  # after a lost connection
+        assert store._multi_read
+        assert store.get_many(paths) == expected  # after UNIMPLEMENTED
+        assert not store._multi_read
+        calls = _recording_calls(client)
+        assert store.get_many(paths) == expected
+        assert "MultiRead" not in {type(c).__name__ for c in calls}
+
+
+def test_a_path_a_multi_read_failed_is_read_again_alone(zookeeper, chroot, monkeypatch):
+    """One operation of a multiRead failing otherwise than with NONODE is read again with the
+    blocking, retried read, which decides."""
+    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
+        paths = _bulk(store, 3)
+        real = zookeeper_multi_read.read_many
+
+        def one_failed(client, asked):
+            found = real(client, asked)
+            found[1] = ConnectionLoss()
+            return found
+
+        monkeypatch.setattr(zookeeper_multi_read, "read_many", one_failed)
+        assert store.get_many(paths) == [(b"0", 0), (b"1", 0), (b"2", 2), None]
