@@ -45,6 +45,7 @@ from odradek.metadata.errors import MalformedMetadataError, NoNodeError, StoreEr
 from odradek.metadata.image import EMPTY_IMAGE, MetadataImage, with_entry, without_entry
 from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
 from odradek.metadata.store import MetadataStore, WatchHandle
+from odradek.metadata.znode_reads import parse_config, parse_state, parse_topic
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,10 @@ class MetadataCache:
     def __init__(self, store: MetadataStore, *, states_from_controller: bool = False) -> None:
         self.store = store
         self.states_from_controller = states_from_controller
-        # Controller states of topics not learned yet, by topic name: merged in when the topic
-        # is (see controller_states.py). Guarded by ``_lock``.
-        self._early_states: dict[str, list[ControllerState]] = {}
+        # Controller states of topics not learned yet: topic name -> (topic id, partition) ->
+        # the newest state, merged in when the topic is (see controller_states.py); at most one
+        # per partition of each incarnation, however many requests come. Guarded by ``_lock``.
+        self._early_states: dict[str, dict[tuple, ControllerState]] = {}
         self.image: MetadataImage = EMPTY_IMAGE
         self._lock = threading.RLock()
         self._listeners: list[Callable[[MetadataImage], None]] = []
@@ -252,10 +254,10 @@ class MetadataCache:
             topics, configs = {}, {}
             for i, name in enumerate(new):
                 self._topic_watches[name] = handles[2 * i:2 * i + 2]
-                topic = self._parse_topic(name, found[2 * i])
+                topic = parse_topic(name, found[2 * i])
                 if topic is not None:  # gone meanwhile: the list's watch drops it
                     topics[name] = topic
-                    configs[name] = self._parse_config(name, found[2 * i + 1])
+                    configs[name] = parse_config(name, found[2 * i + 1])
             if topics:
                 states = self._new_states(list(topics.values()), keep=True)
                 self._publish_topics(topics, states, configs)
@@ -263,7 +265,7 @@ class MetadataCache:
     def refresh_topic(self, name: str) -> None:
         """Re-read a topic's assignment and config, and the states of partitions new to us."""
         with self._lock:
-            topic = self._parse_topic(name, self._read(layout.topic_path(name)))
+            topic = parse_topic(name, self._read(layout.topic_path(name)))
             if topic is None:
                 self._drop_topic(name)
                 return
@@ -273,18 +275,9 @@ class MetadataCache:
                 for handle in self._state_watches.pop(name, {}).values():
                     handle.cancel()
             states = self._new_states([topic], keep=not reborn)
-            config = self._parse_config(name, self._read(layout.topic_config_path(name)))
+            config = parse_config(name, self._read(layout.topic_config_path(name)))
             self._publish_topics({name: topic}, states, {name: config},
                                  forgotten_id=old.topic_id if reborn else None)
-
-    def _parse_topic(self, name: str, found: tuple[bytes, int] | None) -> TopicAssignment | None:
-        if found is None:
-            return None
-        try:
-            return TopicAssignment.from_json(name, found[0], found[1])
-        except MalformedMetadataError:
-            log.warning("ignoring the malformed assignment of topic %r", name)
-            return None
 
     def _publish_topics(
         self,
@@ -297,7 +290,7 @@ class MetadataCache:
         without the topic id ``forgotten_id``, a topic created again under the same name), the
         controller's states of those topics that came before them merged in."""
         image = self.image
-        early = [s for name in topics for s in self._early_states.pop(name, ())]
+        early = [s for name in topics for s in self._early_states.pop(name, {}).values()]
         topic_ids = dict(image.topic_ids)
         if forgotten_id is not None:
             topic_ids.pop(forgotten_id, None)
@@ -339,7 +332,7 @@ class MetadataCache:
             for (t, p), handle in zip(new, handles):
                 self._state_watches[t][p] = handle
             for (t, p), found in zip(new, self._read_states(paths)):
-                state = self._parse_state(t, p, found)
+                state = parse_state(t, p, found)
                 if state is not None:
                     out[t][p] = state
         return {name: MappingProxyType(states) for name, states in out.items()}
@@ -357,7 +350,10 @@ class MetadataCache:
             early: list[ControllerState] = []
             image = with_controller_states(self.image, states, early)
             for state in early:
-                self._early_states.setdefault(state.topic, []).append(state)
+                kept = self._early_states.setdefault(state.topic, {})
+                key = (state.topic_id, state.partition)
+                if key not in kept or kept[key].state.zk_version < state.state.zk_version:
+                    kept[key] = state
             if image is not None:
                 self._publish(image)
 
@@ -431,7 +427,7 @@ class MetadataCache:
         found = self._read_states([layout.partition_state_path(t, p) for t, p in wanted])
         per_topic: dict[str, dict[int, PartitionState | None]] = {}
         for (topic, partition), read in zip(wanted, found):
-            per_topic.setdefault(topic, {})[partition] = self._parse_state(topic, partition, read)
+            per_topic.setdefault(topic, {})[partition] = parse_state(topic, partition, read)
         for topic, states in per_topic.items():
             self._refresh_states(topic, states)
 
@@ -464,17 +460,6 @@ class MetadataCache:
             )
         )
 
-    @staticmethod
-    def _parse_state(topic: str, partition: int,
-                     found: tuple[bytes, int] | None) -> PartitionState | None:
-        if found is None:
-            return None
-        try:
-            return PartitionState.from_json(found[0], found[1], f"state of {topic}-{partition}")
-        except MalformedMetadataError:
-            log.warning("ignoring the malformed state of %s-%d", topic, partition)
-            return None
-
     def refresh_topic_config(self, name: str) -> None:
         with self._lock:
             if name not in self.image.topics:
@@ -487,17 +472,7 @@ class MetadataCache:
                 )
 
     def _read_config(self, name: str) -> MappingProxyType:
-        return self._parse_config(name, self._read(layout.topic_config_path(name)))
-
-    @staticmethod
-    def _parse_config(name: str, found: tuple[bytes, int] | None) -> MappingProxyType:
-        if found is None:
-            return MappingProxyType({})
-        try:
-            return MappingProxyType(layout.decode_config(found[0], f"config of topic {name!r}"))
-        except MalformedMetadataError:
-            log.warning("ignoring the malformed config of topic %r", name)
-            return MappingProxyType({})
+        return parse_config(name, self._read(layout.topic_config_path(name)))
 
     def _drop_topic(self, name: str) -> None:
         for handle in self._state_watches.pop(name, {}).values():

@@ -3,7 +3,7 @@
 `ZooKeeperStore(hosts, chroot)` speaks to ZooKeeper with a kazoo client and translates kazoo's
 exceptions into `odradek.metadata.errors` at this boundary (`zookeeper_errors.py`), so callers
 see the same errors as on the embedded store; a ``multi`` is built by
-`zookeeper_transaction.py`. ``chroot`` (e.g. ``/odradek``) roots every path of this store under
+`zookeeper_transaction.py`; reads of many znodes at once are `zookeeper_bulk_reads.py`'s. ``chroot`` (e.g. ``/odradek``) roots every path of this store under
 that znode, created if missing, as Kafka's ``zookeeper.connect=host:2181/chroot`` does.
 
 Persistent watches are built from ZooKeeper's one-shot watches (``zookeeper_watch.Rewatch``).
@@ -45,11 +45,11 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 
 from odradek.metadata import errors
-from odradek.metadata import zookeeper_multi_read as multi_read
 from odradek.metadata.zookeeper_errors import translated
+from odradek.metadata.zookeeper_bulk_reads import BULK_READ_WINDOW, BulkReads
 from odradek.metadata.zookeeper_handler import PollHandler
 from odradek.metadata.zookeeper_transaction import add_op, commit_many, op_results
-from odradek.metadata.zookeeper_watch import Rewatch, get_with_watch
+from odradek.metadata.zookeeper_watch import Rewatch
 from odradek.metadata.store import (
     DeleteOp,
     MetadataStore,
@@ -62,10 +62,6 @@ from odradek.metadata.store import (
 
 log = logging.getLogger(__name__)
 
-# Reads in flight at once in `get_many`/`children_many`: each answer is a few hundred bytes,
-# and 1,000 outstanding requests is ZooKeeper's own per-server throttle
-# (globalOutstandingLimit), so more would only queue in its socket buffer.
-_BULK_READ_WINDOW = 1000
 _RECURSIVE_DELETE_BATCH = 1000  # deletes per multi: ~60 KB, far below ZooKeeper's 1 MiB packet
 _WRITE_ATTEMPTS = 20  # with the backoff below: ~15 s of pauses besides the waits to reconnect
 _WRITE_BACKOFF_FIRST_S, _WRITE_BACKOFF_MAX_S = 0.05, 1.0
@@ -91,7 +87,7 @@ class _Inconclusive(Exception):
 _TRANSIENT = (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, _Inconclusive)
 
 
-class ZooKeeperStore(MetadataStore):
+class ZooKeeperStore(BulkReads, MetadataStore):
     """A `MetadataStore` on a ZooKeeper ensemble (``hosts`` as ``"h1:2181,h2:2181"``)."""
 
     def __init__(
@@ -152,80 +148,6 @@ class ZooKeeperStore(MetadataStore):
 
     def children(self, path: str) -> list[str]:
         return sorted(self._read(self._client.get_children, validate_path(path)))
-
-    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
-        """Read with multiRead (`zookeeper_multi_read`), or pipelined reads where it failed."""
-        if self._multi_read and len(paths) > 1:
-            self._check_open()
-            paths = [validate_path(p) for p in paths]
-            try:
-                found = multi_read.read_many(self._client, paths)
-                return [self._read_data(p) if isinstance(r, Exception) else r for p, r in zip(paths, found)]
-            except multi_read.MultiReadUnsupported as e:
-                log.info("ZooKeeper does not take multiRead (%s): reading znodes one request each", e)
-                self._multi_read = False
-            except Exception:  # noqa: BLE001 - a lost connection: the reads below retry
-                pass
-        found = self._pipelined(self._client.get_async, self._client.get, paths)
-        return [None if r is None else (r[0] or b"", r[1].version) for r in found]
-
-    def _read_data(self, path: str) -> tuple[bytes, int] | None:
-        try:
-            return self.get(path)
-        except errors.NoNodeError:
-            return None
-
-    def read_watched_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
-        """`get_many` whose reads also set again the one-shot watch of each path watched
-        ``rearmed_by_reads`` (a ``get`` with the watch; for an absent znode an ``exists`` with
-        it, which reports the creation): one request per change of a partition state where
-        re-arming on fire and re-reading took two. Pipelined as `get_many`."""
-        paths = [validate_path(p) for p in paths]
-        with self._lock:
-            watch_of = {p: w.fired for p in paths if (w := self._read_armed.get(p)) is not None}
-
-        def read(some: list[str]) -> list:
-            return self._pipelined(lambda p: self._client.get_async(p, watch_of.get(p)),
-                                   lambda p: get_with_watch(self._client, p, watch_of.get(p)), some)
-        found = read(paths)
-        absent = [p for p, r in zip(paths, found) if r is None and p in watch_of]
-        if absent:  # a get that finds no znode sets no watch: an exists does (for its creation)
-            stats = self._pipelined(lambda p: self._client.exists_async(p, watch_of[p]),
-                                    lambda p: self._client.exists(p, watch_of[p]), absent)
-            created = [p for p, stat in zip(absent, stats) if stat is not None]  # in between
-            if created:  # (a new topic's states, written by the controller while this reads)
-                again = dict(zip(created, read(created)))
-                found = [again.get(p, r) for p, r in zip(paths, found)]
-        return [None if r is None else (r[0] or b"", r[1].version) for r in found]
-
-    def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
-        found = self._pipelined(self._client.get_children_async, self._client.get_children,
-                                paths)
-        return [None if r is None else sorted(r) for r in found]
-
-    def _pipelined(self, send: Callable, blocking: Callable, paths: Sequence[str]) -> list:
-        """``send(path)`` (a kazoo ``*_async`` read) for every path, `_BULK_READ_WINDOW` in
-        flight at a time, and each answer in order (None for a missing znode). A read that
-        failed otherwise (a lost connection) is read again with ``blocking``, its kazoo
-        twin, retried as `_read` retries: a blip costs a few slow reads, not the call."""
-        self._check_open()
-        paths = [validate_path(p) for p in paths]
-        out: list = []
-        for start in range(0, len(paths), _BULK_READ_WINDOW):
-            window = paths[start:start + _BULK_READ_WINDOW]
-            with translated():
-                pending = [send(p) for p in window]
-            for path, result in zip(window, pending):
-                try:
-                    out.append(result.get())
-                except kz.NoNodeError:
-                    out.append(None)
-                except Exception:  # noqa: BLE001 - any other failure: the retried read decides
-                    try:
-                        out.append(self._read(blocking, path))
-                    except errors.NoNodeError:
-                        out.append(None)
-        return out
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -428,7 +350,7 @@ class ZooKeeperStore(MetadataStore):
     def watch_data_many(
         self, watches: Sequence[tuple[str, WatchCallback]], rearmed_by_reads: bool = False
     ) -> list[WatchHandle]:
-        """Each watch set with an ``exists_async``, `_BULK_READ_WINDOW` in flight at a time;
+        """Each watch set with an ``exists_async``, `BULK_READ_WINDOW` in flight at a time;
         one that cannot be set now is kept and set on reconnection, as in `_watch`. Watches
         ``rearmed_by_reads`` are set by the caller's first `read_watched_many` (which must
         follow: a 30,000-partition topic creation would otherwise send an exists, a get and,
@@ -443,8 +365,8 @@ class ZooKeeperStore(MetadataStore):
                 self._read_armed.update((w.path, w) for w in made)
         if rearmed_by_reads:  # set by the caller's read
             return [watch.handle for watch in made]
-        for start in range(0, len(made), _BULK_READ_WINDOW):
-            window = made[start:start + _BULK_READ_WINDOW]
+        for start in range(0, len(made), BULK_READ_WINDOW):
+            window = made[start:start + BULK_READ_WINDOW]
             with translated():
                 pending = [watch.arm_async() for watch in window]
             for watch, result in zip(window, pending):

@@ -138,3 +138,13 @@ def test_states_that_come_before_their_topic_are_kept_until_it_is_learned():
     assert cache.image.partition_state("t", 0) == state(3, 4, 5)
     assert cache.image.partition_state("t", 1) is None  # another incarnation's
     cache.close()
+
+
+def test_a_topic_never_learned_keeps_one_state_per_partition():
+    cache = MetadataCache(EmbeddedStore(), states_from_controller=True)
+    cache.start()
+    for version in range(50):
+        cache.take_controller_states([ControllerState("gone", TOPIC_ID, 0, state(1, version, version))])
+    cache.take_controller_states([ControllerState("gone", TOPIC_ID, 0, state(1, 7, 7))])  # late
+    assert [s.state.zk_version for s in cache._early_states["gone"].values()] == [49]
+    cache.close()

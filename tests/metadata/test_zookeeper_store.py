@@ -11,7 +11,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NodeExistsError, SessionExpiredError, UnimplementedError
 
-from odradek.metadata import errors, zookeeper_multi_read, zookeeper_store
+from odradek.metadata import errors, zookeeper_bulk_reads, zookeeper_multi_read, zookeeper_store
 from odradek.metadata.errors import StoreUnavailableError
 from odradek.metadata.zookeeper_store import ZooKeeperStore
 from tests.metadata.store_contract import Recorder, StoreContract, wait_for
@@ -234,7 +234,7 @@ def test_bulk_reads_go_out_pipelined_and_reread_what_a_lost_connection_failed(
     """`get_many` without multiRead (a server before 3.6, or a multiRead that failed) sends its
     reads before waiting for any (in windows), and a read answered with a lost connection is
     read again with the blocking, retried read."""
-    monkeypatch.setattr(zookeeper_store, "_BULK_READ_WINDOW", 4)
+    monkeypatch.setattr(zookeeper_bulk_reads, "BULK_READ_WINDOW", 4)
     with ZooKeeperStore(zookeeper.hosts, chroot) as store:
         store._multi_read = False
         store.create("/bulk")
