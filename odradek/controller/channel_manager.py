@@ -172,6 +172,13 @@ class _RequestSender:
         return self.target.broker_id == self.manager.broker.broker_id
 
     async def _run(self) -> None:
+        if not self.local:  # connected before the first request: a new controller's first
+            try:            # requests follow its failover's writes, which leave time for it
+                await self._connect()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the first request connects again and reports
+                self._close()
         while True:
             request, future = await self.queue.get()
             if future.cancelled():

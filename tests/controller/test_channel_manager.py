@@ -224,6 +224,26 @@ def test_dropped_connection_is_retried():
     assert [k for k, _, _ in server.received] == [ApiKey.LEADER_AND_ISR] * 2
 
 
+def test_a_live_broker_is_connected_to_before_its_first_request():
+    """A new controller's first requests follow its failover's writes: its senders connect
+    meanwhile, so those requests do not wait for a connection (and its version handshake)."""
+    async def scenario():
+        server = FakeKafkaServer(RANGES, answers)
+        port = await server.start()
+        channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
+        channel.liveness.shutdown()  # only the sender's connections are counted
+        channel.start(asyncio.get_running_loop())
+        channel.update_brokers({2: LiveBroker(2, 9, info(2, port))})
+        await async_wait_until(lambda: server.connections == 1)
+        assert server.received == []  # connected, nothing sent yet
+        response = await asyncio.wait_for(asyncio.wrap_future(channel.send(leader_and_isr(2))), 10)
+        assert isinstance(response, LeaderAndIsrResponse) and server.connections == 1
+        channel.shutdown()
+        await server.close()
+
+    asyncio.run(scenario())
+
+
 def test_requests_to_a_broker_that_left_are_cancelled():
     async def scenario():
         channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
