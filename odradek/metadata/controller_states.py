@@ -12,8 +12,9 @@ its topic lives, so a late or repeated request never takes a partition back; a t
 again under the same name has a new id, and the cache drops the old one's states when it sees
 the new assignment (``MetadataCache.refresh_topic``).
 
-A state of a topic not yet in the image is returned apart: the cache keeps it until it learns
-of the topic, then merges it into the states it read. Reading alone would not do: the
+A state of a partition not yet in the image (a new topic, new partitions, a topic created
+again under the same name) is returned apart: the cache keeps it until it learns of that
+assignment, then merges it into the states it read. Reading alone would not do: the
 controller wrote the state before sending it, but a broker's ZooKeeper server may lag behind
 the controller's and answer without it, and no watch would tell of it later.
 """
@@ -44,18 +45,16 @@ def with_controller_states(
     image: MetadataImage, states: Iterable[ControllerState], early: list[ControllerState] | None = None
 ) -> MetadataImage | None:
     """``image`` with the newer of ``states`` taken (see the module), or None if none is;
-    states of topics not in ``image`` are appended to ``early``, if given."""
+    states of partitions not in ``image`` (under their topic id) are appended to ``early``, if
+    given."""
     taken: dict[str, dict[int, PartitionState]] = {}
     for s in states:
         topic, topic_id, partition, state = s
         assignment = image.topics.get(topic)
-        if assignment is None:
-            if early is not None:
+        if (assignment is None or partition not in assignment.partitions
+                or topic_id not in (None, ZERO_UUID) and topic_id != assignment.topic_id):
+            if early is not None:  # an assignment this image has not seen yet
                 early.append(s)
-            continue
-        if partition not in assignment.partitions:
-            continue
-        if topic_id not in (None, ZERO_UUID) and topic_id != assignment.topic_id:
             continue
         current = taken.get(topic, {}).get(partition) or image.partition_state(topic, partition)
         if current is None or state.zk_version > current.zk_version:

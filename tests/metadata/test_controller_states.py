@@ -85,7 +85,7 @@ def test_the_newest_of_one_request_wins_whatever_its_place():
     cache.close()
 
 
-def test_states_of_another_incarnation_or_unknown_partitions_are_left():
+def test_states_of_another_incarnation_or_unknown_partitions_are_left_out_of_the_image():
     _, cache = started(states_from_controller=True)
     before = cache.image
     cache.take_controller_states([
@@ -147,4 +147,27 @@ def test_a_topic_never_learned_keeps_one_state_per_partition():
         cache.take_controller_states([ControllerState("gone", TOPIC_ID, 0, state(1, version, version))])
     cache.take_controller_states([ControllerState("gone", TOPIC_ID, 0, state(1, 7, 7))])  # late
     assert [s.state.zk_version for s in cache._early_states["gone"].values()] == [49]
+    cache.close()
+
+
+def test_states_of_partitions_added_later_are_kept_until_the_assignment_is_read():
+    store, cache = started(states_from_controller=True)
+    cache.take_controller_states([ControllerState("t", TOPIC_ID, 2, state(3, 4, 5))])
+    assert cache.image.partition_state("t", 2) is None
+    # the broker's store lags: the new assignment is there, the new partition's state not yet
+    store.set(layout.topic_path("t"),
+              TopicAssignment("t", TOPIC_ID, {p: (1, 2) for p in range(3)}).to_json())
+    assert cache.image.partition_state("t", 2) == state(3, 4, 5)
+    cache.close()
+
+
+def test_states_of_a_topic_created_again_can_come_before_its_new_assignment():
+    store, cache = started(states_from_controller=True)
+    new_id = uuid.UUID(int=8)
+    cache.take_controller_states([ControllerState("t", new_id, 0, state(2, 0, 0))])
+    assert cache.image.partition_state("t", 0).leader == 1  # still the old topic's
+    store.delete(layout.topic_path("t"), recursive=True)
+    store.create(layout.topic_path("t"), TopicAssignment("t", new_id, {0: (1, 2), 1: (1, 2)}).to_json(),
+                 make_parents=True)
+    assert cache.image.partition_state("t", 0) == state(2, 0, 0)
     cache.close()
