@@ -304,7 +304,9 @@ class MetadataCache:
             partition_states=MappingProxyType({**image.partition_states, **states}),
             topic_configs=MappingProxyType({**image.topic_configs, **configs}),
         )
-        self._publish(with_controller_states(image, early) or image)
+        leftover: list[ControllerState] = []  # of an assignment still newer than this one
+        self._publish(with_controller_states(image, early, leftover) or image)
+        self._keep_early(leftover)
 
     def _new_states(
         self, topics: list[TopicAssignment], keep: bool
@@ -349,13 +351,17 @@ class MetadataCache:
         with self._lock:
             early: list[ControllerState] = []
             image = with_controller_states(self.image, states, early)
-            for state in early:
-                kept = self._early_states.setdefault(state.topic, {})
-                key = (state.topic_id, state.partition)
-                if key not in kept or kept[key].state.zk_version < state.state.zk_version:
-                    kept[key] = state
+            self._keep_early(early)
             if image is not None:
                 self._publish(image)
+
+    def _keep_early(self, states: list[ControllerState]) -> None:
+        """Keep ``states``, of assignments not read yet, the newest per partition and topic id."""
+        for state in states:
+            kept = self._early_states.setdefault(state.topic, {})
+            key = (state.topic_id, state.partition)
+            if key not in kept or kept[key].state.zk_version < state.state.zk_version:
+                kept[key] = state
 
     @contextmanager
     def batch(self):

@@ -171,3 +171,17 @@ def test_states_of_a_topic_created_again_can_come_before_its_new_assignment():
                  make_parents=True)
     assert cache.image.partition_state("t", 0) == state(2, 0, 0)
     cache.close()
+
+
+def test_early_states_of_an_assignment_newer_than_the_one_read_are_kept_for_it():
+    store = EmbeddedStore()
+    cache = MetadataCache(store, states_from_controller=True)
+    cache.start()
+    # states of partitions 0 and 2 before the topic is learned, and then with 2 partitions only
+    cache.take_controller_states([ControllerState("t", TOPIC_ID, 0, state(3, 4, 5)),
+                                  ControllerState("t", TOPIC_ID, 2, state(3, 4, 5))])
+    write_topic(store, partitions=2)
+    assert cache.image.partition_state("t", 0) == state(3, 4, 5)
+    store.set(layout.topic_path("t"), TopicAssignment("t", TOPIC_ID, {p: (1, 2) for p in range(3)}).to_json())
+    assert cache.image.partition_state("t", 2) == state(3, 4, 5)
+    cache.close()
