@@ -197,6 +197,16 @@ def test_update_metadata_to_several_brokers_each_with_its_broker_epoch():
             ("t", 2, [2, 3])]
 
 
+def sending_to_broker_2(port: int) -> ControllerChannelManager:
+    """A channel on the running loop whose one target, broker 2, listens at ``port``; its
+    liveness monitor stopped, so that only the sender's connections are counted."""
+    channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
+    channel.liveness.shutdown()
+    channel.start(asyncio.get_running_loop())
+    channel.update_brokers({2: LiveBroker(2, 9, info(2, port))})
+    return channel
+
+
 def test_dropped_connection_is_retried():
     drops = []
 
@@ -209,10 +219,7 @@ def test_dropped_connection_is_retried():
     async def scenario():
         server = FakeKafkaServer(RANGES, flaky)
         port = await server.start()
-        channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
-        channel.liveness.shutdown()  # only the sender's connections are counted
-        channel.start(asyncio.get_running_loop())
-        channel.update_brokers({2: LiveBroker(2, 9, info(2, port))})
+        channel = sending_to_broker_2(port)
         response = await asyncio.wait_for(asyncio.wrap_future(channel.send(leader_and_isr(2))), 10)
         assert isinstance(response, LeaderAndIsrResponse)
         channel.shutdown()
@@ -230,10 +237,7 @@ def test_a_live_broker_is_connected_to_before_its_first_request():
     async def scenario():
         server = FakeKafkaServer(RANGES, answers)
         port = await server.start()
-        channel = ControllerChannelManager(FakeBroker(1), retry_backoff=0.01)
-        channel.liveness.shutdown()  # only the sender's connections are counted
-        channel.start(asyncio.get_running_loop())
-        channel.update_brokers({2: LiveBroker(2, 9, info(2, port))})
+        channel = sending_to_broker_2(port)
         await async_wait_until(lambda: server.connections == 1)
         assert server.received == []  # connected, nothing sent yet
         response = await asyncio.wait_for(asyncio.wrap_future(channel.send(leader_and_isr(2))), 10)

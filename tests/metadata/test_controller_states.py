@@ -41,6 +41,14 @@ def state(leader: int, epoch: int, version: int) -> PartitionState:
     return PartitionState(leader, epoch, (leader,), 1, version)
 
 
+def empty() -> tuple[EmbeddedStore, MetadataCache]:
+    """A cluster broker's cache of a store that has no topic yet."""
+    store = EmbeddedStore()
+    cache = MetadataCache(store, states_from_controller=True)
+    cache.start()
+    return store, cache
+
+
 def started(states_from_controller: bool) -> tuple[WatchCountingStore, MetadataCache]:
     store = WatchCountingStore()
     write_topic(store)
@@ -126,9 +134,7 @@ def test_a_topic_created_again_starts_from_its_own_states():
 
 
 def test_states_that_come_before_their_topic_are_kept_until_it_is_learned():
-    store = EmbeddedStore()
-    cache = MetadataCache(store, states_from_controller=True)
-    cache.start()
+    store, cache = empty()
     cache.take_controller_states([ControllerState("t", TOPIC_ID, 0, state(3, 4, 5)),
                                   ControllerState("t", uuid.UUID(int=8), 1, state(3, 4, 5))])
     assert cache.image.topic("t") is None
@@ -141,8 +147,7 @@ def test_states_that_come_before_their_topic_are_kept_until_it_is_learned():
 
 
 def test_a_topic_never_learned_keeps_one_state_per_partition():
-    cache = MetadataCache(EmbeddedStore(), states_from_controller=True)
-    cache.start()
+    _, cache = empty()
     for version in range(50):
         cache.take_controller_states([ControllerState("gone", TOPIC_ID, 0, state(1, version, version))])
     cache.take_controller_states([ControllerState("gone", TOPIC_ID, 0, state(1, 7, 7))])  # late
@@ -174,9 +179,7 @@ def test_states_of_a_topic_created_again_can_come_before_its_new_assignment():
 
 
 def test_early_states_of_an_assignment_newer_than_the_one_read_are_kept_for_it():
-    store = EmbeddedStore()
-    cache = MetadataCache(store, states_from_controller=True)
-    cache.start()
+    store, cache = empty()
     # states of partitions 0 and 2 before the topic is learned, and then with 2 partitions only
     cache.take_controller_states([ControllerState("t", TOPIC_ID, 0, state(3, 4, 5)),
                                   ControllerState("t", TOPIC_ID, 2, state(3, 4, 5))])
