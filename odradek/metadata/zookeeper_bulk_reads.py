@@ -25,9 +25,9 @@ from odradek.metadata.zookeeper_watch import get_with_watch
 
 log = logging.getLogger("odradek.metadata.zookeeper_store")
 
-# Reads (and watches set) in flight at once in `_pipelined` and `watch_data_many`: each answer is a few hundred bytes, and 1,000
-# outstanding requests is ZooKeeper's own per-server throttle (globalOutstandingLimit), so
-# more would only queue in its socket buffer.
+# Reads (and watches set) in flight at once in `_pipelined` and `watch_data_many`: each answer
+# is a few hundred bytes, and 1,000 outstanding requests is ZooKeeper's own per-server throttle
+# (globalOutstandingLimit), so more would only queue in its socket buffer.
 BULK_READ_WINDOW = 1000
 
 

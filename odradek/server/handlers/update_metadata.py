@@ -32,33 +32,34 @@ async def handle(ctx, request):
         return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     header = ControlHeader(request.controller_id, request.controller_epoch, request.broker_epoch)
     alive = [b.id for b in request.live_brokers]
-    error = await update_metadata(ctx.broker, header, deleted_topics(request), reported_partitions(request), alive,
-                                  controller_states(request))
+    flat = flat_states(request)
+    error = await update_metadata(ctx.broker, header, deleted_topics(flat), reported_partitions(flat), alive,
+                                  controller_states(flat))
     return UpdateMetadataResponse(error_code=error)
 
 
-def controller_states(request) -> list[ControllerState]:
-    """The request's partition states for the metadata image: all but those of topics being
-    deleted (leader -2), whose states stay as they were until the topic is gone."""
+def flat_states(request) -> list[tuple[str, object, object]]:
+    """``(topic name, topic id or None, partition state)`` for every partition of the
+    request, whatever its version's layout."""
     flat = [(s.topic_name, None, s) for s in request.ungrouped_partition_states]
     flat += [(t.topic_name, t.topic_id, s) for t in request.topic_states for s in t.partition_states]
+    return flat
+
+
+def controller_states(flat) -> list[ControllerState]:
+    """The partition states (`flat_states`) for the metadata image: all but those of topics
+    being deleted (leader -2), whose states stay as they were until the topic is gone."""
     return [ControllerState(name, topic_id, s.partition_index,
                             PartitionState(s.leader, s.leader_epoch, tuple(s.isr), s.controller_epoch, s.zk_version))
             for name, topic_id, s in flat if s.leader != LEADER_DURING_DELETE]
 
 
-def reported_partitions(request) -> list[ReportedPartition]:
-    """Every partition state of the request, with its leader and offline replicas."""
-    flat = [(s.topic_name, s) for s in request.ungrouped_partition_states]
-    flat += [(t.topic_name, s) for t in request.topic_states for s in t.partition_states]
+def reported_partitions(flat) -> list[ReportedPartition]:
+    """Every partition state (`flat_states`), with its leader and offline replicas."""
     return [ReportedPartition(name, s.partition_index, s.leader, tuple(s.offline_replicas))
-            for name, s in flat]
+            for name, _, s in flat]
 
 
-def deleted_topics(request) -> set[str]:
-    """The topics with a partition whose leader is ``LEADER_DURING_DELETE``."""
-    deleted = {s.topic_name for s in request.ungrouped_partition_states if s.leader == LEADER_DURING_DELETE}
-    for topic in request.topic_states:
-        if any(s.leader == LEADER_DURING_DELETE for s in topic.partition_states):
-            deleted.add(topic.topic_name)
-    return deleted
+def deleted_topics(flat) -> set[str]:
+    """The topics with a partition (`flat_states`) whose leader is ``LEADER_DURING_DELETE``."""
+    return {name for name, _, s in flat if s.leader == LEADER_DURING_DELETE}
