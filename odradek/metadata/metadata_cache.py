@@ -9,7 +9,8 @@ Watches set (all persistent; see `store`):
 * data of ``/controller``; children of ``/admin/delete_topics``.
 
 Every watch callback re-reads what it covers and swaps in a new image (copy-on-write); a
-partition-state watch hands its partition to the cache's refresher thread, which re-reads all
+partition-state watch hands its partition to the cache's background thread
+(`BackgroundRefresher`), which re-reads all
 the states queued meanwhile with one `MetadataStore.read_watched_many` (a failover changes
 thousands), whose reads also set their one-shot watches again (``rearmed_by_reads``). Each
 refresh reads the store and swaps the image under one lock, so refreshes are serialised and a
@@ -19,7 +20,11 @@ is set *before* the first read of its path, so no change falls between the two.
 A cluster broker's cache takes partition states from the controller instead
 (``states_from_controller``, as Kafka's brokers do; `take_controller_states`, from UpdateMetadata
 and LeaderAndIsr): it reads a partition's state once, when it learns of the partition, and
-sets no watch on it (see ``metadata/controller_states.py`` for the merge).
+sets no watch on it (see ``metadata/controller_states.py`` for the merge). A request naming
+partitions whose assignments the cache has not read yet (a topic just created) has the
+background thread read the topic list and those assignments at once, as a Kafka broker learns
+of topics from the controller: a client told of the topic by one broker finds it on the next,
+without waiting for the topic list's watch.
 
 Writers (`ClusterMetadata`) call the same refresh methods right after their own writes, so a
 broker reads its own writes even where the store reports changes asynchronously (ZooKeeper).
@@ -33,23 +38,21 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from contextlib import contextmanager
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from types import MappingProxyType
 
 from odradek.metadata import layout
+from odradek.metadata.background_refresher import BackgroundRefresher
 from odradek.metadata.controller_states import ControllerState, with_controller_states
-from odradek.metadata.errors import MalformedMetadataError, NoNodeError, StoreError
+from odradek.metadata.errors import MalformedMetadataError, NoNodeError
 from odradek.metadata.image import EMPTY_IMAGE, MetadataImage, with_entry, without_entry
 from odradek.metadata.layout import BrokerInfo, PartitionState, TopicAssignment
 from odradek.metadata.store import MetadataStore, WatchHandle
 from odradek.metadata.znode_reads import parse_config, parse_state, parse_topic
 
 log = logging.getLogger(__name__)
-
-REFRESH_RETRY_S = 1.0  # after a failed re-read of fired partition states
 
 
 class _Unwatched:
@@ -88,14 +91,9 @@ class MetadataCache:
         # applying each with a copy of the topic's state map would cost O(n^2).
         self._batch_depth = 0
         self._dirty_states: dict[str, set[int]] = {}
-        # State watches that fired, waiting for the refresher thread, which reads them all
-        # with one `get_many`: a failover changes 10,000 states, and one blocking read per
-        # change on the store's callback thread kept a broker's image behind for tens of
-        # seconds. Guarded by ``_fired_lock`` (never held with ``_lock``).
-        self._fired: dict[str, set[int]] = {}
-        self._fired_lock = threading.Lock()
-        self._fired_event = threading.Event()
-        self._refresher: threading.Thread | None = None
+        # Store reads that must not run on the caller's thread: fired state watches (the
+        # store's callback thread) and topics the controller named before we read them.
+        self._background = BackgroundRefresher(self._refresh_fired, self._learn_topics)
 
     def start(self) -> None:
         """Set the top-level watches and load everything."""
@@ -130,7 +128,7 @@ class MetadataCache:
             self._broker_watches.clear()
             self._topic_watches.clear()
             self._state_watches.clear()
-        self._fired_event.set()  # the refresher sees the cache closed and ends
+        self._background.close()
 
     def _publish(self, image: MetadataImage) -> None:
         self.image = image
@@ -354,6 +352,18 @@ class MetadataCache:
             self._keep_early(early)
             if image is not None:
                 self._publish(image)
+        if early:  # learn those topics now, not when the topic list's watch comes
+            self._background.topics_named({s.topic for s in early})
+
+    def _learn_topics(self, names: set[str]) -> None:
+        """Read the topic list, and the assignments of ``names`` already known whose early
+        states it did not take (partitions added, or the topic created again): on the
+        background thread, for the controller's states of assignments not read yet."""
+        with self._lock:
+            self.refresh_topics()
+            for name in sorted(names):
+                if name in self._early_states and name in self.image.topics:
+                    self.refresh_topic(name)
 
     def _keep_early(self, states: list[ControllerState]) -> None:
         """Keep ``states``, of assignments not read yet, the newest per partition and topic id."""
@@ -382,39 +392,12 @@ class MetadataCache:
 
     def _state_fired(self, topic: str, partition: int) -> None:
         """A state watch fired (on the store's thread): queue the partition for the
-        refresher thread, started on first use. A store whose callbacks run in the
-        writer's thread (embedded) is refreshed at once: its writers see their writes."""
+        background thread. A store whose callbacks run in the writer's thread (embedded) is
+        refreshed at once: its writers see their writes."""
         if self.store.watches_in_writer_thread:
             self._refresh_fired({topic: {partition}})
-            return
-        with self._fired_lock:
-            self._fired.setdefault(topic, set()).add(partition)
-            if self._refresher is None:
-                self._refresher = threading.Thread(
-                    target=self._run_refresher, name="metadata-state-refresher", daemon=True)
-                self._refresher.start()
-        self._fired_event.set()
-
-    def _run_refresher(self) -> None:
-        while True:
-            self._fired_event.wait()
-            with self._fired_lock:
-                self._fired_event.clear()
-                fired, self._fired = self._fired, {}
-            if self._closed:
-                return
-            try:
-                self._refresh_fired(fired)
-            except StoreError as e:  # their watches are set again only by a read that succeeds
-                log.warning("refreshing %d topics' partition states failed (%s); trying again in %.1f s",
-                            len(fired), e, REFRESH_RETRY_S)
-                time.sleep(REFRESH_RETRY_S)
-                with self._fired_lock:
-                    for topic, partitions in fired.items():
-                        self._fired.setdefault(topic, set()).update(partitions)
-                self._fired_event.set()
-            except Exception:  # noqa: BLE001 - the thread lives on; a reconnection re-runs
-                log.exception("refreshing %d topics' partition states failed", len(fired))
+        else:
+            self._background.state_fired(topic, partition)
 
     def _refresh_fired(self, fired: dict[str, set[int]]) -> None:
         with self._lock:

@@ -141,7 +141,7 @@ def test_a_failed_re_read_of_fired_states_is_tried_again(two_brokers, monkeypatc
     """A state watch is set again only by the refresher's read (``rearmed_by_reads``): when
     that read fails, the refresher tries again, or the partition would never be seen to
     change again."""
-    from odradek.metadata import layout, metadata_cache
+    from odradek.metadata import background_refresher, layout
     from odradek.metadata.errors import StoreUnavailableError
 
     first, second = two_brokers
@@ -149,7 +149,7 @@ def test_a_failed_re_read_of_fired_states_is_tried_again(two_brokers, monkeypatc
     first.store.create(layout.partition_state_path("r", 0), PartitionState(1000, 0, (1000, 1001), 1).to_json(),
                        make_parents=True)
     wait_for(lambda: second.partition_state("r", 0) is not None, "the first state")
-    monkeypatch.setattr(metadata_cache, "REFRESH_RETRY_S", 0.05)
+    monkeypatch.setattr(background_refresher, "REFRESH_RETRY_S", 0.05)
     real, failures = second.store.read_watched_many, []
 
     def fail_once(paths):

@@ -11,6 +11,7 @@ from odradek.metadata.controller_states import ControllerState, with_controller_
 from odradek.metadata.embedded_store import EmbeddedStore
 from odradek.metadata.layout import PartitionState, TopicAssignment
 from odradek.metadata.metadata_cache import MetadataCache
+from tests.metadata.store_contract import wait_for
 
 TOPIC_ID = uuid.UUID(int=7)
 
@@ -26,6 +27,21 @@ class WatchCountingStore(EmbeddedStore):
         if path.endswith("/state"):
             self.state_watches += 1
         return super().watch_data(path, callback)
+
+
+class DeafStore(EmbeddedStore):
+    """Its watches on the topic list and on topics' assignments never fire: like a broker
+    whose ZooKeeper watch events come late, it learns of topics only by reading."""
+
+    def watch_data(self, path, callback):
+        if path.startswith(layout.BROKER_TOPICS + "/") and path.count("/") == 3:
+            callback = lambda _: None  # noqa: E731
+        return super().watch_data(path, callback)
+
+    def watch_children(self, path, callback):
+        if path == layout.BROKER_TOPICS:
+            callback = lambda _: None  # noqa: E731
+        return super().watch_children(path, callback)
 
 
 def write_topic(store, name: str = "t", partitions: int = 2, topic_id: uuid.UUID = TOPIC_ID) -> None:
@@ -187,4 +203,32 @@ def test_early_states_of_an_assignment_newer_than_the_one_read_are_kept_for_it()
     assert cache.image.partition_state("t", 0) == state(3, 4, 5)
     store.set(layout.topic_path("t"), TopicAssignment("t", TOPIC_ID, {p: (1, 2) for p in range(3)}).to_json())
     assert cache.image.partition_state("t", 2) == state(3, 4, 5)
+    cache.close()
+
+
+def deaf() -> tuple[DeafStore, MetadataCache]:
+    store = DeafStore()
+    cache = MetadataCache(store, states_from_controller=True)
+    cache.start()
+    return store, cache
+
+
+def test_a_topic_the_controller_names_is_learned_without_its_watch():
+    store, cache = deaf()
+    write_topic(store, "new")
+    assert cache.image.topic("new") is None  # its watch says nothing
+    cache.take_controller_states([ControllerState("new", TOPIC_ID, 0, state(3, 4, 5))])
+    wait_for(lambda: cache.image.partition_state("new", 0) == state(3, 4, 5), "the topic learned")
+    assert cache.image.partition_state("new", 1).leader == 1  # read with it
+    cache.close()
+
+
+def test_partitions_the_controller_names_are_learned_without_their_watch():
+    store, cache = deaf()
+    write_topic(store, "t", partitions=1)
+    cache.take_controller_states([ControllerState("t", TOPIC_ID, 0, state(3, 4, 5))])
+    wait_for(lambda: cache.image.topic("t") is not None, "the topic learned")
+    store.set(layout.topic_path("t"), TopicAssignment("t", TOPIC_ID, {p: (1, 2) for p in range(2)}).to_json())
+    cache.take_controller_states([ControllerState("t", TOPIC_ID, 1, state(3, 4, 5))])
+    wait_for(lambda: cache.image.partition_state("t", 1) == state(3, 4, 5), "the new partition learned")
     cache.close()
