@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B: odradek at two revisions side by side, the same clients, alternating runs.
 
-  .venv/bin/python bench/ab.py [REV] [--against REV2] [--workloads produce,produce8,consume,bandwidth]
+  .venv/bin/python bench/ab.py [REV] [--against REV2] [--workloads produce,produce8,consume,bandwidth,fetch]
                                    [--reps N] [--records N] [--client-quota KEY=VALUE] [--authorizer]
 
 B is the git revision REV (HEAD~3, a sha, a branch; default BASELINE, 7c6971c); A is this checkout's working tree as it
@@ -50,12 +50,13 @@ from bench.harness.brokers import REPO, TreeBroker  # noqa: E402
 from bench.harness.comparison import Comparison, alternate  # noqa: E402
 from bench.harness.config import preset  # noqa: E402
 from bench.harness.kcat import Kcat, librdkafka_shim, records_file, versions  # noqa: E402
-from bench.harness.measure import measured, noise_share  # noqa: E402
+from bench.harness.measure import fresh_page_cache, measured, noise_share  # noqa: E402
 from bench.harness.wire import high_watermarks  # noqa: E402
+from bench.harness.workloads.consume import fill_bandwidth_topic, raw_consume_run  # noqa: E402
 from bench.harness.workloads.produce import bandwidth_requests, kcat_produce, raw_bandwidth_run  # noqa: E402
 
-WORKLOADS = ("produce", "produce8", "consume", "bandwidth")
-DEFAULT_WORKLOADS = ("produce", "consume", "bandwidth")  # produce8 on request
+WORKLOADS = ("produce", "produce8", "consume", "bandwidth", "fetch")
+DEFAULT_WORKLOADS = ("produce", "consume", "bandwidth", "fetch")  # produce8 on request
 SIDES = ("A", "B")
 # Broker CPU per record (per GB) must stay at or below this revision's: the default side B.
 BASELINE = "7c6971c"
@@ -174,6 +175,7 @@ def produce(clients: Clients, brokers: list, partitions: int = 1) -> Comparison:
         topic = f"ab-{name}-{rep}"
         admin.create_topic(broker.bootstrap, topic, partitions)
         target = 0 if partitions == 1 else None
+        fresh_page_cache(clients.records_file(n))
         m = measured(broker.pid, lambda: kcat_produce(clients, broker, topic, n, "1", target))
         written = sum(high_watermarks(broker.bootstrap, topic, range(partitions)).values())
         if written != m.value:
@@ -218,8 +220,22 @@ def bandwidth(clients: Clients, brokers: list) -> Comparison:
         lambda broker, rep: raw_bandwidth_run(broker, f"ab-bandwidth-{rep}", requests, cfg.window), comp)
 
 
+def fetch(clients: Clients, brokers: list) -> Comparison:
+    """The raw reader: ~1 MiB batches of 1,000-byte records over 4 partitions, filled once per
+    broker by the raw generator, read from the page cache with pipelined 32 MiB fetches
+    (``workloads.consume.fill_bandwidth_topic``, ``raw_consume_run``)."""
+    cfg = clients.config
+    ends = {broker.name: fill_bandwidth_topic(broker, "ab-fetch", cfg.bandwidth_mib, cfg.window)
+            for broker in brokers}
+    comp = Comparison("fetch", "consume ~1 MiB batches (bandwidth)",
+                      f"raw, fetch {cfg.fetch_max_mib} MiB x{len(ends[brokers[0].name])}", "GB/s", "CPU-s/GB")
+    return warm_then_alternate(
+        clients, brokers,
+        lambda broker, rep: raw_consume_run(broker, "ab-fetch", ends[broker.name], cfg.fetch_max_mib), comp)
+
+
 RUNNERS = {"produce": produce, "produce8": lambda c, b: produce(c, b, 8), "consume": consume,
-           "bandwidth": bandwidth}
+           "bandwidth": bandwidth, "fetch": fetch}
 
 
 # --- summary -------------------------------------------------------------------------------

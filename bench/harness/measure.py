@@ -16,6 +16,7 @@ import os
 import resource
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from .proc_stats import cpu_seconds, system_seconds, wait_until_idle
@@ -68,6 +69,33 @@ def steal_share(run: dict, cores: int) -> float | None:
     if not run.get("wall_s") or "steal_cpu_s" not in run:
         return None
     return run["steal_cpu_s"] / run["wall_s"] / cores
+
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def fresh_page_cache(*keep: Path) -> bool:
+    """Before a run that writes: write back and drop the clean page cache (root only; returns
+    whether it could), then read ``keep`` (the client's input files) back in.
+
+    Why: on this project's virtual machines, page-cache pages beyond the first ~4 GB of the
+    guest's memory cost the kernel's copy into them (``copy_folio_from_iter_atomic``) about
+    six times as much, every time (the host backs that memory differently; touching it once
+    beforehand does not help). Each produce run leaves its log in the cache, so after ~3 GB of
+    runs every further run's broker CPU tripled, ``sys`` time alone: a cliff whose place in
+    the run order decided A/B medians. Dropping the cache keeps every run on the same memory.
+    Runs that read from the page cache (consume) must not call this between filling and
+    reading."""
+    os.sync()
+    try:
+        DROP_CACHES.write_text("1")
+    except OSError:
+        return False
+    for path in keep:
+        with open(path, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    return True
 
 
 def settle(pids: list[int]) -> float:

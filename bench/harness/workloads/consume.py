@@ -41,28 +41,37 @@ def consume_100b(session) -> None:
     session.show(comp)
 
 
+def fill_bandwidth_topic(broker, topic: str, bandwidth_mib: int, window: int) -> dict[int, int]:
+    """Create ``topic`` with `PARTITIONS` partitions and write ``bandwidth_mib`` of ~1 MiB
+    batches (1,000-byte records) over them with the raw producer; returns each partition's
+    end offset."""
+    batch, per_batch = batch_of_size(MIB, 1000)
+    per_partition = max(1, bandwidth_mib * MIB // len(batch) // PARTITIONS)
+    admin.create_topic(broker.bootstrap, topic, PARTITIONS)
+    frames = [produce_frame(topic, {p: batch}, acks=1) for p in range(PARTITIONS)]
+    pipelined_produce(broker.bootstrap, frames, per_partition * PARTITIONS, window, len(batch), per_batch)
+    return {p: per_partition * per_batch for p in range(PARTITIONS)}
+
+
+def raw_consume_run(broker, topic: str, ends: dict[int, int], fetch_max_mib: int) -> dict:
+    """One raw read of ``topic`` from offset 0 to ``ends``, one Fetch of ``fetch_max_mib`` in
+    flight per partition; every record must come back. Returns the run's metrics."""
+    m = measured(broker.pid, lambda: fetch_range(broker.bootstrap, topic, ends, fetch_max_mib * MIB))
+    if m.value.records != sum(ends.values()):
+        raise RuntimeError(f"{broker.name}: read {m.value.records} of {sum(ends.values())}")
+    gb = m.value.bytes / 1e9
+    return {"throughput": gb / m.value.seconds, "cpu_per_unit": m.broker_cpu_s / gb,
+            "fetches": m.value.requests, **m.fields()}
+
+
 def consume_bandwidth(session) -> None:
     cfg = session.config
     topic = "cbw"
-    batch, per_batch = batch_of_size(MIB, 1000)
-    per_partition = max(1, cfg.bandwidth_mib * MIB // len(batch) // PARTITIONS)
-    ends = {p: per_partition * per_batch for p in range(PARTITIONS)}
-    for broker in session.main_brokers():
-        admin.create_topic(broker.bootstrap, topic, PARTITIONS)
-        frames = [produce_frame(topic, {p: batch}, acks=1) for p in range(PARTITIONS)]
-        pipelined_produce(broker.bootstrap, frames, per_partition * PARTITIONS, cfg.window,
-                          len(batch), per_batch)
-    max_bytes = cfg.fetch_max_mib * MIB
+    ends = {broker.name: fill_bandwidth_topic(broker, topic, cfg.bandwidth_mib, cfg.window)
+            for broker in session.main_brokers()}
     comp = Comparison("consume_1mib_batches", "consume ~1 MiB batches (bandwidth)",
                       f"raw, fetch {cfg.fetch_max_mib} MiB x{PARTITIONS}", "GB/s", "CPU-s/GB")
-
-    def one(broker, rep):
-        m = measured(broker.pid, lambda: fetch_range(broker.bootstrap, topic, ends, max_bytes))
-        if m.value.records != sum(ends.values()):
-            raise RuntimeError(f"{broker.name}: read {m.value.records} of {sum(ends.values())}")
-        gb = m.value.bytes / 1e9
-        return {"throughput": gb / m.value.seconds, "cpu_per_unit": m.broker_cpu_s / gb,
-                "fetches": m.value.requests, **m.fields()}
-
-    session.comparisons.append(alternate(session.main_brokers(), cfg.reps, one, comp))
+    session.comparisons.append(alternate(
+        session.main_brokers(), cfg.reps,
+        lambda broker, rep: raw_consume_run(broker, topic, ends[broker.name], cfg.fetch_max_mib), comp))
     session.show(comp)

@@ -14,7 +14,7 @@ import threading
 
 from .. import admin
 from ..comparison import Comparison, alternate
-from ..measure import measured
+from ..measure import fresh_page_cache, measured
 from ..raw_produce import batch_of_size, pipelined_produce
 from ..wire import high_watermarks, produce_frame
 
@@ -55,6 +55,7 @@ def produce_100b(session) -> None:
             def one(broker, rep, partitions=partitions, acks=acks):
                 topic = f"p100-p{partitions}-a{acks}-r{rep}"
                 admin.create_topic(broker.bootstrap, topic, partitions)
+                fresh_page_cache(session.records_file(cfg.records // cfg.producers))
                 m = measured(broker.pid, lambda: kcat_produce(
                     session, broker, topic, cfg.records, acks, 0 if partitions == 1 else None))
                 written = sum(high_watermarks(broker.bootstrap, topic, range(partitions)).values())
@@ -74,6 +75,7 @@ def raw_bandwidth_run(broker, topic: str, requests: int, window: int) -> dict:
     batch, per_batch = batch_of_size(MIB, 1000)
     admin.create_topic(broker.bootstrap, topic, 1)
     frames = [produce_frame(topic, {0: batch}, acks=1)]
+    fresh_page_cache()
     m = measured(broker.pid, lambda: pipelined_produce(
         broker.bootstrap, frames, requests, window, len(batch), per_batch))
     written = high_watermarks(broker.bootstrap, topic, [0])[0]
