@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 from bench import ab  # noqa: E402
-from bench.harness import revision  # noqa: E402
+from bench.harness import measure, revision  # noqa: E402
 from bench.harness.brokers import REPO  # noqa: E402
 
 
@@ -69,7 +69,7 @@ def test_the_working_tree_imports_its_own_odradek():
 def test_arguments():
     args = ab.parse_args(["HEAD~3"])
     assert (args.rev, args.against, args.workloads, args.reps, args.records) == (
-        "HEAD~3", None, ("produce", "consume", "bandwidth"), 6, 1_000_000)
+        "HEAD~3", None, ("produce", "consume", "bandwidth", "fetch"), 6, 1_000_000)
     args = ab.parse_args(["abc123", "--against", "HEAD", "--workloads", "consume, produce",
                           "--reps", "2", "--records", "2e4"])
     assert (args.rev, args.against, args.workloads, args.reps, args.records) == (
@@ -168,6 +168,7 @@ def test_ab_of_the_working_tree_against_head_end_to_end(tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setitem(ab.RUNNERS, "consume", interrupted)
+    monkeypatch.setattr(measure, "DROP_CACHES", tmp_path / "drop_caches")  # not the machine's
     # The worktree of HEAD goes under tmp_path and is removed at the end: at the real root,
     # every commit the test ran at would leave one behind.
     monkeypatch.setattr(revision, "ROOT", tmp_path / "ab")
@@ -194,3 +195,14 @@ def test_ab_of_the_working_tree_against_head_end_to_end(tmp_path, monkeypatch):
     assert sorted(seen) == ["A", "B"] and not any(_alive(pid) for pid in seen.values())
     assert not list(revision.ROOT.glob(f"run-*-{os.getpid()}"))
     assert Path(results["path"]).parent == tmp_path and Path(results["path"]).exists()
+    assert (tmp_path / "drop_caches").read_text() == "1"  # each produce run started on a dropped cache
+
+
+def test_fresh_page_cache_drops_the_cache_and_reads_the_inputs_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(measure, "DROP_CACHES", tmp_path / "drop_caches")
+    data = tmp_path / "records.txt"
+    data.write_bytes(b"x" * 3_000_000)
+    assert measure.fresh_page_cache(data)
+    assert (tmp_path / "drop_caches").read_text() == "1"
+    monkeypatch.setattr(measure, "DROP_CACHES", tmp_path / "absent" / "drop_caches")  # not root
+    assert not measure.fresh_page_cache(data)
