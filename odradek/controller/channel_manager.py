@@ -8,7 +8,7 @@ in: LeaderAndIsr, UpdateMetadata, StopReplica). A sender sends one request at a 
 for its response before the next, as Kafka's send thread does.
 
 * Remote brokers: a connection to the broker's endpoint on the inter-broker listener
-  (``inter.broker.listener.name``, default the first listener of this broker),
+  (``metadata/inter_broker_endpoint.py``),
   with API versions negotiated; the request is encoded (`request_encoding`) at the highest
   version both sides have (LeaderAndIsr and UpdateMetadata to bytes once for all brokers,
   `request_encoding.SharedBodies`). A connection error or timeout closes the connection, and the same
@@ -51,10 +51,11 @@ from odradek.controller.commands import (
 from odradek.controller.request_encoding import (
     SharedBodies, api_key_of, encode, encode_leader_and_isr,
 )
-from odradek.metadata.layout import BrokerInfo, Endpoint
+from odradek.metadata.inter_broker_endpoint import inter_broker_endpoint
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.request_context import RequestContext
+from odradek.server.listener_security import inter_broker_listener
 
 log = logging.getLogger(__name__)
 
@@ -62,32 +63,6 @@ RETRY_BACKOFF_S = 0.3
 """Pause before resending after a connection failure (Kafka's send thread waits 300 ms)."""
 
 CLIENT_ID_PREFIX = "controller-"
-
-
-def inter_broker_listener_name(config) -> str | None:
-    """``inter.broker.listener.name``, else the name of this broker's first listener (None
-    when it has none); other brokers' endpoints are looked up by this name."""
-    name = config["inter.broker.listener.name"]
-    if name:
-        return name
-    listeners = config.listeners
-    wanted = config.values.get("security.inter.broker.protocol")
-    if wanted:  # the first listener on that protocol (listener.security.protocol.map)
-        protocols = dict(e.split(":", 1) for e in config["listener.security.protocol.map"].split(",") if ":" in e)
-        for listener in listeners:
-            if protocols.get(listener.name, "").upper() == wanted.upper():
-                return listener.name
-    return listeners[0].name if listeners else None
-
-
-def inter_broker_endpoint(broker_info: BrokerInfo | None, listener_name: str | None) -> Endpoint | None:
-    """The endpoint of ``broker_info`` on ``listener_name`` (its first endpoint when the name
-    is None); None if the broker has no such listener."""
-    if broker_info is None or not broker_info.endpoints:
-        return None
-    if listener_name is None:
-        return broker_info.endpoints[0]
-    return broker_info.endpoint(listener_name)
 
 
 def local_version(api_key: int) -> int:
@@ -304,7 +279,7 @@ class ControllerChannelManager:
         self.broker = broker
         self.on_event = on_event
         self.retry_backoff = retry_backoff
-        self.listener = inter_broker_listener_name(broker.config)
+        self.listener = inter_broker_listener(broker.config)
         self.request_timeout = broker.config["controller.socket.timeout.ms"] / 1000
         self.client_id = f"{CLIENT_ID_PREFIX}{broker.broker_id}"
         self.shared_bodies = SharedBodies(self.listener)  # used on the loop only

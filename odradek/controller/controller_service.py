@@ -64,11 +64,7 @@ import threading
 import time
 
 from odradek.controller import events as ev
-from odradek.controller.channel_manager import (
-    ControllerChannelManager,
-    inter_broker_endpoint,
-    inter_broker_listener_name,
-)
+from odradek.controller.channel_manager import ControllerChannelManager
 from odradek.controller.commands import (
     BrokerRequest,
     ZnodeWrite,
@@ -91,7 +87,9 @@ from odradek.metadata.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from odradek.metadata.inter_broker_endpoint import inter_broker_endpoint
 from odradek.metadata.layout import PartitionState
+from odradek.server.listener_security import inter_broker_listener
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +112,7 @@ class ControllerService(ControllerWatches):
         self.broker_id = broker.broker_id
         self.controller = Controller(broker.broker_id)
         self.channel = channel_manager or ControllerChannelManager(broker, on_event=self.submit)
-        listener = inter_broker_listener_name(broker.config)
+        listener = inter_broker_listener(broker.config)
         self.controller_liveness = ControllerLiveness(
             broker.broker_id, lambda b: inter_broker_endpoint(b.info, listener), lambda: broker.metadata.store)
         """Watches the controller's process from this broker while another broker is it."""

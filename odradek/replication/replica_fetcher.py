@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from odradek.client.connection import BrokerConnection
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from odradek.metadata.inter_broker_endpoint import peer_address
 from odradek.protocol.fetch_session_handler import FetchSessionHandler
 from odradek.replication.fetch_set import FetchSet, forgotten_topics
 from odradek.protocol.generated import ApiKey
@@ -105,19 +106,6 @@ class PartitionFetchState:
 
     def ready(self, now: float) -> bool:
         return self.state != FENCED and self.delayed_until <= now
-
-
-def inter_broker_endpoint(broker, broker_id: int) -> tuple[str, int] | None:
-    """``(host, port)`` of broker ``broker_id``'s listener named ``inter.broker.listener.name``
-    (default: this broker's first listener's name), else its first; None when it is not
-    registered. (A local helper: the controller's channel manager has the same rule.)"""
-    info = broker.metadata_image().broker(broker_id)
-    if info is None or not info.endpoints:
-        return None
-    name = (getattr(broker, "inter_broker_listener", None)  # server/listener_security.py
-            or broker.config["inter.broker.listener.name"] or broker.config.listeners[0].name)
-    endpoint = info.endpoint(name) or info.endpoints[0]
-    return endpoint.host, endpoint.port
 
 
 class ReplicaFetcher:
@@ -260,9 +248,10 @@ class ReplicaFetcher:
     async def _connection(self) -> BrokerConnection:
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        address = inter_broker_endpoint(self.broker, self.leader_id)
+        address = peer_address(self.broker, self.leader_id)
         if address is None:
-            raise KafkaConnectionError(f"broker {self.leader_id} is not registered")
+            raise KafkaConnectionError(f"broker {self.leader_id} is not registered on listener "
+                                       f"{self.broker.inter_broker_listener}")
         conn = BrokerConnection(address[0], address[1], node_id=self.leader_id,
                                 client_id=f"broker-{self.broker.broker_id}-fetcher-{self.fetcher_index}",
                                 request_timeout=self.socket_timeout_s,

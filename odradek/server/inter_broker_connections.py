@@ -3,7 +3,7 @@ listener, for a broker's own requests to its peers (AddPartitionsToTxn verificat
 ``server/add_partitions_to_txn_manager.py``).
 
 The address is the peer's endpoint for ``inter.broker.listener.name`` as its registration
-lists it (``replica_fetcher.inter_broker_endpoint``); the connection carries the broker's
+lists it (``metadata/inter_broker_endpoint.py``); the connection carries the broker's
 inter-broker TLS context and SASL login (``broker.inter_broker_ssl``, ``inter_broker_sasl``),
 as the replica fetchers' and the controller channel's do. Connections are opened on first
 use, one at a time per peer (concurrent callers share the one being opened), and kept until
@@ -20,7 +20,7 @@ import asyncio
 
 from odradek.client.connection import BrokerConnection
 from odradek.client.errors import KafkaConnectionError
-from odradek.replication.replica_fetcher import inter_broker_endpoint
+from odradek.metadata.inter_broker_endpoint import peer_address
 
 
 class InterBrokerConnections:
@@ -42,9 +42,10 @@ class InterBrokerConnections:
             conn = self._connections.get(broker_id)
             if conn is not None and not conn.closed:
                 return conn
-            address = inter_broker_endpoint(self.broker, broker_id)
+            address = peer_address(self.broker, broker_id)
             if address is None:
-                raise KafkaConnectionError(f"broker {broker_id} is not registered")
+                raise KafkaConnectionError(f"broker {broker_id} is not registered on listener "
+                                           f"{self.broker.inter_broker_listener}")
             conn = BrokerConnection(address[0], address[1], node_id=broker_id, client_id=self.client_id,
                                     request_timeout=self.request_timeout_s,
                                     ssl_context=getattr(self.broker, "inter_broker_ssl", None),

@@ -12,8 +12,6 @@ import pytest
 from odradek.controller import events as ev
 from odradek.controller.channel_manager import (
     ControllerChannelManager,
-    inter_broker_endpoint,
-    inter_broker_listener_name,
     stop_replica_outcome,
 )
 from odradek.controller.commands import (
@@ -25,7 +23,6 @@ from odradek.controller.commands import (
     UpdateMetadataPartition,
     UpdateMetadataRequest,
 )
-from odradek.metadata.layout import BrokerInfo, Endpoint
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.generated.leader_and_isr_response import LeaderAndIsrResponse
@@ -64,15 +61,6 @@ def answers(key, version, body):
 
 RANGES = {ApiKey.LEADER_AND_ISR: (0, 5), ApiKey.UPDATE_METADATA: (0, 7),
           ApiKey.STOP_REPLICA: (0, 3)}
-
-
-def test_listener_name_and_endpoint():
-    assert inter_broker_listener_name(config(1)) == "PLAINTEXT"
-    two = BrokerInfo(2, (Endpoint("CLIENT", "h", 1), Endpoint("REPL", "r", 2)))
-    assert inter_broker_endpoint(two, "REPL") == Endpoint("REPL", "r", 2)
-    assert inter_broker_endpoint(two, None) == Endpoint("CLIENT", "h", 1)
-    assert inter_broker_endpoint(two, "OTHER") is None
-    assert inter_broker_endpoint(None, "REPL") is None
 
 
 def test_stop_replica_outcome():

@@ -45,6 +45,7 @@ class Follower:
         self.config = BrokerConfig.from_props(broker_props(path, node_id=2, replica_fetch_backoff_ms=50,
                                                           replica_fetch_wait_max_ms=50))
         self.broker_id = 2
+        self.inter_broker_listener = "PLAINTEXT"
         self.log_manager = LogManager([str(path)], LogConfig(), SystemClock())
         self.log_manager.startup()
         self.replica_manager = ReplicaManager(2, self.log_manager, SystemClock())
