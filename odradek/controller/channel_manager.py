@@ -55,7 +55,6 @@ from odradek.metadata.inter_broker_endpoint import inter_broker_endpoint
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
 from odradek.protocol.request_context import RequestContext
-from odradek.server.listener_security import inter_broker_listener
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +278,7 @@ class ControllerChannelManager:
         self.broker = broker
         self.on_event = on_event
         self.retry_backoff = retry_backoff
-        self.listener = inter_broker_listener(broker.config)
+        self.listener = broker.inter_broker_listener  # the broker resolved it from its config
         self.request_timeout = broker.config["controller.socket.timeout.ms"] / 1000
         self.client_id = f"{CLIENT_ID_PREFIX}{broker.broker_id}"
         self.shared_bodies = SharedBodies(self.listener)  # used on the loop only

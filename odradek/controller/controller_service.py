@@ -89,7 +89,6 @@ from odradek.metadata.errors import (
 )
 from odradek.metadata.inter_broker_endpoint import inter_broker_endpoint
 from odradek.metadata.layout import PartitionState
-from odradek.server.listener_security import inter_broker_listener
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +111,7 @@ class ControllerService(ControllerWatches):
         self.broker_id = broker.broker_id
         self.controller = Controller(broker.broker_id)
         self.channel = channel_manager or ControllerChannelManager(broker, on_event=self.submit)
-        listener = inter_broker_listener(broker.config)
+        listener = broker.inter_broker_listener
         self.controller_liveness = ControllerLiveness(
             broker.broker_id, lambda b: inter_broker_endpoint(b.info, listener), lambda: broker.metadata.store)
         """Watches the controller's process from this broker while another broker is it."""

@@ -25,7 +25,6 @@ from odradek.controller.channel_manager import deliver_locally, local_version
 from odradek.metadata.inter_broker_endpoint import inter_broker_endpoint
 from odradek.metadata.layout import NO_LEADER
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.server.listener_security import inter_broker_listener
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ class BrokerToControllerChannel:
     def __init__(self, broker, *, retry_backoff: float = RETRY_BACKOFF_S) -> None:
         self.broker = broker
         self.retry_backoff = retry_backoff
-        self.listener = inter_broker_listener(broker.config)
+        self.listener = broker.inter_broker_listener
         self.client_id = _CLIENT_ID.format(broker.broker_id)
         self._connection = None
         self._connection_to = NO_LEADER

@@ -17,6 +17,7 @@ from odradek.metadata.embedded_store import EmbeddedStore
 from odradek.metadata.layout import BrokerInfo, Endpoint, TopicAssignment
 from odradek.protocol.generated.stop_replica_response import StopReplicaResponse
 from odradek.server.config import BrokerConfig
+from odradek.server.listener_security import inter_broker_listener
 
 
 def config(broker_id: int, **extra) -> BrokerConfig:
@@ -40,6 +41,7 @@ class FakeBroker:
     def __init__(self, broker_id: int, store=None, register: bool = True, **extra) -> None:
         self.broker_id = broker_id
         self.config = config(broker_id, **extra)
+        self.inter_broker_listener = inter_broker_listener(self.config)
         self.metadata = ClusterMetadata(store if store is not None else EmbeddedStore())
         self.dispatched: list = []
         self.responses: dict = {}
