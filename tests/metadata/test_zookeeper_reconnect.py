@@ -7,9 +7,11 @@ kazoo's default backoff doubles with a 40% jitter up to an hour: 11 s into an ou
 While ZooKeeper is stopped, a listener holds its port and notes each connection attempt (it
 closes them at once), so the test sees the backoff itself, not only one draw of its jitter:
 after the first 2 s no gap between attempts may exceed 3 s (the 1 s cap allows 1.4 s; the
-default's gaps there exceed 3 s in more than 99% of runs). Then ZooKeeper starts again on the
-same port and data directory, and the store must be connected within 5 s (at most ~1.4 s
-with the cap; the default leaves it waiting longer in about half the runs).
+default's gaps there exceed 3 s in more than 99% of runs: that bound is what tells the cap
+from the default). Then ZooKeeper starts again on the same port and data directory, and the
+store must be connected again, with its data: within 15 s, a bound for a machine busy with
+the rest of the suite (a full run once took over 5 s there; with the cap the store tries
+every ~1.4 s at most).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tests.metadata.store_contract import wait_for
 OUTAGE_S = 11.0
 STEADY_AFTER_S = 2.0  # the backoff's first steps, 0.1 s doubling, reach the cap by then
 LONGEST_GAP_S = 3.0
-RECONNECT_LIMIT_S = 5.0
+RECONNECT_LIMIT_S = 15.0
 
 
 class AttemptRecorder:
