@@ -220,3 +220,15 @@ def test_kcat_env_puts_the_shim_first_and_preloads_only_when_asked(tmp_path, mon
     assert env["LD_LIBRARY_PATH"] == str(tmp_path) and "LD_PRELOAD" not in env
     monkeypatch.setenv(PRELOAD_ENV, "/lib/libother-malloc.so")
     assert kcat_env(None)["LD_PRELOAD"] == "/lib/libother-malloc.so"
+
+
+def test_a_broker_holding_records_in_memory_is_restarted_after_a_produce_run(tmp_path, monkeypatch):
+    from bench.harness.brokers import TansuBroker
+    from bench.harness.workloads.produce import forget_in_memory_data
+
+    restarts = []
+    tansu = TansuBroker(tmp_path / "tansu")
+    monkeypatch.setattr(tansu, "restart", lambda: restarts.append("tansu"))
+    forget_in_memory_data(tansu)
+    forget_in_memory_data(object())  # odradek's records are on disk: nothing to forget
+    assert restarts == ["tansu"]
