@@ -47,17 +47,15 @@ from dataclasses import dataclass, replace
 
 from odradek.controller.commands import LeaderAndIsrPartition
 from odradek.metadata.controller_states import ControllerState
-from odradek.metadata.errors import MetadataError, StoreError
 from odradek.metadata.layout import PartitionState
 from odradek.metadata.offline_replicas import ReportedPartition
 from odradek.protocol.generated.error_codes import ErrorCode
+from odradek.replication.controller_request_check import check_controller_request
 from odradek.replication.role_change import (
-    NO_BROKER_EPOCH,
     ControlHeader,
     HeldReplica,
     StopReplicaPartition,
     TopicPartition,
-    check_control_request,
     decide_roles,
     decide_stops,
     initial_fetch_offset,
@@ -85,7 +83,7 @@ async def become_leader_or_follower(broker, header: ControlHeader, states: Seque
         return ErrorCode.BROKER_NOT_AVAILABLE, {}  # stops serving requests before its replicas)
     async with rm.state_change_lock:
         began = time.monotonic()
-        error = await _check(broker, "LeaderAndIsr", header)
+        error = await check_controller_request(broker, "LeaderAndIsr", header)
         if error != ErrorCode.NONE:
             return error, {}
         broker.metadata.cache.take_controller_states(  # what Metadata answers, at once
@@ -167,7 +165,7 @@ async def stop_replicas(broker, header: ControlHeader, partitions: Sequence[Stop
     going offline, as in a controlled shutdown)."""
     rm = broker.replica_manager
     async with rm.state_change_lock:
-        error = await _check(broker, "StopReplica", header)
+        error = await check_controller_request(broker, "StopReplica", header)
         if error != ErrorCode.NONE:
             return error, {}
         decision = decide_stops(partitions, lambda key: _held(rm, key))
@@ -210,7 +208,7 @@ async def update_metadata(broker, header: ControlHeader, deleted_topics: Iterabl
     (partitions whose leader is -2, ``LeaderDuringDelete``): the group coordinator drops
     their committed offsets (Kafka's ``handleDeletedPartitions``)."""
     async with broker.replica_manager.state_change_lock:
-        error = await _check(broker, "UpdateMetadata", header)
+        error = await check_controller_request(broker, "UpdateMetadata", header)
         if error == ErrorCode.NONE:
             broker.metadata.cache.take_controller_states(states)
             broker.metadata.offline_replicas.update(reported)
@@ -240,59 +238,6 @@ def _without_offline(broker, decision, errors: dict):
                 len(offline))
     return replace(decision, leaders=[s for s in decision.leaders if not failures.is_offline(s.key)],
                    followers=[s for s in decision.followers if not failures.is_offline(s.key)])
-
-
-async def _check(broker, name: str, header: ControlHeader) -> ErrorCode:
-    """The whole-request checks; on success the request's controller epoch is the highest seen.
-
-    A controller epoch newer than any seen is first checked against ``/controller_epoch``
-    (once per epoch: at each controller change): a controller writes it before it sends
-    anything, so a newer epoch than the store holds comes from no controller, but from a
-    stray client, and taking it would make every later request of the real controller look
-    stale. It is refused as STALE_CONTROLLER_EPOCH (Kafka's ControllerMovedException: the
-    sender is not the controller). Kafka trusts any sender there (CLUSTER_ACTION rights)."""
-    rm = broker.replica_manager
-    broker_epoch = getattr(broker, "broker_epoch", NO_BROKER_EPOCH)
-    error = check_control_request(header, rm.controller_epoch, broker_epoch)
-    if error == ErrorCode.NONE and header.controller_epoch > rm.controller_epoch:
-        stored = await _stored_controller_epoch(broker, header.controller_epoch)
-        if stored is not None and header.controller_epoch > stored:
-            log.warning("ignoring %s of broker %d: its controller epoch %d is newer than the cluster's, %d: "
-                        "not from a controller", name, header.controller_id, header.controller_epoch, stored)
-            return ErrorCode.STALE_CONTROLLER_EPOCH
-    if error == ErrorCode.STALE_BROKER_EPOCH:
-        log.info("ignoring %s of controller %d: broker epoch %d older than ours, %d", name,
-                 header.controller_id, header.broker_epoch, broker_epoch)
-    elif error == ErrorCode.STALE_CONTROLLER_EPOCH:
-        log.warning("ignoring %s of controller %d: controller epoch %d older than the latest known, %d",
-                    name, header.controller_id, header.controller_epoch, rm.controller_epoch)
-    else:
-        rm.controller_epoch = header.controller_epoch
-    return error
-
-
-# A ZooKeeper server may serve a read a moment behind the write the controller just made
-# (reads are not linearizable across sessions): a lower epoch is read again after these
-# pauses before the request is refused; a follower server is normally milliseconds behind.
-_EPOCH_REREADS_S = (0.05, 0.25)
-
-
-async def _stored_controller_epoch(broker, wanted: int) -> int | None:
-    """The epoch in ``/controller_epoch`` (read off the loop), read again while it is below
-    ``wanted``; None when it cannot be read (then the request is not refused for it)."""
-    loop = asyncio.get_running_loop()
-    stored = None
-    for pause in (0.0,) + _EPOCH_REREADS_S:
-        if pause:
-            await asyncio.sleep(pause)
-        try:
-            stored, _ = await loop.run_in_executor(None, broker.metadata.controller_epoch)
-        except (OSError, StoreError, MetadataError) as e:  # a store that cannot answer now: no refusal
-            log.warning("cannot read /controller_epoch to check a controller request: %s", e)
-            return None
-        if stored >= wanted:
-            break
-    return stored
 
 
 def _is_offline(broker, key: TopicPartition) -> bool:
