@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from odradek.metadata import layout
-from odradek.metadata.cluster_metadata import validate_configs, validate_replica_assignment
+from odradek.metadata.topic_validation import validate_configs, validate_replica_assignment
 from odradek.metadata.errors import InvalidTopicError, MetadataError, NodeExistsError, TopicExistsError
 from odradek.metadata.layout import TopicAssignment
 from odradek.metadata.store import CreateOp, Op, SetOp
