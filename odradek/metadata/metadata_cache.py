@@ -360,7 +360,8 @@ class MetadataCache:
         states it did not take (partitions added, or the topic created again): on the
         background thread, for the controller's states of assignments not read yet."""
         with self._lock:
-            self.refresh_topics()
+            if not names <= self.image.topics.keys():  # the list is read only for a topic not known
+                self.refresh_topics()
             for name in sorted(names):
                 if name in self._early_states and name in self.image.topics:
                     self.refresh_topic(name)

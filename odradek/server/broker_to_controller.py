@@ -22,7 +22,7 @@ import logging
 
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 from odradek.controller.channel_manager import deliver_locally, local_version
-from odradek.metadata.inter_broker_endpoint import inter_broker_endpoint
+from odradek.metadata.inter_broker_endpoint import peer_address
 from odradek.metadata.layout import NO_LEADER
 from odradek.protocol.generated.error_codes import ErrorCode
 
@@ -101,12 +101,11 @@ class BrokerToControllerChannel:
             if conn is not None and not conn.closed and self._connection_to == controller_id:
                 return conn
             self._drop_connection()
-            info = self.broker.metadata_image().broker(controller_id)
-            endpoint = inter_broker_endpoint(info, self.listener)
-            if endpoint is None:
+            address = peer_address(self.broker, controller_id)
+            if address is None:
                 raise KafkaConnectionError(
                     f"controller {controller_id} has no endpoint on {self.listener!r}")
-            conn = BrokerConnection(endpoint.host, endpoint.port, node_id=controller_id,
+            conn = BrokerConnection(address[0], address[1], node_id=controller_id,
                                     client_id=self.client_id, request_timeout=timeout,
                                     ssl_context=getattr(self.broker, "inter_broker_ssl", None),
                                     sasl=getattr(self.broker, "inter_broker_sasl", None))
