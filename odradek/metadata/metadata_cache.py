@@ -10,12 +10,11 @@ Watches set (all persistent; see `store`):
 
 Every watch callback re-reads what it covers and swaps in a new image (copy-on-write); a
 partition-state watch hands its partition to the cache's background thread
-(`BackgroundRefresher`), which re-reads all
-the states queued meanwhile with one `MetadataStore.read_watched_many` (a failover changes
-thousands), whose reads also set their one-shot watches again (``rearmed_by_reads``). Each
-refresh reads the store and swaps the image under one lock, so refreshes are serialised and a
-later refresh always read later data: callbacks arriving late or twice are harmless. A watch
-is set *before* the first read of its path, so no change falls between the two.
+(`BackgroundRefresher`), which re-reads all the states queued meanwhile with one
+`MetadataStore.get_many` (a failover changes thousands). Each refresh reads the store and
+swaps the image under one lock, so refreshes are serialised and a later refresh always read
+later data: callbacks arriving late or twice are harmless. A watch is set *before* the first
+read of its path, so no change falls between the two.
 
 A cluster broker's cache takes partition states from the controller instead
 (``states_from_controller``, as Kafka's brokers do; `take_controller_states`, from UpdateMetadata
@@ -328,20 +327,14 @@ class MetadataCache:
                 handles = self.store.watch_data_many([
                     (path, lambda _, t=t, p=p: self._state_fired(t, p))
                     for path, (t, p) in zip(paths, new)
-                ], rearmed_by_reads=True)
+                ])
             for (t, p), handle in zip(new, handles):
                 self._state_watches[t][p] = handle
-            for (t, p), found in zip(new, self._read_states(paths)):
+            for (t, p), found in zip(new, self.store.get_many(paths)):
                 state = parse_state(t, p, found)
                 if state is not None:
                     out[t][p] = state
         return {name: MappingProxyType(states) for name, states in out.items()}
-
-    def _read_states(self, paths: list[str]) -> list[tuple[bytes, int] | None]:
-        """Read partition states; watched ones have their watches set again by the read."""
-        if self.states_from_controller:
-            return self.store.get_many(paths)
-        return self.store.read_watched_many(paths)
 
     def take_controller_states(self, states: Iterable[ControllerState]) -> None:
         """Take the newer of the partition states a controller request carried (see
@@ -414,7 +407,7 @@ class MetadataCache:
         wanted = [(t, p) for t, ps in dirty.items() if t in self.image.topics for p in sorted(ps)]
         if not wanted or self._closed:
             return
-        found = self._read_states([layout.partition_state_path(t, p) for t, p in wanted])
+        found = self.store.get_many([layout.partition_state_path(t, p) for t, p in wanted])
         per_topic: dict[str, dict[int, PartitionState | None]] = {}
         for (topic, partition), read in zip(wanted, found):
             per_topic.setdefault(topic, {})[partition] = parse_state(topic, partition, read)

@@ -236,25 +236,11 @@ class MetadataStore(abc.ABC):
     def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:
         """Call ``callback(path)`` after each creation, change or deletion of ``path``."""
 
-    def watch_data_many(
-        self, watches: Sequence[tuple[str, WatchCallback]], rearmed_by_reads: bool = False
-    ) -> list[WatchHandle]:
+    def watch_data_many(self, watches: Sequence[tuple[str, WatchCallback]]) -> list[WatchHandle]:
         """`watch_data` for every ``(path, callback)``, in order: ZooKeeper's store sets them
         with pipelined requests (a broker watching the states of 10,000 new partitions),
-        this default one by one.
-
-        ``rearmed_by_reads``: the caller reads the paths with `read_watched_many` at once, and
-        each path again after every callback; a store whose watches are one-shot (ZooKeeper)
-        may set a watch only with that first read, and report nothing more of a path until the
-        next, which returns its latest data (changes in between are coalesced into that read,
-        never missed)."""
+        this default one by one."""
         return [self.watch_data(path, callback) for path, callback in watches]
-
-    def read_watched_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
-        """`get_many` that also sets again the watches of ``paths`` made ``rearmed_by_reads``
-        (ZooKeeper: each a ``getData`` with a watch, or for an absent znode an ``exists``
-        with one, in the same request as the read)."""
-        return self.get_many(paths)
 
     @abc.abstractmethod
     def watch_children(self, path: str, callback: WatchCallback) -> WatchHandle:

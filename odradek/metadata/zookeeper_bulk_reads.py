@@ -1,13 +1,12 @@
-"""`BulkReads`: the many-znode reads of `ZooKeeperStore` (`get_many`, `read_watched_many`,
-`children_many`), each answer in the order asked, None for a missing znode.
+"""`BulkReads`: the many-znode reads of `ZooKeeperStore` (`get_many`, `children_many`), each
+answer in the order asked, None for a missing znode.
 
 `get_many` asks ZooKeeper for 1,000 znodes a request (multiRead, `zookeeper_multi_read`),
 falling back to the others' way where the server refuses it or a request is lost: every read
 its own request, `BULK_READ_WINDOW` in flight at once (pipelined on the one connection,
 answered in order). A read that fails otherwise than for a missing znode is read again alone,
-with the store's retried read, which decides. A mixin: it uses the store's client, lock and
-watch bookkeeping (``_client``, ``_read``, ``_check_open``, ``_lock``, ``_read_armed``,
-``_multi_read``).
+with the store's retried read, which decides. A mixin: it uses the store's client and state
+(``_client``, ``_read``, ``_check_open``, ``_multi_read``).
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from odradek.metadata import errors
 from odradek.metadata import zookeeper_multi_read as multi_read
 from odradek.metadata.store import validate_path
 from odradek.metadata.zookeeper_errors import translated
-from odradek.metadata.zookeeper_watch import get_with_watch
 
 log = logging.getLogger("odradek.metadata.zookeeper_store")
 
@@ -55,29 +53,6 @@ class BulkReads:
             return self.get(path)
         except errors.NoNodeError:
             return None
-
-    def read_watched_many(self, paths: Sequence[str]) -> list[tuple[bytes, int] | None]:
-        """`get_many` whose reads also set again the one-shot watch of each path watched
-        ``rearmed_by_reads`` (a ``get`` with the watch; for an absent znode an ``exists`` with
-        it, which reports the creation): one request per change of a partition state where
-        re-arming on fire and re-reading took two. Pipelined as `get_many`."""
-        paths = [validate_path(p) for p in paths]
-        with self._lock:
-            watch_of = {p: w.fired for p in paths if (w := self._read_armed.get(p)) is not None}
-
-        def read(some: list[str]) -> list:
-            return self._pipelined(lambda p: self._client.get_async(p, watch_of.get(p)),
-                                   lambda p: get_with_watch(self._client, p, watch_of.get(p)), some)
-        found = read(paths)
-        absent = [p for p, r in zip(paths, found) if r is None and p in watch_of]
-        if absent:  # a get that finds no znode sets no watch: an exists does (for its creation)
-            stats = self._pipelined(lambda p: self._client.exists_async(p, watch_of[p]),
-                                    lambda p: self._client.exists(p, watch_of[p]), absent)
-            created = [p for p, stat in zip(absent, stats) if stat is not None]  # in between
-            if created:  # (a new topic's states, written by the controller while this reads)
-                again = dict(zip(created, read(created)))
-                found = [again.get(p, r) for p, r in zip(paths, found)]
-        return [None if r is None else (r[0] or b"", r[1].version) for r in found]
 
     def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
         found = self._pipelined(self._client.get_children_async, self._client.get_children,

@@ -108,7 +108,6 @@ class ZooKeeperStore(BulkReads, MetadataStore):
         # a dict used as an ordered set: a cancel is O(1) (a list's remove made dropping 100
         # deleted topics of 100 partitions, 10,000 cancels, quadratic in the watches held)
         self._watches: dict[Rewatch, None] = {}
-        self._read_armed: dict[str, Rewatch] = {}  # path -> its watch set again by reads
         self._session_listeners: list[Callable[[], None]] = []
         self._session_lost_listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -347,24 +346,13 @@ class ZooKeeperStore(BulkReads, MetadataStore):
             log.info("the watch on %s is set once ZooKeeper is back (%s)", path, exc)
         return watch.handle
 
-    def watch_data_many(
-        self, watches: Sequence[tuple[str, WatchCallback]], rearmed_by_reads: bool = False
-    ) -> list[WatchHandle]:
+    def watch_data_many(self, watches: Sequence[tuple[str, WatchCallback]]) -> list[WatchHandle]:
         """Each watch set with an ``exists_async``, `BULK_READ_WINDOW` in flight at a time;
-        one that cannot be set now is kept and set on reconnection, as in `_watch`. Watches
-        ``rearmed_by_reads`` are set by the caller's first `read_watched_many` (which must
-        follow: a 30,000-partition topic creation would otherwise send an exists, a get and,
-        the state znodes not being there yet, another exists per partition) and again by each
-        later one, not when they fire."""
+        one that cannot be set now is kept and set on reconnection, as in `_watch`."""
         self._check_open()
-        made = [Rewatch(self, "data", validate_path(path), callback, rearm_on_fire=not rearmed_by_reads)
-                for path, callback in watches]
+        made = [Rewatch(self, "data", validate_path(path), callback) for path, callback in watches]
         with self._lock:
             self._watches.update(dict.fromkeys(made))
-            if rearmed_by_reads:
-                self._read_armed.update((w.path, w) for w in made)
-        if rearmed_by_reads:  # set by the caller's read
-            return [watch.handle for watch in made]
         for start in range(0, len(made), BULK_READ_WINDOW):
             window = made[start:start + BULK_READ_WINDOW]
             with translated():
@@ -383,8 +371,6 @@ class ZooKeeperStore(BulkReads, MetadataStore):
     def _forget(self, watch: Rewatch) -> None:
         with self._lock:
             self._watches.pop(watch, None)
-            if self._read_armed.get(watch.path) is watch:
-                del self._read_armed[watch.path]
 
     def add_session_listener(self, callback: Callable[[], None]) -> None:
         with self._lock:

@@ -4,10 +4,7 @@
 When a watch fires it is set again *before* the callback runs, and the callback re-reads, so
 no change is missed, only coalesced (a data watch's ``exists`` is sent, not awaited: requests
 of one session are served in order, so it is set before the callback's read is answered). A
-data watch made with ``rearm_on_fire=False`` is set again by the caller's read instead
-(``ZooKeeperStore.read_watched_many``: ZooKeeper's ``getData`` with a watch, one request per
-change instead of an ``exists`` and a read): until that read it reports nothing more, and the
-read returns the latest data. A children watch on a path that does not exist waits for
+children watch on a path that does not exist waits for
 the path to appear with an ``exists`` watch. A watch dropped with its session (an event of type
 NONE) is set again by the store on reconnection (``ZooKeeperStore._on_reconnected``).
 """
@@ -27,9 +24,8 @@ log = logging.getLogger("odradek.metadata.zookeeper_store")  # the store's: one 
 class Rewatch:
     """A persistent watch of ``store`` (a ``ZooKeeperStore``) made of one-shot watches."""
 
-    def __init__(self, store, kind: str, path: str, callback: WatchCallback, rearm_on_fire: bool = True):
+    def __init__(self, store, kind: str, path: str, callback: WatchCallback):
         self.store, self.kind, self.path, self.callback = store, kind, path, callback
-        self.rearm_on_fire = rearm_on_fire
         self.handle = WatchHandle(lambda: store._forget(self))
 
     def arm(self) -> None:
@@ -52,11 +48,10 @@ class Rewatch:
             return  # NONE: kazoo dropped the watch with its session; _on_new_session re-arms
         try:
             if self.kind == "data":
-                if self.rearm_on_fire:  # (otherwise the caller's read sets it again)
-                    # not waited for: ZooKeeper answers one session's requests in order, so the
-                    # watch is set before the callback's read is served, and the callback thread
-                    # is not held a round trip per change (10,000 state changes, 10,000 waits)
-                    self.arm_async().rawlink(self._armed)
+                # not waited for: ZooKeeper answers one session's requests in order, so the
+                # watch is set before the callback's read is served, and the callback thread
+                # is not held a round trip per change (10,000 state changes, 10,000 waits)
+                self.arm_async().rawlink(self._armed)
             else:
                 self.arm()
         except Exception as exc:  # the connection is gone: re-armed on reconnection
@@ -77,14 +72,3 @@ class Rewatch:
         except Exception:
             log.exception("metadata watch callback for %s failed", self.path)
 
-
-def get_with_watch(client, path: str, watch):
-    """``client.get(path, watch)``; for an absent znode the watch is set by an ``exists``
-    (which reports its creation) and kazoo's NoNodeError raised, unless the znode was
-    created in between (then read)."""
-    try:
-        return client.get(path, watch)
-    except kz.NoNodeError:
-        if watch is None or client.exists(path, watch) is None:
-            raise
-        return client.get(path, watch)

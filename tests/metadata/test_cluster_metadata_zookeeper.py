@@ -105,7 +105,7 @@ def test_a_broker_id_held_by_another_session_is_in_use(zookeeper, chroot, two_br
 def test_state_changes_by_another_writer_are_read_back_together(two_brokers):
     """The state watches of a burst of changes (one multi writing 50 states, as a failover
     does) hand their partitions to the cache's refresher, which reads them with one
-    `read_watched_many` per wake-up (setting their watches again), not one read per change."""
+    `get_many` per wake-up, not one read per change."""
     from odradek.metadata import layout
     from odradek.metadata.store import CreateOp, SetOp
 
@@ -121,8 +121,8 @@ def test_state_changes_by_another_writer_are_read_back_together(two_brokers):
     wait_for(lambda: all(second.partition_state("t", p) is not None for p in range(n)),
              "the first states")
     calls = []
-    real = second.store.read_watched_many
-    second.store.read_watched_many = lambda paths: calls.append(len(paths)) or real(paths)
+    real = second.store.get_many
+    second.store.get_many = lambda paths: calls.append(len(paths)) or real(paths)
     marker = Recorder()  # fires after the burst's watches: one store calls back in order
     first.store.create("/marker")
     second.store.watch_data("/marker", marker)
@@ -138,9 +138,8 @@ def test_state_changes_by_another_writer_are_read_back_together(two_brokers):
 
 
 def test_a_failed_re_read_of_fired_states_is_tried_again(two_brokers, monkeypatch):
-    """A state watch is set again only by the refresher's read (``rearmed_by_reads``): when
-    that read fails, the refresher tries again, or the partition would never be seen to
-    change again."""
+    """When the refresher's read of fired states fails, it tries again: the change would
+    otherwise stay unseen until the partition's next one."""
     from odradek.metadata import background_refresher, layout
     from odradek.metadata.errors import StoreUnavailableError
 
@@ -150,14 +149,14 @@ def test_a_failed_re_read_of_fired_states_is_tried_again(two_brokers, monkeypatc
                        make_parents=True)
     wait_for(lambda: second.partition_state("r", 0) is not None, "the first state")
     monkeypatch.setattr(background_refresher, "REFRESH_RETRY_S", 0.05)
-    real, failures = second.store.read_watched_many, []
+    real, failures = second.store.get_many, []
 
     def fail_once(paths):
         if not failures:
             failures.append(paths)
             raise StoreUnavailableError("lost (test)")
         return real(paths)
-    second.store.read_watched_many = fail_once
+    second.store.get_many = fail_once
     for epoch in (1, 2):
         first.store.set(layout.partition_state_path("r", 0), PartitionState(1001, epoch, (1001,), 1).to_json())
         wait_for(lambda: second.partition_state("r", 0).leader_epoch == epoch, f"leader epoch {epoch} seen")

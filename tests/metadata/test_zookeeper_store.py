@@ -276,67 +276,6 @@ def test_cancelling_a_watch_does_not_scan_the_others(zookeeper, chroot, monkeypa
         assert not store._watches
 
 
-def test_a_watch_rearmed_by_reads_reports_again_only_after_the_read_which_sees_the_latest(zookeeper, chroot):
-    """A partition state's watch (``rearmed_by_reads``) is set again by the broker's read of
-    the state (one ``getData`` with the watch), not when it fires: changes made before that
-    read are not reported but the read returns them, and the next change after it is."""
-    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
-        store.create("/s", b"0")
-        seen = Recorder()
-        (handle,) = store.watch_data_many([("/s", seen)], rearmed_by_reads=True)
-        assert store.read_watched_many(["/s"]) == [(b"0", 0)]
-        store.set("/s", b"1")
-        wait_for(lambda: seen.count() == 1, "the first change reported")
-        store.set("/s", b"2")
-        store.set("/s", b"3")
-        store.create("/other", b"")  # callbacks of one store arrive in order: this one comes after
-        other = Recorder()
-        store.watch_data("/other", other)
-        store.set("/other", b"x")
-        wait_for(lambda: other.count() == 1, "a later change elsewhere reported")
-        assert seen.count() == 1  # not set again yet: nothing more reported
-        assert store.read_watched_many(["/s"]) == [(b"3", 3)]  # the latest, and the watch set
-        store.set("/s", b"4")
-        wait_for(lambda: seen.count() == 2, "the change after the read reported")
-        handle.cancel()
-        assert not store._read_armed
-
-
-def test_a_read_of_an_absent_znode_watched_by_reads_reports_its_creation(zookeeper, chroot):
-    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
-        seen = Recorder()
-        store.watch_data_many([("/later", seen)], rearmed_by_reads=True)
-        assert store.read_watched_many(["/later", "/none"]) == [None, None]
-        store.create("/later", b"1")
-        wait_for(lambda: seen.count() >= 1, "the creation reported")
-        assert store.read_watched_many(["/later"]) == [(b"1", 0)]
-        before = seen.count()
-        store.set("/later", b"2")
-        wait_for(lambda: seen.count() > before, "the change after the read reported")
-
-
-def test_absent_znodes_watched_by_reads_are_read_and_watched_pipelined(zookeeper, chroot):
-    """A broker reads a new topic's partition states before the controller writes them: the
-    watches of thousands of absent znodes are set with pipelined requests (a get, then an
-    exists), never one blocking round trip each, and every creation is reported."""
-    with ZooKeeperStore(zookeeper.hosts, chroot) as store:
-        recorders = {f"/p{i}": Recorder() for i in range(20)}
-        store.watch_data_many(list(recorders.items()), rearmed_by_reads=True)
-        blocking = []
-        client = store._client
-        real_get, real_exists = client.get, client.exists
-        client.get = lambda *a, **k: blocking.append(a) or real_get(*a, **k)
-        client.exists = lambda *a, **k: blocking.append(a) or real_exists(*a, **k)
-        try:
-            assert store.read_watched_many(list(recorders)) == [None] * 20
-        finally:
-            client.get, client.exists = real_get, real_exists
-        assert blocking == []
-        for path in recorders:
-            store.create(path, b"x")
-        wait_for(lambda: all(r.count() >= 1 for r in recorders.values()), "every creation reported")
-
-
 def _bulk(store, n: int = 10) -> list[str]:
     store.create("/bulk")
     for i in range(n):
