@@ -108,9 +108,23 @@ def _need(buf, pos: int, n: int) -> int:
     return end
 
 
+# The UUIDs read, by their 16 bytes: topic ids come again in every Fetch a client or follower
+# sends (one per topic: 100 a request for a consumer of 100 topics), and building a
+# ``uuid.UUID`` costs ~0.8 us where a dict lookup costs ~30 ns. At most ``UUID_CACHE_MAX``
+# entries (~3 MB): a peer sending ever new ids only empties it now and then.
+UUID_CACHE_MAX = 16_384
+_uuids: dict[bytes, uuid.UUID] = {}
+
+
 def read_uuid(buf, pos: int) -> tuple[uuid.UUID, int]:
     end = _need(buf, pos, 16)
-    return uuid.UUID(bytes=bytes(buf[pos:end])), end
+    raw = bytes(buf[pos:end])
+    value = _uuids.get(raw)
+    if value is None:
+        if len(_uuids) >= UUID_CACHE_MAX:
+            _uuids.clear()
+        value = _uuids[raw] = uuid.UUID(bytes=raw)
+    return value, end
 
 
 def write_uuid(out: EncodeBuffer, value: uuid.UUID) -> None:
