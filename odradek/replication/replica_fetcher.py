@@ -36,7 +36,13 @@ it; it is opened again (to the leader's current endpoint) after the back-off.
 Concurrency: everything runs on the broker's event loop. The partition states may change
 while a request is in flight (``add_partitions`` / ``remove_partitions``); an answer is
 applied only to the state object it was asked for, still at the same offset, so a partition
-removed (it became leader) is never appended to after ``remove_partition`` returned.
+removed (it became leader) is never appended to after ``remove_partition`` returned. But the
+files an answer's appends write (leader-epoch checkpoints: a partition's first batch of a new
+epoch writes one, two fsyncs, thousands at once when a producer starts on thousands of
+partitions) are made durable off the loop (``deferred_sync``, ``LogManager.sync_written``),
+whose every connection those fsyncs stalled, and before the next Fetch tells the leader how
+far this replica got: no batch of a new epoch counts as replicated before its epoch is on
+disk. A failed sync takes its log directory offline.
 """
 
 from __future__ import annotations
@@ -53,20 +59,16 @@ from odradek.protocol.fetch_session_handler import FetchSessionHandler
 from odradek.replication.fetch_set import FetchSet, forgotten_topics
 from odradek.protocol.generated import ApiKey
 from odradek.protocol.generated.error_codes import ErrorCode
-from odradek.protocol.generated.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
-from odradek.protocol.generated.offset_for_leader_epoch_request import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderPartition,
-    OffsetForLeaderTopic,
-)
 from odradek.records.errors import CorruptRecordError
 from odradek.replication.produce_validation import ProduceError
+from odradek.replication.replica_fetch_requests import epoch_request, fetch_request, version_in
 from odradek.replication.truncation import (
     EpochEndOffset,
     epoch_to_ask,
     offset_to_truncate_to,
     truncate_to_high_watermark,
 )
+from odradek.storage import deferred_sync
 from odradek.storage.errors import InvalidAppendOffsetError, StorageError
 
 log = logging.getLogger("odradek.replication")
@@ -308,9 +310,9 @@ class ReplicaFetcher:
                 asks[key] = (state, epoch)
         if not asks:
             return
-        response = await conn.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, _epoch_request(self.broker.broker_id, asks),
-                                   version=_version(conn, ApiKey.OFFSET_FOR_LEADER_EPOCH,
-                                                    *OFFSET_FOR_LEADER_EPOCH_VERSIONS))
+        response = await conn.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, epoch_request(self.broker.broker_id, asks),
+                                   version=version_in(conn, ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                                                      *OFFSET_FOR_LEADER_EPOCH_VERSIONS))
         answered = set()
         for t in response.topics:
             for p in t.partitions:
@@ -351,12 +353,12 @@ class ReplicaFetcher:
             version = min(version, FETCH_NAMES_MAX_VERSION)
         session = self._session_for(conn)
         if session.full:
-            request = self.fetch_request(self._set.full(self._fields))
+            request = fetch_request(self.broker, self._set.full(self._fields))
             built = session.build(request.topics)  # (full: the handler records the partitions)
             request.topics = built.topics
         else:
             changed, forgotten = self._set.incremental(self._fields)
-            request = self.fetch_request(changed)
+            request = fetch_request(self.broker, changed)
             request.forgotten_topics_data = forgotten_topics(forgotten)
         request.session_id, request.session_epoch = session.session_id, session.epoch
         try:
@@ -370,6 +372,20 @@ class ReplicaFetcher:
             for key, (state, _) in list(sent.items()):
                 self._delay(key, state, ErrorCode(response.error_code).name)
             return
+        log_manager = getattr(self.broker.replica_manager, "log_manager", None)
+        if log_manager is None:  # (simulations: nothing is written to disk)
+            self._apply(response, sent)
+            return
+        noted: list[str] = []
+        try:
+            with deferred_sync.deferring() as noted:
+                self._apply(response, sent)
+        finally:
+            if noted:  # off the loop, before the next Fetch (see the module docstring)
+                await asyncio.to_thread(log_manager.sync_written, noted)
+
+    def _apply(self, response, sent: dict) -> None:
+        """Apply each partition's answer in ``response`` to the partitions ``sent`` asked for."""
         for t in response.responses:
             topic = t.topic or self._topic_names.get(t.topic_id)
             for p in t.partitions:
@@ -392,24 +408,6 @@ class ReplicaFetcher:
         follower's log start offset). A change of any is sent to the leader."""
         part = self.broker.replica_manager.get(*key)
         return state.fetch_offset, state.leader_epoch, part.log_start_offset if part is not None else -1
-
-    def fetch_request(self, entries: dict) -> FetchRequest:
-        """A Fetch for ``entries`` (key -> (state, ``_fields``)); ``fetch`` adds the session."""
-        cfg = self.broker.config
-        broker_id = self.broker.broker_id
-        max_bytes = cfg["replica.fetch.max.bytes"]
-        topics: dict[str, FetchTopic] = {}
-        for (topic, index), (state, (offset, epoch, log_start)) in entries.items():
-            ft = topics.get(topic)
-            if ft is None:
-                ft = topics[topic] = FetchTopic(topic=topic, topic_id=state.topic_id or uuid.UUID(int=0), partitions=[])
-            ft.partitions.append(FetchPartition(partition=index, current_leader_epoch=epoch, fetch_offset=offset,
-                                                log_start_offset=log_start, partition_max_bytes=max_bytes))
-        return FetchRequest(
-            replica_id=broker_id, replica_state=ReplicaState(broker_id, getattr(self.broker, "broker_epoch", -1)),
-            max_wait_ms=cfg["replica.fetch.wait.max.ms"], min_bytes=cfg["replica.fetch.min.bytes"],
-            max_bytes=cfg["replica.fetch.response.max.bytes"], isolation_level=0, session_id=0,
-            session_epoch=-1, topics=list(topics.values()))
 
     def _on_partition_data(self, key, state: PartitionFetchState, offset: int, data) -> None:
         part = self._current(key, state)
@@ -478,21 +476,3 @@ class ReplicaFetcher:
         state.state = TRUNCATING
         self._delay(key, state, "OFFSET_OUT_OF_RANGE")
 
-
-def _epoch_request(broker_id: int, asks: dict) -> OffsetForLeaderEpochRequest:
-    topics: dict[str, OffsetForLeaderTopic] = {}
-    for (topic, index), (state, epoch) in asks.items():
-        t = topics.get(topic)
-        if t is None:
-            t = topics[topic] = OffsetForLeaderTopic(topic=topic, partitions=[])
-        t.partitions.append(OffsetForLeaderPartition(partition=index, current_leader_epoch=state.leader_epoch,
-                                                     leader_epoch=epoch))
-    return OffsetForLeaderEpochRequest(replica_id=broker_id, topics=list(topics.values()))
-
-
-def _version(conn: BrokerConnection, api_key: int, low: int, high: int) -> int:
-    """The highest version of ``api_key`` in ``[low, high]`` the leader serves."""
-    theirs = conn.broker_versions.get(api_key)
-    if theirs is None or theirs[1] < low or theirs[0] > high:
-        raise UnsupportedVersionError(f"broker {conn.node_id} serves no version {low}-{high} of API {api_key}")
-    return min(high, theirs[1])

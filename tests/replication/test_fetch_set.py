@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from odradek.replication import replica_fetcher
 from odradek.replication.fetch_set import FetchSet, forgotten_topics
 from odradek.replication.replica_fetcher import (
     FENCED, FETCHING, TRUNCATING, InitialFetchState, PartitionFetchState,
@@ -88,7 +89,7 @@ def test_the_session_view_sends_only_what_changed_and_forgets_what_left():
     assert list(fs.incremental(_fields)[0]) == [A]
 
 
-def test_a_quiet_follower_sends_no_partition_and_then_only_the_one_that_changed(leader, follower):
+def test_a_quiet_follower_sends_no_partition_and_then_only_the_one_that_changed(leader, follower, monkeypatch):
     topics = [_leading(leader, isr=(1,)) for _ in range(3)]
     parts = [follower.follow(topic, lpart.topic_id) for topic, lpart in topics]
     sent: list[tuple[bool, list]] = []
@@ -97,12 +98,12 @@ def test_a_quiet_follower_sends_no_partition_and_then_only_the_one_that_changed(
         manager = ReplicaFetcherManager(follower)
         manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, 0) for topic, lpart in topics})
         (fetcher,) = manager.fetchers.values()
-        build = fetcher.fetch_request
+        build = replica_fetcher.fetch_request
 
-        def recording(entries):
+        def recording(broker, entries):
             sent.append((fetcher._session.full, sorted(entries)))
-            return build(entries)
-        fetcher.fetch_request = recording
+            return build(broker, entries)
+        monkeypatch.setattr(replica_fetcher, "fetch_request", recording)
         await _until(lambda: all(p.high_watermark == 5 for p in parts), "the followers' high watermarks")
         await _until(lambda: sum(1 for full, keys in sent if not full and not keys) >= 3, "quiet rounds")
         del sent[:]

@@ -5,6 +5,8 @@ on its own log directory) whose fetchers run on the test's event loop."""
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import time
 from types import SimpleNamespace
 
@@ -12,12 +14,14 @@ import pytest
 
 from odradek.metadata.layout import BrokerInfo, Endpoint
 from odradek.records import batch as rb
+from odradek.replication import replica_fetcher
 from odradek.replication.replica_fetcher import FENCED, FETCHING, InitialFetchState
 from odradek.replication.replica_fetcher_manager import ReplicaFetcherManager
 from odradek.replication.replica_manager import ReplicaManager
 from odradek.server.config import BrokerConfig
 from odradek.storage.clock import SystemClock
 from odradek.storage.config import LogConfig
+from odradek.storage.leader_epoch_checkpoint import LeaderEpochCheckpointFile
 from odradek.storage.log_manager import LogManager
 from odradek.testing.broker import InProcessBroker
 from odradek.testing.broker import test_config as broker_props
@@ -119,6 +123,79 @@ def test_a_follower_copies_the_leader_and_joins_the_isr(leader, follower):
     assert fpart.log.leader_epoch_cache.entries == ((0, 0), (1, 3))
     assert fpart.producer_state.entries()[11].last_seq == 1
     assert leader.call(lambda: lpart.followers[2].log_end_offset) == 5
+
+
+def test_a_new_epochs_checkpoint_is_made_durable_off_the_loop_before_the_next_fetch(leader, follower, monkeypatch):
+    """The follower's first batches of epochs 0 and 1 write its leader-epoch checkpoint. Its
+    fsyncs (the file's and its directory's) run on another thread than the event loop's, where
+    they stalled every connection of the broker, and are done before the fetcher's next Fetch,
+    which tells the leader that this replica has the batches."""
+    topic, lpart = _leading(leader, isr=(1,))
+    fpart = follower.follow(topic, lpart.topic_id)
+    directory = os.path.realpath(fpart.log.directory)
+    checkpoint = os.path.join(directory, "leader-epoch-checkpoint")
+    events = []  # (what, path or entries, thread)
+    real_fsync, real_write, real_request = os.fsync, LeaderEpochCheckpointFile.write, replica_fetcher.fetch_request
+
+    def fsync(fd):
+        path = os.path.realpath(f"/proc/self/fd/{fd}")
+        if path in (checkpoint, checkpoint + ".tmp", directory):
+            time.sleep(0.2)  # slow: a sync that the fetcher did not wait for ends after its next Fetch
+            events.append(("fsync", path, threading.get_ident()))
+        return real_fsync(fd)
+
+    def write(self, entries):
+        if os.path.realpath(self.path) == checkpoint:
+            events.append(("write", tuple(entries), threading.get_ident()))
+        return real_write(self, entries)
+
+    def request(broker, entries):
+        events.append(("fetch", None, threading.get_ident()))
+        return real_request(broker, entries)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(LeaderEpochCheckpointFile, "write", write)
+    monkeypatch.setattr(replica_fetcher, "fetch_request", request)
+
+    async def run():
+        manager = ReplicaFetcherManager(follower)
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, 0)})
+        await _until(lambda: fpart.high_watermark == 5, "the follower's high watermark")
+        await _until(lambda: sum(e[0] == "fetch" for e in events) >= 3, "later fetches")
+        await manager.shutdown()
+        return threading.get_ident()
+    loop_thread = asyncio.run(run())
+    assert fpart.log.leader_epoch_cache.entries == ((0, 0), (1, 3))
+    writes = [i for i, e in enumerate(events) if e[0] == "write"]
+    assert writes
+    assert [e for e in events if e[0] == "fsync" and e[2] == loop_thread] == []
+    for i in writes:
+        following = [e for e in events[i:] if e[0] != "write"]
+        before_fetch = {e[1] for e in following[:next(j for j, e in enumerate(following) if e[0] == "fetch")]}
+        assert {checkpoint, directory} <= before_fetch, events
+
+
+def test_a_failed_sync_of_a_new_epochs_checkpoint_takes_the_log_directory_offline(leader, follower, monkeypatch):
+    """The deferred sync of a follower's leader-epoch checkpoint fails (EIO): its log directory
+    is reported failed, as a failed fsync of the checkpoint's own write would have."""
+    import errno
+
+    from odradek.storage import deferred_sync
+
+    topic, lpart = _leading(leader, isr=(1,))
+    fpart = follower.follow(topic, lpart.topic_id)
+
+    def fail(paths):
+        raise OSError(errno.EIO, "injected", paths[-1])
+    monkeypatch.setattr(deferred_sync, "sync_paths", fail)
+
+    async def run():
+        manager = ReplicaFetcherManager(follower)
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, 0)})
+        await _until(lambda: follower.log_manager.failure_channel.offline_log_dirs, "the directory offline")
+        await manager.shutdown()
+    asyncio.run(run())
+    assert follower.log_manager.failure_channel.offline_log_dirs == [os.path.abspath(follower.log_manager.all_log_dirs[0])]
+    assert fpart.log_end_offset > 0
 
 
 def test_a_diverged_follower_truncates_to_where_its_epoch_ends_on_the_leader(leader, follower):
