@@ -20,7 +20,7 @@ never outlive a broker's view for long.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 LEADER_DURING_DELETE = -2
@@ -53,7 +53,14 @@ class OfflineReplicas:
                 held.pop(key, None)
             else:
                 held[key] = tuple(s.offline_replicas)
-        self._by_partition = held
+        if held != self._by_partition:  # (unchanged: the same snapshot, see `snapshot`)
+            self._by_partition = held
+
+    @property
+    def snapshot(self) -> Mapping[tuple[str, int], tuple[int, ...]]:
+        """The offline replicas now: a mapping replaced by `update` when they change, never
+        changed in place, so a caller may tell by identity whether they changed since."""
+        return self._by_partition
 
     def of(self, topic: str, partition: int) -> tuple[int, ...]:
         return self._by_partition.get((topic, partition), ())

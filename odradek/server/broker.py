@@ -61,6 +61,7 @@ from odradek.server.listener_security import (
 from odradek.server.log_dir_failure_handler import LogDirFailureHandler
 from odradek.server.log_limiter import LogRateLimiter, message_key
 from odradek.server.memory_pool import MemoryPool
+from odradek.server.metadata_partitions import MetadataPartitionsCache
 from odradek.server.metrics.broker_metrics import BrokerMetrics
 from odradek.server.replication_quota_manager import ReplicationQuotas
 from odradek.server.topics import TopicError, TopicManager
@@ -97,6 +98,7 @@ class Broker(BrokerListeners, BrokerServices):
         self.log_limiter = LogRateLimiter()
         self.metrics = BrokerMetrics(self)  # server/metrics/: counters; the HTTP listener (http.listeners)
         self.metadata = None
+        self.metadata_partitions = MetadataPartitionsCache()  # Metadata answers' partitions
         self.config_changes = None
         self.authorizer = None  # server/acl_authorizer.py, when authorizer.class.name is set
         self.replica_selector = None  # server/replica_selector.py, when replica.selector.class is set

@@ -20,3 +20,15 @@ def test_a_partition_being_deleted_is_forgotten():
     held.update([ReportedPartition("t", 0, 2, (1,))])
     held.update([ReportedPartition("t", 0, -2, (1,))])  # LeaderDuringDelete
     assert held.of("t", 0) == ()
+
+
+def test_an_update_that_changes_nothing_keeps_the_snapshot():
+    """``snapshot`` is replaced only when the offline replicas change (Metadata's cache of
+    answered partitions is kept by it, ``server/metadata_partitions.py``)."""
+    held = OfflineReplicas()
+    held.update([ReportedPartition("t", 0, 1, (2,))])
+    snapshot = held.snapshot
+    held.update([ReportedPartition("t", 0, 1, (2,)), ReportedPartition("u", 0, 1, ())])
+    assert held.snapshot is snapshot
+    held.update([ReportedPartition("t", 0, 1, ())])
+    assert held.snapshot is not snapshot and held.of("t", 0) == () and snapshot[("t", 0)] == (2,)

@@ -23,7 +23,9 @@ live (``metadata/alive_brokers.py``): a broker the controller failed before its 
 expired is left out, as is a leader on it. A partition's ``offline_replicas`` (v5+) are its
 replicas on brokers not live, and those the
 controller's last UpdateMetadata for it named offline (in a failed log directory of a live
-broker: ``metadata/offline_replicas.py``), as Kafka's ``MetadataCache`` answers them.
+broker: ``metadata/offline_replicas.py``), as Kafka's ``MetadataCache`` answers them. A
+topic's partitions, as answered, are kept between requests while the image, the live
+brokers and the offline replicas are unchanged for it (``server/metadata_partitions.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from odradek.server import authorize
 from odradek.protocol.acl_binding import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from odradek.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from odradek.server.topics import TopicError
+
+# The cache's entries beyond the image's topics (deleted ones) before it is pruned.
+PRUNE_SLACK = 100
 
 
 def handle(ctx, request):
@@ -98,6 +103,10 @@ def _answer(ctx, names, create_errors: dict[str, int]):
     broker = ctx.broker
     image = broker.metadata_image()
     alive = broker.metadata.alive_brokers.of(image.brokers)
+    live = frozenset(alive)
+    cache = getattr(broker, "metadata_partitions", None)
+    if cache is not None and len(cache) > len(image.topics) + PRUNE_SLACK:
+        cache.prune(image.topics)
     topics = []
     for name, topic_id, error in names:
         if error is not None:
@@ -115,7 +124,7 @@ def _answer(ctx, names, create_errors: dict[str, int]):
             topics.append(MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                 name=name, topic_id=ZERO_UUID))
             continue
-        topics.append(_topic(broker, image, alive, assignment))
+        topics.append(_topic(broker, image, live, assignment))
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[_broker(b, ctx.connection.listener_name) for b in sorted(alive.values(), key=lambda b: b.broker_id)],
@@ -181,15 +190,29 @@ def _broker(info, listener_name: str) -> MetadataResponseBroker:
     return MetadataResponseBroker(node_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack)
 
 
-def _topic(broker, image, live, assignment) -> MetadataResponseTopic:
+def _topic(broker, image, live: frozenset, assignment) -> MetadataResponseTopic:
+    name = assignment.name
+    states = image.partition_states.get(name)
     reported = broker.metadata.offline_replicas
+    cache = getattr(broker, "metadata_partitions", None)  # (test fakes may have none)
+    if cache is None:
+        partitions = _partitions(assignment, states, live, reported)
+    else:
+        partitions = cache.partitions(assignment, states, live, reported.snapshot,
+                                      lambda: _partitions(assignment, states, live, reported))
+    return MetadataResponseTopic(error_code=ErrorCode.NONE, name=name, topic_id=assignment.topic_id,
+                                 is_internal=broker.is_internal_topic(name), partitions=partitions)
+
+
+def _partitions(assignment, states, live: frozenset, reported) -> list[MetadataResponsePartition]:
+    """The topic's partitions as answered (``server/metadata_partitions.py`` keeps them)."""
     partitions = []
     for index in sorted(assignment.partitions):
         replicas = list(assignment.partitions[index])
-        state = image.partition_state(assignment.name, index)
+        state = states.get(index) if states is not None else None
         # offline: on a broker not live, or (the controller says, in UpdateMetadata) in a
         # failed log directory of a live one; Kafka answers the controller's list alone
-        offline = set(reported.of(assignment.name, index))
+        offline = reported.of(assignment.name, index)
         p = MetadataResponsePartition(partition_index=index, replica_nodes=replicas,
                                       offline_replicas=[r for r in replicas if r not in live or r in offline])
         if state is None or state.leader < 0 or state.leader not in live:
@@ -200,7 +223,4 @@ def _topic(broker, image, live, assignment) -> MetadataResponseTopic:
         else:
             p.leader_id, p.leader_epoch, p.isr_nodes = state.leader, state.leader_epoch, list(state.isr)
         partitions.append(p)
-    return MetadataResponseTopic(
-        error_code=ErrorCode.NONE, name=assignment.name, topic_id=assignment.topic_id,
-        is_internal=broker.is_internal_topic(assignment.name), partitions=partitions,
-    )
+    return partitions
