@@ -4,9 +4,9 @@
 When a watch fires it is set again *before* the callback runs, and the callback re-reads, so
 no change is missed, only coalesced (a data watch's ``exists`` is sent, not awaited: requests
 of one session are served in order, so it is set before the callback's read is answered). A
-children watch on a path that does not exist waits for
-the path to appear with an ``exists`` watch. A watch dropped with its session (an event of type
-NONE) is set again by the store on reconnection (``ZooKeeperStore._on_reconnected``).
+children watch on a path that does not exist waits for the path to appear with an ``exists``
+watch. A watch dropped with its session (an event of type NONE) is set again by the store on
+reconnection (``ZooKeeperStore._on_reconnected``).
 """
 
 from __future__ import annotations
