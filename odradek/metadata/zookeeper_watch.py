@@ -71,4 +71,3 @@ class Rewatch:
             self.callback(self.path)
         except Exception:
             log.exception("metadata watch callback for %s failed", self.path)
-
