@@ -256,7 +256,9 @@ class TransactionCoordinator(TransactionVerification, CoordinatorRuntime):
                 except IllegalTransition as e:  # an epoch that cannot be bumped: left to its producer
                     log.error("cannot abort the timed-out transaction of %s: %s", txn.transactional_id, e)
                     continue
-                self._spawn(self._prepare_end(slot, txn, transit), slot)
+                ending = self._prepare_end(slot, txn, transit)
+                if asyncio.iscoroutine(ending):  # (else answered at once: the markers are under way)
+                    self._spawn(ending, slot)
                 count += 1
         return count
 
