@@ -11,24 +11,16 @@ import uuid
 
 import pytest
 
-from odradek.client import AdminClient, NewTopic, Producer
+from odradek.client import Producer
 from odradek.coordinator.transaction.transaction_state import TransactionState
-from odradek.testing.broker import InProcessBroker
+from tests.coordinator.transaction.test_local_markers import broker, create  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with InProcessBroker(tmp_path_factory.mktemp("txn-timeouts") / "data",
-                         transaction_state_log_num_partitions=1) as b:
-        yield b
-
-
 def test_every_timed_out_transaction_is_aborted_in_one_pass(broker, caplog):
     topic = f"timeouts-{uuid.uuid4().hex[:8]}"
-    with AdminClient(broker.bootstrap) as admin:
-        admin.create_topics([NewTopic(topic, 1, 1)])
+    create(broker.bootstrap, topic)
     tids = [f"{topic}-{n}" for n in range(3)]
     producers = [Producer(broker.bootstrap, transactional_id=tid) for tid in tids]
     try:
