@@ -66,21 +66,34 @@ def defer(*paths: str) -> bool:
 
 
 def sync_paths(paths: list[str]) -> None:
-    """Make ``paths`` (existing files or directories of one filesystem) durable; OSError if
-    that fails."""
+    """Make ``paths`` (files or directories of one filesystem) durable; OSError if that fails.
+    A path gone meanwhile is skipped: deleted (a topic's partition directory, renamed for
+    deletion while a follower's sync waited in another thread), it has nothing left to make
+    durable, and its absence is no failure of the log directory."""
     if len(paths) >= SYNCFS_FROM and _syncfs is not None:
-        fd = os.open(paths[-1], os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            if _syncfs(fd) == 0:
-                return
-            err = ctypes.get_errno()
-            if err != errno.ENOSYS:  # no syncfs after all: fsync them one by one
-                raise OSError(err, os.strerror(err), paths[-1])
-        finally:
-            os.close(fd)
+        fd = _open(paths[-1])
+        if fd is not None:
+            try:
+                if _syncfs(fd) == 0:
+                    return
+                err = ctypes.get_errno()
+                if err != errno.ENOSYS:  # no syncfs after all: fsync them one by one
+                    raise OSError(err, os.strerror(err), paths[-1])
+            finally:
+                os.close(fd)
     for path in paths:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = _open(path)
+        if fd is None:
+            continue
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _open(path: str) -> int | None:
+    """A read-only descriptor of ``path``; None when it no longer exists."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None

@@ -37,3 +37,20 @@ def test_many_paths_one_syncfs_few_one_fsync_each(tmp_path, monkeypatch):
     calls.clear()
     deferred_sync.sync_paths(paths)
     assert calls == ["fsync"] * len(paths) and os.path.exists(paths[0])
+
+
+def test_a_path_deleted_before_its_sync_is_skipped_not_a_failure(tmp_path, monkeypatch):
+    """A follower's checkpoint noted for a sync in another thread, its partition directory
+    deleted meanwhile: the sync makes the rest durable and raises nothing (an OSError would
+    take the whole log directory offline)."""
+    synced = []
+    monkeypatch.setattr(deferred_sync.os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")))
+    kept = tmp_path / "kept"
+    kept.write_bytes(b"x")
+    deferred_sync.sync_paths([str(tmp_path / "gone" / "leader-epoch-checkpoint"), str(tmp_path / "gone"),
+                              str(kept), str(tmp_path)])
+    assert synced == [str(kept), str(tmp_path)]
+    monkeypatch.setattr(deferred_sync, "_syncfs", lambda fd: 0)
+    paths = [str(tmp_path / f"gone-{i}") for i in range(deferred_sync.SYNCFS_FROM)]
+    deferred_sync.sync_paths(paths)  # the last one gone too: one fsync each, of nothing
+    assert synced == [str(kept), str(tmp_path)]
