@@ -120,9 +120,20 @@ def test_state_changes_by_another_writer_are_read_back_together(two_brokers):
     cache = second.cache
     wait_for(lambda: all(second.partition_state("t", p) is not None for p in range(n)),
              "the first states")
+    # The states' watches, set before the states were created, report their creations too,
+    # perhaps after the states were read: let those reads happen before counting. A watch set
+    # now fires after them (one store calls back in order); the refresher then takes them, and
+    # reads under the cache's lock.
+    settled = Recorder()
+    first.store.create("/settled")
+    second.store.watch_data("/settled", settled)
+    first.store.set("/settled", b"x")
+    wait_for(lambda: settled.count() >= 1, "the creations reported")
+    wait_for(lambda: not cache._background._fired, "the creations taken by the refresher")
     calls = []
-    real = second.store.get_many
-    second.store.get_many = lambda paths: calls.append(len(paths)) or real(paths)
+    with cache._lock:  # a read under way ends first
+        real = second.store.get_many
+        second.store.get_many = lambda paths: calls.append(len(paths)) or real(paths)
     marker = Recorder()  # fires after the burst's watches: one store calls back in order
     first.store.create("/marker")
     second.store.watch_data("/marker", marker)
