@@ -116,3 +116,18 @@ def test_metadata_answers_follow_every_image_change_of_the_topic(monkeypatch):
     assert answered(broker) == (2, 6, (2,), (1,))
     broker.metadata.offline_replicas.update([ReportedPartition("t", 0, 2, [2])])
     assert answered(broker) == (2, 6, (2,), (1, 2))
+
+
+def test_the_handler_keeps_the_partitions_in_the_brokers_cache(monkeypatch):
+    """An empty cache is still the broker's: the first answer fills it, the next reuses it."""
+    monkeypatch.setattr(authorize, "enabled", lambda ctx: False)
+    t = TopicAssignment("t", uuid.uuid4(), {0: (1,)})
+    image = MetadataImage(brokers=MappingProxyType({1: BrokerInfo(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9001),))}),
+                          topics=MappingProxyType({"t": t}),
+                          partition_states=MappingProxyType({"t": MappingProxyType({0: PartitionState(1, 0, (1,), 1)})}))
+    broker = FakeBroker(image)
+    builds = Builds()
+    real = broker.metadata_partitions.partitions
+    broker.metadata_partitions.partitions = lambda *a: real(*a[:-1], lambda: builds() and a[-1]())
+    assert answered(broker) == answered(broker) == (1, 0, (1,), ())
+    assert len(broker.metadata_partitions) == 1 and builds.count == 1

@@ -39,6 +39,7 @@ from odradek.protocol.primitives import ZERO_UUID
 from odradek.server import authorize
 from odradek.protocol.acl_binding import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from odradek.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from odradek.server.metadata_partitions import MetadataPartitionsCache
 from odradek.server.topics import TopicError
 
 # The cache's entries beyond the image's topics (deleted ones) before it is pruned.
@@ -104,8 +105,11 @@ def _answer(ctx, names, create_errors: dict[str, int]):
     image = broker.metadata_image()
     alive = broker.metadata.alive_brokers.of(image.brokers)
     live = frozenset(alive)
+    # (a broker of the tests may keep none: answered from a cache of this request alone)
     cache = getattr(broker, "metadata_partitions", None)
-    if cache is not None and len(cache) > len(image.topics) + PRUNE_SLACK:
+    if cache is None:
+        cache = MetadataPartitionsCache()
+    if len(cache) > len(image.topics) + PRUNE_SLACK:
         cache.prune(image.topics)
     topics = []
     for name, topic_id, error in names:
@@ -124,7 +128,7 @@ def _answer(ctx, names, create_errors: dict[str, int]):
             topics.append(MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                 name=name, topic_id=ZERO_UUID))
             continue
-        topics.append(_topic(broker, image, live, assignment))
+        topics.append(_topic(broker, image, live, assignment, cache))
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[_broker(b, ctx.connection.listener_name) for b in sorted(alive.values(), key=lambda b: b.broker_id)],
@@ -190,16 +194,12 @@ def _broker(info, listener_name: str) -> MetadataResponseBroker:
     return MetadataResponseBroker(node_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack)
 
 
-def _topic(broker, image, live: frozenset, assignment) -> MetadataResponseTopic:
+def _topic(broker, image, live: frozenset, assignment, cache: MetadataPartitionsCache) -> MetadataResponseTopic:
     name = assignment.name
     states = image.partition_states.get(name)
     reported = broker.metadata.offline_replicas
-    cache = getattr(broker, "metadata_partitions", None)  # (test fakes may have none)
-    if cache is None:
-        partitions = _partitions(assignment, states, live, reported)
-    else:
-        partitions = cache.partitions(assignment, states, live, reported.snapshot,
-                                      lambda: _partitions(assignment, states, live, reported))
+    partitions = cache.partitions(assignment, states, live, reported.snapshot,
+                                  lambda: _partitions(assignment, states, live, reported))
     return MetadataResponseTopic(error_code=ErrorCode.NONE, name=name, topic_id=assignment.topic_id,
                                  is_internal=broker.is_internal_topic(name), partitions=partitions)
 
