@@ -75,9 +75,10 @@ sys.path[:0] = [str(REPO)]
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from bench.harness import proc_stats, revision  # noqa: E402
+from bench.harness import revision  # noqa: E402
 from bench.harness import scale_report as report  # noqa: E402
 from bench.harness.scale_produce import produce, produce_paced  # noqa: E402
+from bench.harness.scale_usage import cluster_cpu, cpu_ticks, idle, memory, settle  # noqa: E402
 from odradek.server.local_cluster.local_cluster import LocalCluster  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
@@ -229,7 +230,7 @@ def delete(cluster: LocalCluster, layout, timeout: float) -> dict:
     stretches least)."""
     admin = admin_for(cluster)
     names, prefix = {t for t, _ in layout}, layout[0][0].rsplit("-", 1)[0]
-    cpu_before = _cpu_ticks(cluster)
+    cpu_before = cpu_ticks(cluster)
     begin = time.monotonic()
     for future in admin.delete_topics(sorted(names), operation_timeout=0, request_timeout=timeout).values():
         future.result()
@@ -246,74 +247,11 @@ def delete(cluster: LocalCluster, layout, timeout: float) -> dict:
                 out["delete_s_per_broker"].setdefault(broker, time.monotonic() - begin)
         if "delete_metadata_s" in out and len(out["delete_s_per_broker"]) == len(cluster.nodes):
             out["delete_s"] = max(out["delete_s_per_broker"].values())
-            out["delete_cpu_s"] = round(_cpu_ticks(cluster) - cpu_before, 2)
+            out["delete_cpu_s"] = round(cpu_ticks(cluster) - cpu_before, 2)
             return out
         time.sleep(0.25)
     raise TimeoutError(f"topics not gone after {timeout:.0f} s (so far: {out}; "
                        f"directories left: {topic_dirs_left(cluster, prefix)})")
-
-
-# -- idle CPU and memory ----------------------------------------------------------------------
-
-
-def processes(cluster: LocalCluster) -> dict[str, int]:
-    pids = {str(i): node.pid for i, node in cluster.nodes.items() if node.alive}
-    pids["zookeeper"] = cluster.zookeeper.process.pid
-    return pids
-
-
-def idle(cluster: LocalCluster, seconds: float) -> dict:
-    """Cores used by each broker, ZooKeeper, the cluster, and everything else, over ``seconds``."""
-    pids = processes(cluster)
-    before = {k: proc_stats.cpu_seconds(pid) for k, pid in pids.items()}
-    busy0, me0, t0 = proc_stats.system_busy_seconds(), proc_stats.self_cpu_seconds(), time.monotonic()
-    time.sleep(seconds)
-    after = {k: proc_stats.cpu_seconds(pid) for k, pid in pids.items()}
-    wall = time.monotonic() - t0
-    used = report.cores(before, after, wall)
-    cluster_cores = sum(used.values())
-    others = (proc_stats.system_busy_seconds() - busy0 - proc_stats.self_cpu_seconds() + me0) / wall - cluster_cores
-    return {"seconds": round(wall, 1), "brokers": {k: v for k, v in used.items() if k != "zookeeper"},
-            "zookeeper": used.get("zookeeper"), "cluster": cluster_cores, "others": max(others, 0.0)}
-
-
-def settle(cluster: LocalCluster, below_cores: float, max_s: float, window_s: float = 5.0) -> float:
-    """Wait until a ``window_s`` window in which the cluster used less than ``below_cores``
-    (or ``max_s`` passed); the seconds waited."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < max_s:
-        before, start = cluster_cpu(cluster), time.monotonic()
-        time.sleep(window_s)
-        if (cluster_cpu(cluster) - before) / (time.monotonic() - start) < below_cores:
-            break
-    return time.monotonic() - t0
-
-
-def memory(cluster: LocalCluster) -> tuple[dict, dict]:
-    """Each broker's VmRSS and VmHWM in MB."""
-    mem = {str(i): proc_stats.memory_bytes(node.pid) for i, node in cluster.nodes.items() if node.alive}
-    return {k: m["rss"] / 1e6 for k, m in mem.items()}, {k: m["hwm"] / 1e6 for k, m in mem.items()}
-
-
-def _cpu_ticks(cluster: LocalCluster) -> float:
-    """As `cluster_cpu`, from each process's own counters (``cpu_seconds_ticks``): threads
-    that exit meanwhile (a deletion's erasing threads) still count."""
-    return _summed(cluster, proc_stats.cpu_seconds_ticks)
-
-
-def cluster_cpu(cluster: LocalCluster) -> float:
-    """CPU seconds the brokers and ZooKeeper have used so far (a dead process counts 0)."""
-    return _summed(cluster, proc_stats.cpu_seconds)
-
-
-def _summed(cluster: LocalCluster, cpu_seconds) -> float:
-    total = 0.0
-    for pid in processes(cluster).values():
-        try:
-            total += cpu_seconds(pid)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total
 
 
 def produce_phase(cluster: LocalCluster, layout, args) -> dict:
