@@ -15,12 +15,11 @@ deferred to the end of the loop's iteration (``call_soon``). (Deferring every ti
 produce of 100-byte records ~4% of the broker's CPU: a handle and an idle callback per
 request.)
 
-Record batches in fetch responses are file regions of the log: once nothing is queued ahead
-of one in the transport it goes out with ``os.sendfile`` (zero-copy), as far as the socket
-takes it; the rest follows with sendfile as the socket drains, and every later response
-waits behind it (``server/region_writer.py``). Under TLS the bytes must be encrypted in user space, so there is
-no sendfile: every region is read with one ``pread`` and written through the TLS transport
-(``server/region_writer.py``).
+Record batches in fetch responses are file regions of the log (``server/region_writer.py``):
+once nothing is queued ahead of one in the transport it goes out with ``os.sendfile``
+(zero-copy), as far as the socket takes it; the rest follows as the socket drains, and every
+later response waits behind it. Under TLS, which encrypts in user space, a region is read
+with one ``pread`` and written through the TLS transport instead.
 
 Security: the listener's protocol, the peer's principal, TLS client certificates and SASL
 are the gate's (``server/connection_security.py``), which sees every frame first.
