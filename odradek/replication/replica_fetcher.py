@@ -42,7 +42,9 @@ epoch writes one, two fsyncs, thousands at once when a producer starts on thousa
 partitions) are made durable off the loop (``deferred_sync``, ``LogManager.sync_written``),
 whose every connection those fsyncs stalled, and before the next Fetch tells the leader how
 far this replica got: no batch of a new epoch counts as replicated before its epoch is on
-disk. A failed sync takes its log directory offline.
+disk. Truncations rewrite the checkpoints they cut (thousands when a former leader with
+unreplicated tails rejoins): they too are synced off the loop, before the round ends. A failed
+sync takes its log directory offline.
 """
 
 from __future__ import annotations
@@ -297,6 +299,17 @@ class ReplicaFetcher:
         """Truncate ``states``' partitions: those without epochs to their high watermark, the
         others where the leader's answer says (``offset_to_truncate_to``)."""
         asks = {}
+        await self._durably(self._truncate_without_epochs, states, asks)
+        if not asks:
+            return
+        response = await conn.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, epoch_request(self.broker.broker_id, asks),
+                                   version=version_in(conn, ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                                                      *OFFSET_FOR_LEADER_EPOCH_VERSIONS))
+        await self._durably(self._apply_epoch_ends, response, asks)
+
+    def _truncate_without_epochs(self, states: dict, asks: dict) -> None:
+        """Truncate the partitions of ``states`` whose log has no epochs; note the others'
+        OffsetForLeaderEpoch question in ``asks``."""
         for key, state in states.items():
             self._set.touch(key)  # whatever comes of it, filed again at the next round
             part = self._current(key, state)
@@ -308,11 +321,9 @@ class ReplicaFetcher:
                 self._truncated(key, state, part, truncate_to_high_watermark(part.high_watermark))
             else:
                 asks[key] = (state, epoch)
-        if not asks:
-            return
-        response = await conn.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, epoch_request(self.broker.broker_id, asks),
-                                   version=version_in(conn, ApiKey.OFFSET_FOR_LEADER_EPOCH,
-                                                      *OFFSET_FOR_LEADER_EPOCH_VERSIONS))
+
+    def _apply_epoch_ends(self, response, asks: dict) -> None:
+        """Truncate each partition of ``asks`` where the leader's answer says."""
         answered = set()
         for t in response.topics:
             for p in t.partitions:
@@ -372,16 +383,22 @@ class ReplicaFetcher:
             for key, (state, _) in list(sent.items()):
                 self._delay(key, state, ErrorCode(response.error_code).name)
             return
+        await self._durably(self._apply, response, sent)
+
+    async def _durably(self, apply, *args) -> None:
+        """``apply(*args)`` (synchronous: nothing else runs on the loop meanwhile), the fsyncs
+        of what it wrote put off and then made in a worker thread, awaited (see the module
+        docstring)."""
         log_manager = getattr(self.broker.replica_manager, "log_manager", None)
         if log_manager is None:  # (simulations: nothing is written to disk)
-            self._apply(response, sent)
+            apply(*args)
             return
         noted: list[str] = []
         try:
             with deferred_sync.deferring() as noted:
-                self._apply(response, sent)
+                apply(*args)
         finally:
-            if noted:  # off the loop, before the next Fetch (see the module docstring)
+            if noted:
                 await asyncio.to_thread(log_manager.sync_written, noted)
 
     def _apply(self, response, sent: dict) -> None:

@@ -125,6 +125,60 @@ def test_a_follower_copies_the_leader_and_joins_the_isr(leader, follower):
     assert leader.call(lambda: lpart.followers[2].log_end_offset) == 5
 
 
+class SyncRecorder:
+    """Notes, in order, the writes of one partition's leader-epoch checkpoint, the fsyncs of
+    the file and its directory (each slowed down: a sync the fetcher did not wait for ends
+    after its next request) and the fetcher's requests (Fetch, OffsetForLeaderEpoch), each with
+    its thread; only once ``recording`` is set."""
+
+    def __init__(self, monkeypatch, part) -> None:
+        self.directory = os.path.realpath(part.log.directory)
+        self.checkpoint = os.path.join(self.directory, "leader-epoch-checkpoint")
+        self.events = []  # (what, path or entries, thread)
+        self.recording = False
+        real_fsync, real_write = os.fsync, LeaderEpochCheckpointFile.write
+        real_fetch, real_epoch = replica_fetcher.fetch_request, replica_fetcher.epoch_request
+
+        def fsync(fd):
+            path = os.path.realpath(f"/proc/self/fd/{fd}")
+            if self.recording and path in (self.checkpoint, self.checkpoint + ".tmp", self.directory):
+                time.sleep(0.2)
+                self.events.append(("fsync", path, threading.get_ident()))
+            return real_fsync(fd)
+
+        def write(checkpoint, entries):
+            if self.recording and os.path.realpath(checkpoint.path) == self.checkpoint:
+                self.events.append(("write", tuple(entries), threading.get_ident()))
+            return real_write(checkpoint, entries)
+
+        def request(build):
+            def noted(*args):
+                if self.recording:
+                    self.events.append(("request", build.__name__, threading.get_ident()))
+                return build(*args)
+            return noted
+        monkeypatch.setattr(os, "fsync", fsync)
+        monkeypatch.setattr(LeaderEpochCheckpointFile, "write", write)
+        monkeypatch.setattr(replica_fetcher, "fetch_request", request(real_fetch))
+        monkeypatch.setattr(replica_fetcher, "epoch_request", request(real_epoch))
+
+    def requests(self) -> int:
+        return sum(e[0] == "request" for e in self.events)
+
+    def assert_synced_off_the_loop_before_the_next_request(self, loop_thread: int) -> list:
+        """Every checkpoint written was fsynced (file and directory) on another thread than
+        the loop's, before the fetcher's next request; the entries written, in order."""
+        events = self.events
+        writes = [i for i, e in enumerate(events) if e[0] == "write"]
+        assert [e for e in events if e[0] == "fsync" and e[2] == loop_thread] == []
+        for i in writes:
+            following = [e for e in events[i:] if e[0] != "write"]
+            before_request = {e[1] for e in following[:next(j for j, e in enumerate(following)
+                                                             if e[0] == "request")]}
+            assert {self.checkpoint, self.directory} <= before_request, events
+        return [events[i][1] for i in writes]
+
+
 def test_a_new_epochs_checkpoint_is_made_durable_off_the_loop_before_the_next_fetch(leader, follower, monkeypatch):
     """The follower's first batches of epochs 0 and 1 write its leader-epoch checkpoint. Its
     fsyncs (the file's and its directory's) run on another thread than the event loop's, where
@@ -132,46 +186,50 @@ def test_a_new_epochs_checkpoint_is_made_durable_off_the_loop_before_the_next_fe
     which tells the leader that this replica has the batches."""
     topic, lpart = _leading(leader, isr=(1,))
     fpart = follower.follow(topic, lpart.topic_id)
-    directory = os.path.realpath(fpart.log.directory)
-    checkpoint = os.path.join(directory, "leader-epoch-checkpoint")
-    events = []  # (what, path or entries, thread)
-    real_fsync, real_write, real_request = os.fsync, LeaderEpochCheckpointFile.write, replica_fetcher.fetch_request
-
-    def fsync(fd):
-        path = os.path.realpath(f"/proc/self/fd/{fd}")
-        if path in (checkpoint, checkpoint + ".tmp", directory):
-            time.sleep(0.2)  # slow: a sync that the fetcher did not wait for ends after its next Fetch
-            events.append(("fsync", path, threading.get_ident()))
-        return real_fsync(fd)
-
-    def write(self, entries):
-        if os.path.realpath(self.path) == checkpoint:
-            events.append(("write", tuple(entries), threading.get_ident()))
-        return real_write(self, entries)
-
-    def request(broker, entries):
-        events.append(("fetch", None, threading.get_ident()))
-        return real_request(broker, entries)
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(LeaderEpochCheckpointFile, "write", write)
-    monkeypatch.setattr(replica_fetcher, "fetch_request", request)
+    recorder = SyncRecorder(monkeypatch, fpart)
 
     async def run():
+        recorder.recording = True
         manager = ReplicaFetcherManager(follower)
         manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, 0)})
         await _until(lambda: fpart.high_watermark == 5, "the follower's high watermark")
-        await _until(lambda: sum(e[0] == "fetch" for e in events) >= 3, "later fetches")
+        await _until(lambda: recorder.requests() >= 3, "later fetches")
         await manager.shutdown()
         return threading.get_ident()
     loop_thread = asyncio.run(run())
     assert fpart.log.leader_epoch_cache.entries == ((0, 0), (1, 3))
-    writes = [i for i, e in enumerate(events) if e[0] == "write"]
-    assert writes
-    assert [e for e in events if e[0] == "fsync" and e[2] == loop_thread] == []
-    for i in writes:
-        following = [e for e in events[i:] if e[0] != "write"]
-        before_fetch = {e[1] for e in following[:next(j for j, e in enumerate(following) if e[0] == "fetch")]}
-        assert {checkpoint, directory} <= before_fetch, events
+    assert recorder.assert_synced_off_the_loop_before_the_next_request(loop_thread)
+
+
+def test_a_truncations_checkpoint_is_made_durable_off_the_loop_before_the_next_request(leader, follower,
+                                                                                        monkeypatch):
+    """The follower's offsets 3-6 were written in an epoch (2) the leader never had: the
+    leader has no end for it, the follower truncates to its high watermark (0) and cuts the
+    epoch from its checkpoint. That rewrite is fsynced off the loop too (a former leader that
+    rejoins may truncate thousands of partitions at once), before the fetcher's next request."""
+    topic, lpart = _leading(leader)
+    fpart = follower.follow(topic, lpart.topic_id)
+    copied = leader.call(_bytes, lpart)
+    fpart.append_records_as_follower(memoryview(copied)[:rb.batch_size_at(copied, 0)])  # offsets 0-2
+    diverged = bytearray(make_batch(3, 4))
+    rb.set_partition_leader_epoch(diverged, 0, 2)
+    fpart.append_records_as_follower(memoryview(diverged))
+    assert fpart.log.leader_epoch_cache.entries == ((0, 0), (2, 3))
+    recorder = SyncRecorder(monkeypatch, fpart)
+
+    async def run():
+        recorder.recording = True
+        manager = ReplicaFetcherManager(follower)
+        manager.add_partitions({(topic, 0): InitialFetchState(lpart.topic_id, 1, 1, fpart.log_end_offset)})
+        await _until(lambda: fpart.high_watermark == 5, "the follower to catch up")
+        await _until(lambda: recorder.requests() >= 4, "later fetches")
+        await manager.shutdown()
+        return threading.get_ident()
+    loop_thread = asyncio.run(run())
+    assert _bytes(fpart) == leader.call(_bytes, lpart)
+    written = recorder.assert_synced_off_the_loop_before_the_next_request(loop_thread)
+    assert all(2 not in (e.epoch for e in entries) for entries in written)  # the cut's, then the copy's
+    assert written[0] != ((0, 0), (1, 3)), written  # the truncation wrote one
 
 
 def test_a_failed_sync_of_a_new_epochs_checkpoint_takes_the_log_directory_offline(leader, follower, monkeypatch):
