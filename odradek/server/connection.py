@@ -62,7 +62,7 @@ from odradek.server.handlers import api_versions
 from odradek.server.log_limiter import message_key
 from odradek.server.memory_pool import MemoryPool
 from odradek.server.metrics.request_metrics import request_metrics_of
-from odradek.server.region_writer import write_region
+from odradek.server.region_writer import write_parts
 from odradek.server.request import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 from odradek.server.throttled_channel import ThrottledChannel
 
@@ -425,21 +425,9 @@ class Connection(asyncio.BufferedProtocol):
             self.transport.writelines(parts)
             self.last_active = time.monotonic()
             return
-        run: list = []
-        for i, part in enumerate(parts):
-            if isinstance(part, (bytes, bytearray, memoryview)):
-                run.append(part)
-                continue
-            if run:
-                self.transport.writelines(run)
-                run = []
-            sender = write_region(self, part, self._sendfile)
-            if sender is not None:
-                self._region_sender = sender
-                self._after_region = parts[i + 1 :]
-                break
-        if run:
-            self.transport.writelines(run)
+        sender, rest = write_parts(self, parts, self._sendfile)
+        if sender is not None:
+            self._region_sender, self._after_region = sender, rest
         self.last_active = time.monotonic()
 
     def _region_sent(self) -> None:

@@ -27,6 +27,26 @@ import time
 SENDFILE_MIN = 16 * 1024
 
 
+def write_parts(connection, parts: list, sendfile_allowed: bool) -> tuple[RegionSender | None, list]:
+    """Write ``parts`` (bytes-like objects and file regions) to ``connection.transport`` in
+    order: ``(None, [])`` once all are written or queued in the transport, else the
+    ``RegionSender`` still sending a region and the parts after it, which must wait for it."""
+    run: list = []
+    for i, part in enumerate(parts):
+        if isinstance(part, (bytes, bytearray, memoryview)):
+            run.append(part)
+            continue
+        if run:
+            connection.transport.writelines(run)
+            run = []
+        sender = write_region(connection, part, sendfile_allowed)
+        if sender is not None:
+            return sender, parts[i + 1 :]
+    if run:
+        connection.transport.writelines(run)
+    return None, []
+
+
 def write_region(connection, region, sendfile_allowed: bool) -> RegionSender | None:
     """Write ``region`` to ``connection.transport``: None once it is all written or queued in
     the transport, or the ``RegionSender`` still sending it (the connection calls
