@@ -12,7 +12,12 @@ checkpoints `open_leader_epoch_cache` reads or rebuilds.
 
 `sync_paths` makes many paths of one filesystem durable with one Linux ``syncfs`` (it writes
 back every dirty inode of that filesystem, these included, and reports a writeback error since
-Linux 5.8), and fsyncs them one by one where there is no ``syncfs`` or the paths are few.
+Linux 5.8), and fsyncs them one by one where there is no ``syncfs``, the paths are few, or the
+machine holds much dirty data (``/proc/meminfo``'s ``Dirty``, at least `SYNCFS_DIRTY_MAX`):
+a ``syncfs`` writes all of it back, the logs' unflushed segments too, so its time grows with
+the produce load, and a new leader's checkpoints are synced on the event loop. Measured on the
+2-core test machine (ext4), 500 checkpoints and their directories: ``syncfs`` 8 ms with nothing
+else dirty but 295 ms with 1 GiB dirty; one fsync each 83 and 66 ms.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from collections.abc import Iterator
 
 # Fewer paths than this are fsynced one by one (a syncfs also writes others' dirty data).
 SYNCFS_FROM = 16
+# With this much dirty data or more on the machine, paths are fsynced one by one (see above).
+SYNCFS_DIRTY_MAX = 64 << 20
 
 _state = threading.local()
 
@@ -70,7 +77,7 @@ def sync_paths(paths: list[str]) -> None:
     A path gone meanwhile is skipped: deleted (a topic's partition directory, renamed for
     deletion while a follower's sync waited in another thread), it has nothing left to make
     durable, and its absence is no failure of the log directory."""
-    if len(paths) >= SYNCFS_FROM and _syncfs is not None:
+    if len(paths) >= SYNCFS_FROM and _syncfs is not None and _dirty_bytes() < SYNCFS_DIRTY_MAX:
         fd = _open(paths[-1])
         if fd is not None:
             try:
@@ -97,3 +104,15 @@ def _open(path: str) -> int | None:
         return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+
+
+def _dirty_bytes() -> int:
+    """The machine's dirty page-cache bytes (``/proc/meminfo``'s ``Dirty``), 0 when unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"Dirty:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
