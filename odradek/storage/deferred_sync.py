@@ -89,13 +89,19 @@ def sync_paths(paths: list[str]) -> None:
             finally:
                 os.close(fd)
     for path in paths:
-        fd = _open(path)
-        if fd is None:
-            continue
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(path)
+
+
+def fsync_path(path: str) -> None:
+    """fsync the file or directory at ``path``; one deleted meanwhile has nothing left to sync.
+    (``file_ops`` names it too: it is here because ``file_ops`` imports this module.)"""
+    fd = _open(path)
+    if fd is None:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _open(path: str) -> int | None:

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 
 from odradek.storage import deferred_sync
+from odradek.storage.deferred_sync import fsync_path  # noqa: F401 (file_ops' name for it)
 
 _FALLOC_FL_KEEP_SIZE = 0x01
 
@@ -102,18 +103,6 @@ def replace_durably(path: str, data: bytes) -> None:
         directory = os.path.dirname(os.path.abspath(path))
         if not (deferred and deferred_sync.defer(directory)):
             fsync_directory(directory)
-
-
-def fsync_path(path: str) -> None:
-    """fsync the file at ``path``; a file deleted meanwhile has nothing left to sync."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def fsync_directory(path: str) -> None:
