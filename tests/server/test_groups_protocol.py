@@ -25,6 +25,9 @@ def client(shared_broker):
     b = shared_broker.broker
     shared_broker.call(lambda: b.topics.create(b.topics.plan_topic(TOPIC, 3, 1, None, {})))
     with WireClient(shared_broker.port) as c:
+        # As a client does before its first group request: the first FindCoordinator creates
+        # the offsets topic, so that every test here also runs alone.
+        assert c.call(ApiKey.FIND_COORDINATOR, 1, key="wire", key_type=0).error_code == E.NONE
         yield c
 
 
