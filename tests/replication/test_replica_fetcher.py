@@ -125,6 +125,19 @@ def test_a_follower_copies_the_leader_and_joins_the_isr(leader, follower):
     assert leader.call(lambda: lpart.followers[2].log_end_offset) == 5
 
 
+def _diverged(leader, follower, epoch: int):
+    """A topic led by broker 1 (``_leading``) whose follower holds the leader's offsets 0-2, then
+    offsets 3-6 of its own written in ``epoch``: (topic, leader's partition, follower's)."""
+    topic, lpart = _leading(leader)
+    fpart = follower.follow(topic, lpart.topic_id)
+    copied = leader.call(_bytes, lpart)
+    fpart.append_records_as_follower(memoryview(copied)[:rb.batch_size_at(copied, 0)])  # offsets 0-2
+    diverged = bytearray(make_batch(3, 4))
+    rb.set_partition_leader_epoch(diverged, 0, epoch)
+    fpart.append_records_as_follower(memoryview(diverged))
+    return topic, lpart, fpart
+
+
 class SyncRecorder:
     """Notes, in order, the writes of one partition's leader-epoch checkpoint, the fsyncs of
     the file and its directory (each slowed down: a sync the fetcher did not wait for ends
@@ -207,13 +220,7 @@ def test_a_truncations_checkpoint_is_made_durable_off_the_loop_before_the_next_r
     leader has no end for it, the follower truncates to its high watermark (0) and cuts the
     epoch from its checkpoint. That rewrite is fsynced off the loop too (a former leader that
     rejoins may truncate thousands of partitions at once), before the fetcher's next request."""
-    topic, lpart = _leading(leader)
-    fpart = follower.follow(topic, lpart.topic_id)
-    copied = leader.call(_bytes, lpart)
-    fpart.append_records_as_follower(memoryview(copied)[:rb.batch_size_at(copied, 0)])  # offsets 0-2
-    diverged = bytearray(make_batch(3, 4))
-    rb.set_partition_leader_epoch(diverged, 0, 2)
-    fpart.append_records_as_follower(memoryview(diverged))
+    topic, lpart, fpart = _diverged(leader, follower, epoch=2)
     assert fpart.log.leader_epoch_cache.entries == ((0, 0), (2, 3))
     recorder = SyncRecorder(monkeypatch, fpart)
 
@@ -260,13 +267,7 @@ def test_a_diverged_follower_truncates_to_where_its_epoch_ends_on_the_leader(lea
     """The follower holds offsets 3-6 written in epoch 0 that the leader never had (it wrote
     3-4 in epoch 1): asked where epoch 0 ends, the leader answers 3, and the follower cuts
     its own 3-6 before copying the leader's."""
-    topic, lpart = _leading(leader)
-    fpart = follower.follow(topic, lpart.topic_id)
-    copied = leader.call(_bytes, lpart)
-    fpart.append_records_as_follower(memoryview(copied)[:rb.batch_size_at(copied, 0)])  # offsets 0-2
-    diverged = bytearray(make_batch(3, 4))
-    rb.set_partition_leader_epoch(diverged, 0, 0)
-    fpart.append_records_as_follower(memoryview(diverged))
+    topic, lpart, fpart = _diverged(leader, follower, epoch=0)
     assert fpart.log_end_offset == 7
 
     async def run():

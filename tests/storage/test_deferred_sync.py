@@ -22,15 +22,21 @@ def test_replace_durably_in_a_batch_notes_the_file_and_its_directory_instead_of_
     assert len(fsyncs) == 2 and not deferred_sync.defer(path)
 
 
-def test_many_paths_one_syncfs_few_one_fsync_each(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(deferred_sync, "_dirty_bytes", lambda: 0)
+def _counted_syncs(tmp_path, monkeypatch) -> tuple[list, list[str]]:
+    """The syncs made (``"syncfs"`` / ``"fsync"``, not made for real) and `SYNCFS_FROM` files."""
+    calls: list = []
     monkeypatch.setattr(deferred_sync, "_syncfs", lambda fd: calls.append("syncfs") or 0)
     monkeypatch.setattr(deferred_sync.os, "fsync", lambda fd: calls.append("fsync"))
     paths = []
     for i in range(deferred_sync.SYNCFS_FROM):
         (tmp_path / str(i)).write_bytes(b"x")
         paths.append(str(tmp_path / str(i)))
+    return calls, paths
+
+
+def test_many_paths_one_syncfs_few_one_fsync_each(tmp_path, monkeypatch):
+    calls, paths = _counted_syncs(tmp_path, monkeypatch)
+    monkeypatch.setattr(deferred_sync, "_dirty_bytes", lambda: 0)
     deferred_sync.sync_paths(paths)
     assert calls == ["syncfs"]
     calls.clear()
@@ -62,13 +68,7 @@ def test_a_path_deleted_before_its_sync_is_skipped_not_a_failure(tmp_path, monke
 def test_with_much_dirty_data_many_paths_are_fsynced_one_by_one(tmp_path, monkeypatch):
     """A syncfs writes back every dirty page of the filesystem, the logs' segments too: under
     load (GiBs dirty) it took hundreds of ms where one fsync per path took tens."""
-    calls = []
-    monkeypatch.setattr(deferred_sync, "_syncfs", lambda fd: calls.append("syncfs") or 0)
-    monkeypatch.setattr(deferred_sync.os, "fsync", lambda fd: calls.append("fsync"))
-    paths = []
-    for i in range(deferred_sync.SYNCFS_FROM):
-        (tmp_path / str(i)).write_bytes(b"x")
-        paths.append(str(tmp_path / str(i)))
+    calls, paths = _counted_syncs(tmp_path, monkeypatch)
     monkeypatch.setattr(deferred_sync, "_dirty_bytes", lambda: deferred_sync.SYNCFS_DIRTY_MAX)
     deferred_sync.sync_paths(paths)
     assert calls == ["fsync"] * len(paths)
