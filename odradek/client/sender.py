@@ -25,8 +25,10 @@ in-flight ones will come back OUT_OF_ORDER_SEQUENCE_NUMBER (the broker refuses t
 are requeued by sequence behind it, and a partition whose head is a retry sends one batch at
 a time until the retries are through, so the log receives them in order and exactly once
 (a resent batch that had been appended is recognised by the broker as a duplicate and answered
-with its original offset). A sequence error with no earlier batch outstanding, an unknown
-producer id or a fenced epoch fail that batch and get a new producer id.
+with its original offset). A sequence error with no earlier batch outstanding or an unknown
+producer id fail that batch, and the producer bumps its own epoch (KIP-360, as the Java
+producer: a broker takes a higher epoch from sequence 0); at epoch 32767, a fenced epoch or an
+unknown id mapping, it gets a new producer id instead.
 
 A partition's batches in flight all go to one broker: when its leader moves, the next batch
 waits until those sent to the old leader are answered. A new leader with no state for the
@@ -87,6 +89,8 @@ from odradek.protocol.generated.produce_request import (
 _log = logging.getLogger("odradek.client.producer")
 
 MAX_IN_FLIGHT_IDEMPOTENT = 5
+MAX_PRODUCER_EPOCH = 32767  # an int16
+_BUMP_EPOCH = frozenset({ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID})
 _RESET_PRODUCER = frozenset({
     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID,
     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_PRODUCER_ID_MAPPING,
@@ -390,7 +394,7 @@ class Sender:
             self._fail(batch, error)
             return
         if self.idempotent and code in _RESET_PRODUCER and batch.base_sequence >= 0:
-            self._refused(queue, batch)
+            self._refused(queue, batch, code)
         batch.fail(error)
         self.acc.release(batch)
 
@@ -422,14 +426,17 @@ class Sender:
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
         self.idempotence = True
 
-    def _refused(self, queue: PartitionQueue, batch: ProducerBatch) -> None:
-        """The leader's producer state refused ``batch`` (failed by the caller): its partition
-        gets no more batches under their identity, and the producer a new producer id
-        (unless that identity was already replaced). Nothing is appended from the refused
-        sequence on: the partition's batches behind it are stamped anew once their answer
-        comes (``PartitionQueue.behind_refusal``); an earlier one keeps its stamp."""
+    def _refused(self, queue: PartitionQueue, batch: ProducerBatch, code: int) -> None:
+        """The leader's producer state refused ``batch`` with ``code`` (failed by the caller):
+        its partition gets no more batches under their identity, and the producer a new one
+        (the module docstring says which) unless it has one already. Nothing is appended from
+        the refused sequence on: the partition's batches behind it are stamped anew once their
+        answer comes (``PartitionQueue.behind_refusal``); an earlier one keeps its stamp."""
         if (batch.producer_id, batch.producer_epoch) == (self.producer_id, self.producer_epoch):
-            self.producer_id = -1  # the run loop gets a new one before sending again
+            if code in _BUMP_EPOCH and self.producer_epoch < MAX_PRODUCER_EPOCH:
+                self.producer_epoch += 1
+            else:
+                self.producer_id = -1  # the run loop gets a new one before sending again
         if queue.refused_from is None or batch.base_sequence < queue.refused_from:
             queue.refused_from = batch.base_sequence
 

@@ -85,7 +85,7 @@ def test_no_batch_overtakes_one_in_flight_to_the_old_leader():
                 results = await asyncio.gather(x0, x1, return_exceptions=True)
             assert replicas.logs[2].values == [b"x0", b"x1"], (early, results)
             assert [r.offset for r in results] == [0, 1]
-            assert stamps(replicas.logs[2]) == [(PRODUCER_ID, 0), (PRODUCER_ID, 1)]
+            assert stamps(replicas.logs[2]) == [((PRODUCER_ID, 0), 0), ((PRODUCER_ID, 0), 1)]
         finally:
             await cluster.close()
 

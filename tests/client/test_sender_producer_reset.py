@@ -82,7 +82,8 @@ class Script:
     ``code`` (REQUEST_TIMED_OUT: an acks=all produce that timed out waiting for its
     replicas), or the judged one when ``code`` is None."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_epoch: int = 0) -> None:
+        self.first_epoch = first_epoch  # the epoch of the first producer id handed out
         self.logs = {0: JudgedLog(), 1: JudgedLog()}
         self._held: dict[int, list[tuple[asyncio.Event, int | None, bool]]] = {0: [], 1: []}
         self.producer_ids = iter(range(FIRST_PRODUCER_ID, FIRST_PRODUCER_ID + 100))
@@ -97,7 +98,8 @@ class Script:
     def handler(self, fake, header, body):
         if header.request_api_key == ApiKey.INIT_PRODUCER_ID:
             self.inits += 1
-            return InitProducerIdResponse(error_code=0, producer_id=next(self.producer_ids), producer_epoch=0)
+            epoch = self.first_epoch if self.inits == 1 else 0
+            return InitProducerIdResponse(error_code=0, producer_id=next(self.producer_ids), producer_epoch=epoch)
         return self.answer(body)
 
     async def answer(self, body):
@@ -130,7 +132,7 @@ async def refuse_next_batch_of_partition_0(producer, script: Script) -> None:
     """Partition 0's leader acknowledges ``x1`` alone and is then replaced by a replica that
     has ``x0`` only (a failover that lost an acknowledged batch): the producer's next batch
     there, ``x2``, is refused OUT_OF_ORDER_SEQUENCE_NUMBER with nothing earlier outstanding,
-    and the producer takes a new producer id."""
+    and the producer bumps its epoch (KIP-360), keeping its producer id: no InitProducerId."""
     await producer.send("t", b"x0", partition=0)
     replica = script.logs[0].copy()
     await producer.send("t", b"x1", partition=0)
@@ -138,12 +140,16 @@ async def refuse_next_batch_of_partition_0(producer, script: Script) -> None:
     with pytest.raises(BrokerError) as refused:
         await producer.send("t", b"x2", partition=0)
     assert refused.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-    await until(lambda: script.inits == 2)
+    assert script.inits == 1
 
 
-def stamps(log: JudgedLog) -> list[tuple[int, int]]:
-    """``(producer id, base sequence)`` of each batch of ``log``."""
-    return [(h.producer_id, h.base_sequence) for h in log.headers]
+# The identities: the first InitProducerId's, and the next epoch that a refusal bumps it to.
+OLD, NEW = (FIRST_PRODUCER_ID, 0), (FIRST_PRODUCER_ID, 1)
+
+
+def stamps(log: JudgedLog) -> list[tuple[tuple[int, int], int]]:
+    """``((producer id, epoch), base sequence)`` of each batch of ``log``."""
+    return [((h.producer_id, h.producer_epoch), h.base_sequence) for h in log.headers]
 
 
 def test_a_batch_in_flight_when_the_producer_id_changes_is_resent_under_its_own():
@@ -166,11 +172,10 @@ def test_a_batch_in_flight_when_the_producer_id_changes_is_resent_under_its_own(
                 z = await producer.send("t", b"z", partition=1)
                 x3 = await producer.send("t", b"x3", partition=0)
             assert (z.offset, x3.offset) == (1, 1)
-            old, new = FIRST_PRODUCER_ID, FIRST_PRODUCER_ID + 1
-            assert stamps(script.logs[1]) == [(old, 0), (new, 0)]
-            assert stamps(script.logs[0]) == [(old, 0), (new, 0)]
+            assert stamps(script.logs[1]) == [(OLD, 0), (NEW, 0)]
+            assert stamps(script.logs[0]) == [(OLD, 0), (NEW, 0)]
             assert script.logs[0].values == [b"x0", b"x3"]
-            assert script.inits == 2
+            assert script.inits == 1
         finally:
             await cluster.close()
 
@@ -224,7 +229,7 @@ def test_a_new_batch_waits_while_its_partition_has_one_in_flight_under_the_old_i
                 results = await asyncio.gather(y, z)
             assert script.logs[1].values == [b"y", b"z"]
             assert [r.offset for r in results] == [0, 1]
-            assert stamps(script.logs[1]) == [(FIRST_PRODUCER_ID, 0), (FIRST_PRODUCER_ID + 1, 0)]
+            assert stamps(script.logs[1]) == [(OLD, 0), (NEW, 0)]
         finally:
             await cluster.close()
 
@@ -266,8 +271,39 @@ def test_the_batches_behind_a_refused_sequence_go_again_under_the_new_id(x3_answ
                 metadata = await x3
             assert metadata.offset == 1
             assert script.logs[0].values == [b"x0", b"x3"]
-            assert stamps(script.logs[0]) == [(FIRST_PRODUCER_ID, 0), (FIRST_PRODUCER_ID + 1, 0)]
-            assert script.inits == 2
+            assert stamps(script.logs[0]) == [(OLD, 0), (NEW, 0)]
+            assert script.inits == 1
+        finally:
+            await cluster.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize("first_epoch, code, then", [
+    (0, ErrorCode.UNKNOWN_PRODUCER_ID, (FIRST_PRODUCER_ID, 1)),  # KIP-360: the next epoch
+    (0, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, (FIRST_PRODUCER_ID, 1)),
+    (0, ErrorCode.INVALID_PRODUCER_EPOCH, (FIRST_PRODUCER_ID + 1, 0)),  # fenced: a new id
+    (32767, ErrorCode.UNKNOWN_PRODUCER_ID, (FIRST_PRODUCER_ID + 1, 0)),  # no epoch above
+])
+def test_a_refused_batch_moves_the_producer_to_its_next_epoch_or_a_new_id(first_epoch, code, then):
+    """x1 is refused with ``code`` and fails; x2 goes under the identity the producer moved
+    to: the same producer id at the next epoch, from sequence 0, without an InitProducerId
+    (as the Java producer), or a new producer id where no bump applies."""
+    script = Script(first_epoch)
+
+    async def main():
+        cluster = await FakeCluster({"t": [1, 2]}).start(script.handler)
+        try:
+            async with AsyncProducer(cluster.bootstrap, linger_ms=0, retry_backoff_ms=5) as producer:
+                await producer.send("t", b"x0", partition=0)
+                script.hold(0, code=code, appended=False).set()
+                with pytest.raises(BrokerError) as refused:
+                    await producer.send("t", b"x1", partition=0)
+                assert refused.value.code == code
+                x2 = await producer.send("t", b"x2", partition=0)
+            assert x2.offset == 1 and script.logs[0].values == [b"x0", b"x2"]
+            assert stamps(script.logs[0]) == [((FIRST_PRODUCER_ID, first_epoch), 0), (then, 0)]
+            assert script.inits == (1 if then[0] == FIRST_PRODUCER_ID else 2)
         finally:
             await cluster.close()
 
