@@ -39,7 +39,7 @@ happened to the producer id meanwhile: an answer such as a timeout, a lost conne
 NOT_LEADER_OR_FOLLOWER does not say whether it was appended (an acks=all produce is appended
 before it waits for the replicas, and a follower that becomes leader has the batches it
 copied), and only the same stamp lets the leader recognise it. So each partition
-(``PartitionQueue``) moves to a new producer id, its sequences from 0, only once none of its
+(``PartitionQueue``) moves to a new identity, its sequences from 0, only once none of its
 batches stamped with the old one is outstanding (Kafka's
 ``TransactionManager.maybeUpdateProducerIdAndEpoch``); until then its new batches wait. The
 one exception: the batches of a partition behind the sequence its leader refused (a refusal
@@ -234,7 +234,7 @@ class Sender:
             if self.idempotent and queue.in_flight and (
                     batch.attempts > 0 or len(queue.in_flight) >= MAX_IN_FLIGHT_IDEMPOTENT
                     or not queue.stamps_as(self.producer_id, self.producer_epoch)):
-                # (a new producer id: batches stamped with the old one are still in flight)
+                # (a new identity: batches stamped with the old one are still in flight)
                 continue
             leader = meta.leader(queue.topic, queue.partition)
             rides = False

@@ -1,4 +1,4 @@
-"""An idempotent producer that must take a new producer id never writes a record twice.
+"""An idempotent producer that must take a new identity (epoch or id) never writes a record twice.
 
 The failure seen in a partition test: the leader of partition 0 acknowledged batches it
 never replicated, then lost its leadership and truncated them; the new leader, missing
