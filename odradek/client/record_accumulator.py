@@ -32,6 +32,7 @@ lock again before the woken loop thread runs, and starve it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections import deque
@@ -128,6 +129,12 @@ class PartitionQueue:
         """Whether ``batch`` (stamped with the queue's identity) comes after a refused
         sequence: then none of it was appended, and it may be stamped anew."""
         return self.refused_from is not None and batch.base_sequence > self.refused_from
+
+    def earlier_outstanding(self, batch: ProducerBatch) -> bool:
+        """Whether a batch with a lower sequence than ``batch`` is in flight or waiting to be
+        retried (then an OUT_OF_ORDER_SEQUENCE_NUMBER for ``batch`` is expected)."""
+        return any(0 <= other.base_sequence < batch.base_sequence
+                   for other in itertools.chain(self.in_flight, self.sealed))
 
     def head(self) -> ProducerBatch | None:
         """The next batch to send: the oldest sealed one, else the open one."""

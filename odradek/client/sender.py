@@ -367,7 +367,7 @@ class Sender:
         if self.idempotent and code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
             # Expected while an earlier batch of the partition is being retried.
             with self.acc.lock:
-                retriable = _earlier_outstanding(queue, batch)
+                retriable = queue.earlier_outstanding(batch)
         if self.idempotent and queue.behind_refusal(batch):
             # Not appended (its leader refused an earlier sequence of its identity): it goes
             # again as a batch never sent, under the partition's next identity.
@@ -483,17 +483,6 @@ def _remove(batches: list, batch) -> None:
         batches.remove(batch)
     except ValueError:
         pass
-
-
-def _earlier_outstanding(queue: PartitionQueue, batch: ProducerBatch) -> bool:
-    """Whether a batch with a lower sequence is in flight or waiting to be retried."""
-    for other in queue.in_flight:
-        if 0 <= other.base_sequence < batch.base_sequence:
-            return True
-    for other in queue.sealed:
-        if 0 <= other.base_sequence < batch.base_sequence:
-            return True
-    return False
 
 
 def _expired(batch: ProducerBatch) -> KafkaTimeoutError:
